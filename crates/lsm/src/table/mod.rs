@@ -1,0 +1,1 @@
+//! SSTables: being written by a helper session; see the brief.
