@@ -1,1 +1,70 @@
-//! SSTables: being written by a helper session; see the brief.
+//! SSTables: the engine's sorted, immutable on-disk tables, also used as a standalone
+//! sorted-run format.
+//!
+//! Owns: the file format (data blocks with prefix-compressed keys and restart points, an
+//! index block, one Bloom filter per table, caller-supplied properties, a checksummed
+//! footer — byte by byte in `docs/format-sstable.md`), the [`TableWriter`] that produces it,
+//! the [`TableReader`]/[`TableIter`] that read it, and the shared [`BlockCache`].
+//!
+//! Depends on: `mosaic-env` for files (so tests inject faults), the crate's key order,
+//! errors and counters. Knows nothing of memtables, levels or the manifest: a table is
+//! bytes in, bytes out, and the engine decides what the keys and properties mean.
+//!
+//! Every decoder of on-disk bytes here denies `clippy::indexing_slicing` and validates each
+//! length, varint, offset and checksum against the real sizes: a damaged file yields a typed
+//! error naming the file and offset, never a panic and never wrong data.
+#![deny(clippy::indexing_slicing)]
+
+mod block;
+mod cache;
+mod coding;
+mod filter;
+mod format;
+mod reader;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
+pub use cache::BlockCache;
+pub use reader::{TableIter, TableReader};
+pub use writer::{TableSummary, TableWriter};
+
+use crate::key::KeyOrder;
+
+/// How data blocks are compressed on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Stored as is.
+    #[default]
+    None,
+    /// lz4 block compression, kept only when it saves at least 12.5%.
+    Lz4,
+}
+
+/// How a [`TableWriter`] lays out a table.
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    /// Target uncompressed size of a data block; a block is cut once it reaches this.
+    pub block_size_bytes: usize,
+    /// Entries between restart points (full keys) in a data block.
+    pub restart_interval: usize,
+    /// Bloom filter bits per distinct filter key; 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+    /// Data block compression.
+    pub compression: Compression,
+    /// How keys are ordered (and which part of a key the filter covers).
+    pub key_order: KeyOrder,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size_bytes: 4096,
+            restart_interval: 16,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            key_order: KeyOrder::Internal,
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! Blocks: the unit a table is read, checksummed, compressed and cached in.
+//!
+//! A block is a run of prefix-compressed entries followed by an array of restart points:
+//!
+//! ```text
+//! entry*   := varint32 shared_len ‖ varint32 unshared_len ‖ varint32 value_len
+//!             ‖ key[shared_len..] (unshared_len bytes) ‖ value (value_len bytes)
+//! restarts := u32 LE offset of a full-key entry, one per `restart_interval` entries
+//! count    := u32 LE number of restarts (≥ 1; the first restart is offset 0)
+//! ```
+//!
+//! Data blocks and the index block share this format. A [`Block`] is validated when it is
+//! built from bytes (restart array in bounds, strictly increasing, starting at 0), and a
+//! [`BlockIter`] checks every varint and length as it decodes, so arbitrary bytes produce an
+//! error, never a panic or an out-of-bounds read. This module knows nothing of files: errors
+//! are short reasons that the table reader wraps with the file name and block offset.
+#![deny(clippy::indexing_slicing)]
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::coding::{get_varint32, put_varint32, read_u32_le};
+use crate::key::KeyOrder;
+
+/// Why a block's bytes are invalid; the table reader adds the file and offset.
+pub(crate) type BlockError = &'static str;
+
+/// Bytes of the restart count at the end of a block.
+const RESTART_COUNT_LEN: usize = 4;
+/// Bytes of one restart offset.
+const RESTART_LEN: usize = 4;
+
+/// A decoded (uncompressed, checksum-verified) block, shared between the cache and iterators.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    /// Where the restart array starts; entries occupy `data[..restarts_offset]`.
+    restarts_offset: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Validates `data` as a block: restart count and array in bounds, restarts strictly
+    /// increasing from 0 and pointing inside the entry area.
+    pub(crate) fn new(data: Vec<u8>) -> Result<Self, BlockError> {
+        let count_pos = data
+            .len()
+            .checked_sub(RESTART_COUNT_LEN)
+            .ok_or("block shorter than its restart count")?;
+        let num_restarts =
+            read_u32_le(&data, count_pos).ok_or("block restart count unreadable")? as usize;
+        if num_restarts == 0 {
+            return Err("block has no restart points");
+        }
+        let restarts_len = num_restarts
+            .checked_mul(RESTART_LEN)
+            .ok_or("block restart count overflows")?;
+        let restarts_offset = count_pos
+            .checked_sub(restarts_len)
+            .ok_or("block restart array larger than the block")?;
+        let block = Block {
+            data,
+            restarts_offset,
+            num_restarts,
+        };
+        let mut prev: Option<usize> = None;
+        for i in 0..num_restarts {
+            let r = block.restart(i).ok_or("block restart unreadable")?;
+            match prev {
+                None if r != 0 => return Err("block's first restart is not at offset 0"),
+                Some(p) if r <= p => return Err("block restarts not strictly increasing"),
+                _ => {}
+            }
+            // An empty block has the single restart 0 == restarts_offset.
+            if r >= restarts_offset && !(r == 0 && restarts_offset == 0) {
+                return Err("block restart points past the entries");
+            }
+            prev = Some(r);
+        }
+        Ok(block)
+    }
+
+    /// The block's bytes (entries and restart array).
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// Bytes this block holds in memory, for the cache's weight.
+    pub(crate) fn charge_bytes(&self) -> u64 {
+        (self.data.capacity() + std::mem::size_of::<Self>() + 64) as u64
+    }
+
+    /// The byte offset of restart point `i`.
+    #[inline]
+    fn restart(&self, i: usize) -> Option<usize> {
+        let pos = self
+            .restarts_offset
+            .checked_add(i.checked_mul(RESTART_LEN)?)?;
+        read_u32_le(&self.data, pos).map(|r| r as usize)
+    }
+
+    /// The entry area (everything before the restart array).
+    #[inline]
+    fn entries(&self) -> &[u8] {
+        self.data.get(..self.restarts_offset).unwrap_or_default()
+    }
+
+    /// The full key stored at restart point `i` (restart entries share nothing).
+    fn restart_key(&self, i: usize) -> Result<&[u8], BlockError> {
+        let entries = self.entries();
+        let off = self.restart(i).ok_or("block restart unreadable")?;
+        let (shared, p) = get_varint32(entries, off).ok_or("bad varint in block entry")?;
+        let (unshared, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
+        let (_vlen, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
+        if shared != 0 {
+            return Err("block restart entry shares a prefix");
+        }
+        let end = p
+            .checked_add(unshared as usize)
+            .ok_or("block key length overflows")?;
+        entries.get(p..end).ok_or("block key runs past the entries")
+    }
+}
+
+/// Builds one block in memory; reused across blocks by the table writer.
+#[derive(Debug)]
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    restart_interval: usize,
+    /// Entries since the last restart point.
+    counter: usize,
+    entries: usize,
+    last_key: Vec<u8>,
+}
+
+impl BlockBuilder {
+    pub(crate) fn new(restart_interval: usize) -> Self {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            restart_interval: restart_interval.max(1),
+            counter: 0,
+            entries: 0,
+            last_key: Vec::new(),
+        }
+    }
+
+    /// Appends an entry; the caller guarantees keys increase and the block stays < 4 GiB.
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        let shared = if self.counter < self.restart_interval {
+            common_prefix_len(&self.last_key, key)
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+            0
+        };
+        let unshared = key.get(shared..).unwrap_or_default();
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, unshared.len() as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(unshared);
+        self.buf.extend_from_slice(value);
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(unshared);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    /// The size the block will have once finished.
+    pub(crate) fn size_estimate(&self) -> usize {
+        self.buf.len() + self.restarts.len() * RESTART_LEN + RESTART_COUNT_LEN
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Appends the restart array and returns the finished block (which the caller may extend
+    /// with a trailer); call `reset` before adding to the builder again.
+    pub(crate) fn finish_mut(&mut self) -> &mut Vec<u8> {
+        for r in &self.restarts {
+            self.buf.extend_from_slice(&r.to_le_bytes());
+        }
+        self.buf
+            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        &mut self.buf
+    }
+
+    /// Empties the builder, keeping its buffers.
+    pub(crate) fn reset(&mut self) {
+        self.buf.clear();
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.entries = 0;
+        self.last_key.clear();
+    }
+}
+
+fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A cursor over one block. Keys are decoded into a reused buffer; values are ranges of the
+/// shared block, so moving the cursor allocates nothing once the key buffer has grown.
+#[derive(Debug)]
+pub(crate) struct BlockIter {
+    block: Arc<Block>,
+    key: Vec<u8>,
+    value_start: usize,
+    value_end: usize,
+    /// Offset of the current entry.
+    current: usize,
+    /// Offset of the entry after the current one.
+    next_offset: usize,
+    /// Index of the first restart point at or after `next_offset`.
+    next_restart: usize,
+    valid: bool,
+}
+
+impl BlockIter {
+    /// An unpositioned cursor over `block`.
+    pub(crate) fn new(block: Arc<Block>) -> Self {
+        BlockIter {
+            block,
+            key: Vec::new(),
+            value_start: 0,
+            value_end: 0,
+            current: 0,
+            next_offset: 0,
+            next_restart: 0,
+            valid: false,
+        }
+    }
+
+    /// Points the cursor at another block, keeping the key buffer; unpositioned.
+    pub(crate) fn reset(&mut self, block: Arc<Block>) {
+        self.block = block;
+        self.valid = false;
+        self.key.clear();
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key; empty when not valid.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value; empty when not valid.
+    pub(crate) fn value(&self) -> &[u8] {
+        self.block
+            .data
+            .get(self.value_start..self.value_end)
+            .unwrap_or_default()
+    }
+
+    /// Invalidates the cursor (after an error).
+    pub(crate) fn invalidate(&mut self) {
+        self.valid = false;
+    }
+
+    pub(crate) fn seek_to_first(&mut self) -> Result<(), BlockError> {
+        self.seek_to_restart(0);
+        self.advance()
+    }
+
+    /// Positions at the first entry after the current one.
+    pub(crate) fn next(&mut self) -> Result<(), BlockError> {
+        debug_assert!(self.valid);
+        self.advance()
+    }
+
+    /// Positions at the first key `>= target` in `order`, or invalid if every key is smaller.
+    pub(crate) fn seek(&mut self, target: &[u8], order: KeyOrder) -> Result<(), BlockError> {
+        // Binary search for the last restart whose key is < target.
+        let mut lo = 0usize;
+        let mut hi = self.block.num_restarts.saturating_sub(1);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            let key = self
+                .block
+                .restart_key(mid)
+                .inspect_err(|_| self.valid = false)?;
+            if order.compare(key, target) == Ordering::Less {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        // Scanning on from the current entry is cheaper when it lies in the same restart
+        // interval, before the target (successive seeks in one block, e.g. point lookups).
+        // (Every entry between restart `lo` and the current one is smaller than the current
+        // key, hence than the target.)
+        let resume = self.valid
+            && self.block.restart(lo).is_some_and(|r| r <= self.current)
+            && order.compare(&self.key, target) == Ordering::Less;
+        if !resume {
+            self.seek_to_restart(lo);
+            self.advance()?;
+        }
+        while self.valid && order.compare(&self.key, target) == Ordering::Less {
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    fn seek_to_restart(&mut self, i: usize) {
+        self.key.clear();
+        self.next_offset = self.block.restart(i).unwrap_or(0);
+        self.next_restart = i;
+        self.valid = false;
+    }
+
+    /// Decodes the entry at `next_offset`, or becomes invalid at the end of the entries.
+    fn advance(&mut self) -> Result<(), BlockError> {
+        let result = self.decode_next();
+        if result.is_err() {
+            self.valid = false;
+        }
+        result
+    }
+
+    #[inline]
+    fn decode_next(&mut self) -> Result<(), BlockError> {
+        let block = &*self.block;
+        let entries = block.entries();
+        let off = self.next_offset;
+        if off >= entries.len() {
+            self.valid = false;
+            return Ok(());
+        }
+        let (shared, p) = get_varint32(entries, off).ok_or("bad varint in block entry")?;
+        let (unshared, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
+        let (vlen, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
+        let shared = shared as usize;
+        if shared > self.key.len() {
+            return Err("block entry shares more than the previous key");
+        }
+        // Entries must start exactly at restart points, and those share nothing.
+        if self.next_restart < block.num_restarts {
+            let r = block
+                .restart(self.next_restart)
+                .ok_or("block restart unreadable")?;
+            if r == off {
+                if shared != 0 {
+                    return Err("block restart entry shares a prefix");
+                }
+                self.next_restart += 1;
+            } else if r < off {
+                return Err("block restart point inside an entry");
+            }
+        }
+        let key_end = p
+            .checked_add(unshared as usize)
+            .ok_or("block key length overflows")?;
+        let value_end = key_end
+            .checked_add(vlen as usize)
+            .ok_or("block value length overflows")?;
+        let delta = entries
+            .get(p..key_end)
+            .ok_or("block key runs past the entries")?;
+        if value_end > entries.len() {
+            return Err("block value runs past the entries");
+        }
+        self.key.truncate(shared);
+        self.key.extend_from_slice(delta);
+        self.value_start = key_end;
+        self.value_end = value_end;
+        self.current = off;
+        self.next_offset = value_end;
+        self.valid = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        let estimate = b.size_estimate();
+        let bytes = b.finish_mut().to_vec();
+        assert_eq!(bytes.len(), estimate);
+        Arc::new(Block::new(bytes).unwrap())
+    }
+
+    fn collect(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first().unwrap();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+        out
+    }
+
+    fn sample(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                (
+                    format!("key{:05}", i * 2).into_bytes(),
+                    format!("v{i}").into_bytes(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn entries_round_trip_across_restart_boundaries() {
+        for interval in [1, 2, 3, 16, 100] {
+            for n in [0, 1, 2, 15, 16, 17, 33, 100] {
+                let entries = sample(n);
+                let block = build(&entries, interval);
+                let mut it = BlockIter::new(block);
+                assert_eq!(collect(&mut it), entries, "interval {interval} n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn seek_lands_on_first_key_at_or_after_target() {
+        for interval in [1, 4, 16] {
+            let entries = sample(50);
+            let block = build(&entries, interval);
+            let mut it = BlockIter::new(block);
+            // Exact keys, keys between entries, before the first and past the last.
+            for i in 0..50 {
+                it.seek(&entries[i].0, KeyOrder::Bytewise).unwrap();
+                assert_eq!(it.key(), &entries[i].0[..]);
+                let between = format!("key{:05}", i * 2 + 1).into_bytes();
+                it.seek(&between, KeyOrder::Bytewise).unwrap();
+                if i + 1 < 50 {
+                    assert_eq!(it.key(), &entries[i + 1].0[..]);
+                } else {
+                    assert!(!it.valid());
+                }
+            }
+            it.seek(b"", KeyOrder::Bytewise).unwrap();
+            assert_eq!(it.key(), &entries[0].0[..]);
+            it.seek(b"zzz", KeyOrder::Bytewise).unwrap();
+            assert!(!it.valid());
+            // Resuming from a valid position and going backwards both work.
+            it.seek(&entries[10].0, KeyOrder::Bytewise).unwrap();
+            it.seek(&entries[12].0, KeyOrder::Bytewise).unwrap();
+            assert_eq!(it.key(), &entries[12].0[..]);
+            it.seek(&entries[3].0, KeyOrder::Bytewise).unwrap();
+            assert_eq!(it.key(), &entries[3].0[..]);
+        }
+    }
+
+    #[test]
+    fn malformed_restart_arrays_are_rejected() {
+        assert!(Block::new(vec![]).is_err());
+        assert!(Block::new(vec![0, 0, 0, 0]).is_err());
+        assert!(Block::new(vec![0, 0, 0, 0, 1, 0, 0, 0]).is_ok());
+        assert!(Block::new(vec![0xff, 0xff, 0xff, 0xff]).is_err());
+        // First restart must be 0; restarts must increase and stay inside the entries.
+        let mut b = vec![0u8; 8];
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&1u32.to_le_bytes());
+        assert!(Block::new(b).is_err());
+        let mut b = vec![0u8; 8];
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&9u32.to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        assert!(Block::new(b).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_as_a_block_never_panic(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200),
+            target in proptest::collection::vec(any::<u8>(), 0..8),
+        ) {
+            if let Ok(block) = Block::new(bytes) {
+                let mut it = BlockIter::new(Arc::new(block));
+                let mut steps = 0;
+                if it.seek_to_first().is_ok() {
+                    while it.valid() && steps < 1000 {
+                        let _ = (it.key(), it.value());
+                        if it.next().is_err() { break; }
+                        steps += 1;
+                    }
+                }
+                let _ = it.seek(&target, KeyOrder::Bytewise);
+                let _ = it.seek(&target, KeyOrder::Internal);
+            }
+        }
+
+        #[test]
+        fn sorted_entries_round_trip(
+            keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..12), 0..60),
+            interval in 1usize..20,
+        ) {
+            let entries: Vec<(Vec<u8>, Vec<u8>)> =
+                keys.into_iter().enumerate().map(|(i, k)| (k, vec![i as u8; i % 5])).collect();
+            let block = build(&entries, interval);
+            let mut it = BlockIter::new(block);
+            prop_assert_eq!(collect(&mut it), entries.clone());
+            for (k, v) in &entries {
+                it.seek(k, KeyOrder::Bytewise).unwrap();
+                prop_assert_eq!(it.key(), &k[..]);
+                prop_assert_eq!(it.value(), &v[..]);
+            }
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Writing a table: sorted entries in, one immutable file out.
+//!
+//! Entries fill a data block until it reaches the target size; the block is then (optionally)
+//! lz4-compressed, given its trailer and written with a single `append` (the file is
+//! unbuffered), and an index entry `last key → handle` is recorded. `finish` writes the
+//! filter, index and properties blocks and the footer, then syncs. Buffers are reused across
+//! blocks, so the steady state allocates nothing per entry.
+#![deny(clippy::indexing_slicing)]
+
+use std::cmp::Ordering;
+use std::path::PathBuf;
+
+use mosaic_env::WritableFile;
+
+use super::block::BlockBuilder;
+use super::filter::FilterBuilder;
+use super::format::{
+    append_trailer, BlockHandle, Footer, BLOCK_SIZE_MAX, BLOCK_TYPE_LZ4, BLOCK_TYPE_NONE,
+};
+use super::{Compression, TableOptions};
+use crate::error::{Error, Result};
+
+/// Restart interval of the index block: every entry is a restart, so a seek in the index is
+/// a pure binary search.
+const INDEX_RESTART_INTERVAL: usize = 1;
+/// The largest key + value accepted, so a block always stays below [`BLOCK_SIZE_MAX`].
+const ENTRY_BYTES_MAX: usize = BLOCK_SIZE_MAX / 2;
+/// Worst-case entry header: three varint32s.
+const ENTRY_HEADER_MAX: usize = 15;
+
+/// What a finished table holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// The file's size.
+    pub size_bytes: u64,
+    /// Entries written.
+    pub entries: u64,
+    /// Data blocks written.
+    pub data_blocks: u64,
+    /// The first key (empty if there are no entries).
+    pub smallest_key: Vec<u8>,
+    /// The last key (empty if there are no entries).
+    pub largest_key: Vec<u8>,
+}
+
+/// Writes one table file from entries added in strictly increasing key order.
+pub struct TableWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    opts: TableOptions,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    filter: Option<FilterBuilder>,
+    smallest_key: Vec<u8>,
+    last_key: Vec<u8>,
+    entries: u64,
+    data_blocks: u64,
+    /// Bytes appended to the file so far.
+    offset: u64,
+    compress_buf: Vec<u8>,
+    handle_buf: Vec<u8>,
+    /// Set after a failed append: the file's contents are unknown, so nothing more is written.
+    failed: Option<String>,
+}
+
+impl std::fmt::Debug for TableWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableWriter")
+            .field("path", &self.path)
+            .field("entries", &self.entries)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableWriter {
+    /// A writer appending to `file` (named `path` in errors).
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf, opts: TableOptions) -> Self {
+        let mut opts = opts;
+        opts.block_size_bytes = opts.block_size_bytes.clamp(1, ENTRY_BYTES_MAX);
+        opts.restart_interval = opts.restart_interval.max(1);
+        let offset = file.len();
+        TableWriter {
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(INDEX_RESTART_INTERVAL),
+            filter: (opts.bloom_bits_per_key > 0)
+                .then(|| FilterBuilder::new(opts.bloom_bits_per_key)),
+            file,
+            path,
+            opts,
+            smallest_key: Vec::new(),
+            last_key: Vec::new(),
+            entries: 0,
+            data_blocks: 0,
+            offset,
+            compress_buf: Vec::new(),
+            handle_buf: Vec::new(),
+            failed: None,
+        }
+    }
+
+    /// Adds an entry. Keys must be strictly increasing in the table's key order.
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_not_failed()?;
+        let order = self.opts.key_order;
+        if self.entries > 0 && order.compare(key, &self.last_key) != Ordering::Greater {
+            return Err(Error::InvalidArgument(format!(
+                "table keys out of order in {}: {:?} does not follow {:?}",
+                self.path.display(),
+                key.escape_ascii().to_string(),
+                self.last_key.escape_ascii().to_string(),
+            )));
+        }
+        let entry_len = key.len().saturating_add(value.len());
+        if entry_len > ENTRY_BYTES_MAX {
+            return Err(Error::InvalidArgument(format!(
+                "table entry of {entry_len} bytes exceeds the {ENTRY_BYTES_MAX}-byte limit"
+            )));
+        }
+        if !self.data.is_empty()
+            && self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX > BLOCK_SIZE_MAX
+        {
+            self.flush_data_block()?;
+        }
+        if self.entries == 0 {
+            self.smallest_key.extend_from_slice(key);
+        }
+        if let Some(filter) = &mut self.filter {
+            filter.add(order.filter_key(key));
+        }
+        self.data.add(key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.entries += 1;
+        if self.data.size_estimate() >= self.opts.block_size_bytes {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Bytes written so far plus the pending data block.
+    pub fn estimated_size_bytes(&self) -> u64 {
+        let pending = if self.data.is_empty() {
+            0
+        } else {
+            self.data.size_estimate() as u64
+        };
+        self.offset + pending
+    }
+
+    /// Writes the last data block, the filter, index and properties blocks (`properties` are
+    /// the caller's opaque bytes) and the footer, then syncs the file.
+    pub fn finish(mut self, properties: &[u8]) -> Result<TableSummary> {
+        self.check_not_failed()?;
+        if !self.data.is_empty() {
+            self.flush_data_block()?;
+        }
+        let mut meta = std::mem::take(&mut self.compress_buf);
+        let filter = match &self.filter {
+            Some(f) if f.len() > 0 => {
+                meta.clear();
+                f.finish_into(&mut meta);
+                self.write_raw_block(&mut meta)?
+            }
+            _ => BlockHandle::default(),
+        };
+        let index = {
+            let buf = self.index.finish_mut();
+            let handle = BlockHandle {
+                offset: self.offset,
+                size: buf.len() as u64,
+            };
+            append_trailer(buf, BLOCK_TYPE_NONE);
+            write_all(&mut *self.file, &self.path, buf, &mut self.failed)?;
+            self.offset += buf.len() as u64;
+            handle
+        };
+        meta.clear();
+        meta.extend_from_slice(properties);
+        let props = self.write_raw_block(&mut meta)?;
+        let footer = Footer {
+            index,
+            filter,
+            properties: props,
+            entries: self.entries,
+            data_blocks: self.data_blocks,
+            key_order: self.opts.key_order,
+        }
+        .encode();
+        write_all(&mut *self.file, &self.path, &footer, &mut self.failed)?;
+        self.offset += footer.len() as u64;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io("syncing", &self.path, e))?;
+        Ok(TableSummary {
+            size_bytes: self.offset,
+            entries: self.entries,
+            data_blocks: self.data_blocks,
+            smallest_key: self.smallest_key,
+            largest_key: if self.entries > 0 {
+                self.last_key
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    fn check_not_failed(&self) -> Result<()> {
+        match &self.failed {
+            Some(cause) => Err(Error::Poisoned {
+                cause: format!(
+                    "an earlier write to {} failed: {cause}",
+                    self.path.display()
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds a trailer to the uncompressed block contents in `buf` and writes them.
+    fn write_raw_block(&mut self, buf: &mut Vec<u8>) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: buf.len() as u64,
+        };
+        append_trailer(buf, BLOCK_TYPE_NONE);
+        write_all(&mut *self.file, &self.path, buf, &mut self.failed)?;
+        self.offset += buf.len() as u64;
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        debug_assert!(!self.data.is_empty());
+        let raw = self.data.finish_mut();
+        let raw_len = raw.len();
+        let mut use_lz4 = false;
+        if self.opts.compression == Compression::Lz4 {
+            let out = &mut self.compress_buf;
+            out.clear();
+            out.extend_from_slice(&(raw_len as u32).to_le_bytes());
+            out.resize(4 + lz4_flex::block::get_maximum_output_size(raw_len), 0);
+            if let Some(dst) = out.get_mut(4..) {
+                if let Ok(n) = lz4_flex::block::compress_into(raw, dst) {
+                    out.truncate(4 + n);
+                    // Keep the block uncompressed unless lz4 saves at least 12.5%.
+                    use_lz4 = out.len() <= raw_len - raw_len / 8;
+                }
+            }
+        }
+        let buf = if use_lz4 {
+            append_trailer(&mut self.compress_buf, BLOCK_TYPE_LZ4);
+            &self.compress_buf
+        } else {
+            append_trailer(raw, BLOCK_TYPE_NONE);
+            &*raw
+        };
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: (buf.len() - super::format::BLOCK_TRAILER_LEN) as u64,
+        };
+        write_all(&mut *self.file, &self.path, buf, &mut self.failed)?;
+        self.offset += buf.len() as u64;
+        self.data_blocks += 1;
+        self.data.reset();
+        self.handle_buf.clear();
+        handle.encode_varint_to(&mut self.handle_buf);
+        // The block's last key separates it from the next block (which starts strictly after).
+        self.index.add(&self.last_key, &self.handle_buf);
+        Ok(())
+    }
+}
+
+/// Appends `buf`, remembering the failure so later calls refuse to write.
+fn write_all(
+    file: &mut dyn WritableFile,
+    path: &std::path::Path,
+    buf: &[u8],
+    failed: &mut Option<String>,
+) -> Result<()> {
+    file.append(buf).map_err(|e| {
+        *failed = Some(e.to_string());
+        Error::io("writing", path, e)
+    })
+}
