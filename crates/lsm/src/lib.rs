@@ -5,15 +5,34 @@
 //! measure amplification. Knows nothing of clusters, rows or CQL: keys and values are bytes,
 //! versioned by a caller-supplied timestamp. Reaches the disk and clock only through
 //! `mosaic-env`, so tests inject full disks and failed fsyncs.
+//!
+//! Start at [`Db`]: `Db::open(dir, Options::default())`, then `put`/`delete`/`merge`/`write`
+//! with a timestamp, `get`, `scan`, `snapshot`, `flush`, `compact`, `counters`, `levels`.
 #![deny(clippy::unwrap_used)]
 
+pub mod compaction;
+pub mod db;
 pub mod error;
+pub mod iter;
 pub mod key;
+pub mod memtable;
 pub mod merge;
+pub mod options;
 pub mod stats;
 pub mod table;
+pub mod version;
+pub mod wal;
 
+pub use db::{Db, Entry, LevelInfo, RecoveryReport, Scan, Snapshot, TableInfo};
 pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};
 pub use merge::{MergeOperator, PurgeContext, Resolved, Version};
+pub use mosaic_env::fault::{Faults, FaultyFs};
+pub use mosaic_env::{Clock, Fs, ManualClock, RealFs, SystemClock};
+pub use options::{
+    CompactionEvent, CompactionListener, DynamicLevels, LevelPolicy, Options, StaticLevels,
+    TableStore,
+};
 pub use stats::{CounterSnapshot, Counters, ReadPurpose};
+pub use table::{BlockCache, Compression, TableOptions, TableReader, TableWriter};
+pub use wal::{SyncMode, WalDrop, WriteBatch};

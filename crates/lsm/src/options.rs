@@ -1,0 +1,227 @@
+//! Engine configuration and the pluggable policies and hooks later features build on.
+
+use std::io;
+use std::sync::Arc;
+
+use mosaic_env::{Clock, Fs, RandomAccessFile, RealFs, SystemClock};
+
+use crate::merge::MergeOperator;
+use crate::table::TableOptions;
+use crate::wal::SyncMode;
+
+/// Target size of each level; the default is classic leveled sizing (level 1 =
+/// `level1_size_bytes`, each deeper level `level_size_ratio` times larger). ELECT swaps in a
+/// policy that keeps the last level fat.
+pub trait LevelPolicy: Send + Sync + 'static {
+    /// Target bytes for `level` (≥ 1), given the bytes currently in every level.
+    fn target_bytes(&self, level: usize, level_bytes: &[u64], opts: &Options) -> u64;
+}
+
+/// Classic leveled sizing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StaticLevels;
+
+impl LevelPolicy for StaticLevels {
+    fn target_bytes(&self, level: usize, _level_bytes: &[u64], opts: &Options) -> u64 {
+        let exp = level.saturating_sub(1) as u32;
+        opts.level1_size_bytes
+            .saturating_mul(opts.level_size_ratio.saturating_pow(exp))
+    }
+}
+
+/// Sizing from the bottom up (RocksDB's `level_compaction_dynamic_level_bytes`): the last
+/// level holds what it holds, each level above is `level_size_ratio` times smaller, and
+/// levels whose target falls below `level1_size_bytes / ratio` stay empty, so data moves
+/// from level 0 straight to the first level that needs it. This keeps write amplification
+/// near the ratio's bound for any data size.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DynamicLevels;
+
+impl LevelPolicy for DynamicLevels {
+    fn target_bytes(&self, level: usize, level_bytes: &[u64], opts: &Options) -> u64 {
+        let last = level_bytes.len().saturating_sub(1);
+        let ratio = opts.level_size_ratio.max(2);
+        let mut target = level_bytes
+            .last()
+            .copied()
+            .unwrap_or(0)
+            .max(opts.level1_size_bytes);
+        // Walk up from the bottom; the first level whose target fits level 1's size is the
+        // base level, and the levels above it stay empty.
+        for l in (1..=last).rev() {
+            if l == level {
+                return target.max(1);
+            }
+            if target <= opts.level1_size_bytes {
+                return 0;
+            }
+            target /= ratio;
+        }
+        0
+    }
+}
+
+/// What a compaction did, reported to the [`CompactionListener`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionEvent {
+    /// Level the compaction read from.
+    pub level: usize,
+    /// Level it wrote to.
+    pub output_level: usize,
+    /// Ids of the tables it replaced.
+    pub inputs: Vec<u64>,
+    /// Ids of the tables it wrote (for a trivial move: the moved table).
+    pub outputs: Vec<u64>,
+    /// Whether the table was moved down without rewriting.
+    pub trivial_move: bool,
+}
+
+/// Told about every installed compaction (after the manifest records it), e.g. to update
+/// parity when the tables it covers change.
+pub trait CompactionListener: Send + Sync + 'static {
+    /// Called once per compaction, from the compaction's thread.
+    fn on_compaction(&self, event: &CompactionEvent);
+}
+
+/// Opens the data component of a table that does not live in the local file
+/// (`TableMeta::location` non-empty), e.g. an object in the cold tier.
+pub trait TableStore: Send + Sync + 'static {
+    /// Opens the data at `location` for random reads.
+    fn open(&self, location: &str) -> io::Result<Arc<dyn RandomAccessFile>>;
+}
+
+/// Engine configuration.
+#[derive(Clone)]
+pub struct Options {
+    /// File system (the real one, or a fault-injecting one in tests).
+    pub fs: Arc<dyn Fs>,
+    /// Clock for tombstone expiry and file creation times.
+    pub clock: Arc<dyn Clock>,
+    /// When writes are synced.
+    pub sync_mode: SyncMode,
+    /// Memtable byte budget before it is frozen and flushed.
+    pub memtable_size_bytes: usize,
+    /// Frozen memtables allowed to wait for flush before writers stall.
+    pub immutable_memtables_max: usize,
+    /// Table format options (block size, Bloom bits, compression).
+    pub table: TableOptions,
+    /// Block cache capacity in bytes (0 disables it).
+    pub block_cache_bytes: u64,
+    /// Read tables with O_DIRECT (bypassing the OS page cache) where supported.
+    pub direct_io: bool,
+    /// Level-0 tables that trigger a compaction into level 1.
+    pub level0_compaction_trigger: usize,
+    /// Level-0 tables at which writers stall until compaction catches up.
+    pub level0_stall_tables: usize,
+    /// Size ratio between adjacent levels.
+    pub level_size_ratio: u64,
+    /// Target size of level 1.
+    pub level1_size_bytes: u64,
+    /// Target size of each table written by compaction.
+    pub table_size_bytes: u64,
+    /// Number of levels, level 0 included.
+    pub levels_max: usize,
+    /// Background compaction threads.
+    pub compaction_threads: usize,
+    /// How long tombstones are kept before compaction may drop them (gc grace).
+    pub gc_grace_micros: u64,
+    /// Merge of same-key fragments; `None` means last-write-wins.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Told about every compaction.
+    pub compaction_listener: Option<Arc<dyn CompactionListener>>,
+    /// Target size per level.
+    pub level_policy: Arc<dyn LevelPolicy>,
+    /// Opens tables whose data lives elsewhere than the local file.
+    pub table_store: Option<Arc<dyn TableStore>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            fs: Arc::new(RealFs),
+            clock: Arc::new(SystemClock),
+            sync_mode: SyncMode::default(),
+            memtable_size_bytes: 64 << 20,
+            immutable_memtables_max: 2,
+            table: TableOptions::default(),
+            block_cache_bytes: 64 << 20,
+            direct_io: false,
+            level0_compaction_trigger: 4,
+            level0_stall_tables: 20,
+            level_size_ratio: 10,
+            level1_size_bytes: 256 << 20,
+            table_size_bytes: 64 << 20,
+            levels_max: 7,
+            compaction_threads: 1,
+            gc_grace_micros: 10 * 24 * 3600 * 1_000_000,
+            merge_operator: None,
+            compaction_listener: None,
+            level_policy: Arc::new(DynamicLevels),
+            table_store: None,
+        }
+    }
+}
+
+impl Options {
+    /// Checks the options for values the engine cannot work with.
+    pub fn validate(&self) -> crate::Result<()> {
+        let bad = |what: &str| Err(crate::Error::InvalidArgument(what.to_owned()));
+        if self.memtable_size_bytes < 1024 {
+            return bad("memtable_size_bytes must be at least 1 KiB");
+        }
+        if self.levels_max < 2 || self.levels_max > 32 {
+            return bad("levels_max must be between 2 and 32");
+        }
+        if self.level_size_ratio < 2 {
+            return bad("level_size_ratio must be at least 2");
+        }
+        if self.level0_compaction_trigger == 0
+            || self.level0_stall_tables <= self.level0_compaction_trigger
+        {
+            return bad("level0_stall_tables must exceed level0_compaction_trigger (≥ 1)");
+        }
+        if self.immutable_memtables_max == 0 || self.compaction_threads == 0 {
+            return bad("immutable_memtables_max and compaction_threads must be at least 1");
+        }
+        if self.table_size_bytes < 1024 || self.level1_size_bytes < 1024 {
+            return bad("table_size_bytes and level1_size_bytes must be at least 1 KiB");
+        }
+        if let SyncMode::Periodic { interval_ms: 0 } = self.sync_mode {
+            return bad("periodic sync interval must be at least 1 ms");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamic_levels_size_from_the_bottom() {
+        let opts = Options {
+            level1_size_bytes: 100,
+            level_size_ratio: 10,
+            ..Options::default()
+        };
+        // 7 levels, 100_000 bytes at the bottom: L6 100k, L5 10k, L4 1k, L3 100, L2 10 → 0.
+        let bytes = [0, 0, 0, 0, 0, 0, 100_000];
+        let p = DynamicLevels;
+        assert_eq!(p.target_bytes(6, &bytes, &opts), 100_000);
+        assert_eq!(p.target_bytes(5, &bytes, &opts), 10_000);
+        assert_eq!(p.target_bytes(3, &bytes, &opts), 100);
+        assert_eq!(p.target_bytes(2, &bytes, &opts), 0);
+        assert_eq!(p.target_bytes(1, &bytes, &opts), 0);
+    }
+
+    #[test]
+    fn static_levels_grow_by_the_ratio() {
+        let opts = Options {
+            level1_size_bytes: 100,
+            level_size_ratio: 10,
+            ..Options::default()
+        };
+        assert_eq!(StaticLevels.target_bytes(1, &[], &opts), 100);
+        assert_eq!(StaticLevels.target_bytes(3, &[], &opts), 10_000);
+    }
+}
