@@ -1102,13 +1102,18 @@ impl Inner {
     fn periodic_sync_loop(&self, interval: Duration) {
         loop {
             {
+                // The condvar is shared with other events: wait out the whole interval.
+                let deadline = Instant::now() + interval;
                 let mut st = self.state.lock();
-                if st.closing {
-                    return;
-                }
-                self.state_cv.wait_for(&mut st, interval);
-                if st.closing {
-                    return;
+                loop {
+                    if st.closing {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    self.state_cv.wait_for(&mut st, deadline - now);
                 }
             }
             let mut wal = self.wal.lock();
@@ -1507,9 +1512,19 @@ impl Inner {
         }
         st.compactions_running -= 1;
         st.manual_compaction = false;
-        let out = result.as_ref().map(|_| ()).map_err(Error::duplicate);
-        self.after_background_job(&mut st, result);
-        out
+        match result {
+            // A full disk during a manual compaction is the caller's to retry; background
+            // work is unaffected, so writes are not refused for it.
+            Err(e) if e.is_no_space() => {
+                self.state_cv.notify_all();
+                Err(e)
+            }
+            result => {
+                let out = result.as_ref().map(|_| ()).map_err(Error::duplicate);
+                self.after_background_job(&mut st, result);
+                out
+            }
+        }
     }
 
     /// What compaction output needs to decide which versions to keep.
@@ -1531,8 +1546,22 @@ impl Inner {
             }
             min_ts_elsewhere = min_ts_elsewhere.min(m.min_ts());
         }
+        let in_inputs = |t: &Arc<TableHandle>| inputs.contains(&t.meta().id);
+        let range = version.all_tables().filter(|t| in_inputs(t)).fold(
+            None::<(Vec<u8>, Vec<u8>)>,
+            |acc, t| {
+                let (lo, hi) = (t.meta().smallest_user_key(), t.meta().largest_user_key());
+                Some(match acc {
+                    None => (lo.to_vec(), hi.to_vec()),
+                    Some((a, b)) => (a.min(lo.to_vec()), b.max(hi.to_vec())),
+                })
+            },
+        );
         for t in version.all_tables() {
-            if !inputs.contains(&t.meta().id) {
+            let overlaps = range
+                .as_ref()
+                .is_none_or(|(lo, hi)| t.meta().overlaps_user_range(lo, hi));
+            if !in_inputs(t) && overlaps {
                 min_ts_elsewhere = min_ts_elsewhere.min(t.meta().min_ts);
             }
         }
@@ -1928,8 +1957,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), small()).unwrap();
         for i in 0..2000u32 {
-            db.put(&key(i), u64::from(i) + 1, &[i as u8; 100])
-                .unwrap();
+            db.put(&key(i), u64::from(i) + 1, &[i as u8; 100]).unwrap();
         }
         for i in (0..2000u32).step_by(3) {
             db.delete(&key(i), 10_000).unwrap();
