@@ -2031,3 +2031,63 @@ mod tests {
         assert_eq!(scan[0].as_ref().unwrap().1.value, b"old");
     }
 }
+
+#[cfg(test)]
+mod relocation_tests {
+    use super::*;
+    use crate::options::TableStore;
+    use mosaic_env::{RandomAccessFile, RealFs};
+
+    /// A "cold tier" that is just another directory.
+    struct DirStore(PathBuf);
+
+    impl TableStore for DirStore {
+        fn open(&self, location: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
+            RealFs.open_read(&self.0.join(location), false)
+        }
+    }
+
+    #[test]
+    fn a_relocated_table_is_read_from_its_new_location_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = tempfile::tempdir().unwrap();
+        let opts = Options {
+            table_store: Some(Arc::new(DirStore(cold.path().to_path_buf()))),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), 1, &i.to_le_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let table = db
+            .levels()
+            .into_iter()
+            .flat_map(|l| l.tables)
+            .next()
+            .unwrap();
+        let local = dir.path().join(table_file_name(table.id));
+        std::fs::copy(&local, cold.path().join("obj-1")).unwrap();
+        db.relocate_table(table.id, "obj-1").unwrap();
+        assert!(
+            !local.exists(),
+            "the local data file is removed once relocated"
+        );
+        assert_eq!(db.get(b"k042").unwrap().unwrap().value, 42u32.to_le_bytes());
+        db.close().unwrap();
+        let db = Db::open(dir.path(), opts).unwrap();
+        let t = db
+            .levels()
+            .into_iter()
+            .flat_map(|l| l.tables)
+            .next()
+            .unwrap();
+        assert_eq!(t.location, "obj-1");
+        assert_eq!(db.get(b"k099").unwrap().unwrap().value, 99u32.to_le_bytes());
+        // Without a table store, a relocated table cannot be opened: a clear error.
+        drop(db);
+        let err = Db::open(dir.path(), Options::default()).unwrap_err();
+        assert!(err.to_string().contains("no table store"), "{err}");
+    }
+}
