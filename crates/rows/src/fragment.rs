@@ -1,0 +1,566 @@
+//! Fragments: what the row layer stores under one engine key, and their bytes.
+//!
+//! A fragment is a partial view of one row (or of a partition header, or of a range
+//! tombstone): an optional row marker ([`Liveness`], Cassandra's primary-key liveness), an
+//! optional deletion, and cells by column id. Writes store small fragments as engine
+//! `Merge` entries; reads and compaction combine them with [`crate::merge`]. One struct
+//! serves every key kind, so the merge is the same everywhere; [`FragmentKind`] records
+//! which kind of key the fragment belongs to, which compaction needs to know what it may
+//! purge without seeing the key schema.
+//!
+//! The encoding (format version 1) is compact: timestamps are stored as unsigned LEB128
+//! deltas from the fragment's smallest timestamp (cells of one write share a timestamp,
+//! so most deltas are one byte), column ids as gaps. Decoding never panics and accepts only
+//! the canonical encoding, so `encode(decode(b)) == b` for every accepted `b`. The bytes
+//! are documented in `docs/format-rows.md`.
+
+use std::collections::BTreeMap;
+
+use mosaic_types::Timestamp;
+
+use crate::error::FragmentError;
+
+/// A column of a table, numbered by the schema (ids are never reused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ColumnId(pub u32);
+
+/// When a value written with a TTL expires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Expiry {
+    /// The TTL it was written with, in seconds (never 0: TTL 0 means no TTL in CQL).
+    pub ttl_secs: u32,
+    /// Local time (seconds since the epoch) from which it is expired.
+    pub local_expiration_secs: i64,
+}
+
+impl Expiry {
+    /// Whether the value is expired at local time `now_secs` (Cassandra:
+    /// live while `now < localExpirationTime`).
+    pub fn is_expired(&self, now_secs: i64) -> bool {
+        now_secs >= self.local_expiration_secs
+    }
+}
+
+/// The row marker: the row exists (as of `ts`) even if all its cells are null. Written by
+/// `INSERT`, not by `UPDATE`, as in Cassandra.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Liveness {
+    /// Write timestamp of the marker.
+    pub ts: Timestamp,
+    /// Set when the row was inserted with a TTL.
+    pub expiry: Option<Expiry>,
+}
+
+impl Liveness {
+    /// Whether the marker makes the row live at `now_secs`.
+    pub fn is_live(&self, now_secs: i64) -> bool {
+        self.expiry.is_none_or(|e| !e.is_expired(now_secs))
+    }
+}
+
+/// A deletion: everything written at or before `marked_for_delete_at` is deleted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DeletionTime {
+    /// Write timestamp of the deletion; it shadows data with timestamps `<=` it.
+    pub marked_for_delete_at: Timestamp,
+    /// Local time (seconds) when the deletion was written, for garbage collection.
+    pub local_deletion_secs: i64,
+}
+
+impl DeletionTime {
+    /// Whether data written at `ts` is shadowed by this deletion.
+    pub fn deletes(&self, ts: Timestamp) -> bool {
+        ts <= self.marked_for_delete_at
+    }
+}
+
+/// One column's value in a fragment.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Cell {
+    /// A value (in its native-protocol serialization).
+    Live {
+        /// Write timestamp.
+        ts: Timestamp,
+        /// The serialized value.
+        value: Vec<u8>,
+        /// Set when written with a TTL.
+        expiry: Option<Expiry>,
+    },
+    /// A deleted (or nulled) column.
+    Tombstone {
+        /// Write timestamp of the deletion.
+        ts: Timestamp,
+        /// Local time (seconds) of the deletion, for garbage collection.
+        local_deletion_secs: i64,
+    },
+}
+
+impl Cell {
+    /// The cell's write timestamp.
+    pub fn ts(&self) -> Timestamp {
+        match self {
+            Cell::Live { ts, .. } | Cell::Tombstone { ts, .. } => *ts,
+        }
+    }
+
+    /// Whether the cell holds a value at local time `now_secs`.
+    pub fn is_live(&self, now_secs: i64) -> bool {
+        match self {
+            Cell::Live { expiry, .. } => expiry.is_none_or(|e| !e.is_expired(now_secs)),
+            Cell::Tombstone { .. } => false,
+        }
+    }
+}
+
+/// Which kind of key a fragment is stored under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FragmentKind {
+    /// A clustering row (or the single row of a table without clustering columns).
+    Row = 0,
+    /// The static row.
+    Static = 1,
+    /// The partition header: only a deletion.
+    Partition = 2,
+    /// A range tombstone: only a deletion.
+    RangeTombstone = 3,
+}
+
+impl FragmentKind {
+    fn from_u8(b: u8) -> Option<FragmentKind> {
+        match b {
+            0 => Some(FragmentKind::Row),
+            1 => Some(FragmentKind::Static),
+            2 => Some(FragmentKind::Partition),
+            3 => Some(FragmentKind::RangeTombstone),
+            _ => None,
+        }
+    }
+
+    /// A short name, for errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            FragmentKind::Row => "row",
+            FragmentKind::Static => "static",
+            FragmentKind::Partition => "partition",
+            FragmentKind::RangeTombstone => "range tombstone",
+        }
+    }
+}
+
+/// What one engine entry of the row layer holds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Fragment {
+    /// The kind of key the fragment belongs to.
+    pub kind: FragmentKind,
+    /// The row marker, if the fragment has one.
+    pub liveness: Option<Liveness>,
+    /// A deletion of the whole row (or partition, or range).
+    pub deletion: Option<DeletionTime>,
+    /// Cells by column.
+    pub cells: BTreeMap<ColumnId, Cell>,
+}
+
+/// The fragment format version written by this build.
+pub const FORMAT_VERSION: u8 = 1;
+
+const HAS_LIVENESS: u8 = 0x01;
+const LIVENESS_EXPIRING: u8 = 0x02;
+const HAS_DELETION: u8 = 0x04;
+const KNOWN_FLAGS: u8 = HAS_LIVENESS | LIVENESS_EXPIRING | HAS_DELETION;
+
+const CELL_LIVE: u8 = 0;
+const CELL_EXPIRING: u8 = 1;
+const CELL_TOMBSTONE: u8 = 2;
+
+impl Fragment {
+    /// An empty fragment of `kind`.
+    pub fn new(kind: FragmentKind) -> Fragment {
+        Fragment {
+            kind,
+            liveness: None,
+            deletion: None,
+            cells: BTreeMap::new(),
+        }
+    }
+
+    /// A partition deletion.
+    pub fn partition_deletion(deletion: DeletionTime) -> Fragment {
+        Fragment {
+            deletion: Some(deletion),
+            ..Fragment::new(FragmentKind::Partition)
+        }
+    }
+
+    /// A range deletion.
+    pub fn range_deletion(deletion: DeletionTime) -> Fragment {
+        Fragment {
+            deletion: Some(deletion),
+            ..Fragment::new(FragmentKind::RangeTombstone)
+        }
+    }
+
+    /// Whether the fragment holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.liveness.is_none() && self.deletion.is_none() && self.cells.is_empty()
+    }
+
+    /// Every timestamp in the fragment.
+    fn timestamps(&self) -> impl Iterator<Item = Timestamp> + '_ {
+        self.liveness
+            .iter()
+            .map(|l| l.ts)
+            .chain(self.deletion.iter().map(|d| d.marked_for_delete_at))
+            .chain(self.cells.values().map(Cell::ts))
+    }
+
+    /// The newest timestamp in the fragment.
+    pub fn max_timestamp(&self) -> Option<Timestamp> {
+        self.timestamps().max()
+    }
+
+    /// Appends the fragment's bytes to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let base = self.timestamps().min().unwrap_or_default();
+        let delta = |ts: Timestamp| (i128::from(ts.0) - i128::from(base.0)) as u64;
+        let mut flags = 0;
+        if let Some(l) = &self.liveness {
+            flags |= HAS_LIVENESS;
+            if l.expiry.is_some() {
+                flags |= LIVENESS_EXPIRING;
+            }
+        }
+        if self.deletion.is_some() {
+            flags |= HAS_DELETION;
+        }
+        out.push(FORMAT_VERSION);
+        out.push(self.kind as u8);
+        out.push(flags);
+        put_signed(out, base.0);
+        if let Some(l) = &self.liveness {
+            put_unsigned(out, delta(l.ts));
+            if let Some(e) = &l.expiry {
+                put_expiry(out, e);
+            }
+        }
+        if let Some(d) = &self.deletion {
+            put_unsigned(out, delta(d.marked_for_delete_at));
+            put_signed(out, d.local_deletion_secs);
+        }
+        put_unsigned(out, self.cells.len() as u64);
+        let mut next_id: u64 = 0;
+        for (id, cell) in &self.cells {
+            put_unsigned(out, u64::from(id.0) - next_id);
+            next_id = u64::from(id.0) + 1;
+            match cell {
+                Cell::Live { ts, value, expiry } => {
+                    out.push(if expiry.is_some() {
+                        CELL_EXPIRING
+                    } else {
+                        CELL_LIVE
+                    });
+                    put_unsigned(out, delta(*ts));
+                    if let Some(e) = expiry {
+                        put_expiry(out, e);
+                    }
+                    put_unsigned(out, value.len() as u64);
+                    out.extend_from_slice(value);
+                }
+                Cell::Tombstone {
+                    ts,
+                    local_deletion_secs,
+                } => {
+                    out.push(CELL_TOMBSTONE);
+                    put_unsigned(out, delta(*ts));
+                    put_signed(out, *local_deletion_secs);
+                }
+            }
+        }
+    }
+
+    /// The fragment's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Decodes fragment bytes, accepting only the canonical encoding.
+    pub fn decode(bytes: &[u8]) -> Result<Fragment, FragmentError> {
+        let mut r = Reader { buf: bytes, pos: 0 };
+        let version = *bytes.first().ok_or(FragmentError::Empty)?;
+        r.pos = 1;
+        if version != FORMAT_VERSION {
+            return Err(FragmentError::UnknownVersion { version });
+        }
+        let at = r.pos;
+        let kind = FragmentKind::from_u8(r.byte()?).ok_or(r.invalid(at, "unknown kind"))?;
+        let at = r.pos;
+        let flags = r.byte()?;
+        if flags & !KNOWN_FLAGS != 0
+            || (flags & LIVENESS_EXPIRING != 0 && flags & HAS_LIVENESS == 0)
+        {
+            return Err(r.invalid(at, "unknown flags"));
+        }
+        let base = r.signed()?;
+        let mut min_delta = u64::MAX;
+        let mut ts = |r: &mut Reader<'_>| -> Result<Timestamp, FragmentError> {
+            let at = r.pos;
+            let d = r.unsigned()?;
+            min_delta = min_delta.min(d);
+            i64::try_from(i128::from(base) + i128::from(d))
+                .map(Timestamp)
+                .map_err(|_| r.invalid(at, "timestamp out of range"))
+        };
+        let liveness = if flags & HAS_LIVENESS != 0 {
+            let ts = ts(&mut r)?;
+            let expiry = if flags & LIVENESS_EXPIRING != 0 {
+                Some(r.expiry()?)
+            } else {
+                None
+            };
+            Some(Liveness { ts, expiry })
+        } else {
+            None
+        };
+        let deletion = if flags & HAS_DELETION != 0 {
+            Some(DeletionTime {
+                marked_for_delete_at: ts(&mut r)?,
+                local_deletion_secs: r.signed()?,
+            })
+        } else {
+            None
+        };
+        let at = r.pos;
+        let count = r.unsigned()?;
+        // Every cell takes at least 3 bytes: a cheap bound against absurd counts.
+        if count > (bytes.len().saturating_sub(r.pos) / 3) as u64 {
+            return Err(r.invalid(at, "cell count exceeds the bytes left"));
+        }
+        let mut cells = BTreeMap::new();
+        let mut next_id: u64 = 0;
+        for _ in 0..count {
+            let at = r.pos;
+            let id = next_id
+                .checked_add(r.unsigned()?)
+                .filter(|&id| id <= u64::from(u32::MAX))
+                .ok_or(r.invalid(at, "column id out of range"))?;
+            next_id = id + 1;
+            let at = r.pos;
+            let cell = match r.byte()? {
+                k @ (CELL_LIVE | CELL_EXPIRING) => {
+                    let expiring = k == CELL_EXPIRING;
+                    let ts = ts(&mut r)?;
+                    let expiry = if expiring { Some(r.expiry()?) } else { None };
+                    let value = r.bytes()?;
+                    Cell::Live { ts, value, expiry }
+                }
+                CELL_TOMBSTONE => Cell::Tombstone {
+                    ts: ts(&mut r)?,
+                    local_deletion_secs: r.signed()?,
+                },
+                _ => return Err(r.invalid(at, "unknown cell kind")),
+            };
+            cells.insert(ColumnId(id as u32), cell);
+        }
+        if r.pos != bytes.len() {
+            return Err(r.invalid(r.pos, "trailing bytes"));
+        }
+        let fragment = Fragment {
+            kind,
+            liveness,
+            deletion,
+            cells,
+        };
+        let canonical_base = match fragment.timestamps().next() {
+            Some(_) => min_delta == 0,
+            None => base == 0,
+        };
+        if !canonical_base {
+            return Err(r.invalid(3, "base timestamp is not the smallest timestamp"));
+        }
+        Ok(fragment)
+    }
+}
+
+fn put_unsigned(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn put_signed(out: &mut Vec<u8>, v: i64) {
+    put_unsigned(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+fn put_expiry(out: &mut Vec<u8>, e: &Expiry) {
+    put_unsigned(out, u64::from(e.ttl_secs));
+    put_signed(out, e.local_expiration_secs);
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn invalid(&self, offset: usize, reason: &'static str) -> FragmentError {
+        FragmentError::Invalid { offset, reason }
+    }
+
+    fn byte(&mut self) -> Result<u8, FragmentError> {
+        let b = *self
+            .buf
+            .get(self.pos)
+            .ok_or(FragmentError::Truncated { offset: self.pos })?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// Minimal unsigned LEB128 (at most 10 bytes, no redundant zero groups).
+    fn unsigned(&mut self) -> Result<u64, FragmentError> {
+        let at = self.pos;
+        let mut v: u64 = 0;
+        for i in 0..10u32 {
+            let b = self.byte()?;
+            let group = u64::from(b & 0x7f);
+            if i == 9 && group > 1 {
+                return Err(self.invalid(at, "varint overflows 64 bits"));
+            }
+            v |= group << (7 * i);
+            if b & 0x80 == 0 {
+                if b == 0 && i > 0 {
+                    return Err(self.invalid(at, "varint is not minimal"));
+                }
+                return Ok(v);
+            }
+        }
+        Err(self.invalid(at, "varint longer than 10 bytes"))
+    }
+
+    fn signed(&mut self) -> Result<i64, FragmentError> {
+        let v = self.unsigned()?;
+        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    fn expiry(&mut self) -> Result<Expiry, FragmentError> {
+        let at = self.pos;
+        let ttl = self.unsigned()?;
+        let ttl_secs = u32::try_from(ttl)
+            .ok()
+            .filter(|&t| t > 0)
+            .ok_or(self.invalid(at, "ttl must be in 1..=u32::MAX"))?;
+        Ok(Expiry {
+            ttl_secs,
+            local_expiration_secs: self.signed()?,
+        })
+    }
+
+    fn bytes(&mut self) -> Result<Vec<u8>, FragmentError> {
+        let len = self.unsigned()?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|len| self.pos.checked_add(len))
+            .filter(|&end| end <= self.buf.len())
+            .ok_or(FragmentError::Truncated {
+                offset: self.buf.len(),
+            })?;
+        let value = self.buf.get(self.pos..end).unwrap_or_default().to_vec();
+        self.pos = end;
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Fragment {
+        let mut f = Fragment::new(FragmentKind::Row);
+        f.liveness = Some(Liveness {
+            ts: Timestamp(1_000),
+            expiry: Some(Expiry {
+                ttl_secs: 60,
+                local_expiration_secs: 100,
+            }),
+        });
+        f.deletion = Some(DeletionTime {
+            marked_for_delete_at: Timestamp(900),
+            local_deletion_secs: 40,
+        });
+        f.cells.insert(
+            ColumnId(3),
+            Cell::Live {
+                ts: Timestamp(1_000),
+                value: b"abc".to_vec(),
+                expiry: None,
+            },
+        );
+        f.cells.insert(
+            ColumnId(7),
+            Cell::Tombstone {
+                ts: Timestamp(1_001),
+                local_deletion_secs: 41,
+            },
+        );
+        f
+    }
+
+    #[test]
+    fn fragments_round_trip() {
+        let f = sample();
+        let bytes = f.encode();
+        assert_eq!(Fragment::decode(&bytes).unwrap(), f);
+        let empty = Fragment::new(FragmentKind::Static);
+        assert_eq!(Fragment::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    #[test]
+    fn a_single_cell_write_is_small() {
+        let mut f = Fragment::new(FragmentKind::Row);
+        f.cells.insert(
+            ColumnId(1),
+            Cell::Live {
+                ts: Timestamp(1_700_000_000_000_000),
+                value: 42i32.to_be_bytes().to_vec(),
+                expiry: None,
+            },
+        );
+        // version, kind, flags, base (8 bytes of zigzag LEB128), count, id, kind, delta,
+        // length, value.
+        assert_eq!(f.encode().len(), 3 + 8 + 1 + 1 + 1 + 1 + 1 + 4);
+    }
+
+    #[test]
+    fn corrupt_fragments_are_errors() {
+        let bytes = sample().encode();
+        assert_eq!(Fragment::decode(&[]), Err(FragmentError::Empty));
+        assert_eq!(
+            Fragment::decode(&[9]),
+            Err(FragmentError::UnknownVersion { version: 9 })
+        );
+        for len in 0..bytes.len() {
+            assert!(Fragment::decode(&bytes[..len]).is_err(), "prefix {len}");
+        }
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert!(Fragment::decode(&extra).is_err());
+        // A base that is not the minimum timestamp.
+        let mut f = Fragment::new(FragmentKind::Row);
+        f.deletion = Some(DeletionTime {
+            marked_for_delete_at: Timestamp(5),
+            local_deletion_secs: 0,
+        });
+        let mut bytes = f.encode();
+        assert_eq!(bytes, [1, 0, HAS_DELETION, 10, 0, 0, 0]);
+        // Base 4 with delta 1 also means 5, but the base must be the smallest timestamp.
+        bytes[3] = 8;
+        bytes[4] = 1;
+        assert!(Fragment::decode(&bytes).is_err());
+    }
+}

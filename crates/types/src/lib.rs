@@ -1,0 +1,27 @@
+//! Mosaic's shared vocabulary: tokens, write timestamps, CQL types and CQL values.
+//!
+//! Owns the definitions every other crate must agree on bit for bit:
+//! - [`token_of`]: Cassandra's Murmur3 partitioner token of a partition key (drivers route
+//!   by it, so it must match Cassandra exactly) and [`compose_partition_key`] for compound
+//!   keys;
+//! - [`CqlType`] and [`CqlValue`]: the native CQL types, their names, their v4
+//!   native-protocol serialization with Cassandra's validation, and Cassandra's ordering of
+//!   values ([`CqlValue::cql_cmp`]);
+//! - [`Varint`] and [`Decimal`]: arbitrary-precision numbers without a bignum dependency;
+//! - [`Timestamp`]: write timestamps in microseconds.
+//!
+//! Pure data and functions: no I/O, no clock, no dependency on any other Mosaic crate, so
+//! every layer (storage, scheduling, cluster, CQL) can use it.
+#![deny(clippy::indexing_slicing)]
+
+pub mod cql_type;
+pub mod number;
+pub mod time;
+pub mod token;
+pub mod value;
+
+pub use cql_type::{CqlType, ParseTypeError};
+pub use number::{Decimal, DecimalParts, NumberError, Varint};
+pub use time::{secs_from_micros, Timestamp, MICROS_PER_SEC};
+pub use token::{compose_partition_key, token_of, Token, PARTITION_KEY_LEN_MAX};
+pub use value::{uuid_version, CqlValue, ValueError, DATE_EPOCH};
