@@ -1727,21 +1727,46 @@ impl Inner {
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
         let mut out: Option<OpenOutput> = None;
+        // Buffers reused across keys: compaction copies each entry once and allocates
+        // nothing per entry in the common case.
         let mut group: Vec<(u64, Seqno, ValueKind, Vec<u8>)> = Vec::new();
+        let mut key: Vec<u8> = Vec::new();
         let mut key_buf = Vec::new();
         let mut emit: Vec<(u64, Seqno, ValueKind, Vec<u8>)> = Vec::new();
+        let lww = self.opts.merge_operator.is_none();
         while input.valid() {
-            let key = user_key(input.key()).to_vec();
-            group.clear();
+            key.clear();
+            key.extend_from_slice(user_key(input.key()));
+            let mut n = 0;
             while input.valid() && user_key(input.key()) == key.as_slice() {
                 let p = parse_internal(input.key())
                     .ok_or_else(|| Error::corruption(&self.dir, 0, "malformed internal key"))?;
-                group.push((p.ts, p.seqno, p.kind, input.value().to_vec()));
+                if group.len() == n {
+                    group.push((0, Seqno(0), ValueKind::Put, Vec::new()));
+                }
+                if let Some(slot) = group.get_mut(n) {
+                    slot.0 = p.ts;
+                    slot.1 = p.seqno;
+                    slot.2 = p.kind;
+                    slot.3.clear();
+                    slot.3.extend_from_slice(input.value());
+                }
+                n += 1;
                 input.next()?;
             }
+            let versions = group.get(..n).unwrap_or_default();
             emit.clear();
-            self.resolve_for_output(&key, &group, ctx, &mut emit);
-            if emit.is_empty() {
+            let single = match versions {
+                // One version and nothing to purge: it goes through as it is.
+                [only] if (lww && only.2 != ValueKind::Delete) || (!lww && !ctx.purge) => {
+                    Some(only)
+                }
+                _ => {
+                    self.resolve_for_output(&key, versions, ctx, &mut emit);
+                    None
+                }
+            };
+            if single.is_none() && emit.is_empty() {
                 continue;
             }
             // Split only between user keys, so a key's versions stay in one table.
@@ -1770,7 +1795,7 @@ impl Inner {
                 });
             }
             if let Some(o) = out.as_mut() {
-                for (ts, seqno, kind, value) in &emit {
+                for (ts, seqno, kind, value) in single.into_iter().chain(emit.iter()) {
                     key_buf.clear();
                     encode_internal(&mut key_buf, &key, *ts, *seqno, *kind);
                     o.writer.add(&key_buf, value)?;
