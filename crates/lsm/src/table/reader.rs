@@ -15,7 +15,7 @@ use mosaic_env::RandomAccessFile;
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
-use super::format::{read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{decode_block, read_block, BlockHandle, Footer, FOOTER_LEN};
 use crate::error::{Error, Result};
 use crate::key::KeyOrder;
 use crate::stats::{Counters, ReadPurpose};
@@ -195,15 +195,18 @@ impl TableReader {
             data_handle: BlockHandle::default(),
             purpose,
             fill_cache,
+            readahead: Readahead::default(),
         }
     }
 
-    /// The data block at `handle`, from the cache or the file.
+    /// The data block at `handle`, from the cache, the iterator's readahead window or the
+    /// file.
     fn data_block(
         &self,
         handle: BlockHandle,
         purpose: ReadPurpose,
         fill_cache: bool,
+        readahead: &mut Readahead,
     ) -> Result<Arc<Block>> {
         if let Some(cache) = &self.cache {
             if let Some(block) = cache.get(self.cache_id, handle.offset) {
@@ -211,26 +214,42 @@ impl TableReader {
                 return Ok(block);
             }
         }
-        if handle
+        let end = handle
             .end_with_trailer()
-            .is_none_or(|end| end > self.data_end)
-        {
-            return Err(Error::corruption(
-                &self.path,
-                handle.offset,
-                format!(
-                    "data block handle (offset {}, size {}) outside the data region of {} bytes",
-                    handle.offset, handle.size, self.data_end
-                ),
-            ));
-        }
-        let raw = read_block(&*self.file, &self.path, handle, self.verify_checksums)?;
-        self.counters.add_read(
-            purpose,
-            handle.end_with_trailer().unwrap_or(0) - handle.offset,
-        );
+            .filter(|end| *end <= self.data_end)
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.path,
+                    handle.offset,
+                    format!(
+                        "data block handle (offset {}, size {}) outside the data region of {} bytes",
+                        handle.offset, handle.size, self.data_end
+                    ),
+                )
+            })?;
         Counters::inc(&self.counters.block_cache_misses);
-        let block = Arc::new(Block::new(raw).map_err(|reason| {
+        let contents = match readahead.window_len(handle.offset, end, purpose) {
+            _ if readahead.contains(handle.offset, end) => {
+                let raw = readahead.slice(handle.offset, end).to_vec();
+                decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
+            }
+            Some(window) => {
+                // One read for this block and the ones after it (never past the data).
+                let len = window
+                    .min(self.data_end - handle.offset)
+                    .max(end - handle.offset);
+                readahead.fill(&*self.file, &self.path, handle.offset, len)?;
+                self.counters.add_read(purpose, len);
+                let raw = readahead.slice(handle.offset, end).to_vec();
+                decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
+            }
+            None => {
+                let contents = read_block(&*self.file, &self.path, handle, self.verify_checksums);
+                self.counters.add_read(purpose, end - handle.offset);
+                contents?
+            }
+        };
+        let block = Arc::new(Block::new(contents).map_err(|reason| {
             Error::corruption(&self.path, handle.offset, format!("data block: {reason}"))
         })?);
         if fill_cache {
@@ -261,6 +280,7 @@ pub struct TableIter {
     data_handle: BlockHandle,
     purpose: ReadPurpose,
     fill_cache: bool,
+    readahead: Readahead,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -409,9 +429,12 @@ impl TableIter {
                 let _ = d;
             }
             slot => {
-                let block = self
-                    .table
-                    .data_block(handle, self.purpose, self.fill_cache)?;
+                let block = self.table.data_block(
+                    handle,
+                    self.purpose,
+                    self.fill_cache,
+                    &mut self.readahead,
+                )?;
                 match slot {
                     Some(d) => d.reset(block),
                     None => *slot = Some(BlockIter::new(block)),
@@ -425,4 +448,88 @@ impl TableIter {
 
 fn data_error(table: &TableReader, handle: BlockHandle, reason: BlockError) -> Error {
     Error::corruption(&table.path, handle.offset, format!("data block: {reason}"))
+}
+
+/// Compactions read their inputs front to back: one read per this many bytes.
+const COMPACTION_READAHEAD_BYTES: u64 = 512 * 1024;
+/// Scans start reading ahead after this many consecutive sequential block reads…
+const SCAN_READAHEAD_AFTER_BLOCKS: u32 = 2;
+/// …with this window, doubling on each further refill…
+const SCAN_READAHEAD_MIN_BYTES: u64 = 16 * 1024;
+/// …up to this one. Short scans and point lookups thus never read more than they use.
+const SCAN_READAHEAD_MAX_BYTES: u64 = 256 * 1024;
+
+/// One iterator's read-ahead state: a window of the file read with a single I/O, from which
+/// the following blocks are served (each still checksummed when decoded). Turns a compaction's
+/// or long scan's thousands of small reads into few large ones.
+#[derive(Debug, Default)]
+struct Readahead {
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    offset: u64,
+    /// End of the last block read from disk, to recognise sequential access.
+    last_end: u64,
+    /// Consecutive sequential block reads from disk.
+    sequential: u32,
+    /// The next scan window.
+    scan_window: u64,
+}
+
+impl Readahead {
+    /// Whether the window holds `[start, end)`.
+    fn contains(&self, start: u64, end: u64) -> bool {
+        start >= self.offset && end <= self.offset + self.buf.len() as u64
+    }
+
+    /// The bytes `[start, end)` (empty unless [`Readahead::contains`] them).
+    fn slice(&self, start: u64, end: u64) -> &[u8] {
+        let from = start.saturating_sub(self.offset) as usize;
+        let to = end.saturating_sub(self.offset) as usize;
+        self.buf.get(from..to).unwrap_or_default()
+    }
+
+    /// How much to read for a miss on `[start, end)`, or `None` for just the block.
+    fn window_len(&mut self, start: u64, end: u64, purpose: ReadPurpose) -> Option<u64> {
+        if self.contains(start, end) {
+            return None;
+        }
+        // Sequential: right after the last block read from disk, or inside the window (the
+        // block straddling its end).
+        let window_end = self.offset + self.buf.len() as u64;
+        if start == self.last_end || (start > self.offset && start <= window_end) {
+            self.sequential += 1;
+        } else {
+            self.sequential = 0;
+            self.scan_window = 0;
+        }
+        self.last_end = end;
+        match purpose {
+            ReadPurpose::Compaction => Some(COMPACTION_READAHEAD_BYTES),
+            ReadPurpose::Scan if self.sequential >= SCAN_READAHEAD_AFTER_BLOCKS => {
+                self.scan_window = (self.scan_window * 2)
+                    .clamp(SCAN_READAHEAD_MIN_BYTES, SCAN_READAHEAD_MAX_BYTES);
+                Some(self.scan_window)
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads `len` bytes at `offset` into the window.
+    fn fill(
+        &mut self,
+        file: &dyn RandomAccessFile,
+        path: &Path,
+        offset: u64,
+        len: u64,
+    ) -> Result<()> {
+        self.buf.clear();
+        self.buf.resize(len as usize, 0);
+        let result = file.read_exact_at(&mut self.buf, offset);
+        if let Err(e) = result {
+            self.buf.clear();
+            return Err(Error::io("reading", path, e));
+        }
+        self.offset = offset;
+        Ok(())
+    }
 }

@@ -19,6 +19,7 @@ use super::format::{
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
+use crate::key::{user_key, KeyOrder, TRAILER_LEN};
 
 /// Restart interval of the index block: every entry is a restart, so a seek in the index is
 /// a pure binary search.
@@ -59,6 +60,10 @@ pub struct TableWriter {
     offset: u64,
     compress_buf: Vec<u8>,
     handle_buf: Vec<u8>,
+    separator_buf: Vec<u8>,
+    /// The last written data block, whose index entry waits for the next key so its
+    /// separator can be shortened.
+    pending_index: Option<BlockHandle>,
     /// Set after a failed append: the file's contents are unknown, so nothing more is written.
     failed: Option<String>,
 }
@@ -95,6 +100,8 @@ impl TableWriter {
             offset,
             compress_buf: Vec::new(),
             handle_buf: Vec::new(),
+            separator_buf: Vec::new(),
+            pending_index: None,
             failed: None,
         }
     }
@@ -121,6 +128,9 @@ impl TableWriter {
             && self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX > BLOCK_SIZE_MAX
         {
             self.flush_data_block()?;
+        }
+        if let Some(handle) = self.pending_index.take() {
+            self.add_index_entry(Some(key), handle);
         }
         if self.entries == 0 {
             self.smallest_key.extend_from_slice(key);
@@ -159,6 +169,9 @@ impl TableWriter {
         self.check_not_failed()?;
         if !self.data.is_empty() {
             self.flush_data_block()?;
+        }
+        if let Some(handle) = self.pending_index.take() {
+            self.add_index_entry(None, handle);
         }
         let mut meta = std::mem::take(&mut self.compress_buf);
         let filter = match &self.filter {
@@ -267,11 +280,68 @@ impl TableWriter {
         self.offset += buf.len() as u64;
         self.data_blocks += 1;
         self.data.reset();
+        self.pending_index = Some(handle);
+        Ok(())
+    }
+
+    /// Indexes the data block at `handle`, whose last key is `last_key`, with a separator
+    /// `last_key <= s < next` (`next` is the next block's first key, if any).
+    fn add_index_entry(&mut self, next: Option<&[u8]>, handle: BlockHandle) {
+        match next {
+            Some(next) => shortest_separator(
+                self.opts.key_order,
+                &self.last_key,
+                next,
+                &mut self.separator_buf,
+            ),
+            None => {
+                self.separator_buf.clear();
+                self.separator_buf.extend_from_slice(&self.last_key);
+            }
+        }
         self.handle_buf.clear();
         handle.encode_varint_to(&mut self.handle_buf);
-        // The block's last key separates it from the next block (which starts strictly after).
-        self.index.add(&self.last_key, &self.handle_buf);
-        Ok(())
+        self.index.add(&self.separator_buf, &self.handle_buf);
+    }
+}
+
+/// Sets `out` to a short key `s` with `a <= s < b` in `order`, given `a < b`: a prefix of
+/// `a` with its first differing byte incremented when that stays below `b`, else `a` itself.
+/// Shorter index keys make the index smaller and its binary search cheaper.
+fn shortest_separator(order: KeyOrder, a: &[u8], b: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let shortened = match order {
+        KeyOrder::Bytewise => shorten_between(a, b, out),
+        KeyOrder::Internal => {
+            a.len() >= TRAILER_LEN
+                && b.len() >= TRAILER_LEN
+                && shorten_between(user_key(a), user_key(b), out)
+                && {
+                    // The smallest trailer sorts before every real version of the new user
+                    // key, which is already strictly between the two user keys.
+                    out.extend_from_slice(&[0u8; TRAILER_LEN]);
+                    true
+                }
+        }
+    };
+    if !shortened {
+        out.clear();
+        out.extend_from_slice(a);
+    }
+    debug_assert!(order.compare(a, out) != Ordering::Greater);
+    debug_assert!(order.compare(out, b) == Ordering::Less);
+}
+
+/// Bytewise: appends `s` with `a < s < b` and `s` no longer than `a`, if one is found.
+fn shorten_between(a: &[u8], b: &[u8], out: &mut Vec<u8>) -> bool {
+    let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match (a.get(p), b.get(p)) {
+        (Some(&da), Some(&db)) if da < u8::MAX && da + 1 < db => {
+            out.extend_from_slice(a.get(..p).unwrap_or_default());
+            out.push(da + 1);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -286,4 +356,58 @@ fn write_all(
         *failed = Some(e.to_string());
         Error::io("writing", path, e)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{internal_key, Seqno, ValueKind};
+    use proptest::prelude::*;
+
+    #[test]
+    fn separators_are_shortened_when_possible() {
+        let mut out = Vec::new();
+        shortest_separator(KeyOrder::Bytewise, b"abcdef", b"abzz", &mut out);
+        assert_eq!(out, b"abd");
+        shortest_separator(KeyOrder::Bytewise, b"abc", b"abd", &mut out);
+        assert_eq!(out, b"abc");
+        shortest_separator(KeyOrder::Bytewise, b"ab", b"abc", &mut out);
+        assert_eq!(out, b"ab");
+        let a = internal_key(b"user1234", 5, Seqno(1), ValueKind::Put);
+        let b = internal_key(b"user9", 5, Seqno(1), ValueKind::Put);
+        shortest_separator(KeyOrder::Internal, &a, &b, &mut out);
+        assert_eq!(user_key(&out), b"user2");
+        // Versions of one user key are never split by a shortened key.
+        let b = internal_key(b"user1234", 4, Seqno(1), ValueKind::Put);
+        shortest_separator(KeyOrder::Internal, &a, &b, &mut out);
+        assert_eq!(out, a);
+    }
+
+    proptest! {
+        #[test]
+        fn separators_lie_between_their_keys(
+            x in proptest::collection::vec(any::<u8>(), 0..24),
+            y in proptest::collection::vec(any::<u8>(), 0..24),
+            internal in any::<bool>(),
+            tx in 0u64..4, ty in 0u64..4,
+        ) {
+            let (order, a, b) = if internal {
+                (KeyOrder::Internal,
+                 internal_key(&x, tx, Seqno(1), ValueKind::Put),
+                 internal_key(&y, ty, Seqno(2), ValueKind::Put))
+            } else {
+                (KeyOrder::Bytewise, x, y)
+            };
+            let (a, b) = match order.compare(&a, &b) {
+                Ordering::Less => (a, b),
+                Ordering::Greater => (b, a),
+                Ordering::Equal => return Ok(()),
+            };
+            let mut out = Vec::new();
+            shortest_separator(order, &a, &b, &mut out);
+            prop_assert!(order.compare(&a, &out) != Ordering::Greater);
+            prop_assert!(order.compare(&out, &b) == Ordering::Less);
+            prop_assert!(out.len() <= a.len());
+        }
+    }
 }
