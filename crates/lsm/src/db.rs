@@ -366,9 +366,7 @@ impl Db {
                 }
             }
             if let Some(d) = records.dropped() {
-                if !(d.reason.starts_with("torn") && records.rest_is_zero() && d.bytes == 0) {
-                    report.dropped.push(d.clone());
-                }
+                report.dropped.push(d.clone());
             }
         }
         if !mem.is_empty() {

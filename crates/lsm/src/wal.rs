@@ -1,10 +1,12 @@
 //! The write-ahead log: every write batch is appended here before it is applied to the
 //! memtable, so a crash loses nothing that was acknowledged under the chosen sync mode.
 //!
-//! Record framing (also used by the manifest): `u32 LE payload length ‖ u32 LE crc32c over
-//! (length bytes ‖ payload) ‖ payload`. Recovery reads records until the end of the file or
-//! the first record that is torn (runs past the end) or corrupt (checksum mismatch), and
-//! reports what it dropped. A WAL is never appended to after a failed write: the engine
+//! Record framing (also used by the manifest): `u32 LE payload length ‖ u32 LE bitwise NOT of
+//! the length ‖ u32 LE crc32c over (length bytes ‖ payload) ‖ payload`. The doubled length
+//! tells a torn record (a crash cut the file inside it: the header is short or the payload
+//! runs past the end) from a damaged one (a flipped length no longer matches its complement,
+//! or the checksum fails). Recovery reads records until the end of the file or the first
+//! torn or corrupt record, and reports what it dropped. A WAL is never appended to after a failed write: the engine
 //! switches to a new file, so a torn record can only ever be the last one in its file.
 #![deny(clippy::indexing_slicing)]
 
@@ -16,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::key::{Seqno, ValueKind};
 
 /// Bytes of framing before each record's payload.
-pub const RECORD_HEADER_LEN: usize = 8;
+pub const RECORD_HEADER_LEN: usize = 12;
 /// The largest record accepted by the reader (a sanity bound on a corrupt length field).
 pub const RECORD_LEN_MAX: usize = 1 << 30;
 
@@ -50,6 +52,7 @@ pub fn frame_record(out: &mut Vec<u8>, payload: &[u8]) {
     let mut crc = crc32c::crc32c(&len);
     crc = crc32c::crc32c_append(crc, payload);
     out.extend_from_slice(&len);
+    out.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(payload);
 }
@@ -91,13 +94,6 @@ impl<'a> Records<'a> {
         self.dropped.as_ref()
     }
 
-    /// Whether every byte after the current position is zero (a preallocated or torn tail).
-    pub fn rest_is_zero(&self) -> bool {
-        self.data
-            .get(self.pos..)
-            .is_none_or(|rest| rest.iter().all(|b| *b == 0))
-    }
-
     fn stop(&mut self, reason: String) -> Option<(u64, &'a [u8])> {
         self.dropped = Some(WalDrop {
             file: self.path.to_path_buf(),
@@ -121,9 +117,17 @@ impl<'a> Iterator for Records<'a> {
         let Some(header) = rest.get(..RECORD_HEADER_LEN) else {
             return self.stop(format!("torn record header ({} bytes)", rest.len()));
         };
-        let (len_bytes, crc_bytes) = header.split_at(4);
-        let len = u32::from_le_bytes(len_bytes.try_into().ok()?) as usize;
+        let (len_bytes, rest_header) = header.split_at(4);
+        let (check_bytes, crc_bytes) = rest_header.split_at(4);
+        let len32 = u32::from_le_bytes(len_bytes.try_into().ok()?);
+        let check = u32::from_le_bytes(check_bytes.try_into().ok()?);
         let stored = u32::from_le_bytes(crc_bytes.try_into().ok()?);
+        if check != !len32 {
+            return self.stop(format!(
+                "corrupt record header: length {len32} does not match its check {check:#010x}"
+            ));
+        }
+        let len = len32 as usize;
         if len > RECORD_LEN_MAX {
             return self.stop(format!("record length {len} exceeds the maximum"));
         }
@@ -384,19 +388,20 @@ mod tests {
     fn a_torn_tail_is_dropped_and_reported() {
         let data = framed(&[b"first", b"second record"]);
         let path = Path::new("x.wal");
-        for cut in 1..(data.len() - 13) {
+        for cut in 1..(data.len() - 17) {
             let mut r = Records::new(&data[..data.len() - cut], path);
             let got: Vec<_> = r.by_ref().map(|(_, p)| p.to_vec()).collect();
             assert_eq!(got, vec![b"first".to_vec()]);
             let d = r.dropped().unwrap();
-            assert_eq!(d.offset, 13);
+            assert_eq!(d.offset, 17);
+            assert!(d.reason.starts_with("torn"), "{}", d.reason);
         }
     }
 
     #[test]
     fn a_flipped_byte_stops_replay_at_that_record() {
         let data = framed(&[b"first", b"second", b"third"]);
-        for i in 13..data.len() {
+        for i in 17..data.len() {
             let mut bad = data.clone();
             bad[i] ^= 0x40;
             let mut r = Records::new(&bad, Path::new("x.wal"));
@@ -407,7 +412,11 @@ mod tests {
                 .iter()
                 .all(|p| [&b"first"[..], b"second", b"third"].contains(&&p[..])));
             if got.len() == 1 {
-                assert!(r.dropped().is_some());
+                let d = r.dropped().unwrap();
+                assert!(
+                    !d.reason.starts_with("torn"),
+                    "a flipped byte is not a torn tail"
+                );
             }
         }
     }
