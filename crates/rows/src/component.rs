@@ -123,7 +123,7 @@ fn uuid_key(u: &[u8; 16]) -> (u64, u64) {
     let hi = if version == 1 {
         reorder_timestamp_bytes(msb)
     } else {
-        (version << 60) | ((msb >> 4) & 0x0FFF_FFFF_FFFF_0000) | (msb & 0xfff)
+        (version << 60) | ((msb >> 4) & 0x0FFF_FFFF_FFFF_F000) | (msb & 0xfff)
     };
     (hi, lsb)
 }

@@ -497,49 +497,67 @@ impl KeySchema {
         prefix: &[CqlValue],
         op: SliceOp,
     ) -> Result<KeyRange, KeyError> {
-        let whole = prefix.to_vec();
-        if op == SliceOp::Eq {
-            return self.clustering_range(
-                partition,
-                &ClusteringBound::inclusive_start(whole.clone()),
-                &ClusteringBound::inclusive_end(whole),
-            );
-        }
-        let Some((_, equalities)) = prefix.split_last() else {
-            return Err(KeyError::EmptySlicePrefix);
-        };
-        let order = self
-            .clustering
-            .get(prefix.len() - 1)
-            .map(|c| c.order)
-            .ok_or(KeyError::WrongArity {
+        let (lower, upper) = self.slice_bounds(prefix, op)?;
+        self.clustering_range(partition, &lower, &upper)
+    }
+
+    /// The bounds, in key order, of the rows selected by `prefix` and `op` (see
+    /// [`Self::clustering_slice`]): a range limit for reads, or the start and end of the
+    /// range tombstone a `DELETE` with that condition writes.
+    pub fn slice_bounds(
+        &self,
+        prefix: &[CqlValue],
+        op: SliceOp,
+    ) -> Result<(ClusteringBound, ClusteringBound), KeyError> {
+        if prefix.len() > self.clustering.len() {
+            return Err(KeyError::WrongArity {
                 what: "clustering",
                 expected: self.clustering.len(),
                 actual: prefix.len(),
-            })?;
-        let eq = equalities.to_vec();
-        let all = || ClusteringBound::inclusive_start(eq.clone());
-        let all_end = || ClusteringBound::inclusive_end(eq.clone());
+            });
+        }
+        let whole = prefix.to_vec();
+        let Some((_, equalities)) = prefix.split_last() else {
+            return match op {
+                SliceOp::Eq => Ok((ClusteringBound::bottom(), ClusteringBound::top())),
+                _ => Err(KeyError::EmptySlicePrefix),
+            };
+        };
+        let order = self
+            .clustering
+            .get(equalities.len())
+            .map_or(Order::Asc, |c| c.order);
         // In key order a descending column's `>` is a `<`.
         let key_op = match (order, op) {
-            (Order::Asc, op) => op,
+            (Order::Asc, op) | (Order::Desc, op @ SliceOp::Eq) => op,
             (Order::Desc, SliceOp::Lt) => SliceOp::Gt,
             (Order::Desc, SliceOp::Le) => SliceOp::Ge,
             (Order::Desc, SliceOp::Gt) => SliceOp::Lt,
             (Order::Desc, SliceOp::Ge) => SliceOp::Le,
-            (Order::Desc, SliceOp::Eq) => SliceOp::Eq,
         };
-        let (lower, upper) = match key_op {
-            SliceOp::Gt => (ClusteringBound::exclusive_start(whole), all_end()),
-            SliceOp::Ge => (ClusteringBound::inclusive_start(whole), all_end()),
-            SliceOp::Lt => (all(), ClusteringBound::exclusive_end(whole)),
-            SliceOp::Le => (all(), ClusteringBound::inclusive_end(whole)),
+        let eq = equalities.to_vec();
+        Ok(match key_op {
             SliceOp::Eq => (
                 ClusteringBound::inclusive_start(whole.clone()),
                 ClusteringBound::inclusive_end(whole),
             ),
-        };
-        self.clustering_range(partition, &lower, &upper)
+            SliceOp::Gt => (
+                ClusteringBound::exclusive_start(whole),
+                ClusteringBound::inclusive_end(eq),
+            ),
+            SliceOp::Ge => (
+                ClusteringBound::inclusive_start(whole),
+                ClusteringBound::inclusive_end(eq),
+            ),
+            SliceOp::Lt => (
+                ClusteringBound::inclusive_start(eq),
+                ClusteringBound::exclusive_end(whole),
+            ),
+            SliceOp::Le => (
+                ClusteringBound::inclusive_start(eq),
+                ClusteringBound::inclusive_end(whole),
+            ),
+        })
     }
 
     /// Decodes a key.

@@ -235,8 +235,10 @@ impl Decimal {
         }
     }
 
-    /// The decimal with the fewest digits for `parts` (trailing zeros dropped, zero at
-    /// scale 0). Fails if the scale this needs does not fit in 32 bits, or a digit is > 9.
+    /// The decimal with the fewest digits for `parts` whose scale fits in 32 bits (trailing
+    /// zeros dropped unless the scale would fall below `i32::MIN`; zero at scale 0). Fails
+    /// if a digit is > 9, or the value needs a scale above `i32::MAX` or more than
+    /// 200 000 padding zeros (neither happens for parts of a valid decimal).
     pub fn from_parts(parts: &DecimalParts) -> Result<Decimal, NumberError> {
         if parts.digits.iter().any(|&d| d > 9) {
             return Err(NumberError::Syntax {
@@ -248,18 +250,29 @@ impl Decimal {
         let (Some(first), Some(last)) = (first, last) else {
             return Ok(Decimal::new(Varint::zero(), 0));
         };
-        let digits = parts.digits.get(first..=last).unwrap_or_default();
+        let mut digits = parts.digits.get(first..=last).unwrap_or_default().to_vec();
         let exponent = i128::from(parts.exponent) - first as i128;
-        let scale = digits.len() as i128 - exponent;
-        let scale = i32::try_from(scale).map_err(|_| NumberError::ScaleOutOfRange {
-            scale: i64::try_from(scale).unwrap_or(i64::MAX),
-        })?;
-        let unscaled = Varint::from_sign_magnitude(parts.negative, &magnitude_of_digits(digits));
+        let mut scale = digits.len() as i128 - exponent;
+        let out_of_range = |scale: i128| NumberError::ScaleOutOfRange {
+            scale: i64::try_from(scale).unwrap_or(if scale < 0 { i64::MIN } else { i64::MAX }),
+        };
+        let min = i128::from(i32::MIN);
+        if scale < min {
+            // A huge integer: keep enough trailing zeros for the scale to fit.
+            let pad = usize::try_from(min - scale)
+                .ok()
+                .filter(|&pad| pad <= PAD_DIGITS_MAX)
+                .ok_or(out_of_range(scale))?;
+            digits.resize(digits.len() + pad, 0);
+            scale = min;
+        }
+        let scale = i32::try_from(scale).map_err(|_| out_of_range(scale))?;
+        let unscaled = Varint::from_sign_magnitude(parts.negative, &magnitude_of_digits(&digits));
         Ok(Decimal::new(unscaled, scale))
     }
 
-    /// The same value with trailing zeros dropped from the unscaled digits (zero becomes
-    /// `0` at scale 0). Fails only if the scale would leave the 32-bit range.
+    /// The same value with trailing zeros dropped from the unscaled digits, as far as the
+    /// scale stays within 32 bits (zero becomes `0` at scale 0).
     pub fn normalized(&self) -> Result<Decimal, NumberError> {
         Decimal::from_parts(&self.to_parts())
     }
@@ -269,6 +282,11 @@ impl Decimal {
         compare_parts(&self.to_parts(), &other.to_parts())
     }
 }
+
+/// Most zeros [`Decimal::from_parts`] appends to keep a scale in range (a bound against
+/// absurd exponents in untrusted bytes; valid decimals need at most their own digit count,
+/// and Cassandra keys are at most 64 KiB).
+const PAD_DIGITS_MAX: usize = 200_000;
 
 /// Numeric order of two normalized decimals.
 pub(crate) fn compare_parts(a: &DecimalParts, b: &DecimalParts) -> Ordering {
@@ -570,6 +588,26 @@ mod tests {
         assert_eq!(a.normalized().unwrap(), Decimal::new(Varint::from(1i64), 0));
         let zero = Decimal::new(Varint::zero(), -7);
         assert_eq!(zero.normalized().unwrap(), Decimal::new(Varint::zero(), 0));
+    }
+
+    #[test]
+    fn normalizing_keeps_the_scale_in_range() {
+        let huge = Decimal::new(Varint::from(1_000i64), i32::MIN + 1);
+        let n = huge.normalized().unwrap();
+        assert_eq!(n, Decimal::new(Varint::from(100i64), i32::MIN));
+        assert_eq!(n.numeric_cmp(&huge), Ordering::Equal);
+        let absurd = DecimalParts {
+            negative: false,
+            digits: vec![1],
+            exponent: i64::MAX,
+        };
+        assert!(Decimal::from_parts(&absurd).is_err());
+        let tiny = DecimalParts {
+            negative: false,
+            digits: vec![1],
+            exponent: i64::MIN,
+        };
+        assert!(Decimal::from_parts(&tiny).is_err());
     }
 
     proptest! {
