@@ -1499,7 +1499,8 @@ impl Inner {
                 trivial_move: false,
             }
         };
-        let result = if task.upper.is_empty() && task.lower.len() <= 1 {
+        // Even a lone bottom table is rewritten: that is where expired tombstones go.
+        let result = if task.upper.is_empty() && task.lower.is_empty() {
             Ok(())
         } else {
             self.run_compaction(&task)
@@ -1853,41 +1854,27 @@ impl Inner {
             now_micros: ctx.now_micros,
             gc_grace_micros: self.opts.gc_grace_micros,
         };
-        match &self.opts.merge_operator {
-            None => {
-                let views: Vec<KeyVersion<'_>> = old
-                    .iter()
-                    .map(|(ts, _, kind, value)| KeyVersion {
-                        ts: *ts,
-                        kind: *kind,
-                        value,
-                    })
-                    .collect();
-                let Some(w) = crate::merge::lww_winner(&views) else {
-                    return;
-                };
+        let views: Vec<KeyVersion<'_>> = old
+            .iter()
+            .map(|(ts, _, kind, value)| KeyVersion {
+                ts: *ts,
+                kind: *kind,
+                value,
+            })
+            .collect();
+        let survivor = match &self.opts.merge_operator {
+            None => crate::merge::lww_winner(&views).and_then(|w| {
+                let expired =
+                    w.kind == ValueKind::Delete && purge_ctx(w.ts).tombstone_expired(w.ts);
                 let idx = views.iter().position(|v| v == &w).unwrap_or(0);
-                let Some(src) = old.get(idx) else { return };
-                if w.kind == ValueKind::Delete && purge_ctx(w.ts).tombstone_expired(w.ts) {
-                    return;
+                if expired {
+                    None
+                } else {
+                    old.get(idx).map(|src| (*src).clone())
                 }
-                emit.push((*src).clone());
-            }
+            }),
+            Some(_) if old.len() == 1 && !ctx.purge => old.first().map(|v| (*v).clone()),
             Some(op) => {
-                if old.len() == 1 && !ctx.purge {
-                    if let Some(v) = old.first() {
-                        emit.push((*v).clone());
-                    }
-                    return;
-                }
-                let views: Vec<KeyVersion<'_>> = old
-                    .iter()
-                    .map(|(ts, _, kind, value)| KeyVersion {
-                        ts: *ts,
-                        kind: *kind,
-                        value,
-                    })
-                    .collect();
                 let mut sorted = views.clone();
                 sorted.sort_by_key(|v| std::cmp::Reverse(v.ts));
                 let merged = op.merge(key, &sorted);
@@ -1896,11 +1883,10 @@ impl Inner {
                 } else {
                     Some(merged)
                 };
-                if let Some(r) = merged {
-                    emit.push((r.ts, max_seqno, r.kind, r.value));
-                }
+                merged.map(|r| (r.ts, max_seqno, r.kind, r.value))
             }
-        }
+        };
+        emit.extend(survivor);
         // Keep internal order: newer snapshot-visible versions first, by (ts desc, seq desc).
         emit.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
     }
