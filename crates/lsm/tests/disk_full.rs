@@ -385,3 +385,93 @@ fn background_compaction_on_a_full_disk_resumes_by_itself() {
         "background compaction full",
     );
 }
+
+/// Several writers (group commit) with flushes and compactions running into the full disk:
+/// each writer sees only acknowledgements and NoSpace, none hangs, all resume.
+#[test]
+fn concurrent_writers_on_a_full_disk_fail_cleanly_and_resume() {
+    const THREADS: usize = 4;
+    const PER_THREAD: usize = 100_000;
+    let dir = scratch();
+    let faults = Arc::new(Faults::default());
+    let mem = 16 << 10;
+    let opts = Options {
+        sync_mode: SyncMode::Batch,
+        ..options(&faults, mem, 2)
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let phase = Arc::new(std::sync::atomic::AtomicU8::new(0)); // 0 fill, 1 full, 2 resumed
+    let refused = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (tx, rx) = mpsc::channel();
+    for t in 0..THREADS {
+        let (db, phase, tx) = (db.clone(), phase.clone(), tx.clone());
+        let refused = refused.clone();
+        std::thread::spawn(move || {
+            // Thread t writes keys t, t + THREADS, …; returns (acked, failed, resumed).
+            let mut ledger = Ledger {
+                next: t,
+                ..Ledger::default()
+            };
+            let mut resumed_writes = 0;
+            for _ in 0..PER_THREAD {
+                let i = ledger.next;
+                ledger.next = i + THREADS;
+                match db.put(&key(i), ts(i), &value(i)) {
+                    Ok(()) => {
+                        ledger.acked.push(i);
+                        if phase.load(std::sync::atomic::Ordering::SeqCst) == 2 {
+                            resumed_writes += 1;
+                            if resumed_writes >= 100 {
+                                break;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        assert!(e.is_no_space(), "thread {t}: write {i}: {e:?}");
+                        ledger.failed.push(i);
+                        refused.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+            let _ = tx.send((t, ledger.acked, ledger.failed, resumed_writes));
+        });
+    }
+    drop(tx);
+    // Let the writers fill a few memtables, then cap the space.
+    let deadline = Instant::now() + CALL_TIMEOUT;
+    while db.counters().flushes < 4 {
+        assert!(Instant::now() < deadline, "no flushes");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    faults.set_space_bytes(48 << 10);
+    phase.store(1, std::sync::atomic::Ordering::SeqCst);
+    let deadline = Instant::now() + CALL_TIMEOUT;
+    while refused.load(std::sync::atomic::Ordering::SeqCst) < 200 {
+        assert!(Instant::now() < deadline, "the disk never filled");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    faults.unlimited_space();
+    phase.store(2, std::sync::atomic::Ordering::SeqCst);
+    let mut all = Ledger::default();
+    for _ in 0..THREADS {
+        let (t, acked, failed, resumed) = rx
+            .recv_timeout(RESUME_TIMEOUT + CALL_TIMEOUT)
+            .expect("a writer hung or panicked on the full disk");
+        assert!(
+            resumed >= 100,
+            "thread {t} did not resume ({resumed} writes after space returned)"
+        );
+        all.acked.extend(acked);
+        all.failed.extend(failed);
+    }
+    assert!(
+        !all.failed.is_empty(),
+        "no write ever failed on the full disk"
+    );
+    all.verify(&db, "concurrent, after space returned");
+    retry_until_ok("wait_for_compactions", &db, Db::wait_for_compactions);
+    all.verify(&db, "concurrent, after compactions");
+    db.close().unwrap();
+    reopen_and_verify(dir.path(), &faults, &all, mem, "concurrent");
+}

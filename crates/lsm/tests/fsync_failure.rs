@@ -266,3 +266,88 @@ fn failed_table_fsync_during_flush_poisons_until_reopen() {
     verify(&db, 0, acked, &[], "after a flush and a second reopen");
     db.close().unwrap();
 }
+
+#[test]
+fn failed_periodic_sync_poisons_and_loses_nothing_acknowledged() {
+    let dir = scratch();
+    let faults = Arc::new(Faults::default());
+    let mem = 16 << 10;
+    let db = Db::open(
+        dir.path(),
+        options(&faults, SyncMode::Periodic { interval_ms: 5 }, mem),
+    )
+    .unwrap();
+    let mut acked = 0;
+    for i in 0..200 {
+        db.put(&key(0, i), ts(i), &value(0, i)).unwrap();
+        acked = i + 1;
+    }
+    faults.set_fail_sync(true);
+    // The background sync (or a flush's) fails; writes are refused soon after. Writes
+    // acknowledged before that are in the OS, which a process crash does not lose.
+    let deadline = std::time::Instant::now() + CALL_TIMEOUT;
+    let mut maybe = Vec::new();
+    loop {
+        let i = acked + maybe.len();
+        match db.put(&key(0, i), ts(i), &value(0, i)) {
+            Ok(()) if maybe.is_empty() => acked += 1,
+            Ok(()) => panic!("write {i} acknowledged after an earlier one failed"),
+            Err(e) => {
+                maybe.push(i);
+                if is_poisoned(&e) {
+                    break;
+                }
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "writes never refused after the periodic sync failed ({acked} acknowledged)"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_writes_refused(&db, &faults, "Periodic");
+    verify(&db, 0, acked, &maybe, "poisoned by a periodic sync");
+    let _ = db.close();
+    let db = reopen(dir.path(), &faults, mem);
+    verify(&db, 0, acked, &maybe, "after reopen");
+    db.close().unwrap();
+}
+
+#[test]
+fn failed_fsync_during_compaction_loses_nothing() {
+    let dir = scratch();
+    let faults = Arc::new(Faults::default());
+    let mem = 1 << 20;
+    let opts = Options {
+        level0_compaction_trigger: 8,
+        level0_stall_tables: 16,
+        ..options(&faults, SyncMode::PerWrite, mem)
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let acked = 600;
+    for i in 0..acked {
+        db.put(&key(0, i), ts(i), &value(0, i)).unwrap();
+        if (i + 1).is_multiple_of(200) {
+            db.flush().unwrap();
+        }
+    }
+    faults.set_fail_sync(true);
+    let d = db.clone();
+    let r = bounded("compact with failing fsync", move || d.compact());
+    assert!(
+        r.is_err(),
+        "a compaction whose fsync failed reported success"
+    );
+    faults.set_fail_sync(false);
+    // The inputs are still live: everything reads back.
+    verify(&db, 0, acked, &[], "after the failed compaction");
+    let _ = db.close();
+    let db = reopen(dir.path(), &faults, mem);
+    verify(&db, 0, acked, &[], "after reopen");
+    db.compact().unwrap();
+    verify(&db, 0, acked, &[], "after a successful compaction");
+    db.close().unwrap();
+    let db = reopen(dir.path(), &faults, mem);
+    verify(&db, 0, acked, &[], "after a second reopen");
+    db.close().unwrap();
+}

@@ -18,7 +18,7 @@
 //! `MOSAIC_MODEL_CASES_SCALE=<float>` scales the case counts (e.g. 10 for a long soak),
 //! `MOSAIC_MODEL_NO_SNAPSHOTS=1` turns snapshot-taking off (to isolate a failure).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,6 +66,10 @@ enum Op {
     TakeSnapshot,
     SnapshotGet(usize, usize),
     SnapshotScan(usize, BoundSpec, BoundSpec),
+    /// Opens a scan and keeps it: it must show the data as of now whenever it is read.
+    OpenScan(BoundSpec, BoundSpec),
+    /// Reads up to `n` more items of an open scan (dropping it once exhausted).
+    StepScan(usize, usize),
     ReleaseSnapshot(usize),
     /// Moves the manual clock (GC variant only).
     AdvanceClock(u64),
@@ -528,6 +532,8 @@ fn op_strategy(mode: Mode, keys: usize) -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), bound_strategy(keys), bound_strategy(keys))
             .prop_map(|(s, a, b)| Op::SnapshotScan(s, a, b)),
         1 => any::<usize>().prop_map(Op::ReleaseSnapshot),
+        1 => (bound_strategy(keys), bound_strategy(keys)).prop_map(|(a, b)| Op::OpenScan(a, b)),
+        2 => (any::<usize>(), 1usize..8).prop_map(|(s, n)| Op::StepScan(s, n)),
         clock => (0u64..3 * GC_GRACE_MICROS).prop_map(Op::AdvanceClock),
     ]
 }
@@ -595,6 +601,8 @@ struct Run {
     model: Model,
     /// Open snapshots and the model as of each.
     snapshots: Vec<(mosaic_lsm::Snapshot, Model)>,
+    /// Open scans, the items each must still yield, and how it was opened.
+    scans: Vec<(mosaic_lsm::Scan, VecDeque<(Vec<u8>, u64, Vec<u8>)>, String)>,
     /// Low bits making merge-variant timestamps unique; the GC variant's last timestamp.
     ts_counter: u64,
     /// Most non-empty levels seen, to check that compactions really shaped a tree.
@@ -631,6 +639,7 @@ impl Run {
             db: Some(db),
             model: Model::new(mode),
             snapshots: Vec::new(),
+            scans: Vec::new(),
             ts_counter: 0,
             levels_nonempty_max: 0,
         })
@@ -660,11 +669,15 @@ impl Run {
                 }
             }
             Mode::Merge => {
-                // Unique timestamps (high bits random, low bits a counter): the set
-                // semantics at equal timestamps would depend on how the engine orders
-                // same-timestamp versions, which the spec leaves open.
+                // Half the writes get unique timestamps (high bits random, low bits a
+                // counter), half small raw ones, so ties are common too: the operator is a
+                // function of the set of versions, so ties need no ordering rule.
                 self.ts_counter += 1;
-                let ts = (w.ts << 20) | self.ts_counter;
+                let ts = if w.len % 2 == 0 {
+                    (w.ts << 20) | self.ts_counter
+                } else {
+                    w.ts
+                };
                 match w.kind {
                     0 => {
                         let elems = (0..8u8).filter(|b| w.seed & (1 << b) != 0);
@@ -804,8 +817,47 @@ impl Run {
         self.check_levels()
     }
 
+    /// Reads up to `n` items of open scan `i`, comparing with what it had to show when it
+    /// was opened; drops it once exhausted.
+    fn step_scan(&mut self, i: usize, n: usize) -> Result<(), TestCaseError> {
+        let (scan, want, what) = &mut self.scans[i];
+        for _ in 0..n {
+            match scan.next() {
+                None => {
+                    prop_assert!(
+                        want.is_empty(),
+                        "held scan {} ended early; still expected {:?}",
+                        what,
+                        want
+                    );
+                    self.scans.remove(i);
+                    return Ok(());
+                }
+                Some(item) => {
+                    let (k, e) = engine(item, "held scan item")?;
+                    let expected = want.pop_front();
+                    prop_assert_eq!(
+                        Some((k, e.ts, e.value)),
+                        expected,
+                        "held scan {} (consistent as of its creation)",
+                        what
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn drain_scans(&mut self) -> Result<(), TestCaseError> {
+        while !self.scans.is_empty() {
+            self.step_scan(0, usize::MAX)?;
+        }
+        Ok(())
+    }
+
     fn reopen(&mut self, close: bool) -> Result<(), TestCaseError> {
-        // Snapshots do not survive a reopen.
+        // Scans and snapshots do not survive a reopen (and would keep the engine alive).
+        self.drain_scans()?;
         self.snapshots.clear();
         let db = self.db.take().expect("open");
         if close {
@@ -918,12 +970,38 @@ impl Run {
                 }
             }
             Op::AdvanceClock(d) => self.clock.advance_micros(*d),
+            Op::OpenScan(a, b) => {
+                let start = self.space.bound(a);
+                let end = self.space.bound(b);
+                let inverted = matches!(
+                    (&start, &end),
+                    (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) if s > e
+                );
+                if !inverted {
+                    if self.scans.len() >= 3 {
+                        self.step_scan(0, usize::MAX)?;
+                    }
+                    let scan = engine(
+                        self.db().scan(as_slice_bound(&start), as_slice_bound(&end)),
+                        "open scan",
+                    )?;
+                    let want = self.model.scan(&self.keys, &start, &end).into();
+                    self.scans.push((scan, want, format!("{start:?}..{end:?}")));
+                }
+            }
+            Op::StepScan(i, n) => {
+                if !self.scans.is_empty() {
+                    let i = i % self.scans.len();
+                    self.step_scan(i, *n)?;
+                }
+            }
         }
         Ok(())
     }
 
     /// Final checks, close; returns the most non-empty levels seen.
     fn finish(mut self) -> Result<usize, TestCaseError> {
+        self.drain_scans()?;
         self.check_everything()?;
         // Settle background work, then check once more: compaction must not change answers.
         engine(self.db().wait_for_compactions(), "wait_for_compactions")?;
