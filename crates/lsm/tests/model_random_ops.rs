@@ -590,6 +590,9 @@ fn engine<T>(r: mosaic_lsm::Result<T>, what: &str) -> Result<T, TestCaseError> {
     r.map_err(|e| TestCaseError::fail(format!("{what}: engine error: {e}")))
 }
 
+/// An open scan, the (key, ts, value) items it must still yield, and its range.
+type HeldScan = (mosaic_lsm::Scan, VecDeque<(Vec<u8>, u64, Vec<u8>)>, String);
+
 struct Run {
     mode: Mode,
     space: KeySpace,
@@ -602,7 +605,7 @@ struct Run {
     /// Open snapshots and the model as of each.
     snapshots: Vec<(mosaic_lsm::Snapshot, Model)>,
     /// Open scans, the items each must still yield, and how it was opened.
-    scans: Vec<(mosaic_lsm::Scan, VecDeque<(Vec<u8>, u64, Vec<u8>)>, String)>,
+    scans: Vec<HeldScan>,
     /// Low bits making merge-variant timestamps unique; the GC variant's last timestamp.
     ts_counter: u64,
     /// Most non-empty levels seen, to check that compactions really shaped a tree.
@@ -673,7 +676,7 @@ impl Run {
                 // counter), half small raw ones, so ties are common too: the operator is a
                 // function of the set of versions, so ties need no ordering rule.
                 self.ts_counter += 1;
-                let ts = if w.len % 2 == 0 {
+                let ts = if w.len.is_multiple_of(2) {
                     (w.ts << 20) | self.ts_counter
                 } else {
                     w.ts
