@@ -15,7 +15,7 @@ use mosaic_env::RandomAccessFile;
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::BlockCache;
 use super::filter::BloomFilter;
-use super::format::{decode_block, read_block, BlockHandle, Footer, FOOTER_LEN};
+use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use crate::error::{Error, Result};
 use crate::key::KeyOrder;
 use crate::stats::{Counters, ReadPurpose};
@@ -102,7 +102,7 @@ impl TableReader {
             let raw = read_block(&*file, &path, handle, verify)?;
             counters.add_read(
                 ReadPurpose::Open,
-                handle.end_with_trailer().unwrap_or(0) - handle.offset,
+                handle.size.saturating_add(BLOCK_TRAILER_LEN as u64),
             );
             Ok(raw)
         };

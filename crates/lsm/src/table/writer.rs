@@ -28,6 +28,8 @@ const INDEX_RESTART_INTERVAL: usize = 1;
 const ENTRY_BYTES_MAX: usize = BLOCK_SIZE_MAX / 2;
 /// Worst-case entry header: three varint32s.
 const ENTRY_HEADER_MAX: usize = 15;
+/// An entry may start a restart point, adding one u32 to the block.
+const RESTART_LEN: usize = 4;
 
 /// What a finished table holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,7 +127,8 @@ impl TableWriter {
             )));
         }
         if !self.data.is_empty()
-            && self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX > BLOCK_SIZE_MAX
+            && self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX + RESTART_LEN
+                > BLOCK_SIZE_MAX
         {
             self.flush_data_block()?;
         }
