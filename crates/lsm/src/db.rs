@@ -800,15 +800,7 @@ impl Scan {
             if self.skip.as_deref() == Some(key.as_slice()) {
                 continue;
             }
-            let views: Vec<KeyVersion<'_>> = self
-                .versions
-                .iter()
-                .map(|(ts, _, kind, value)| KeyVersion {
-                    ts: *ts,
-                    kind: *kind,
-                    value,
-                })
-                .collect();
+            let views = views_of(self.versions.iter());
             if let Some(entry) = self.inner.resolve_for_read(&key, &views) {
                 return Ok(Some((key, entry)));
             }
@@ -1854,14 +1846,7 @@ impl Inner {
             now_micros: ctx.now_micros,
             gc_grace_micros: self.opts.gc_grace_micros,
         };
-        let views: Vec<KeyVersion<'_>> = old
-            .iter()
-            .map(|(ts, _, kind, value)| KeyVersion {
-                ts: *ts,
-                kind: *kind,
-                value,
-            })
-            .collect();
+        let views = views_of(old.iter().copied());
         let survivor = match &self.opts.merge_operator {
             None => crate::merge::lww_winner(&views).and_then(|w| {
                 let expired =
@@ -1890,6 +1875,19 @@ impl Inner {
         // Keep internal order: newer snapshot-visible versions first, by (ts desc, seq desc).
         emit.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
     }
+}
+
+/// Borrowed views of owned versions `(ts, seqno, kind, value)`, for resolution.
+fn views_of<'a>(
+    versions: impl Iterator<Item = &'a (u64, Seqno, ValueKind, Vec<u8>)>,
+) -> Vec<KeyVersion<'a>> {
+    versions
+        .map(|(ts, _, kind, value)| KeyVersion {
+            ts: *ts,
+            kind: *kind,
+            value,
+        })
+        .collect()
 }
 
 /// Gathers the versions a point lookup finds: only the best one under last-write-wins.
