@@ -228,25 +228,27 @@ impl TableReader {
                 )
             })?;
         Counters::inc(&self.counters.block_cache_misses);
-        let contents = match readahead.window_len(handle.offset, end, purpose) {
-            _ if readahead.contains(handle.offset, end) => {
-                let raw = readahead.slice(handle.offset, end).to_vec();
-                decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
-            }
-            Some(window) => {
-                // One read for this block and the ones after it (never past the data).
-                let len = window
-                    .min(self.data_end - handle.offset)
-                    .max(end - handle.offset);
-                readahead.fill(&*self.file, &self.path, handle.offset, len)?;
-                self.counters.add_read(purpose, len);
-                let raw = readahead.slice(handle.offset, end).to_vec();
-                decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
-            }
-            None => {
-                let contents = read_block(&*self.file, &self.path, handle, self.verify_checksums);
-                self.counters.add_read(purpose, end - handle.offset);
-                contents?
+        let contents = if readahead.contains(handle.offset, end) {
+            let raw = readahead.slice(handle.offset, end).to_vec();
+            decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
+        } else {
+            match readahead.window_len(handle.offset, end, purpose) {
+                Some(window) => {
+                    // One read for this block and the ones after it (never past the data).
+                    let len = window
+                        .min(self.data_end - handle.offset)
+                        .max(end - handle.offset);
+                    readahead.fill(&*self.file, &self.path, handle.offset, len)?;
+                    self.counters.add_read(purpose, len);
+                    let raw = readahead.slice(handle.offset, end).to_vec();
+                    decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
+                }
+                None => {
+                    let contents =
+                        read_block(&*self.file, &self.path, handle, self.verify_checksums);
+                    self.counters.add_read(purpose, end - handle.offset);
+                    contents?
+                }
             }
         };
         let block = Arc::new(Block::new(contents).map_err(|reason| {
@@ -488,11 +490,9 @@ impl Readahead {
         self.buf.get(from..to).unwrap_or_default()
     }
 
-    /// How much to read for a miss on `[start, end)`, or `None` for just the block.
+    /// How much to read for a miss on `[start, end)` outside the window, or `None` for just
+    /// the block.
     fn window_len(&mut self, start: u64, end: u64, purpose: ReadPurpose) -> Option<u64> {
-        if self.contains(start, end) {
-            return None;
-        }
         // Sequential: right after the last block read from disk, or inside the window (the
         // block straddling its end).
         let window_end = self.offset + self.buf.len() as u64;

@@ -391,7 +391,11 @@ fn a_value_larger_than_the_block_size_gets_its_own_block() {
             write_table(&entries, opts(KeyOrder::Bytewise, compression, 4096), b"");
         assert!(summary.data_blocks >= 2);
         if compression == Compression::Lz4 {
-            assert!(bytes.len() < 100_000, "huge blocks are compressed: {}", bytes.len());
+            assert!(
+                bytes.len() < 100_000,
+                "huge blocks are compressed: {}",
+                bytes.len()
+            );
         }
         let t = open(bytes).unwrap();
         assert_eq!(scan(&t).unwrap(), entries);
