@@ -434,6 +434,8 @@ fn concurrent_writers_on_a_full_disk_fail_cleanly_and_resume() {
                     }
                 }
             }
+            // Let go of the engine before reporting: the test reopens it next.
+            drop(db);
             let _ = tx.send((t, ledger.acked, ledger.failed, resumed_writes));
         });
     }

@@ -201,6 +201,8 @@ fn failed_group_commit_fsync_poisons_every_writer() {
                     break;
                 }
             }
+            // Let go of the engine before reporting: the test reopens it next.
+            drop(db);
             let _ = tx.send((t, acked, first_err));
         });
     }
