@@ -170,7 +170,8 @@ struct Inner {
     visible_seqno: AtomicU64,
     snapshots: Mutex<BTreeMap<u64, usize>>,
     recovery: RecoveryReport,
-    _lock: Box<dyn std::any::Any + Send + Sync>,
+    /// The directory lock, released at close even while snapshots or scans live on.
+    lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// Stops the background threads when the last [`Db`] handle goes away.
@@ -186,17 +187,19 @@ impl Closer {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        if let Some(w) = self.inner.wal.lock().as_mut() {
+            // Best effort here; `Db::close` syncs first and reports a failure.
+            let _ = w.sync();
+        }
+        // Writes are refused from now on, so another process (or handle) may open the
+        // directory; live scans keep reading their pinned files.
+        self.inner.lock.lock().take();
     }
 }
 
 impl Drop for Closer {
     fn drop(&mut self) {
         self.shutdown();
-        // Acknowledged writes in periodic mode are in the OS already; sync them on a clean
-        // close. A failure here cannot be reported from a destructor; `Db::close` reports it.
-        if let Some(w) = self.inner.wal.lock().as_mut() {
-            let _ = w.sync();
-        }
     }
 }
 
@@ -305,7 +308,7 @@ impl Db {
             visible_seqno: AtomicU64::new(last_seqno),
             snapshots: Mutex::new(BTreeMap::new()),
             recovery: RecoveryReport::default(),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         };
 
         // 2. Open every live table.
@@ -730,12 +733,12 @@ impl Db {
     /// Stops background work and syncs the WAL. Data not yet flushed stays in the WAL and is
     /// replayed at the next open.
     pub fn close(self) -> Result<()> {
+        let synced = match self.inner.wal.lock().as_mut() {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        };
         self.closer.shutdown();
-        let mut wal = self.inner.wal.lock();
-        if let Some(w) = wal.as_mut() {
-            w.sync()?;
-        }
-        Ok(())
+        synced
     }
 }
 
@@ -1059,11 +1062,11 @@ impl Inner {
         let new_wal = WalWriter::new(file, path);
         let old_wal = self.wal.lock().replace(new_wal);
         if let Some(mut old) = old_wal {
-            if !st.wal_broken {
-                if let Err(e) = old.sync() {
-                    st.poisoned = Some(e.to_string());
-                    return Err(e);
-                }
+            // Even after a failed append the acknowledged prefix must become durable (it may
+            // be unsynced in periodic mode); the torn tail after it is dropped at recovery.
+            if let Err(e) = old.sync() {
+                st.poisoned = Some(e.to_string());
+                return Err(e);
             }
         }
         let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(id)));
@@ -2096,5 +2099,27 @@ mod relocation_tests {
         drop(db);
         let err = Db::open(dir.path(), Options::default()).unwrap_err();
         assert!(err.to_string().contains("no table store"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod close_tests {
+    use super::*;
+
+    #[test]
+    fn close_releases_the_directory_while_a_scan_lives_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.put(b"a", 1, b"x").unwrap();
+        let scan = db.scan(Bound::Unbounded, Bound::Unbounded).unwrap();
+        let clone = db.clone();
+        db.close().unwrap();
+        assert!(matches!(clone.put(b"b", 2, b"y"), Err(Error::Closed)));
+        let reopened = Db::open(dir.path(), Options::default()).unwrap();
+        assert_eq!(reopened.get(b"a").unwrap().unwrap().value, b"x");
+        let items: Vec<_> = scan.map(|r| r.unwrap().0).collect();
+        assert_eq!(items, vec![b"a".to_vec()]);
+        // Two live openers of one directory are refused.
+        assert!(Db::open(dir.path(), Options::default()).is_err());
     }
 }
