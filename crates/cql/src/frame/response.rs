@@ -1,0 +1,840 @@
+//! Response bodies (§4.2) and their encoding straight into the connection's output buffer.
+//!
+//! [`ResponseEncoder::encode`] writes any [`Response`]; Rows, the hot path, also has a
+//! streaming [`RowsWriter`] that writes each cell's `[bytes]` in place (no per-cell
+//! allocation, no intermediate row vectors) and patches the row count and frame length at
+//! the end. Compression, when negotiated, is applied to the finished body.
+
+use std::net::SocketAddr;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use mosaic_types::CqlValue;
+
+use super::compress::Compression;
+use super::error::{try_put_error_body, ErrorResponse};
+use super::types::ColumnSpec;
+use super::wire::{
+    int_len, put_bytes, put_inet, put_short_bytes, put_string, put_string_list, EncodeError,
+};
+use super::{FrameFlags, Opcode, ProtocolVersion, HEADER_LEN, RESPONSE_BIT};
+
+/// A response message. The five RESULT kinds are under [`ResultBody`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Response {
+    /// ERROR.
+    Error(ErrorResponse),
+    /// READY.
+    Ready,
+    /// AUTHENTICATE.
+    Authenticate {
+        /// The `IAuthenticator` class name, e.g.
+        /// `org.apache.cassandra.auth.PasswordAuthenticator`.
+        authenticator: String,
+    },
+    /// AUTH_CHALLENGE.
+    AuthChallenge {
+        /// The SASL token.
+        token: Option<Bytes>,
+    },
+    /// AUTH_SUCCESS.
+    AuthSuccess {
+        /// The final SASL token.
+        token: Option<Bytes>,
+    },
+    /// SUPPORTED.
+    Supported(Supported),
+    /// RESULT.
+    Result(ResultBody),
+    /// EVENT (use [`ResponseEncoder::encode_event`] for stream -1).
+    Event(Event),
+}
+
+/// SUPPORTED's `[string multimap]`, in wire order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Supported {
+    /// Option name and its supported values.
+    pub options: Vec<(String, Vec<String>)>,
+}
+
+impl Default for Supported {
+    /// What Mosaic offers: `CQL_VERSION` ["3.4.5"], `COMPRESSION` ["lz4"],
+    /// `PROTOCOL_VERSIONS` ["3/v3", "4/v4"]. Never any `SCYLLA_*` key: the Rust `scylla`
+    /// driver would take it for ScyllaDB and append `USING TIMEOUT` to its queries.
+    fn default() -> Supported {
+        let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        Supported {
+            options: vec![
+                ("CQL_VERSION".to_owned(), s(&["3.4.5"])),
+                ("COMPRESSION".to_owned(), s(&["lz4"])),
+                (
+                    "PROTOCOL_VERSIONS".to_owned(),
+                    s(&[
+                        ProtocolVersion::V3.description(),
+                        ProtocolVersion::V4.description(),
+                    ]),
+                ),
+            ],
+        }
+    }
+}
+
+/// The RESULT kinds (§4.2.5).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResultBody {
+    /// 0x0001.
+    Void,
+    /// 0x0002, all rows in memory; prefer [`ResponseEncoder::rows`] on the hot path.
+    Rows(Rows),
+    /// 0x0003: the keyspace `USE` switched to.
+    SetKeyspace(String),
+    /// 0x0004.
+    Prepared(Prepared),
+    /// 0x0005.
+    SchemaChange(SchemaChange),
+}
+
+/// Result-set metadata (`<metadata>` of §4.2.5.2). The Global_tables_spec flag is set by
+/// the encoder when every column belongs to the same table, as Cassandra does.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowsMetadata {
+    /// The columns; with `no_metadata` only their count is sent.
+    pub columns: Vec<ColumnSpec>,
+    /// Has_more_pages: where the next page starts.
+    pub paging_state: Option<Bytes>,
+    /// No_metadata: the client asked to skip it (Skip_metadata) and knows the columns.
+    pub no_metadata: bool,
+}
+
+impl RowsMetadata {
+    /// Full metadata for `columns`, last page.
+    pub fn new(columns: Vec<ColumnSpec>) -> RowsMetadata {
+        RowsMetadata {
+            columns,
+            paging_state: None,
+            no_metadata: false,
+        }
+    }
+
+    /// Cassandra's empty result metadata (No_metadata, zero columns), as PREPARED results
+    /// carry for statements that return no rows.
+    pub fn empty() -> RowsMetadata {
+        RowsMetadata {
+            columns: Vec::new(),
+            paging_state: None,
+            no_metadata: true,
+        }
+    }
+}
+
+/// A Rows result held in memory (system tables, tests). Cells are `[bytes]`, `None` = null.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rows {
+    /// The metadata.
+    pub metadata: RowsMetadata,
+    /// Each row has exactly `metadata.columns.len()` cells.
+    pub rows: Vec<Vec<Option<Bytes>>>,
+}
+
+/// Bind-marker metadata of a PREPARED result (`<metadata>` of §4.2.5.4).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreparedMetadata {
+    /// For each partition-key column in key order, the index of its bind marker; empty if
+    /// some key column has no plain marker (drivers then can't route by token). v4 only.
+    pub pk_indexes: Vec<u16>,
+    /// The bind markers.
+    pub columns: Vec<ColumnSpec>,
+}
+
+/// A PREPARED result (§4.2.5.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// The statement id the client EXECUTEs.
+    pub id: Bytes,
+    /// Its bind markers.
+    pub metadata: PreparedMetadata,
+    /// The columns it returns when executed ([`RowsMetadata::empty`] for non-SELECTs).
+    pub result_metadata: RowsMetadata,
+}
+
+/// `<change_type>` of schema changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SchemaChangeType {
+    /// `CREATED`.
+    Created,
+    /// `UPDATED`.
+    Updated,
+    /// `DROPPED`.
+    Dropped,
+}
+
+impl SchemaChangeType {
+    /// The wire string.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaChangeType::Created => "CREATED",
+            SchemaChangeType::Updated => "UPDATED",
+            SchemaChangeType::Dropped => "DROPPED",
+        }
+    }
+}
+
+/// `<target><options>` of schema changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaChangeTarget {
+    /// `KEYSPACE`.
+    Keyspace {
+        /// The keyspace.
+        keyspace: String,
+    },
+    /// `TABLE` (also index changes, on their table).
+    Table {
+        /// Its keyspace.
+        keyspace: String,
+        /// The table.
+        table: String,
+    },
+    /// `TYPE`: a user-defined type.
+    Type {
+        /// Its keyspace.
+        keyspace: String,
+        /// The type.
+        name: String,
+    },
+    /// `FUNCTION` (v4; v3 clients are told their keyspace was updated).
+    Function {
+        /// Its keyspace.
+        keyspace: String,
+        /// The function.
+        name: String,
+        /// Argument types as CQL type names.
+        arg_types: Vec<String>,
+    },
+    /// `AGGREGATE` (v4; v3 clients are told their keyspace was updated).
+    Aggregate {
+        /// Its keyspace.
+        keyspace: String,
+        /// The aggregate.
+        name: String,
+        /// Argument types as CQL type names.
+        arg_types: Vec<String>,
+    },
+}
+
+/// A schema change: the result of DDL and the body of `SCHEMA_CHANGE` events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// What happened.
+    pub change: SchemaChangeType,
+    /// To what.
+    pub target: SchemaChangeTarget,
+}
+
+/// `TOPOLOGY_CHANGE` kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TopologyChangeType {
+    /// `NEW_NODE`.
+    NewNode,
+    /// `REMOVED_NODE`.
+    RemovedNode,
+    /// `MOVED_NODE` (Cassandra sends it when a node's tokens move).
+    MovedNode,
+}
+
+impl TopologyChangeType {
+    /// The wire string.
+    pub fn name(self) -> &'static str {
+        match self {
+            TopologyChangeType::NewNode => "NEW_NODE",
+            TopologyChangeType::RemovedNode => "REMOVED_NODE",
+            TopologyChangeType::MovedNode => "MOVED_NODE",
+        }
+    }
+}
+
+/// `STATUS_CHANGE` kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StatusChangeType {
+    /// `UP`.
+    Up,
+    /// `DOWN`.
+    Down,
+}
+
+impl StatusChangeType {
+    /// The wire string.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatusChangeType::Up => "UP",
+            StatusChangeType::Down => "DOWN",
+        }
+    }
+}
+
+/// A pushed event (§4.2.6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// `TOPOLOGY_CHANGE`.
+    TopologyChange {
+        /// What changed.
+        change: TopologyChangeType,
+        /// The node's native-protocol address.
+        node: SocketAddr,
+    },
+    /// `STATUS_CHANGE`.
+    StatusChange {
+        /// Up or down.
+        change: StatusChangeType,
+        /// The node's native-protocol address.
+        node: SocketAddr,
+    },
+    /// `SCHEMA_CHANGE`.
+    SchemaChange(SchemaChange),
+}
+
+/// Optional leading parts of a response body.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResponseExtras {
+    /// Tracing flag: the session id of a traced request.
+    pub tracing_id: Option<[u8; 16]>,
+    /// Warning flag (v4 only; dropped for v3): warnings the client should log.
+    pub warnings: Vec<String>,
+}
+
+/// RESULT kinds.
+mod result_kind {
+    pub(crate) const VOID: i32 = 0x0001;
+    pub(crate) const ROWS: i32 = 0x0002;
+    pub(crate) const SET_KEYSPACE: i32 = 0x0003;
+    pub(crate) const PREPARED: i32 = 0x0004;
+    pub(crate) const SCHEMA_CHANGE: i32 = 0x0005;
+}
+pub(crate) use result_kind::*;
+
+/// Rows metadata flags.
+pub(crate) mod rows_flag {
+    pub(crate) const GLOBAL_TABLES_SPEC: i32 = 0x0001;
+    pub(crate) const HAS_MORE_PAGES: i32 = 0x0002;
+    pub(crate) const NO_METADATA: i32 = 0x0004;
+}
+
+/// Encodes responses for one connection: its protocol version and negotiated compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResponseEncoder {
+    /// The connection's version.
+    pub version: ProtocolVersion,
+    /// The compression negotiated at STARTUP, applied to every non-empty body.
+    pub compression: Option<Compression>,
+}
+
+impl ResponseEncoder {
+    /// An encoder for `version`, compressing with `compression`.
+    pub fn new(version: ProtocolVersion, compression: Option<Compression>) -> ResponseEncoder {
+        ResponseEncoder {
+            version,
+            compression,
+        }
+    }
+
+    /// Appends the frame answering `stream`. On error nothing is appended.
+    pub fn encode(
+        &self,
+        out: &mut BytesMut,
+        stream: i16,
+        response: &Response,
+    ) -> Result<(), EncodeError> {
+        self.encode_with(out, stream, &ResponseExtras::default(), response)
+    }
+
+    /// [`encode`](Self::encode) with a tracing id and/or warnings.
+    pub fn encode_with(
+        &self,
+        out: &mut BytesMut,
+        stream: i16,
+        extras: &ResponseExtras,
+        response: &Response,
+    ) -> Result<(), EncodeError> {
+        let start = out.len();
+        let result = self
+            .begin(out, stream, response_opcode(response), extras)
+            .and_then(|()| self.put_body(out, response))
+            .and_then(|()| self.finish(out, start));
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    /// Appends an EVENT frame on stream -1, as every server push is.
+    pub fn encode_event(&self, out: &mut BytesMut, event: &Event) -> Result<(), EncodeError> {
+        // Avoids cloning the event into a Response.
+        let start = out.len();
+        let result = self
+            .begin(out, -1, Opcode::Event, &ResponseExtras::default())
+            .and_then(|()| put_event(out, event, self.version))
+            .and_then(|()| self.finish(out, start));
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    /// Starts a Rows RESULT answering `stream`: writes the header and `metadata`, then
+    /// returns a writer for the cells. Dropping the writer without
+    /// [`finish`](RowsWriter::finish) removes the partial frame from `out`.
+    pub fn rows<'a>(
+        &self,
+        out: &'a mut BytesMut,
+        stream: i16,
+        extras: &ResponseExtras,
+        metadata: &RowsMetadata,
+    ) -> Result<RowsWriter<'a>, EncodeError> {
+        let start = out.len();
+        let prefix = self
+            .begin(out, stream, Opcode::Result, extras)
+            .and_then(|()| {
+                out.put_i32(ROWS);
+                put_rows_metadata(out, metadata, self.version)
+            });
+        if let Err(e) = prefix {
+            out.truncate(start);
+            return Err(e);
+        }
+        let count_pos = out.len();
+        out.put_i32(0);
+        Ok(RowsWriter {
+            out,
+            encoder: *self,
+            frame_start: start,
+            count_pos,
+            columns: metadata.columns.len(),
+            cells: 0,
+            scratch: Vec::new(),
+            finished: false,
+        })
+    }
+
+    /// Writes the header (length patched by `finish`) and the tracing id and warnings.
+    fn begin(
+        &self,
+        out: &mut BytesMut,
+        stream: i16,
+        opcode: Opcode,
+        extras: &ResponseExtras,
+    ) -> Result<(), EncodeError> {
+        let warnings = self.version >= ProtocolVersion::V4 && !extras.warnings.is_empty();
+        let mut flags = 0;
+        if extras.tracing_id.is_some() {
+            flags |= FrameFlags::TRACING;
+        }
+        if warnings {
+            flags |= FrameFlags::WARNING;
+        }
+        out.put_u8(RESPONSE_BIT | self.version.number());
+        out.put_u8(flags);
+        out.put_i16(stream);
+        out.put_u8(opcode.byte());
+        out.put_u32(0);
+        if let Some(id) = extras.tracing_id {
+            out.extend_from_slice(&id);
+        }
+        if warnings {
+            put_string_list(out, &extras.warnings)?;
+        }
+        Ok(())
+    }
+
+    /// Compresses the body if negotiated and non-empty, then patches flags and length.
+    fn finish(&self, out: &mut BytesMut, start: usize) -> Result<(), EncodeError> {
+        let body_start = start + HEADER_LEN;
+        debug_assert!(out.len() >= body_start, "finish without begin");
+        let body_len = out.len().saturating_sub(body_start);
+        if i32::try_from(body_len).is_err() {
+            return Err(EncodeError::FrameTooLarge { length: body_len });
+        }
+        if let Some(compression) = self.compression.filter(|_| body_len > 0) {
+            let body = out.split_off(body_start);
+            compression.compress_into(&body, out);
+            if let Some(flags) = out.get_mut(start + 1) {
+                *flags |= FrameFlags::COMPRESSION;
+            }
+        }
+        let body_len = out.len().saturating_sub(body_start);
+        let len =
+            u32::try_from(body_len).map_err(|_| EncodeError::FrameTooLarge { length: body_len })?;
+        if let Some(slot) = out.get_mut(start + 5..body_start) {
+            slot.copy_from_slice(&len.to_be_bytes());
+        }
+        Ok(())
+    }
+
+    fn put_body(&self, out: &mut BytesMut, response: &Response) -> Result<(), EncodeError> {
+        let version = self.version;
+        match response {
+            Response::Error(error) => try_put_error_body(out, error, version),
+            Response::Ready => Ok(()),
+            Response::Authenticate { authenticator } => put_string(out, authenticator),
+            Response::AuthChallenge { token } | Response::AuthSuccess { token } => {
+                put_bytes(out, token.as_deref())
+            }
+            Response::Supported(supported) => {
+                let n = u16::try_from(supported.options.len()).map_err(|_| {
+                    EncodeError::TooManyElements {
+                        what: "string multimap",
+                        length: supported.options.len(),
+                    }
+                })?;
+                out.put_u16(n);
+                for (key, values) in &supported.options {
+                    put_string(out, key)?;
+                    put_string_list(out, values)?;
+                }
+                Ok(())
+            }
+            Response::Result(result) => match result {
+                ResultBody::Void => {
+                    out.put_i32(VOID);
+                    Ok(())
+                }
+                ResultBody::Rows(rows) => {
+                    out.put_i32(ROWS);
+                    put_rows_metadata(out, &rows.metadata, version)?;
+                    let columns = rows.metadata.columns.len();
+                    let count = i32::try_from(rows.rows.len()).map_err(|_| {
+                        EncodeError::TooManyElements {
+                            what: "rows",
+                            length: rows.rows.len(),
+                        }
+                    })?;
+                    out.put_i32(count);
+                    for row in &rows.rows {
+                        assert_eq!(row.len(), columns, "a row must have one cell per column");
+                        for cell in row {
+                            put_bytes(out, cell.as_deref())?;
+                        }
+                    }
+                    Ok(())
+                }
+                ResultBody::SetKeyspace(keyspace) => {
+                    out.put_i32(SET_KEYSPACE);
+                    put_string(out, keyspace)
+                }
+                ResultBody::Prepared(prepared) => {
+                    out.put_i32(PREPARED);
+                    put_short_bytes(out, &prepared.id)?;
+                    put_prepared_metadata(out, &prepared.metadata, version)?;
+                    put_rows_metadata(out, &prepared.result_metadata, version)
+                }
+                ResultBody::SchemaChange(change) => {
+                    out.put_i32(SCHEMA_CHANGE);
+                    put_schema_change(out, change, version)
+                }
+            },
+            Response::Event(event) => put_event(out, event, version),
+        }
+    }
+}
+
+fn response_opcode(response: &Response) -> Opcode {
+    match response {
+        Response::Error(_) => Opcode::Error,
+        Response::Ready => Opcode::Ready,
+        Response::Authenticate { .. } => Opcode::Authenticate,
+        Response::AuthChallenge { .. } => Opcode::AuthChallenge,
+        Response::AuthSuccess { .. } => Opcode::AuthSuccess,
+        Response::Supported(_) => Opcode::Supported,
+        Response::Result(_) => Opcode::Result,
+        Response::Event(_) => Opcode::Event,
+    }
+}
+
+/// The table all columns share, if they share one (Global_tables_spec).
+fn global_table(columns: &[ColumnSpec]) -> Option<(&str, &str)> {
+    let first = columns.first()?;
+    columns
+        .iter()
+        .all(|c| c.keyspace == first.keyspace && c.table == first.table)
+        .then_some((first.keyspace.as_str(), first.table.as_str()))
+}
+
+fn column_count(columns: &[ColumnSpec]) -> Result<i32, EncodeError> {
+    i32::try_from(columns.len()).map_err(|_| EncodeError::TooManyElements {
+        what: "columns",
+        length: columns.len(),
+    })
+}
+
+/// `[<global_table_spec>]<col_spec_1>...<col_spec_n>`.
+fn put_column_specs(
+    out: &mut BytesMut,
+    columns: &[ColumnSpec],
+    global: Option<(&str, &str)>,
+    version: ProtocolVersion,
+) -> Result<(), EncodeError> {
+    if let Some((keyspace, table)) = global {
+        put_string(out, keyspace)?;
+        put_string(out, table)?;
+    }
+    for column in columns {
+        if global.is_none() {
+            put_string(out, &column.keyspace)?;
+            put_string(out, &column.table)?;
+        }
+        put_string(out, &column.name)?;
+        column.ty.put_option(out, version)?;
+    }
+    Ok(())
+}
+
+/// `<metadata>` of Rows (§4.2.5.2).
+fn put_rows_metadata(
+    out: &mut BytesMut,
+    metadata: &RowsMetadata,
+    version: ProtocolVersion,
+) -> Result<(), EncodeError> {
+    let global = if metadata.no_metadata {
+        None
+    } else {
+        global_table(&metadata.columns)
+    };
+    let mut flags = 0;
+    if global.is_some() {
+        flags |= rows_flag::GLOBAL_TABLES_SPEC;
+    }
+    if metadata.paging_state.is_some() {
+        flags |= rows_flag::HAS_MORE_PAGES;
+    }
+    if metadata.no_metadata {
+        flags |= rows_flag::NO_METADATA;
+    }
+    out.put_i32(flags);
+    out.put_i32(column_count(&metadata.columns)?);
+    if let Some(paging_state) = &metadata.paging_state {
+        put_bytes(out, Some(paging_state))?;
+    }
+    if !metadata.no_metadata {
+        put_column_specs(out, &metadata.columns, global, version)?;
+    }
+    Ok(())
+}
+
+/// `<metadata>` of Prepared (§4.2.5.4); v3 has no partition-key indexes.
+fn put_prepared_metadata(
+    out: &mut BytesMut,
+    metadata: &PreparedMetadata,
+    version: ProtocolVersion,
+) -> Result<(), EncodeError> {
+    let global = global_table(&metadata.columns);
+    out.put_i32(if global.is_some() {
+        rows_flag::GLOBAL_TABLES_SPEC
+    } else {
+        0
+    });
+    out.put_i32(column_count(&metadata.columns)?);
+    if version >= ProtocolVersion::V4 {
+        let n =
+            i32::try_from(metadata.pk_indexes.len()).map_err(|_| EncodeError::TooManyElements {
+                what: "partition key indexes",
+                length: metadata.pk_indexes.len(),
+            })?;
+        out.put_i32(n);
+        for &index in &metadata.pk_indexes {
+            out.put_u16(index);
+        }
+    }
+    put_column_specs(out, &metadata.columns, global, version)
+}
+
+/// `<change_type><target><options>`. v3 has no FUNCTION/AGGREGATE targets: like Cassandra,
+/// tell v3 clients the keyspace was updated.
+fn put_schema_change(
+    out: &mut BytesMut,
+    change: &SchemaChange,
+    version: ProtocolVersion,
+) -> Result<(), EncodeError> {
+    match &change.target {
+        SchemaChangeTarget::Function { keyspace, .. }
+        | SchemaChangeTarget::Aggregate { keyspace, .. }
+            if version < ProtocolVersion::V4 =>
+        {
+            put_string(out, SchemaChangeType::Updated.name())?;
+            put_string(out, "KEYSPACE")?;
+            return put_string(out, keyspace);
+        }
+        _ => {}
+    }
+    put_string(out, change.change.name())?;
+    match &change.target {
+        SchemaChangeTarget::Keyspace { keyspace } => {
+            put_string(out, "KEYSPACE")?;
+            put_string(out, keyspace)
+        }
+        SchemaChangeTarget::Table { keyspace, table } => {
+            put_string(out, "TABLE")?;
+            put_string(out, keyspace)?;
+            put_string(out, table)
+        }
+        SchemaChangeTarget::Type { keyspace, name } => {
+            put_string(out, "TYPE")?;
+            put_string(out, keyspace)?;
+            put_string(out, name)
+        }
+        SchemaChangeTarget::Function {
+            keyspace,
+            name,
+            arg_types,
+        } => {
+            put_string(out, "FUNCTION")?;
+            put_string(out, keyspace)?;
+            put_string(out, name)?;
+            put_string_list(out, arg_types)
+        }
+        SchemaChangeTarget::Aggregate {
+            keyspace,
+            name,
+            arg_types,
+        } => {
+            put_string(out, "AGGREGATE")?;
+            put_string(out, keyspace)?;
+            put_string(out, name)?;
+            put_string_list(out, arg_types)
+        }
+    }
+}
+
+fn put_event(
+    out: &mut BytesMut,
+    event: &Event,
+    version: ProtocolVersion,
+) -> Result<(), EncodeError> {
+    match event {
+        Event::TopologyChange { change, node } => {
+            put_string(out, "TOPOLOGY_CHANGE")?;
+            put_string(out, change.name())?;
+            put_inet(out, *node);
+        }
+        Event::StatusChange { change, node } => {
+            put_string(out, "STATUS_CHANGE")?;
+            put_string(out, change.name())?;
+            put_inet(out, *node);
+        }
+        Event::SchemaChange(change) => {
+            put_string(out, "SCHEMA_CHANGE")?;
+            put_schema_change(out, change, version)?;
+        }
+    }
+    Ok(())
+}
+
+/// Streams the cells of a Rows RESULT into the output buffer, row after row, each cell
+/// as a `[bytes]`. Call [`finish`](Self::finish) to complete the frame; dropping the writer
+/// instead removes the partial frame.
+#[derive(Debug)]
+pub struct RowsWriter<'a> {
+    out: &'a mut BytesMut,
+    encoder: ResponseEncoder,
+    frame_start: usize,
+    count_pos: usize,
+    columns: usize,
+    cells: usize,
+    /// Reused for [`CqlValue`] serialization, which writes into a `Vec`.
+    scratch: Vec<u8>,
+    finished: bool,
+}
+
+impl RowsWriter<'_> {
+    /// Appends the next cell: `Some(bytes)` or `None` for null.
+    ///
+    /// # Panics
+    /// If the value is 2 GiB or more, which no frame can hold (a bug upstream).
+    #[inline]
+    pub fn cell(&mut self, value: Option<&[u8]>) {
+        match value {
+            Some(v) => {
+                let len = int_len(v.len()).expect("a cell value must be under 2 GiB");
+                self.out.put_i32(len);
+                self.out.extend_from_slice(v);
+            }
+            None => self.out.put_i32(-1),
+        }
+        self.cells += 1;
+    }
+
+    /// Appends the next cell as a typed value, serialized in place of `[bytes]`.
+    pub fn value(&mut self, value: Option<&CqlValue>) {
+        match value {
+            Some(v) => {
+                self.scratch.clear();
+                v.write_cql_bytes(&mut self.scratch);
+                let scratch = std::mem::take(&mut self.scratch);
+                self.cell(Some(&scratch));
+                self.scratch = scratch;
+            }
+            None => self.cell(None),
+        }
+    }
+
+    /// Appends the next cell by letting `write` put its serialized bytes straight into the
+    /// frame; the length prefix is patched afterwards.
+    pub fn cell_with(&mut self, write: impl FnOnce(&mut BytesMut)) {
+        let len_pos = self.out.len();
+        self.out.put_i32(0);
+        write(self.out);
+        let len = self.out.len() - len_pos - 4;
+        let len = int_len(len).expect("a cell value must be under 2 GiB");
+        if let Some(slot) = self.out.get_mut(len_pos..len_pos + 4) {
+            slot.copy_from_slice(&len.to_be_bytes());
+        }
+        self.cells += 1;
+    }
+
+    /// Complete rows written so far.
+    pub fn row_count(&self) -> usize {
+        self.cells.checked_div(self.columns).unwrap_or(0)
+    }
+
+    /// Bytes of this frame so far (uncompressed), to cut pages by size.
+    pub fn frame_len(&self) -> usize {
+        self.out.len() - self.frame_start
+    }
+
+    /// Patches the row count and the frame length, compressing if negotiated.
+    ///
+    /// # Panics
+    /// If the last row is incomplete (a bug in the caller).
+    pub fn finish(mut self) -> Result<(), EncodeError> {
+        // is_multiple_of(0) holds only for 0: no cells without columns.
+        assert!(
+            self.cells.is_multiple_of(self.columns),
+            "{} cells do not make whole rows of {} columns",
+            self.cells,
+            self.columns
+        );
+        let rows = self.row_count();
+        let count = i32::try_from(rows).map_err(|_| EncodeError::TooManyElements {
+            what: "rows",
+            length: rows,
+        })?;
+        if let Some(slot) = self.out.get_mut(self.count_pos..self.count_pos + 4) {
+            slot.copy_from_slice(&count.to_be_bytes());
+        }
+        let result = self.encoder.finish(self.out, self.frame_start);
+        // On error, Drop removes the partial frame.
+        self.finished = result.is_ok();
+        result
+    }
+}
+
+impl Drop for RowsWriter<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.out.truncate(self.frame_start);
+        }
+    }
+}

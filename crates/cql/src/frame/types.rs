@@ -1,0 +1,273 @@
+//! Consistency levels and column types as the protocol spells them (`[consistency]`,
+//! `[option]`).
+
+use bytes::{BufMut, BytesMut};
+use mosaic_types::CqlType;
+
+use super::wire::{put_string, EncodeError};
+use super::ProtocolVersion;
+
+/// A consistency level (`[consistency]`, §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Consistency {
+    /// 0x0000.
+    Any,
+    /// 0x0001.
+    One,
+    /// 0x0002.
+    Two,
+    /// 0x0003.
+    Three,
+    /// 0x0004.
+    Quorum,
+    /// 0x0005.
+    All,
+    /// 0x0006.
+    LocalQuorum,
+    /// 0x0007.
+    EachQuorum,
+    /// 0x0008.
+    Serial,
+    /// 0x0009.
+    LocalSerial,
+    /// 0x000A.
+    LocalOne,
+}
+
+impl Consistency {
+    /// Every level, in code order.
+    pub const ALL: [Consistency; 11] = [
+        Consistency::Any,
+        Consistency::One,
+        Consistency::Two,
+        Consistency::Three,
+        Consistency::Quorum,
+        Consistency::All,
+        Consistency::LocalQuorum,
+        Consistency::EachQuorum,
+        Consistency::Serial,
+        Consistency::LocalSerial,
+        Consistency::LocalOne,
+    ];
+
+    /// The wire code.
+    pub fn code(self) -> u16 {
+        match self {
+            Consistency::Any => 0x0000,
+            Consistency::One => 0x0001,
+            Consistency::Two => 0x0002,
+            Consistency::Three => 0x0003,
+            Consistency::Quorum => 0x0004,
+            Consistency::All => 0x0005,
+            Consistency::LocalQuorum => 0x0006,
+            Consistency::EachQuorum => 0x0007,
+            Consistency::Serial => 0x0008,
+            Consistency::LocalSerial => 0x0009,
+            Consistency::LocalOne => 0x000A,
+        }
+    }
+
+    /// The level for a wire code.
+    pub fn from_code(code: u16) -> Option<Consistency> {
+        Consistency::ALL.into_iter().find(|c| c.code() == code)
+    }
+
+    /// Cassandra's name (`LOCAL_QUORUM`, …), as in its error messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Consistency::Any => "ANY",
+            Consistency::One => "ONE",
+            Consistency::Two => "TWO",
+            Consistency::Three => "THREE",
+            Consistency::Quorum => "QUORUM",
+            Consistency::All => "ALL",
+            Consistency::LocalQuorum => "LOCAL_QUORUM",
+            Consistency::EachQuorum => "EACH_QUORUM",
+            Consistency::Serial => "SERIAL",
+            Consistency::LocalSerial => "LOCAL_SERIAL",
+            Consistency::LocalOne => "LOCAL_ONE",
+        }
+    }
+}
+
+/// A column or bind-marker type as an `[option]` (§4.2.5.2): the native types of
+/// [`CqlType`] plus the ones Mosaic doesn't store yet, so metadata can describe anything a
+/// driver may meet (for instance in `system_schema` results).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ColumnType {
+    /// One of Mosaic's native types.
+    Native(CqlType),
+    /// 0x0000: a custom type, by its fully qualified Java class name.
+    Custom(String),
+    /// 0x0005 `counter`.
+    Counter,
+    /// 0x0010 `inet`.
+    Inet,
+    /// 0x0012 `time` (v4; `TimeType` custom in v3).
+    Time,
+    /// `duration`: no id before v5, so always `DurationType` custom, as Cassandra does.
+    Duration,
+    /// 0x0020 `list<T>`.
+    List(Box<ColumnType>),
+    /// 0x0021 `map<K, V>`.
+    Map(Box<ColumnType>, Box<ColumnType>),
+    /// 0x0022 `set<T>`.
+    Set(Box<ColumnType>),
+    /// 0x0030 a user-defined type.
+    Udt {
+        /// Its keyspace.
+        keyspace: String,
+        /// Its name.
+        name: String,
+        /// Field names and types, in declaration order.
+        fields: Vec<(String, ColumnType)>,
+    },
+    /// 0x0031 `tuple<…>`.
+    Tuple(Vec<ColumnType>),
+}
+
+/// Option ids (§4.2.5.2) for the types outside [`CqlType`].
+pub(crate) mod option_id {
+    pub(crate) const CUSTOM: u16 = 0x0000;
+    pub(crate) const COUNTER: u16 = 0x0005;
+    pub(crate) const INET: u16 = 0x0010;
+    pub(crate) const TIME: u16 = 0x0012;
+    pub(crate) const LIST: u16 = 0x0020;
+    pub(crate) const MAP: u16 = 0x0021;
+    pub(crate) const SET: u16 = 0x0022;
+    pub(crate) const UDT: u16 = 0x0030;
+    pub(crate) const TUPLE: u16 = 0x0031;
+}
+
+/// Java classes Cassandra names, as custom types, for ids a protocol version lacks.
+const DURATION_CLASS: &str = "org.apache.cassandra.db.marshal.DurationType";
+const V3_CUSTOM_CLASSES: [(CqlType, &str); 3] = [
+    (
+        CqlType::Date,
+        "org.apache.cassandra.db.marshal.SimpleDateType",
+    ),
+    (
+        CqlType::SmallInt,
+        "org.apache.cassandra.db.marshal.ShortType",
+    ),
+    (CqlType::TinyInt, "org.apache.cassandra.db.marshal.ByteType"),
+];
+const V3_TIME_CLASS: &str = "org.apache.cassandra.db.marshal.TimeType";
+
+impl From<CqlType> for ColumnType {
+    fn from(t: CqlType) -> ColumnType {
+        ColumnType::Native(t)
+    }
+}
+
+impl ColumnType {
+    /// Appends the `[option]`. v3 lacks ids for date, time, smallint and tinyint, so they go
+    /// out as Cassandra sends them to v3 clients: custom types naming the Java class.
+    pub(crate) fn put_option(
+        &self,
+        out: &mut BytesMut,
+        version: ProtocolVersion,
+    ) -> Result<(), EncodeError> {
+        match self {
+            ColumnType::Native(t) => {
+                if version < ProtocolVersion::V4 {
+                    if let Some((_, class)) = V3_CUSTOM_CLASSES.iter().find(|(v3, _)| v3 == t) {
+                        out.put_u16(option_id::CUSTOM);
+                        return put_string(out, class);
+                    }
+                }
+                out.put_u16(t.protocol_id());
+            }
+            ColumnType::Custom(class) => {
+                out.put_u16(option_id::CUSTOM);
+                put_string(out, class)?;
+            }
+            ColumnType::Counter => out.put_u16(option_id::COUNTER),
+            ColumnType::Inet => out.put_u16(option_id::INET),
+            ColumnType::Time if version < ProtocolVersion::V4 => {
+                out.put_u16(option_id::CUSTOM);
+                put_string(out, V3_TIME_CLASS)?;
+            }
+            ColumnType::Time => out.put_u16(option_id::TIME),
+            ColumnType::Duration => {
+                out.put_u16(option_id::CUSTOM);
+                put_string(out, DURATION_CLASS)?;
+            }
+            ColumnType::List(e) => {
+                out.put_u16(option_id::LIST);
+                e.put_option(out, version)?;
+            }
+            ColumnType::Map(k, v) => {
+                out.put_u16(option_id::MAP);
+                k.put_option(out, version)?;
+                v.put_option(out, version)?;
+            }
+            ColumnType::Set(e) => {
+                out.put_u16(option_id::SET);
+                e.put_option(out, version)?;
+            }
+            ColumnType::Udt {
+                keyspace,
+                name,
+                fields,
+            } => {
+                out.put_u16(option_id::UDT);
+                put_string(out, keyspace)?;
+                put_string(out, name)?;
+                let n = u16::try_from(fields.len()).map_err(|_| EncodeError::TooManyElements {
+                    what: "UDT fields",
+                    length: fields.len(),
+                })?;
+                out.put_u16(n);
+                for (field, ty) in fields {
+                    put_string(out, field)?;
+                    ty.put_option(out, version)?;
+                }
+            }
+            ColumnType::Tuple(items) => {
+                out.put_u16(option_id::TUPLE);
+                let n = u16::try_from(items.len()).map_err(|_| EncodeError::TooManyElements {
+                    what: "tuple items",
+                    length: items.len(),
+                })?;
+                out.put_u16(n);
+                for ty in items {
+                    ty.put_option(out, version)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One column of a result, or one bind marker of a prepared statement (`<col_spec_i>`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ColumnSpec {
+    /// Keyspace of the column's table.
+    pub keyspace: String,
+    /// The column's table.
+    pub table: String,
+    /// Column name, alias or bind-marker name.
+    pub name: String,
+    /// Its type.
+    pub ty: ColumnType,
+}
+
+impl ColumnSpec {
+    /// A column of `keyspace.table`.
+    pub fn new(
+        keyspace: impl Into<String>,
+        table: impl Into<String>,
+        name: impl Into<String>,
+        ty: impl Into<ColumnType>,
+    ) -> ColumnSpec {
+        ColumnSpec {
+            keyspace: keyspace.into(),
+            table: table.into(),
+            name: name.into(),
+            ty: ty.into(),
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Mosaic's CQL front end: Cassandra's native protocol v4 frames ([`frame`]) and the CQL
+//! language ([`ast`], [`parse`]).
+//!
+//! Owns: turning bytes from a client into requests and responses into bytes, and CQL text
+//! into statements. Must not depend on the engine, the cluster or tokio: the server crate
+//! wires connections, and a coordinator interface executes statements, so this crate stays
+//! pure and fuzzable.
+#![deny(clippy::unwrap_used)]
+
+pub mod ast;
+pub mod frame;
+pub mod parse;
