@@ -130,7 +130,16 @@ impl Drop for Snapshot {
     }
 }
 
+/// The memtables and version a reader sees, swapped as a unit.
+struct SuperVersion {
+    mem: Arc<Memtable>,
+    imm: Vec<Arc<Memtable>>,
+    version: Arc<Version>,
+}
+
 struct State {
+    /// Cached reader view; `None` after any change to `mem`, `imm` or `version`.
+    sv: Option<Arc<SuperVersion>>,
     mem: Arc<Memtable>,
     imm: Vec<Arc<Memtable>>,
     version: Arc<Version>,
@@ -284,6 +293,7 @@ impl Db {
             counters,
             cache,
             state: Mutex::new(State {
+                sv: None,
                 mem: Arc::new(Memtable::new(0)),
                 imm: Vec::new(),
                 version: Arc::new(Version::new(opts.levels_max)),
@@ -387,6 +397,7 @@ impl Db {
         {
             let st = inner.state.get_mut();
             st.mem = Arc::new(Memtable::new(wal_id));
+            st.sv = None;
             st.log_number = wal_id;
         }
         let manifest_id = inner.alloc_file_id();
@@ -803,6 +814,15 @@ impl Scan {
             if self.skip.as_deref() == Some(key.as_slice()) {
                 continue;
             }
+            if self.inner.opts.merge_operator.is_none() && self.versions.len() == 1 {
+                // The common case: one visible version, handed over without another copy.
+                if let Some((ts, _, kind, value)) = self.versions.pop() {
+                    if kind == ValueKind::Delete {
+                        continue;
+                    }
+                    return Ok(Some((key, Entry { ts, value })));
+                }
+            }
             let views = views_of(self.versions.iter());
             if let Some(entry) = self.inner.resolve_for_read(&key, &views) {
                 return Ok(Some((key, entry)));
@@ -928,6 +948,7 @@ impl Inner {
         }
         st.version = Arc::new(new_version);
         also(&mut st);
+        st.sv = None;
         Ok(())
     }
 
@@ -1076,6 +1097,7 @@ impl Inner {
         } else {
             st.imm.push(old);
         }
+        st.sv = None;
         st.wal_broken = false;
         self.state_cv.notify_all();
         Ok(())
@@ -1124,14 +1146,25 @@ impl Inner {
 
     // ---------------------------------------------------------------- read path
 
-    fn super_version(&self) -> (Arc<Memtable>, Vec<Arc<Memtable>>, Arc<Version>) {
-        let st = self.state.lock();
-        (st.mem.clone(), st.imm.clone(), st.version.clone())
+    /// What a reader needs, taken atomically: one `Arc` clone in the common case.
+    fn super_version(&self) -> Arc<SuperVersion> {
+        let mut st = self.state.lock();
+        if let Some(sv) = &st.sv {
+            return sv.clone();
+        }
+        let sv = Arc::new(SuperVersion {
+            mem: st.mem.clone(),
+            imm: st.imm.clone(),
+            version: st.version.clone(),
+        });
+        st.sv = Some(sv.clone());
+        sv
     }
 
     fn get(&self, key: &[u8], seqno: Seqno) -> Result<Option<Entry>> {
         Counters::inc(&self.counters.gets);
-        let (mem, imm, version) = self.super_version();
+        let sv = self.super_version();
+        let (mem, imm, version) = (&sv.mem, &sv.imm, &sv.version);
         let lww = self.opts.merge_operator.is_none();
         let mut c = Collector {
             lww,
@@ -1139,7 +1172,7 @@ impl Inner {
             found: Vec::new(),
         };
         let mut mem_versions = Vec::new();
-        for m in std::iter::once(&mem).chain(imm.iter().rev()) {
+        for m in std::iter::once(mem).chain(imm.iter().rev()) {
             mem_versions.clear();
             m.get(key, seqno, &mut mem_versions);
             for v in &mem_versions {
@@ -1250,11 +1283,12 @@ impl Inner {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Scan> {
-        let (mem, imm, version) = self.super_version();
+        let sv = self.super_version();
+        let (mem, imm, version) = (&sv.mem, &sv.imm, &sv.version);
         let mut children: Vec<Box<dyn InternalIter>> = Vec::new();
-        children.push(Box::new(MemIter::new(mem)));
-        for m in imm.into_iter().rev() {
-            children.push(Box::new(MemIter::new(m)));
+        children.push(Box::new(MemIter::new(mem.clone())));
+        for m in imm.iter().rev() {
+            children.push(Box::new(MemIter::new(m.clone())));
         }
         for (level, tables) in version.levels.iter().enumerate() {
             if level == 0 {
@@ -1387,6 +1421,7 @@ impl Inner {
             ..VersionEdit::default()
         };
         st.version = Arc::new(st.version.apply(&edit, &outputs)?);
+        st.sv = None;
         Ok(())
     }
 
@@ -1532,9 +1567,10 @@ impl Inner {
             .unwrap_or(u64::MAX);
         // A tombstone may be dropped only if nothing outside this job could hold an older
         // version of its key: every other memtable and table must be strictly newer.
-        let (mem, imm, version) = self.super_version();
+        let sv = self.super_version();
+        let (mem, imm, version) = (&sv.mem, &sv.imm, &sv.version);
         let mut min_ts_elsewhere = u64::MAX;
-        for m in std::iter::once(&mem).chain(imm.iter()) {
+        for m in std::iter::once(mem).chain(imm.iter()) {
             if flushing.is_some_and(|f| Arc::ptr_eq(f, m)) {
                 continue;
             }
