@@ -9,7 +9,7 @@
 //! - this module: the frame header (`version | flags | stream i16 | opcode | length u32`), the
 //!   incremental [`decode_frame`], version negotiation and the fatal [`FrameError`]s;
 //! - `wire`: the §3 notations (`[string]`, `[bytes]`, `[value]`, …) as a bounds-checked
-//!   [`Reader`](wire) over [`Bytes`] and `put_*` writers;
+//!   `Reader` over [`Bytes`] and `put_*` writers;
 //! - `request`: the eight request bodies ([`Request`]);
 //! - `response`: [`Response`], the [`ResponseEncoder`] and the streaming [`RowsWriter`];
 //! - `error`: ERROR bodies ([`ErrorResponse`], [`ErrorKind`], [`error_code`]);
@@ -22,7 +22,7 @@
 //! refuse so drivers fall back), has an `unwrap()` reachable from malformed input, and its
 //! response encoder is test-only, so we would write half of the codec anyway and wrap the
 //! other half in our own length checks. The v4 request bodies are small; the hand-written
-//! [`Reader`](wire) returns typed [`BodyError`]s, never panics, never allocates more than
+//! `Reader` returns typed [`BodyError`]s, never panics, never allocates more than
 //! the bytes that are actually present, and hands bound values out as zero-copy [`Bytes`]
 //! slices of the frame.
 //!
@@ -31,7 +31,10 @@
 //! is Cassandra 3.11/4.0's, `Invalid or unsupported protocol version (N); supported versions
 //! are (3/v3, 4/v4)`: the Python driver steps down (0x42 → 0x41 → 5 → 4) only when the
 //! message contains "unsupported protocol version", and the Java and Rust drivers treat any
-//! protocol error on the first request as "try lower". Like Cassandra's `ProtocolVersion.decode`,
+//! protocol error on the first request as "try lower". (Cassandra 2.x worded it "…; the lowest
+//! supported version is 3 and the greatest is 4"; both contain the phrase the Python driver
+//! looks for, and we use the wording of the versions drivers now expect to meet.) Like
+//! Cassandra's `ProtocolVersion.decode`,
 //! the reply is framed with the client's own version for the retired v1/v2 (8-byte header,
 //! one-byte stream) and with our greatest version, 0x84, for anything newer. Cassandra
 //! answers on stream 0 because its decoder throws before it reads the stream id; we wait for
