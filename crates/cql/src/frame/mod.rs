@@ -94,6 +94,9 @@ pub const HEADER_LEN: usize = 9;
 /// Length of a v1/v2 frame header (one-byte stream id); only used to refuse those versions.
 const HEADER_LEN_V2: usize = 8;
 
+/// The most [`decode_frame`] reserves ahead for a partially received body.
+const RESERVE_AHEAD_MAX: usize = 1 << 20;
+
 /// Direction bit of the version byte: set on responses.
 const RESPONSE_BIT: u8 = 0x80;
 
@@ -455,7 +458,8 @@ impl FrameError {
 /// Takes one whole request frame off the front of `buf`, or returns `Ok(None)` (consuming
 /// nothing) until one is buffered. `frame_len_max` bounds header plus body, like Cassandra's
 /// `native_transport_max_frame_size` ([`FRAME_LEN_MAX_DEFAULT`]). When the header is
-/// complete but the body is not, reserves room for the rest so the caller's reads fill it.
+/// complete but the body is not, reserves room for the rest (up to 1 MiB at a time) so the
+/// caller's reads fill it.
 ///
 /// Errors are fatal for the connection and consume nothing; see [`FrameError`].
 pub fn decode_frame(
@@ -515,7 +519,9 @@ pub fn decode_frame(
     // frame_len <= frame_len_max <= u32::MAX, so it fits a usize on every supported target.
     let frame_len = usize::try_from(frame_len).unwrap_or(usize::MAX);
     if buf.len() < frame_len {
-        buf.reserve(frame_len - buf.len());
+        // Room for the rest, but not on the header's word alone: a client announcing 256 MiB
+        // must send them before it costs that much memory.
+        buf.reserve((frame_len - buf.len()).min(RESERVE_AHEAD_MAX));
         return Ok(None);
     }
     let mut frame = buf.split_to(frame_len).freeze();

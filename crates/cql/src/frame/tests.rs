@@ -294,6 +294,17 @@ fn frame_longer_than_the_limit_is_refused_from_its_header() {
 }
 
 #[test]
+fn announced_body_length_does_not_reserve_unbounded_memory() {
+    let mut buf = BytesMut::from(&[0x04, 0, 0, 1, 0x07, 0x0F, 0xFF, 0xFF, 0xF0][..]);
+    assert_eq!(decode_frame(&mut buf, FRAME_LEN_MAX_DEFAULT), Ok(None));
+    assert!(
+        buf.capacity() <= 2 << 20,
+        "reserved {} bytes",
+        buf.capacity()
+    );
+}
+
+#[test]
 fn unknown_and_response_opcodes_are_protocol_errors() {
     for op in [
         0x04u8, 0x11, 0xFF, 0x02, /* READY */
