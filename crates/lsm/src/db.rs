@@ -1205,6 +1205,7 @@ impl Inner {
                 }
                 Counters::inc(&self.counters.get_tables_probed);
                 t.note_read();
+                let unique = table_has_unique_keys(t);
                 let mut it = t.reader().iter(ReadPurpose::Get, true);
                 it.seek(&seek)?;
                 let mut any = false;
@@ -1218,6 +1219,9 @@ impl Inner {
                     any = true;
                     if p.seqno <= seqno {
                         c.consider(p.ts, p.kind, it.value());
+                        if unique {
+                            break;
+                        }
                     }
                     it.next()?;
                 }
@@ -1822,9 +1826,11 @@ impl Inner {
                     min_ts: u64::MAX,
                     max_ts: 0,
                     max_seqno: 0,
+                    multi_version: false,
                 });
             }
             if let Some(o) = out.as_mut() {
+                o.multi_version |= single.is_none() && emit.len() > 1;
                 for (ts, seqno, kind, value) in single.into_iter().chain(emit.iter()) {
                     key_buf.clear();
                     encode_internal(&mut key_buf, &key, *ts, *seqno, *kind);
@@ -1842,7 +1848,12 @@ impl Inner {
     }
 
     fn finish_output(&self, o: OpenOutput) -> Result<TableHandle> {
-        let summary = o.writer.finish(&[])?;
+        let flags = if o.multi_version {
+            0
+        } else {
+            TABLE_FLAG_UNIQUE_KEYS
+        };
+        let summary = o.writer.finish(&[TABLE_PROPS_V1, flags])?;
         let meta = TableMeta {
             id: o.id,
             size_bytes: summary.size_bytes,
@@ -1976,6 +1987,18 @@ struct OpenOutput {
     min_ts: u64,
     max_ts: u64,
     max_seqno: u64,
+    /// Whether some user key got more than one version (kept for a snapshot).
+    multi_version: bool,
+}
+
+/// Version of the engine's table properties block: `[1, flags]`.
+const TABLE_PROPS_V1: u8 = 1;
+/// Property flag: every user key has exactly one version in the table, so a point lookup
+/// can stop at the first match instead of reading on (perhaps into the next block).
+const TABLE_FLAG_UNIQUE_KEYS: u8 = 1;
+
+fn table_has_unique_keys(t: &TableHandle) -> bool {
+    matches!(t.reader().properties(), [TABLE_PROPS_V1, flags, ..] if flags & TABLE_FLAG_UNIQUE_KEYS != 0)
 }
 
 #[cfg(test)]
@@ -2157,5 +2180,33 @@ mod close_tests {
         assert_eq!(items, vec![b"a".to_vec()]);
         // Two live openers of one directory are refused.
         assert!(Db::open(dir.path(), Options::default()).is_err());
+    }
+}
+
+#[cfg(test)]
+mod lookup_cost_tests {
+    use super::*;
+
+    #[test]
+    fn a_point_lookup_reads_one_data_block_when_keys_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            block_cache_bytes: 0,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        for i in 0..2000u32 {
+            db.put(format!("key{i:08}").as_bytes(), 1, &[7u8; 1000])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let before = db.counters();
+        for i in 0..2000u32 {
+            assert!(db.get(format!("key{i:08}").as_bytes()).unwrap().is_some());
+        }
+        let c = db.counters().since(&before);
+        // One ~4 KiB block per lookup; reading on into the next block would add ~25%.
+        let per_get = c.get_bytes_read as f64 / c.gets as f64;
+        assert!(per_get < 4096.0 * 1.1, "{per_get} bytes per get");
     }
 }
