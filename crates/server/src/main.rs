@@ -10,7 +10,11 @@ mod shell;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "mosaic", version, about = "Mosaic: a wide-column store that speaks CQL")]
+#[command(
+    name = "mosaic",
+    version,
+    about = "Mosaic: a wide-column store that speaks CQL"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

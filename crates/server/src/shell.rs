@@ -59,7 +59,9 @@ impl ShellArgs {
             sync_mode: match self.sync {
                 SyncArg::PerWrite => SyncMode::PerWrite,
                 SyncArg::Batch => SyncMode::Batch,
-                SyncArg::Periodic => SyncMode::Periodic { interval_ms: self.sync_interval_ms },
+                SyncArg::Periodic => SyncMode::Periodic {
+                    interval_ms: self.sync_interval_ms,
+                },
             },
             memtable_size_bytes: self.memtable_mib << 20,
             block_cache_bytes: self.block_cache_mib << 20,
@@ -67,19 +69,28 @@ impl ShellArgs {
             ..Options::default()
         };
         o.table.bloom_bits_per_key = self.bloom_bits;
-        o.table.compression = if self.lz4 { Compression::Lz4 } else { Compression::None };
+        o.table.compression = if self.lz4 {
+            Compression::Lz4
+        } else {
+            Compression::None
+        };
         o
     }
 }
 
 fn now_micros() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
 }
 
 fn parse_ts(word: Option<&str>) -> Result<u64> {
     match word {
         None => Ok(now_micros()),
-        Some(w) => w.parse().with_context(|| format!("timestamp {w:?} is not a number")),
+        Some(w) => w
+            .parse()
+            .with_context(|| format!("timestamp {w:?} is not a number")),
     }
 }
 
@@ -116,7 +127,11 @@ fn execute(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
     match words {
         [] => {}
         ["put", key, value, rest @ ..] => {
-            db.put(key.as_bytes(), parse_ts(rest.first().copied())?, value.as_bytes())?;
+            db.put(
+                key.as_bytes(),
+                parse_ts(rest.first().copied())?,
+                value.as_bytes(),
+            )?;
             writeln!(out, "ok")?;
         }
         ["get", key] => match db.get(key.as_bytes())? {
@@ -132,8 +147,12 @@ fn execute(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
                 [b @ .., "limit", n] => (b, n.parse().context("limit must be a number")?),
                 b => (b, usize::MAX),
             };
-            let from = bounds.first().map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
-            let to = bounds.get(1).map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
+            let from = bounds
+                .first()
+                .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
+            let to = bounds
+                .get(1)
+                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
             for item in db.scan(from, to)?.take(limit) {
                 let (k, e) = item?;
                 writeln!(
@@ -167,7 +186,13 @@ fn execute(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
         ["levels"] => {
             for l in db.levels() {
                 let bytes: u64 = l.tables.iter().map(|t| t.size_bytes).sum();
-                writeln!(out, "L{}: {} tables, {} bytes", l.level, l.tables.len(), bytes)?;
+                writeln!(
+                    out,
+                    "L{}: {} tables, {} bytes",
+                    l.level,
+                    l.tables.len(),
+                    bytes
+                )?;
                 for t in &l.tables {
                     writeln!(
                         out,
@@ -213,7 +238,15 @@ mod tests {
         let db = Db::open(dir.path(), Options::default()).unwrap();
         let out = run_lines(
             &db,
-            &["put a 1 10", "put b 2 10", "put a old 5", "del b 11", "get a", "get b", "scan"],
+            &[
+                "put a 1 10",
+                "put b 2 10",
+                "put a old 5",
+                "del b 11",
+                "get a",
+                "get b",
+                "scan",
+            ],
         );
         assert!(out.contains("1 (ts 10)"), "{out}");
         assert!(out.contains("(not found)"), "{out}");
