@@ -159,11 +159,15 @@ fn pick_level0(levels: &[Vec<TableView>], targets: &[u64]) -> Option<Task> {
     })
 }
 
+/// Picks the table of `level` whose compaction rewrites the fewest bytes of the level below
+/// per byte moved down (RocksDB's `kMinOverlappingRatio`), which keeps write amplification
+/// low; among equals, the first at or after the round-robin cursor.
 fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<Task> {
     let tables = levels.get(level)?;
     let below = levels.get(level + 1)?;
     let start = tables.partition_point(|t| t.largest.as_slice() <= cursor);
     let order = tables.iter().skip(start).chain(tables.iter().take(start));
+    let mut best: Option<(u128, Task)> = None;
     for t in order {
         if t.busy {
             continue;
@@ -175,15 +179,23 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
         if lower.iter().any(|b| b.busy) {
             continue;
         }
-        return Some(Task {
-            level,
-            output_level: level + 1,
-            upper: vec![t.id],
-            trivial_move: lower.is_empty(),
-            lower: lower.iter().map(|b| b.id).collect(),
-        });
+        let overlap: u64 = lower.iter().map(|b| b.size_bytes).sum();
+        let ratio = u128::from(overlap) * 1024 / u128::from(t.size_bytes.max(1));
+        if best.as_ref().is_some_and(|(r, _)| *r <= ratio) {
+            continue;
+        }
+        best = Some((
+            ratio,
+            Task {
+                level,
+                output_level: level + 1,
+                upper: vec![t.id],
+                trivial_move: lower.is_empty(),
+                lower: lower.iter().map(|b| b.id).collect(),
+            },
+        ));
     }
-    None
+    best.map(|(_, task)| task)
 }
 
 #[cfg(test)]
@@ -246,18 +258,30 @@ mod tests {
     }
 
     #[test]
-    fn an_oversized_level_moves_a_table_down_round_robin() {
+    fn the_table_with_the_least_overlap_below_goes_first() {
+        let levels = vec![
+            vec![],
+            vec![t(1, 600, "a", "c"), t(2, 600, "d", "f"), t(3, 600, "g", "i")],
+            vec![t(4, 900, "a", "b"), t(5, 100, "e", "e"), t(6, 300, "h", "h")],
+        ];
+        let task = pick(&levels, &opts(), &[]).unwrap();
+        assert_eq!(task.upper, vec![2]);
+        assert_eq!(task.lower, vec![5]);
+    }
+
+    #[test]
+    fn equal_overlap_goes_round_robin_from_the_cursor() {
         let levels = vec![
             vec![],
             vec![t(1, 600, "a", "c"), t(2, 600, "d", "f")],
-            vec![t(3, 100, "e", "e")],
+            vec![t(3, 60, "b", "b"), t(4, 60, "e", "e")],
         ];
         let task = pick(&levels, &opts(), &[Vec::new(), b"c".to_vec()]).unwrap();
         assert_eq!(task.upper, vec![2]);
-        assert_eq!(task.lower, vec![3]);
+        assert_eq!(task.lower, vec![4]);
         let task = pick(&levels, &opts(), &[Vec::new(), b"f".to_vec()]).unwrap();
         assert_eq!(task.upper, vec![1]);
-        assert!(task.trivial_move);
+        assert_eq!(task.lower, vec![3]);
     }
 
     #[test]
