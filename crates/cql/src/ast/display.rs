@@ -130,7 +130,14 @@ impl Display for Term {
             Term::Literal(l) => write!(f, "{l}"),
             Term::Bind(b) => write!(f, "{b}"),
             Term::Call { name, args } => {
-                write!(f, "{}(", FunctionName { name, special: false })?;
+                write!(
+                    f,
+                    "{}(",
+                    FunctionName {
+                        name,
+                        special: false
+                    }
+                )?;
                 join(f, args, ", ")?;
                 f.write_str(")")
             }
@@ -325,7 +332,12 @@ impl Display for Using {
 
 impl Display for InsertStatement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "INSERT INTO {} {} VALUES (", self.table, Columns(&self.columns))?;
+        write!(
+            f,
+            "INSERT INTO {} {} VALUES (",
+            self.table,
+            Columns(&self.columns)
+        )?;
         join(f, &self.values, ", ")?;
         write!(f, "){}", self.using)
     }
@@ -446,7 +458,11 @@ impl Display for CreateTableStatement {
         write!(f, "{})", self.primary_key)?;
         let mut sep = " WITH ";
         if !self.clustering_order.is_empty() {
-            write!(f, "{sep}CLUSTERING ORDER BY ({})", Ordering(&self.clustering_order))?;
+            write!(
+                f,
+                "{sep}CLUSTERING ORDER BY ({})",
+                Ordering(&self.clustering_order)
+            )?;
             sep = " AND ";
         }
         for p in &self.properties {

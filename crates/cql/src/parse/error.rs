@@ -190,13 +190,21 @@ mod tests {
         assert_eq!(position("SELECT", 0), (1, 0));
         assert_eq!(position("SELECT * FRM", 9), (1, 9));
         assert_eq!(position("a\nbc", 3), (2, 1));
-        assert_eq!(position("é x", 3), (1, 2), "columns count characters, not bytes");
+        assert_eq!(
+            position("é x", 3),
+            (1, 2),
+            "columns count characters, not bytes"
+        );
         assert_eq!(position("ab", 99), (1, 2), "an offset past the end clamps");
     }
 
     #[test]
     fn codes_follow_cassandra() {
-        let syntax = ParseError::Syntax { line: 1, column: 0, message: String::new() };
+        let syntax = ParseError::Syntax {
+            line: 1,
+            column: 0,
+            message: String::new(),
+        };
         assert_eq!(syntax.error_code(), 0x2000);
         let unsupported = ParseError::Unsupported {
             feature: Feature::Counter,

@@ -90,7 +90,16 @@ mod tests {
 
     #[test]
     fn unreserved_keywords_stay_identifiers() {
-        for w in ["key", "value", "ttl", "timestamp", "type", "values", "count", "distinct"] {
+        for w in [
+            "key",
+            "value",
+            "ttl",
+            "timestamp",
+            "type",
+            "values",
+            "count",
+            "distinct",
+        ] {
             assert!(!is_reserved(w), "{w}");
         }
     }

@@ -112,7 +112,11 @@ fn is_ident_byte(b: u8) -> bool {
 
 fn lex_error(text: &str, offset: usize, message: String) -> ParseError {
     let (line, column) = position(text, offset);
-    ParseError::Syntax { line, column, message }
+    ParseError::Syntax {
+        line,
+        column,
+        message,
+    }
 }
 
 /// Splits `text` into tokens; the last one is always [`Kind::Eof`].
@@ -245,7 +249,10 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                     (b'}', _) => (Kind::RBrace, 1),
                     (b'*', _) => (Kind::Star, 1),
                     _ => {
-                        let ch = text.get(start..).and_then(|s| s.chars().next()).unwrap_or('?');
+                        let ch = text
+                            .get(start..)
+                            .and_then(|s| s.chars().next())
+                            .unwrap_or('?');
                         return Err(lex_error(
                             text,
                             start,
@@ -257,9 +264,17 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 kind
             }
         };
-        tokens.push(Token { kind, start, end: i });
+        tokens.push(Token {
+            kind,
+            start,
+            end: i,
+        });
     }
-    tokens.push(Token { kind: Kind::Eof, start: b.len(), end: b.len() });
+    tokens.push(Token {
+        kind: Kind::Eof,
+        start: b.len(),
+        end: b.len(),
+    });
     Ok(tokens)
 }
 
@@ -289,7 +304,10 @@ fn quoted_end(text: &str, start: usize, quote: u8) -> Result<usize, ParseError> 
                 return Err(lex_error(
                     text,
                     b.len(),
-                    format!("mismatched character '<EOF>' expecting '{}'", char::from(quote)),
+                    format!(
+                        "mismatched character '<EOF>' expecting '{}'",
+                        char::from(quote)
+                    ),
                 ))
             }
             Some(&c) if c == quote => {
@@ -307,7 +325,9 @@ fn quoted_end(text: &str, start: usize, quote: u8) -> Result<usize, ParseError> 
 /// Whether an unquoted UUID (`8-4-4-4-12` hex digits, not followed by an identifier
 /// character) starts at `i`.
 fn is_uuid_at(b: &[u8], i: usize) -> bool {
-    let Some(candidate) = b.get(i..i + 36) else { return false };
+    let Some(candidate) = b.get(i..i + 36) else {
+        return false;
+    };
     let shape_ok = candidate.iter().enumerate().all(|(k, &c)| match k {
         8 | 13 | 18 | 23 => c == b'-',
         _ => c.is_ascii_hexdigit(),
@@ -348,7 +368,9 @@ fn number(text: &str, start: usize) -> Result<(usize, Kind), ParseError> {
             kind = Kind::Float;
         }
     }
-    if kind == Kind::Integer && (at(i).is_some_and(is_ident_byte) || text.get(i..).is_some_and(|s| s.starts_with('µ'))) {
+    if kind == Kind::Integer
+        && (at(i).is_some_and(is_ident_byte) || text.get(i..).is_some_and(|s| s.starts_with('µ')))
+    {
         let mut j = i;
         loop {
             if at(j).is_some_and(is_ident_byte) {
@@ -401,11 +423,18 @@ fn is_duration(word: &str) -> bool {
 fn bad_token(text: &str, start: usize) -> ParseError {
     let b = text.as_bytes();
     let mut end = start;
-    while b.get(end).is_some_and(|&c| is_ident_byte(c) || c == b'-' || c == b'.') {
+    while b
+        .get(end)
+        .is_some_and(|&c| is_ident_byte(c) || c == b'-' || c == b'.')
+    {
         end += 1;
     }
     let word = text.get(start..end).unwrap_or("");
-    lex_error(text, start, format!("no viable alternative at input '{}'", clip(word)))
+    lex_error(
+        text,
+        start,
+        format!("no viable alternative at input '{}'", clip(word)),
+    )
 }
 
 /// At most 64 characters of `s`, for messages.
@@ -439,7 +468,11 @@ mod tests {
     use super::*;
 
     fn kinds(text: &str) -> Vec<Kind> {
-        tokenize(text).expect("lexes").into_iter().map(|t| t.kind).collect()
+        tokenize(text)
+            .expect("lexes")
+            .into_iter()
+            .map(|t| t.kind)
+            .collect()
     }
 
     fn texts(text: &str) -> Vec<&str> {
@@ -464,7 +497,10 @@ mod tests {
 
     #[test]
     fn comments_are_skipped() {
-        assert_eq!(texts("a -- x\n b // y\n/* z\n */ c"), vec!["a", "b", "c", ""]);
+        assert_eq!(
+            texts("a -- x\n b // y\n/* z\n */ c"),
+            vec!["a", "b", "c", ""]
+        );
     }
 
     #[test]
@@ -489,7 +525,13 @@ mod tests {
             use Kind::*;
             vec![Integer, Integer, Float, Float, Float, Float, Hex, Hex, Eof]
         });
-        assert_eq!(kinds("1h30m -2d 12µs 3mo"), vec![Kind::Duration; 4].into_iter().chain([Kind::Eof]).collect::<Vec<_>>());
+        assert_eq!(
+            kinds("1h30m -2d 12µs 3mo"),
+            vec![Kind::Duration; 4]
+                .into_iter()
+                .chain([Kind::Eof])
+                .collect::<Vec<_>>()
+        );
         assert!(tokenize("12abc").is_err());
         assert!(tokenize("0xabc").is_err(), "odd hex digits");
         assert!(tokenize("0xzz").is_err());
@@ -499,9 +541,10 @@ mod tests {
     #[test]
     fn operators() {
         use Kind::*;
-        assert_eq!(kinds("= != < <= > >= + += - -= ? :"), vec![
-            Eq, Ne, Lt, Le, Gt, Ge, Plus, PlusEq, Minus, MinusEq, QMark, Colon, Eof
-        ]);
+        assert_eq!(
+            kinds("= != < <= > >= + += - -= ? :"),
+            vec![Eq, Ne, Lt, Le, Gt, Ge, Plus, PlusEq, Minus, MinusEq, QMark, Colon, Eof]
+        );
     }
 
     #[test]

@@ -32,13 +32,23 @@ pub(crate) struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     pub(crate) fn new(text: &'a str) -> PResult<Self> {
-        Ok(Parser { text, tokens: tokenize(text)?, pos: 0, depth: 0, binds: Vec::new() })
+        Ok(Parser {
+            text,
+            tokens: tokenize(text)?,
+            pos: 0,
+            depth: 0,
+            binds: Vec::new(),
+        })
     }
 
     // ----- token access -----
 
     fn eof_token(&self) -> Token {
-        Token { kind: Kind::Eof, start: self.text.len(), end: self.text.len() }
+        Token {
+            kind: Kind::Eof,
+            start: self.text.len(),
+            end: self.text.len(),
+        }
     }
 
     fn peek_at(&self, n: usize) -> Token {
@@ -159,17 +169,32 @@ impl<'a> Parser<'a> {
     /// `(a b [offending]...)`: up to two tokens of context before the current one.
     fn snippet(&self) -> String {
         let t = self.peek();
-        let from = self.tokens.get(self.pos.saturating_sub(2)).map_or(t.start, |p| p.start);
+        let from = self
+            .tokens
+            .get(self.pos.saturating_sub(2))
+            .map_or(t.start, |p| p.start);
         let before = clip(self.text.get(from..t.start).unwrap_or(""));
-        let more = if t.kind != Kind::Eof && !self.is_at(1, Kind::Eof) { "..." } else { "" };
-        let current = if t.kind == Kind::Eof { String::new() } else { self.token_text(t) };
+        let more = if t.kind != Kind::Eof && !self.is_at(1, Kind::Eof) {
+            "..."
+        } else {
+            ""
+        };
+        let current = if t.kind == Kind::Eof {
+            String::new()
+        } else {
+            self.token_text(t)
+        };
         format!("({before}[{current}]{more})")
     }
 
     fn syntax_error(&self, message: String) -> ParseError {
         let t = self.peek();
         let (line, column) = position(self.text, t.start);
-        ParseError::Syntax { line, column, message: format!("{message} {}", self.snippet()) }
+        ParseError::Syntax {
+            line,
+            column,
+            message: format!("{message} {}", self.snippet()),
+        }
     }
 
     fn mismatch(&self, expected: &str) -> ParseError {
@@ -182,7 +207,10 @@ impl<'a> Parser<'a> {
 
     fn no_viable(&self) -> ParseError {
         let t = self.peek();
-        self.syntax_error(format!("no viable alternative at input '{}'", self.token_text(t)))
+        self.syntax_error(format!(
+            "no viable alternative at input '{}'",
+            self.token_text(t)
+        ))
     }
 
     fn unsupported(&self, t: Token, feature: Feature, what: &str) -> ParseError {
@@ -197,7 +225,11 @@ impl<'a> Parser<'a> {
 
     fn invalid(&self, t: Token, message: String) -> ParseError {
         let (line, column) = position(self.text, t.start);
-        ParseError::Invalid { line, column, message }
+        ParseError::Invalid {
+            line,
+            column,
+            message,
+        }
     }
 
     // ----- names -----
@@ -222,9 +254,15 @@ impl<'a> Parser<'a> {
         let first = self.parse_ident()?;
         if self.accept(Kind::Dot) {
             let name = self.parse_ident()?;
-            Ok(QualifiedName { keyspace: Some(first), name })
+            Ok(QualifiedName {
+                keyspace: Some(first),
+                name,
+            })
         } else {
-            Ok(QualifiedName { keyspace: None, name: first })
+            Ok(QualifiedName {
+                keyspace: None,
+                name: first,
+            })
         }
     }
 
@@ -261,9 +299,7 @@ impl<'a> Parser<'a> {
             Kind::LBracket => {
                 Err(self.unsupported(t, Feature::Collection, "collection element access c[…]"))
             }
-            Kind::Dot => {
-                Err(self.unsupported(t, Feature::UserDefinedType, "field access c.field"))
-            }
+            Kind::Dot => Err(self.unsupported(t, Feature::UserDefinedType, "field access c.field")),
             _ => Ok(()),
         }
     }
@@ -280,10 +316,15 @@ impl<'a> Parser<'a> {
         if self.binds.len() >= BIND_MARKERS_MAX {
             return Err(self.invalid(
                 t,
-                format!("Too many markers(?). More than {BIND_MARKERS_MAX} markers are not allowed"),
+                format!(
+                    "Too many markers(?). More than {BIND_MARKERS_MAX} markers are not allowed"
+                ),
             ));
         }
-        let marker = BindMarker { index: self.binds.len(), name };
+        let marker = BindMarker {
+            index: self.binds.len(),
+            name,
+        };
         self.binds.push(marker.clone());
         Ok(marker)
     }
@@ -299,7 +340,10 @@ impl<'a> Parser<'a> {
         let literal = match t.kind {
             Kind::String => Literal::String(unquote(text, '\'')),
             Kind::DollarString => Literal::String(
-                text.strip_prefix("$$").and_then(|s| s.strip_suffix("$$")).unwrap_or("").to_owned(),
+                text.strip_prefix("$$")
+                    .and_then(|s| s.strip_suffix("$$"))
+                    .unwrap_or("")
+                    .to_owned(),
             ),
             Kind::Integer => Literal::Integer(text.to_owned()),
             Kind::Float => Literal::Float(text.to_owned()),
@@ -418,7 +462,10 @@ impl<'a> Parser<'a> {
             }
             Err(_) => Err(self.invalid(
                 t,
-                format!("Invalid integer value {}: out of range", clip(self.slice(t))),
+                format!(
+                    "Invalid integer value {}: out of range",
+                    clip(self.slice(t))
+                ),
             )),
         }
     }
@@ -503,7 +550,10 @@ impl<'a> Parser<'a> {
     }
 
     fn take_binds(&self, from: usize) -> Vec<BindMarker> {
-        self.binds.get(from..).map(<[BindMarker]>::to_vec).unwrap_or_default()
+        self.binds
+            .get(from..)
+            .map(<[BindMarker]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// `SELECT [DISTINCT] selection FROM t [WHERE …] [GROUP BY …] [ORDER BY …]
@@ -531,8 +581,11 @@ impl<'a> Parser<'a> {
         };
         self.expect_kw("FROM")?;
         let table = self.parse_qualified_name()?;
-        let where_clause =
-            if self.accept_kw("WHERE") { self.parse_relations()? } else { Vec::new() };
+        let where_clause = if self.accept_kw("WHERE") {
+            self.parse_relations()?
+        } else {
+            Vec::new()
+        };
         let mut group_by = Vec::new();
         if self.is_kw("GROUP") && self.is_kw_at(1, "BY") {
             self.bump();
@@ -554,7 +607,11 @@ impl<'a> Parser<'a> {
             self.expect_kw("LIMIT")?;
             per_partition_limit = Some(self.parse_int_value()?);
         }
-        let limit = if self.accept_kw("LIMIT") { Some(self.parse_int_value()?) } else { None };
+        let limit = if self.accept_kw("LIMIT") {
+            Some(self.parse_int_value()?)
+        } else {
+            None
+        };
         let allow_filtering = self.is_kw("ALLOW");
         if allow_filtering {
             self.bump();
@@ -602,7 +659,11 @@ impl<'a> Parser<'a> {
 
     fn parse_selector(&mut self) -> PResult<Selector> {
         let expr = self.parse_selector_expr()?;
-        let alias = if self.accept_kw("AS") { Some(self.parse_ident()?) } else { None };
+        let alias = if self.accept_kw("AS") {
+            Some(self.parse_ident()?)
+        } else {
+            None
+        };
         Ok(Selector { expr, alias })
     }
 
@@ -649,7 +710,10 @@ impl<'a> Parser<'a> {
                     self.expect_kw("AS")?;
                     let ty = self.parse_type()?;
                     self.expect(Kind::RParen)?;
-                    return Ok(SelectorExpr::Cast { expr: Box::new(expr), ty });
+                    return Ok(SelectorExpr::Cast {
+                        expr: Box::new(expr),
+                        ty,
+                    });
                 }
                 _ => {}
             }
@@ -813,7 +877,10 @@ impl<'a> Parser<'a> {
             if slot.is_some() {
                 return Err(self.invalid(
                     t,
-                    format!("{} is specified more than once", self.slice(t).to_ascii_uppercase()),
+                    format!(
+                        "{} is specified more than once",
+                        self.slice(t).to_ascii_uppercase()
+                    ),
                 ));
             }
             *slot = Some(self.parse_int_value()?);
@@ -830,7 +897,10 @@ impl<'a> Parser<'a> {
         }
         if self.is_kw("TTL") {
             let t = self.peek();
-            return Err(self.invalid(t, "TTL is not allowed here: only USING TIMESTAMP".to_owned()));
+            return Err(self.invalid(
+                t,
+                "TTL is not allowed here: only USING TIMESTAMP".to_owned(),
+            ));
         }
         self.expect_kw("TIMESTAMP")?;
         self.parse_int_value().map(Some)
@@ -855,7 +925,13 @@ impl<'a> Parser<'a> {
         self.refuse_conditions()?;
         let using = self.parse_using()?;
         self.refuse_conditions()?;
-        Ok(InsertStatement { table, columns, values, using, bind_markers: self.take_binds(first_bind) })
+        Ok(InsertStatement {
+            table,
+            columns,
+            values,
+            using,
+            bind_markers: self.take_binds(first_bind),
+        })
     }
 
     /// `UPDATE t [USING …] SET c = term, … WHERE …`.
@@ -886,7 +962,11 @@ impl<'a> Parser<'a> {
         self.refuse_element_access()?;
         let t = self.peek();
         if matches!(t.kind, Kind::PlusEq | Kind::MinusEq) {
-            return Err(self.unsupported(t, Feature::Counter, "counter and collection updates c += …"));
+            return Err(self.unsupported(
+                t,
+                Feature::Counter,
+                "counter and collection updates c += …",
+            ));
         }
         self.expect(Kind::Eq)?;
         // `c = c + x` / `c = x + c`: counter increments or collection appends.
@@ -975,7 +1055,12 @@ impl<'a> Parser<'a> {
         }
         self.expect_kw("APPLY")?;
         self.expect_kw("BATCH")?;
-        Ok(BatchStatement { kind, timestamp, statements, bind_markers: self.take_binds(first_bind) })
+        Ok(BatchStatement {
+            kind,
+            timestamp,
+            statements,
+            bind_markers: self.take_binds(first_bind),
+        })
     }
 
     fn parse_if_not_exists(&mut self) -> PResult<bool> {
@@ -1013,7 +1098,10 @@ impl<'a> Parser<'a> {
             "AGGREGATE" => (Feature::UserDefinedAggregate, "AGGREGATE"),
             "TYPE" => (Feature::UserDefinedType, "TYPE"),
             "TRIGGER" => (Feature::Trigger, "TRIGGER"),
-            "USER" | "ROLE" => (Feature::Authorization, if word == "USER" { "USER" } else { "ROLE" }),
+            "USER" | "ROLE" => (
+                Feature::Authorization,
+                if word == "USER" { "USER" } else { "ROLE" },
+            ),
             _ => return Ok(()),
         };
         Err(self.unsupported(t, feature, &format!("{verb} {what}")))
@@ -1046,12 +1134,18 @@ impl<'a> Parser<'a> {
             let name = self.parse_ident()?;
             self.expect_kw("WITH")?;
             let properties = self.parse_properties()?;
-            return Ok(Statement::AlterKeyspace(AlterKeyspaceStatement { name, properties }));
+            return Ok(Statement::AlterKeyspace(AlterKeyspaceStatement {
+                name,
+                properties,
+            }));
         }
         if self.accept_kw("TABLE") || self.accept_kw("COLUMNFAMILY") {
             let name = self.parse_qualified_name()?;
             let operation = self.parse_alter_table_operation()?;
-            return Ok(Statement::AlterTable(AlterTableStatement { name, operation }));
+            return Ok(Statement::AlterTable(AlterTableStatement {
+                name,
+                operation,
+            }));
         }
         Err(self.no_viable())
     }
@@ -1109,7 +1203,10 @@ impl<'a> Parser<'a> {
         if self.accept_kw("KEYSPACE") || self.accept_kw("SCHEMA") {
             let if_exists = self.parse_if_exists()?;
             let name = self.parse_ident()?;
-            return Ok(Statement::DropKeyspace(DropKeyspaceStatement { name, if_exists }));
+            return Ok(Statement::DropKeyspace(DropKeyspaceStatement {
+                name,
+                if_exists,
+            }));
         }
         if self.accept_kw("TABLE") || self.accept_kw("COLUMNFAMILY") {
             let if_exists = self.parse_if_exists()?;
@@ -1123,7 +1220,11 @@ impl<'a> Parser<'a> {
         let name = self.parse_ident()?;
         let ty = self.parse_type()?;
         let is_static = self.accept_kw("STATIC");
-        Ok(ColumnDefinition { name, ty, is_static })
+        Ok(ColumnDefinition {
+            name,
+            ty,
+            is_static,
+        })
     }
 
     /// `(definitions) [WITH options]` after `CREATE TABLE`.
@@ -1184,16 +1285,25 @@ impl<'a> Parser<'a> {
                     self.bump();
                     self.expect_kw("BY")?;
                     if !clustering_order.is_empty() {
-                        return Err(self.invalid(t, "Multiple CLUSTERING ORDER BY clauses".to_owned()));
+                        return Err(
+                            self.invalid(t, "Multiple CLUSTERING ORDER BY clauses".to_owned())
+                        );
                     }
                     self.expect(Kind::LParen)?;
                     clustering_order = self.parse_orderings(true)?;
                     self.expect(Kind::RParen)?;
                 } else if self.is_kw("COMPACT") && self.is_kw_at(1, "STORAGE") {
-                    return Err(self.unsupported(t, Feature::CompactStorage, "WITH COMPACT STORAGE"));
+                    return Err(self.unsupported(
+                        t,
+                        Feature::CompactStorage,
+                        "WITH COMPACT STORAGE",
+                    ));
                 } else {
                     let property = self.parse_property()?;
-                    if properties.iter().any(|p: &Property| p.name == property.name) {
+                    if properties
+                        .iter()
+                        .any(|p: &Property| p.name == property.name)
+                    {
                         return Err(self.duplicate_property(t, &property.name));
                     }
                     properties.push(property);
@@ -1214,24 +1324,36 @@ impl<'a> Parser<'a> {
     }
 
     fn multiple_primary_keys(&self, t: Token) -> ParseError {
-        self.invalid(t, "Multiple PRIMARY KEYs specifed (exactly one required)".to_owned())
+        self.invalid(
+            t,
+            "Multiple PRIMARY KEYs specifed (exactly one required)".to_owned(),
+        )
     }
 
     fn duplicate_property(&self, t: Token, name: &Ident) -> ParseError {
-        self.invalid(t, format!("Multiple definition for property {}", clip(name.as_str())))
+        self.invalid(
+            t,
+            format!("Multiple definition for property {}", clip(name.as_str())),
+        )
     }
 
     /// `( pk | (pk1, pk2, …) [, ck …] )` after `PRIMARY KEY`.
     fn parse_primary_key_clause(&mut self) -> PResult<PrimaryKey> {
         self.expect(Kind::LParen)?;
-        let partition_key =
-            if self.is(Kind::LParen) { self.parse_ident_list()? } else { vec![self.parse_ident()?] };
+        let partition_key = if self.is(Kind::LParen) {
+            self.parse_ident_list()?
+        } else {
+            vec![self.parse_ident()?]
+        };
         let mut clustering_columns = Vec::new();
         while self.accept(Kind::Comma) {
             clustering_columns.push(self.parse_ident()?);
         }
         self.expect(Kind::RParen)?;
-        Ok(PrimaryKey { partition_key, clustering_columns })
+        Ok(PrimaryKey {
+            partition_key,
+            clustering_columns,
+        })
     }
 
     /// `name = value AND …` (at least one).

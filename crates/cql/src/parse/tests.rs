@@ -54,12 +54,27 @@ fn unquoted_identifiers_are_lowercased_and_quoted_ones_keep_case() {
     assert_eq!(
         s.selection,
         Selection::Selectors(vec![
-            Selector { expr: SelectorExpr::Column(id("foo")), alias: None },
-            Selector { expr: SelectorExpr::Column(id("Bar")), alias: None },
-            Selector { expr: SelectorExpr::Column(id("a\"b")), alias: None },
+            Selector {
+                expr: SelectorExpr::Column(id("foo")),
+                alias: None
+            },
+            Selector {
+                expr: SelectorExpr::Column(id("Bar")),
+                alias: None
+            },
+            Selector {
+                expr: SelectorExpr::Column(id("a\"b")),
+                alias: None
+            },
         ])
     );
-    assert_eq!(s.table, QualifiedName { keyspace: Some(id("ks")), name: id("Tbl") });
+    assert_eq!(
+        s.table,
+        QualifiedName {
+            keyspace: Some(id("ks")),
+            name: id("Tbl")
+        }
+    );
 }
 
 #[test]
@@ -67,12 +82,18 @@ fn unreserved_keywords_work_as_column_names() {
     let s = select(
         "SELECT key, value, ttl, timestamp, type, values, count, distinct FROM t WHERE key = 'local'",
     );
-    let Selection::Selectors(sel) = &s.selection else { panic!("selectors") };
+    let Selection::Selectors(sel) = &s.selection else {
+        panic!("selectors")
+    };
     assert_eq!(sel.len(), 8);
     assert!(!s.distinct);
     assert_eq!(
         s.where_clause,
-        vec![Relation::Compare { column: id("key"), op: Operator::Eq, value: string("local") }]
+        vec![Relation::Compare {
+            column: id("key"),
+            op: Operator::Eq,
+            value: string("local")
+        }]
     );
     assert!(select("SELECT distinct FROM t").selection != Selection::Wildcard);
     assert!(!select("SELECT distinct FROM t").distinct);
@@ -87,7 +108,10 @@ fn reserved_keywords_need_quotes() {
     let s = select(r#"SELECT "from" FROM t"#);
     assert_eq!(
         s.selection,
-        Selection::Selectors(vec![Selector { expr: SelectorExpr::Column(id("from")), alias: None }])
+        Selection::Selectors(vec![Selector {
+            expr: SelectorExpr::Column(id("from")),
+            alias: None
+        }])
     );
 }
 
@@ -98,7 +122,9 @@ fn every_literal_kind() {
          NaN, Infinity, -Infinity, 123E4567-e89b-12d3-a456-426614174000, 0xCafe, true, FALSE, \
          null, 0x)",
     );
-    let Statement::Insert(ins) = s else { panic!("insert") };
+    let Statement::Insert(ins) = s else {
+        panic!("insert")
+    };
     assert_eq!(
         ins.values,
         vec![
@@ -122,13 +148,32 @@ fn every_literal_kind() {
 
 #[test]
 fn bind_markers_are_numbered_in_textual_order_with_names() {
-    let s = parse("INSERT INTO t (a, b, c) VALUES (?, :Bee, :\"Cee\") USING TTL ? AND TIMESTAMP :ts");
-    let names: Vec<Option<&str>> =
-        s.bind_markers().iter().map(|m| m.name.as_ref().map(Ident::as_str)).collect();
-    assert_eq!(names, vec![None, Some("bee"), Some("Cee"), None, Some("ts")]);
-    assert!(s.bind_markers().iter().enumerate().all(|(i, m)| m.index == i));
-    let Statement::Insert(ins) = s else { panic!("insert") };
-    assert_eq!(ins.using.ttl, Some(IntValue::Bind(BindMarker { index: 3, name: None })));
+    let s =
+        parse("INSERT INTO t (a, b, c) VALUES (?, :Bee, :\"Cee\") USING TTL ? AND TIMESTAMP :ts");
+    let names: Vec<Option<&str>> = s
+        .bind_markers()
+        .iter()
+        .map(|m| m.name.as_ref().map(Ident::as_str))
+        .collect();
+    assert_eq!(
+        names,
+        vec![None, Some("bee"), Some("Cee"), None, Some("ts")]
+    );
+    assert!(s
+        .bind_markers()
+        .iter()
+        .enumerate()
+        .all(|(i, m)| m.index == i));
+    let Statement::Insert(ins) = s else {
+        panic!("insert")
+    };
+    assert_eq!(
+        ins.using.ttl,
+        Some(IntValue::Bind(BindMarker {
+            index: 3,
+            name: None
+        }))
+    );
 }
 
 #[test]
@@ -147,32 +192,52 @@ fn select_clauses_in_order() {
          CAST(a AS text), sum(v), toTimestamp(now()) FROM ks.t WHERE k = ? AND c >= 3 \
          GROUP BY k ORDER BY c DESC, d PER PARTITION LIMIT 2 LIMIT ? ALLOW FILTERING",
     );
-    let Selection::Selectors(sel) = &s.selection else { panic!("selectors") };
+    let Selection::Selectors(sel) = &s.selection else {
+        panic!("selectors")
+    };
     let exprs: Vec<&SelectorExpr> = sel.iter().map(|s| &s.expr).collect();
     assert_eq!(sel.first().and_then(|s| s.alias.clone()), Some(id("x")));
     assert_eq!(exprs.get(1), Some(&&SelectorExpr::CountRows));
     assert_eq!(exprs.get(2), Some(&&SelectorExpr::CountRows));
     assert_eq!(
         exprs.get(3),
-        Some(&&SelectorExpr::Call { name: id("count"), args: vec![SelectorExpr::Column(id("b"))] })
+        Some(&&SelectorExpr::Call {
+            name: id("count"),
+            args: vec![SelectorExpr::Column(id("b"))]
+        })
     );
     assert_eq!(exprs.get(4), Some(&&SelectorExpr::WriteTime(id("c"))));
     assert_eq!(exprs.get(5), Some(&&SelectorExpr::Ttl(id("c"))));
     assert_eq!(
         exprs.get(7),
-        Some(&&SelectorExpr::Cast { expr: Box::new(SelectorExpr::Column(id("a"))), ty: CqlType::Text })
+        Some(&&SelectorExpr::Cast {
+            expr: Box::new(SelectorExpr::Column(id("a"))),
+            ty: CqlType::Text
+        })
     );
     assert_eq!(
         exprs.get(9),
         Some(&&SelectorExpr::Call {
             name: id("totimestamp"),
-            args: vec![SelectorExpr::Call { name: id("now"), args: vec![] }]
+            args: vec![SelectorExpr::Call {
+                name: id("now"),
+                args: vec![]
+            }]
         })
     );
     assert_eq!(s.group_by, vec![id("k")]);
-    assert_eq!(s.order_by, vec![(id("c"), Order::Desc), (id("d"), Order::Asc)]);
+    assert_eq!(
+        s.order_by,
+        vec![(id("c"), Order::Desc), (id("d"), Order::Asc)]
+    );
     assert_eq!(s.per_partition_limit, Some(IntValue::Literal(2)));
-    assert_eq!(s.limit, Some(IntValue::Bind(BindMarker { index: 1, name: None })));
+    assert_eq!(
+        s.limit,
+        Some(IntValue::Bind(BindMarker {
+            index: 1,
+            name: None
+        }))
+    );
     assert!(s.allow_filtering);
 }
 
@@ -186,8 +251,14 @@ fn relations_of_every_shape() {
     assert_eq!(
         s.where_clause,
         vec![
-            Relation::In { column: id("k"), values: InValues::List(vec![int("1"), int("2")]) },
-            Relation::In { column: id("k2"), values: InValues::Bind(m(0)) },
+            Relation::In {
+                column: id("k"),
+                values: InValues::List(vec![int("1"), int("2")])
+            },
+            Relation::In {
+                column: id("k2"),
+                values: InValues::Bind(m(0))
+            },
             Relation::MultiColumn {
                 columns: vec![id("c1"), id("c2")],
                 op: Operator::Gt,
@@ -213,8 +284,16 @@ fn relations_of_every_shape() {
                     args: vec![Term::Bind(m(3)), Term::Bind(m(4))]
                 },
             },
-            Relation::Token { columns: vec![id("k")], op: Operator::Le, value: int("-123") },
-            Relation::Compare { column: id("x"), op: Operator::Ne, value: int("1") },
+            Relation::Token {
+                columns: vec![id("k")],
+                op: Operator::Le,
+                value: int("-123")
+            },
+            Relation::Compare {
+                column: id("x"),
+                op: Operator::Ne,
+                value: int("1")
+            },
         ]
     );
 }
@@ -226,15 +305,29 @@ fn update_and_delete() {
     else {
         panic!("update")
     };
-    assert_eq!(u.using, Using { ttl: None, timestamp: Some(IntValue::Literal(5)) });
+    assert_eq!(
+        u.using,
+        Using {
+            ttl: None,
+            timestamp: Some(IntValue::Literal(5))
+        }
+    );
     assert_eq!(u.assignments.len(), 2);
     assert_eq!(u.bind_markers.len(), 2);
     let Statement::Delete(d) = parse("DELETE a, b FROM t USING TIMESTAMP ? WHERE k = 1") else {
         panic!("delete")
     };
     assert_eq!(d.columns, vec![id("a"), id("b")]);
-    assert_eq!(d.timestamp, Some(IntValue::Bind(BindMarker { index: 0, name: None })));
-    let Statement::Delete(d) = parse("DELETE FROM t WHERE k = 1") else { panic!("delete") };
+    assert_eq!(
+        d.timestamp,
+        Some(IntValue::Bind(BindMarker {
+            index: 0,
+            name: None
+        }))
+    );
+    let Statement::Delete(d) = parse("DELETE FROM t WHERE k = 1") else {
+        panic!("delete")
+    };
     assert!(d.columns.is_empty());
 }
 
@@ -258,7 +351,9 @@ fn batches_number_markers_across_statements() {
         .flat_map(|s| s.bind_markers().iter().map(|m| m.index))
         .collect();
     assert_eq!(inner, vec![1, 2, 3, 4, 5]);
-    let Statement::Batch(empty) = parse("BEGIN BATCH APPLY BATCH") else { panic!("batch") };
+    let Statement::Batch(empty) = parse("BEGIN BATCH APPLY BATCH") else {
+        panic!("batch")
+    };
     assert_eq!(empty.kind, BatchKind::Logged);
     assert!(empty.statements.is_empty());
 }
@@ -284,14 +379,24 @@ fn keyspace_statements() {
         Some(&PropertyValue::Constant(Literal::Boolean(true)))
     );
     assert!(matches!(
-        parse("ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3}"),
+        parse(
+            "ALTER KEYSPACE ks WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3}"
+        ),
         Statement::AlterKeyspace(_)
     ));
     assert_eq!(
         parse("DROP KEYSPACE IF EXISTS ks"),
-        Statement::DropKeyspace(DropKeyspaceStatement { name: id("ks"), if_exists: true })
+        Statement::DropKeyspace(DropKeyspaceStatement {
+            name: id("ks"),
+            if_exists: true
+        })
     );
-    assert_eq!(parse("use \"MyKs\";"), Statement::Use(UseStatement { keyspace: id("MyKs") }));
+    assert_eq!(
+        parse("use \"MyKs\";"),
+        Statement::Use(UseStatement {
+            keyspace: id("MyKs")
+        })
+    );
 }
 
 #[test]
@@ -317,8 +422,15 @@ fn create_table_forms_normalise_the_primary_key() {
     let Statement::CreateTable(t) = parse("CREATE TABLE t (k int PRIMARY KEY, v text,)") else {
         panic!("create table")
     };
-    assert_eq!(t.primary_key, PrimaryKey { partition_key: vec![id("k")], clustering_columns: vec![] });
-    let Statement::CreateTable(t) = parse("CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))")
+    assert_eq!(
+        t.primary_key,
+        PrimaryKey {
+            partition_key: vec![id("k")],
+            clustering_columns: vec![]
+        }
+    );
+    let Statement::CreateTable(t) =
+        parse("CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))")
     else {
         panic!("create table")
     };
@@ -332,48 +444,117 @@ fn create_table_primary_key_mistakes_are_invalid() {
     let e = parse_err("CREATE TABLE t (k int PRIMARY KEY, v int PRIMARY KEY)");
     assert!(matches!(e, ParseError::Invalid { .. }), "{e:?}");
     let e = parse_err("CREATE TABLE t (k int PRIMARY KEY) WITH a = 1 AND a = 2");
-    assert!(e.message().contains("Multiple definition for property a"), "{e}");
+    assert!(
+        e.message().contains("Multiple definition for property a"),
+        "{e}"
+    );
 }
 
 #[test]
 fn alter_drop_truncate() {
-    assert!(matches!(parse("ALTER TABLE t ADD v int"), Statement::AlterTable(_)));
-    assert!(matches!(parse("ALTER TABLE t ADD (v int, w text STATIC)"), Statement::AlterTable(_)));
-    assert!(matches!(parse("ALTER TABLE t DROP (v, w)"), Statement::AlterTable(_)));
-    assert!(matches!(parse("ALTER TABLE t RENAME a TO b AND c TO d"), Statement::AlterTable(_)));
-    assert!(matches!(parse("ALTER TABLE t WITH comment = 'hi'"), Statement::AlterTable(_)));
+    assert!(matches!(
+        parse("ALTER TABLE t ADD v int"),
+        Statement::AlterTable(_)
+    ));
+    assert!(matches!(
+        parse("ALTER TABLE t ADD (v int, w text STATIC)"),
+        Statement::AlterTable(_)
+    ));
+    assert!(matches!(
+        parse("ALTER TABLE t DROP (v, w)"),
+        Statement::AlterTable(_)
+    ));
+    assert!(matches!(
+        parse("ALTER TABLE t RENAME a TO b AND c TO d"),
+        Statement::AlterTable(_)
+    ));
+    assert!(matches!(
+        parse("ALTER TABLE t WITH comment = 'hi'"),
+        Statement::AlterTable(_)
+    ));
     assert_eq!(
         parse("DROP TABLE IF EXISTS ks.t"),
         Statement::DropTable(DropTableStatement {
-            name: QualifiedName { keyspace: Some(id("ks")), name: id("t") },
+            name: QualifiedName {
+                keyspace: Some(id("ks")),
+                name: id("t")
+            },
             if_exists: true
         })
     );
     assert!(matches!(parse("TRUNCATE t"), Statement::Truncate(_)));
-    assert!(matches!(parse("TRUNCATE TABLE ks.t"), Statement::Truncate(_)));
+    assert!(matches!(
+        parse("TRUNCATE TABLE ks.t"),
+        Statement::Truncate(_)
+    ));
 }
 
 #[test]
 fn unsupported_features_are_invalid_with_a_feature() {
     let cases = [
-        ("INSERT INTO t (k) VALUES (1) IF NOT EXISTS", Feature::LightweightTransaction),
-        ("UPDATE t SET v = 1 WHERE k = 1 IF v = 2", Feature::LightweightTransaction),
-        ("DELETE FROM t WHERE k = 1 IF EXISTS", Feature::LightweightTransaction),
+        (
+            "INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
+            Feature::LightweightTransaction,
+        ),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 IF v = 2",
+            Feature::LightweightTransaction,
+        ),
+        (
+            "DELETE FROM t WHERE k = 1 IF EXISTS",
+            Feature::LightweightTransaction,
+        ),
         ("CREATE INDEX ON t (v)", Feature::SecondaryIndex),
-        ("CREATE CUSTOM INDEX i ON t (v) USING 'x'", Feature::SecondaryIndex),
-        ("CREATE MATERIALIZED VIEW v AS SELECT * FROM t", Feature::MaterializedView),
-        ("CREATE OR REPLACE FUNCTION f () RETURNS int", Feature::UserDefinedFunction),
-        ("CREATE AGGREGATE a (int) SFUNC f STYPE int", Feature::UserDefinedAggregate),
+        (
+            "CREATE CUSTOM INDEX i ON t (v) USING 'x'",
+            Feature::SecondaryIndex,
+        ),
+        (
+            "CREATE MATERIALIZED VIEW v AS SELECT * FROM t",
+            Feature::MaterializedView,
+        ),
+        (
+            "CREATE OR REPLACE FUNCTION f () RETURNS int",
+            Feature::UserDefinedFunction,
+        ),
+        (
+            "CREATE AGGREGATE a (int) SFUNC f STYPE int",
+            Feature::UserDefinedAggregate,
+        ),
         ("CREATE TYPE ty (a int)", Feature::UserDefinedType),
         ("CREATE TRIGGER tr ON t USING 'x'", Feature::Trigger),
-        ("CREATE TABLE t (k int PRIMARY KEY, v list<int>)", Feature::Collection),
-        ("CREATE TABLE t (k int PRIMARY KEY, v map<text, frozen<set<int>>>)", Feature::Collection),
-        ("CREATE TABLE t (k int PRIMARY KEY, v frozen<tuple<int>>)", Feature::Collection),
-        ("CREATE TABLE t (k int PRIMARY KEY, v tuple<int, int>)", Feature::Tuple),
-        ("CREATE TABLE t (k int PRIMARY KEY, v counter)", Feature::Counter),
-        ("CREATE TABLE t (k int PRIMARY KEY, v inet)", Feature::DataType),
-        ("CREATE TABLE t (k int PRIMARY KEY, v address)", Feature::UserDefinedType),
-        ("CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE", Feature::CompactStorage),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v list<int>)",
+            Feature::Collection,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v map<text, frozen<set<int>>>)",
+            Feature::Collection,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v frozen<tuple<int>>)",
+            Feature::Collection,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v tuple<int, int>)",
+            Feature::Tuple,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v counter)",
+            Feature::Counter,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v inet)",
+            Feature::DataType,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, v address)",
+            Feature::UserDefinedType,
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
+            Feature::CompactStorage,
+        ),
         ("UPDATE t SET c = c + 1 WHERE k = 1", Feature::Counter),
         ("UPDATE t SET c += 1 WHERE k = 1", Feature::Counter),
         ("UPDATE t SET l = [1] + l WHERE k = 1", Feature::Collection),
@@ -384,9 +565,15 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ("SELECT JSON * FROM t", Feature::Json),
         ("SELECT * FROM t WHERE l CONTAINS 1", Feature::Collection),
         ("SELECT * FROM t WHERE v LIKE 'a%'", Feature::SecondaryIndex),
-        ("INSERT INTO t (k, v) VALUES (1, {'a': 1})", Feature::Collection),
+        (
+            "INSERT INTO t (k, v) VALUES (1, {'a': 1})",
+            Feature::Collection,
+        ),
         ("INSERT INTO t (k, v) VALUES (1, 1h30m)", Feature::DataType),
-        ("GRANT SELECT ON ALL KEYSPACES TO bob", Feature::Authorization),
+        (
+            "GRANT SELECT ON ALL KEYSPACES TO bob",
+            Feature::Authorization,
+        ),
         ("CREATE ROLE bob", Feature::Authorization),
         ("DROP INDEX i", Feature::SecondaryIndex),
         ("DROP TYPE ty", Feature::UserDefinedType),
@@ -396,7 +583,10 @@ fn unsupported_features_are_invalid_with_a_feature() {
         let e = parse_err(text);
         assert_eq!(e.feature(), Some(feature), "{text}: {e}");
         assert_eq!(e.error_code(), INVALID_ERROR_CODE, "{text}");
-        assert!(e.message().starts_with("Mosaic does not support"), "{text}: {e}");
+        assert!(
+            e.message().starts_with("Mosaic does not support"),
+            "{text}: {e}"
+        );
     }
 }
 
@@ -404,11 +594,20 @@ fn unsupported_features_are_invalid_with_a_feature() {
 fn syntax_errors_read_like_cassandras() {
     let e = parse_err("SELECT * FRM t");
     assert_eq!(e.error_code(), SYNTAX_ERROR_CODE);
-    assert_eq!(e.to_string(), "line 1:9 mismatched input 'FRM' expecting K_FROM (SELECT * [FRM]...)");
+    assert_eq!(
+        e.to_string(),
+        "line 1:9 mismatched input 'FRM' expecting K_FROM (SELECT * [FRM]...)"
+    );
     let e = parse_err("SELEC * FROM t");
-    assert_eq!(e.to_string(), "line 1:0 no viable alternative at input 'SELEC' ([SELEC]...)");
+    assert_eq!(
+        e.to_string(),
+        "line 1:0 no viable alternative at input 'SELEC' ([SELEC]...)"
+    );
     let e = parse_err("SELECT * FROM");
-    assert_eq!(e.to_string(), "line 1:13 mismatched input '<EOF>' expecting IDENT (* FROM[])");
+    assert_eq!(
+        e.to_string(),
+        "line 1:13 mismatched input '<EOF>' expecting IDENT (* FROM[])"
+    );
     let e = parse_err("SELECT *\nFROM t\nWHERE k = = 1");
     assert_eq!((e.line(), e.column()), (3, 10));
     let e = parse_err("SELECT * FROM t; SELECT");
@@ -432,14 +631,30 @@ fn scripts_split_on_semicolons() {
 
 #[test]
 fn deep_nesting_is_refused_not_overflowed() {
-    let deep = format!("SELECT * FROM t WHERE k = {}1{}", "f(".repeat(100_000), ")".repeat(100_000));
+    let deep = format!(
+        "SELECT * FROM t WHERE k = {}1{}",
+        "f(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     let e = parse_err(&deep);
     assert!(e.message().contains("nested"), "{e}");
-    let deep = format!("SELECT * FROM t WHERE (a) = {}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    let deep = format!(
+        "SELECT * FROM t WHERE (a) = {}1{}",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     assert!(parse_statement(&deep).is_err());
-    let deep = format!("SELECT {}a{} FROM t", "f(".repeat(100_000), ")".repeat(100_000));
+    let deep = format!(
+        "SELECT {}a{} FROM t",
+        "f(".repeat(100_000),
+        ")".repeat(100_000)
+    );
     assert!(parse_statement(&deep).is_err());
-    let ok = format!("SELECT * FROM t WHERE k = {}1{}", "f(".repeat(30), ")".repeat(30));
+    let ok = format!(
+        "SELECT * FROM t WHERE k = {}1{}",
+        "f(".repeat(30),
+        ")".repeat(30)
+    );
     assert!(parse_statement(&ok).is_ok());
 }
 
@@ -523,15 +738,29 @@ mod properties {
             Just(Operator::Ge),
         ];
         prop_oneof![
-            (ident(), op.clone(), term())
-                .prop_map(|(column, op, value)| Relation::Compare { column, op, value }),
-            (ident(), proptest::collection::vec(term(), 0..3))
-                .prop_map(|(column, v)| Relation::In { column, values: InValues::List(v) }),
-            (proptest::collection::vec(ident(), 1..3), op, proptest::collection::vec(term(), 1..3))
+            (ident(), op.clone(), term()).prop_map(|(column, op, value)| Relation::Compare {
+                column,
+                op,
+                value
+            }),
+            (ident(), proptest::collection::vec(term(), 0..3)).prop_map(|(column, v)| {
+                Relation::In {
+                    column,
+                    values: InValues::List(v),
+                }
+            }),
+            (
+                proptest::collection::vec(ident(), 1..3),
+                op,
+                proptest::collection::vec(term(), 1..3)
+            )
                 .prop_map(|(columns, op, v)| Relation::Token {
                     columns,
                     op,
-                    value: Term::Call { name: Ident::new("token"), args: v }
+                    value: Term::Call {
+                        name: Ident::new("token"),
+                        args: v
+                    }
                 }),
         ]
     }
@@ -550,50 +779,75 @@ mod properties {
             proptest::option::of(any::<i64>()),
             any::<bool>(),
         )
-            .prop_map(|(distinct, cols, table, where_clause, limit, allow_filtering)| {
-                let selection = if cols.is_empty() {
-                    Selection::Wildcard
-                } else {
-                    Selection::Selectors(
-                        cols.into_iter()
-                            .map(|(c, alias)| Selector { expr: SelectorExpr::Column(c), alias })
-                            .collect(),
-                    )
-                };
-                Statement::Select(SelectStatement {
-                    distinct,
-                    selection,
-                    table,
-                    where_clause,
-                    group_by: vec![],
-                    order_by: vec![],
-                    per_partition_limit: None,
-                    limit: limit.map(IntValue::Literal),
-                    allow_filtering,
-                    bind_markers: vec![],
-                })
-            });
-        let insert = (table(), proptest::collection::vec((ident(), term()), 1..4), proptest::option::of(any::<i64>()))
+            .prop_map(
+                |(distinct, cols, table, where_clause, limit, allow_filtering)| {
+                    let selection = if cols.is_empty() {
+                        Selection::Wildcard
+                    } else {
+                        Selection::Selectors(
+                            cols.into_iter()
+                                .map(|(c, alias)| Selector {
+                                    expr: SelectorExpr::Column(c),
+                                    alias,
+                                })
+                                .collect(),
+                        )
+                    };
+                    Statement::Select(SelectStatement {
+                        distinct,
+                        selection,
+                        table,
+                        where_clause,
+                        group_by: vec![],
+                        order_by: vec![],
+                        per_partition_limit: None,
+                        limit: limit.map(IntValue::Literal),
+                        allow_filtering,
+                        bind_markers: vec![],
+                    })
+                },
+            );
+        let insert = (
+            table(),
+            proptest::collection::vec((ident(), term()), 1..4),
+            proptest::option::of(any::<i64>()),
+        )
             .prop_map(|(table, pairs, ttl)| {
                 let (columns, values) = pairs.into_iter().unzip();
                 Statement::Insert(InsertStatement {
                     table,
                     columns,
                     values,
-                    using: Using { ttl: ttl.map(IntValue::Literal), timestamp: None },
+                    using: Using {
+                        ttl: ttl.map(IntValue::Literal),
+                        timestamp: None,
+                    },
                     bind_markers: vec![],
                 })
             });
         let create = (
             table(),
-            proptest::collection::vec((ident(), proptest::sample::select(CqlType::ALL.to_vec()), any::<bool>()), 0..3),
+            proptest::collection::vec(
+                (
+                    ident(),
+                    proptest::sample::select(CqlType::ALL.to_vec()),
+                    any::<bool>(),
+                ),
+                0..3,
+            ),
             proptest::collection::vec(ident(), 1..3),
             proptest::collection::vec(ident(), 0..2),
             proptest::collection::vec(
-                (ident(), prop_oneof![
-                    literal().prop_filter("no null properties", |l| *l != Literal::Null).prop_map(PropertyValue::Constant),
-                    proptest::collection::vec((".{0,4}", ".{0,4}"), 0..3).prop_map(PropertyValue::Map),
-                ]),
+                (
+                    ident(),
+                    prop_oneof![
+                        literal()
+                            .prop_filter("no null properties", |l| *l != Literal::Null)
+                            .prop_map(PropertyValue::Constant),
+                        proptest::collection::vec((".{0,4}", ".{0,4}"), 0..3)
+                            .prop_map(PropertyValue::Map),
+                    ],
+                ),
                 0..3,
             ),
         )
@@ -609,9 +863,16 @@ mod properties {
                     if_not_exists: false,
                     columns: cols
                         .into_iter()
-                        .map(|(name, ty, is_static)| ColumnDefinition { name, ty, is_static })
+                        .map(|(name, ty, is_static)| ColumnDefinition {
+                            name,
+                            ty,
+                            is_static,
+                        })
                         .collect(),
-                    primary_key: PrimaryKey { partition_key: pk, clustering_columns: ck },
+                    primary_key: PrimaryKey {
+                        partition_key: pk,
+                        clustering_columns: ck,
+                    },
                     clustering_order: vec![],
                     properties,
                 })
