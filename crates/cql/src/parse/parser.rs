@@ -631,9 +631,13 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// Whether the token at `n` is what follows a selected column (`FROM`, `,`, `AS`).
+    /// Whether the token at `n` is what follows a selected column or function name
+    /// (`FROM`, `,`, `AS`, `(`), so the word before it is a name, not a keyword.
     fn column_follows(&self, n: usize) -> bool {
-        self.is_kw_at(n, "FROM") || self.is_at(n, Kind::Comma) || self.is_kw_at(n, "AS")
+        self.is_kw_at(n, "FROM")
+            || self.is_at(n, Kind::Comma)
+            || self.is_kw_at(n, "AS")
+            || self.is_at(n, Kind::LParen)
     }
 
     /// `column [ASC|DESC], …`; `direction_required` for `CLUSTERING ORDER BY`.

@@ -99,6 +99,9 @@ fn unreserved_keywords_work_as_column_names() {
     assert!(!select("SELECT distinct FROM t").distinct);
     assert!(select("SELECT DISTINCT k FROM t").distinct);
     assert!(select("SELECT DISTINCT distinct FROM t").distinct);
+    assert!(!select("SELECT distinct(a), json(b) FROM t").distinct);
+    assert_round_trips("SELECT \"distinct\"(a) FROM t");
+    assert_round_trips("SELECT \"json\"(a) FROM t");
 }
 
 #[test]
