@@ -261,8 +261,16 @@ mod tests {
     fn the_table_with_the_least_overlap_below_goes_first() {
         let levels = vec![
             vec![],
-            vec![t(1, 600, "a", "c"), t(2, 600, "d", "f"), t(3, 600, "g", "i")],
-            vec![t(4, 900, "a", "b"), t(5, 100, "e", "e"), t(6, 300, "h", "h")],
+            vec![
+                t(1, 600, "a", "c"),
+                t(2, 600, "d", "f"),
+                t(3, 600, "g", "i"),
+            ],
+            vec![
+                t(4, 900, "a", "b"),
+                t(5, 100, "e", "e"),
+                t(6, 300, "h", "h"),
+            ],
         ];
         let task = pick(&levels, &opts(), &[]).unwrap();
         assert_eq!(task.upper, vec![2]);
