@@ -28,7 +28,7 @@ use crate::compaction::{self, TableView, Task};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIter, LevelIter, MergingIter};
 use crate::key::{encode_internal, parse_internal, seek_key, user_key, Seqno, ValueKind};
-use crate::memtable::{MemIter, Memtable};
+use crate::memtable::{FrozenIter, MemIter, Memtable};
 use crate::merge::{lww_beats, PurgeContext, Resolved, Version as KeyVersion};
 use crate::options::{CompactionEvent, Options};
 use crate::stats::{CounterSnapshot, Counters, ReadPurpose};
@@ -1380,7 +1380,7 @@ impl Inner {
     /// Writes the oldest frozen memtable as a level-0 table and retires its WAL.
     fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
         let ctx = self.output_context(&[], Some(mem));
-        let mut it = MemIter::new(mem.clone());
+        let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
         let outputs = self.write_tables(&mut it, &ctx, u64::MAX, false)?;
         let (next_log, _) = {
@@ -1416,7 +1416,7 @@ impl Inner {
     fn recover_flush(&mut self, mem: &Arc<Memtable>, max_seqno: u64) -> Result<()> {
         self.visible_seqno.store(max_seqno, Ordering::SeqCst);
         let ctx = self.output_context(&[], Some(mem));
-        let mut it = MemIter::new(mem.clone());
+        let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
         let outputs = self.write_tables(&mut it, &ctx, u64::MAX, false)?;
         let st = self.state.get_mut();
