@@ -1382,7 +1382,7 @@ impl Inner {
         let ctx = self.output_context(&[], Some(mem));
         let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
-        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, false)?;
+        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[])?;
         let (next_log, _) = {
             let st = self.state.lock();
             let next = st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id());
@@ -1418,7 +1418,7 @@ impl Inner {
         let ctx = self.output_context(&[], Some(mem));
         let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
-        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, false)?;
+        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[])?;
         let st = self.state.get_mut();
         let edit = VersionEdit {
             added: outputs.iter().map(|h| (0, h.meta().clone())).collect(),
@@ -1681,7 +1681,17 @@ impl Inner {
         }
         let mut it = MergingIter::new(children);
         it.seek_to_first()?;
-        let outputs = self.write_tables(&mut it, &ctx, self.opts.table_size_bytes, true)?;
+        let grandparents: Vec<Vec<u8>> = version
+            .levels
+            .get(task.output_level + 1)
+            .map(|ts| {
+                ts.iter()
+                    .map(|t| t.meta().largest_user_key().to_vec())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let outputs =
+            self.write_tables(&mut it, &ctx, self.opts.table_size_bytes, &grandparents)?;
         let mut edit = VersionEdit::default();
         for (level, t) in &upper {
             edit.deleted.push((*level as u32, t.meta().id));
@@ -1732,16 +1742,19 @@ impl Inner {
         input: &mut dyn InternalIter,
         ctx: &OutputContext,
         split_bytes: u64,
-        count_as_compaction: bool,
+        grandparents: &[Vec<u8>],
     ) -> Result<Vec<Arc<TableHandle>>> {
         let mut outputs: Vec<Arc<TableHandle>> = Vec::new();
         let mut created: Vec<PathBuf> = Vec::new();
-        let result = self.write_tables_inner(input, ctx, split_bytes, &mut outputs, &mut created);
+        let result = self.write_tables_inner(
+            input,
+            ctx,
+            (split_bytes, grandparents),
+            &mut outputs,
+            &mut created,
+        );
         match result {
-            Ok(()) => {
-                let _ = count_as_compaction;
-                Ok(outputs)
-            }
+            Ok(()) => Ok(outputs),
             Err(e) => {
                 drop(outputs);
                 for p in created {
@@ -1756,11 +1769,17 @@ impl Inner {
         &self,
         input: &mut dyn InternalIter,
         ctx: &OutputContext,
-        split_bytes: u64,
+        (split_bytes, grandparents): (u64, &[Vec<u8>]),
         outputs: &mut Vec<Arc<TableHandle>>,
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
         let mut out: Option<OpenOutput> = None;
+        // Cutting output files where the next level's tables end keeps each output's overlap
+        // with that level small, so its own later compaction rewrites little of the level
+        // below (RocksDB does the same): past an eighth of the target size, a file ends at
+        // the next such boundary.
+        let mut grandparent = 0usize;
+        let mut crossed_boundary = false;
         // Buffers reused across keys: compaction copies each entry once and allocates
         // nothing per entry in the common case.
         let mut group: Vec<(u64, Seqno, ValueKind, Vec<u8>)> = Vec::new();
@@ -1803,16 +1822,24 @@ impl Inner {
             if single.is_none() && emit.is_empty() {
                 continue;
             }
+            while grandparents
+                .get(grandparent)
+                .is_some_and(|end| key.as_slice() > end.as_slice())
+            {
+                grandparent += 1;
+                crossed_boundary = true;
+            }
             // Split only between user keys, so a key's versions stay in one table.
-            if out
-                .as_ref()
-                .is_some_and(|o| o.writer.estimated_size_bytes() >= split_bytes)
+            let size = out.as_ref().map_or(0, |o| o.writer.estimated_size_bytes());
+            if out.is_some()
+                && (size >= split_bytes || (crossed_boundary && size >= split_bytes / 8))
             {
                 if let Some(o) = out.take() {
                     outputs.push(Arc::new(self.finish_output(o)?));
                 }
             }
             if out.is_none() {
+                crossed_boundary = false;
                 let id = self.alloc_file_id();
                 let path = self.dir.join(table_file_name(id));
                 let file = self
