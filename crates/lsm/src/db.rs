@@ -38,7 +38,7 @@ use crate::version::{
     ManifestWriter, TableHandle, TableMeta, Version, VersionEdit,
 };
 use crate::wal::{
-    decode_batches, encode_batches, frame_record, Records, SyncMode, WalDrop, WalWriter, WriteBatch,
+    decode_batches, encode_batches, frame_with, Records, SyncMode, WalDrop, WalWriter, WriteBatch,
 };
 
 /// How long background threads wait before retrying after a full disk.
@@ -175,6 +175,8 @@ struct Inner {
     writers: Mutex<WriterQueue>,
     writers_cv: Condvar,
     wal: Mutex<Option<WalWriter>>,
+    /// The leader writer's reusable buffer for framed WAL records.
+    frame_scratch: Mutex<Vec<u8>>,
     manifest: Mutex<Option<ManifestWriter>>,
     visible_seqno: AtomicU64,
     snapshots: Mutex<BTreeMap<u64, usize>>,
@@ -314,6 +316,7 @@ impl Db {
             writers: Mutex::new(WriterQueue::default()),
             writers_cv: Condvar::new(),
             wal: Mutex::new(None),
+            frame_scratch: Mutex::new(Vec::new()),
             manifest: Mutex::new(None),
             visible_seqno: AtomicU64::new(last_seqno),
             snapshots: Mutex::new(BTreeMap::new()),
@@ -981,10 +984,11 @@ impl Inner {
         if first.0 + count > crate::key::SEQNO_MAX {
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
         }
-        let mut payload = Vec::new();
-        encode_batches(&mut payload, first, batches.clone());
-        let mut framed = Vec::with_capacity(payload.len() + crate::wal::RECORD_HEADER_LEN);
-        frame_record(&mut framed, &payload);
+        let mut framed = std::mem::take(&mut *self.frame_scratch.lock());
+        framed.clear();
+        frame_with(&mut framed, |out| {
+            encode_batches(out, first, batches.clone())
+        });
         {
             let mut wal = self.wal.lock();
             let w = wal.as_mut().ok_or_else(|| Error::Poisoned {
@@ -1008,6 +1012,10 @@ impl Inner {
                 }
                 Counters::inc(&self.counters.wal_syncs);
             }
+        }
+        // Keep the buffer for the next group, unless one huge batch made it large.
+        if framed.capacity() <= 2 * GROUP_BYTES_MAX {
+            *self.frame_scratch.lock() = framed;
         }
         let mut seqno = first.0;
         let mut user_bytes = 0u64;

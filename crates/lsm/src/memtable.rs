@@ -17,6 +17,13 @@ use crate::key::{compare_internal, encode_internal, parse_internal, Seqno, Value
 /// Per-entry overhead charged against the byte budget: skiplist node, tower, Arc header.
 const ENTRY_OVERHEAD_BYTES: usize = 96;
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A per-thread insert buffer larger than this is released after use.
+const SCRATCH_KEEP_BYTES_MAX: usize = 1 << 20;
+
 /// An entry: internal key and value in one shared allocation.
 #[derive(Clone)]
 pub struct MemEntry {
@@ -128,18 +135,21 @@ impl Memtable {
 
     /// Inserts one version. Safe to call from many threads.
     pub fn insert(&self, key: &[u8], ts: u64, seqno: Seqno, kind: ValueKind, value: &[u8]) {
-        let mut buf = Vec::with_capacity(key.len() + crate::key::TRAILER_LEN + value.len());
-        encode_internal(&mut buf, key, ts, seqno, kind);
-        let key_len = buf.len() as u32;
-        buf.extend_from_slice(value);
-        let charge = buf.len() + ENTRY_OVERHEAD_BYTES;
-        self.map.insert(
-            MemEntry {
-                data: Arc::from(buf),
-                key_len,
-            },
-            (),
-        );
+        // Build the entry in a per-thread buffer so the shared allocation is the only one.
+        let (data, key_len) = SCRATCH.with(|scratch| {
+            let mut buf = scratch.borrow_mut();
+            buf.clear();
+            encode_internal(&mut buf, key, ts, seqno, kind);
+            let key_len = buf.len() as u32;
+            buf.extend_from_slice(value);
+            let data: Arc<[u8]> = Arc::from(buf.as_slice());
+            if buf.capacity() > SCRATCH_KEEP_BYTES_MAX {
+                *buf = Vec::new();
+            }
+            (data, key_len)
+        });
+        let charge = data.len() + ENTRY_OVERHEAD_BYTES;
+        self.map.insert(MemEntry { data, key_len }, ());
         self.size_bytes.fetch_add(charge, AtomicOrdering::Relaxed);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.min_ts.fetch_min(ts, AtomicOrdering::Relaxed);

@@ -48,13 +48,26 @@ impl Default for SyncMode {
 
 /// Appends a framed record holding `payload` to `out`.
 pub fn frame_record(out: &mut Vec<u8>, payload: &[u8]) {
-    let len = (payload.len() as u32).to_le_bytes();
-    let mut crc = crc32c::crc32c(&len);
-    crc = crc32c::crc32c_append(crc, payload);
-    out.extend_from_slice(&len);
-    out.extend_from_slice(&(!(payload.len() as u32)).to_le_bytes());
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(payload);
+    frame_with(out, |buf| buf.extend_from_slice(payload));
+}
+
+/// Appends a framed record whose payload `write` appends to `out` in place (no copy of the
+/// payload): the header is reserved first and filled in afterwards.
+pub fn frame_with(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; RECORD_HEADER_LEN]);
+    write(out);
+    let payload_len = out.len() - start - RECORD_HEADER_LEN;
+    let len = (payload_len as u32).to_le_bytes();
+    let payload = out.get(start + RECORD_HEADER_LEN..).unwrap_or_default();
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&len), payload);
+    let mut header = [0u8; RECORD_HEADER_LEN];
+    header[..4].copy_from_slice(&len);
+    header[4..8].copy_from_slice(&(!(payload_len as u32)).to_le_bytes());
+    header[8..].copy_from_slice(&crc.to_le_bytes());
+    if let Some(slot) = out.get_mut(start..start + RECORD_HEADER_LEN) {
+        slot.copy_from_slice(&header);
+    }
 }
 
 /// Why reading a log stopped before its end.
