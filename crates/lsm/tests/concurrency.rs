@@ -14,8 +14,10 @@
 //! - all of it finishes within a bound (stalled writers are released), and the final state
 //!   survives a reopen.
 
+mod common;
+use common::scratch;
+
 use std::ops::Bound;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -188,16 +190,6 @@ fn reader(db: Db, stop: Arc<AtomicBool>, published: Vec<Arc<AtomicU64>>) -> u64 
         reads += 1;
     }
     reads
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn options() -> Options {

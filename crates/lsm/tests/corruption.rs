@@ -14,6 +14,9 @@
 //!
 //! Replay: the seed is printed on failure; `MOSAIC_SEED=<seed>` replays it.
 
+mod common;
+use common::scratch;
+
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,16 +43,6 @@ fn value(i: usize) -> Vec<u8> {
     let mut v = format!("value-{i:05}-").into_bytes();
     v.extend((0..(i * 7) % 150).map(|j| (i + j) as u8));
     v
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -6,6 +6,9 @@
 //! compactions succeed again by themselves, and everything acknowledged is there, also after
 //! a reopen. Writes that failed may or may not have been applied, but never wrongly.
 
+mod common;
+use common::scratch;
+
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -30,16 +33,6 @@ fn value(i: usize) -> Vec<u8> {
 
 fn ts(i: usize) -> u64 {
     i as u64 + 1
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 /// Runs `f` on its own thread and fails the test if it does not return within `CALL_TIMEOUT`.

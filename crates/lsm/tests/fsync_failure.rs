@@ -6,6 +6,9 @@
 //! sync of a `PerWrite` write, a `Batch` group commit with several writer threads, and the
 //! table sync of a flush.
 
+mod common;
+use common::scratch;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -28,16 +31,6 @@ fn value(t: usize, i: usize) -> Vec<u8> {
 
 fn ts(i: usize) -> u64 {
     i as u64 + 1
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn bounded<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {

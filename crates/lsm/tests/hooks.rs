@@ -5,8 +5,10 @@
 //! grow on reads; the counters show write amplification above 1 once compactions ran, and
 //! Bloom filter negatives for absent keys.
 
+mod common;
+use common::scratch;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mosaic_lsm::{
@@ -36,16 +38,6 @@ fn value(i: usize) -> Vec<u8> {
     let mut v = format!("value-{i:06}-").into_bytes();
     v.extend((0..100 + i % 64).map(|j| (i ^ j) as u8));
     v
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
-    }
-    tempfile::tempdir().unwrap()
 }
 
 fn options(listener: Arc<Recorder>, clock: Arc<ManualClock>) -> Options {
