@@ -599,8 +599,7 @@ impl Db {
         let inner = &self.inner;
         {
             // Freeze the memtable through the write path so it is ordered with writers.
-            let q = inner.writers.lock();
-            let mut q = q;
+            let mut q = inner.writers.lock();
             while q.leader {
                 inner.writers_cv.wait(&mut q);
             }
@@ -1391,10 +1390,10 @@ impl Inner {
         let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
         let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[])?;
-        let (next_log, _) = {
+        // The oldest WAL still needed once this memtable is flushed.
+        let next_log = {
             let st = self.state.lock();
-            let next = st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id());
-            (next, ())
+            st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id())
         };
         let edit = VersionEdit {
             log_number: Some(next_log),

@@ -194,14 +194,6 @@ impl Memtable {
     pub fn first(&self) -> Option<MemEntry> {
         self.map.front().map(|e| e.key().clone())
     }
-
-    /// All entries in order (for flushing).
-    pub fn for_each(&self, mut f: impl FnMut(&MemEntry) -> crate::Result<()>) -> crate::Result<()> {
-        for e in self.map.iter() {
-            f(e.key())?;
-        }
-        Ok(())
-    }
 }
 
 /// An iterator over a memtable that owns its memtable (it re-seeks from the current key on
