@@ -8,5 +8,9 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod ast;
+pub mod coordinator;
 pub mod frame;
 pub mod parse;
+pub mod processor;
+pub mod schema;
+pub mod system;

@@ -1,0 +1,591 @@
+//! The schema: keyspaces, tables and columns, as one immutable, versioned [`Catalog`].
+//!
+//! A catalog is a value: DDL builds a new one from the old and hands it to the coordinator
+//! ([`crate::coordinator::Coordinator::update_schema`]), which persists it and swaps it in.
+//! Its version is a digest of its content (like Cassandra's schema version), so nodes with
+//! the same schema agree on the version without talking. The serialized form (JSON via
+//! serde) is what the server persists and what the cluster will ship between nodes; it is
+//! versioned by [`CATALOG_FORMAT`].
+//!
+//! Column ids ([`ColumnId`]) are what the row layer stores; they are allocated per table
+//! and never reused, so a dropped and re-added column does not resurrect old cells.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use mosaic_rows::{ColumnId, KeySchema, Order};
+use mosaic_types::CqlType;
+use serde::{Deserialize, Serialize};
+
+/// The version of the serialized catalog format.
+pub const CATALOG_FORMAT: u32 = 1;
+
+/// Keyspaces that exist on every node and cannot be created, altered or dropped by users.
+pub const SYSTEM_KEYSPACES: [&str; 6] = [
+    "system",
+    "system_schema",
+    "system_auth",
+    "system_distributed",
+    "system_traces",
+    "system_virtual_schema",
+];
+
+/// Whether `name` is a system keyspace.
+pub fn is_system_keyspace(name: &str) -> bool {
+    SYSTEM_KEYSPACES.contains(&name)
+}
+
+/// A UUID in RFC 4122 byte order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Uuid(pub [u8; 16]);
+
+impl Uuid {
+    /// A random (version 4) UUID.
+    pub fn random() -> Uuid {
+        let mut bytes: [u8; 16] = rand::random();
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Uuid(bytes)
+    }
+
+    /// A name-based UUID from a 128-bit digest (version 3 bits, like Cassandra's schema
+    /// versions, which are MD5-based).
+    pub fn from_digest(digest: u128) -> Uuid {
+        let mut bytes = digest.to_be_bytes();
+        bytes[6] = (bytes[6] & 0x0f) | 0x30;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Uuid(bytes)
+    }
+}
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, b) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                f.write_str("-")?;
+            }
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Text that is not a UUID.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid UUID {0:?}")]
+pub struct ParseUuidError(pub String);
+
+impl FromStr for Uuid {
+    type Err = ParseUuidError;
+
+    fn from_str(s: &str) -> Result<Uuid, ParseUuidError> {
+        let err = || ParseUuidError(s.to_owned());
+        let hex: Vec<u8> = s.bytes().filter(|b| *b != b'-').collect();
+        if hex.len() != 32 || s.len() != 36 {
+            return Err(err());
+        }
+        let mut out = [0u8; 16];
+        for (i, pair) in hex.chunks(2).enumerate() {
+            let text = std::str::from_utf8(pair).map_err(|_| err())?;
+            let byte = u8::from_str_radix(text, 16).map_err(|_| err())?;
+            let slot = out.get_mut(i).ok_or_else(err)?;
+            *slot = byte;
+        }
+        Ok(Uuid(out))
+    }
+}
+
+impl Serialize for Uuid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Uuid {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A table's identity: stays the same across ALTER, changes when a table of the same name is
+/// dropped and created again (so old data never shows through).
+pub type TableId = Uuid;
+
+/// A keyspace's replication: the strategy class and its options, as given in CQL
+/// (`{'class': 'SimpleStrategy', 'replication_factor': '3'}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replication {
+    /// The fully qualified strategy class, e.g. `org.apache.cassandra.locator.SimpleStrategy`.
+    pub class: String,
+    /// The other options (`replication_factor`, or one entry per datacenter).
+    pub options: BTreeMap<String, String>,
+}
+
+impl Replication {
+    /// SimpleStrategy with replication factor `rf`.
+    pub fn simple(rf: u32) -> Replication {
+        Replication {
+            class: "org.apache.cassandra.locator.SimpleStrategy".to_owned(),
+            options: BTreeMap::from([("replication_factor".to_owned(), rf.to_string())]),
+        }
+    }
+
+    /// The replication factor: SimpleStrategy's `replication_factor`, or the sum over
+    /// datacenters for NetworkTopologyStrategy.
+    pub fn factor(&self) -> u32 {
+        if let Some(rf) = self.options.get("replication_factor") {
+            return rf.parse().unwrap_or(1);
+        }
+        self.options
+            .values()
+            .filter_map(|v| v.parse::<u32>().ok())
+            .sum::<u32>()
+            .max(1)
+    }
+
+    /// The map Cassandra shows in `system_schema.keyspaces.replication`: `class` first.
+    pub fn as_map(&self) -> BTreeMap<String, String> {
+        let mut map = self.options.clone();
+        map.insert("class".to_owned(), self.class.clone());
+        map
+    }
+}
+
+/// One keyspace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KeyspaceMeta {
+    /// Its name.
+    pub name: String,
+    /// Its replication.
+    pub replication: Replication,
+    /// `durable_writes`.
+    pub durable_writes: bool,
+    /// Its tables, by name.
+    pub tables: BTreeMap<String, Arc<TableMeta>>,
+}
+
+/// What role a column plays in its table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ColumnKind {
+    /// The `position`-th partition key column.
+    PartitionKey {
+        /// Position in the partition key.
+        position: usize,
+    },
+    /// The `position`-th clustering column.
+    Clustering {
+        /// Position among the clustering columns.
+        position: usize,
+        /// Its clustering order.
+        order: ClusteringOrder,
+    },
+    /// A static column.
+    Static,
+    /// A regular column.
+    Regular,
+}
+
+impl ColumnKind {
+    /// Cassandra's name for the kind (`system_schema.columns.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ColumnKind::PartitionKey { .. } => "partition_key",
+            ColumnKind::Clustering { .. } => "clustering",
+            ColumnKind::Static => "static",
+            ColumnKind::Regular => "regular",
+        }
+    }
+
+    /// Whether the column is part of the primary key.
+    pub fn is_primary_key(self) -> bool {
+        matches!(
+            self,
+            ColumnKind::PartitionKey { .. } | ColumnKind::Clustering { .. }
+        )
+    }
+}
+
+/// A clustering column's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ClusteringOrder {
+    /// Ascending.
+    Asc,
+    /// Descending.
+    Desc,
+}
+
+impl ClusteringOrder {
+    /// The row layer's order.
+    pub fn to_rows(self) -> Order {
+        match self {
+            ClusteringOrder::Asc => Order::Asc,
+            ClusteringOrder::Desc => Order::Desc,
+        }
+    }
+
+    /// Cassandra's name (`system_schema.columns.clustering_order`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusteringOrder::Asc => "asc",
+            ClusteringOrder::Desc => "desc",
+        }
+    }
+}
+
+mod cql_type_serde {
+    use mosaic_types::CqlType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ty: &CqlType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(ty.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CqlType, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+mod column_id_serde {
+    use mosaic_rows::ColumnId;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &ColumnId, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(id.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ColumnId, D::Error> {
+        Ok(ColumnId(u32::deserialize(d)?))
+    }
+}
+
+/// The table options Mosaic keeps (`WITH …`); unknown Cassandra options are accepted and
+/// kept verbatim in `extra` so that `DESCRIBE` and drivers see what was set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableParams {
+    /// How replicas of this table are stored: `uniform` (the default) or another layout.
+    pub layout: String,
+    /// `comment`.
+    pub comment: String,
+    /// `default_time_to_live`, seconds (0: none).
+    pub default_time_to_live: i32,
+    /// `gc_grace_seconds`.
+    pub gc_grace_seconds: i32,
+    /// Other options as given (name → CQL text of the value).
+    pub extra: BTreeMap<String, String>,
+}
+
+impl Default for TableParams {
+    fn default() -> Self {
+        TableParams {
+            layout: DEFAULT_LAYOUT.to_owned(),
+            comment: String::new(),
+            default_time_to_live: 0,
+            gc_grace_seconds: 864_000,
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// The layout tables get when none is given.
+pub const DEFAULT_LAYOUT: &str = "uniform";
+
+/// One table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableMeta {
+    /// Its keyspace.
+    pub keyspace: String,
+    /// Its name.
+    pub name: String,
+    /// Its id.
+    pub id: TableId,
+    /// Its columns, in declaration order (the primary key columns first when created
+    /// from CQL, then the others in the order given).
+    pub columns: Vec<ColumnMeta>,
+    /// Its options.
+    pub params: TableParams,
+    /// The next column id to hand out.
+    pub next_column_id: u32,
+}
+
+/// One column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnMeta {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    #[serde(with = "cql_type_serde")]
+    pub ty: CqlType,
+    /// Its role.
+    pub kind: ColumnKind,
+    /// Its cell id.
+    #[serde(with = "column_id_serde")]
+    pub id: ColumnId,
+}
+
+impl TableMeta {
+    /// A column by name.
+    pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The index of a column by name.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+
+    /// The partition key columns, in key order.
+    pub fn partition_key(&self) -> Vec<&ColumnMeta> {
+        let mut cols: Vec<(usize, &ColumnMeta)> = self
+            .columns
+            .iter()
+            .filter_map(|c| match c.kind {
+                ColumnKind::PartitionKey { position } => Some((position, c)),
+                _ => None,
+            })
+            .collect();
+        cols.sort_by_key(|(p, _)| *p);
+        cols.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// The clustering columns, in clustering order.
+    pub fn clustering(&self) -> Vec<&ColumnMeta> {
+        let mut cols: Vec<(usize, &ColumnMeta)> = self
+            .columns
+            .iter()
+            .filter_map(|c| match c.kind {
+                ColumnKind::Clustering { position, .. } => Some((position, c)),
+                _ => None,
+            })
+            .collect();
+        cols.sort_by_key(|(p, _)| *p);
+        cols.into_iter().map(|(_, c)| c).collect()
+    }
+
+    /// Whether the table has static columns.
+    pub fn has_static(&self) -> bool {
+        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
+    }
+
+    /// The columns in the order `SELECT *` returns them, as Cassandra: partition key,
+    /// clustering columns, then static and regular columns by name.
+    pub fn select_star_order(&self) -> Vec<&ColumnMeta> {
+        let mut out = self.partition_key();
+        out.extend(self.clustering());
+        let mut rest: Vec<&ColumnMeta> = self
+            .columns
+            .iter()
+            .filter(|c| !c.kind.is_primary_key())
+            .collect();
+        rest.sort_by(|a, b| a.name.cmp(&b.name));
+        out.extend(rest);
+        out
+    }
+
+    /// The row layer's key schema for this table.
+    pub fn key_schema(&self) -> KeySchema {
+        let partition = self.partition_key().iter().map(|c| c.ty).collect();
+        let clustering = self
+            .clustering()
+            .iter()
+            .map(|c| {
+                let order = match c.kind {
+                    ColumnKind::Clustering { order, .. } => order.to_rows(),
+                    _ => Order::Asc,
+                };
+                (c.ty, order)
+            })
+            .collect();
+        // A table always has a partition key (checked at CREATE), so this cannot fail;
+        // fall back to a blob key rather than panicking on a damaged catalog.
+        KeySchema::new(partition, clustering).unwrap_or_else(|_| {
+            KeySchema::new(vec![CqlType::Blob], Vec::new())
+                .unwrap_or_else(|_| unreachable_key_schema())
+        })
+    }
+}
+
+#[allow(clippy::panic)]
+fn unreachable_key_schema() -> KeySchema {
+    panic!("a one-column blob key schema is always valid")
+}
+
+/// The whole schema of the cluster at one version.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Catalog {
+    /// Format of this serialization.
+    pub format: u32,
+    /// User keyspaces, by name.
+    pub keyspaces: BTreeMap<String, KeyspaceMeta>,
+    /// The schema version (a digest of `keyspaces`).
+    pub version: Uuid,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog::new(BTreeMap::new())
+    }
+}
+
+/// A catalog that could not be read back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// Not valid catalog JSON.
+    #[error("schema file is not a valid catalog: {0}")]
+    Malformed(#[from] serde_json::Error),
+    /// Written by a newer Mosaic.
+    #[error("schema format {found} is newer than this build understands ({CATALOG_FORMAT})")]
+    UnknownFormat {
+        /// The format found.
+        found: u32,
+    },
+}
+
+impl Catalog {
+    /// A catalog of `keyspaces`, its version computed from them.
+    pub fn new(keyspaces: BTreeMap<String, KeyspaceMeta>) -> Catalog {
+        let mut catalog = Catalog {
+            format: CATALOG_FORMAT,
+            keyspaces,
+            version: Uuid::default(),
+        };
+        catalog.version = catalog.digest();
+        catalog
+    }
+
+    fn digest(&self) -> Uuid {
+        // serde_json of BTreeMaps is deterministic, so equal schemas give equal versions.
+        let bytes = serde_json::to_vec(&self.keyspaces).unwrap_or_default();
+        Uuid::from_digest(xxhash_rust::xxh3::xxh3_128(&bytes))
+    }
+
+    /// A keyspace by name.
+    pub fn keyspace(&self, name: &str) -> Option<&KeyspaceMeta> {
+        self.keyspaces.get(name)
+    }
+
+    /// A table by keyspace and name.
+    pub fn table(&self, keyspace: &str, name: &str) -> Option<&Arc<TableMeta>> {
+        self.keyspaces.get(keyspace)?.tables.get(name)
+    }
+
+    /// A table by id.
+    pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableMeta>> {
+        self.keyspaces
+            .values()
+            .flat_map(|k| k.tables.values())
+            .find(|t| t.id == id)
+    }
+
+    /// Every table.
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
+        self.keyspaces.values().flat_map(|k| k.tables.values())
+    }
+
+    /// The catalog as bytes (JSON).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// A catalog from [`Self::to_bytes`]; the version is recomputed.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Catalog, CatalogError> {
+        let catalog: Catalog = serde_json::from_slice(bytes)?;
+        if catalog.format > CATALOG_FORMAT {
+            return Err(CatalogError::UnknownFormat {
+                found: catalog.format,
+            });
+        }
+        Ok(Catalog::new(catalog.keyspaces))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Catalog {
+        let table = TableMeta {
+            keyspace: "ks".into(),
+            name: "t".into(),
+            id: Uuid::random(),
+            columns: vec![
+                ColumnMeta {
+                    name: "k".into(),
+                    ty: CqlType::Int,
+                    kind: ColumnKind::PartitionKey { position: 0 },
+                    id: ColumnId(0),
+                },
+                ColumnMeta {
+                    name: "c".into(),
+                    ty: CqlType::Text,
+                    kind: ColumnKind::Clustering {
+                        position: 0,
+                        order: ClusteringOrder::Desc,
+                    },
+                    id: ColumnId(1),
+                },
+                ColumnMeta {
+                    name: "v".into(),
+                    ty: CqlType::Blob,
+                    kind: ColumnKind::Regular,
+                    id: ColumnId(2),
+                },
+            ],
+            params: TableParams::default(),
+            next_column_id: 3,
+        };
+        let ks = KeyspaceMeta {
+            name: "ks".into(),
+            replication: Replication::simple(3),
+            durable_writes: true,
+            tables: BTreeMap::from([("t".to_owned(), Arc::new(table))]),
+        };
+        Catalog::new(BTreeMap::from([("ks".to_owned(), ks)]))
+    }
+
+    #[test]
+    fn catalog_round_trips_with_the_same_version() {
+        let c = sample();
+        let back = Catalog::from_bytes(&c.to_bytes()).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(back.version, c.version);
+        assert_ne!(c.version, Catalog::default().version);
+    }
+
+    #[test]
+    fn garbage_and_future_formats_are_refused() {
+        assert!(Catalog::from_bytes(b"{not json").is_err());
+        let mut c = sample();
+        c.format = CATALOG_FORMAT + 1;
+        let bytes = serde_json::to_vec(&c).unwrap();
+        assert!(matches!(
+            Catalog::from_bytes(&bytes),
+            Err(CatalogError::UnknownFormat { .. })
+        ));
+    }
+
+    #[test]
+    fn uuids_print_and_parse() {
+        let u = Uuid::random();
+        assert_eq!(u.to_string().parse::<Uuid>().unwrap(), u);
+        assert_eq!(u.0[6] >> 4, 4);
+        assert!("not-a-uuid".parse::<Uuid>().is_err());
+    }
+
+    #[test]
+    fn select_star_puts_key_columns_first() {
+        let c = sample();
+        let t = c.table("ks", "t").unwrap();
+        let names: Vec<_> = t
+            .select_star_order()
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        assert_eq!(names, ["k", "c", "v"]);
+        assert_eq!(t.key_schema().clustering_columns().len(), 1);
+    }
+}
