@@ -5,11 +5,43 @@
 //! version). Statements become row-layer operations handed to a
 //! [`crate::coordinator::Coordinator`]; SELECTs on system tables are answered by
 //! [`crate::system`] from the catalog and the coordinator's view of the nodes.
+//!
+//! # Layout
+//! - this module: dispatch, the prepared-statement cache, table resolution, errors;
+//! - `values`: terms (literals, bind markers, `now()`…) to typed values;
+//! - `markers`: the type of every bind marker (PREPARE metadata) and `pk_indexes`;
+//! - `ddl`: keyspaces and tables;
+//! - `write`: INSERT, UPDATE, DELETE and BATCH to mutations;
+//! - `select`: restrictions, reads, paging, filtering, ordering, aggregates.
+//!
+//! Statements are analysed against the catalog at each execution (not only at PREPARE),
+//! so a prepared statement sees ALTERs made since, as in Cassandra.
 
+mod ddl;
+mod markers;
+mod restrict;
+mod select;
+mod values;
+mod write;
+
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::ast::{QualifiedName, Statement};
 use crate::coordinator::Coordinator;
-use crate::frame::{ErrorKind, ErrorResponse, ProtocolVersion, Request, Response};
+use crate::frame::{
+    Batch, ErrorKind, ErrorResponse, Execute, Prepare, Prepared, PreparedMetadata, ProtocolVersion,
+    Query, QueryParameters, Request, Response, ResultBody, RowsMetadata,
+};
+use crate::parse::{parse_statement, ParseError};
+use crate::schema::{Catalog, TableMeta};
+
+/// The most prepared statements kept; the least recently used are evicted beyond it (a
+/// client then gets Unprepared and re-prepares, as drivers do).
+pub const PREPARED_CACHE_MAX: usize = 10_000;
 
 /// Per-connection state.
 #[derive(Clone, Debug)]
@@ -30,15 +62,129 @@ impl Session {
     }
 }
 
+/// A prepared statement: the parsed statement and the keyspace it was prepared in.
+#[derive(Debug)]
+struct PreparedEntry {
+    statement: Statement,
+    keyspace: Option<String>,
+    last_used: u64,
+}
+
+#[derive(Default)]
+struct PreparedCache {
+    entries: HashMap<[u8; 16], PreparedEntry>,
+    clock: u64,
+}
+
+impl PreparedCache {
+    fn get(&mut self, id: &[u8]) -> Option<(Statement, Option<String>)> {
+        let key: [u8; 16] = id.try_into().ok()?;
+        self.clock += 1;
+        let now = self.clock;
+        let entry = self.entries.get_mut(&key)?;
+        entry.last_used = now;
+        Some((entry.statement.clone(), entry.keyspace.clone()))
+    }
+
+    fn insert(&mut self, id: [u8; 16], statement: Statement, keyspace: Option<String>) {
+        self.clock += 1;
+        if self.entries.len() >= PREPARED_CACHE_MAX && !self.entries.contains_key(&id) {
+            if let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| *k)
+            {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(
+            id,
+            PreparedEntry {
+                statement,
+                keyspace,
+                last_used: self.clock,
+            },
+        );
+    }
+}
+
 /// Executes requests against a coordinator; shared by every connection of a node.
 pub struct Processor<C> {
     coordinator: Arc<C>,
+    prepared: Mutex<PreparedCache>,
+}
+
+/// An error response of kind Invalid.
+pub(crate) fn invalid(message: impl Into<String>) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Invalid, message)
+}
+
+fn parse_error(e: ParseError) -> ErrorResponse {
+    let kind = if e.error_code() == crate::parse::SYNTAX_ERROR_CODE {
+        ErrorKind::Syntax
+    } else {
+        ErrorKind::Invalid
+    };
+    ErrorResponse::new(kind, e.to_string())
+}
+
+/// Where one execution's statement runs: its keyspace and parameters.
+pub(crate) struct Exec<'a> {
+    /// The keyspace for unqualified names.
+    pub keyspace: Option<&'a str>,
+    /// The request's parameters.
+    pub params: &'a QueryParameters,
+}
+
+impl Exec<'_> {
+    /// The keyspace of `name`, or the session's.
+    pub(crate) fn keyspace_of<'n>(
+        &'n self,
+        name: &'n QualifiedName,
+    ) -> Result<&'n str, ErrorResponse> {
+        match &name.keyspace {
+            Some(ks) => Ok(ks.as_str()),
+            None => self.keyspace.ok_or_else(|| {
+                invalid("No keyspace has been specified. USE a keyspace, or explicitly specify keyspace.tablename")
+            }),
+        }
+    }
+
+    /// The table `name` refers to.
+    pub(crate) fn table(
+        &self,
+        catalog: &Catalog,
+        name: &QualifiedName,
+    ) -> Result<Arc<TableMeta>, ErrorResponse> {
+        let keyspace = self.keyspace_of(name)?;
+        if catalog.keyspace(keyspace).is_none() && !crate::system::is_system_keyspace(keyspace) {
+            return Err(invalid(format!("Keyspace {keyspace} does not exist")));
+        }
+        catalog
+            .table(keyspace, name.name.as_str())
+            .cloned()
+            .ok_or_else(|| invalid(format!("unconfigured table {}", name.name.as_str())))
+    }
+}
+
+/// The statement id of `query` prepared in `keyspace` (stable across restarts and nodes,
+/// like Cassandra's MD5-based ids).
+fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {
+    let mut bytes = Vec::with_capacity(query.len() + 64);
+    bytes.extend_from_slice(keyspace.unwrap_or("").as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(query.as_bytes());
+    xxhash_rust::xxh3::xxh3_128(&bytes).to_be_bytes()
 }
 
 impl<C: Coordinator> Processor<C> {
     /// A processor over `coordinator`.
     pub fn new(coordinator: Arc<C>) -> Processor<C> {
-        Processor { coordinator }
+        Processor {
+            coordinator,
+            prepared: Mutex::new(PreparedCache::default()),
+        }
     }
 
     /// The coordinator.
@@ -50,11 +196,123 @@ impl<C: Coordinator> Processor<C> {
     /// (STARTUP, OPTIONS, REGISTER, AUTH_RESPONSE) are the server's and get a protocol error
     /// here. A DDL statement answers with a SchemaChange result, which the server also
     /// pushes as an event to connections registered for schema changes.
-    pub async fn process(&self, _session: &mut Session, request: Request) -> Response {
-        let _ = request;
-        Response::Error(ErrorResponse::new(
-            ErrorKind::Server,
-            "statement execution is not built yet",
-        ))
+    pub async fn process(&self, session: &mut Session, request: Request) -> Response {
+        let result = match request {
+            Request::Query(q) => self.query(session, q).await,
+            Request::Prepare(p) => self.prepare(session, p),
+            Request::Execute(e) => self.execute(session, e).await,
+            Request::Batch(b) => self.batch(session, b).await,
+            other => Err(ErrorResponse::new(
+                ErrorKind::Protocol,
+                format!("Unexpected message {other:?} for the statement processor"),
+            )),
+        };
+        match result {
+            Ok(body) => Response::Result(body),
+            Err(e) => Response::Error(e),
+        }
     }
+
+    async fn query(&self, session: &mut Session, q: Query) -> Result<ResultBody, ErrorResponse> {
+        let statement = parse_statement(&q.query).map_err(parse_error)?;
+        let keyspace = session.keyspace.clone();
+        self.run(session, statement, keyspace.as_deref(), &q.params)
+            .await
+    }
+
+    fn prepare(&self, session: &Session, p: Prepare) -> Result<ResultBody, ErrorResponse> {
+        let statement = parse_statement(&p.query).map_err(parse_error)?;
+        let keyspace = session.keyspace.as_deref();
+        let catalog = self.coordinator.catalog();
+        let exec_params = QueryParameters::new(crate::frame::Consistency::One);
+        let exec = Exec {
+            keyspace,
+            params: &exec_params,
+        };
+        let (columns, pk_indexes, result) =
+            markers::prepared_metadata(&catalog, &exec, &statement)?;
+        let id = statement_id(keyspace, &p.query);
+        self.prepared
+            .lock()
+            .insert(id, statement, session.keyspace.clone());
+        Ok(ResultBody::Prepared(Prepared {
+            id: Bytes::copy_from_slice(&id),
+            metadata: PreparedMetadata {
+                pk_indexes,
+                columns,
+            },
+            result_metadata: result.unwrap_or_else(RowsMetadata::empty),
+        }))
+    }
+
+    async fn execute(
+        &self,
+        session: &mut Session,
+        e: Execute,
+    ) -> Result<ResultBody, ErrorResponse> {
+        let found = self.prepared.lock().get(&e.id);
+        let Some((statement, keyspace)) = found else {
+            return Err(unprepared(&e.id));
+        };
+        let keyspace = keyspace.or_else(|| session.keyspace.clone());
+        self.run(session, statement, keyspace.as_deref(), &e.params)
+            .await
+    }
+
+    async fn batch(&self, session: &mut Session, b: Batch) -> Result<ResultBody, ErrorResponse> {
+        let mut statements = Vec::with_capacity(b.statements.len());
+        for s in &b.statements {
+            let (statement, keyspace) = match &s.query {
+                crate::frame::BatchQuery::Query(text) => (
+                    parse_statement(text).map_err(parse_error)?,
+                    session.keyspace.clone(),
+                ),
+                crate::frame::BatchQuery::Prepared(id) => {
+                    let found = self.prepared.lock().get(id);
+                    let Some((statement, keyspace)) = found else {
+                        return Err(unprepared(id));
+                    };
+                    (statement, keyspace.or_else(|| session.keyspace.clone()))
+                }
+            };
+            statements.push((statement, keyspace, s.values.clone()));
+        }
+        write::execute_batch(self, &b, statements).await
+    }
+
+    /// Executes one statement.
+    async fn run(
+        &self,
+        session: &mut Session,
+        statement: Statement,
+        keyspace: Option<&str>,
+        params: &QueryParameters,
+    ) -> Result<ResultBody, ErrorResponse> {
+        let exec = Exec { keyspace, params };
+        match statement {
+            Statement::Use(u) => {
+                let name = u.keyspace.as_str().to_owned();
+                let catalog = self.coordinator.catalog();
+                if catalog.keyspace(&name).is_none() && !crate::system::is_system_keyspace(&name) {
+                    return Err(invalid(format!("Keyspace '{name}' does not exist")));
+                }
+                session.keyspace = Some(name.clone());
+                Ok(ResultBody::SetKeyspace(name))
+            }
+            Statement::Select(s) => select::execute(self, &exec, &s).await,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                write::execute_single(self, &exec, statement).await
+            }
+            Statement::Batch(b) => write::execute_batch_statement(self, &exec, b).await,
+            other => ddl::execute(self, &exec, other).await,
+        }
+    }
+}
+
+fn unprepared(id: &Bytes) -> ErrorResponse {
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    ErrorResponse::new(
+        ErrorKind::Unprepared { id: id.clone() },
+        format!("Prepared query with ID {hex} not found (either the query was not prepared on this host (maybe the host has been restarted?) or you have prepared too many queries and it has been evicted from the internal cache)"),
+    )
 }

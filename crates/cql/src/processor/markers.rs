@@ -1,0 +1,341 @@
+//! PREPARE metadata: the name and type of every bind marker, the partition-key marker
+//! indexes drivers route by (`pk_indexes`), and the result columns of a SELECT.
+//!
+//! A marker takes the type of the place it stands in, named as Cassandra names them: the
+//! column's name, `in(col)` for `IN ?`, `[ttl]`, `[timestamp]`, `[limit]`,
+//! `[per_partition_limit]` and `partition key token`.
+
+use mosaic_types::CqlType;
+
+use crate::ast::{InValues, IntValue, Operator, Relation, Statement, Term, Using};
+use crate::frame::{ColumnSpec, ColumnType, ErrorResponse, RowsMetadata};
+use crate::schema::{Catalog, ColumnKind, TableMeta};
+
+use super::{invalid, Exec};
+
+/// Marker specs by index, pk indexes, and the result metadata of a SELECT.
+pub(crate) type PreparedShape = (Vec<ColumnSpec>, Vec<u16>, Option<RowsMetadata>);
+
+/// Computes the [`PreparedShape`] of a statement.
+pub(crate) fn prepared_metadata(
+    catalog: &Catalog,
+    exec: &Exec<'_>,
+    statement: &Statement,
+) -> Result<PreparedShape, ErrorResponse> {
+    let mut specs: Vec<(usize, ColumnSpec)> = Vec::new();
+    let mut pk_markers: Vec<(usize, usize)> = Vec::new();
+    let mut result = None;
+    let mut pk_len = 0;
+    match statement {
+        Statement::Select(s) => {
+            let keyspace = exec.keyspace_of(&s.table)?;
+            if crate::system::is_system_keyspace(keyspace) {
+                let mut qualified = s.clone();
+                qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
+                let (columns, binds) = crate::system::prepare(&qualified)?;
+                return Ok((binds, Vec::new(), Some(RowsMetadata::new(columns))));
+            }
+            let table = exec.table(catalog, &s.table)?;
+            pk_len = table.partition_key().len();
+            relations(&table, &s.where_clause, &mut specs, &mut pk_markers)?;
+            int_marker(
+                &table,
+                s.per_partition_limit.as_ref(),
+                "[per_partition_limit]",
+                CqlType::Int,
+                &mut specs,
+            );
+            int_marker(
+                &table,
+                s.limit.as_ref(),
+                "[limit]",
+                CqlType::Int,
+                &mut specs,
+            );
+            let columns = super::select::output_columns(&table, s)?
+                .into_iter()
+                .map(|c| ColumnSpec::new(&table.keyspace, &table.name, c.name, c.ty))
+                .collect();
+            result = Some(RowsMetadata::new(columns));
+        }
+        Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+            pk_len = modification(catalog, exec, statement, &mut specs, &mut pk_markers)?;
+        }
+        Statement::Batch(b) => {
+            for m in &b.statements {
+                let st = match m.clone() {
+                    crate::ast::ModificationStatement::Insert(s) => Statement::Insert(s),
+                    crate::ast::ModificationStatement::Update(s) => Statement::Update(s),
+                    crate::ast::ModificationStatement::Delete(s) => Statement::Delete(s),
+                };
+                let mut ignored = Vec::new();
+                modification(catalog, exec, &st, &mut specs, &mut ignored)?;
+            }
+            if let Some(IntValue::Bind(m)) = &b.timestamp {
+                specs.push((
+                    m.index,
+                    ColumnSpec::new("", "", "[timestamp]", CqlType::BigInt),
+                ));
+            }
+        }
+        _ => {
+            if !statement.bind_markers().is_empty() {
+                return Err(invalid(
+                    "Bind variables are not allowed in schema statements",
+                ));
+            }
+        }
+    }
+    specs.sort_by_key(|(i, _)| *i);
+    let count = statement.bind_markers().len();
+    let mut out: Vec<ColumnSpec> = Vec::with_capacity(count);
+    for index in 0..count {
+        match specs.iter().find(|(i, _)| *i == index) {
+            Some((_, spec)) => out.push(spec.clone()),
+            None => {
+                return Err(invalid(format!(
+                    "Unsupported position for bind marker {index}"
+                )))
+            }
+        }
+    }
+    // pk_indexes: one marker per partition key column, in key order.
+    let mut pk_indexes = Vec::with_capacity(pk_len);
+    for position in 0..pk_len {
+        match pk_markers.iter().find(|(p, _)| *p == position) {
+            Some((_, marker)) => match u16::try_from(*marker) {
+                Ok(m) => pk_indexes.push(m),
+                Err(_) => {
+                    pk_indexes.clear();
+                    break;
+                }
+            },
+            None => {
+                pk_indexes.clear();
+                break;
+            }
+        }
+    }
+    Ok((out, pk_indexes, result))
+}
+
+fn spec(table: &TableMeta, name: &str, ty: impl Into<ColumnType>) -> ColumnSpec {
+    ColumnSpec::new(&table.keyspace, &table.name, name, ty)
+}
+
+fn int_marker(
+    table: &TableMeta,
+    v: Option<&IntValue>,
+    name: &str,
+    ty: CqlType,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) {
+    if let Some(IntValue::Bind(m)) = v {
+        specs.push((m.index, spec(table, name, ty)));
+    }
+}
+
+fn using(table: &TableMeta, u: &Using, specs: &mut Vec<(usize, ColumnSpec)>) {
+    int_marker(table, u.ttl.as_ref(), "[ttl]", CqlType::Int, specs);
+    int_marker(
+        table,
+        u.timestamp.as_ref(),
+        "[timestamp]",
+        CqlType::BigInt,
+        specs,
+    );
+}
+
+/// Markers of a term standing for column `name` of type `ty`.
+fn term(
+    table: &TableMeta,
+    t: &Term,
+    name: &str,
+    ty: CqlType,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) {
+    match t {
+        Term::Bind(m) => specs.push((
+            m.index,
+            spec(table, m.name.as_ref().map_or(name, |n| n.as_str()), ty),
+        )),
+        Term::Call { name: func, args } if func.as_str() == "token" => {
+            for (arg, col) in args.iter().zip(table.partition_key()) {
+                term(table, arg, &col.name, col.ty, specs);
+            }
+        }
+        Term::Call { args, .. } => {
+            for arg in args {
+                term(table, arg, name, CqlType::Timestamp, specs);
+            }
+        }
+        Term::Tuple(_) | Term::Literal(_) => {}
+    }
+}
+
+fn relations(
+    table: &TableMeta,
+    rels: &[Relation],
+    specs: &mut Vec<(usize, ColumnSpec)>,
+    pk_markers: &mut Vec<(usize, usize)>,
+) -> Result<(), ErrorResponse> {
+    for r in rels {
+        match r {
+            Relation::Compare { column, op, value } => {
+                let col = table
+                    .column(column.as_str())
+                    .ok_or_else(|| invalid(format!("Undefined column name {}", column.as_str())))?;
+                term(table, value, &col.name, col.ty, specs);
+                if let (Operator::Eq, Term::Bind(m), ColumnKind::PartitionKey { position }) =
+                    (op, value, col.kind)
+                {
+                    pk_markers.push((position, m.index));
+                }
+            }
+            Relation::In { column, values } => {
+                let col = table
+                    .column(column.as_str())
+                    .ok_or_else(|| invalid(format!("Undefined column name {}", column.as_str())))?;
+                match values {
+                    InValues::List(terms) => {
+                        for t in terms {
+                            term(table, t, &col.name, col.ty, specs);
+                        }
+                    }
+                    InValues::Bind(m) => specs.push((
+                        m.index,
+                        spec(
+                            table,
+                            &format!("in({})", col.name),
+                            ColumnType::List(Box::new(ColumnType::Native(col.ty))),
+                        ),
+                    )),
+                }
+            }
+            Relation::MultiColumn { columns, value, .. } => {
+                let cols: Vec<_> = columns
+                    .iter()
+                    .map(|c| {
+                        table
+                            .column(c.as_str())
+                            .ok_or_else(|| invalid(format!("Undefined column name {}", c.as_str())))
+                    })
+                    .collect::<Result<_, _>>()?;
+                match value {
+                    Term::Tuple(items) => {
+                        for (t, c) in items.iter().zip(&cols) {
+                            term(table, t, &c.name, c.ty, specs);
+                        }
+                    }
+                    Term::Bind(m) => specs.push((
+                        m.index,
+                        spec(
+                            table,
+                            &format!(
+                                "({})",
+                                cols.iter()
+                                    .map(|c| c.name.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(",")
+                            ),
+                            ColumnType::Tuple(
+                                cols.iter().map(|c| ColumnType::Native(c.ty)).collect(),
+                            ),
+                        ),
+                    )),
+                    _ => {}
+                }
+            }
+            Relation::MultiColumnIn { columns, values } => {
+                let cols: Vec<_> = columns
+                    .iter()
+                    .map(|c| {
+                        table
+                            .column(c.as_str())
+                            .ok_or_else(|| invalid(format!("Undefined column name {}", c.as_str())))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if let InValues::List(terms) = values {
+                    for t in terms {
+                        match t {
+                            Term::Tuple(items) => {
+                                for (item, c) in items.iter().zip(&cols) {
+                                    term(table, item, &c.name, c.ty, specs);
+                                }
+                            }
+                            Term::Bind(m) => specs.push((
+                                m.index,
+                                spec(
+                                    table,
+                                    "tuple",
+                                    ColumnType::Tuple(
+                                        cols.iter().map(|c| ColumnType::Native(c.ty)).collect(),
+                                    ),
+                                ),
+                            )),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Relation::Token { value, .. } => match value {
+                Term::Bind(m) => {
+                    specs.push((m.index, spec(table, "partition key token", CqlType::BigInt)))
+                }
+                other => term(table, other, "partition key token", CqlType::BigInt, specs),
+            },
+        }
+    }
+    Ok(())
+}
+
+/// Markers of an INSERT, UPDATE or DELETE; returns the partition key length.
+fn modification(
+    catalog: &Catalog,
+    exec: &Exec<'_>,
+    statement: &Statement,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+    pk_markers: &mut Vec<(usize, usize)>,
+) -> Result<usize, ErrorResponse> {
+    match statement {
+        Statement::Insert(s) => {
+            let table = exec.table(catalog, &s.table)?;
+            for (ident, value) in s.columns.iter().zip(&s.values) {
+                let col = table
+                    .column(ident.as_str())
+                    .ok_or_else(|| invalid(format!("Undefined column name {}", ident.as_str())))?;
+                term(&table, value, &col.name, col.ty, specs);
+                if let (Term::Bind(m), ColumnKind::PartitionKey { position }) = (value, col.kind) {
+                    pk_markers.push((position, m.index));
+                }
+            }
+            using(&table, &s.using, specs);
+            Ok(table.partition_key().len())
+        }
+        Statement::Update(s) => {
+            let table = exec.table(catalog, &s.table)?;
+            using(&table, &s.using, specs);
+            for a in &s.assignments {
+                let col = table.column(a.column.as_str()).ok_or_else(|| {
+                    invalid(format!("Undefined column name {}", a.column.as_str()))
+                })?;
+                term(&table, &a.value, &col.name, col.ty, specs);
+            }
+            relations(&table, &s.where_clause, specs, pk_markers)?;
+            Ok(table.partition_key().len())
+        }
+        Statement::Delete(s) => {
+            let table = exec.table(catalog, &s.table)?;
+            int_marker(
+                &table,
+                s.timestamp.as_ref(),
+                "[timestamp]",
+                CqlType::BigInt,
+                specs,
+            );
+            relations(&table, &s.where_clause, specs, pk_markers)?;
+            Ok(table.partition_key().len())
+        }
+        _ => Ok(0),
+    }
+}

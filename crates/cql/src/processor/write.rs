@@ -1,0 +1,657 @@
+//! INSERT, UPDATE, DELETE and BATCH: statements to row-layer fragments, handed to the
+//! coordinator as [`Mutation`]s.
+//!
+//! Cassandra's semantics, which the row layer's fragments carry: INSERT writes a row
+//! marker (the row exists even if every other column is null), UPDATE does not (a row
+//! made by UPDATE disappears when its cells are nulled); setting a column to null writes a
+//! cell tombstone; an unset bound value leaves the column alone; DELETE writes cell
+//! tombstones, a row deletion, a range tombstone or a partition deletion depending on how
+//! much of the primary key it names. Every part of one statement carries the same write
+//! timestamp: `USING TIMESTAMP`, else the batch's or the request's default timestamp,
+//! else the coordinator's clock.
+
+use std::collections::BTreeMap;
+
+use mosaic_rows::{
+    Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness,
+    PartitionPrefix,
+};
+use mosaic_types::{CqlValue, Timestamp};
+
+use crate::ast::{
+    BatchStatement, DeleteStatement, InsertStatement, ModificationStatement, Statement,
+    UpdateStatement, Using,
+};
+use crate::coordinator::{Coordinator, Mutation};
+use crate::frame::{Batch, BatchType, BoundValues, ErrorResponse, QueryParameters, ResultBody};
+use crate::schema::{ColumnKind, TableMeta};
+
+use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
+use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
+use super::{invalid, Exec, Processor};
+
+/// The longest TTL Cassandra accepts: 20 years, in seconds.
+pub(crate) const TTL_MAX: i32 = 630_720_000;
+
+/// The time facts of one write.
+#[derive(Clone, Copy, Debug)]
+struct WriteTime {
+    /// The default write timestamp (microseconds).
+    ts: i64,
+    /// Whether `ts` came from the client (batch-level); statement `USING TIMESTAMP` is then
+    /// refused, as in Cassandra.
+    ts_from_batch: bool,
+    /// Local time, seconds.
+    now_secs: i64,
+    /// Local time, microseconds (for `now()`).
+    now_micros: i64,
+}
+
+fn to_statement(m: ModificationStatement) -> Statement {
+    match m {
+        ModificationStatement::Insert(s) => Statement::Insert(s),
+        ModificationStatement::Update(s) => Statement::Update(s),
+        ModificationStatement::Delete(s) => Statement::Delete(s),
+    }
+}
+
+/// Executes one INSERT, UPDATE or DELETE.
+pub(crate) async fn execute_single<C: Coordinator>(
+    p: &Processor<C>,
+    exec: &Exec<'_>,
+    statement: Statement,
+) -> Result<ResultBody, ErrorResponse> {
+    let coordinator = p.coordinator();
+    let catalog = coordinator.catalog();
+    let bindings = Bindings::new(&exec.params.values, statement.bind_markers())?;
+    let now_micros = coordinator.new_timestamp();
+    let time = WriteTime {
+        ts: exec.params.timestamp.unwrap_or(now_micros),
+        ts_from_batch: false,
+        now_secs: coordinator.now_secs(),
+        now_micros,
+    };
+    let mut mutations = Vec::new();
+    mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
+    if !mutations.is_empty() {
+        coordinator
+            .write(mutations, exec.params.consistency)
+            .await?;
+    }
+    Ok(ResultBody::Void)
+}
+
+/// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared).
+pub(crate) async fn execute_batch_statement<C: Coordinator>(
+    p: &Processor<C>,
+    exec: &Exec<'_>,
+    batch: BatchStatement,
+) -> Result<ResultBody, ErrorResponse> {
+    let coordinator = p.coordinator();
+    let catalog = coordinator.catalog();
+    let bindings = Bindings::new(&exec.params.values, &batch.bind_markers)?;
+    let now_micros = coordinator.new_timestamp();
+    let ctx = EvalContext {
+        bindings: &bindings,
+        now_micros,
+    };
+    let batch_ts = match &batch.timestamp {
+        Some(v) => eval_int(v, mosaic_types::CqlType::BigInt, "[timestamp]", &ctx)?,
+        None => None,
+    };
+    let time = WriteTime {
+        ts: batch_ts.or(exec.params.timestamp).unwrap_or(now_micros),
+        ts_from_batch: batch_ts.is_some(),
+        now_secs: coordinator.now_secs(),
+        now_micros,
+    };
+    let mut mutations = Vec::new();
+    for statement in batch.statements {
+        let statement = to_statement(statement);
+        mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
+    }
+    if !mutations.is_empty() {
+        coordinator
+            .write(mutations, exec.params.consistency)
+            .await?;
+    }
+    Ok(ResultBody::Void)
+}
+
+/// Executes a BATCH request: each statement with its own values and keyspace.
+pub(crate) async fn execute_batch<C: Coordinator>(
+    p: &Processor<C>,
+    batch: &Batch,
+    statements: Vec<(Statement, Option<String>, BoundValues)>,
+) -> Result<ResultBody, ErrorResponse> {
+    if batch.batch_type == BatchType::Counter {
+        return Err(invalid("Counter batches are not supported"));
+    }
+    let coordinator = p.coordinator();
+    let catalog = coordinator.catalog();
+    let now_micros = coordinator.new_timestamp();
+    let time = WriteTime {
+        ts: batch.timestamp.unwrap_or(now_micros),
+        ts_from_batch: false,
+        now_secs: coordinator.now_secs(),
+        now_micros,
+    };
+    let mut mutations = Vec::new();
+    for (statement, keyspace, values) in statements {
+        if !matches!(
+            statement,
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
+        ) {
+            return Err(invalid(format!(
+                "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed, not {}",
+                statement_kind(&statement)
+            )));
+        }
+        let mut params = QueryParameters::new(batch.consistency);
+        params.values = values;
+        let exec = Exec {
+            keyspace: keyspace.as_deref(),
+            params: &params,
+        };
+        let bindings = Bindings::new(&params.values, statement.bind_markers())?;
+        mutations_of(&catalog, &exec, &statement, &bindings, time, &mut mutations)?;
+    }
+    if !mutations.is_empty() {
+        coordinator.write(mutations, batch.consistency).await?;
+    }
+    Ok(ResultBody::Void)
+}
+
+fn statement_kind(s: &Statement) -> &'static str {
+    match s {
+        Statement::Select(_) => "SELECT",
+        Statement::Batch(_) => "BATCH",
+        Statement::Use(_) => "USE",
+        Statement::Truncate(_) => "TRUNCATE",
+        _ => "a schema statement",
+    }
+}
+
+/// The mutations of one modification statement.
+fn mutations_of(
+    catalog: &crate::schema::Catalog,
+    exec: &Exec<'_>,
+    statement: &Statement,
+    bindings: &Bindings,
+    time: WriteTime,
+    out: &mut Vec<Mutation>,
+) -> Result<(), ErrorResponse> {
+    let ctx = EvalContext {
+        bindings,
+        now_micros: time.now_micros,
+    };
+    let (name, using) = match statement {
+        Statement::Insert(s) => (&s.table, s.using.clone()),
+        Statement::Update(s) => (&s.table, s.using.clone()),
+        Statement::Delete(s) => (
+            &s.table,
+            Using {
+                ttl: None,
+                timestamp: s.timestamp.clone(),
+            },
+        ),
+        _ => return Err(invalid("not a modification statement")),
+    };
+    let keyspace = exec.keyspace_of(name)?;
+    if crate::system::is_system_keyspace(keyspace) {
+        return Err(crate::frame::ErrorResponse::new(
+            crate::frame::ErrorKind::Unauthorized,
+            format!("{keyspace} keyspace is not user-modifiable."),
+        ));
+    }
+    let table = exec.table(catalog, name)?;
+    let ts = match &using.timestamp {
+        Some(v) => {
+            if time.ts_from_batch {
+                return Err(invalid(
+                    "Timestamp must be set either on BATCH or individual statements",
+                ));
+            }
+            eval_int(v, mosaic_types::CqlType::BigInt, "[timestamp]", &ctx)?.unwrap_or(time.ts)
+        }
+        None => time.ts,
+    };
+    if ts == i64::MIN {
+        return Err(invalid(
+            "Invalid timestamp: the minimum long value is reserved",
+        ));
+    }
+    let ttl = match &using.ttl {
+        Some(v) => eval_int(v, mosaic_types::CqlType::Int, "[ttl]", &ctx)?,
+        None => None,
+    };
+    let ttl = match ttl {
+        Some(t) if t < 0 => {
+            return Err(invalid(format!(
+                "A TTL must be greater or equal to 0, but was {t}"
+            )))
+        }
+        Some(t) if t > i64::from(TTL_MAX) => {
+            return Err(invalid(format!(
+                "ttl is too large. requested ({t}) maximum ({TTL_MAX})"
+            )))
+        }
+        Some(t) => t as i32,
+        None => table.params.default_time_to_live,
+    };
+    let w = Writer {
+        table: &table,
+        schema: table.key_schema(),
+        ts: Timestamp(ts),
+        expiry: (ttl > 0).then(|| Expiry {
+            ttl_secs: ttl as u32,
+            local_expiration_secs: time.now_secs.saturating_add(i64::from(ttl)),
+        }),
+        now_secs: time.now_secs,
+    };
+    match statement {
+        Statement::Insert(s) => w.insert(s, &ctx, out),
+        Statement::Update(s) => w.update(s, &ctx, out),
+        Statement::Delete(s) => w.delete(s, &ctx, out),
+        _ => Ok(()),
+    }
+}
+
+struct Writer<'a> {
+    table: &'a TableMeta,
+    schema: KeySchema,
+    ts: Timestamp,
+    expiry: Option<Expiry>,
+    now_secs: i64,
+}
+
+impl Writer<'_> {
+    fn cell(&self, value: Option<CqlValue>) -> Cell {
+        match value {
+            Some(v) => Cell::Live {
+                ts: self.ts,
+                value: v.to_cql_bytes(),
+                expiry: self.expiry,
+            },
+            None => Cell::Tombstone {
+                ts: self.ts,
+                local_deletion_secs: self.now_secs,
+            },
+        }
+    }
+
+    fn tombstone(&self) -> Cell {
+        self.cell(None)
+    }
+
+    fn deletion(&self) -> DeletionTime {
+        DeletionTime {
+            marked_for_delete_at: self.ts,
+            local_deletion_secs: self.now_secs,
+        }
+    }
+
+    fn prefix(&self, pk: &[CqlValue]) -> Result<PartitionPrefix, ErrorResponse> {
+        let total: usize = pk.iter().map(|v| v.to_cql_bytes().len()).sum();
+        if total == 0 {
+            return Err(invalid("Key may not be empty"));
+        }
+        self.schema
+            .partition_prefix(pk)
+            .map_err(|e| invalid(format!("Invalid partition key: {e}")))
+    }
+
+    fn push(
+        &self,
+        out: &mut Vec<Mutation>,
+        prefix: &PartitionPrefix,
+        key: Vec<u8>,
+        fragment: Fragment,
+    ) {
+        let ts = fragment.max_timestamp().unwrap_or(self.ts).to_engine();
+        out.push(Mutation {
+            table: self.table.id,
+            token: prefix.token(),
+            key,
+            ts,
+            fragment: fragment.encode(),
+        });
+    }
+
+    fn row_key(
+        &self,
+        prefix: &PartitionPrefix,
+        clustering: &[CqlValue],
+    ) -> Result<Vec<u8>, ErrorResponse> {
+        self.schema
+            .row_key(prefix, clustering)
+            .map_err(|e| invalid(format!("Invalid clustering key: {e}")))
+    }
+
+    fn insert(
+        &self,
+        s: &InsertStatement,
+        ctx: &EvalContext<'_>,
+        out: &mut Vec<Mutation>,
+    ) -> Result<(), ErrorResponse> {
+        let pk_cols = self.table.partition_key();
+        let ck_cols = self.table.clustering();
+        let mut pk: Vec<Option<CqlValue>> = vec![None; pk_cols.len()];
+        let mut ck: Vec<Option<CqlValue>> = vec![None; ck_cols.len()];
+        let mut regular = Fragment::new(FragmentKind::Row);
+        let mut statics = Fragment::new(FragmentKind::Static);
+        let mut seen = std::collections::HashSet::new();
+        for (ident, term) in s.columns.iter().zip(&s.values) {
+            let name = ident.as_str();
+            if !seen.insert(name) {
+                return Err(invalid(format!(
+                    "Multiple definitions found for column {name}"
+                )));
+            }
+            let col = self
+                .table
+                .column(name)
+                .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+            let value = eval(term, col.ty, name, ctx)?;
+            match col.kind {
+                ColumnKind::PartitionKey { position } => {
+                    let v = value.required(name).map_err(|_| {
+                        invalid(format!("Invalid null value in condition for column {name}"))
+                    })?;
+                    if let Some(slot) = pk.get_mut(position) {
+                        *slot = Some(v);
+                    }
+                }
+                ColumnKind::Clustering { position, .. } => {
+                    let v = value.required(name).map_err(|_| {
+                        invalid(format!("Invalid null value in condition for column {name}"))
+                    })?;
+                    if let Some(slot) = ck.get_mut(position) {
+                        *slot = Some(v);
+                    }
+                }
+                ColumnKind::Static | ColumnKind::Regular => {
+                    let target = if col.kind == ColumnKind::Static {
+                        &mut statics
+                    } else {
+                        &mut regular
+                    };
+                    match value {
+                        Eval::Unset => {}
+                        Eval::Null => {
+                            target.cells.insert(col.id, self.tombstone());
+                        }
+                        Eval::Value(v) => {
+                            target.cells.insert(col.id, self.cell(Some(v)));
+                        }
+                    }
+                }
+            }
+        }
+        let missing: Vec<&str> = pk_cols
+            .iter()
+            .zip(&pk)
+            .filter(|(_, v)| v.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        }
+        let pk: Vec<CqlValue> = pk.into_iter().flatten().collect();
+        let prefix = self.prefix(&pk)?;
+        let missing_ck: Vec<&str> = ck_cols
+            .iter()
+            .zip(&ck)
+            .filter(|(_, v)| v.is_none())
+            .map(|(c, _)| c.name.as_str())
+            .collect();
+        let only_static = regular.cells.is_empty() && !statics.cells.is_empty();
+        if !missing_ck.is_empty() {
+            if only_static && missing_ck.len() == ck_cols.len() {
+                self.push(out, &prefix, self.schema.static_key(&prefix), statics);
+                return Ok(());
+            }
+            return Err(invalid(format!(
+                "Some clustering keys are missing: {}",
+                missing_ck.join(", ")
+            )));
+        }
+        let ck: Vec<CqlValue> = ck.into_iter().flatten().collect();
+        regular.liveness = Some(Liveness {
+            ts: self.ts,
+            expiry: self.expiry,
+        });
+        if !statics.cells.is_empty() {
+            self.push(out, &prefix, self.schema.static_key(&prefix), statics);
+        }
+        let key = self.row_key(&prefix, &ck)?;
+        self.push(out, &prefix, key, regular);
+        Ok(())
+    }
+
+    /// The partitions a WHERE clause of an UPDATE or DELETE names.
+    fn partitions(&self, r: &Restrictions) -> Result<Vec<PartitionPrefix>, ErrorResponse> {
+        if !r.on_regular.is_empty() {
+            return Err(invalid(format!(
+                "Non PRIMARY KEY columns found in where clause: {}",
+                r.on_regular.join(", ")
+            )));
+        }
+        if r.token.is_some() {
+            return Err(invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"));
+        }
+        let Some(keys) = r.partition_keys() else {
+            let missing: Vec<String> = self
+                .table
+                .partition_key()
+                .iter()
+                .zip(&r.partition)
+                .filter(|(_, r)| !matches!(r, Some(ColumnRestriction::Values(_))))
+                .map(|(c, _)| c.name.clone())
+                .collect();
+            return Err(invalid(format!(
+                "Some partition key parts are missing: {}",
+                missing.join(", ")
+            )));
+        };
+        keys.iter().map(|k| self.prefix(k)).collect()
+    }
+
+    /// Full clustering keys named by `=`/`IN`, if the WHERE clause names whole rows.
+    fn full_rows(&self, r: &Restrictions) -> Option<Vec<Vec<CqlValue>>> {
+        let n = r.clustering.len();
+        if let Some((0, MultiRestriction::Values(tuples))) = &r.multi {
+            if tuples.iter().all(|t| t.len() == n) && r.clustering.iter().all(Option::is_none) {
+                return Some(tuples.clone());
+            }
+            return None;
+        }
+        if r.multi.is_some() {
+            return None;
+        }
+        let mut rows: Vec<Vec<CqlValue>> = vec![Vec::new()];
+        for c in &r.clustering {
+            let Some(ColumnRestriction::Values(values)) = c else {
+                return None;
+            };
+            rows = rows
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(v.clone());
+                        p
+                    })
+                })
+                .collect();
+        }
+        Some(rows)
+    }
+
+    fn update(
+        &self,
+        s: &UpdateStatement,
+        ctx: &EvalContext<'_>,
+        out: &mut Vec<Mutation>,
+    ) -> Result<(), ErrorResponse> {
+        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
+        let partitions = self.partitions(&r)?;
+        let mut regular: BTreeMap<ColumnId, Cell> = BTreeMap::new();
+        let mut statics: BTreeMap<ColumnId, Cell> = BTreeMap::new();
+        for a in &s.assignments {
+            let name = a.column.as_str();
+            let col = self
+                .table
+                .column(name)
+                .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+            if col.kind.is_primary_key() {
+                return Err(invalid(format!(
+                    "PRIMARY KEY part {name} found in SET part"
+                )));
+            }
+            let cell = match eval(&a.value, col.ty, name, ctx)? {
+                Eval::Unset => continue,
+                Eval::Null => self.tombstone(),
+                Eval::Value(v) => self.cell(Some(v)),
+            };
+            if col.kind == ColumnKind::Static {
+                statics.insert(col.id, cell);
+            } else {
+                regular.insert(col.id, cell);
+            }
+        }
+        let rows = if regular.is_empty() && !statics.is_empty() && !r.has_clustering() {
+            Vec::new()
+        } else {
+            match self.full_rows(&r) {
+                Some(rows) => rows,
+                None => {
+                    let missing: Vec<String> = self
+                        .table
+                        .clustering()
+                        .iter()
+                        .zip(&r.clustering)
+                        .filter(|(_, c)| !matches!(c, Some(ColumnRestriction::Values(_))))
+                        .map(|(c, _)| c.name.clone())
+                        .collect();
+                    if r.clustering
+                        .iter()
+                        .any(|c| matches!(c, Some(ColumnRestriction::Slice { .. })))
+                    {
+                        return Err(invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements"));
+                    }
+                    return Err(invalid(format!(
+                        "Some clustering keys are missing: {}",
+                        missing.join(", ")
+                    )));
+                }
+            }
+        };
+        for prefix in &partitions {
+            if !statics.is_empty() {
+                let mut f = Fragment::new(FragmentKind::Static);
+                f.cells = statics.clone();
+                self.push(out, prefix, self.schema.static_key(prefix), f);
+            }
+            if regular.is_empty() {
+                continue;
+            }
+            for ck in &rows {
+                let mut f = Fragment::new(FragmentKind::Row);
+                f.cells = regular.clone();
+                let key = self.row_key(prefix, ck)?;
+                self.push(out, prefix, key, f);
+            }
+        }
+        Ok(())
+    }
+
+    fn delete(
+        &self,
+        s: &DeleteStatement,
+        ctx: &EvalContext<'_>,
+        out: &mut Vec<Mutation>,
+    ) -> Result<(), ErrorResponse> {
+        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
+        let partitions = self.partitions(&r)?;
+        // DELETE c1, c2 FROM …: cell tombstones.
+        if !s.columns.is_empty() {
+            let mut regular = BTreeMap::new();
+            let mut statics = BTreeMap::new();
+            for ident in &s.columns {
+                let name = ident.as_str();
+                let col = self
+                    .table
+                    .column(name)
+                    .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+                if col.kind.is_primary_key() {
+                    return Err(invalid(format!(
+                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                    )));
+                }
+                if col.kind == ColumnKind::Static {
+                    statics.insert(col.id, self.tombstone());
+                } else {
+                    regular.insert(col.id, self.tombstone());
+                }
+            }
+            let rows = if regular.is_empty() {
+                Vec::new()
+            } else {
+                self.full_rows(&r).ok_or_else(|| {
+                    invalid("Range deletions are not supported for specific columns")
+                })?
+            };
+            for prefix in &partitions {
+                if !statics.is_empty() {
+                    let mut f = Fragment::new(FragmentKind::Static);
+                    f.cells = statics.clone();
+                    self.push(out, prefix, self.schema.static_key(prefix), f);
+                }
+                for ck in &rows {
+                    let mut f = Fragment::new(FragmentKind::Row);
+                    f.cells = regular.clone();
+                    let key = self.row_key(prefix, ck)?;
+                    self.push(out, prefix, key, f);
+                }
+            }
+            return Ok(());
+        }
+        if !r.has_clustering() {
+            for prefix in &partitions {
+                let f = Fragment::partition_deletion(self.deletion());
+                self.push(out, prefix, self.schema.partition_header_key(prefix), f);
+            }
+            return Ok(());
+        }
+        if let Some(rows) = self.full_rows(&r) {
+            for prefix in &partitions {
+                for ck in &rows {
+                    let mut f = Fragment::new(FragmentKind::Row);
+                    f.deletion = Some(self.deletion());
+                    let key = self.row_key(prefix, ck)?;
+                    self.push(out, prefix, key, f);
+                }
+            }
+            return Ok(());
+        }
+        if let Some(problem) = r.clustering_problem(self.table) {
+            return Err(invalid(problem));
+        }
+        let bounds = r.clustering_bounds(&self.schema)?;
+        for prefix in &partitions {
+            for (start, end) in &bounds {
+                let key = self
+                    .schema
+                    .range_tombstone_key(prefix, start, end)
+                    .map_err(|e| invalid(format!("Invalid range deletion: {e}")))?;
+                let f = Fragment::range_deletion(self.deletion());
+                self.push(out, prefix, key, f);
+            }
+        }
+        Ok(())
+    }
+}
