@@ -769,6 +769,14 @@ impl Run<'_> {
             self.stop = true;
             return Next::Stop;
         }
+        let per_partition = if plan.distinct {
+            Some(1)
+        } else {
+            plan.per_partition_limit
+        };
+        if per_partition.is_some_and(|n| self.partition_rows >= n) {
+            return Next::SkipPartition;
+        }
         self.partition_rows += 1;
         if plan.aggregate {
             self.aggregates.add(&plan.columns, table, view);
