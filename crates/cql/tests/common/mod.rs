@@ -35,11 +35,14 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
     }
 }
 
+/// One table: engine key → merged fragment.
+type MemTable = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// Tables as sorted maps of merged fragments.
 #[derive(Default)]
 pub struct MemCoordinator {
     catalog: Mutex<Arc<Catalog>>,
-    tables: Mutex<HashMap<TableId, BTreeMap<Vec<u8>, Vec<u8>>>>,
+    tables: Mutex<HashMap<TableId, MemTable>>,
     clock: AtomicI64,
     /// Local time in seconds (settable for TTL tests).
     pub now_secs: AtomicI64,
