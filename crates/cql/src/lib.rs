@@ -10,6 +10,7 @@
 pub mod ast;
 pub mod coordinator;
 pub mod frame;
+pub mod memory;
 pub mod parse;
 pub mod processor;
 pub mod schema;

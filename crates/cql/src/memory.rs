@@ -1,0 +1,170 @@
+//! An in-memory, single-node [`Coordinator`]: tables as sorted maps of merged fragments.
+//!
+//! The reference implementation of the coordinator contract, small enough to read in one
+//! sitting: statement tests, the statement fuzzer and (later) the cluster simulator run the
+//! real statement layer over it without threads, disks or sockets. Its futures never wait,
+//! so [`block_on`] drives them. Time is explicit: a settable local clock (for TTL and
+//! tombstone tests) and a strictly increasing timestamp counter.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr};
+use std::pin::pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+use mosaic_rows::{merge_fragments, Fragment};
+use mosaic_types::Token;
+use parking_lot::Mutex;
+
+use crate::coordinator::{ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult};
+use crate::frame::{Consistency, ErrorKind, ErrorResponse};
+use crate::schema::{Catalog, TableId, Uuid};
+
+fn server_error(message: String) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Server, message)
+}
+
+/// Runs a future whose work completes without waiting (the in-memory coordinator's),
+/// polling it until it is ready.
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+/// One table: engine key → merged fragment.
+type MemTable = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Tables as sorted maps of merged fragments.
+#[derive(Default)]
+pub struct MemoryCoordinator {
+    catalog: Mutex<Arc<Catalog>>,
+    tables: Mutex<HashMap<TableId, MemTable>>,
+    clock: AtomicI64,
+    /// Local time in seconds (settable for TTL tests).
+    pub now_secs: AtomicI64,
+    /// Reads served.
+    pub reads: AtomicI64,
+}
+
+impl MemoryCoordinator {
+    /// A coordinator with an empty schema, its clocks at November 2023.
+    pub fn new() -> Arc<MemoryCoordinator> {
+        let c = MemoryCoordinator::default();
+        c.clock.store(1_700_000_000_000_000, Ordering::SeqCst);
+        c.now_secs.store(1_700_000_000, Ordering::SeqCst);
+        Arc::new(c)
+    }
+}
+
+impl Coordinator for MemoryCoordinator {
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.lock().clone()
+    }
+
+    async fn update_schema<R, F>(&self, change: F) -> Result<R, ErrorResponse>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Catalog) -> Result<(Catalog, R), ErrorResponse> + Send + 'static,
+    {
+        let mut guard = self.catalog.lock();
+        let (next, r) = change(&guard)?;
+        let mut tables = self.tables.lock();
+        tables.retain(|id, _| next.table_by_id(*id).is_some());
+        *guard = Arc::new(next);
+        Ok(r)
+    }
+
+    async fn write(&self, mutations: Vec<Mutation>, _cl: Consistency) -> Result<(), ErrorResponse> {
+        let mut tables = self.tables.lock();
+        for m in mutations {
+            let table = tables.entry(m.table).or_default();
+            let new = Fragment::decode(&m.fragment)
+                .map_err(|e| server_error(format!("undecodable fragment: {e}")))?;
+            let merged = match table.get(&m.key) {
+                Some(old) => merge_fragments(
+                    &Fragment::decode(old)
+                        .map_err(|e| server_error(format!("undecodable fragment: {e}")))?,
+                    &new,
+                ),
+                None => new,
+            };
+            table.insert(m.key, merged.encode());
+        }
+        Ok(())
+    }
+
+    async fn read(
+        &self,
+        command: ReadCommand,
+        _cl: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let tables = self.tables.lock();
+        let Some(table) = tables.get(&command.table) else {
+            return Ok(ReadResult {
+                entries: Vec::new(),
+                exhausted: true,
+            });
+        };
+        let end = command.range.end.clone();
+        let mut entries = Vec::new();
+        let mut exhausted = true;
+        for (k, v) in table.range(command.range.start.clone()..) {
+            if end.as_ref().is_some_and(|e| k >= e) {
+                break;
+            }
+            if entries.len() == command.limit {
+                exhausted = false;
+                break;
+            }
+            entries.push((k.clone(), v.clone()));
+        }
+        Ok(ReadResult { entries, exhausted })
+    }
+
+    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+        self.tables.lock().remove(&table);
+        Ok(())
+    }
+
+    fn new_timestamp(&self) -> i64 {
+        self.clock.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.now_secs.load(Ordering::SeqCst)
+    }
+
+    fn local_node(&self) -> NodeInfo {
+        NodeInfo {
+            host_id: Uuid([7; 16]),
+            rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            native_port: 9042,
+            broadcast_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            data_center: "datacenter1".into(),
+            rack: "rack1".into(),
+            tokens: vec![Token(0)],
+            schema_version: self.catalog().version,
+            release_version: "3.11.17".into(),
+            up: true,
+        }
+    }
+
+    fn peers(&self) -> Vec<NodeInfo> {
+        Vec::new()
+    }
+
+    fn cluster_info(&self) -> ClusterInfo {
+        ClusterInfo {
+            cluster_name: "Test Cluster".into(),
+            partitioner: "org.apache.cassandra.dht.Murmur3Partitioner".into(),
+        }
+    }
+}
