@@ -1274,6 +1274,136 @@ fn prefix_of_key(schema: &KeySchema, key: &[u8]) -> Result<PartitionPrefix, Erro
         .map_err(|e| ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}")))
 }
 
+/// The partition a range scan is in.
+struct ScanPartition<'s> {
+    prefix: Vec<u8>,
+    token: Token,
+    partition_key: Vec<CqlValue>,
+    resolver: PartitionResolver<'s>,
+    any_row: bool,
+}
+
+/// Shows a finished partition's static row if it had no live clustering row.
+fn finish_partition(run: &mut Run<'_>, part: Option<ScanPartition<'_>>) -> Next {
+    let Some(part) = part else {
+        return Next::Continue;
+    };
+    if part.any_row || run.plan.restrictions.has_clustering() {
+        return Next::Continue;
+    }
+    let Some(st) = part.resolver.static_row() else {
+        return Next::Continue;
+    };
+    let mut key = part.prefix.clone();
+    // The static key: the prefix and the static tag, as `KeySchema::static_key` builds it.
+    if let Ok(prefix) = run
+        .plan
+        .schema
+        .partition_prefix_with_token(part.token, &part.partition_key)
+    {
+        key = run.plan.schema.static_key(&prefix);
+    }
+    let view = RowView {
+        token: part.token,
+        partition_key: &part.partition_key,
+        static_row: Some(st),
+        row: None,
+    };
+    match run.row(&key, &view) {
+        Next::Stop => Next::Stop,
+        _ => Next::Continue,
+    }
+}
+
+/// Scans `[start, end)` in key order, partition after partition, in chunks.
+async fn scan<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    run: &mut Run<'_>,
+    mut start: Vec<u8>,
+    end: Option<Vec<u8>>,
+) -> Result<Next, ErrorResponse> {
+    let plan = run.plan;
+    let schema = &plan.schema;
+    let mut current: Option<ScanPartition<'_>> = None;
+    loop {
+        let range = KeyRange {
+            start: start.clone(),
+            end: end.clone(),
+        };
+        if range.is_empty() {
+            break;
+        }
+        let result = coordinator
+            .read(
+                ReadCommand {
+                    table: plan.table.id,
+                    range,
+                    limit: CHUNK_ENTRIES,
+                },
+                exec.params.consistency,
+            )
+            .await?;
+        let exhausted = result.exhausted || result.entries.len() < CHUNK_ENTRIES;
+        let mut jumped = false;
+        for (k, v) in &result.entries {
+            start = successor(k);
+            let prefix_len = schema.partition_prefix_len(k).map_err(|e| {
+                ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+            })?;
+            let prefix = k.get(..prefix_len).unwrap_or_default();
+            if current.as_ref().is_none_or(|c| c.prefix != prefix) {
+                if finish_partition(run, current.take()) == Next::Stop {
+                    return Ok(Next::Stop);
+                }
+                let decoded = schema.decode_key(k).map_err(|e| {
+                    ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+                })?;
+                run.partition_rows = 0;
+                current = Some(ScanPartition {
+                    prefix: prefix.to_vec(),
+                    token: decoded.token,
+                    partition_key: decoded.partition_key,
+                    resolver: PartitionResolver::new(schema, plan.now_secs),
+                    any_row: false,
+                });
+            }
+            let Some(part) = current.as_mut() else {
+                continue;
+            };
+            let Some(row) = part.resolver.push(k, v).map_err(resolve_err)? else {
+                continue;
+            };
+            part.any_row = true;
+            let view = RowView {
+                token: part.token,
+                partition_key: &part.partition_key,
+                static_row: part.resolver.static_row(),
+                row: Some(&row),
+            };
+            match run.row(k, &view) {
+                Next::Continue => {}
+                Next::Stop => return Ok(Next::Stop),
+                Next::SkipPartition => {
+                    // Jump past the rest of this partition.
+                    let mut past = part.prefix.clone();
+                    let full = prefix_of_key(schema, k)?;
+                    if let Some(e) = schema.partition_range(&full).end {
+                        past = e;
+                    }
+                    start = past;
+                    jumped = true;
+                    break;
+                }
+            }
+        }
+        if exhausted && !jumped {
+            break;
+        }
+    }
+    Ok(finish_partition(run, current.take()))
+}
+
 /// Reads what the plan selects, from `resume` on.
 async fn read<C: Coordinator>(
     coordinator: &C,
@@ -1336,36 +1466,8 @@ async fn read<C: Coordinator>(
             start = end;
         }
     }
-    loop {
-        let r = KeyRange {
-            start: start.clone(),
-            end: range.end.clone(),
-        };
-        if r.is_empty() {
-            break;
-        }
-        // Find the next partition, then read it whole.
-        let result = coordinator
-            .read(
-                ReadCommand {
-                    table: plan.table.id,
-                    range: r,
-                    limit: 1,
-                },
-                exec.params.consistency,
-            )
-            .await?;
-        let Some((key, _)) = result.entries.first() else {
-            break;
-        };
-        let prefix = prefix_of_key(schema, key)?;
-        if read_partition(coordinator, exec, run, &prefix, None).await? == Next::Stop {
-            return Ok(());
-        }
-        start = schema.partition_range(&prefix).end.unwrap_or_default();
-        if start.is_empty() {
-            break;
-        }
+    if scan(coordinator, exec, run, start, range.end).await? == Next::Stop {
+        return Ok(());
     }
     run.stop = false;
     Ok(())
