@@ -1,13 +1,31 @@
 //! The `mosaic` binary, the only composition root of the workspace.
 //!
-//! Today it offers `mosaic shell`: a single-node storage-engine shell over a data directory
-//! (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin so it works
-//! both interactively and in scripts. The CQL server and the local cluster arrive with the
-//! CQL and cluster issues.
+//! Subcommands:
+//! - `mosaic server --config FILE`: one node in the foreground, serving CQL (native
+//!   protocol v3/v4) over local storage ([`server`]);
+//! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
+//!   processes ([`launcher`]);
+//! - `mosaic shell`: a single-node storage-engine shell over a data directory
+//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin.
+//!
+//! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
+//! [`local`] (the single-node coordinator over one engine per table), [`auth`] (the
+//! authenticator seam), [`net`] (connections and frames), [`server`] (lifecycle),
+//! [`launcher`] (local clusters), [`shell`].
 
+mod auth;
+mod config;
+mod durable;
+mod launcher;
+mod local;
+mod net;
+mod server;
 mod shell;
 
-use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
@@ -22,13 +40,36 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a node in the foreground, serving CQL.
+    Server(ServerArgs),
+    /// Start or stop a local cluster of nodes.
+    #[command(subcommand)]
+    Cluster(launcher::ClusterCommand),
     /// Open a storage engine on a data directory and run commands from stdin.
     Shell(shell::ShellArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+/// Options of `mosaic server`.
+#[derive(Args, Debug)]
+struct ServerArgs {
+    /// The node's configuration file (keys: docs/mosaic.example.toml).
+    #[arg(long)]
+    config: PathBuf,
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
+        Command::Server(args) => server::run(&args.config),
+        Command::Cluster(command) => launcher::run(command),
         Command::Shell(args) => shell::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The cause chain on one line; a backtrace would only bury it.
+            eprintln!("mosaic: error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -1,0 +1,306 @@
+//! The node's configuration: one TOML file, read once at start.
+//!
+//! Owns the meaning and the defaults of every key (all defaults live in the `Default`
+//! impls below and nowhere else) and their validation. Unknown keys are errors naming the
+//! key, so a misspelt setting never silently falls back to its default. Every key is
+//! documented in `docs/mosaic.example.toml`; a test checks that file parses to exactly
+//! these defaults, so the two cannot drift apart.
+//!
+//! Relative paths (`data_dir`) are resolved against the directory holding the file, so a
+//! config means the same thing whatever the working directory of the process.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use mosaic_lsm::{Options, SyncMode};
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `cluster_name` of `system.local`; drivers show it.
+    pub cluster_name: String,
+    /// The address the CQL port listens on.
+    pub listen_address: IpAddr,
+    /// The address clients are told to use (`rpc_address` of `system.local`); defaults to
+    /// `listen_address`, and must be set when that is a wildcard.
+    pub broadcast_address: Option<IpAddr>,
+    /// The CQL native-protocol port.
+    pub native_port: u16,
+    /// Where schema, node identity and table data live.
+    pub data_dir: PathBuf,
+    /// This node's datacenter.
+    pub data_center: String,
+    /// This node's rack.
+    pub rack: String,
+    /// Tokens chosen at first start (only then: changing it later has no effect).
+    pub num_tokens: u32,
+    /// Milliseconds a SIGTERM/SIGINT waits for in-flight requests before closing storage.
+    pub shutdown_timeout_ms: u64,
+    /// The storage engine of every table.
+    pub storage: StorageConfig,
+    /// Bounds on what clients can make the node hold.
+    pub limits: LimitsConfig,
+}
+
+/// When the write-ahead log reaches stable storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WalSync {
+    /// fsync every write before acknowledging it.
+    PerWrite,
+    /// Group commit: one fsync for the writes arriving together.
+    Batch,
+    /// Acknowledge once in the OS; fsync every `wal_sync_interval_ms` (Cassandra's default).
+    Periodic,
+}
+
+/// `[storage]`: options of each table's engine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Memtable budget per table before it is flushed.
+    pub memtable_size_bytes: u64,
+    /// When writes are synced.
+    pub wal_sync: WalSync,
+    /// The period of `wal_sync = "periodic"`.
+    pub wal_sync_interval_ms: u64,
+    /// Block cache per table (0 disables it).
+    pub block_cache_size_bytes: u64,
+    /// Background compaction threads per table.
+    pub compaction_threads: usize,
+}
+
+/// `[limits]`: back-pressure bounds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Client connections open at once; more are closed at accept.
+    pub connection_count_max: usize,
+    /// Requests of one connection being executed at once; at the cap the connection's
+    /// socket is not read until one finishes.
+    pub connection_requests_in_flight_max: usize,
+    /// Largest frame accepted, header included (Cassandra's
+    /// `native_transport_max_frame_size`).
+    pub frame_size_bytes_max: u32,
+    /// Requests being executed at once on the whole node.
+    pub node_requests_concurrent_max: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            cluster_name: "Mosaic Cluster".to_owned(),
+            listen_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            broadcast_address: None,
+            native_port: 9042,
+            data_dir: PathBuf::from("mosaic-data"),
+            data_center: "datacenter1".to_owned(),
+            rack: "rack1".to_owned(),
+            num_tokens: 16,
+            shutdown_timeout_ms: 10_000,
+            storage: StorageConfig::default(),
+            limits: LimitsConfig::default(),
+        }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig {
+            memtable_size_bytes: 64 << 20,
+            wal_sync: WalSync::Periodic,
+            wal_sync_interval_ms: 10_000,
+            block_cache_size_bytes: 64 << 20,
+            compaction_threads: 1,
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> LimitsConfig {
+        LimitsConfig {
+            connection_count_max: 1024,
+            connection_requests_in_flight_max: 1024,
+            frame_size_bytes_max: mosaic_cql::frame::FRAME_LEN_MAX_DEFAULT,
+            node_requests_concurrent_max: 4096,
+        }
+    }
+}
+
+/// The smallest frame limit we accept: a STARTUP with every usual option fits easily.
+const FRAME_SIZE_BYTES_MIN: u32 = 4096;
+
+impl Config {
+    /// Reads and validates `path`; relative paths in it become relative to its directory.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        let mut config =
+            Config::parse(&text).with_context(|| format!("in config file {}", path.display()))?;
+        if config.data_dir.is_relative() {
+            let base = path.parent().unwrap_or(Path::new("."));
+            config.data_dir = base.join(&config.data_dir);
+        }
+        Ok(config)
+    }
+
+    /// Parses and validates TOML text.
+    pub fn parse(text: &str) -> Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The TOML text of this configuration (every key written out).
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).context("serializing the configuration")
+    }
+
+    /// Checks values no node can run with.
+    pub fn validate(&self) -> Result<()> {
+        if self.cluster_name.is_empty() {
+            bail!("cluster_name must not be empty");
+        }
+        if self.native_port == 0 {
+            bail!("native_port must not be 0");
+        }
+        if self.data_dir.as_os_str().is_empty() {
+            bail!("data_dir must not be empty");
+        }
+        if self.num_tokens == 0 || self.num_tokens > 1536 {
+            bail!("num_tokens must be between 1 and 1536");
+        }
+        if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {
+            bail!(
+                "listen_address {} is a wildcard: set broadcast_address to the address clients \
+                 should use",
+                self.listen_address
+            );
+        }
+        if self.broadcast_address.is_some_and(|a| a.is_unspecified()) {
+            bail!("broadcast_address must not be a wildcard");
+        }
+        let l = &self.limits;
+        if l.connection_count_max == 0
+            || l.connection_requests_in_flight_max == 0
+            || l.node_requests_concurrent_max == 0
+        {
+            bail!("[limits] connection_count_max, connection_requests_in_flight_max and node_requests_concurrent_max must be at least 1");
+        }
+        // Tokio's semaphores hold at most usize::MAX >> 3 permits.
+        let permits_max = 1 << 24;
+        if l.connection_requests_in_flight_max > permits_max
+            || l.node_requests_concurrent_max > permits_max
+            || l.connection_count_max > permits_max
+        {
+            bail!("[limits] values must be at most {permits_max}");
+        }
+        if l.frame_size_bytes_max < FRAME_SIZE_BYTES_MIN {
+            bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
+        }
+        self.storage
+            .engine_options()?
+            .validate()
+            .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
+        Ok(())
+    }
+
+    /// The address the CQL port binds.
+    pub fn native_socket_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.listen_address, self.native_port)
+    }
+
+    /// The address clients are told to use.
+    pub fn rpc_address(&self) -> IpAddr {
+        self.broadcast_address.unwrap_or(self.listen_address)
+    }
+}
+
+impl StorageConfig {
+    /// Engine options for one table (the merge operator is added by the coordinator).
+    pub fn engine_options(&self) -> Result<Options> {
+        let memtable_size_bytes = usize::try_from(self.memtable_size_bytes)
+            .context("[storage] memtable_size_bytes does not fit this machine's address space")?;
+        Ok(Options {
+            sync_mode: match self.wal_sync {
+                WalSync::PerWrite => SyncMode::PerWrite,
+                WalSync::Batch => SyncMode::Batch,
+                WalSync::Periodic => SyncMode::Periodic {
+                    interval_ms: self.wal_sync_interval_ms,
+                },
+            },
+            memtable_size_bytes,
+            block_cache_bytes: self.block_cache_size_bytes,
+            compaction_threads: self.compaction_threads,
+            ..Options::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_gives_the_defaults() {
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn the_documented_example_matches_the_defaults() {
+        let text = include_str!("../../../docs/mosaic.example.toml");
+        let mut parsed = Config::parse(text).unwrap();
+        // The example sets data_dir to show the key; everything else is the default.
+        parsed.data_dir = Config::default().data_dir;
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Config::parse("native_prot = 9043\n").unwrap_err();
+        assert!(format!("{err:#}").contains("native_prot"), "{err:#}");
+        let err = Config::parse("[storage]\nmemtable_mib = 3\n").unwrap_err();
+        assert!(format!("{err:#}").contains("memtable_mib"), "{err:#}");
+        let err = Config::parse("[limit]\n").unwrap_err();
+        assert!(format!("{err:#}").contains("limit"), "{err:#}");
+    }
+
+    #[test]
+    fn values_are_read_and_checked() {
+        let c = Config::parse(
+            "native_port = 9100\nlisten_address = \"127.0.0.2\"\n[storage]\nwal_sync = \"per-write\"\n\
+             [limits]\nconnection_requests_in_flight_max = 7\n",
+        )
+        .unwrap();
+        assert_eq!(c.native_port, 9100);
+        assert_eq!(c.listen_address, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2)));
+        assert_eq!(c.storage.wal_sync, WalSync::PerWrite);
+        assert_eq!(c.limits.connection_requests_in_flight_max, 7);
+        assert!(Config::parse("[storage]\nwal_sync = \"sometimes\"\n").is_err());
+        assert!(Config::parse("num_tokens = 0\n").is_err());
+        assert!(Config::parse("listen_address = \"0.0.0.0\"\n").is_err());
+        assert!(Config::parse("[storage]\nmemtable_size_bytes = 10\n").is_err());
+        assert!(Config::parse("[limits]\nframe_size_bytes_max = 100\n").is_err());
+    }
+
+    #[test]
+    fn a_written_config_reads_back() {
+        let c = Config {
+            native_port: 9999,
+            broadcast_address: Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
+            ..Config::default()
+        };
+        assert_eq!(Config::parse(&c.to_toml().unwrap()).unwrap(), c);
+    }
+
+    #[test]
+    fn relative_data_dirs_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.toml");
+        std::fs::write(&path, "data_dir = \"d\"\n").unwrap();
+        assert_eq!(Config::load(&path).unwrap().data_dir, dir.path().join("d"));
+    }
+}

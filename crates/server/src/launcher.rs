@@ -1,0 +1,403 @@
+//! `mosaic cluster up|down`: a local cluster of `mosaic server` processes in one directory.
+//!
+//! Owns the layout of a local cluster directory and the processes in it:
+//!
+//! ```text
+//! DIR/node1/mosaic.toml   the node's config (written once, reused on every `up`)
+//! DIR/node1/data/         its data directory
+//! DIR/node1/log           its stdout and stderr (appended)
+//! DIR/node1/pid           its process id while it runs
+//! ```
+//!
+//! `up` starts each node detached (its own session, so it outlives the launcher and a
+//! terminal's hangup) and returns once the node answers an OPTIONS request on its CQL port.
+//! `down` sends SIGTERM and waits for the process to exit. Only one node for now; the
+//! cluster issue adds the others.
+//!
+//! A pid file is trusted only if that process's command line still names this node's
+//! config, so a stale file whose pid was reused by an unrelated process is never signalled.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::BytesMut;
+use clap::{Args, Subcommand};
+use mosaic_cql::frame::{encode_request_frame, FrameFlags, Opcode, ProtocolVersion, HEADER_LEN};
+
+use crate::config::Config;
+use crate::durable::write_atomic;
+
+/// How long `up` waits for a node to answer.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long `down` waits for a node to exit (longer than its own shutdown bound).
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Pause between two checks of a starting or stopping node.
+const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// Lines of the log shown when a node fails to start.
+const LOG_TAIL_LINES: usize = 40;
+/// Nodes `up` supports today.
+const NODES_SUPPORTED: u32 = 1;
+
+/// `mosaic cluster …`.
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Start the nodes of a local cluster (reusing their config and data if present).
+    Up(UpArgs),
+    /// Stop the nodes of a local cluster.
+    Down(DownArgs),
+}
+
+/// Options of `mosaic cluster up`.
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Number of nodes (only 1 is supported so far).
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u32,
+    /// The cluster directory (created if absent).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// CQL port of the first node, for a new cluster.
+    #[arg(long, default_value_t = 9042)]
+    pub port: u16,
+}
+
+/// Options of `mosaic cluster down`.
+#[derive(Args, Debug)]
+pub struct DownArgs {
+    /// The cluster directory.
+    #[arg(long)]
+    pub dir: PathBuf,
+}
+
+/// Runs a `cluster` subcommand.
+pub fn run(command: ClusterCommand) -> Result<()> {
+    match command {
+        ClusterCommand::Up(args) => up(&args),
+        ClusterCommand::Down(args) => down(&args),
+    }
+}
+
+/// One node's files.
+struct NodeFiles {
+    name: String,
+    dir: PathBuf,
+}
+
+impl NodeFiles {
+    fn new(cluster_dir: &Path, index: u32) -> NodeFiles {
+        let name = format!("node{index}");
+        NodeFiles {
+            dir: cluster_dir.join(&name),
+            name,
+        }
+    }
+    fn config(&self) -> PathBuf {
+        self.dir.join("mosaic.toml")
+    }
+    fn pid(&self) -> PathBuf {
+        self.dir.join("pid")
+    }
+    fn log(&self) -> PathBuf {
+        self.dir.join("log")
+    }
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))
+}
+
+fn up(args: &UpArgs) -> Result<()> {
+    if args.nodes == 0 {
+        bail!("--nodes must be at least 1");
+    }
+    if args.nodes > NODES_SUPPORTED {
+        bail!(
+            "--nodes {}: only single-node clusters are supported so far; multi-node local \
+             clusters arrive with the cluster issue",
+            args.nodes
+        );
+    }
+    let cluster_dir = absolute(&args.dir)?;
+    for index in 1..=args.nodes {
+        let node = NodeFiles::new(&cluster_dir, index);
+        start_node(&node, args.port)?;
+    }
+    Ok(())
+}
+
+/// The node's config, written on first use.
+fn node_config(node: &NodeFiles, port: u16) -> Result<Config> {
+    let path = node.config();
+    if path.exists() {
+        let config = Config::load(&path)?;
+        if config.native_port != port {
+            eprintln!(
+                "{}: reusing {} (CQL port {}; --port {port} applies to new clusters only)",
+                node.name,
+                path.display(),
+                config.native_port
+            );
+        }
+        return Ok(config);
+    }
+    fs::create_dir_all(&node.dir).with_context(|| format!("creating {}", node.dir.display()))?;
+    let config = Config {
+        native_port: port,
+        data_dir: node.dir.join("data"),
+        ..Config::default()
+    };
+    let text = format!(
+        "# {} of a local cluster, written by `mosaic cluster up`. Keys: docs/mosaic.example.toml\n{}",
+        node.name,
+        config.to_toml()?
+    );
+    write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(config)
+}
+
+fn start_node(node: &NodeFiles, port: u16) -> Result<()> {
+    let config = node_config(node, port)?;
+    let config_path = node.config();
+    let addr = SocketAddr::new(config.rpc_address(), config.native_port);
+    if let Some(pid) = running_pid(node)? {
+        println!("{}: already running (pid {pid}) on {addr}", node.name);
+        return wait_until_serving(node, addr, pid, None);
+    }
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(node.log())
+        .with_context(|| format!("opening {}", node.log().display()))?;
+    let log_err = log
+        .try_clone()
+        .with_context(|| format!("opening {}", node.log().display()))?;
+    let exe = std::env::current_exe().context("finding the mosaic executable")?;
+    let mut command = Command::new(exe);
+    command
+        .arg("server")
+        .arg("--config")
+        .arg(&config_path)
+        .current_dir(&node.dir)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err);
+    // SAFETY: setsid is async-signal-safe and touches no memory of the parent; it detaches
+    // the node from the launcher's session and controlling terminal.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting {}", node.name))?;
+    let pid = child.id();
+    write_atomic(&node.pid(), format!("{pid}\n").as_bytes())
+        .with_context(|| format!("writing {}", node.pid().display()))?;
+    wait_until_serving(node, addr, pid, Some(&mut child))?;
+    println!(
+        "{}: pid {pid}, CQL on {addr}, data {}, log {}",
+        node.name,
+        config.data_dir.display(),
+        node.log().display()
+    );
+    Ok(())
+}
+
+/// Polls until the node answers OPTIONS, it exits, or the start timeout passes.
+fn wait_until_serving(
+    node: &NodeFiles,
+    addr: SocketAddr,
+    pid: u32,
+    mut child: Option<&mut std::process::Child>,
+) -> Result<()> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let exited = match child.as_deref_mut() {
+            Some(c) => c
+                .try_wait()
+                .with_context(|| format!("checking {}", node.name))?
+                .map(|s| s.to_string()),
+            None => (!process_alive(pid)).then(|| "exited".to_owned()),
+        };
+        if let Some(status) = exited {
+            let _ = fs::remove_file(node.pid());
+            bail!(
+                "{} exited during startup ({status}); end of {}:\n{}",
+                node.name,
+                node.log().display(),
+                log_tail(&node.log())
+            );
+        }
+        if answers_options(addr) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "{} (pid {pid}) did not answer on {addr} within {} s; it is still running \
+                 (stop it with `mosaic cluster down`); end of {}:\n{}",
+                node.name,
+                START_TIMEOUT.as_secs(),
+                node.log().display(),
+                log_tail(&node.log())
+            );
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Whether a CQL node on `addr` answers OPTIONS with SUPPORTED.
+pub fn answers_options(addr: SocketAddr) -> bool {
+    probe_options(addr).unwrap_or(false)
+}
+
+fn probe_options(addr: SocketAddr) -> io::Result<bool> {
+    let timeout = Duration::from_secs(2);
+    let mut s = TcpStream::connect_timeout(&addr, timeout)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    let mut frame = BytesMut::new();
+    encode_request_frame(
+        &mut frame,
+        ProtocolVersion::V4,
+        FrameFlags::default(),
+        0,
+        Opcode::Options,
+        &[],
+    )
+    .map_err(io::Error::other)?;
+    s.write_all(&frame)?;
+    let mut header = [0u8; HEADER_LEN];
+    s.read_exact(&mut header)?;
+    Ok(header.first() == Some(&0x84) && header.get(4) == Some(&Opcode::Supported.byte()))
+}
+
+fn log_tail(path: &Path) -> String {
+    match fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().collect();
+            let start = lines.len().saturating_sub(LOG_TAIL_LINES);
+            lines.get(start..).unwrap_or_default().join("\n")
+        }
+        Err(e) => format!("(cannot read the log: {e})"),
+    }
+}
+
+/// Whether `pid` is a live process (a zombie has exited).
+fn process_alive(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Whether `pid` runs `mosaic server` with `config` (see the module doc).
+fn runs_config(pid: u32, config: &Path) -> bool {
+    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    let config = config.as_os_str().as_encoded_bytes();
+    args.contains(&b"server".as_slice()) && args.contains(&config)
+}
+
+/// The pid of this node's running server, if its pid file names one; a stale pid file
+/// is removed.
+fn running_pid(node: &NodeFiles) -> Result<Option<u32>> {
+    let path = node.pid();
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let pid = text.trim().parse::<u32>().ok();
+    match pid {
+        Some(pid) if process_alive(pid) && runs_config(pid, &node.config()) => Ok(Some(pid)),
+        _ => {
+            fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+            Ok(None)
+        }
+    }
+}
+
+fn down(args: &DownArgs) -> Result<()> {
+    let cluster_dir = absolute(&args.dir)?;
+    let mut nodes = Vec::new();
+    let entries = fs::read_dir(&cluster_dir)
+        .with_context(|| format!("listing cluster directory {}", cluster_dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", cluster_dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(index) = name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            if entry.path().join("mosaic.toml").exists() {
+                nodes.push(index);
+            }
+        }
+    }
+    nodes.sort_unstable();
+    if nodes.is_empty() {
+        bail!("no nodes in {}", cluster_dir.display());
+    }
+    let mut failed = Vec::new();
+    for index in nodes {
+        let node = NodeFiles::new(&cluster_dir, index);
+        match stop_node(&node) {
+            Ok(()) => {}
+            Err(e) => {
+                eprintln!("{}: {e:#}", node.name);
+                failed.push(node.name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!("could not stop {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+fn stop_node(node: &NodeFiles) -> Result<()> {
+    let Some(pid) = running_pid(node)? else {
+        println!("{}: already stopped", node.name);
+        return Ok(());
+    };
+    let raw = libc::pid_t::try_from(pid).context("pid out of range")?;
+    // SAFETY: kill has no memory-safety requirements; the pid was checked to be our node.
+    if unsafe { libc::kill(raw, libc::SIGTERM) } != 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::ESRCH) {
+            return Err(e).context(format!("signalling pid {pid}"));
+        }
+    }
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while process_alive(pid) {
+        if Instant::now() >= deadline {
+            bail!(
+                "pid {pid} did not exit within {} s of SIGTERM; end of {}:\n{}",
+                STOP_TIMEOUT.as_secs(),
+                node.log().display(),
+                log_tail(&node.log())
+            );
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    fs::remove_file(node.pid()).with_context(|| format!("removing {}", node.pid().display()))?;
+    println!("{}: stopped (pid {pid})", node.name);
+    Ok(())
+}

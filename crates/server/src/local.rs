@@ -1,0 +1,838 @@
+//! The single-node [`Coordinator`]: every statement's operations applied to local storage.
+//!
+//! Owns the data directory of a node that is its own whole cluster:
+//!
+//! ```text
+//! DATA/LOCK                                  held while the node runs (one process per dir)
+//! DATA/node.toml                             host id and tokens (crate::durable)
+//! DATA/schema.json                           the catalog, replaced atomically on DDL
+//! DATA/<keyspace>/<table>-<table id hex>/    one mosaic-lsm engine per table, RowMerge
+//! ```
+//!
+//! Why one engine per table: dropping or truncating a table is then "close, delete a
+//! directory", with no range tombstones and no compaction work, and each table's levels
+//! reflect only its own data (later layouts choose per table). The price is a memtable and
+//! background threads per table; the `[storage]` budgets are per table for that reason.
+//!
+//! Engine calls block (fsync, disk reads), so each one runs on tokio's blocking pool
+//! (`spawn_blocking`), never on the async workers. A table's engine sits behind an async
+//! read-write lock: reads and writes share it, and truncate, drop and shutdown take it
+//! exclusively, so they never close an engine under a running operation.
+//!
+//! Crash safety of schema changes: storage for new tables is created before the catalog is
+//! persisted, and storage of dropped tables is deleted after; a directory that is not in
+//! the persisted catalog is an orphan of an interrupted change and is removed at the next
+//! start. Deletions first rename the directory to `*.deleting` so a crash midway never
+//! leaves a half-deleted engine that would replay part of its log.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io;
+use std::net::IpAddr;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use mosaic_cql::coordinator::{
+    ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
+};
+use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
+use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
+use mosaic_lsm::{Db, Fs, Options, RealFs, WriteBatch};
+use mosaic_rows::RowMerge;
+use mosaic_types::Token;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::RwLock as AsyncRwLock;
+
+use crate::config::Config;
+use crate::durable::{sync_dir, write_atomic, NodeIdentity};
+
+/// The catalog file in the data directory.
+pub const SCHEMA_FILE: &str = "schema.json";
+/// The lock file that keeps a second process off the data directory.
+pub const LOCK_FILE: &str = "LOCK";
+/// The release we report: drivers pick Cassandra 3.x's schema parser for it.
+pub const RELEASE_VERSION: &str = "3.11.17";
+/// The partitioner we report (tokens are Cassandra's Murmur3 tokens).
+pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
+/// Suffix of a directory being deleted.
+const DELETING_SUFFIX: &str = ".deleting";
+/// How many dropped tables' names are remembered for error messages.
+const DROPPED_NAMES_MAX: usize = 1024;
+
+/// One table's storage.
+struct TableSlot {
+    /// `keyspace.table`, for messages.
+    name: String,
+    /// The bare table name, for "unconfigured table X".
+    table: String,
+    /// The engine's directory.
+    dir: PathBuf,
+    /// The engine; `None` once closed (dropped, shut down, or a failed truncate).
+    db: Arc<AsyncRwLock<Option<Db>>>,
+    /// Set when the table was dropped.
+    dropped: AtomicBool,
+}
+
+/// The single-node coordinator (see the module doc).
+pub struct LocalCoordinator {
+    data_dir: PathBuf,
+    engine: Options,
+    catalog: RwLock<Arc<Catalog>>,
+    /// Serializes schema changes (held across their disk work).
+    ddl: tokio::sync::Mutex<()>,
+    tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
+    dropped_names: Mutex<HashMap<TableId, String>>,
+    clock: AtomicI64,
+    closing: AtomicBool,
+    identity: NodeIdentity,
+    tokens: Vec<Token>,
+    rpc_address: IpAddr,
+    native_port: u16,
+    data_center: String,
+    rack: String,
+    cluster_name: String,
+    /// The data directory's lock, released at [`LocalCoordinator::close`].
+    lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
+}
+
+/// A directory-name component for a keyspace or table name: the name itself when it is
+/// plain (as CQL's DDL enforces), otherwise an injective `%XX` escape, so no catalog entry
+/// can name a path outside its directory.
+fn path_component(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() {
+        out.push('%');
+    }
+    out
+}
+
+fn id_hex(id: TableId) -> String {
+    id.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_id_hex(s: &str) -> Option<TableId> {
+    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(Uuid(bytes))
+}
+
+/// The directory of `table` under `data_dir`.
+fn table_dir(data_dir: &Path, table: &TableMeta) -> PathBuf {
+    data_dir.join(path_component(&table.keyspace)).join(format!(
+        "{}-{}",
+        path_component(&table.name),
+        id_hex(table.id)
+    ))
+}
+
+fn server_error(message: impl Into<String>) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Server, message)
+}
+
+/// The client-facing error for an engine failure on `table`.
+fn engine_error(table: &str, e: mosaic_lsm::Error) -> ErrorResponse {
+    use mosaic_lsm::Error as E;
+    match &e {
+        E::NoSpace { .. } => server_error(format!(
+            "Disk full on this node: table {table} refuses writes until space is freed ({e})"
+        )),
+        E::Poisoned { .. } => server_error(format!(
+            "Table {table} refuses writes after a storage failure; restart the node to recover \
+             ({e})"
+        )),
+        E::InvalidArgument(m) => ErrorResponse::new(ErrorKind::Invalid, m.clone()),
+        E::Closed => server_error("The node is shutting down"),
+        _ if e.is_corruption() => server_error(format!("Corrupt data in table {table}: {e}")),
+        _ => server_error(format!("Storage error in table {table}: {e}")),
+    }
+}
+
+fn join_error(e: tokio::task::JoinError) -> ErrorResponse {
+    server_error(format!("internal error: a storage task failed: {e}"))
+}
+
+/// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
+fn delete_dir(dir: &Path) -> io::Result<()> {
+    let mut aside = dir.as_os_str().to_os_string();
+    aside.push(DELETING_SUFFIX);
+    let aside = PathBuf::from(aside);
+    match fs::rename(dir, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    if let Some(parent) = dir.parent() {
+        sync_dir(parent)?;
+    }
+    fs::remove_dir_all(&aside)
+}
+
+fn now_micros() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+impl LocalCoordinator {
+    /// Opens the node's data directory: takes its lock, loads (or creates) the identity and
+    /// the catalog, removes orphans of interrupted schema changes and opens every table.
+    /// Blocking; call it before serving or from a blocking thread.
+    pub fn open(config: &Config) -> Result<LocalCoordinator> {
+        let data_dir = config.data_dir.clone();
+        fs::create_dir_all(&data_dir)
+            .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let lock = RealFs
+            .lock(&data_dir.join(LOCK_FILE))
+            .with_context(|| format!("locking data directory {}", data_dir.display()))?;
+        let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
+        let schema_path = data_dir.join(SCHEMA_FILE);
+        let catalog = match fs::read(&schema_path) {
+            Ok(bytes) => Catalog::from_bytes(&bytes)
+                .with_context(|| format!("reading {}", schema_path.display()))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Catalog::default(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
+        };
+        let mut engine = config.storage.engine_options()?;
+        engine.merge_operator = Some(Arc::new(RowMerge));
+
+        remove_orphans(&data_dir, &catalog)?;
+        let mut tables = HashMap::new();
+        for t in catalog.tables() {
+            let slot = open_slot(&data_dir, &engine, t)
+                .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
+            tables.insert(t.id, Arc::new(slot));
+        }
+        let tokens = identity.ring_tokens();
+        Ok(LocalCoordinator {
+            data_dir,
+            engine,
+            catalog: RwLock::new(Arc::new(catalog)),
+            ddl: tokio::sync::Mutex::new(()),
+            tables: RwLock::new(tables),
+            dropped_names: Mutex::new(HashMap::new()),
+            clock: AtomicI64::new(0),
+            closing: AtomicBool::new(false),
+            identity,
+            tokens,
+            rpc_address: config.rpc_address(),
+            native_port: config.native_port,
+            data_center: config.data_center.clone(),
+            rack: config.rack.clone(),
+            cluster_name: config.cluster_name.clone(),
+            lock: Mutex::new(Some(lock)),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// How many tables are open.
+    pub fn table_count(&self) -> usize {
+        self.tables.read().len()
+    }
+
+    /// Closes every table (waiting at most `timeout` for running operations and schema
+    /// changes), syncing their logs, then releases the data directory's lock. Operations
+    /// arriving afterwards fail with "shutting down". Returns the tables that could not be
+    /// closed cleanly.
+    pub async fn close(&self, timeout: Duration) -> Vec<String> {
+        self.closing.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut failures = Vec::new();
+        let ddl = tokio::time::timeout_at(deadline, self.ddl.lock()).await;
+        if ddl.is_err() {
+            failures.push("(a schema change was still running)".to_owned());
+        }
+        let slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        for slot in slots {
+            let guard = match tokio::time::timeout_at(deadline, slot.db.clone().write_owned()).await
+            {
+                Ok(g) => g,
+                Err(_) => {
+                    failures.push(format!("{} (still busy)", slot.name));
+                    continue;
+                }
+            };
+            let name = slot.name.clone();
+            let closed = tokio::task::spawn_blocking(move || {
+                let mut guard = guard;
+                guard.take().map_or(Ok(()), Db::close)
+            })
+            .await;
+            match closed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failures.push(format!("{name} ({e})")),
+                Err(e) => failures.push(format!("{name} ({e})")),
+            }
+        }
+        if failures.is_empty() {
+            self.lock.lock().take();
+        }
+        failures
+    }
+
+    /// The storage of `table`, or the error for a table that is gone.
+    fn slot(&self, table: TableId) -> Result<Arc<TableSlot>, ErrorResponse> {
+        if let Some(slot) = self.tables.read().get(&table) {
+            return Ok(slot.clone());
+        }
+        Err(self.unconfigured(table))
+    }
+
+    fn unconfigured(&self, table: TableId) -> ErrorResponse {
+        let name = self
+            .catalog()
+            .table_by_id(table)
+            .map(|t| t.name.clone())
+            .or_else(|| self.dropped_names.lock().get(&table).cloned())
+            .unwrap_or_else(|| format!("with id {table}"));
+        ErrorResponse::new(ErrorKind::Invalid, format!("unconfigured table {name}"))
+    }
+
+    /// The error for an operation that found `slot`'s engine closed.
+    fn closed_error(&self, slot: &TableSlot) -> ErrorResponse {
+        if self.closing.load(Ordering::SeqCst) {
+            server_error("The node is shutting down")
+        } else if slot.dropped.load(Ordering::SeqCst) {
+            ErrorResponse::new(
+                ErrorKind::Invalid,
+                format!("unconfigured table {}", slot.table),
+            )
+        } else {
+            server_error(format!(
+                "Table {} is unavailable after a failed truncate; restart the node",
+                slot.name
+            ))
+        }
+    }
+
+    fn remember_dropped(&self, id: TableId, name: String) {
+        let mut names = self.dropped_names.lock();
+        if names.len() >= DROPPED_NAMES_MAX {
+            names.clear();
+        }
+        names.insert(id, name);
+    }
+}
+
+/// Opens (creating) the engine of `table`.
+fn open_slot(
+    data_dir: &Path,
+    engine: &Options,
+    table: &TableMeta,
+) -> mosaic_lsm::Result<TableSlot> {
+    let dir = table_dir(data_dir, table);
+    let db = Db::open(&dir, engine.clone())?;
+    Ok(TableSlot {
+        name: format!("{}.{}", table.keyspace, table.name),
+        table: table.name.clone(),
+        dir,
+        db: Arc::new(AsyncRwLock::new(Some(db))),
+        dropped: AtomicBool::new(false),
+    })
+}
+
+/// Removes table directories that the catalog does not list (and `*.deleting` leftovers),
+/// then keyspace directories left empty that the catalog does not list. Only names this
+/// module creates are touched.
+fn remove_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+    let live: std::collections::HashSet<PathBuf> =
+        catalog.tables().map(|t| table_dir(data_dir, t)).collect();
+    let keyspaces: std::collections::HashSet<String> = catalog
+        .keyspaces
+        .keys()
+        .map(|k| path_component(k))
+        .collect();
+    let entries =
+        fs::read_dir(data_dir).with_context(|| format!("listing {}", data_dir.display()))?;
+    for ks in entries {
+        let ks = ks.with_context(|| format!("listing {}", data_dir.display()))?;
+        if !ks.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        let ks_dir = ks.path();
+        let mut removed_any = false;
+        let tables =
+            fs::read_dir(&ks_dir).with_context(|| format!("listing {}", ks_dir.display()))?;
+        for t in tables {
+            let t = t.with_context(|| format!("listing {}", ks_dir.display()))?;
+            let name = t.file_name().to_string_lossy().into_owned();
+            let path = t.path();
+            let ours = name.ends_with(DELETING_SUFFIX)
+                || name
+                    .rsplit_once('-')
+                    .is_some_and(|(_, id)| parse_id_hex(id).is_some());
+            if ours && !live.contains(&path) {
+                eprintln!("mosaic: removing {} (not in the schema)", path.display());
+                fs::remove_dir_all(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+                removed_any = true;
+            }
+        }
+        let name = ks.file_name().to_string_lossy().into_owned();
+        if removed_any && !keyspaces.contains(&name) {
+            // Only succeeds when empty, which is what we want.
+            let _ = fs::remove_dir(&ks_dir);
+        }
+        if removed_any {
+            sync_dir(&ks_dir)
+                .or_else(|e| {
+                    if e.kind() == io::ErrorKind::NotFound {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .with_context(|| format!("syncing {}", ks_dir.display()))?;
+        }
+    }
+    sync_dir(data_dir).with_context(|| format!("syncing {}", data_dir.display()))?;
+    Ok(())
+}
+
+impl Coordinator for LocalCoordinator {
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    async fn update_schema<R, F>(&self, change: F) -> Result<R, ErrorResponse>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Catalog) -> Result<(Catalog, R), ErrorResponse> + Send + 'static,
+    {
+        let _ddl = self.ddl.lock().await;
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(server_error("The node is shutting down"));
+        }
+        let current = self.catalog();
+        let (next, r) = change(&current)?;
+        if next == *current {
+            return Ok(r);
+        }
+        let created: Vec<Arc<TableMeta>> = next
+            .tables()
+            .filter(|t| current.table_by_id(t.id).is_none())
+            .cloned()
+            .collect();
+        let dropped: Vec<Arc<TableMeta>> = current
+            .tables()
+            .filter(|t| next.table_by_id(t.id).is_none())
+            .cloned()
+            .collect();
+
+        // 1. Storage for new tables, 2. the catalog made durable (undoing 1 if that fails).
+        let data_dir = self.data_dir.clone();
+        let engine = self.engine.clone();
+        let bytes = next.to_bytes();
+        let opened = tokio::task::spawn_blocking(
+            move || -> Result<Vec<(TableId, TableSlot)>, ErrorResponse> {
+                let mut slots = Vec::with_capacity(created.len());
+                let mut result = Ok(());
+                for t in &created {
+                    match open_slot(&data_dir, &engine, t) {
+                        Ok(slot) => slots.push((t.id, slot)),
+                        Err(e) => {
+                            result = Err(engine_error(&format!("{}.{}", t.keyspace, t.name), e));
+                            break;
+                        }
+                    }
+                }
+                if result.is_ok() {
+                    result = write_atomic(&data_dir.join(SCHEMA_FILE), &bytes).map_err(|e| {
+                        server_error(format!("Could not persist the schema change: {e}"))
+                    });
+                }
+                match result {
+                    Ok(()) => Ok(slots),
+                    Err(e) => {
+                        for (_, slot) in slots {
+                            if let Some(db) = slot.db.try_write().ok().and_then(|mut g| g.take()) {
+                                let _ = db.close();
+                            }
+                            let _ = delete_dir(&slot.dir);
+                        }
+                        Err(e)
+                    }
+                }
+            },
+        )
+        .await
+        .map_err(join_error)??;
+
+        // 3. Swap: new tables become reachable before the catalog names them; dropped ones
+        // disappear from the catalog before their storage.
+        {
+            let mut tables = self.tables.write();
+            for (id, slot) in opened {
+                tables.insert(id, Arc::new(slot));
+            }
+        }
+        *self.catalog.write() = Arc::new(next);
+        let mut gone = Vec::with_capacity(dropped.len());
+        {
+            let mut tables = self.tables.write();
+            for t in &dropped {
+                if let Some(slot) = tables.remove(&t.id) {
+                    slot.dropped.store(true, Ordering::SeqCst);
+                    gone.push(slot);
+                }
+                self.remember_dropped(t.id, t.name.clone());
+            }
+        }
+
+        // 4. Delete dropped storage once running operations on it are done. A failure here
+        // leaves an orphan directory that the next start removes.
+        for slot in gone {
+            let guard = slot.db.clone().write_owned().await;
+            let dir = slot.dir.clone();
+            let name = slot.name.clone();
+            let deleted = tokio::task::spawn_blocking(move || -> io::Result<()> {
+                let mut guard = guard;
+                if let Some(db) = guard.take() {
+                    if let Err(e) = db.close() {
+                        eprintln!("mosaic: closing dropped table {name}: {e}");
+                    }
+                }
+                delete_dir(&dir)?;
+                if let Some(ks_dir) = dir.parent() {
+                    // Remove the keyspace directory if this was its last table.
+                    if fs::remove_dir(ks_dir).is_ok() {
+                        if let Some(parent) = ks_dir.parent() {
+                            sync_dir(parent)?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .await;
+            match deleted {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => eprintln!(
+                    "mosaic: could not delete {} of a dropped table (removed at next start): {e}",
+                    slot.dir.display()
+                ),
+                Err(e) => eprintln!("mosaic: deleting {}: {e}", slot.dir.display()),
+            }
+        }
+        Ok(r)
+    }
+
+    async fn write(
+        &self,
+        mutations: Vec<Mutation>,
+        _consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        let mut batches: BTreeMap<TableId, WriteBatch> = BTreeMap::new();
+        for m in &mutations {
+            batches
+                .entry(m.table)
+                .or_default()
+                .merge(&m.key, m.ts, &m.fragment);
+        }
+        drop(mutations);
+        // Locks in table-id order (the BTreeMap's), so concurrent writers never wait on
+        // each other in a cycle.
+        let mut work = Vec::with_capacity(batches.len());
+        for (id, batch) in batches {
+            let slot = self.slot(id)?;
+            let guard = slot.db.clone().read_owned().await;
+            if guard.is_none() {
+                return Err(self.closed_error(&slot));
+            }
+            work.push((slot.name.clone(), guard, batch));
+        }
+        tokio::task::spawn_blocking(move || {
+            for (name, guard, batch) in work {
+                if let Some(db) = guard.as_ref() {
+                    db.write(batch).map_err(|e| engine_error(&name, e))?;
+                }
+            }
+            Ok(())
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    async fn read(
+        &self,
+        command: ReadCommand,
+        _consistency: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        let slot = self.slot(command.table)?;
+        let guard = slot.db.clone().read_owned().await;
+        if guard.is_none() {
+            return Err(self.closed_error(&slot));
+        }
+        let name = slot.name.clone();
+        tokio::task::spawn_blocking(move || {
+            let Some(db) = guard.as_ref() else {
+                return Err(server_error("The node is shutting down"));
+            };
+            let range = &command.range;
+            let end = match &range.end {
+                Some(e) => Bound::Excluded(e.as_slice()),
+                None => Bound::Unbounded,
+            };
+            let mut scan = db
+                .scan(Bound::Included(range.start.as_slice()), end)
+                .map_err(|e| engine_error(&name, e))?;
+            let mut entries = Vec::new();
+            while entries.len() < command.limit {
+                match scan.next() {
+                    Some(Ok((key, entry))) => entries.push((key, entry.value)),
+                    Some(Err(e)) => return Err(engine_error(&name, e)),
+                    None => {
+                        return Ok(ReadResult {
+                            entries,
+                            exhausted: true,
+                        })
+                    }
+                }
+            }
+            let exhausted = match scan.next() {
+                None => true,
+                Some(Ok(_)) => false,
+                Some(Err(e)) => return Err(engine_error(&name, e)),
+            };
+            Ok(ReadResult { entries, exhausted })
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+        let slot = self.slot(table)?;
+        let mut guard = slot.db.clone().write_owned().await;
+        if guard.is_none() {
+            return Err(self.closed_error(&slot));
+        }
+        let dir = slot.dir.clone();
+        let name = slot.name.clone();
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Some(db) = guard.take() {
+                if let Err(e) = db.close() {
+                    // The data is being deleted; a failed final sync changes nothing.
+                    eprintln!("mosaic: closing {name} for truncate: {e}");
+                }
+            }
+            delete_dir(&dir).map_err(|e| {
+                server_error(format!(
+                    "Could not truncate {name}: deleting {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let db = Db::open(&dir, engine).map_err(|e| engine_error(&name, e))?;
+            *guard = Some(db);
+            Ok(())
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    fn new_timestamp(&self) -> i64 {
+        let now = now_micros();
+        let next = |last: i64| now.max(last.saturating_add(1));
+        match self
+            .clock
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(next(last)))
+        {
+            Ok(prev) | Err(prev) => next(prev),
+        }
+    }
+
+    fn now_secs(&self) -> i64 {
+        now_micros() / 1_000_000
+    }
+
+    fn local_node(&self) -> NodeInfo {
+        NodeInfo {
+            host_id: self.identity.host_id,
+            rpc_address: self.rpc_address,
+            native_port: self.native_port,
+            broadcast_address: self.rpc_address,
+            data_center: self.data_center.clone(),
+            rack: self.rack.clone(),
+            tokens: self.tokens.clone(),
+            schema_version: self.catalog().version,
+            release_version: RELEASE_VERSION.to_owned(),
+            up: true,
+        }
+    }
+
+    fn peers(&self) -> Vec<NodeInfo> {
+        Vec::new()
+    }
+
+    fn cluster_info(&self) -> ClusterInfo {
+        ClusterInfo {
+            cluster_name: self.cluster_name.clone(),
+            partitioner: PARTITIONER.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_cql::frame::ProtocolVersion;
+    use mosaic_cql::frame::{Query, QueryParameters, Request, Response, ResultBody};
+    use mosaic_cql::processor::{Processor, Session};
+
+    fn config(dir: &Path) -> Config {
+        let mut c = Config {
+            data_dir: dir.to_path_buf(),
+            ..Config::default()
+        };
+        c.storage.memtable_size_bytes = 1 << 20;
+        c.storage.block_cache_size_bytes = 1 << 20;
+        c
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    async fn run(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) -> Response {
+        p.process(
+            s,
+            Request::Query(Query {
+                query: cql.to_owned(),
+                params: QueryParameters::new(Consistency::One),
+            }),
+        )
+        .await
+    }
+
+    fn rows(r: &Response) -> usize {
+        match r {
+            Response::Result(ResultBody::Rows(rows)) => rows.rows.len(),
+            other => panic!("expected rows, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn timestamps_strictly_increase() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = LocalCoordinator::open(&config(dir.path())).unwrap();
+        let mut last = 0;
+        for _ in 0..10_000 {
+            let t = c.new_timestamp();
+            assert!(t > last);
+            last = t;
+        }
+        assert!(last >= now_micros() - 60_000_000);
+    }
+
+    #[test]
+    fn path_components_are_plain_or_escaped() {
+        assert_eq!(path_component("ks_1"), "ks_1");
+        assert_eq!(path_component("../x"), "%2E%2E%2Fx");
+        assert_eq!(path_component(""), "%");
+        let id = Uuid::random();
+        assert_eq!(parse_id_hex(&id_hex(id)), Some(id));
+    }
+
+    #[test]
+    fn tables_survive_restart_truncate_and_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = rt();
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(ProtocolVersion::V4);
+            for cql in [
+                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+                "INSERT INTO ks.t (k, v) VALUES (1, 'a')",
+                "INSERT INTO ks.t (k, v) VALUES (2, 'b')",
+            ] {
+                let r = run(&p, &mut s, cql).await;
+                assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+            }
+            assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 2);
+            assert_eq!(c.table_count(), 1);
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(ProtocolVersion::V4);
+            assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 2);
+            let r = run(&p, &mut s, "TRUNCATE ks.t").await;
+            assert!(!matches!(r, Response::Error(_)), "{r:?}");
+            assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 0);
+            let r = run(&p, &mut s, "INSERT INTO ks.t (k, v) VALUES (3, 'c')").await;
+            assert!(!matches!(r, Response::Error(_)), "{r:?}");
+            assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 1);
+            let table = c.catalog().table("ks", "t").unwrap().clone();
+            let r = run(&p, &mut s, "DROP TABLE ks.t").await;
+            assert!(!matches!(r, Response::Error(_)), "{r:?}");
+            assert!(!table_dir(dir.path(), &table).exists());
+            let e = c
+                .read(
+                    ReadCommand {
+                        table: table.id,
+                        range: mosaic_rows::KeyRange {
+                            start: Vec::new(),
+                            end: None,
+                        },
+                        limit: 10,
+                    },
+                    Consistency::One,
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(e.message, "unconfigured table t");
+            let r = run(&p, &mut s, "DROP KEYSPACE ks").await;
+            assert!(!matches!(r, Response::Error(_)), "{r:?}");
+            assert!(!dir.path().join("ks").exists());
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+    }
+
+    #[test]
+    fn orphan_directories_are_removed_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let orphan = dir
+            .path()
+            .join("ks")
+            .join(format!("t-{}", id_hex(Uuid::random())));
+        fs::create_dir_all(&orphan).unwrap();
+        let keep = dir.path().join("ks").join("notes");
+        fs::create_dir_all(&keep).unwrap();
+        let c = LocalCoordinator::open(&config(dir.path())).unwrap();
+        assert!(!orphan.exists());
+        assert!(keep.exists());
+        drop(c);
+    }
+
+    #[test]
+    fn a_second_process_cannot_open_a_locked_data_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let _c = LocalCoordinator::open(&config(dir.path())).unwrap();
+        assert!(LocalCoordinator::open(&config(dir.path())).is_err());
+    }
+}

@@ -1,0 +1,658 @@
+//! The CQL native-protocol listener: TCP connections, frames, back-pressure, events.
+//!
+//! Owns everything between the socket and the statement [`Processor`]: the accept loop,
+//! each connection's state machine (OPTIONS / STARTUP / authentication / REGISTER, as
+//! Cassandra's `ServerConnection` checks them), stream-id multiplexing and the push of
+//! schema-change events. It knows nothing of storage: it drives any [`Coordinator`].
+//!
+//! # One connection
+//! A reader (the connection's task) decodes frames from a `BytesMut`. Connection-level
+//! requests are answered in order by the reader itself; QUERY, PREPARE, EXECUTE and BATCH
+//! each run as their own task, so requests on different streams proceed concurrently and
+//! their responses go out in completion order, each on its request's stream. A writer task
+//! owns the socket's write half: it takes encoded frames from a bounded channel and writes
+//! as many as are ready with one `write` call.
+//!
+//! # Back-pressure (every queue is bounded)
+//! - A connection holds at most `connection_requests_in_flight_max` running requests; at
+//!   the cap its reader stops reading the socket (TCP then pushes back on the client).
+//! - The node runs at most `node_requests_concurrent_max` requests at once; the others
+//!   wait for a permit, holding their connection's in-flight slot.
+//! - The writer's channel holds at most the in-flight cap plus a few connection-level
+//!   answers; a client that doesn't read its responses stalls its own requests only.
+//! - Events go through a bounded broadcast channel; a connection too slow to take them
+//!   loses the oldest (and the loss is logged), never the node's memory.
+//! - At most `connection_count_max` connections; more are closed as they are accepted.
+//!
+//! # Errors
+//! A malformed header ([`FrameError`]) gets its protocol error and the connection is
+//! closed; a malformed body ([`mosaic_cql::frame::BodyError`]) gets a protocol error on its
+//! stream and the connection carries on. Neither affects other connections.
+//!
+//! # Shutdown
+//! When the shutdown signal flips, the accept loop stops, every reader stops reading, the
+//! requests already running finish and are answered, and each connection closes once its
+//! writer has flushed. [`serve`] returns when all connections are closed or the drain
+//! timeout has passed (remaining connections are then dropped).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use mosaic_cql::coordinator::Coordinator;
+use mosaic_cql::frame::{
+    decode_frame, Compression, ErrorKind, ErrorResponse, Event, EventType, Opcode, ProtocolVersion,
+    Request, RequestFrame, Response, ResponseEncoder, ResultBody, Supported,
+};
+use mosaic_cql::processor::{Processor, Session};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{broadcast, mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
+use crate::config::LimitsConfig;
+
+/// Events a slow connection may have pending before it loses the oldest.
+const EVENT_QUEUE_MAX: usize = 1024;
+/// Connection-level answers the writer channel holds beyond the in-flight cap.
+const WRITER_QUEUE_EXTRA: usize = 16;
+/// Bytes the reader asks the socket for at a time (at least).
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Frames the writer copies together into one write; larger frames are written directly.
+const COALESCE_BYTES_MAX: usize = 64 * 1024;
+/// Write buffer capacity kept between writes; a larger one is released.
+const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
+
+/// What every connection of the node shares.
+pub struct Shared<C> {
+    /// Executes statements.
+    pub processor: Processor<C>,
+    /// Decides how connections authenticate.
+    pub authenticator: Arc<dyn Authenticator>,
+    /// Bounds.
+    pub limits: LimitsConfig,
+    events: broadcast::Sender<Event>,
+    node_permits: Arc<Semaphore>,
+}
+
+impl<C: Coordinator> Shared<C> {
+    /// State shared by the connections of a node executing on `processor`.
+    pub fn new(
+        processor: Processor<C>,
+        authenticator: Arc<dyn Authenticator>,
+        limits: LimitsConfig,
+    ) -> Shared<C> {
+        let (events, _) = broadcast::channel(EVENT_QUEUE_MAX);
+        Shared {
+            processor,
+            authenticator,
+            node_permits: Arc::new(Semaphore::new(limits.node_requests_concurrent_max)),
+            limits,
+            events,
+        }
+    }
+
+    /// Pushes `event` to every connection registered for its type.
+    pub fn publish(&self, event: Event) {
+        // An error only means no connection is listening.
+        let _ = self.events.send(event);
+    }
+}
+
+/// Accepts connections until `shutdown` flips, then drains them for at most
+/// `drain_timeout` (see the module doc).
+pub async fn serve<C: Coordinator>(
+    listener: TcpListener,
+    shared: Arc<Shared<C>>,
+    mut shutdown: watch::Receiver<bool>,
+    drain_timeout: Duration,
+) {
+    let connection_permits = Arc::new(Semaphore::new(shared.limits.connection_count_max));
+    let mut connections = JoinSet::new();
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        tokio::select! {
+            changed = shutdown.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let Ok(permit) = connection_permits.clone().try_acquire_owned() else {
+                        eprintln!(
+                            "mosaic: refusing connection from {peer}: connection_count_max ({}) reached",
+                            shared.limits.connection_count_max
+                        );
+                        drop(socket);
+                        continue;
+                    };
+                    let shared = shared.clone();
+                    let shutdown = shutdown.clone();
+                    connections.spawn(async move {
+                        let _permit = permit;
+                        run_connection(socket, peer, shared, shutdown).await;
+                    });
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: keep serving the others, but don't
+                    // spin on a persistent error.
+                    eprintln!("mosaic: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    let drained = tokio::time::timeout(drain_timeout, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        eprintln!(
+            "mosaic: {} connection(s) still busy after {} ms; closing them",
+            connections.len(),
+            drain_timeout.as_millis()
+        );
+        connections.shutdown().await;
+    }
+}
+
+/// A message to a connection's writer.
+enum Outgoing {
+    /// An encoded frame.
+    Frame(Bytes),
+    /// From now on, push events of these types, encoded with this encoder.
+    Subscribe {
+        events: Vec<EventType>,
+        encoder: ResponseEncoder,
+    },
+    /// Flush what came before, then close the connection.
+    Close,
+}
+
+/// Where a connection is in Cassandra's state machine.
+enum Phase {
+    /// Before STARTUP: only OPTIONS and STARTUP are allowed.
+    Uninitialized,
+    /// After STARTUP, before AUTH_SUCCESS: only AUTH_RESPONSE is allowed.
+    Authenticating(Box<dyn SaslNegotiator>),
+    /// Requests allowed.
+    Ready,
+}
+
+/// Whether the reader goes on.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// The reader's state.
+struct Connection<C> {
+    shared: Arc<Shared<C>>,
+    peer: SocketAddr,
+    tx: mpsc::Sender<Outgoing>,
+    phase: Phase,
+    /// Fixed by the first frame; later frames must use it.
+    version: Option<ProtocolVersion>,
+    compression: Option<Compression>,
+    session: Arc<Mutex<Session>>,
+    in_flight: Arc<Semaphore>,
+    shutdown: watch::Receiver<bool>,
+}
+
+async fn run_connection<C: Coordinator>(
+    socket: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared<C>>,
+    shutdown: watch::Receiver<bool>,
+) {
+    // Responses are written whole by the writer; Nagle would only delay them.
+    let _ = socket.set_nodelay(true);
+    let (rd, wr) = socket.into_split();
+    let in_flight_max = shared.limits.connection_requests_in_flight_max;
+    let (tx, rx) = mpsc::channel(in_flight_max.saturating_add(WRITER_QUEUE_EXTRA));
+    let writer = tokio::spawn(write_loop(wr, rx, shared.events.clone()));
+    let mut conn = Connection {
+        shared,
+        peer,
+        tx,
+        phase: Phase::Uninitialized,
+        version: None,
+        compression: None,
+        session: Arc::new(Mutex::new(Session::new(ProtocolVersion::MAX))),
+        in_flight: Arc::new(Semaphore::new(in_flight_max)),
+        shutdown,
+    };
+    conn.read_loop(rd).await;
+    // The writer ends once every running request has sent its response and dropped its
+    // sender (or at a Close, or when the socket fails).
+    drop(conn);
+    let _ = writer.await;
+}
+
+impl<C: Coordinator> Connection<C> {
+    async fn read_loop(&mut self, mut rd: OwnedReadHalf) {
+        let frame_len_max = self.shared.limits.frame_size_bytes_max;
+        let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
+        loop {
+            loop {
+                match decode_frame(&mut buf, frame_len_max) {
+                    Ok(Some(frame)) => {
+                        if self.handle_frame(frame).await == Flow::Stop {
+                            return;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("mosaic: closing connection from {}: {e}", self.peer);
+                        let mut out = BytesMut::new();
+                        e.encode_response(&mut out);
+                        self.send(Outgoing::Frame(out.freeze())).await;
+                        self.send(Outgoing::Close).await;
+                        return;
+                    }
+                }
+            }
+            if *self.shutdown.borrow() {
+                return;
+            }
+            if buf.capacity() - buf.len() < READ_CHUNK_BYTES {
+                buf.reserve(READ_CHUNK_BYTES);
+            }
+            tokio::select! {
+                biased;
+                _ = self.shutdown.changed() => return,
+                _ = self.tx.closed() => return,
+                read = rd.read_buf(&mut buf) => match read {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+            }
+        }
+    }
+
+    /// Queues `message` for the writer (waiting for room: back-pressure). A closed writer
+    /// means the socket is gone; the reader notices through `tx.closed()`.
+    async fn send(&self, message: Outgoing) {
+        let _ = self.tx.send(message).await;
+    }
+
+    /// Encodes and queues `response` answering `stream`.
+    async fn respond(&self, encoder: ResponseEncoder, stream: i16, response: &Response) {
+        self.send(Outgoing::Frame(encode(encoder, stream, response)))
+            .await;
+    }
+
+    async fn handle_frame(&mut self, frame: RequestFrame) -> Flow {
+        let version = match self.version {
+            None => {
+                self.version = Some(frame.version);
+                self.session.lock().version = frame.version;
+                frame.version
+            }
+            Some(v) if v != frame.version => {
+                // Cassandra treats this as fatal: the client has lost track of the stream.
+                let error = protocol_error(format!(
+                    "Invalid message version. Got {} but previous messages on this connection \
+                     had version {}",
+                    frame.version, v
+                ));
+                self.respond(
+                    ResponseEncoder::new(frame.version, None),
+                    frame.stream,
+                    &error,
+                )
+                .await;
+                self.send(Outgoing::Close).await;
+                return Flow::Stop;
+            }
+            Some(v) => v,
+        };
+        let encoder = ResponseEncoder::new(version, self.compression);
+        let stream = frame.stream;
+        if let Some(message) = self.unexpected(frame.opcode) {
+            self.respond(encoder, stream, &protocol_error(message))
+                .await;
+            return Flow::Continue;
+        }
+        let request = match frame.decode(self.compression) {
+            Ok(r) => r,
+            Err(e) => {
+                self.respond(encoder, stream, &Response::Error(e.to_error_response()))
+                    .await;
+                return Flow::Continue;
+            }
+        };
+        match request {
+            Request::Options => {
+                self.respond(encoder, stream, &Response::Supported(Supported::default()))
+                    .await;
+            }
+            Request::Startup(startup) => match startup.negotiate() {
+                Err(e) => {
+                    self.respond(encoder, stream, &Response::Error(e.to_error_response()))
+                        .await;
+                }
+                Ok(options) => {
+                    self.compression = options.compression;
+                    let encoder = ResponseEncoder::new(version, self.compression);
+                    match self.shared.authenticator.start(self.peer) {
+                        AuthStart::Ready => {
+                            self.phase = Phase::Ready;
+                            self.respond(encoder, stream, &Response::Ready).await;
+                        }
+                        AuthStart::Challenge {
+                            authenticator,
+                            negotiator,
+                        } => {
+                            self.phase = Phase::Authenticating(negotiator);
+                            self.respond(
+                                encoder,
+                                stream,
+                                &Response::Authenticate { authenticator },
+                            )
+                            .await;
+                        }
+                    }
+                }
+            },
+            Request::AuthResponse(auth) => {
+                let step = match &mut self.phase {
+                    Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
+                    // `unexpected` lets AUTH_RESPONSE through only while authenticating.
+                    Phase::Uninitialized | Phase::Ready => return Flow::Continue,
+                };
+                let response = match step {
+                    AuthStep::Challenge(token) => Response::AuthChallenge { token },
+                    AuthStep::Success(token) => {
+                        self.phase = Phase::Ready;
+                        Response::AuthSuccess { token }
+                    }
+                    AuthStep::Failed(message) => {
+                        Response::Error(ErrorResponse::new(ErrorKind::BadCredentials, message))
+                    }
+                };
+                self.respond(encoder, stream, &response).await;
+            }
+            Request::Register(register) => {
+                self.respond(encoder, stream, &Response::Ready).await;
+                self.send(Outgoing::Subscribe {
+                    events: register.events,
+                    encoder,
+                })
+                .await;
+            }
+            request => return self.dispatch(encoder, stream, request).await,
+        }
+        Flow::Continue
+    }
+
+    /// Cassandra's check of a message against the connection's state
+    /// (`ServerConnection.validateNewMessage`): the protocol error's text, if refused.
+    fn unexpected(&self, opcode: Opcode) -> Option<String> {
+        let name = opcode.name();
+        match (&self.phase, opcode) {
+            (Phase::Uninitialized, Opcode::Startup | Opcode::Options) => None,
+            (Phase::Uninitialized, _) => Some(format!(
+                "Unexpected message {name}, expecting STARTUP or OPTIONS"
+            )),
+            (Phase::Authenticating(_), Opcode::AuthResponse) => None,
+            (Phase::Authenticating(_), _) => Some(format!(
+                "Unexpected message {name}, needs authentication through AUTH_RESPONSE message"
+            )),
+            (Phase::Ready, Opcode::Startup) => Some(format!(
+                "Unexpected message {name}, the connection is already initialized"
+            )),
+            (Phase::Ready, Opcode::AuthResponse) => Some(format!(
+                "Unexpected message {name}, the connection is already authenticated"
+            )),
+            (Phase::Ready, _) => None,
+        }
+    }
+
+    /// Runs a statement request on its own task, once the connection has an in-flight slot.
+    async fn dispatch(&mut self, encoder: ResponseEncoder, stream: i16, request: Request) -> Flow {
+        let permit = tokio::select! {
+            biased;
+            _ = self.shutdown.changed() => return Flow::Stop,
+            _ = self.tx.closed() => return Flow::Stop,
+            permit = self.in_flight.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => return Flow::Stop,
+            },
+        };
+        let shared = self.shared.clone();
+        let session = self.session.clone();
+        let reply = Reply {
+            tx: Some(self.tx.clone()),
+            encoder,
+            stream,
+            _permit: permit,
+        };
+        tokio::spawn(execute(shared, session, request, reply));
+        Flow::Continue
+    }
+}
+
+/// Where a request's answer goes. If its task ends without answering (a panic in the
+/// statement layer), dropping it answers a Server error, so the client is never left
+/// waiting on the stream.
+struct Reply {
+    tx: Option<mpsc::Sender<Outgoing>>,
+    encoder: ResponseEncoder,
+    stream: i16,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Reply {
+    async fn send(mut self, response: &Response) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx
+                .send(Outgoing::Frame(encode(self.encoder, self.stream, response)))
+                .await;
+        }
+    }
+}
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let error = Response::Error(ErrorResponse::new(
+                ErrorKind::Server,
+                "internal error while executing the request",
+            ));
+            let _ = tx.try_send(Outgoing::Frame(encode(self.encoder, self.stream, &error)));
+        }
+    }
+}
+
+async fn execute<C: Coordinator>(
+    shared: Arc<Shared<C>>,
+    session: Arc<Mutex<Session>>,
+    request: Request,
+    reply: Reply,
+) {
+    let response = {
+        let _node_permit = shared.node_permits.clone().acquire_owned().await;
+        let mut snapshot = session.lock().clone();
+        shared.processor.process(&mut snapshot, request).await
+    };
+    if let Response::Result(ResultBody::SetKeyspace(keyspace)) = &response {
+        session.lock().keyspace = Some(keyspace.clone());
+    }
+    reply.send(&response).await;
+    if let Response::Result(ResultBody::SchemaChange(change)) = response {
+        shared.publish(Event::SchemaChange(change));
+    }
+}
+
+fn protocol_error(message: String) -> Response {
+    Response::Error(ErrorResponse::new(ErrorKind::Protocol, message))
+}
+
+/// The frame answering `stream`; a response that can't be encoded (a result too large
+/// for a frame) becomes a Server error saying so.
+fn encode(encoder: ResponseEncoder, stream: i16, response: &Response) -> Bytes {
+    let mut out = BytesMut::new();
+    if let Err(e) = encoder.encode(&mut out, stream, response) {
+        let error = Response::Error(ErrorResponse::new(
+            ErrorKind::Server,
+            format!("Could not encode the response: {e}"),
+        ));
+        // A short error always encodes; if it somehow doesn't, the frame is empty and the
+        // client times out on that stream rather than reading garbage.
+        let _ = encoder.encode(&mut out, stream, &error);
+    }
+    out.freeze()
+}
+
+/// Which events a connection asked for, and how to encode them.
+struct Subscription {
+    rx: broadcast::Receiver<Event>,
+    events: Vec<EventType>,
+    encoder: ResponseEncoder,
+}
+
+fn event_type(event: &Event) -> Option<EventType> {
+    match event {
+        Event::SchemaChange(_) => Some(EventType::SchemaChange),
+        Event::TopologyChange { .. } => Some(EventType::TopologyChange),
+        Event::StatusChange { .. } => Some(EventType::StatusChange),
+        _ => None,
+    }
+}
+
+/// Receives the next event of `sub`, or never if there is no subscription.
+async fn next_event(sub: &mut Option<Subscription>) -> Result<Event, broadcast::error::RecvError> {
+    match sub {
+        Some(s) => s.rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the writer does with one message.
+enum Step {
+    Continue,
+    Close,
+}
+
+struct Writer {
+    wr: OwnedWriteHalf,
+    buf: BytesMut,
+    events: broadcast::Sender<Event>,
+    sub: Option<Subscription>,
+}
+
+impl Writer {
+    /// Takes one message; large frames are written at once (after what is buffered).
+    async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
+        match message {
+            Outgoing::Frame(frame) if frame.len() > COALESCE_BYTES_MAX => {
+                self.flush().await?;
+                self.wr.write_all(&frame).await?;
+            }
+            Outgoing::Frame(frame) => self.buf.extend_from_slice(&frame),
+            Outgoing::Subscribe { events, encoder } => {
+                let rx = match self.sub.take() {
+                    Some(s) => s.rx,
+                    None => self.events.subscribe(),
+                };
+                self.sub = Some(Subscription {
+                    rx,
+                    events,
+                    encoder,
+                });
+            }
+            Outgoing::Close => return Ok(Step::Close),
+        }
+        Ok(Step::Continue)
+    }
+
+    fn take_event(&mut self, event: Event) {
+        if let Some(sub) = &self.sub {
+            if event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
+                let start = self.buf.len();
+                if sub.encoder.encode_event(&mut self.buf, &event).is_err() {
+                    self.buf.truncate(start);
+                }
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.wr.write_all(&self.buf).await?;
+            self.buf.clear();
+            if self.buf.capacity() > WRITE_BUFFER_KEEP_BYTES {
+                self.buf = BytesMut::new();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The writer task (see the module doc). Ends when every sender is gone, at a Close, or
+/// when the socket fails.
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    events: broadcast::Sender<Event>,
+) {
+    let mut w = Writer {
+        wr,
+        buf: BytesMut::new(),
+        events,
+        sub: None,
+    };
+    let result: std::io::Result<()> = async {
+        loop {
+            tokio::select! {
+                biased;
+                message = rx.recv() => {
+                    let Some(message) = message else { break };
+                    if let Step::Close = w.take(message).await? {
+                        break;
+                    }
+                }
+                event = next_event(&mut w.sub) => match event {
+                    Ok(event) => w.take_event(event),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        eprintln!("mosaic: a slow connection missed {n} event(s)");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => w.sub = None,
+                },
+            }
+            // Coalesce whatever else is ready into the same write.
+            let mut close = false;
+            while w.buf.len() < COALESCE_BYTES_MAX {
+                match rx.try_recv() {
+                    Ok(message) => {
+                        if let Step::Close = w.take(message).await? {
+                            close = true;
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            w.flush().await?;
+            if close {
+                break;
+            }
+        }
+        w.flush().await?;
+        w.wr.shutdown().await
+    }
+    .await;
+    // A failed write means the client is gone; its reader sees the channel close.
+    drop(result);
+}
