@@ -26,7 +26,8 @@
 //!
 //! # Errors
 //! A malformed header ([`FrameError`]) gets its protocol error and the connection is
-//! closed; a malformed body ([`mosaic_cql::frame::BodyError`]) gets a protocol error on its
+//! closed (after reading what the client still sends, briefly, so the close is a FIN and
+//! not a reset that could destroy the error on its way); a malformed body ([`mosaic_cql::frame::BodyError`]) gets a protocol error on its
 //! stream and the connection carries on. Neither affects other connections.
 //!
 //! # Shutdown
@@ -66,6 +67,10 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 const COALESCE_BYTES_MAX: usize = 64 * 1024;
 /// Write buffer capacity kept between writes; a larger one is released.
 const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
+/// After a fatal error, how long the connection waits for the client to close.
+const LINGER: Duration = Duration::from_secs(2);
+/// After a fatal error, how many bytes the connection discards while it waits.
+const LINGER_BYTES_MAX: usize = 1 << 20;
 
 /// What every connection of the node shares.
 pub struct Shared<C> {
@@ -192,7 +197,7 @@ enum Phase {
 #[derive(PartialEq, Eq)]
 enum Flow {
     Continue,
-    Stop,
+    Stop(Ending),
 }
 
 /// The reader's state.
@@ -232,25 +237,54 @@ async fn run_connection<C: Coordinator>(
         in_flight: Arc::new(Semaphore::new(in_flight_max)),
         shutdown,
     };
-    conn.read_loop(rd).await;
+    let mut rd = rd;
+    let ending = conn.read_loop(&mut rd).await;
     // The writer ends once every running request has sent its response and dropped its
     // sender (or at a Close, or when the socket fails).
     drop(conn);
     let _ = writer.await;
+    if ending == Ending::Fatal {
+        // The writer has sent the error and a FIN. Closing with unread bytes in the socket
+        // would send a reset instead, which can destroy the error before the client reads
+        // it; so read and discard until the client closes, within bounds.
+        let _ = tokio::time::timeout(LINGER, linger(&mut rd)).await;
+    }
+}
+
+/// Reads and discards at most [`LINGER_BYTES_MAX`] bytes, until end of stream.
+async fn linger(rd: &mut OwnedReadHalf) {
+    let mut scratch = vec![0u8; READ_CHUNK_BYTES];
+    let mut total = 0;
+    while total < LINGER_BYTES_MAX {
+        match rd.read(&mut scratch).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
+        }
+    }
+}
+
+/// Why a reader stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// The client closed its side, the socket failed, or the writer is gone.
+    Closed,
+    /// The node is shutting down.
+    Shutdown,
+    /// A frame error: the connection is being closed after an error response.
+    Fatal,
 }
 
 impl<C: Coordinator> Connection<C> {
-    async fn read_loop(&mut self, mut rd: OwnedReadHalf) {
+    async fn read_loop(&mut self, rd: &mut OwnedReadHalf) -> Ending {
         let frame_len_max = self.shared.limits.frame_size_bytes_max;
         let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
         loop {
             loop {
                 match decode_frame(&mut buf, frame_len_max) {
-                    Ok(Some(frame)) => {
-                        if self.handle_frame(frame).await == Flow::Stop {
-                            return;
-                        }
-                    }
+                    Ok(Some(frame)) => match self.handle_frame(frame).await {
+                        Flow::Continue => {}
+                        Flow::Stop(ending) => return ending,
+                    },
                     Ok(None) => break,
                     Err(e) => {
                         eprintln!("mosaic: closing connection from {}: {e}", self.peer);
@@ -258,22 +292,22 @@ impl<C: Coordinator> Connection<C> {
                         e.encode_response(&mut out);
                         self.send(Outgoing::Frame(out.freeze())).await;
                         self.send(Outgoing::Close).await;
-                        return;
+                        return Ending::Fatal;
                     }
                 }
             }
             if *self.shutdown.borrow() {
-                return;
+                return Ending::Shutdown;
             }
             if buf.capacity() - buf.len() < READ_CHUNK_BYTES {
                 buf.reserve(READ_CHUNK_BYTES);
             }
             tokio::select! {
                 biased;
-                _ = self.shutdown.changed() => return,
-                _ = self.tx.closed() => return,
+                _ = self.shutdown.changed() => return Ending::Shutdown,
+                _ = self.tx.closed() => return Ending::Closed,
                 read = rd.read_buf(&mut buf) => match read {
-                    Ok(0) | Err(_) => return,
+                    Ok(0) | Err(_) => return Ending::Closed,
                     Ok(_) => {}
                 },
             }
@@ -313,7 +347,7 @@ impl<C: Coordinator> Connection<C> {
                 )
                 .await;
                 self.send(Outgoing::Close).await;
-                return Flow::Stop;
+                return Flow::Stop(Ending::Fatal);
             }
             Some(v) => v,
         };
@@ -423,11 +457,11 @@ impl<C: Coordinator> Connection<C> {
     async fn dispatch(&mut self, encoder: ResponseEncoder, stream: i16, request: Request) -> Flow {
         let permit = tokio::select! {
             biased;
-            _ = self.shutdown.changed() => return Flow::Stop,
-            _ = self.tx.closed() => return Flow::Stop,
+            _ = self.shutdown.changed() => return Flow::Stop(Ending::Shutdown),
+            _ = self.tx.closed() => return Flow::Stop(Ending::Closed),
             permit = self.in_flight.clone().acquire_owned() => match permit {
                 Ok(p) => p,
-                Err(_) => return Flow::Stop,
+                Err(_) => return Flow::Stop(Ending::Closed),
             },
         };
         let shared = self.shared.clone();

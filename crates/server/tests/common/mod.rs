@@ -172,8 +172,8 @@ pub fn options_answered(addr: SocketAddr) -> bool {
         return false;
     };
     let mut c = Conn::from_stream(s);
-    c.send(0, Opcode::Options, &[]);
-    matches!(c.try_recv(), Ok(Some(f)) if f.opcode == Opcode::Supported.byte())
+    c.try_send(0, Opcode::Options, &[]).is_ok()
+        && matches!(c.try_recv(), Ok(Some(f)) if f.opcode == Opcode::Supported.byte())
 }
 
 /// A response frame, body decompressed.
@@ -419,6 +419,12 @@ impl Conn {
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.s.write_all(bytes).unwrap();
+    }
+
+    /// Sends a request, reporting a failed write instead of panicking.
+    pub fn try_send(&mut self, stream: i16, opcode: Opcode, body: &[u8]) -> std::io::Result<()> {
+        let f = self.frame(stream, opcode, body);
+        self.s.write_all(&f)
     }
 
     /// Reads raw bytes (for frames in other header layouts).
