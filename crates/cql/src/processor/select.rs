@@ -1119,6 +1119,18 @@ async fn read_partition<C: Coordinator>(
     let plan = run.plan;
     let schema = &plan.schema;
     let table = plan.table.as_ref();
+    let slices =
+        plan.restrictions.has_clustering() && plan.restrictions.clustering_problem(table).is_none();
+    if after.is_none() && !plan.reversed && !slices {
+        // The whole partition, head and rows, in one streamed range.
+        let whole = schema.partition_range(prefix);
+        return Ok(
+            match scan(coordinator, exec, run, whole.start, whole.end).await? {
+                Next::Stop => Next::Stop,
+                _ => Next::Continue,
+            },
+        );
+    }
     let head = read_all(
         coordinator,
         exec,
@@ -1132,9 +1144,7 @@ async fn read_partition<C: Coordinator>(
         resolver.push(k, v).map_err(resolve_err)?;
     }
     let static_row = resolver.static_row().cloned();
-    let ranges: Vec<KeyRange> = if plan.restrictions.has_clustering()
-        && plan.restrictions.clustering_problem(table).is_none()
-    {
+    let ranges: Vec<KeyRange> = if slices {
         plan.restrictions
             .clustering_bounds(schema)?
             .iter()
