@@ -455,6 +455,11 @@ impl<C: Coordinator> Connection<C> {
 
     /// Runs a statement request on its own task, once the connection has an in-flight slot.
     async fn dispatch(&mut self, encoder: ResponseEncoder, stream: i16, request: Request) -> Flow {
+        // Requests still buffered when shutdown begins are not started (the client sees
+        // the connection close without their answers, and may retry them elsewhere).
+        if *self.shutdown.borrow() {
+            return Flow::Stop(Ending::Shutdown);
+        }
         let permit = tokio::select! {
             biased;
             _ = self.shutdown.changed() => return Flow::Stop(Ending::Shutdown),

@@ -62,3 +62,46 @@ fn sigint_also_shuts_down_cleanly() {
     assert_eq!(status.code(), Some(0), "log:\n{}", node.log());
     assert!(lock_is_free(&node.data_dir().join("LOCK")));
 }
+
+#[test]
+fn writes_acknowledged_before_sigterm_survive_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Node::start_in(dir.path(), "");
+    let mut c = node.ready();
+    c.exec("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    c.exec("CREATE TABLE ks.t (k int PRIMARY KEY, v text)");
+
+    // Many writes in flight, then SIGTERM once the first is answered.
+    let mut bytes = Vec::new();
+    for s in 1..=500i16 {
+        let cql = format!("INSERT INTO ks.t (k, v) VALUES ({s}, 'v{s}')");
+        bytes.extend(c.frame(
+            s,
+            mosaic_cql::frame::Opcode::Query,
+            &common::query_body(&cql),
+        ));
+    }
+    c.send_raw(&bytes);
+    let first = c.recv();
+    assert_eq!(first.result_kind(), 1, "{}", first.describe());
+    signal(node.child.id(), libc::SIGTERM);
+    let mut acked = vec![first.stream];
+    // Every answer that arrives is a whole, successful frame; then the connection closes.
+    while let Ok(Some(f)) = c.try_recv() {
+        assert_eq!(f.result_kind(), 1, "{}", f.describe());
+        acked.push(f.stream);
+    }
+    assert_eq!(node.wait_exit().code(), Some(0), "log:\n{}", node.log());
+
+    drop(node);
+    let node = Node::start_in(dir.path(), "");
+    let mut c = node.ready();
+    for s in acked {
+        let f = c.query(1, &format!("SELECT v FROM ks.t WHERE k = {s}"));
+        assert_eq!(
+            f.rows(),
+            vec![vec![Some(format!("v{s}").into_bytes())]],
+            "key {s}"
+        );
+    }
+}
