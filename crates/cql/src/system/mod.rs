@@ -1,12 +1,40 @@
 //! System tables, computed on read from the catalog and the coordinator's view of the
-//! nodes: `system.local`, `system.peers`, `system.peers_v2` and `system_schema.*`.
+//! nodes: `system.local`, `system.peers`, `system.peers_v2`, `system_schema.*`, and the
+//! other tables of Cassandra 3.11's system keyspaces (served empty).
+//!
+//! Drivers read these at connect and after every schema change to build their token and
+//! schema metadata, and they check column names and types, so every table has exactly
+//! Cassandra 3.11's columns and CQL types (Mosaic presents itself as 3.11). Owns: the
+//! table definitions ([`tables`]), their rows ([`rows`]) and the small query engine that
+//! answers drivers' SELECTs ([`query`]). Must not depend on storage or the cluster: it
+//! only reads a [`SystemView`], so it is a pure function of what it is given.
+//!
+//! # What is shown
+//! - `system.local` / `system.peers` / `system.peers_v2`: one row per node, `tokens` as
+//!   the decimal strings of the node's tokens.
+//! - `system_schema.keyspaces`: the system keyspaces with Cassandra's replication, then
+//!   the user keyspaces.
+//! - `system_schema.tables` / `columns`: every system table served here and every user
+//!   table. User tables show Mosaic's options, the Cassandra options given at CREATE
+//!   (normalized as Cassandra shows them) and Cassandra's defaults for the rest; the
+//!   replica layout is the `mosaic.layout` entry of `extensions` (UTF-8 bytes).
+//! - Everything else (`dropped_columns`, `types`, `views`, `functions`, …): no rows, as
+//!   Mosaic has no such objects.
 
-// Interface placeholder so the statement processor compiles while the system tables are
-// being written (same signatures as the real module).
+mod cell;
+mod query;
+mod rows;
+mod tables;
+
+#[cfg(test)]
+mod tests;
+
 use crate::ast::SelectStatement;
 use crate::coordinator::{ClusterInfo, NodeInfo};
-use crate::frame::{ColumnSpec, ErrorKind, ErrorResponse, Rows};
+use crate::frame::{ColumnSpec, ErrorResponse, Rows};
 use crate::schema::Catalog;
+
+pub use rows::LAYOUT_EXTENSION;
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {
@@ -20,29 +48,35 @@ pub struct SystemView<'a> {
     pub cluster: &'a ClusterInfo,
 }
 
-/// Whether `keyspace` is answered by this module.
+/// Whether `keyspace` is answered by this module (every name in
+/// [`crate::schema::SYSTEM_KEYSPACES`]).
 pub fn is_system_keyspace(keyspace: &str) -> bool {
     crate::schema::is_system_keyspace(keyspace)
 }
 
-/// Answers a SELECT on a system table.
+/// Answers a SELECT on a system table (the statement's keyspace must be set). `values`
+/// are the statement's bound values by marker index (`None` = null). Every matching row
+/// comes back in one page.
+///
+/// Unknown tables answer Invalid "unconfigured table <name>", as Cassandra does: drivers
+/// rely on that to fall back (from `system.peers_v2` to `system.peers`, past
+/// `system_schema.scylla_tables`, …).
 pub fn select(
-    _view: &SystemView<'_>,
+    view: &SystemView<'_>,
     stmt: &SelectStatement,
-    _values: &[Option<bytes::Bytes>],
+    values: &[Option<bytes::Bytes>],
 ) -> Result<Rows, ErrorResponse> {
-    Err(ErrorResponse::new(
-        ErrorKind::Invalid,
-        format!("unconfigured table {}", stmt.table.name.as_str()),
-    ))
+    let plan = query::Plan::new(stmt)?;
+    let rows = rows::rows(view, plan.table);
+    plan.execute(rows, values)
 }
 
-/// The result columns and bind-marker specs of a SELECT on a system table.
+/// The result columns a SELECT on a system table returns (for PREPARE), and the specs of
+/// its bind markers by index. They are the same as [`select`] returns, whatever the
+/// catalog, because system tables' columns never change.
 pub fn prepare(
     stmt: &SelectStatement,
 ) -> Result<(Vec<ColumnSpec>, Vec<ColumnSpec>), ErrorResponse> {
-    Err(ErrorResponse::new(
-        ErrorKind::Invalid,
-        format!("unconfigured table {}", stmt.table.name.as_str()),
-    ))
+    let plan = query::Plan::new(stmt)?;
+    Ok((plan.columns, plan.binds))
 }

@@ -1,0 +1,564 @@
+//! The rows of each system table, computed from a [`SystemView`]: the nodes for
+//! `system.local`, `system.peers` and `system.peers_v2`, the catalog plus the system
+//! tables' own definitions for `system_schema.*`.
+
+use std::collections::BTreeMap;
+
+use super::cell::{self, Cell};
+use super::tables::{self, Compaction, Source, TableDef};
+use super::SystemView;
+use crate::coordinator::NodeInfo;
+use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, Uuid};
+
+/// `cql_version` of `system.local`: the CQL version Cassandra 3.11 speaks.
+pub(crate) const CQL_VERSION: &str = "3.4.4";
+/// `native_protocol_version` of `system.local`.
+pub(crate) const NATIVE_PROTOCOL_VERSION: &str = "4";
+/// `thrift_version` of `system.local` in Cassandra 3.11 (Mosaic has no Thrift).
+pub(crate) const THRIFT_VERSION: &str = "20.1.0";
+/// `peer_port` of `system.peers_v2`: Cassandra's default storage port. Mosaic's internode
+/// port is not part of [`NodeInfo`]; drivers only record this value.
+pub(crate) const PEER_PORT: i32 = 7000;
+/// The `extensions` key under which a table's replica layout is shown.
+pub const LAYOUT_EXTENSION: &str = "mosaic.layout";
+
+/// One row: a cell per column of its table, in the table's column order.
+pub(crate) type Row = Vec<Cell>;
+
+/// Fills a row by column name; columns not set are null.
+struct RowBuilder {
+    table: &'static TableDef,
+    cells: Row,
+}
+
+impl RowBuilder {
+    fn new(table: &'static TableDef) -> RowBuilder {
+        RowBuilder {
+            table,
+            cells: vec![None; table.columns.len()],
+        }
+    }
+
+    /// # Panics
+    /// If the table has no such column: the row builders below name only columns of
+    /// their own table, which the tests exercise, so this is a bug, not bad input.
+    fn set(mut self, name: &str, value: Cell) -> RowBuilder {
+        let slot = self
+            .table
+            .column_index(name)
+            .and_then(|i| self.cells.get_mut(i))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}.{} has no column {name}",
+                    self.table.keyspace, self.table.name
+                )
+            });
+        *slot = value;
+        self
+    }
+
+    fn build(self) -> Row {
+        self.cells
+    }
+}
+
+/// Every row of `table`, in primary-key order.
+pub(crate) fn rows(view: &SystemView<'_>, table: &'static TableDef) -> Vec<Row> {
+    let mut rows = match table.source {
+        Source::Local => vec![local(view)],
+        Source::Peers => peers(view)
+            .map(|p| peer(p, &tables::PEERS, false))
+            .collect(),
+        Source::PeersV2 => peers(view)
+            .map(|p| peer(p, &tables::PEERS_V2, true))
+            .collect(),
+        Source::Keyspaces => keyspaces(view),
+        Source::Tables => schema_tables(view),
+        Source::Columns => schema_columns(view),
+        Source::Empty => Vec::new(),
+    };
+    // Primary-key order (Cassandra orders partitions by token; any stable order serves
+    // drivers, and this one is easy to read and to test).
+    let key_len = table
+        .columns
+        .iter()
+        .take_while(|c| c.kind != tables::Kind::Regular)
+        .count();
+    rows.sort_by(|a, b| a.iter().take(key_len).cmp(b.iter().take(key_len)));
+    rows
+}
+
+fn tokens(node: &NodeInfo) -> Cell {
+    let tokens: Vec<String> = node.tokens.iter().map(|t| t.0.to_string()).collect();
+    cell::text_set(&tokens, false)
+}
+
+fn local(view: &SystemView<'_>) -> Row {
+    let node = view.local;
+    RowBuilder::new(&tables::LOCAL)
+        .set("key", cell::text("local"))
+        .set("bootstrapped", cell::text("COMPLETED"))
+        .set("broadcast_address", cell::inet(node.broadcast_address))
+        .set("cluster_name", cell::text(&view.cluster.cluster_name))
+        .set("cql_version", cell::text(CQL_VERSION))
+        .set("data_center", cell::text(&node.data_center))
+        .set("host_id", cell::uuid(node.host_id))
+        .set("listen_address", cell::inet(node.broadcast_address))
+        .set(
+            "native_protocol_version",
+            cell::text(NATIVE_PROTOCOL_VERSION),
+        )
+        .set("partitioner", cell::text(&view.cluster.partitioner))
+        .set("rack", cell::text(&node.rack))
+        .set("release_version", cell::text(&node.release_version))
+        .set("rpc_address", cell::inet(node.rpc_address))
+        .set("schema_version", cell::uuid(node.schema_version))
+        .set("thrift_version", cell::text(THRIFT_VERSION))
+        .set("tokens", tokens(node))
+        .build()
+}
+
+/// The other nodes, without the local one should the coordinator list it too (a node
+/// never is its own peer in Cassandra, and drivers would see it twice).
+fn peers<'v>(view: &'v SystemView<'_>) -> impl Iterator<Item = &'v NodeInfo> {
+    let local = view.local.host_id;
+    view.peers.iter().filter(move |p| p.host_id != local)
+}
+
+fn peer(node: &NodeInfo, table: &'static TableDef, v2: bool) -> Row {
+    let row = RowBuilder::new(table)
+        .set("peer", cell::inet(node.broadcast_address))
+        .set("data_center", cell::text(&node.data_center))
+        .set("host_id", cell::uuid(node.host_id))
+        .set("rack", cell::text(&node.rack))
+        .set("release_version", cell::text(&node.release_version))
+        .set("schema_version", cell::uuid(node.schema_version))
+        .set("tokens", tokens(node));
+    if v2 {
+        row.set("peer_port", cell::int(PEER_PORT))
+            .set("native_address", cell::inet(node.rpc_address))
+            .set("native_port", cell::int(i32::from(node.native_port)))
+            .build()
+    } else {
+        row.set("rpc_address", cell::inet(node.rpc_address)).build()
+    }
+}
+
+fn keyspaces(view: &SystemView<'_>) -> Vec<Row> {
+    let system = tables::SYSTEM_KEYSPACES.iter().map(|k| {
+        let replication = k
+            .replication
+            .iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect();
+        keyspace_row(k.name, true, &replication)
+    });
+    let user =
+        view.catalog.keyspaces.values().map(|k: &KeyspaceMeta| {
+            keyspace_row(&k.name, k.durable_writes, &k.replication.as_map())
+        });
+    system.chain(user).collect()
+}
+
+fn keyspace_row(name: &str, durable_writes: bool, replication: &BTreeMap<String, String>) -> Row {
+    RowBuilder::new(&tables::KEYSPACES)
+        .set("keyspace_name", cell::text(name))
+        .set("durable_writes", cell::boolean(durable_writes))
+        .set("replication", cell::text_map(replication))
+        .build()
+}
+
+fn schema_tables(view: &SystemView<'_>) -> Vec<Row> {
+    let system = tables::ALL
+        .iter()
+        .map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
+    let user = view
+        .catalog
+        .tables()
+        .map(|t| table_row(&t.keyspace, &t.name, &user_table_options(t)));
+    system.chain(user).collect()
+}
+
+fn table_row(keyspace: &str, name: &str, o: &TableOptions) -> Row {
+    RowBuilder::new(&tables::TABLES)
+        .set("keyspace_name", cell::text(keyspace))
+        .set("table_name", cell::text(name))
+        .set(
+            "bloom_filter_fp_chance",
+            cell::double(o.bloom_filter_fp_chance),
+        )
+        .set("caching", cell::text_map(&o.caching))
+        .set("cdc", o.cdc.and_then(cell::boolean))
+        .set("comment", cell::text(&o.comment))
+        .set("compaction", cell::text_map(&o.compaction))
+        .set("compression", cell::text_map(&o.compression))
+        .set("crc_check_chance", cell::double(o.crc_check_chance))
+        .set(
+            "dclocal_read_repair_chance",
+            cell::double(o.dclocal_read_repair_chance),
+        )
+        .set("default_time_to_live", cell::int(o.default_time_to_live))
+        .set("extensions", cell::blob_map(&o.extensions))
+        // Every table Mosaic has is a CQL3 table: compound, not dense, not super.
+        .set("flags", cell::text_set(&["compound"], true))
+        .set("gc_grace_seconds", cell::int(o.gc_grace_seconds))
+        .set("id", cell::uuid(o.id))
+        .set("max_index_interval", cell::int(o.max_index_interval))
+        .set(
+            "memtable_flush_period_in_ms",
+            cell::int(o.memtable_flush_period_in_ms),
+        )
+        .set("min_index_interval", cell::int(o.min_index_interval))
+        .set("read_repair_chance", cell::double(o.read_repair_chance))
+        .set("speculative_retry", cell::text(&o.speculative_retry))
+        .build()
+}
+
+fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for t in tables::ALL {
+        for c in t.columns {
+            rows.push(column_row(
+                t.keyspace,
+                t.name,
+                c.name,
+                c.kind.clustering_order(),
+                c.kind.name(),
+                c.kind.position(),
+                c.ty,
+            ));
+        }
+    }
+    for t in view.catalog.tables() {
+        for c in &t.columns {
+            let (position, order) = match c.kind {
+                ColumnKind::PartitionKey { position } => (position, "none"),
+                ColumnKind::Clustering { position, order } => (position, order.name()),
+                ColumnKind::Static | ColumnKind::Regular => (usize::MAX, "none"),
+            };
+            // -1 for non-key columns (and, defensively, for a position past i32).
+            let position = i32::try_from(position).unwrap_or(-1);
+            rows.push(column_row(
+                &t.keyspace,
+                &t.name,
+                &c.name,
+                order,
+                c.kind.name(),
+                position,
+                c.ty.name(),
+            ));
+        }
+    }
+    rows
+}
+
+fn column_row(
+    keyspace: &str,
+    table: &str,
+    column: &str,
+    clustering_order: &str,
+    kind: &str,
+    position: i32,
+    ty: &str,
+) -> Row {
+    RowBuilder::new(&tables::COLUMNS)
+        .set("keyspace_name", cell::text(keyspace))
+        .set("table_name", cell::text(table))
+        .set("column_name", cell::text(column))
+        .set("clustering_order", cell::text(clustering_order))
+        .set("column_name_bytes", cell::blob(column.as_bytes()))
+        .set("kind", cell::text(kind))
+        .set("position", cell::int(position))
+        .set("type", cell::text(ty))
+        .build()
+}
+
+/// A table's options as `system_schema.tables` shows them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct TableOptions {
+    pub(crate) bloom_filter_fp_chance: f64,
+    pub(crate) caching: BTreeMap<String, String>,
+    pub(crate) cdc: Option<bool>,
+    pub(crate) comment: String,
+    pub(crate) compaction: BTreeMap<String, String>,
+    pub(crate) compression: BTreeMap<String, String>,
+    pub(crate) crc_check_chance: f64,
+    pub(crate) dclocal_read_repair_chance: f64,
+    pub(crate) default_time_to_live: i32,
+    pub(crate) extensions: BTreeMap<String, Vec<u8>>,
+    pub(crate) gc_grace_seconds: i32,
+    pub(crate) id: Uuid,
+    pub(crate) max_index_interval: i32,
+    pub(crate) memtable_flush_period_in_ms: i32,
+    pub(crate) min_index_interval: i32,
+    pub(crate) read_repair_chance: f64,
+    pub(crate) speculative_retry: String,
+}
+
+const STCS: &str = "org.apache.cassandra.db.compaction.SizeTieredCompactionStrategy";
+const LCS: &str = "org.apache.cassandra.db.compaction.LeveledCompactionStrategy";
+const COMPACTION_PACKAGE: &str = "org.apache.cassandra.db.compaction.";
+const COMPRESSION_PACKAGE: &str = "org.apache.cassandra.io.compress.";
+
+fn string_map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+    entries
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// Cassandra 3.11's defaults for a table created without options.
+fn default_options(id: Uuid) -> TableOptions {
+    TableOptions {
+        bloom_filter_fp_chance: 0.01,
+        caching: string_map(&[("keys", "ALL"), ("rows_per_partition", "NONE")]),
+        // Cassandra 3.11 leaves `cdc` unset unless CDC is enabled on the node.
+        cdc: None,
+        comment: String::new(),
+        compaction: string_map(&[
+            ("class", STCS),
+            ("max_threshold", "32"),
+            ("min_threshold", "4"),
+        ]),
+        compression: string_map(&[
+            ("chunk_length_in_kb", "64"),
+            ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
+        ]),
+        crc_check_chance: 1.0,
+        dclocal_read_repair_chance: 0.1,
+        default_time_to_live: 0,
+        extensions: BTreeMap::new(),
+        gc_grace_seconds: 864_000,
+        id,
+        max_index_interval: 2048,
+        memtable_flush_period_in_ms: 0,
+        min_index_interval: 128,
+        read_repair_chance: 0.0,
+        speculative_retry: "99PERCENTILE".to_owned(),
+    }
+}
+
+/// A system table's id: stable across nodes and restarts, derived from its names (as
+/// Cassandra derives them, though with another digest).
+pub(crate) fn system_table_id(table: &TableDef) -> Uuid {
+    let name = format!("{}{}", table.keyspace, table.name);
+    Uuid::from_digest(xxhash_rust::xxh3::xxh3_128(name.as_bytes()))
+}
+
+/// The options of a system table: Cassandra compiles them with read repair off and an
+/// hourly memtable flush.
+pub(crate) fn system_table_options(table: &TableDef) -> TableOptions {
+    let mut o = default_options(system_table_id(table));
+    o.comment = table.comment.to_owned();
+    o.gc_grace_seconds = table.gc_grace_seconds;
+    o.default_time_to_live = table.default_time_to_live;
+    o.dclocal_read_repair_chance = 0.0;
+    o.memtable_flush_period_in_ms = 3_600_000;
+    match table.compaction {
+        Compaction::SizeTiered => {}
+        Compaction::SizeTieredMin2 => {
+            o.compaction.insert("min_threshold".into(), "2".into());
+        }
+        Compaction::Leveled => {
+            o.compaction.insert("class".into(), LCS.into());
+            o.bloom_filter_fp_chance = 0.1;
+        }
+    }
+    o
+}
+
+/// The options of a user table: Mosaic's own, the Cassandra options it keeps verbatim
+/// (normalized as Cassandra shows them), Cassandra's defaults for the rest, and the replica
+/// layout as an extension.
+pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
+    let mut o = default_options(table.id);
+    let params = &table.params;
+    o.comment = params.comment.clone();
+    o.default_time_to_live = params.default_time_to_live;
+    o.gc_grace_seconds = params.gc_grace_seconds;
+    let extra = |name: &str| params.extra.get(name).map(String::as_str);
+    if let Some(map) = extra("compaction").and_then(parse_map) {
+        o.compaction = compaction(map);
+    }
+    // Cassandra's default false-positive chance depends on the compaction strategy.
+    if o.compaction.get("class").map(String::as_str) == Some(LCS) {
+        o.bloom_filter_fp_chance = 0.1;
+    }
+    if let Some(map) = extra("compression").and_then(parse_map) {
+        o.compression = compression(map);
+    }
+    if let Some(map) = extra("caching").and_then(parse_map) {
+        for (k, v) in map {
+            let v = if v.parse::<i64>().is_ok() {
+                v
+            } else {
+                v.to_ascii_uppercase()
+            };
+            o.caching.insert(k, v);
+        }
+    }
+    let double = |name: &str, slot: &mut f64| {
+        if let Some(v) = extra(name).and_then(|v| v.trim().parse::<f64>().ok()) {
+            *slot = v;
+        }
+    };
+    double("bloom_filter_fp_chance", &mut o.bloom_filter_fp_chance);
+    double("crc_check_chance", &mut o.crc_check_chance);
+    double(
+        "dclocal_read_repair_chance",
+        &mut o.dclocal_read_repair_chance,
+    );
+    double("read_repair_chance", &mut o.read_repair_chance);
+    let int = |name: &str, slot: &mut i32| {
+        if let Some(v) = extra(name).and_then(|v| v.trim().parse::<i32>().ok()) {
+            *slot = v;
+        }
+    };
+    int("max_index_interval", &mut o.max_index_interval);
+    int("min_index_interval", &mut o.min_index_interval);
+    int(
+        "memtable_flush_period_in_ms",
+        &mut o.memtable_flush_period_in_ms,
+    );
+    if let Some(v) = extra("speculative_retry") {
+        o.speculative_retry = speculative_retry(v);
+    }
+    if let Some(v) = extra("cdc") {
+        o.cdc = v.trim().parse::<bool>().ok();
+    }
+    if let Some(map) = extra("extensions").and_then(parse_map) {
+        for (k, v) in map {
+            o.extensions.insert(k, v.into_bytes());
+        }
+    }
+    o.extensions.insert(
+        LAYOUT_EXTENSION.to_owned(),
+        params.layout.as_bytes().to_vec(),
+    );
+    o
+}
+
+/// `compaction` as Cassandra 3.11 shows it: the class fully qualified, both thresholds.
+fn compaction(mut map: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let class = map.remove("class").unwrap_or_else(|| STCS.to_owned());
+    let class = if class.contains('.') {
+        class
+    } else {
+        format!("{COMPACTION_PACKAGE}{class}")
+    };
+    map.insert("class".into(), class);
+    map.entry("max_threshold".into())
+        .or_insert_with(|| "32".into());
+    map.entry("min_threshold".into())
+        .or_insert_with(|| "4".into());
+    map
+}
+
+/// `compression` as Cassandra 3.11 shows it: `{'enabled': 'false'}` when off, otherwise
+/// the class fully qualified and the chunk length in KiB.
+fn compression(mut map: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let disabled = map
+        .get("enabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+        || map.get("sstable_compression").is_some_and(String::is_empty)
+        || map.get("class").is_some_and(String::is_empty);
+    if disabled {
+        return string_map(&[("enabled", "false")]);
+    }
+    map.remove("enabled");
+    let class = map
+        .remove("class")
+        .or_else(|| map.remove("sstable_compression"))
+        .unwrap_or_else(|| "LZ4Compressor".to_owned());
+    let class = if class.contains('.') {
+        class
+    } else {
+        format!("{COMPRESSION_PACKAGE}{class}")
+    };
+    map.insert("class".into(), class);
+    let chunk = map
+        .remove("chunk_length_kb")
+        .or_else(|| map.remove("chunk_length_in_kb"))
+        .unwrap_or_else(|| "64".to_owned());
+    map.insert("chunk_length_in_kb".into(), chunk);
+    map
+}
+
+/// `speculative_retry` as Cassandra prints it: `99PERCENTILE`, `10ms`, `ALWAYS`, `NONE`.
+fn speculative_retry(text: &str) -> String {
+    let t = text.trim();
+    let lower = t.to_ascii_lowercase();
+    if let Some(n) = lower.strip_suffix("percentile") {
+        format!("{n}PERCENTILE")
+    } else if lower == "always" || lower == "none" {
+        lower.to_ascii_uppercase()
+    } else {
+        lower
+    }
+}
+
+/// Parses the map text the DDL layer keeps for map options: `{'k': 'v', …}` (quotes
+/// doubled inside strings, unquoted words and numbers accepted). `None` if malformed, in
+/// which case the default is shown.
+pub(crate) fn parse_map(text: &str) -> Option<BTreeMap<String, String>> {
+    let inner = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut p = MapText {
+        chars: inner.chars().peekable(),
+    };
+    let mut map = BTreeMap::new();
+    p.skip_whitespace();
+    if p.at_end() {
+        return Some(map);
+    }
+    loop {
+        let key = p.item()?;
+        p.skip_whitespace();
+        p.expect(':')?;
+        let value = p.item()?;
+        map.insert(key, value);
+        p.skip_whitespace();
+        if p.at_end() {
+            return Some(map);
+        }
+        p.expect(',')?;
+    }
+}
+
+struct MapText<'a> {
+    chars: std::iter::Peekable<std::str::Chars<'a>>,
+}
+
+impl MapText<'_> {
+    fn skip_whitespace(&mut self) {
+        while self.chars.next_if(|c| c.is_whitespace()).is_some() {}
+    }
+
+    fn at_end(&mut self) -> bool {
+        self.chars.peek().is_none()
+    }
+
+    fn expect(&mut self, c: char) -> Option<()> {
+        self.chars.next_if_eq(&c).map(|_| ())
+    }
+
+    /// A quoted string or an unquoted word.
+    fn item(&mut self) -> Option<String> {
+        self.skip_whitespace();
+        if self.expect('\'').is_some() {
+            let mut s = String::new();
+            loop {
+                match self.chars.next()? {
+                    '\'' if self.expect('\'').is_some() => s.push('\''),
+                    '\'' => return Some(s),
+                    c => s.push(c),
+                }
+            }
+        }
+        let mut s = String::new();
+        while let Some(c) = self.chars.next_if(|c| !matches!(c, ':' | ',' | '\'')) {
+            s.push(c);
+        }
+        let s = s.trim();
+        (!s.is_empty()).then(|| s.to_owned())
+    }
+}
