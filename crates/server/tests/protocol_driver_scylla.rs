@@ -10,7 +10,6 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::client::Compression;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the system tables (system.local, system.peers, system_schema.*), being written in mosaic-cql"]
 async fn the_scylla_driver_connects_writes_and_reads() {
     let node = tokio::task::spawn_blocking(|| Node::start(""))
         .await
