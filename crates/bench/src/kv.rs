@@ -143,7 +143,8 @@ async fn phase(
         let config = config.clone();
         workers.push(tokio::spawn(async move {
             let mut rng = rand::rngs::StdRng::seed_from_u64(w as u64 + 1);
-            let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut hist = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             let mut value = vec![0u8; config.value_bytes];
             let (mut ok, mut errors) = (0u64, 0u64);
             loop {
@@ -179,7 +180,8 @@ async fn phase(
             anyhow::Ok((hist, ok, errors))
         }));
     }
-    let mut latency_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut latency_us = Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (mut ops, mut errors) = (0, 0);
     for w in workers {
         let (h, ok, err) = w.await??;
