@@ -65,7 +65,7 @@ impl Session {
 /// A prepared statement: the parsed statement and the keyspace it was prepared in.
 #[derive(Debug)]
 struct PreparedEntry {
-    statement: Statement,
+    statement: Arc<Statement>,
     keyspace: Option<String>,
     last_used: u64,
 }
@@ -77,7 +77,7 @@ struct PreparedCache {
 }
 
 impl PreparedCache {
-    fn get(&mut self, id: &[u8]) -> Option<(Statement, Option<String>)> {
+    fn get(&mut self, id: &[u8]) -> Option<(Arc<Statement>, Option<String>)> {
         let key: [u8; 16] = id.try_into().ok()?;
         self.clock += 1;
         let now = self.clock;
@@ -86,7 +86,7 @@ impl PreparedCache {
         Some((entry.statement.clone(), entry.keyspace.clone()))
     }
 
-    fn insert(&mut self, id: [u8; 16], statement: Statement, keyspace: Option<String>) {
+    fn insert(&mut self, id: [u8; 16], statement: Arc<Statement>, keyspace: Option<String>) {
         self.clock += 1;
         if self.entries.len() >= PREPARED_CACHE_MAX && !self.entries.contains_key(&id) {
             if let Some(oldest) = self
@@ -216,7 +216,7 @@ impl<C: Coordinator> Processor<C> {
     async fn query(&self, session: &mut Session, q: Query) -> Result<ResultBody, ErrorResponse> {
         let statement = parse_statement(&q.query).map_err(parse_error)?;
         let keyspace = session.keyspace.clone();
-        self.run(session, statement, keyspace.as_deref(), &q.params)
+        self.run(session, &statement, keyspace.as_deref(), &q.params)
             .await
     }
 
@@ -234,7 +234,7 @@ impl<C: Coordinator> Processor<C> {
         let id = statement_id(keyspace, &p.query);
         self.prepared
             .lock()
-            .insert(id, statement, session.keyspace.clone());
+            .insert(id, Arc::new(statement), session.keyspace.clone());
         Ok(ResultBody::Prepared(Prepared {
             id: Bytes::copy_from_slice(&id),
             metadata: PreparedMetadata {
@@ -255,7 +255,7 @@ impl<C: Coordinator> Processor<C> {
             return Err(unprepared(&e.id));
         };
         let keyspace = keyspace.or_else(|| session.keyspace.clone());
-        self.run(session, statement, keyspace.as_deref(), &e.params)
+        self.run(session, &statement, keyspace.as_deref(), &e.params)
             .await
     }
 
@@ -264,7 +264,7 @@ impl<C: Coordinator> Processor<C> {
         for s in &b.statements {
             let (statement, keyspace) = match &s.query {
                 crate::frame::BatchQuery::Query(text) => (
-                    parse_statement(text).map_err(parse_error)?,
+                    Arc::new(parse_statement(text).map_err(parse_error)?),
                     session.keyspace.clone(),
                 ),
                 crate::frame::BatchQuery::Prepared(id) => {
@@ -284,7 +284,7 @@ impl<C: Coordinator> Processor<C> {
     async fn run(
         &self,
         session: &mut Session,
-        statement: Statement,
+        statement: &Statement,
         keyspace: Option<&str>,
         params: &QueryParameters,
     ) -> Result<ResultBody, ErrorResponse> {
@@ -299,12 +299,12 @@ impl<C: Coordinator> Processor<C> {
                 session.keyspace = Some(name.clone());
                 Ok(ResultBody::SetKeyspace(name))
             }
-            Statement::Select(s) => select::execute(self, &exec, &s).await,
+            Statement::Select(s) => select::execute(self, &exec, s).await,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 write::execute_single(self, &exec, statement).await
             }
             Statement::Batch(b) => write::execute_batch_statement(self, &exec, b).await,
-            other => ddl::execute(self, &exec, other).await,
+            other => ddl::execute(self, &exec, other.clone()).await,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! else the coordinator's clock.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use mosaic_rows::{
     Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness,
@@ -59,7 +60,7 @@ fn to_statement(m: ModificationStatement) -> Statement {
 pub(crate) async fn execute_single<C: Coordinator>(
     p: &Processor<C>,
     exec: &Exec<'_>,
-    statement: Statement,
+    statement: &Statement,
 ) -> Result<ResultBody, ErrorResponse> {
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
@@ -72,7 +73,7 @@ pub(crate) async fn execute_single<C: Coordinator>(
         now_micros,
     };
     let mut mutations = Vec::new();
-    mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
+    mutations_of(&catalog, exec, statement, &bindings, time, &mut mutations)?;
     if !mutations.is_empty() {
         coordinator
             .write(mutations, exec.params.consistency)
@@ -85,7 +86,7 @@ pub(crate) async fn execute_single<C: Coordinator>(
 pub(crate) async fn execute_batch_statement<C: Coordinator>(
     p: &Processor<C>,
     exec: &Exec<'_>,
-    batch: BatchStatement,
+    batch: &BatchStatement,
 ) -> Result<ResultBody, ErrorResponse> {
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
@@ -106,8 +107,8 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         now_micros,
     };
     let mut mutations = Vec::new();
-    for statement in batch.statements {
-        let statement = to_statement(statement);
+    for statement in &batch.statements {
+        let statement = to_statement(statement.clone());
         mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
     }
     if !mutations.is_empty() {
@@ -122,7 +123,7 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
 pub(crate) async fn execute_batch<C: Coordinator>(
     p: &Processor<C>,
     batch: &Batch,
-    statements: Vec<(Statement, Option<String>, BoundValues)>,
+    statements: Vec<(Arc<Statement>, Option<String>, BoundValues)>,
 ) -> Result<ResultBody, ErrorResponse> {
     if batch.batch_type == BatchType::Counter {
         return Err(invalid("Counter batches are not supported"));
@@ -139,7 +140,7 @@ pub(crate) async fn execute_batch<C: Coordinator>(
     let mut mutations = Vec::new();
     for (statement, keyspace, values) in statements {
         if !matches!(
-            statement,
+            statement.as_ref(),
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
         ) {
             return Err(invalid(format!(
