@@ -14,8 +14,11 @@
 //! reflect only its own data (later layouts choose per table). The price is a memtable and
 //! background threads per table; the `[storage]` budgets are per table for that reason.
 //!
-//! Engine calls block (fsync, disk reads), so each one runs on tokio's blocking pool
-//! (`spawn_blocking`), never on the async workers. A table's engine sits behind an async
+//! Engine calls block (fsync, disk reads). Reads and writes, the hot path, run in
+//! `block_in_place`: the worker thread hands its other tasks to the runtime and runs the
+//! engine call itself, which avoids a thread handoff per request (measured: the blocking
+//! pool's wake-ups cost about a fifth of the node's CPU on prepared INSERT/SELECT). Rare,
+//! long calls (opening, closing, deleting, truncating tables) use `spawn_blocking`. A table's engine sits behind an async
 //! read-write lock: reads and writes share it, and truncate, drop and shutdown take it
 //! exclusively, so they never close an engine under a running operation.
 //!
@@ -559,7 +562,7 @@ impl Coordinator for LocalCoordinator {
             }
             work.push((slot.name.clone(), guard, batch));
         }
-        tokio::task::spawn_blocking(move || {
+        tokio::task::block_in_place(move || {
             for (name, guard, batch) in work {
                 if let Some(db) = guard.as_ref() {
                     db.write(batch).map_err(|e| engine_error(&name, e))?;
@@ -567,8 +570,6 @@ impl Coordinator for LocalCoordinator {
             }
             Ok(())
         })
-        .await
-        .map_err(join_error)?
     }
 
     async fn read(
@@ -582,7 +583,7 @@ impl Coordinator for LocalCoordinator {
             return Err(self.closed_error(&slot));
         }
         let name = slot.name.clone();
-        tokio::task::spawn_blocking(move || {
+        tokio::task::block_in_place(move || {
             let Some(db) = guard.as_ref() else {
                 return Err(server_error("The node is shutting down"));
             };
@@ -614,8 +615,6 @@ impl Coordinator for LocalCoordinator {
             };
             Ok(ReadResult { entries, exhausted })
         })
-        .await
-        .map_err(join_error)?
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
