@@ -206,7 +206,9 @@ fn relations(
                         m.index,
                         spec(
                             table,
-                            &format!("in({})", col.name),
+                            &m.name
+                                .as_ref()
+                                .map_or_else(|| format!("in({})", col.name), |n| n.as_str().to_owned()),
                             ColumnType::List(Box::new(ColumnType::Native(col.ty))),
                         ),
                     )),

@@ -1,0 +1,29 @@
+"""cqlsh from PyPI, run non-interactively against the node."""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+CQLSH = shutil.which("cqlsh") or os.path.join(os.path.dirname(sys.executable), "cqlsh")
+
+
+def cqlsh(node, cql):
+    return subprocess.run([CQLSH, "127.0.0.1", str(node.port), "-e", cql], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.skipif(not os.path.exists(CQLSH), reason="cqlsh is not installed (scripts/test installs it)")
+def test_cqlsh_runs_statements(node):
+    r = cqlsh(
+        node,
+        "CREATE KEYSPACE IF NOT EXISTS shk WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1};"
+        "CREATE TABLE IF NOT EXISTS shk.t (k int PRIMARY KEY, v text, d date, ts timestamp);"
+        "INSERT INTO shk.t (k, v, d, ts) VALUES (1, 'hello', '2020-01-02', '2020-01-02 03:04:05+0000');"
+        "SELECT * FROM shk.t;",
+    )
+    assert r.returncode == 0, r.stderr
+    assert "hello" in r.stdout and "2020-01-02" in r.stdout and "(1 rows)" in r.stdout
+    r = cqlsh(node, "SELECT * FROM shk.nope;")
+    assert r.returncode != 0
+    assert "unconfigured table nope" in r.stderr
