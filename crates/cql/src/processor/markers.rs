@@ -206,9 +206,10 @@ fn relations(
                         m.index,
                         spec(
                             table,
-                            &m.name
-                                .as_ref()
-                                .map_or_else(|| format!("in({})", col.name), |n| n.as_str().to_owned()),
+                            &m.name.as_ref().map_or_else(
+                                || format!("in({})", col.name),
+                                |n| n.as_str().to_owned(),
+                            ),
                             ColumnType::List(Box::new(ColumnType::Native(col.ty))),
                         ),
                     )),
