@@ -11,7 +11,6 @@ import socket
 import subprocess
 import tempfile
 import time
-import warnings
 
 import pytest
 from cassandra.cluster import Cluster
@@ -88,8 +87,6 @@ class Node:
     def cluster(self, **kwargs):
         kwargs.setdefault("protocol_version", 4)
         kwargs.setdefault("load_balancing_policy", RoundRobinPolicy())
-        # Driver 3.x warns that legacy parameters go away in 4.0; ours are deliberate.
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module="cassandra")
         return Cluster(["127.0.0.1"], port=self.port, **kwargs)
 
     def close(self):
