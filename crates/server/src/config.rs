@@ -57,6 +57,19 @@ pub enum WalSync {
     Periodic,
 }
 
+/// Where the node runs the engine calls of reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineCalls {
+    /// On the network threads, except writes that wait for an fsync (`wal_sync` other
+    /// than `periodic`), which are handed off like `offload`. Fastest when data is mostly
+    /// in memory or the page cache.
+    Inline,
+    /// Handed to a blocking thread (`block_in_place`), so a slow disk never holds up other
+    /// connections' requests; costs a thread handoff per request.
+    Offload,
+}
+
 /// `[storage]`: options of each table's engine.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -71,6 +84,8 @@ pub struct StorageConfig {
     pub block_cache_size_bytes: u64,
     /// Background compaction threads per table.
     pub compaction_threads: usize,
+    /// Where reads and writes run their engine calls.
+    pub engine_calls: EngineCalls,
 }
 
 /// `[limits]`: back-pressure bounds.
@@ -115,6 +130,7 @@ impl Default for StorageConfig {
             wal_sync_interval_ms: 10_000,
             block_cache_size_bytes: 64 << 20,
             compaction_threads: 1,
+            engine_calls: EngineCalls::Inline,
         }
     }
 }

@@ -14,11 +14,13 @@
 //! reflect only its own data (later layouts choose per table). The price is a memtable and
 //! background threads per table; the `[storage]` budgets are per table for that reason.
 //!
-//! Engine calls block (fsync, disk reads). Reads and writes, the hot path, run in
-//! `block_in_place`: the worker thread hands its other tasks to the runtime and runs the
-//! engine call itself, which avoids a thread handoff per request (measured: the blocking
-//! pool's wake-ups cost about a fifth of the node's CPU on prepared INSERT/SELECT). Rare,
-//! long calls (opening, closing, deleting, truncating tables) use `spawn_blocking`. A table's engine sits behind an async
+//! Engine calls may block (fsync, disk reads, write stalls). Reads and writes, the hot
+//! path, run where `[storage] engine_calls` says: `inline` on the network thread itself
+//! (except writes that wait for an fsync), or `offload` in `block_in_place`, which hands
+//! the worker's other tasks to a fresh thread first. A handoff per request costs a
+//! quarter to a third of the node's throughput on 2 cores (BENCHMARKS.md), so inline is
+//! the default. Rare, long calls (opening, closing, deleting, truncating tables) always
+//! use `spawn_blocking`. A table's engine sits behind an async
 //! read-write lock: reads and writes share it, and truncate, drop and shutdown take it
 //! exclusively, so they never close an engine under a running operation.
 //!
@@ -50,7 +52,7 @@ use mosaic_types::Token;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::RwLock as AsyncRwLock;
 
-use crate::config::Config;
+use crate::config::{Config, EngineCalls, WalSync};
 use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 
 /// The catalog file in the data directory.
@@ -98,6 +100,10 @@ pub struct LocalCoordinator {
     data_center: String,
     rack: String,
     cluster_name: String,
+    /// Whether reads run on the network threads.
+    inline_reads: bool,
+    /// Whether writes run on the network threads (never when they wait for an fsync).
+    inline_writes: bool,
     /// The data directory's lock, released at [`LocalCoordinator::close`].
     lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
 }
@@ -171,6 +177,15 @@ fn join_error(e: tokio::task::JoinError) -> ErrorResponse {
 }
 
 /// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
+/// Runs an engine call on this thread, or in `block_in_place` (see the module doc).
+fn run_engine_call<T>(inline: bool, call: impl FnOnce() -> T) -> T {
+    if inline {
+        call()
+    } else {
+        tokio::task::block_in_place(call)
+    }
+}
+
 fn delete_dir(dir: &Path) -> io::Result<()> {
     let mut aside = dir.as_os_str().to_os_string();
     aside.push(DELETING_SUFFIX);
@@ -238,6 +253,9 @@ impl LocalCoordinator {
             data_center: config.data_center.clone(),
             rack: config.rack.clone(),
             cluster_name: config.cluster_name.clone(),
+            inline_reads: config.storage.engine_calls == EngineCalls::Inline,
+            inline_writes: config.storage.engine_calls == EngineCalls::Inline
+                && config.storage.wal_sync == WalSync::Periodic,
             lock: Mutex::new(Some(lock)),
         })
     }
@@ -562,7 +580,7 @@ impl Coordinator for LocalCoordinator {
             }
             work.push((slot.name.clone(), guard, batch));
         }
-        tokio::task::block_in_place(move || {
+        run_engine_call(self.inline_writes, move || {
             for (name, guard, batch) in work {
                 if let Some(db) = guard.as_ref() {
                     db.write(batch).map_err(|e| engine_error(&name, e))?;
@@ -583,7 +601,7 @@ impl Coordinator for LocalCoordinator {
             return Err(self.closed_error(&slot));
         }
         let name = slot.name.clone();
-        tokio::task::block_in_place(move || {
+        run_engine_call(self.inline_reads, move || {
             let Some(db) = guard.as_ref() else {
                 return Err(server_error("The node is shutting down"));
             };
@@ -752,6 +770,35 @@ mod tests {
         assert_eq!(path_component(""), "%");
         let id = Uuid::random();
         assert_eq!(parse_id_hex(&id_hex(id)), Some(id));
+    }
+
+    #[test]
+    fn offloaded_and_synced_engine_calls_serve_reads_and_writes() {
+        for (calls, sync) in [
+            (EngineCalls::Offload, WalSync::Periodic),
+            (EngineCalls::Inline, WalSync::PerWrite),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut cfg = config(dir.path());
+            cfg.storage.engine_calls = calls;
+            cfg.storage.wal_sync = sync;
+            rt().block_on(async {
+                let c = Arc::new(LocalCoordinator::open(&cfg).unwrap());
+                assert!(!c.inline_writes);
+                let p = Processor::new(c.clone());
+                let mut s = Session::new(ProtocolVersion::V4);
+                for cql in [
+                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                    "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+                    "INSERT INTO ks.t (k, v) VALUES (1, 'a')",
+                ] {
+                    let r = run(&p, &mut s, cql).await;
+                    assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+                }
+                assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 1);
+                assert!(c.close(Duration::from_secs(10)).await.is_empty());
+            });
+        }
     }
 
     #[test]
