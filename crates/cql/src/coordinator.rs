@@ -141,3 +141,152 @@ pub trait Coordinator: Send + Sync + 'static {
     /// Cluster-wide facts.
     fn cluster_info(&self) -> ClusterInfo;
 }
+
+/// How many replicas of a keyspace live where: what a consistency level is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaCounts {
+    /// Replicas in all datacenters (the replication factor).
+    pub total: u32,
+    /// Replicas in the coordinator's datacenter.
+    pub local: u32,
+    /// Replicas currently alive, in all datacenters.
+    pub alive: u32,
+    /// Replicas currently alive in the coordinator's datacenter.
+    pub local_alive: u32,
+}
+
+/// The replica counts of a keyspace for a cluster of `nodes_by_dc` nodes per datacenter
+/// (all alive), as placement would make them: a datacenter holds at most as many replicas
+/// as it has nodes. SimpleStrategy places over the whole ring, ignoring datacenters.
+pub fn replica_counts(
+    replication: &crate::schema::Replication,
+    local_dc: &str,
+    nodes_by_dc: &[(&str, u32)],
+) -> ReplicaCounts {
+    let all_nodes: u32 = nodes_by_dc.iter().map(|(_, n)| n).sum();
+    if replication.class.ends_with("NetworkTopologyStrategy") {
+        let mut counts = ReplicaCounts {
+            total: 0,
+            local: 0,
+            alive: 0,
+            local_alive: 0,
+        };
+        for (dc, rf) in &replication.options {
+            let rf: u32 = rf.parse().unwrap_or(0);
+            let nodes = nodes_by_dc
+                .iter()
+                .find(|(d, _)| d == dc)
+                .map_or(0, |(_, n)| *n);
+            counts.total += rf;
+            counts.alive += rf.min(nodes);
+            if dc == local_dc {
+                counts.local += rf;
+                counts.local_alive += rf.min(nodes);
+            }
+        }
+        counts
+    } else {
+        let rf = replication.factor();
+        ReplicaCounts {
+            total: rf,
+            local: rf,
+            alive: rf.min(all_nodes),
+            // SimpleStrategy ignores datacenters: every replica counts as local.
+            local_alive: rf.min(all_nodes),
+        }
+    }
+}
+
+/// Checks that enough replicas are alive for `consistency`, as Cassandra's coordinator does
+/// before sending anything: `Unavailable` (with the required and alive counts) otherwise.
+pub fn check_available(
+    consistency: Consistency,
+    counts: ReplicaCounts,
+    is_write: bool,
+) -> Result<(), ErrorResponse> {
+    let quorum = |n: u32| n / 2 + 1;
+    let (required, alive) = match consistency {
+        Consistency::Any if is_write => (1, 1),
+        Consistency::Any => {
+            return Err(ErrorResponse::new(
+                crate::frame::ErrorKind::Invalid,
+                "ANY ConsistencyLevel is only supported for writes",
+            ))
+        }
+        Consistency::One => (1, counts.alive),
+        Consistency::Two => (2, counts.alive),
+        Consistency::Three => (3, counts.alive),
+        Consistency::LocalOne => (1, counts.local_alive),
+        Consistency::Quorum | Consistency::Serial => (quorum(counts.total), counts.alive),
+        Consistency::LocalQuorum | Consistency::LocalSerial => {
+            (quorum(counts.local), counts.local_alive)
+        }
+        Consistency::EachQuorum if !is_write => (quorum(counts.local), counts.local_alive),
+        Consistency::EachQuorum => (quorum(counts.total), counts.alive),
+        Consistency::All => (counts.total, counts.alive),
+    };
+    if alive >= required {
+        return Ok(());
+    }
+    Err(ErrorResponse::new(
+        crate::frame::ErrorKind::Unavailable {
+            consistency,
+            required: i32::try_from(required).unwrap_or(i32::MAX),
+            alive: i32::try_from(alive).unwrap_or(i32::MAX),
+        },
+        format!("Cannot achieve consistency level {}", consistency.name()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Replication;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn consistency_levels_need_enough_live_replicas() {
+        let simple3 = Replication::simple(3);
+        let one_node = replica_counts(&simple3, "datacenter1", &[("datacenter1", 1)]);
+        assert_eq!(one_node.alive, 1);
+        assert!(check_available(Consistency::One, one_node, true).is_ok());
+        assert!(check_available(Consistency::LocalOne, one_node, false).is_ok());
+        let e = check_available(Consistency::Quorum, one_node, true).unwrap_err();
+        assert!(matches!(
+            e.kind,
+            crate::frame::ErrorKind::Unavailable {
+                required: 2,
+                alive: 1,
+                ..
+            }
+        ));
+        assert!(check_available(Consistency::All, one_node, false).is_err());
+        assert!(check_available(Consistency::Any, one_node, true).is_ok());
+        assert!(check_available(Consistency::Any, one_node, false).is_err());
+        let simple1 = replica_counts(
+            &Replication::simple(1),
+            "datacenter1",
+            &[("datacenter1", 1)],
+        );
+        for cl in [
+            Consistency::Quorum,
+            Consistency::All,
+            Consistency::LocalQuorum,
+        ] {
+            assert!(check_available(cl, simple1, true).is_ok(), "{cl:?}");
+        }
+        let nts = Replication {
+            class: "org.apache.cassandra.locator.NetworkTopologyStrategy".into(),
+            options: BTreeMap::from([
+                ("datacenter1".into(), "1".into()),
+                ("dc2".into(), "2".into()),
+            ]),
+        };
+        let c = replica_counts(&nts, "datacenter1", &[("datacenter1", 1)]);
+        assert_eq!((c.total, c.local, c.alive, c.local_alive), (3, 1, 1, 1));
+        assert!(check_available(Consistency::LocalQuorum, c, true).is_ok());
+        assert!(check_available(Consistency::Quorum, c, true).is_err());
+        let elsewhere = replica_counts(&nts, "dc3", &[("dc3", 1)]);
+        assert!(check_available(Consistency::One, elsewhere, true).is_err());
+    }
+}

@@ -42,7 +42,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use mosaic_cql::coordinator::{
-    ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
+    check_available, replica_counts, ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand,
+    ReadResult,
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
 use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
@@ -345,6 +346,29 @@ impl LocalCoordinator {
         }
     }
 
+    /// Unavailable when this node alone cannot satisfy `consistency` for the table's
+    /// keyspace (e.g. QUORUM with RF 3), as Cassandra answers on a one-node cluster.
+    fn check_available(
+        &self,
+        table: TableId,
+        consistency: Consistency,
+        is_write: bool,
+    ) -> Result<(), ErrorResponse> {
+        let catalog = self.catalog();
+        let Some(keyspace) = catalog
+            .table_by_id(table)
+            .and_then(|t| catalog.keyspace(&t.keyspace))
+        else {
+            return Err(self.unconfigured(table));
+        };
+        let counts = replica_counts(
+            &keyspace.replication,
+            &self.data_center,
+            &[(self.data_center.as_str(), 1)],
+        );
+        check_available(consistency, counts, is_write)
+    }
+
     fn remember_dropped(&self, id: TableId, name: String) {
         let mut names = self.dropped_names.lock();
         if names.len() >= DROPPED_NAMES_MAX {
@@ -559,8 +583,15 @@ impl Coordinator for LocalCoordinator {
     async fn write(
         &self,
         mutations: Vec<Mutation>,
-        _consistency: Consistency,
+        consistency: Consistency,
     ) -> Result<(), ErrorResponse> {
+        let mut checked: Vec<TableId> = Vec::new();
+        for m in &mutations {
+            if !checked.contains(&m.table) {
+                self.check_available(m.table, consistency, true)?;
+                checked.push(m.table);
+            }
+        }
         let mut batches: BTreeMap<TableId, WriteBatch> = BTreeMap::new();
         for m in &mutations {
             batches
@@ -593,8 +624,9 @@ impl Coordinator for LocalCoordinator {
     async fn read(
         &self,
         command: ReadCommand,
-        _consistency: Consistency,
+        consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
+        self.check_available(command.table, consistency, false)?;
         let slot = self.slot(command.table)?;
         let guard = slot.db.clone().read_owned().await;
         if guard.is_none() {
