@@ -790,9 +790,10 @@ impl Run<'_> {
                         .cell(table, *i)
                         .map(|c| Bytes::copy_from_slice(&c.ts.as_micros().to_be_bytes())),
                     Expr::Ttl(i) => view.cell(table, *i).and_then(|c| c.expiry).map(|e| {
-                        let left = (e.local_expiration_secs - plan.now_secs)
-                            .clamp(0, i64::from(i32::MAX))
-                            as i32;
+                        let left =
+                            e.local_expiration_secs
+                                .saturating_sub(plan.now_secs)
+                                .clamp(0, i64::from(i32::MAX)) as i32;
                         Bytes::copy_from_slice(&left.to_be_bytes())
                     }),
                     Expr::Token => Some(Bytes::copy_from_slice(&view.token.0.to_be_bytes())),

@@ -417,7 +417,7 @@ fn bounding_timeuuid(millis: i64, max: bool) -> [u8; 16] {
         .saturating_mul(10_000)
         .saturating_add(UUID_EPOCH_OFFSET);
     if max {
-        let mut u = timeuuid_from_ticks(ticks + 9_999, u64::MAX);
+        let mut u = timeuuid_from_ticks(ticks.saturating_add(9_999), u64::MAX);
         u[8] = 0x7F;
         u
     } else {
@@ -435,6 +435,9 @@ pub(crate) fn timeuuid_millis(u: &[u8; 16]) -> i64 {
     let ticks = (time_hi << 48) | (time_mid << 32) | time_low;
     (ticks as i64 - UUID_EPOCH_OFFSET).div_euclid(10_000)
 }
+
+/// The largest year (in absolute value) a date or timestamp literal may name.
+const YEAR_ABS_MAX: i64 = 10_000_000;
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
 fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
@@ -475,6 +478,11 @@ fn parse_ymd(s: &str) -> Option<(i64, u32, u32)> {
     };
     let mut parts = body.splitn(3, '-');
     let y: i64 = parts.next()?.parse().ok()?;
+    // Far beyond both `date` (±5.8 million years) and `timestamp` (±292 million years in
+    // milliseconds would overflow below); keeps the day arithmetic in range.
+    if y > YEAR_ABS_MAX {
+        return None;
+    }
     let m: u32 = parts.next()?.parse().ok()?;
     let d: u32 = parts.next()?.parse().ok()?;
     let dim = match m {
@@ -538,9 +546,9 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
             },
             None => (0, ""),
         };
-        if h > 23
-            || mi > 59
-            || sec > 59
+        if !(0..=23).contains(&h)
+            || !(0..=59).contains(&mi)
+            || !(0..=59).contains(&sec)
             || frac.len() > 9
             || !frac.bytes().all(|b| b.is_ascii_digit())
         {
@@ -552,7 +560,7 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
             let padded = format!("{frac:0<3}");
             padded.get(..3)?.parse::<i64>().ok()?
         };
-        ms += ((h * 60 + mi) * 60 + sec) * 1000 + frac_ms;
+        ms = ms.checked_add(((h * 60 + mi) * 60 + sec) * 1000 + frac_ms)?;
     }
     if !zone.is_empty() && zone != "Z" {
         let sign = if zone.starts_with('-') { -1 } else { 1 };
@@ -566,7 +574,10 @@ pub(crate) fn parse_timestamp(s: &str) -> Option<i64> {
         } else {
             0
         };
-        ms -= sign * (hh * 60 + mm) * 60_000;
+        if !(0..=23).contains(&hh) || !(0..=59).contains(&mm) {
+            return None;
+        }
+        ms = ms.checked_sub(sign * (hh * 60 + mm) * 60_000)?;
     }
     Some(ms)
 }
@@ -599,6 +610,12 @@ mod tests {
         );
         assert_eq!(parse_timestamp("1299038700000"), Some(1_299_038_700_000));
         assert_eq!(parse_timestamp("yesterday"), None);
+        assert_eq!(
+            parse_timestamp("0000000066666666666666000000-000000000000000004-003T0011"),
+            None
+        );
+        assert_eq!(parse_timestamp("2011-02-03 -1:05"), None);
+        assert_eq!(parse_date("99999999999-01-01"), None);
         for days in [-800_000i64, -1, 0, 1, 19_000, 2_000_000] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
