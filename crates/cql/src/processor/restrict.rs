@@ -547,23 +547,7 @@ impl Restrictions {
         if !self.partition_fully_restricted() {
             return None;
         }
-        let mut keys: Vec<Vec<CqlValue>> = vec![Vec::new()];
-        for r in &self.partition {
-            let Some(ColumnRestriction::Values(values)) = r else {
-                return None;
-            };
-            keys = keys
-                .into_iter()
-                .flat_map(|prefix| {
-                    values.iter().map(move |v| {
-                        let mut k = prefix.clone();
-                        k.push(v.clone());
-                        k
-                    })
-                })
-                .collect();
-        }
-        Some(keys)
+        values_product(&self.partition)
     }
 
     /// Checks the clustering restrictions form a usable prefix: `=`/`IN` on the first
@@ -665,16 +649,7 @@ impl Restrictions {
         for r in &self.clustering {
             match r {
                 Some(ColumnRestriction::Values(values)) => {
-                    prefixes = prefixes
-                        .into_iter()
-                        .flat_map(|p| {
-                            values.iter().map(move |v| {
-                                let mut p = p.clone();
-                                p.push(v.clone());
-                                p
-                            })
-                        })
-                        .collect();
+                    prefixes = extend_product(prefixes, values);
                 }
                 Some(ColumnRestriction::Slice { lower, upper }) => {
                     slice = Some((lower.clone(), upper.clone()));
@@ -718,6 +693,35 @@ impl Restrictions {
         sort_ranges(schema, &mut out)?;
         Ok(out)
     }
+}
+
+/// Every tuple with one value per restriction, in order, when every restriction is an
+/// `=`/`IN` (the keys a WHERE clause names); `None` otherwise.
+pub(crate) fn values_product(
+    restrictions: &[Option<ColumnRestriction>],
+) -> Option<Vec<Vec<CqlValue>>> {
+    let mut tuples: Vec<Vec<CqlValue>> = vec![Vec::new()];
+    for r in restrictions {
+        let Some(ColumnRestriction::Values(values)) = r else {
+            return None;
+        };
+        tuples = extend_product(tuples, values);
+    }
+    Some(tuples)
+}
+
+/// Each prefix extended by each value.
+fn extend_product(prefixes: Vec<Vec<CqlValue>>, values: &[CqlValue]) -> Vec<Vec<CqlValue>> {
+    prefixes
+        .into_iter()
+        .flat_map(|p| {
+            values.iter().map(move |v| {
+                let mut p = p.clone();
+                p.push(v.clone());
+                p
+            })
+        })
+        .collect()
 }
 
 /// Sorts bound pairs by start key, drops empty ones and merges overlaps.

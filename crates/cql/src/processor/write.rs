@@ -24,7 +24,9 @@ use crate::ast::{
     UpdateStatement, Using,
 };
 use crate::coordinator::{Coordinator, Mutation};
-use crate::frame::{Batch, BatchType, BoundValues, ErrorResponse, QueryParameters, ResultBody};
+use crate::frame::{
+    Batch, BatchType, BoundValues, Consistency, ErrorResponse, QueryParameters, ResultBody,
+};
 use crate::schema::{ColumnKind, TableMeta};
 
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
@@ -74,12 +76,7 @@ pub(crate) async fn execute_single<C: Coordinator>(
     };
     let mut mutations = Vec::new();
     mutations_of(&catalog, exec, statement, &bindings, time, &mut mutations)?;
-    if !mutations.is_empty() {
-        coordinator
-            .write(mutations, exec.params.consistency)
-            .await?;
-    }
-    Ok(ResultBody::Void)
+    apply(coordinator.as_ref(), mutations, exec.params.consistency).await
 }
 
 /// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared).
@@ -111,12 +108,7 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         let statement = to_statement(statement.clone());
         mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
     }
-    if !mutations.is_empty() {
-        coordinator
-            .write(mutations, exec.params.consistency)
-            .await?;
-    }
-    Ok(ResultBody::Void)
+    apply(coordinator.as_ref(), mutations, exec.params.consistency).await
 }
 
 /// Executes a BATCH request: each statement with its own values and keyspace.
@@ -157,8 +149,18 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         let bindings = Bindings::new(&params.values, statement.bind_markers())?;
         mutations_of(&catalog, &exec, &statement, &bindings, time, &mut mutations)?;
     }
+    apply(coordinator.as_ref(), mutations, batch.consistency).await
+}
+
+/// Hands a statement's (or batch's) mutations to the coordinator; nothing to write is a
+/// success without a round trip (an UPDATE whose values are all unset).
+async fn apply<C: Coordinator>(
+    coordinator: &C,
+    mutations: Vec<Mutation>,
+    consistency: Consistency,
+) -> Result<ResultBody, ErrorResponse> {
     if !mutations.is_empty() {
-        coordinator.write(mutations, batch.consistency).await?;
+        coordinator.write(mutations, consistency).await?;
     }
     Ok(ResultBody::Void)
 }
@@ -473,23 +475,7 @@ impl Writer<'_> {
         if r.multi.is_some() {
             return None;
         }
-        let mut rows: Vec<Vec<CqlValue>> = vec![Vec::new()];
-        for c in &r.clustering {
-            let Some(ColumnRestriction::Values(values)) = c else {
-                return None;
-            };
-            rows = rows
-                .into_iter()
-                .flat_map(|p| {
-                    values.iter().map(move |v| {
-                        let mut p = p.clone();
-                        p.push(v.clone());
-                        p
-                    })
-                })
-                .collect();
-        }
-        Some(rows)
+        restrict::values_product(&r.clustering)
     }
 
     fn update(
