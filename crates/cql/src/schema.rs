@@ -365,11 +365,6 @@ impl TableMeta {
         cols.into_iter().map(|(_, c)| c).collect()
     }
 
-    /// Whether the table has static columns.
-    pub fn has_static(&self) -> bool {
-        self.columns.iter().any(|c| c.kind == ColumnKind::Static)
-    }
-
     /// The columns in the order `SELECT *` returns them, as Cassandra: partition key,
     /// clustering columns, then static and regular columns by name.
     pub fn select_star_order(&self) -> Vec<&ColumnMeta> {
