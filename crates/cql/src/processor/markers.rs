@@ -11,7 +11,7 @@ use crate::ast::{InValues, IntValue, Operator, Relation, Statement, Term, Using}
 use crate::frame::{ColumnSpec, ColumnType, ErrorResponse, RowsMetadata};
 use crate::schema::{Catalog, ColumnKind, TableMeta};
 
-use super::{invalid, Exec};
+use super::{invalid, restrict, Exec};
 
 /// Marker specs by index, pk indexes, and the result metadata of a SELECT.
 pub(crate) type PreparedShape = (Vec<ColumnSpec>, Vec<u16>, Option<RowsMetadata>);
@@ -182,9 +182,7 @@ fn relations(
     for r in rels {
         match r {
             Relation::Compare { column, op, value } => {
-                let col = table
-                    .column(column.as_str())
-                    .ok_or_else(|| invalid(format!("Undefined column name {}", column.as_str())))?;
+                let col = restrict::column(table, column.as_str())?;
                 term(table, value, &col.name, col.ty, specs);
                 if let (Operator::Eq, Term::Bind(m), ColumnKind::PartitionKey { position }) =
                     (op, value, col.kind)
@@ -193,9 +191,7 @@ fn relations(
                 }
             }
             Relation::In { column, values } => {
-                let col = table
-                    .column(column.as_str())
-                    .ok_or_else(|| invalid(format!("Undefined column name {}", column.as_str())))?;
+                let col = restrict::column(table, column.as_str())?;
                 match values {
                     InValues::List(terms) => {
                         for t in terms {
@@ -218,11 +214,7 @@ fn relations(
             Relation::MultiColumn { columns, value, .. } => {
                 let cols: Vec<_> = columns
                     .iter()
-                    .map(|c| {
-                        table
-                            .column(c.as_str())
-                            .ok_or_else(|| invalid(format!("Undefined column name {}", c.as_str())))
-                    })
+                    .map(|c| restrict::column(table, c.as_str()))
                     .collect::<Result<_, _>>()?;
                 match value {
                     Term::Tuple(items) => {
@@ -252,11 +244,7 @@ fn relations(
             Relation::MultiColumnIn { columns, values } => {
                 let cols: Vec<_> = columns
                     .iter()
-                    .map(|c| {
-                        table
-                            .column(c.as_str())
-                            .ok_or_else(|| invalid(format!("Undefined column name {}", c.as_str())))
-                    })
+                    .map(|c| restrict::column(table, c.as_str()))
                     .collect::<Result<_, _>>()?;
                 if let InValues::List(terms) = values {
                     for t in terms {
@@ -304,9 +292,7 @@ fn modification(
         Statement::Insert(s) => {
             let table = exec.table(catalog, &s.table)?;
             for (ident, value) in s.columns.iter().zip(&s.values) {
-                let col = table
-                    .column(ident.as_str())
-                    .ok_or_else(|| invalid(format!("Undefined column name {}", ident.as_str())))?;
+                let col = restrict::column(&table, ident.as_str())?;
                 term(&table, value, &col.name, col.ty, specs);
                 if let (Term::Bind(m), ColumnKind::PartitionKey { position }) = (value, col.kind) {
                     pk_markers.push((position, m.index));
@@ -319,9 +305,7 @@ fn modification(
             let table = exec.table(catalog, &s.table)?;
             using(&table, &s.using, specs);
             for a in &s.assignments {
-                let col = table.column(a.column.as_str()).ok_or_else(|| {
-                    invalid(format!("Undefined column name {}", a.column.as_str()))
-                })?;
+                let col = restrict::column(&table, a.column.as_str())?;
                 term(&table, &a.value, &col.name, col.ty, specs);
             }
             relations(&table, &s.where_clause, specs, pk_markers)?;

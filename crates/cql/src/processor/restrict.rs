@@ -14,7 +14,7 @@ use mosaic_types::{CqlType, CqlValue, Token};
 
 use crate::ast::{Operator, Relation, Term};
 use crate::frame::ErrorResponse;
-use crate::schema::{ClusteringOrder, ColumnKind, TableMeta};
+use crate::schema::{ClusteringOrder, ColumnKind, ColumnMeta, TableMeta};
 
 use super::invalid;
 use super::values::{eval, eval_in_list, EvalContext};
@@ -96,6 +96,16 @@ pub(crate) struct Restrictions {
     pub on_regular: Vec<String>,
     /// Every relation, as a row predicate.
     pub predicates: Vec<Predicate>,
+}
+
+/// The column `name` of `table`, or Cassandra's "Undefined column name" error.
+pub(crate) fn column<'t>(
+    table: &'t TableMeta,
+    name: &str,
+) -> Result<&'t ColumnMeta, ErrorResponse> {
+    table
+        .column(name)
+        .ok_or_else(|| invalid(format!("Undefined column name {name}")))
 }
 
 /// The column of `name` in `table`.

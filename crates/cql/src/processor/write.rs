@@ -27,7 +27,7 @@ use crate::coordinator::{Coordinator, Mutation};
 use crate::frame::{
     Batch, BatchType, BoundValues, Consistency, ErrorResponse, QueryParameters, ResultBody,
 };
-use crate::schema::{ColumnKind, TableMeta};
+use crate::schema::{ColumnKind, ColumnMeta, TableMeta};
 
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
 use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
@@ -260,6 +260,17 @@ fn mutations_of(
     }
 }
 
+/// The names of the key columns not restricted by `=`/`IN`, comma-separated.
+fn unrestricted(columns: &[&ColumnMeta], restrictions: &[Option<ColumnRestriction>]) -> String {
+    columns
+        .iter()
+        .zip(restrictions)
+        .filter(|(_, r)| !matches!(r, Some(ColumnRestriction::Values(_))))
+        .map(|(c, _)| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 struct Writer<'a> {
     table: &'a TableMeta,
     schema: KeySchema,
@@ -351,10 +362,7 @@ impl Writer<'_> {
                     "Multiple definitions found for column {name}"
                 )));
             }
-            let col = self
-                .table
-                .column(name)
-                .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+            let col = restrict::column(self.table, name)?;
             let value = eval(term, col.ty, name, ctx)?;
             match col.kind {
                 ColumnKind::PartitionKey { position } => {
@@ -447,17 +455,9 @@ impl Writer<'_> {
             return Err(invalid("The token function cannot be used in WHERE clauses for UPDATE and DELETE statements"));
         }
         let Some(keys) = r.partition_keys() else {
-            let missing: Vec<String> = self
-                .table
-                .partition_key()
-                .iter()
-                .zip(&r.partition)
-                .filter(|(_, r)| !matches!(r, Some(ColumnRestriction::Values(_))))
-                .map(|(c, _)| c.name.clone())
-                .collect();
             return Err(invalid(format!(
                 "Some partition key parts are missing: {}",
-                missing.join(", ")
+                unrestricted(&self.table.partition_key(), &r.partition)
             )));
         };
         keys.iter().map(|k| self.prefix(k)).collect()
@@ -490,10 +490,7 @@ impl Writer<'_> {
         let mut statics: BTreeMap<ColumnId, Cell> = BTreeMap::new();
         for a in &s.assignments {
             let name = a.column.as_str();
-            let col = self
-                .table
-                .column(name)
-                .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+            let col = restrict::column(self.table, name)?;
             if col.kind.is_primary_key() {
                 return Err(invalid(format!(
                     "PRIMARY KEY part {name} found in SET part"
@@ -516,14 +513,7 @@ impl Writer<'_> {
             match self.full_rows(&r) {
                 Some(rows) => rows,
                 None => {
-                    let missing: Vec<String> = self
-                        .table
-                        .clustering()
-                        .iter()
-                        .zip(&r.clustering)
-                        .filter(|(_, c)| !matches!(c, Some(ColumnRestriction::Values(_))))
-                        .map(|(c, _)| c.name.clone())
-                        .collect();
+                    let missing = unrestricted(&self.table.clustering(), &r.clustering);
                     if r.clustering
                         .iter()
                         .any(|c| matches!(c, Some(ColumnRestriction::Slice { .. })))
@@ -531,8 +521,7 @@ impl Writer<'_> {
                         return Err(invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements"));
                     }
                     return Err(invalid(format!(
-                        "Some clustering keys are missing: {}",
-                        missing.join(", ")
+                        "Some clustering keys are missing: {missing}"
                     )));
                 }
             }
@@ -570,10 +559,7 @@ impl Writer<'_> {
             let mut statics = BTreeMap::new();
             for ident in &s.columns {
                 let name = ident.as_str();
-                let col = self
-                    .table
-                    .column(name)
-                    .ok_or_else(|| invalid(format!("Undefined column name {name}")))?;
+                let col = restrict::column(self.table, name)?;
                 if col.kind.is_primary_key() {
                     return Err(invalid(format!(
                         "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
