@@ -1,0 +1,60 @@
+//! The node's seams: time, spawning and randomness ([`Runtime`]), the network
+//! ([`Transport`]) and local storage ([`Store`]).
+//!
+//! The server implements them over tokio, TCP and the storage engines; the simulator over
+//! a virtual clock, an in-memory network with injected faults, and in-memory stores. The
+//! node never reaches anything else, which is what makes a simulated run replayable.
+
+use futures::future::BoxFuture;
+use mosaic_rows::KeyRange;
+
+use crate::message::{Envelope, Failure, SchemaSnapshot, TableKey, WireMutation};
+use crate::Endpoint;
+
+/// Time, tasks and randomness.
+pub trait Runtime: Send + Sync + 'static {
+    /// Microseconds on a monotonic clock.
+    fn now_micros(&self) -> u64;
+    /// Resolves `ms` milliseconds from now.
+    fn sleep(&self, ms: u64) -> BoxFuture<'static, ()>;
+    /// Runs `task` to completion in the background.
+    fn spawn(&self, task: BoxFuture<'static, ()>);
+    /// A random number (seeded in simulation).
+    fn random(&self) -> u64;
+}
+
+/// Sends envelopes to peers. Never blocks: a message that cannot be queued (peer queue
+/// full, no connection) is dropped, and the request it carried times out.
+pub trait Transport: Send + Sync + 'static {
+    /// Queues `env` for `to`; false if it was dropped.
+    fn send(&self, to: Endpoint, env: Envelope) -> bool;
+}
+
+/// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
+pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
+
+/// This node's storage, as the cluster uses it (the replica layouts implement it).
+pub trait Store: Send + Sync + 'static {
+    /// Applies writes to a table.
+    fn apply(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>>;
+    /// Reads up to `limit` entries of a range.
+    fn read(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Entries, Failure>>;
+    /// The replication factor of a table's keyspace, `None` for an unknown table.
+    fn replication_factor(&self, table: TableKey) -> Option<usize>;
+    /// The schema this node has.
+    fn schema(&self) -> SchemaSnapshot;
+    /// Adopts `snapshot` if it supersedes the current schema (creating and dropping
+    /// storage as needed); returns whether it did.
+    fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>>;
+    /// Bytes stored (reported through gossip).
+    fn load_bytes(&self) -> u64;
+}

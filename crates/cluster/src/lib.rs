@@ -1,0 +1,34 @@
+//! Mosaic's cluster: N peer nodes, no master, any node coordinates any request.
+//!
+//! Owns placement ([`ring`]), membership and failure detection ([`gossip`]), the internode
+//! protocol ([`message`]), and the node ([`node`]): the coordinator's write and read paths
+//! with consistency levels and blocking read repair, the replica side of every request,
+//! gossip rounds and schema propagation. Replica selection for reads is a policy behind
+//! [`snitch::ReplicaSelector`].
+//!
+//! Must not depend on tokio, sockets, files or the wall clock: the node reaches time,
+//! randomness, spawning and the network only through [`env::Runtime`] and
+//! [`env::Transport`], and local storage only through [`env::Store`], so the server runs it
+//! on tokio and TCP while a simulator runs many nodes on one thread with a virtual clock.
+//! Nor does it know CQL or the schema's shape: tables are 16-byte ids, schemas opaque
+//! snapshots ([`message::SchemaSnapshot`]).
+
+use std::net::SocketAddr;
+
+pub mod consistency;
+pub mod env;
+pub mod gossip;
+pub mod message;
+pub mod node;
+pub mod ring;
+pub mod snitch;
+
+pub use consistency::{ClusterError, ConsistencyLevel};
+pub use env::{Runtime, Store, Transport};
+pub use message::{Body, Envelope, Failure, SchemaSnapshot, TableKey, WireMutation};
+pub use node::{Node, NodeConfig};
+pub use ring::{ReplicaRole, Ring};
+
+/// A node's identity on the wire and in the ring: its internode address (as Cassandra's
+/// endpoints are).
+pub type Endpoint = SocketAddr;

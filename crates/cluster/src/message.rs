@@ -1,0 +1,410 @@
+//! The internode protocol: messages and their checksummed frames.
+//!
+//! Owns every byte nodes send each other. A frame is
+//!
+//! ```text
+//! u32 BE  payload length (≤ FRAME_PAYLOAD_MAX)
+//! u32 BE  crc32c of the payload
+//! payload postcard encoding of an [`Envelope`]
+//! ```
+//!
+//! A peer's bytes are untrusted: a bad length, checksum or payload is a typed
+//! [`FrameError`] and closes only that connection (the caller's job); nothing here panics
+//! on input. postcard is a compact, schema-less serde format: both ends run the same
+//! build, and an incompatible peer fails the decode rather than being misread, because
+//! the first field of every frame is the protocol version.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Endpoint;
+
+/// The protocol version every frame starts with; peers on another version are refused.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Largest payload accepted (a page of reads or a batch of writes is far smaller).
+pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
+/// Bytes before the payload.
+pub const FRAME_HEADER_LEN: usize = 8;
+
+/// A table's id (the schema's 16-byte UUID).
+pub type TableKey = [u8; 16];
+
+/// One message between nodes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// [`PROTOCOL_VERSION`].
+    pub version: u16,
+    /// The sender's internode address (its identity in the ring).
+    pub from: Endpoint,
+    /// The request id: chosen by the sender of a request, echoed by its response.
+    pub id: u64,
+    /// What it says.
+    pub body: Body,
+}
+
+/// A write of one engine key, as the coordinator received it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireMutation {
+    /// The engine key.
+    pub key: Vec<u8>,
+    /// The engine version timestamp.
+    pub ts: u64,
+    /// The encoded fragment (a merge operand).
+    pub fragment: Vec<u8>,
+}
+
+/// A half-open range of engine keys (`end: None` is unbounded).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireRange {
+    /// First key.
+    pub start: Vec<u8>,
+    /// First key past the range.
+    pub end: Option<Vec<u8>>,
+}
+
+/// Why a replica could not do what it was asked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Failure {
+    /// Its queues are full.
+    Overloaded,
+    /// It does not know the table (schema not yet propagated, or dropped).
+    UnknownTable,
+    /// Its storage refused (disk full, failed fsync, corruption, shutting down).
+    Storage(String),
+}
+
+/// Whether a node is serving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeStatus {
+    /// Serving normally.
+    Normal,
+    /// Announced a clean shutdown: down until it gossips a new generation.
+    Shutdown,
+}
+
+/// What a node says of itself through gossip.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppState {
+    /// Its host id.
+    pub host_id: [u8; 16],
+    /// Its tokens.
+    pub tokens: Vec<i64>,
+    /// The address clients use.
+    pub rpc_address: IpAddr,
+    /// The CQL port.
+    pub native_port: u16,
+    /// The admin HTTP port (metrics, status), 0 if none.
+    pub admin_port: u16,
+    /// Datacenter.
+    pub data_center: String,
+    /// Rack.
+    pub rack: String,
+    /// The release it runs.
+    pub release_version: String,
+    /// The version of the schema it has.
+    pub schema_version: [u8; 16],
+    /// Serving or shut down.
+    pub status: NodeStatus,
+    /// Bytes of data it stores (for `mosaic status`).
+    pub load_bytes: u64,
+}
+
+/// A node's gossiped state. Only the node itself changes it, bumping `heartbeat` each
+/// time, so `(generation, heartbeat)` orders all versions of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndpointState {
+    /// The node.
+    pub endpoint: Endpoint,
+    /// Its start time (seconds); a restart gossips a larger one.
+    pub generation: u64,
+    /// Bumped every gossip round and on every change.
+    pub heartbeat: u64,
+    /// What it says of itself.
+    pub app: AppState,
+}
+
+impl EndpointState {
+    /// The version of this state: newer states compare greater.
+    pub fn version(&self) -> (u64, u64) {
+        (self.generation, self.heartbeat)
+    }
+}
+
+/// The schema as the cluster moves it: opaque bytes with an ordering.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaSnapshot {
+    /// Bumped by every schema change; the larger `(epoch, version)` wins.
+    pub epoch: u64,
+    /// The content digest (what drivers compare for schema agreement).
+    pub version: [u8; 16],
+    /// The encoded schema.
+    pub bytes: Vec<u8>,
+}
+
+impl SchemaSnapshot {
+    /// Whether `self` should replace `other`.
+    pub fn supersedes(&self, other: &SchemaSnapshot) -> bool {
+        (self.epoch, self.version) > (other.epoch, other.version)
+    }
+}
+
+/// A Merkle tree of a token range (see [`crate::repair`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireTree {
+    /// Leaf hashes, left to right.
+    pub leaves: Vec<[u8; 16]>,
+}
+
+/// Every message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Body {
+    /// Apply these writes to a table (a hint replay or read repair is the same).
+    Write {
+        /// The table.
+        table: TableKey,
+        /// The writes.
+        mutations: Vec<WireMutation>,
+    },
+    /// The write was applied.
+    WriteAck,
+    /// Read up to `limit` entries of a range; only a digest of them when `digest`.
+    Read {
+        /// The table.
+        table: TableKey,
+        /// The keys.
+        range: WireRange,
+        /// The most entries.
+        limit: u32,
+        /// Whether to answer with a digest instead of the data.
+        digest: bool,
+    },
+    /// The entries read.
+    ReadData {
+        /// `(key, merged fragment)` in key order.
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        /// Whether the range holds nothing more.
+        exhausted: bool,
+    },
+    /// The digest of the entries read.
+    ReadDigest {
+        /// xxh3-128 of the entries and the exhausted flag.
+        digest: [u8; 16],
+    },
+    /// A request failed on the replica.
+    Failed(Failure),
+    /// Gossip, first leg: the sender's view of every node.
+    GossipSyn {
+        /// The states.
+        states: Vec<EndpointState>,
+    },
+    /// Gossip, second leg: the states the receiver knows newer than the sender.
+    GossipAck {
+        /// The states.
+        states: Vec<EndpointState>,
+    },
+    /// Asks for the receiver's schema.
+    SchemaPull,
+    /// A schema, pushed after a change or in answer to a pull.
+    SchemaPush(SchemaSnapshot),
+    /// The schema push was handled.
+    SchemaAck,
+    /// Build a Merkle tree of `range` of a table with `2^depth` leaves.
+    TreeRequest {
+        /// The table.
+        table: TableKey,
+        /// Token range `(left, right]`.
+        left: i64,
+        /// Right end (inclusive).
+        right: i64,
+        /// log2 of the leaf count.
+        depth: u8,
+    },
+    /// The tree.
+    Tree(WireTree),
+}
+
+impl Body {
+    /// Whether this answers a request (and so completes one by its id).
+    pub fn is_response(&self) -> bool {
+        matches!(
+            self,
+            Body::WriteAck
+                | Body::ReadData { .. }
+                | Body::ReadDigest { .. }
+                | Body::Failed(_)
+                | Body::SchemaAck
+                | Body::Tree(_)
+        )
+    }
+}
+
+/// Why a frame could not be decoded.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The length field exceeds [`FRAME_PAYLOAD_MAX`].
+    #[error("internode frame of {len} bytes exceeds the {max}-byte limit")]
+    TooLarge {
+        /// Claimed length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The payload's checksum does not match.
+    #[error("internode frame checksum mismatch: expected {expected:#010x}, got {actual:#010x}")]
+    ChecksumMismatch {
+        /// From the header.
+        expected: u32,
+        /// Computed.
+        actual: u32,
+    },
+    /// The payload is not a message of this protocol.
+    #[error("undecodable internode message: {0}")]
+    Decode(String),
+    /// The peer speaks another protocol version.
+    #[error("peer speaks internode protocol {0}, this node {PROTOCOL_VERSION}")]
+    Version(u16),
+}
+
+/// Encodes `env` as one frame.
+pub fn encode_frame(env: &Envelope) -> Vec<u8> {
+    // Serializing plain data into a Vec cannot fail; were it to, the empty payload would
+    // be refused by the peer's decoder, never misread.
+    let payload = postcard::to_stdvec(env).unwrap_or_default();
+    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(FRAME_HEADER_LEN + payload.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&payload).to_be_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Parses a frame header: the payload length, checked against the limit.
+pub fn frame_len(header: &[u8; FRAME_HEADER_LEN]) -> Result<(usize, u32), FrameError> {
+    let [a, b, c, d, e, f, g, h] = *header;
+    let len = u32::from_be_bytes([a, b, c, d]) as usize;
+    let crc = u32::from_be_bytes([e, f, g, h]);
+    if len > FRAME_PAYLOAD_MAX {
+        return Err(FrameError::TooLarge {
+            len,
+            max: FRAME_PAYLOAD_MAX,
+        });
+    }
+    Ok((len, crc))
+}
+
+/// Decodes a payload whose header gave checksum `crc`.
+pub fn decode_payload(payload: &[u8], crc: u32) -> Result<Envelope, FrameError> {
+    let actual = crc32c::crc32c(payload);
+    if actual != crc {
+        return Err(FrameError::ChecksumMismatch {
+            expected: crc,
+            actual,
+        });
+    }
+    let env: Envelope =
+        postcard::from_bytes(payload).map_err(|e| FrameError::Decode(e.to_string()))?;
+    if env.version != PROTOCOL_VERSION {
+        return Err(FrameError::Version(env.version));
+    }
+    Ok(env)
+}
+
+/// Decodes the first frame of `bytes`: the envelope and the bytes it used, `Ok(None)` if
+/// `bytes` holds only part of a frame.
+pub fn decode_frame(bytes: &[u8]) -> Result<Option<(Envelope, usize)>, FrameError> {
+    let Some(header) = bytes.get(..FRAME_HEADER_LEN) else {
+        return Ok(None);
+    };
+    let mut h = [0u8; FRAME_HEADER_LEN];
+    h.copy_from_slice(header);
+    let (len, crc) = frame_len(&h)?;
+    let Some(payload) = bytes.get(FRAME_HEADER_LEN..FRAME_HEADER_LEN + len) else {
+        return Ok(None);
+    };
+    Ok(Some((
+        decode_payload(payload, crc)?,
+        FRAME_HEADER_LEN + len,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::net::{Ipv4Addr, SocketAddr};
+
+    fn ep() -> Endpoint {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)), 7000)
+    }
+
+    fn write(keys: Vec<Vec<u8>>) -> Envelope {
+        Envelope {
+            version: PROTOCOL_VERSION,
+            from: ep(),
+            id: 42,
+            body: Body::Write {
+                table: [7; 16],
+                mutations: keys
+                    .into_iter()
+                    .map(|k| WireMutation {
+                        fragment: k.clone(),
+                        key: k,
+                        ts: 9,
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_and_split_anywhere() {
+        let env = write(vec![b"a".to_vec(), b"bcd".to_vec()]);
+        let frame = encode_frame(&env);
+        let (back, used) = decode_frame(&frame).expect("valid").expect("whole");
+        assert_eq!(back, env);
+        assert_eq!(used, frame.len());
+        for cut in 0..frame.len() {
+            assert_eq!(decode_frame(&frame[..cut]), Ok(None), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn damaged_frames_are_typed_errors() {
+        let frame = encode_frame(&write(vec![b"key".to_vec()]));
+        let mut flipped = frame.clone();
+        let last = flipped.len() - 1;
+        flipped[last] ^= 1;
+        assert!(matches!(
+            decode_frame(&flipped),
+            Err(FrameError::ChecksumMismatch { .. })
+        ));
+        let mut huge = frame.clone();
+        huge[0] = 0xff;
+        assert!(matches!(
+            decode_frame(&huge),
+            Err(FrameError::TooLarge { .. })
+        ));
+        // A valid checksum over garbage is a decode error, not a panic.
+        let garbage = [0xffu8; 5];
+        let mut f = (garbage.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&crc32c::crc32c(&garbage).to_be_bytes());
+        f.extend_from_slice(&garbage);
+        assert!(matches!(decode_frame(&f), Err(FrameError::Decode(_))));
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = decode_frame(&bytes);
+        }
+
+        #[test]
+        fn writes_round_trip(keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..20)) {
+            let env = write(keys);
+            let frame = encode_frame(&env);
+            prop_assert_eq!(decode_frame(&frame).ok().flatten().map(|(e, _)| e), Some(env));
+        }
+    }
+}

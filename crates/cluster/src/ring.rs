@@ -1,0 +1,319 @@
+//! The token ring and SimpleStrategy placement.
+//!
+//! Owns the answer to "which nodes hold this token, and in which role": the replicas of a
+//! token are the owners of the next RF distinct nodes' tokens clockwise from it, exactly as
+//! Cassandra's SimpleStrategy places them, so drivers' token-aware routing picks a real
+//! replica. Index 0 of that list is the *primary* (DEPART's replica differentiation); the
+//! rest are redundant copies of that primary's data. Pure: no I/O, no clocks.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use mosaic_rows::{encode_token, KeyRange};
+use mosaic_types::Token;
+
+use crate::Endpoint;
+
+/// A replica's place in a token's replica list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaRole {
+    /// 0 for the primary, 1..RF-1 for redundant copies.
+    pub index: usize,
+    /// The primary of the token (the *source* of a redundant copy).
+    pub primary: Endpoint,
+}
+
+/// Which node owns each token (vnodes).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ring {
+    tokens: BTreeMap<Token, Endpoint>,
+    nodes: Vec<Endpoint>,
+}
+
+/// A contiguous run of engine keys whose tokens share one replica list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// The keys.
+    pub range: KeyRange,
+    /// The replicas, primary first.
+    pub replicas: Vec<Endpoint>,
+}
+
+impl Ring {
+    /// A ring of `owners` (node, its tokens). A token claimed twice goes to the node listed
+    /// first (callers list nodes in a stable order, so every node builds the same ring).
+    pub fn new<'a>(owners: impl IntoIterator<Item = (Endpoint, &'a [Token])>) -> Ring {
+        let mut tokens = BTreeMap::new();
+        let mut nodes = Vec::new();
+        for (node, owned) in owners {
+            for t in owned {
+                tokens.entry(*t).or_insert(node);
+            }
+            if !nodes.contains(&node) {
+                nodes.push(node);
+            }
+        }
+        nodes.sort();
+        Ring { tokens, nodes }
+    }
+
+    /// The nodes with at least one token, ascending.
+    pub fn nodes(&self) -> &[Endpoint] {
+        &self.nodes
+    }
+
+    /// Whether no node owns a token.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// The replicas of `token` for replication factor `rf`, primary first: the owners of
+    /// the first token at or after `token`, then of the following tokens clockwise,
+    /// skipping nodes already listed. At most as many as there are nodes.
+    pub fn replicas(&self, token: Token, rf: usize) -> Vec<Endpoint> {
+        let want = rf.min(self.nodes.len());
+        let mut out = Vec::with_capacity(want);
+        if want == 0 {
+            return out;
+        }
+        let clockwise = self
+            .tokens
+            .range(token..)
+            .chain(self.tokens.range(..token))
+            .map(|(_, n)| *n);
+        for node in clockwise {
+            if !out.contains(&node) {
+                out.push(node);
+                if out.len() == want {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// `node`'s role for `token` at `rf`, or `None` if it is not a replica.
+    pub fn role(&self, token: Token, rf: usize, node: Endpoint) -> Option<ReplicaRole> {
+        let replicas = self.replicas(token, rf);
+        let index = replicas.iter().position(|n| *n == node)?;
+        Some(ReplicaRole {
+            index,
+            primary: *replicas.first()?,
+        })
+    }
+
+    /// The fraction of the token space whose primary is each node (`nodetool status`'s
+    /// "owns" without replication), in `nodes()` order.
+    pub fn primary_share(&self) -> Vec<(Endpoint, f64)> {
+        let mut share: BTreeMap<Endpoint, f64> = self.nodes.iter().map(|n| (*n, 0.0)).collect();
+        let total = 2f64.powi(64);
+        let mut prev: Option<Token> = self.tokens.keys().next_back().copied();
+        for (t, node) in &self.tokens {
+            // The range (prev, t] belongs to t's owner; the first range wraps around.
+            let width = match prev {
+                Some(p) if p < *t => (i128::from(t.0) - i128::from(p.0)) as f64,
+                Some(p) => (i128::from(t.0) - i128::from(p.0) + (1i128 << 64)) as f64,
+                None => total,
+            };
+            let width = if self.tokens.len() == 1 { total } else { width };
+            if let Some(s) = share.get_mut(node) {
+                *s += width / total;
+            }
+            prev = Some(*t);
+        }
+        share.into_iter().collect()
+    }
+
+    /// Splits `range` (engine keys, which start with their token) at the ring's token
+    /// boundaries, merging neighbours with the same replica list: the pieces a coordinator
+    /// reads one replica set at a time, in key order.
+    pub fn segments(&self, range: &KeyRange, rf: usize) -> Vec<Segment> {
+        if range.is_empty() {
+            return Vec::new();
+        }
+        let mut out: Vec<Segment> = Vec::new();
+        let mut push = |start: Vec<u8>, end: Option<Vec<u8>>, replicas: Vec<Endpoint>| {
+            let piece = clamp(range, start, end);
+            if piece.is_empty() {
+                return;
+            }
+            if let Some(last) = out.last_mut() {
+                if last.replicas == replicas && last.range.end.as_ref() == Some(&piece.start) {
+                    last.range.end = piece.end;
+                    return;
+                }
+            }
+            out.push(Segment {
+                range: piece,
+                replicas,
+            });
+        };
+        if self.tokens.is_empty() {
+            push(Vec::new(), None, Vec::new());
+            return out;
+        }
+        // Keys of tokens in (prev, t] are placed by t; those after the last token wrap to
+        // the first. Key bytes of tokens up to and including t end before t+1's encoding.
+        let mut start: Vec<u8> = Vec::new();
+        for t in self.tokens.keys() {
+            let end = key_after_token(*t);
+            push(start.clone(), end.clone(), self.replicas(*t, rf));
+            match end {
+                Some(e) => start = e,
+                None => return out,
+            }
+        }
+        let first = self.tokens.keys().next().copied().unwrap_or(Token::MIN);
+        push(start, None, self.replicas(first, rf));
+        out
+    }
+
+    /// The token ranges `(left, right]` for which `node` is a replica at `rf`, each with
+    /// its replica list (what repair compares).
+    pub fn ranges_of(&self, node: Endpoint, rf: usize) -> Vec<(Token, Token, Vec<Endpoint>)> {
+        let mut out = Vec::new();
+        let Some(last) = self.tokens.keys().next_back().copied() else {
+            return out;
+        };
+        let mut prev = last;
+        for t in self.tokens.keys() {
+            let replicas = self.replicas(*t, rf);
+            if replicas.contains(&node) {
+                out.push((prev, *t, replicas));
+            }
+            prev = *t;
+        }
+        out
+    }
+}
+
+/// The first engine key after every key of `token` (`None` past the last token).
+fn key_after_token(token: Token) -> Option<Vec<u8>> {
+    token
+        .0
+        .checked_add(1)
+        .map(|n| encode_token(Token(n)).to_vec())
+}
+
+/// `range` ∩ `[start, end)`.
+fn clamp(range: &KeyRange, start: Vec<u8>, end: Option<Vec<u8>>) -> KeyRange {
+    let start = start.max(range.start.clone());
+    let end = match (end, &range.end) {
+        (None, e) => e.clone(),
+        (Some(a), None) => Some(a),
+        (Some(a), Some(b)) => Some(a.min(b.clone())),
+    };
+    let r = KeyRange { start, end };
+    if r.is_empty() {
+        KeyRange::empty()
+    } else {
+        r
+    }
+}
+
+/// The engine keys of the token range `(left, right]` (which wraps when `left >= right`).
+pub fn token_range_keys(left: Token, right: Token) -> Vec<KeyRange> {
+    mosaic_rows::ring_range(left, right)
+}
+
+/// The keys of exactly one token.
+pub fn single_token_keys(token: Token) -> KeyRange {
+    mosaic_rows::token_range(Bound::Included(token), Bound::Included(token))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+    fn ep(i: u8) -> Endpoint {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)), 7000)
+    }
+
+    fn ring3() -> Ring {
+        let a = [Token(-100), Token(50)];
+        let b = [Token(0)];
+        let c = [Token(100)];
+        Ring::new([(ep(1), &a[..]), (ep(2), &b[..]), (ep(3), &c[..])])
+    }
+
+    #[test]
+    fn replicas_walk_clockwise_skipping_repeats() {
+        let r = ring3();
+        // token 10 → first token ≥ 10 is 50 (node1), then 100 (node3), then -100 (node1,
+        // skipped), 0 (node2).
+        assert_eq!(r.replicas(Token(10), 3), vec![ep(1), ep(3), ep(2)]);
+        assert_eq!(r.replicas(Token(0), 2), vec![ep(2), ep(1)]);
+        // Past the last token wraps to the first.
+        assert_eq!(r.replicas(Token(101), 1), vec![ep(1)]);
+        assert_eq!(r.replicas(Token(i64::MAX), 5).len(), 3);
+        let role = r.role(Token(10), 3, ep(3)).expect("replica");
+        assert_eq!(role.index, 1);
+        assert_eq!(role.primary, ep(1));
+        assert!(r.role(Token(10), 1, ep(3)).is_none());
+    }
+
+    #[test]
+    fn segments_cover_the_range_in_order_with_their_replicas() {
+        let r = ring3();
+        let all = KeyRange {
+            start: Vec::new(),
+            end: None,
+        };
+        let segs = r.segments(&all, 1);
+        assert_eq!(
+            segs.first().map(|s| s.range.start.clone()),
+            Some(Vec::new())
+        );
+        assert_eq!(segs.last().and_then(|s| s.range.end.clone()), None);
+        for pair in segs.windows(2) {
+            assert_eq!(pair[0].range.end.as_ref(), Some(&pair[1].range.start));
+        }
+        // Every token's keys land in a segment whose replicas are the token's.
+        for t in [
+            -1000,
+            -100,
+            -99,
+            0,
+            1,
+            50,
+            51,
+            100,
+            101,
+            i64::MAX,
+            i64::MIN + 1,
+        ] {
+            let key = encode_token(Token(t)).to_vec();
+            let seg = segs
+                .iter()
+                .find(|s| s.range.contains(&key))
+                .expect("covered");
+            assert_eq!(seg.replicas, r.replicas(Token(t), 1), "token {t}");
+        }
+        // A one-token range is one segment.
+        let one = r.segments(&single_token_keys(Token(7)), 3);
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0].replicas, r.replicas(Token(7), 3));
+    }
+
+    #[test]
+    fn primary_shares_sum_to_one() {
+        let r = ring3();
+        let total: f64 = r.primary_share().iter().map(|(_, s)| s).sum();
+        assert!((total - 1.0).abs() < 1e-9);
+        let single = Ring::new([(ep(1), &[Token(5)][..])]);
+        assert_eq!(single.primary_share(), vec![(ep(1), 1.0)]);
+    }
+
+    #[test]
+    fn ranges_of_a_node_are_those_it_replicates() {
+        let r = ring3();
+        let ranges = r.ranges_of(ep(2), 2);
+        for (_, right, replicas) in &ranges {
+            assert!(replicas.contains(&ep(2)));
+            assert_eq!(&r.replicas(*right, 2), replicas);
+        }
+        // With RF = node count, every range.
+        assert_eq!(r.ranges_of(ep(2), 3).len(), 4);
+    }
+}

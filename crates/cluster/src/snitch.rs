@@ -1,0 +1,83 @@
+//! Replica selection: which replicas a read asks, in which order.
+//!
+//! Owns the policy interface and its default, Cassandra's dynamic snitch: an
+//! exponentially weighted moving average of each replica's observed response latency,
+//! reads going to the fastest. The scheduling work adds policies behind the same trait;
+//! a policy sees the request and may return tags that travel with it.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use crate::Endpoint;
+
+/// What a policy knows of a read.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadInfo<'a> {
+    /// The first key read.
+    pub key: &'a [u8],
+    /// The most entries asked for.
+    pub limit: usize,
+}
+
+/// Orders the replicas of a read, best first, and learns from observed latencies.
+pub trait ReplicaSelector: Send + Sync + 'static {
+    /// Reorders `replicas` (all alive) for `read`; `me` is this node.
+    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, read: &ReadInfo<'_>);
+    /// A response from `node` took `micros`.
+    fn observe(&self, node: Endpoint, micros: u64);
+}
+
+/// Weight of a new latency sample in the moving average.
+const ALPHA: f64 = 0.25;
+
+/// Cassandra's dynamic snitch (see the module doc). Unmeasured replicas score as this
+/// node's own reads, ties keep the ring order, and this node comes first among equals.
+#[derive(Default)]
+pub struct DynamicSnitch {
+    scores: Mutex<HashMap<Endpoint, f64>>,
+}
+
+impl ReplicaSelector for DynamicSnitch {
+    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, _read: &ReadInfo<'_>) {
+        let scores = self.scores.lock();
+        let score = |n: &Endpoint| scores.get(n).copied().unwrap_or(0.0);
+        replicas.sort_by(|a, b| {
+            score(a)
+                .total_cmp(&score(b))
+                .then_with(|| (*b == me).cmp(&(*a == me)))
+        });
+    }
+
+    fn observe(&self, node: Endpoint, micros: u64) {
+        let mut scores = self.scores.lock();
+        let s = scores.entry(node).or_insert(micros as f64);
+        *s = (1.0 - ALPHA) * *s + ALPHA * micros as f64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+    fn ep(i: u8) -> Endpoint {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)), 7000)
+    }
+
+    #[test]
+    fn faster_replicas_and_this_node_come_first() {
+        let s = DynamicSnitch::default();
+        let read = ReadInfo { key: b"", limit: 1 };
+        let mut r = [ep(1), ep(2), ep(3)];
+        s.order(&mut r, ep(2), &read);
+        assert_eq!(r, [ep(2), ep(1), ep(3)]);
+        for _ in 0..10 {
+            s.observe(ep(1), 5_000);
+            s.observe(ep(2), 9_000);
+            s.observe(ep(3), 100);
+        }
+        s.order(&mut r, ep(2), &read);
+        assert_eq!(r, [ep(3), ep(1), ep(2)]);
+    }
+}
