@@ -135,7 +135,7 @@ pub enum ClusterError {
     Overloaded(String),
     /// The table is not in this node's schema.
     #[error("unknown table")]
-    UnknownTable,
+    UnknownTable(crate::message::TableKey),
     /// Local storage refused.
     #[error("{0}")]
     Storage(String),

@@ -33,6 +33,17 @@ pub trait Transport: Send + Sync + 'static {
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
+/// A write kept for a replica that could not take it (hinted handoff).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hint {
+    /// Its id among the target's hints (ascending in the order they were stored).
+    pub id: u64,
+    /// The table.
+    pub table: TableKey,
+    /// The writes.
+    pub mutations: Vec<WireMutation>,
+}
+
 /// This node's storage, as the cluster uses it (the replica layouts implement it).
 pub trait Store: Send + Sync + 'static {
     /// Applies writes to a table.
@@ -48,10 +59,27 @@ pub trait Store: Send + Sync + 'static {
         range: KeyRange,
         limit: usize,
     ) -> BoxFuture<'_, Result<Entries, Failure>>;
+    /// Removes every row of a table.
+    fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
+    /// Durably keeps `mutations` for `target` until they are replayed to it.
+    fn store_hint(
+        &self,
+        target: Endpoint,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>>;
+    /// The oldest `limit` hints for `target`.
+    fn hints(&self, target: Endpoint, limit: usize) -> BoxFuture<'_, Result<Vec<Hint>, Failure>>;
+    /// Forgets a replayed hint.
+    fn delete_hint(&self, target: Endpoint, id: u64) -> BoxFuture<'_, Result<(), Failure>>;
+    /// The nodes this node holds hints for.
+    fn hint_targets(&self) -> Vec<Endpoint>;
     /// The replication factor of a table's keyspace, `None` for an unknown table.
     fn replication_factor(&self, table: TableKey) -> Option<usize>;
     /// The schema this node has.
     fn schema(&self) -> SchemaSnapshot;
+    /// Its version alone (cheap: asked every gossip round).
+    fn schema_version(&self) -> [u8; 16];
     /// Adopts `snapshot` if it supersedes the current schema (creating and dropping
     /// storage as needed); returns whether it did.
     fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>>;

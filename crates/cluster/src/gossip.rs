@@ -81,6 +81,7 @@ pub struct Membership {
     states: BTreeMap<Endpoint, EndpointState>,
     arrivals: BTreeMap<Endpoint, Arrivals>,
     alive: BTreeMap<Endpoint, bool>,
+    down_since_ms: BTreeMap<Endpoint, u64>,
     phi_convict_threshold: f64,
     interval_ms: u64,
 }
@@ -94,6 +95,7 @@ impl Membership {
             states: BTreeMap::from([(me, own)]),
             arrivals: BTreeMap::new(),
             alive: BTreeMap::from([(me, true)]),
+            down_since_ms: BTreeMap::new(),
             phi_convict_threshold,
             interval_ms: interval_ms.max(1),
         }
@@ -150,12 +152,21 @@ impl Membership {
             let alive = !shut_down && arrivals.phi(now_ms) <= self.phi_convict_threshold;
             let was = self.alive.insert(*node, alive).unwrap_or(false);
             if was && !alive {
+                self.down_since_ms.insert(*node, now_ms);
                 changes.push(Change::Down(*node));
             } else if !was && alive {
+                self.down_since_ms.remove(node);
                 changes.push(Change::Up(*node));
             }
         }
         changes
+    }
+
+    /// How long `node` has been down (`None` if alive or never seen).
+    pub fn down_for_ms(&self, node: Endpoint, now_ms: u64) -> Option<u64> {
+        self.down_since_ms
+            .get(&node)
+            .map(|since| now_ms.saturating_sub(*since))
     }
 
     /// Merges states received from a peer at `now_ms`; returns the changes.
@@ -193,8 +204,10 @@ impl Membership {
             let alive = status == NodeStatus::Normal;
             let was = self.alive.insert(node, alive).unwrap_or(false);
             if !was && alive {
+                self.down_since_ms.remove(&node);
                 changes.push(Change::Up(node));
             } else if was && !alive {
+                self.down_since_ms.insert(node, now_ms);
                 changes.push(Change::Down(node));
             }
         }

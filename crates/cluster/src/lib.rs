@@ -20,6 +20,7 @@ pub mod env;
 pub mod gossip;
 pub mod message;
 pub mod node;
+pub mod repair;
 pub mod ring;
 pub mod snitch;
 

@@ -209,6 +209,13 @@ pub enum Body {
     SchemaPush(SchemaSnapshot),
     /// The schema push was handled.
     SchemaAck,
+    /// Remove every row of a table.
+    Truncate {
+        /// The table.
+        table: TableKey,
+    },
+    /// The table was truncated.
+    TruncateAck,
     /// Build a Merkle tree of `range` of a table with `2^depth` leaves.
     TreeRequest {
         /// The table.
@@ -230,6 +237,7 @@ impl Body {
         matches!(
             self,
             Body::WriteAck
+                | Body::TruncateAck
                 | Body::ReadData { .. }
                 | Body::ReadDigest { .. }
                 | Body::Failed(_)

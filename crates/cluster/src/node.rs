@@ -40,8 +40,9 @@ use crate::env::{Entries, Runtime, Store, Transport};
 use crate::gossip::{Change, Membership};
 use crate::message::{
     AppState, Body, EndpointState, Envelope, Failure, NodeStatus, SchemaSnapshot, TableKey,
-    WireMutation, WireRange, PROTOCOL_VERSION,
+    WireMutation, WireRange, WireTree, PROTOCOL_VERSION,
 };
+use crate::repair::{self, RepairReport};
 use crate::ring::{Ring, Segment};
 use crate::snitch::{ReadInfo, ReplicaSelector};
 use crate::Endpoint;
@@ -65,6 +66,12 @@ pub struct NodeConfig {
     pub schema_timeout_ms: u64,
     /// Peer requests served at once before more are refused as overloaded.
     pub replica_requests_max: usize,
+    /// Hints are stored for a replica down less than this (0 disables hinted handoff).
+    pub hint_window_ms: u64,
+    /// How long repair waits for one replica's tree or one range's data.
+    pub repair_timeout_ms: u64,
+    /// log2 of the leaves of each range's Merkle tree.
+    pub repair_tree_depth: u8,
 }
 
 impl NodeConfig {
@@ -79,12 +86,57 @@ impl NodeConfig {
             read_timeout_ms: 5000,
             schema_timeout_ms: 10_000,
             replica_requests_max: 4096,
+            hint_window_ms: 3 * 3600 * 1000,
+            repair_timeout_ms: 600_000,
+            repair_tree_depth: 8,
         }
     }
 }
 
-/// Something to tell clients about (status and topology events).
-pub type ChangeListener = Arc<dyn Fn(&Change) + Send + Sync>;
+/// Hints read per replay step.
+const HINT_REPLAY_BATCH: usize = 64;
+
+/// The writes of one table to one replica list.
+struct WriteGroup {
+    table: TableKey,
+    replicas: Vec<Endpoint>,
+    block_for: usize,
+    mutations: Vec<WireMutation>,
+}
+
+/// A write sent to one replica of one group.
+type WriteCall = BoxFuture<'static, (usize, Endpoint, Result<Body, NoAnswer>)>;
+
+/// Live counters of hinted handoff.
+#[derive(Default)]
+struct Counters {
+    hints_stored: AtomicU64,
+    hints_replayed: AtomicU64,
+    hints_failed: AtomicU64,
+    repair_ranges: AtomicU64,
+    repair_entries: AtomicU64,
+}
+
+/// A copy of the node's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterSnapshot {
+    /// Hints stored for replicas that were down or did not answer.
+    pub hints_stored: u64,
+    /// Hints delivered to their replica.
+    pub hints_replayed: u64,
+    /// Hints that could not be stored.
+    pub hints_failed: u64,
+    /// Token ranges repaired (or attempted) by this node.
+    pub repair_ranges: u64,
+    /// Entries repair wrote to replicas that lacked them.
+    pub repair_entries: u64,
+}
+
+/// How long a truncate waits for every node (Cassandra's `truncate_request_timeout`).
+const TRUNCATE_TIMEOUT_MS: u64 = 60_000;
+
+/// Something to tell clients about (status and topology events), with the node's state.
+pub type ChangeListener = Arc<dyn Fn(&Change, &EndpointState) + Send + Sync>;
 
 /// Why a call to a replica produced no answer.
 #[derive(Debug)]
@@ -110,6 +162,8 @@ struct Inner {
     schema_pulls: Mutex<HashMap<Endpoint, u64>>,
     replica_in_flight: AtomicUsize,
     stopped: AtomicBool,
+    counters: Counters,
+    replaying: Mutex<std::collections::HashSet<Endpoint>>,
 }
 
 /// A cluster node (see the module doc). Cheap to clone.
@@ -166,6 +220,24 @@ fn fragment_ts(bytes: &[u8]) -> u64 {
         .ok()
         .and_then(|f| f.max_timestamp())
         .map_or(0, |t| t.to_engine())
+}
+
+/// The entries of `merged` a replica that answered `had` lacks or holds an older version
+/// of, as writes that bring it up to date.
+fn stale_entries(had: &[(Vec<u8>, Vec<u8>)], merged: &[(Vec<u8>, Vec<u8>)]) -> Vec<WireMutation> {
+    let had: HashMap<&[u8], &[u8]> = had
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    merged
+        .iter()
+        .filter(|(k, v)| had.get(k.as_slice()) != Some(&v.as_slice()))
+        .map(|(k, v)| WireMutation {
+            key: k.clone(),
+            ts: fragment_ts(v),
+            fragment: v.clone(),
+        })
+        .collect()
 }
 
 /// Merges several replicas' answers to one read of up to `limit` entries: per key, the
@@ -248,6 +320,8 @@ impl Node {
                 schema_pulls: Mutex::new(HashMap::new()),
                 replica_in_flight: AtomicUsize::new(0),
                 stopped: AtomicBool::new(false),
+                counters: Counters::default(),
+                replaying: Mutex::new(std::collections::HashSet::new()),
             }),
         };
         node.rebuild_ring();
@@ -347,6 +421,7 @@ impl Node {
                 self.send(from, id, Body::SchemaPush(snapshot));
             }
             body @ (Body::Write { .. }
+            | Body::Truncate { .. }
             | Body::Read { .. }
             | Body::SchemaPush(_)
             | Body::TreeRequest { .. }) => {
@@ -408,24 +483,18 @@ impl Node {
         mutations: Vec<(TableKey, Token, WireMutation)>,
         cl: ConsistencyLevel,
     ) -> Result<(), ClusterError> {
-        struct Group {
-            table: TableKey,
-            replicas: Vec<Endpoint>,
-            block_for: usize,
-            mutations: Vec<WireMutation>,
-        }
         let ring = self.ring();
-        let mut groups: Vec<Group> = Vec::new();
+        let mut groups: Vec<WriteGroup> = Vec::new();
         let mut index: HashMap<(TableKey, Vec<Endpoint>), usize> = HashMap::new();
         for (table, token, m) in mutations {
             let rf = self
                 .inner
                 .store
                 .replication_factor(table)
-                .ok_or(ClusterError::UnknownTable)?;
+                .ok_or(ClusterError::UnknownTable(table))?;
             let replicas = ring.replicas(token, rf);
             let gi = *index.entry((table, replicas.clone())).or_insert_with(|| {
-                groups.push(Group {
+                groups.push(WriteGroup {
                     table,
                     replicas,
                     block_for: cl.block_for(rf),
@@ -437,22 +506,18 @@ impl Node {
                 g.mutations.push(m);
             }
         }
-        // Availability first: nothing is sent unless every group can succeed.
-        let alive: Vec<Vec<Endpoint>> = {
+        // Availability first: nothing is sent unless every group can succeed (ANY is
+        // satisfied by a hint).
+        let now = self.now_ms();
+        let (alive, down): (Vec<Vec<Endpoint>>, Vec<Vec<Endpoint>>) = {
             let m = self.inner.membership.lock();
             groups
                 .iter()
-                .map(|g| {
-                    g.replicas
-                        .iter()
-                        .copied()
-                        .filter(|r| m.is_alive(*r))
-                        .collect()
-                })
-                .collect()
+                .map(|g| g.replicas.iter().partition(|r| m.is_alive(**r)))
+                .unzip()
         };
         for (g, live) in groups.iter().zip(&alive) {
-            if live.len() < g.block_for {
+            if live.len() < g.block_for && cl != ConsistencyLevel::Any {
                 return Err(ClusterError::Unavailable {
                     consistency: cl,
                     required: g.block_for,
@@ -460,51 +525,90 @@ impl Node {
                 });
             }
         }
-        let mut calls: FuturesUnordered<BoxFuture<'static, (usize, Result<Body, NoAnswer>)>> =
-            FuturesUnordered::new();
+        let groups = Arc::new(groups);
+        // Hints for replicas known down (within the window), stored before anything is
+        // sent, so an acknowledged write always reaches them eventually.
+        let mut hinted = vec![0usize; groups.len()];
+        for (gi, (g, dead)) in groups.iter().zip(&down).enumerate() {
+            for r in dead {
+                if self.hint_window_open(*r, now) && self.store_hint(*r, g).await {
+                    hinted[gi] += 1;
+                }
+            }
+        }
+        let mut calls: FuturesUnordered<WriteCall> = FuturesUnordered::new();
         let mut sent = vec![0usize; groups.len()];
-        for (gi, (g, live)) in groups.iter_mut().zip(&alive).enumerate() {
-            let mutations = std::mem::take(&mut g.mutations);
+        for (gi, (g, live)) in groups.iter().zip(&alive).enumerate() {
             for r in live {
                 let body = Body::Write {
                     table: g.table,
-                    mutations: mutations.clone(),
+                    mutations: g.mutations.clone(),
                 };
-                calls.push(self.call(*r, body).map(move |(_, a)| (gi, a)).boxed());
+                calls.push(self.call(*r, body).map(move |(r, a)| (gi, r, a)).boxed());
                 sent[gi] += 1;
             }
         }
         let mut acks = vec![0usize; groups.len()];
+        if cl == ConsistencyLevel::Any {
+            // A stored hint counts as the write for ANY.
+            acks.clone_from(&hinted);
+        }
         let mut failed = vec![0usize; groups.len()];
         let mut first_failure: Option<Failure> = None;
+        let mut unacked: Vec<(usize, Endpoint)> = groups
+            .iter()
+            .zip(&alive)
+            .enumerate()
+            .flat_map(|(gi, (_, live))| live.iter().map(move |r| (gi, *r)))
+            .collect();
         let satisfied = |acks: &[usize]| groups.iter().zip(acks).all(|(g, a)| *a >= g.block_for);
-        if satisfied(&acks) {
-            return Ok(());
-        }
         let mut deadline = self.inner.runtime.sleep(self.inner.config.write_timeout_ms);
         loop {
+            if satisfied(&acks) {
+                if !unacked.is_empty() {
+                    // The rest may still answer; those that don't in time get hints.
+                    let node = self.clone();
+                    let groups = groups.clone();
+                    self.inner.runtime.spawn(
+                        async move {
+                            node.hint_stragglers(calls, deadline, unacked, &groups)
+                                .await;
+                        }
+                        .boxed(),
+                    );
+                }
+                return Ok(());
+            }
             match next_before(&mut calls, &mut deadline).await {
-                Some(Some((gi, Ok(Body::WriteAck)))) => {
+                Some(Some((gi, r, Ok(Body::WriteAck)))) => {
+                    unacked.retain(|u| *u != (gi, r));
                     if let Some(a) = acks.get_mut(gi) {
                         *a += 1;
                     }
-                    if satisfied(&acks) {
-                        return Ok(());
-                    }
                 }
-                Some(Some((gi, Ok(Body::Failed(f))))) => {
-                    if let Some(x) = failed.get_mut(gi) {
-                        *x += 1;
-                    }
+                Some(Some((gi, _, Ok(Body::Failed(f))))) => {
+                    let (Some(g), Some(s), Some(x), Some(a)) = (
+                        groups.get(gi),
+                        sent.get(gi),
+                        failed.get_mut(gi),
+                        acks.get(gi),
+                    ) else {
+                        continue;
+                    };
+                    *x += 1;
                     first_failure.get_or_insert(f);
-                    let (g, s, x, a) = (&groups[gi], sent[gi], failed[gi], acks[gi]);
-                    if s - x < g.block_for {
-                        return Err(write_failure(cl, a, g.block_for, x, first_failure));
+                    if s - *x < g.block_for {
+                        return Err(write_failure(cl, *a, g.block_for, *x, first_failure));
                     }
                 }
                 // A reply of the wrong kind or a dropped message: no acknowledgement.
-                Some(Some((_, _))) => {}
+                Some(Some(_)) => {}
                 Some(None) | None => {
+                    for (gi, r) in &unacked {
+                        if let Some(g) = groups.get(*gi) {
+                            self.store_hint(*r, g).await;
+                        }
+                    }
                     let (received, block_for) = groups
                         .iter()
                         .zip(&acks)
@@ -520,6 +624,339 @@ impl Node {
         }
     }
 
+    /// Waits for the replicas of a successful write that had not answered; those still
+    /// silent at the write's deadline get hints (as Cassandra's coordinator does).
+    async fn hint_stragglers(
+        &self,
+        mut calls: FuturesUnordered<WriteCall>,
+        mut deadline: BoxFuture<'static, ()>,
+        mut unacked: Vec<(usize, Endpoint)>,
+        groups: &[WriteGroup],
+    ) {
+        while !unacked.is_empty() {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((gi, r, Ok(Body::WriteAck)))) => unacked.retain(|u| *u != (gi, r)),
+                Some(Some(_)) => {}
+                Some(None) | None => break,
+            }
+        }
+        for (gi, r) in unacked {
+            if let Some(g) = groups.get(gi) {
+                self.store_hint(r, g).await;
+            }
+        }
+    }
+
+    /// Whether hints are still kept for `node` (down for less than the hint window).
+    fn hint_window_open(&self, node: Endpoint, now_ms: u64) -> bool {
+        self.inner
+            .membership
+            .lock()
+            .down_for_ms(node, now_ms)
+            .is_none_or(|d| d < self.inner.config.hint_window_ms)
+    }
+
+    /// Stores a hint of `group`'s writes for `target`; whether it was stored.
+    async fn store_hint(&self, target: Endpoint, group: &WriteGroup) -> bool {
+        if self.inner.config.hint_window_ms == 0 {
+            return false;
+        }
+        match self
+            .inner
+            .store
+            .store_hint(target, group.table, group.mutations.clone())
+            .await
+        {
+            Ok(()) => {
+                self.inner
+                    .counters
+                    .hints_stored
+                    .fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(_) => {
+                self.inner
+                    .counters
+                    .hints_failed
+                    .fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Replays this node's hints for `target` (one replay per target at a time), oldest
+    /// first, deleting each once the target acknowledged it; stops at the first failure.
+    async fn replay_hints(&self, target: Endpoint) {
+        if !self.inner.replaying.lock().insert(target) {
+            return;
+        }
+        'replay: loop {
+            let Ok(batch) = self.inner.store.hints(target, HINT_REPLAY_BATCH).await else {
+                break;
+            };
+            if batch.is_empty() {
+                break;
+            }
+            for hint in batch {
+                if !self.is_alive(target) {
+                    break 'replay;
+                }
+                if self.inner.store.replication_factor(hint.table).is_none() {
+                    // Its table was dropped: nothing left to deliver.
+                    if self.inner.store.delete_hint(target, hint.id).await.is_err() {
+                        break 'replay;
+                    }
+                    continue;
+                }
+                let body = Body::Write {
+                    table: hint.table,
+                    mutations: hint.mutations.clone(),
+                };
+                let answer = self
+                    .call_timeout(target, body, self.inner.config.write_timeout_ms)
+                    .await;
+                // A target that lacks the schema yet answers UnknownTable: retried later.
+                match answer {
+                    Some(Body::WriteAck) => {
+                        if self.inner.store.delete_hint(target, hint.id).await.is_err() {
+                            break 'replay;
+                        }
+                        self.inner
+                            .counters
+                            .hints_replayed
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                    _ => break 'replay,
+                }
+            }
+        }
+        self.inner.replaying.lock().remove(&target);
+    }
+
+    /// Starts replaying hints to every live node this node holds hints for.
+    fn replay_due_hints(&self) {
+        for target in self.inner.store.hint_targets() {
+            if target != self.endpoint()
+                && self.is_alive(target)
+                && !self.inner.replaying.lock().contains(&target)
+            {
+                let node = self.clone();
+                self.inner
+                    .runtime
+                    .spawn(async move { node.replay_hints(target).await }.boxed());
+            }
+        }
+    }
+
+    /// Repairs `tables` over every token range this node replicates (see
+    /// [`crate::repair`]). A range with a replica down is skipped and counted as failed.
+    pub async fn repair(&self, tables: &[TableKey]) -> RepairReport {
+        let mut report = RepairReport::default();
+        for table in tables {
+            let Some(rf) = self.inner.store.replication_factor(*table) else {
+                continue;
+            };
+            let ring = self.ring();
+            for (left, right, replicas) in ring.ranges_of(self.endpoint(), rf) {
+                let one = self.repair_range(*table, left, right, &replicas).await;
+                self.inner
+                    .counters
+                    .repair_ranges
+                    .fetch_add(1, Ordering::Relaxed);
+                self.inner
+                    .counters
+                    .repair_entries
+                    .fetch_add(one.entries_streamed, Ordering::Relaxed);
+                report.absorb(one);
+            }
+        }
+        report
+    }
+
+    async fn repair_range(
+        &self,
+        table: TableKey,
+        left: Token,
+        right: Token,
+        replicas: &[Endpoint],
+    ) -> RepairReport {
+        let mut report = RepairReport {
+            ranges: 1,
+            ..RepairReport::default()
+        };
+        let fail = |mut r: RepairReport, why: String| {
+            r.ranges_failed = 1;
+            r.errors
+                .push(format!("range ({}, {}]: {why}", left.0, right.0));
+            r
+        };
+        if let Some(down) = replicas.iter().find(|r| !self.is_alive(**r)) {
+            return fail(report, format!("replica {down} is down"));
+        }
+        let depth = self.inner.config.repair_tree_depth;
+        let mut trees: Vec<Vec<[u8; 16]>> = Vec::with_capacity(replicas.len());
+        for r in replicas {
+            let body = Body::TreeRequest {
+                table,
+                left: left.0,
+                right: right.0,
+                depth,
+            };
+            match self
+                .call_timeout(*r, body, self.inner.config.repair_timeout_ms)
+                .await
+            {
+                Some(Body::Tree(t)) => trees.push(t.leaves),
+                Some(Body::Failed(f)) => return fail(report, format!("{r}: {}", failure_text(&f))),
+                _ => return fail(report, format!("{r} did not send its tree")),
+            }
+        }
+        let n = 1u64 << depth.min(16);
+        report.leaves = n;
+        for i in 0..n {
+            let first = trees.first().and_then(|t| t.get(i as usize));
+            if trees.iter().all(|t| t.get(i as usize) == first) {
+                continue;
+            }
+            report.leaves_mismatched += 1;
+            let (l, r) = repair::slice(left, right, i, n);
+            for range in mosaic_rows::ring_range(l, r) {
+                if let Err(why) = self.stream_range(table, range, replicas, &mut report).await {
+                    return fail(report, why);
+                }
+            }
+        }
+        report
+    }
+
+    /// Reads `range` in full from every replica, merges, and writes to each replica the
+    /// entries it lacked.
+    async fn stream_range(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        replicas: &[Endpoint],
+        report: &mut RepairReport,
+    ) -> Result<(), String> {
+        let timeout = self.inner.config.repair_timeout_ms;
+        let mut answers: Vec<Entries> = Vec::with_capacity(replicas.len());
+        for r in replicas {
+            let mut all = Vec::new();
+            let mut start = range.start.clone();
+            loop {
+                let body = Body::Read {
+                    table,
+                    range: WireRange {
+                        start: start.clone(),
+                        end: range.end.clone(),
+                    },
+                    limit: repair::READ_CHUNK as u32,
+                    digest: false,
+                };
+                match self.call_timeout(*r, body, timeout).await {
+                    Some(Body::ReadData { entries, exhausted }) => {
+                        let next = entries.last().map(|(k, _)| repair::successor(k));
+                        all.extend(entries);
+                        match next {
+                            Some(n) if !exhausted => start = n,
+                            _ => break,
+                        }
+                    }
+                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                    _ => return Err(format!("{r} did not answer a read")),
+                }
+            }
+            answers.push((all, true));
+        }
+        let (merged, _) = merge_answers(&answers, usize::MAX);
+        for (r, (entries, _)) in replicas.iter().zip(&answers) {
+            let stale = stale_entries(entries, &merged);
+            for chunk in stale.chunks(repair::READ_CHUNK) {
+                report.entries_streamed += chunk.len() as u64;
+                report.bytes_streamed += chunk
+                    .iter()
+                    .map(|m| (m.key.len() + m.fragment.len()) as u64)
+                    .sum::<u64>();
+                let body = Body::Write {
+                    table,
+                    mutations: chunk.to_vec(),
+                };
+                match self.call_timeout(*r, body, timeout).await {
+                    Some(Body::WriteAck) => {}
+                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                    _ => return Err(format!("{r} did not acknowledge repaired data")),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `call` bounded by `ms`: the answer, or `None` on timeout or a dropped message.
+    async fn call_timeout(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
+        let mut call = self.call(to, body);
+        let mut deadline = self.inner.runtime.sleep(ms);
+        match select(&mut call, &mut deadline).await {
+            Either::Left(((_, Ok(answer)), _)) => Some(answer),
+            _ => None,
+        }
+    }
+
+    /// Counters of hinted handoff and repair.
+    pub fn counters(&self) -> CounterSnapshot {
+        let c = &self.inner.counters;
+        CounterSnapshot {
+            hints_stored: c.hints_stored.load(Ordering::Relaxed),
+            hints_replayed: c.hints_replayed.load(Ordering::Relaxed),
+            hints_failed: c.hints_failed.load(Ordering::Relaxed),
+            repair_ranges: c.repair_ranges.load(Ordering::Relaxed),
+            repair_entries: c.repair_entries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Truncates `table` on every node of the ring; like Cassandra, only when every node
+    /// is alive (`Unavailable` at ALL otherwise).
+    pub async fn truncate(&self, table: TableKey) -> Result<(), ClusterError> {
+        let nodes: Vec<Endpoint> = self.ring().nodes().to_vec();
+        let nodes = if nodes.is_empty() {
+            vec![self.endpoint()]
+        } else {
+            nodes
+        };
+        let alive = nodes.iter().filter(|n| self.is_alive(**n)).count();
+        if alive < nodes.len() {
+            return Err(ClusterError::Unavailable {
+                consistency: ConsistencyLevel::All,
+                required: nodes.len(),
+                alive,
+            });
+        }
+        let mut calls: FuturesUnordered<CallFuture> = nodes
+            .iter()
+            .map(|n| self.call(*n, Body::Truncate { table }))
+            .collect();
+        let mut deadline = self.inner.runtime.sleep(TRUNCATE_TIMEOUT_MS);
+        let mut acked = 0;
+        while acked < nodes.len() {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((_, Ok(Body::TruncateAck)))) => acked += 1,
+                Some(Some((_, Ok(Body::Failed(f))))) => {
+                    return Err(ClusterError::Storage(format!(
+                        "Truncate failed on a replica: {}",
+                        failure_text(&f)
+                    )))
+                }
+                Some(Some(_)) | Some(None) | None => {
+                    return Err(ClusterError::WriteTimeout {
+                        consistency: ConsistencyLevel::All,
+                        received: acked,
+                        block_for: nodes.len(),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads up to `limit` entries of `range` of `table` at `cl` (see the module doc).
     pub async fn read(
         &self,
@@ -532,7 +969,7 @@ impl Node {
             .inner
             .store
             .replication_factor(table)
-            .ok_or(ClusterError::UnknownTable)?;
+            .ok_or(ClusterError::UnknownTable(table))?;
         if limit == 0 {
             return Ok((Vec::new(), false));
         }
@@ -679,19 +1116,7 @@ impl Node {
     ) -> Result<(), ClusterError> {
         let mut calls: FuturesUnordered<CallFuture> = FuturesUnordered::new();
         for (replica, (entries, _)) in answers {
-            let had: HashMap<&[u8], &[u8]> = entries
-                .iter()
-                .map(|(k, v)| (k.as_slice(), v.as_slice()))
-                .collect();
-            let stale: Vec<WireMutation> = merged
-                .iter()
-                .filter(|(k, v)| had.get(k.as_slice()) != Some(&v.as_slice()))
-                .map(|(k, v)| WireMutation {
-                    key: k.clone(),
-                    ts: fragment_ts(v),
-                    fragment: v.clone(),
-                })
-                .collect();
+            let stale = stale_entries(entries, merged);
             if !stale.is_empty() {
                 calls.push(self.call(
                     *replica,
@@ -755,8 +1180,16 @@ impl Node {
                 }
                 Err(e) => Body::Failed(Failure::Storage(e)),
             },
-            Body::TreeRequest { .. } => {
-                Body::Failed(Failure::Storage("repair trees are not served yet".into()))
+            Body::TreeRequest {
+                table,
+                left,
+                right,
+                depth,
+            } => {
+                match repair::build_tree(&**store, table, Token(left), Token(right), depth).await {
+                    Ok(leaves) => Body::Tree(WireTree { leaves }),
+                    Err(f) => Body::Failed(f),
+                }
             }
             other => Body::Failed(Failure::Storage(format!(
                 "not a request: {}",
@@ -848,9 +1281,18 @@ impl Node {
             self.rebuild_ring();
         }
         let listeners = self.inner.listeners.lock().clone();
+        if listeners.is_empty() {
+            return;
+        }
         for c in changes {
+            let node = match c {
+                Change::Joined(n) | Change::Up(n) | Change::Down(n) => *n,
+            };
+            let Some(state) = self.inner.membership.lock().state(node).cloned() else {
+                continue;
+            };
             for l in &listeners {
-                l(c);
+                l(c, &state);
             }
         }
     }
@@ -868,7 +1310,7 @@ impl Node {
         let now = self.now_ms();
         let me = self.endpoint();
         let load = self.inner.store.load_bytes();
-        let schema = self.inner.store.schema().version;
+        let schema = self.inner.store.schema_version();
         let (changes, states, live, dead, mismatched) = {
             let mut m = self.inner.membership.lock();
             if m.own().app.load_bytes != load || m.own().app.schema_version != schema {
@@ -894,6 +1336,7 @@ impl Node {
             )
         };
         self.apply_changes(&changes);
+        self.replay_due_hints();
         let pick = |list: &[Endpoint]| -> Option<Endpoint> {
             if list.is_empty() {
                 None
@@ -975,6 +1418,8 @@ fn body_name(body: &Body) -> &'static str {
         Body::SchemaPush(_) => "SchemaPush",
         Body::SchemaAck => "SchemaAck",
         Body::TreeRequest { .. } => "TreeRequest",
+        Body::Truncate { .. } => "Truncate",
+        Body::TruncateAck => "TruncateAck",
         Body::Tree(_) => "Tree",
     }
 }

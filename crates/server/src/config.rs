@@ -17,7 +17,7 @@ use mosaic_lsm::{Options, SyncMode};
 use serde::{Deserialize, Serialize};
 
 /// The whole configuration file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// `cluster_name` of `system.local`; drivers show it.
@@ -39,6 +39,16 @@ pub struct Config {
     pub num_tokens: u32,
     /// Milliseconds a SIGTERM/SIGINT waits for in-flight requests before closing storage.
     pub shutdown_timeout_ms: u64,
+    /// The internode port (gossip, replication); peers reach this node at
+    /// `broadcast_address:storage_port`.
+    pub storage_port: u16,
+    /// The admin HTTP port (`/status`, `/metrics`, flush, compaction, repair), 0 for none.
+    pub admin_port: u16,
+    /// Nodes contacted to join the cluster, as `"ip"` (this node's storage port) or
+    /// `"ip:port"`. Empty: this node is its own seed (a one-node cluster to start with).
+    pub seeds: Vec<String>,
+    /// Membership, replication and request timeouts.
+    pub cluster: ClusterConfig,
     /// The storage engine of every table.
     pub storage: StorageConfig,
     /// Bounds on what clients can make the node hold.
@@ -88,6 +98,31 @@ pub struct StorageConfig {
     pub engine_calls: EngineCalls,
 }
 
+/// `[cluster]`: membership, replication and request timeouts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// Milliseconds between gossip rounds.
+    pub gossip_interval_ms: u64,
+    /// Phi above which a silent peer is considered down (Cassandra's
+    /// `phi_convict_threshold`).
+    pub phi_convict_threshold: f64,
+    /// How long a coordinator waits for write acknowledgements (Cassandra's
+    /// `write_request_timeout`).
+    pub write_request_timeout_ms: u64,
+    /// How long a coordinator waits for read answers, read repair included.
+    pub read_request_timeout_ms: u64,
+    /// How long a schema change waits for live peers to take it.
+    pub schema_timeout_ms: u64,
+    /// Requests from peers served at once; more are refused as overloaded.
+    pub replica_requests_max: usize,
+    /// Messages queued for one peer before more are dropped (their requests time out).
+    pub peer_queue_max: usize,
+    /// Hints are stored for a replica down less than this; 0 disables hinted handoff
+    /// (Cassandra's `max_hint_window`, 3 h).
+    pub max_hint_window_ms: u64,
+}
+
 /// `[limits]`: back-pressure bounds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -116,6 +151,10 @@ impl Default for Config {
             rack: "rack1".to_owned(),
             num_tokens: 16,
             shutdown_timeout_ms: 10_000,
+            storage_port: 7000,
+            admin_port: 7199,
+            seeds: Vec::new(),
+            cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
             limits: LimitsConfig::default(),
         }
@@ -131,6 +170,21 @@ impl Default for StorageConfig {
             block_cache_size_bytes: 64 << 20,
             compaction_threads: 1,
             engine_calls: EngineCalls::Inline,
+        }
+    }
+}
+
+impl Default for ClusterConfig {
+    fn default() -> ClusterConfig {
+        ClusterConfig {
+            gossip_interval_ms: 1000,
+            phi_convict_threshold: 8.0,
+            write_request_timeout_ms: 2000,
+            read_request_timeout_ms: 5000,
+            schema_timeout_ms: 10_000,
+            replica_requests_max: 4096,
+            peer_queue_max: 16_384,
+            max_hint_window_ms: 3 * 3600 * 1000,
         }
     }
 }
@@ -199,6 +253,22 @@ impl Config {
         if self.broadcast_address.is_some_and(|a| a.is_unspecified()) {
             bail!("broadcast_address must not be a wildcard");
         }
+        if self.storage_port == 0 {
+            bail!("storage_port must not be 0");
+        }
+        self.seed_endpoints()?;
+        let c = &self.cluster;
+        if c.gossip_interval_ms == 0
+            || c.write_request_timeout_ms == 0
+            || c.read_request_timeout_ms == 0
+            || c.replica_requests_max == 0
+            || c.peer_queue_max == 0
+        {
+            bail!("[cluster] intervals, timeouts and queue bounds must be at least 1");
+        }
+        if !(c.phi_convict_threshold > 0.0 && c.phi_convict_threshold.is_finite()) {
+            bail!("[cluster] phi_convict_threshold must be a positive number");
+        }
         let l = &self.limits;
         if l.connection_count_max == 0
             || l.connection_requests_in_flight_max == 0
@@ -232,6 +302,29 @@ impl Config {
     /// The address clients are told to use.
     pub fn rpc_address(&self) -> IpAddr {
         self.broadcast_address.unwrap_or(self.listen_address)
+    }
+
+    /// This node's internode address, as peers know it.
+    pub fn storage_endpoint(&self) -> SocketAddr {
+        SocketAddr::new(self.rpc_address(), self.storage_port)
+    }
+
+    /// The seeds as addresses (this node when none are configured).
+    pub fn seed_endpoints(&self) -> Result<Vec<SocketAddr>> {
+        if self.seeds.is_empty() {
+            return Ok(vec![self.storage_endpoint()]);
+        }
+        self.seeds
+            .iter()
+            .map(|s| {
+                if let Ok(a) = s.parse::<SocketAddr>() {
+                    return Ok(a);
+                }
+                s.parse::<IpAddr>()
+                    .map(|ip| SocketAddr::new(ip, self.storage_port))
+                    .map_err(|_| anyhow::anyhow!("seed {s:?} is neither an IP address nor IP:port"))
+            })
+            .collect()
     }
 }
 

@@ -9,10 +9,12 @@
 //! DIR/node1/pid           its process id while it runs
 //! ```
 //!
-//! `up` starts each node detached (its own session, so it outlives the launcher and a
-//! terminal's hangup) and returns once the node answers an OPTIONS request on its CQL port.
-//! `down` sends SIGTERM and waits for the process to exit. Only one node for now; the
-//! cluster issue adds the others.
+//! Node *i* listens on 127.0.0.*i* (CQL on `--port`, internode on `--storage-port`, admin
+//! on `--admin-port`: the same ports on every node, as on separate hosts), and names
+//! node 1 as its seed. `up` starts each node detached (its own session, so it outlives
+//! the launcher and a terminal's hangup), waits until each answers an OPTIONS request on
+//! its CQL port, then until every node sees every other node UP through gossip, and
+//! prints the addresses. `down` sends SIGTERM to each and waits for it to exit.
 //!
 //! A pid file is trusted only if that process's command line still names this node's
 //! config, so a stale file whose pid was reused by an unrelated process is never signalled.
@@ -41,8 +43,8 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Lines of the log shown when a node fails to start.
 const LOG_TAIL_LINES: usize = 40;
-/// Nodes `up` supports today.
-const NODES_SUPPORTED: u32 = 1;
+/// Nodes `up` can place on loopback addresses 127.0.0.1..=N.
+const NODES_MAX: u32 = 254;
 
 /// `mosaic cluster …`.
 #[derive(Subcommand, Debug)]
@@ -56,15 +58,24 @@ pub enum ClusterCommand {
 /// Options of `mosaic cluster up`.
 #[derive(Args, Debug)]
 pub struct UpArgs {
-    /// Number of nodes (only 1 is supported so far).
+    /// Number of nodes, on 127.0.0.1, 127.0.0.2, …
     #[arg(long, default_value_t = 1)]
     pub nodes: u32,
     /// The cluster directory (created if absent).
     #[arg(long)]
     pub dir: PathBuf,
-    /// CQL port of the first node, for a new cluster.
+    /// CQL port of every node, for a new cluster.
     #[arg(long, default_value_t = 9042)]
     pub port: u16,
+    /// Internode port of every node, for a new cluster.
+    #[arg(long, default_value_t = 7000)]
+    pub storage_port: u16,
+    /// Admin HTTP port of every node, for a new cluster.
+    #[arg(long, default_value_t = 7199)]
+    pub admin_port: u16,
+    /// Tokens per node, for a new cluster.
+    #[arg(long, default_value_t = 16)]
+    pub num_tokens: u32,
 }
 
 /// Options of `mosaic cluster down`.
@@ -116,24 +127,80 @@ fn up(args: &UpArgs) -> Result<()> {
     if args.nodes == 0 {
         bail!("--nodes must be at least 1");
     }
-    if args.nodes > NODES_SUPPORTED {
-        bail!(
-            "--nodes {}: only single-node clusters are supported so far; multi-node local \
-             clusters arrive with the cluster issue",
-            args.nodes
-        );
+    if args.nodes > NODES_MAX {
+        bail!("--nodes {}: at most {NODES_MAX} local nodes", args.nodes);
     }
     let cluster_dir = absolute(&args.dir)?;
+    let mut admins = Vec::new();
     for index in 1..=args.nodes {
         let node = NodeFiles::new(&cluster_dir, index);
-        start_node(&node, args.port)?;
+        let config = start_node(&node, args, index)?;
+        admins.push((node.name.clone(), config));
     }
+    if admins.len() > 1 {
+        wait_until_all_up(&cluster_dir, &admins)?;
+    }
+    let addrs: Vec<String> = admins
+        .iter()
+        .map(|(_, c)| SocketAddr::new(c.rpc_address(), c.native_port).to_string())
+        .collect();
+    println!(
+        "cluster of {} node{} up; CQL on {}",
+        admins.len(),
+        if admins.len() == 1 { "" } else { "s" },
+        addrs.join(", ")
+    );
     Ok(())
 }
 
+/// Waits until every node reports every node of `nodes` UP through its admin endpoint.
+fn wait_until_all_up(cluster_dir: &Path, nodes: &[(String, Config)]) -> Result<()> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let want: Vec<String> = nodes
+        .iter()
+        .map(|(_, c)| c.storage_endpoint().to_string())
+        .collect();
+    loop {
+        let mut lagging = Vec::new();
+        for (name, config) in nodes {
+            if config.admin_port == 0 {
+                continue;
+            }
+            let admin = SocketAddr::new(config.rpc_address(), config.admin_port);
+            let sees_all = crate::admin::get(admin, "/status").is_ok_and(|status| {
+                let up: Vec<&str> = status["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| n["up"].as_bool() == Some(true))
+                    .filter_map(|n| n["endpoint"].as_str())
+                    .collect();
+                want.iter().all(|w| up.contains(&w.as_str()))
+            });
+            if !sees_all {
+                lagging.push(name.clone());
+            }
+        }
+        if lagging.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "{} did not see every node UP within {} s (the nodes keep running; stop them \
+                 with `mosaic cluster down --dir {}`)",
+                lagging.join(", "),
+                START_TIMEOUT.as_secs(),
+                cluster_dir.display()
+            );
+        }
+        std::thread::sleep(POLL_INTERVAL * 4);
+    }
+}
+
 /// The node's config, written on first use.
-fn node_config(node: &NodeFiles, port: u16) -> Result<Config> {
+fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     let path = node.config();
+    let port = args.port;
     if path.exists() {
         let config = Config::load(&path)?;
         if config.native_port != port {
@@ -147,11 +214,24 @@ fn node_config(node: &NodeFiles, port: u16) -> Result<Config> {
         return Ok(config);
     }
     fs::create_dir_all(&node.dir).with_context(|| format!("creating {}", node.dir.display()))?;
+    let octet = u8::try_from(index).context("node index out of range")?;
+    let listen = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, octet));
+    let seeds = if args.nodes > 1 {
+        vec![format!("127.0.0.1:{}", args.storage_port)]
+    } else {
+        Vec::new()
+    };
     let config = Config {
+        listen_address: listen,
         native_port: port,
+        storage_port: args.storage_port,
+        admin_port: args.admin_port,
+        num_tokens: args.num_tokens,
+        seeds,
         data_dir: node.dir.join("data"),
         ..Config::default()
     };
+    config.validate()?;
     let text = format!(
         "# {} of a local cluster, written by `mosaic cluster up`. Keys: docs/mosaic.example.toml\n{}",
         node.name,
@@ -161,13 +241,14 @@ fn node_config(node: &NodeFiles, port: u16) -> Result<Config> {
     Ok(config)
 }
 
-fn start_node(node: &NodeFiles, port: u16) -> Result<()> {
-    let config = node_config(node, port)?;
+fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
+    let config = node_config(node, args, index)?;
     let config_path = node.config();
     let addr = SocketAddr::new(config.rpc_address(), config.native_port);
     if let Some(pid) = running_pid(node)? {
         println!("{}: already running (pid {pid}) on {addr}", node.name);
-        return wait_until_serving(node, addr, pid, None);
+        wait_until_serving(node, addr, pid, None)?;
+        return Ok(config);
     }
     let log = OpenOptions::new()
         .create(true)
@@ -210,7 +291,7 @@ fn start_node(node: &NodeFiles, port: u16) -> Result<()> {
         config.data_dir.display(),
         node.log().display()
     );
-    Ok(())
+    Ok(config)
 }
 
 /// Polls until the node answers OPTIONS, it exits, or the start timeout passes.

@@ -36,11 +36,12 @@ use std::io;
 use std::net::IpAddr;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use mosaic_cluster::{SchemaSnapshot, WireMutation};
 use mosaic_cql::coordinator::{
     check_available, replica_counts, ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand,
     ReadResult,
@@ -48,7 +49,7 @@ use mosaic_cql::coordinator::{
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
 use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
 use mosaic_lsm::{Db, Fs, Options, RealFs, WriteBatch};
-use mosaic_rows::RowMerge;
+use mosaic_rows::{KeyRange, RowMerge};
 use mosaic_types::Token;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::RwLock as AsyncRwLock;
@@ -88,6 +89,9 @@ pub struct LocalCoordinator {
     data_dir: PathBuf,
     engine: Options,
     catalog: RwLock<Arc<Catalog>>,
+    /// The schema's epoch: bumped by every local change, taken from peers' newer schemas
+    /// (see `mosaic_cluster::SchemaSnapshot`). Changed only under `ddl`.
+    epoch: AtomicU64,
     /// Serializes schema changes (held across their disk work).
     ddl: tokio::sync::Mutex<()>,
     tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
@@ -221,10 +225,10 @@ impl LocalCoordinator {
             .with_context(|| format!("locking data directory {}", data_dir.display()))?;
         let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
         let schema_path = data_dir.join(SCHEMA_FILE);
-        let catalog = match fs::read(&schema_path) {
-            Ok(bytes) => Catalog::from_bytes(&bytes)
+        let (epoch, catalog) = match fs::read(&schema_path) {
+            Ok(bytes) => read_schema_file(&bytes)
                 .with_context(|| format!("reading {}", schema_path.display()))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Catalog::default(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Catalog::default()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
         };
         let mut engine = config.storage.engine_options()?;
@@ -242,6 +246,7 @@ impl LocalCoordinator {
             data_dir,
             engine,
             catalog: RwLock::new(Arc::new(catalog)),
+            epoch: AtomicU64::new(epoch),
             ddl: tokio::sync::Mutex::new(()),
             tables: RwLock::new(tables),
             dropped_names: Mutex::new(HashMap::new()),
@@ -472,6 +477,186 @@ impl Coordinator for LocalCoordinator {
         if next == *current {
             return Ok(r);
         }
+        let epoch = self.epoch.load(Ordering::SeqCst) + 1;
+        self.install(&current, next, epoch).await?;
+        Ok(r)
+    }
+
+    fn new_timestamp(&self) -> i64 {
+        LocalCoordinator::new_timestamp(self)
+    }
+
+    fn now_secs(&self) -> i64 {
+        LocalCoordinator::now_secs(self)
+    }
+
+    fn local_node(&self) -> NodeInfo {
+        LocalCoordinator::local_node(self)
+    }
+
+    fn peers(&self) -> Vec<NodeInfo> {
+        Vec::new()
+    }
+
+    fn cluster_info(&self) -> ClusterInfo {
+        LocalCoordinator::cluster_info(self)
+    }
+
+    async fn write(
+        &self,
+        mutations: Vec<Mutation>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        let mut checked: Vec<TableId> = Vec::new();
+        for m in &mutations {
+            if !checked.contains(&m.table) {
+                self.check_available(m.table, consistency, true)?;
+                checked.push(m.table);
+            }
+        }
+        let mut by_table: BTreeMap<TableId, Vec<WireMutation>> = BTreeMap::new();
+        for m in mutations {
+            by_table.entry(m.table).or_default().push(WireMutation {
+                key: m.key,
+                ts: m.ts,
+                fragment: m.fragment,
+            });
+        }
+        self.apply(by_table).await
+    }
+
+    async fn read(
+        &self,
+        command: ReadCommand,
+        consistency: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        self.check_available(command.table, consistency, false)?;
+        self.read_local(command.table, command.range, command.limit)
+            .await
+    }
+
+    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+        self.truncate_local(table).await
+    }
+}
+
+impl LocalCoordinator {
+    /// The schema as the cluster moves it.
+    pub fn schema_snapshot(&self) -> SchemaSnapshot {
+        let catalog = self.catalog.read().clone();
+        SchemaSnapshot {
+            epoch: self.epoch.load(Ordering::SeqCst),
+            version: catalog.version.0,
+            bytes: catalog.to_bytes(),
+        }
+    }
+
+    /// Bytes in SSTables over every table (tables busy with an exclusive operation are
+    /// skipped: this is a gossiped estimate, like Cassandra's load).
+    pub fn load_bytes(&self) -> u64 {
+        let slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        slots
+            .iter()
+            .filter_map(|slot| {
+                let guard = slot.db.try_read().ok()?;
+                let db = guard.as_ref()?;
+                Some(
+                    db.levels()
+                        .iter()
+                        .flat_map(|l| l.tables.iter())
+                        .map(|t| t.size_bytes)
+                        .sum::<u64>(),
+                )
+            })
+            .sum()
+    }
+
+    /// Runs `op` on every open table's engine (on blocking threads, one table at a time),
+    /// returning `(keyspace.table, result)` per table.
+    pub async fn each_table<T: Send + 'static>(
+        &self,
+        op: impl Fn(&Db) -> mosaic_lsm::Result<T> + Send + Sync + Clone + 'static,
+    ) -> Vec<(String, Result<T, String>)> {
+        let mut slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        slots.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let guard = slot.db.clone().read_owned().await;
+            let op = op.clone();
+            let result = tokio::task::spawn_blocking(move || match guard.as_ref() {
+                Some(db) => op(db).map_err(|e| e.to_string()),
+                None => Err("table is closed".to_owned()),
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            out.push((slot.name.clone(), result));
+        }
+        out
+    }
+
+    /// The client-facing error for an unknown table id.
+    pub fn unknown_table(&self, table: TableId) -> ErrorResponse {
+        self.unconfigured(table)
+    }
+
+    /// The current catalog.
+    pub fn current_catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    /// The schema's version.
+    pub fn schema_version(&self) -> Uuid {
+        self.catalog.read().version
+    }
+
+    /// Adopts a peer's schema if it supersedes ours: the same storage steps as a local
+    /// change. Returns whether it did.
+    pub async fn adopt_schema(&self, snapshot: SchemaSnapshot) -> Result<bool, String> {
+        let _ddl = self.ddl.lock().await;
+        if self.closing.load(Ordering::SeqCst) {
+            return Err("the node is shutting down".into());
+        }
+        let current = self.catalog();
+        let mine = SchemaSnapshot {
+            epoch: self.epoch.load(Ordering::SeqCst),
+            version: current.version.0,
+            bytes: Vec::new(),
+        };
+        if !snapshot.supersedes(&mine) {
+            return Ok(false);
+        }
+        let next = Catalog::from_bytes(&snapshot.bytes)
+            .map_err(|e| format!("undecodable schema from a peer: {e}"))?;
+        if next == *current {
+            self.persist_epoch(&current, snapshot.epoch).await?;
+            return Ok(true);
+        }
+        self.install(&current, next, snapshot.epoch)
+            .await
+            .map_err(|e| e.message)?;
+        Ok(true)
+    }
+
+    /// Records a new epoch for an unchanged catalog.
+    async fn persist_epoch(&self, catalog: &Catalog, epoch: u64) -> Result<(), String> {
+        let path = self.data_dir.join(SCHEMA_FILE);
+        let bytes = schema_file_bytes(catalog, epoch);
+        tokio::task::spawn_blocking(move || write_atomic(&path, &bytes))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("Could not persist the schema: {e}"))?;
+        self.epoch.store(epoch, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Installs `next` (replacing `current`) at `epoch`: storage for new tables, the
+    /// catalog made durable, then dropped tables' storage deleted. Called under `ddl`.
+    async fn install(
+        &self,
+        current: &Catalog,
+        next: Catalog,
+        epoch: u64,
+    ) -> Result<(), ErrorResponse> {
         let created: Vec<Arc<TableMeta>> = next
             .tables()
             .filter(|t| current.table_by_id(t.id).is_none())
@@ -486,7 +671,7 @@ impl Coordinator for LocalCoordinator {
         // 1. Storage for new tables, 2. the catalog made durable (undoing 1 if that fails).
         let data_dir = self.data_dir.clone();
         let engine = self.engine.clone();
-        let bytes = next.to_bytes();
+        let bytes = schema_file_bytes(&next, epoch);
         let opened = tokio::task::spawn_blocking(
             move || -> Result<Vec<(TableId, TableSlot)>, ErrorResponse> {
                 let mut slots = Vec::with_capacity(created.len());
@@ -531,6 +716,7 @@ impl Coordinator for LocalCoordinator {
             }
         }
         *self.catalog.write() = Arc::new(next);
+        self.epoch.store(epoch, Ordering::SeqCst);
         let mut gone = Vec::with_capacity(dropped.len());
         {
             let mut tables = self.tables.write();
@@ -577,27 +763,20 @@ impl Coordinator for LocalCoordinator {
                 Err(e) => eprintln!("mosaic: deleting {}: {e}", slot.dir.display()),
             }
         }
-        Ok(r)
+        Ok(())
     }
 
-    async fn write(
+    /// Applies writes to local storage, per table.
+    pub async fn apply(
         &self,
-        mutations: Vec<Mutation>,
-        consistency: Consistency,
+        mutations: BTreeMap<TableId, Vec<WireMutation>>,
     ) -> Result<(), ErrorResponse> {
-        let mut checked: Vec<TableId> = Vec::new();
-        for m in &mutations {
-            if !checked.contains(&m.table) {
-                self.check_available(m.table, consistency, true)?;
-                checked.push(m.table);
-            }
-        }
         let mut batches: BTreeMap<TableId, WriteBatch> = BTreeMap::new();
-        for m in &mutations {
-            batches
-                .entry(m.table)
-                .or_default()
-                .merge(&m.key, m.ts, &m.fragment);
+        for (table, ms) in &mutations {
+            let batch = batches.entry(*table).or_default();
+            for m in ms {
+                batch.merge(&m.key, m.ts, &m.fragment);
+            }
         }
         drop(mutations);
         // Locks in table-id order (the BTreeMap's), so concurrent writers never wait on
@@ -621,13 +800,14 @@ impl Coordinator for LocalCoordinator {
         })
     }
 
-    async fn read(
+    /// Reads up to `limit` entries of `range` of a table from local storage.
+    pub async fn read_local(
         &self,
-        command: ReadCommand,
-        consistency: Consistency,
+        table: TableId,
+        range: KeyRange,
+        limit: usize,
     ) -> Result<ReadResult, ErrorResponse> {
-        self.check_available(command.table, consistency, false)?;
-        let slot = self.slot(command.table)?;
+        let slot = self.slot(table)?;
         let guard = slot.db.clone().read_owned().await;
         if guard.is_none() {
             return Err(self.closed_error(&slot));
@@ -637,7 +817,7 @@ impl Coordinator for LocalCoordinator {
             let Some(db) = guard.as_ref() else {
                 return Err(server_error("The node is shutting down"));
             };
-            let range = &command.range;
+            let range = &range;
             let end = match &range.end {
                 Some(e) => Bound::Excluded(e.as_slice()),
                 None => Bound::Unbounded,
@@ -646,7 +826,7 @@ impl Coordinator for LocalCoordinator {
                 .scan(Bound::Included(range.start.as_slice()), end)
                 .map_err(|e| engine_error(&name, e))?;
             let mut entries = Vec::new();
-            while entries.len() < command.limit {
+            while entries.len() < limit {
                 match scan.next() {
                     Some(Ok((key, entry))) => entries.push((key, entry.value)),
                     Some(Err(e)) => return Err(engine_error(&name, e)),
@@ -667,7 +847,8 @@ impl Coordinator for LocalCoordinator {
         })
     }
 
-    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+    /// Removes every row of a table from local storage.
+    pub async fn truncate_local(&self, table: TableId) -> Result<(), ErrorResponse> {
         let slot = self.slot(table)?;
         let mut guard = slot.db.clone().write_owned().await;
         if guard.is_none() {
@@ -697,7 +878,8 @@ impl Coordinator for LocalCoordinator {
         .map_err(join_error)?
     }
 
-    fn new_timestamp(&self) -> i64 {
+    /// A write timestamp: microseconds since the epoch, strictly increasing here.
+    pub fn new_timestamp(&self) -> i64 {
         let now = now_micros();
         let next = |last: i64| now.max(last.saturating_add(1));
         match self
@@ -708,11 +890,13 @@ impl Coordinator for LocalCoordinator {
         }
     }
 
-    fn now_secs(&self) -> i64 {
+    /// Local time in seconds.
+    pub fn now_secs(&self) -> i64 {
         now_micros() / 1_000_000
     }
 
-    fn local_node(&self) -> NodeInfo {
+    /// This node as `system.local` describes it.
+    pub fn local_node(&self) -> NodeInfo {
         NodeInfo {
             host_id: self.identity.host_id,
             rpc_address: self.rpc_address,
@@ -727,16 +911,35 @@ impl Coordinator for LocalCoordinator {
         }
     }
 
-    fn peers(&self) -> Vec<NodeInfo> {
-        Vec::new()
-    }
-
-    fn cluster_info(&self) -> ClusterInfo {
+    /// Cluster-wide facts.
+    pub fn cluster_info(&self) -> ClusterInfo {
         ClusterInfo {
             cluster_name: self.cluster_name.clone(),
             partitioner: PARTITIONER.to_owned(),
         }
     }
+}
+
+/// The schema file's content: the catalog and its epoch.
+fn schema_file_bytes(catalog: &Catalog, epoch: u64) -> Vec<u8> {
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&catalog.to_bytes()).unwrap_or(serde_json::Value::Null);
+    serde_json::to_vec_pretty(&serde_json::json!({ "epoch": epoch, "catalog": catalog }))
+        .unwrap_or_default()
+}
+
+/// Reads the schema file: `{epoch, catalog}`, or a bare catalog (epoch 0) as written
+/// before the cluster existed.
+fn read_schema_file(bytes: &[u8]) -> Result<(u64, Catalog)> {
+    let value: serde_json::Value = serde_json::from_slice(bytes)?;
+    if let (Some(epoch), Some(catalog)) = (
+        value.get("epoch").and_then(|e| e.as_u64()),
+        value.get("catalog"),
+    ) {
+        let catalog = Catalog::from_bytes(&serde_json::to_vec(catalog)?)?;
+        return Ok((epoch, catalog));
+    }
+    Ok((0, Catalog::from_bytes(bytes)?))
 }
 
 #[cfg(test)]

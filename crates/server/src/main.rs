@@ -13,14 +13,19 @@
 //! authenticator seam), [`net`] (connections and frames), [`server`] (lifecycle),
 //! [`launcher`] (local clusters), [`shell`].
 
+mod admin;
 mod auth;
+mod cluster;
 mod config;
 mod durable;
+mod hints;
+mod internode;
 mod launcher;
 mod local;
 mod net;
 mod server;
 mod shell;
+mod tools;
 
 /// mimalloc instead of glibc's malloc: allocation was about a sixth of the node's CPU on
 /// prepared INSERT/SELECT with glibc (`perf`), much of it in `malloc_consolidate`.
@@ -52,6 +57,24 @@ enum Command {
     Cluster(launcher::ClusterCommand),
     /// Open a storage engine on a data directory and run commands from stdin.
     Shell(shell::ShellArgs),
+    /// Show the cluster's nodes: UP/DOWN, load, tokens, ownership (like `nodetool status`).
+    Status(tools::HostArgs),
+    /// Flush every table's memtable to disk on each live node.
+    Flush(tools::HostArgs),
+    /// Compact every table fully on each live node.
+    Compact(tools::HostArgs),
+    /// Per node and table: bytes written, write/read amplification, files per level.
+    Stats(StatsArgs),
+}
+
+/// Options of `mosaic stats`.
+#[derive(Args, Debug)]
+struct StatsArgs {
+    #[command(flatten)]
+    host: tools::HostArgs,
+    /// Print the raw JSON of every node.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `mosaic server`.
@@ -68,6 +91,10 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(&args.config),
         Command::Cluster(command) => launcher::run(command),
         Command::Shell(args) => shell::run(args),
+        Command::Status(args) => tools::status(&args),
+        Command::Flush(args) => tools::table_op(&args, "flush"),
+        Command::Compact(args) => tools::table_op(&args, "compact"),
+        Command::Stats(args) => tools::stats(&args.host, args.json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

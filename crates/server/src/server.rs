@@ -20,8 +20,18 @@ use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
+use mosaic_cluster::gossip::Change;
+use mosaic_cluster::message::{AppState, NodeStatus};
+use mosaic_cluster::snitch::DynamicSnitch;
+use mosaic_cluster::{Node, NodeConfig};
+use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
+
+use crate::admin::{self, Admin};
 use crate::auth::AllowAll;
+use crate::cluster::{ClusterCoordinator, LocalStore};
 use crate::config::Config;
+use crate::hints::HintStore;
+use crate::internode::{self, TcpTransport, TokioRuntime};
 use crate::local::LocalCoordinator;
 use crate::net::{self, Shared};
 
@@ -68,15 +78,31 @@ async fn serve(config: Config) -> Result<()> {
         let config = config.clone();
         tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
     };
-    let coordinator = tokio::select! {
+    let local = tokio::select! {
         opened = opening => Arc::new(opened.context("opening storage")??),
         name = signals.recv() => bail!("{name} received while opening storage"),
     };
     eprintln!(
         "mosaic: data in {} ({} tables)",
-        coordinator.data_dir().display(),
-        coordinator.table_count()
+        local.data_dir().display(),
+        local.table_count()
     );
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+
+    // The cluster node: internode port first, so peers can answer as soon as we gossip.
+    let mut config = config;
+    let internode_listener = bind_internode(&mut config).await?;
+    let hints = Arc::new(HintStore::open(
+        local.data_dir(),
+        config.storage.engine_options()?,
+    )?);
+    let node = start_node(&config, local.clone(), hints.clone())?;
+    tokio::spawn(internode::serve(
+        internode_listener,
+        node.clone(),
+        shutdown_rx.clone(),
+    ));
+    let coordinator = Arc::new(ClusterCoordinator::new(local.clone(), node.clone()));
 
     let addr = config.native_socket_addr();
     let listener = TcpListener::bind(addr)
@@ -88,7 +114,8 @@ async fn serve(config: Config) -> Result<()> {
         Arc::new(AllowAll),
         config.limits.clone(),
     ));
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    publish_membership_events(&node, &shared);
+    start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
     println!("mosaic: serving CQL on {bound}");
@@ -100,6 +127,8 @@ async fn serve(config: Config) -> Result<()> {
         ended = &mut serving => bail!("the CQL listener stopped unexpectedly: {ended:?}"),
     };
     eprintln!("mosaic: {name} received; finishing in-flight requests");
+    // Peers stop choosing this node at once rather than after the failure detector.
+    node.shutdown();
     tokio::spawn(async move {
         let name = signals.recv().await;
         eprintln!("mosaic: second {name}; exiting without a clean shutdown");
@@ -115,10 +144,143 @@ async fn serve(config: Config) -> Result<()> {
     }
     // Storage gets its own bound: in-flight work that outlived the drain still gets the
     // chance to finish before its table is closed.
-    let failures = coordinator.close(timeout).await;
+    let failures = local.close(timeout).await;
     if !failures.is_empty() {
         bail!("could not close cleanly: {}", failures.join(", "));
     }
     eprintln!("mosaic: stopped");
     Ok(())
+}
+
+/// Builds this node's cluster member and starts gossiping.
+fn start_node(
+    config: &Config,
+    local: Arc<LocalCoordinator>,
+    hints: Arc<HintStore>,
+) -> Result<Node> {
+    let me = local.local_node();
+    let mut node_config = NodeConfig::new(config.storage_endpoint());
+    node_config.seeds = config.seed_endpoints()?;
+    node_config.gossip_interval_ms = config.cluster.gossip_interval_ms;
+    node_config.phi_convict_threshold = config.cluster.phi_convict_threshold;
+    node_config.write_timeout_ms = config.cluster.write_request_timeout_ms;
+    node_config.read_timeout_ms = config.cluster.read_request_timeout_ms;
+    node_config.schema_timeout_ms = config.cluster.schema_timeout_ms;
+    node_config.replica_requests_max = config.cluster.replica_requests_max;
+    node_config.hint_window_ms = config.cluster.max_hint_window_ms;
+    let app = AppState {
+        host_id: me.host_id.0,
+        tokens: me.tokens.iter().map(|t| t.0).collect(),
+        rpc_address: me.rpc_address,
+        native_port: me.native_port,
+        admin_port: config.admin_port,
+        data_center: me.data_center,
+        rack: me.rack,
+        release_version: me.release_version,
+        schema_version: me.schema_version.0,
+        status: NodeStatus::Normal,
+        load_bytes: local.load_bytes(),
+    };
+    // A restart must gossip a larger generation than any before it: wall-clock micros.
+    let generation = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let node = Node::new(
+        node_config,
+        app,
+        generation,
+        Arc::new(TokioRuntime::new()),
+        Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
+        Arc::new(LocalStore::new(local, hints)),
+        Arc::new(DynamicSnitch::default()),
+    );
+    node.start();
+    Ok(node)
+}
+
+/// Pushes status and topology changes to clients that registered for them.
+fn publish_membership_events(node: &Node, shared: &Arc<Shared<ClusterCoordinator>>) {
+    let shared = Arc::downgrade(shared);
+    node.on_change(Arc::new(move |change, state| {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let addr = std::net::SocketAddr::new(state.app.rpc_address, state.app.native_port);
+        let event = match change {
+            Change::Joined(_) => Event::TopologyChange {
+                change: TopologyChangeType::NewNode,
+                node: addr,
+            },
+            Change::Up(_) => Event::StatusChange {
+                change: StatusChangeType::Up,
+                node: addr,
+            },
+            Change::Down(_) => Event::StatusChange {
+                change: StatusChangeType::Down,
+                node: addr,
+            },
+        };
+        eprintln!("mosaic: {change:?}");
+        shared.publish(event);
+    }));
+}
+
+/// Binds the internode port. A node with no seeds configured is a cluster of its own, which
+/// no peer can know the address of: if its port is taken (several standalone nodes on one
+/// host), it takes a free one instead of failing. A node with seeds must get its port.
+async fn bind_internode(config: &mut Config) -> Result<TcpListener> {
+    let addr = std::net::SocketAddr::new(config.listen_address, config.storage_port);
+    match TcpListener::bind(addr).await {
+        Ok(l) => Ok(l),
+        Err(e) if config.seeds.is_empty() && e.kind() == std::io::ErrorKind::AddrInUse => {
+            let l = TcpListener::bind(std::net::SocketAddr::new(config.listen_address, 0))
+                .await
+                .with_context(|| {
+                    format!("binding an internode port on {}", config.listen_address)
+                })?;
+            let port = l.local_addr().context("reading the internode port")?.port();
+            eprintln!(
+                "mosaic: internode port {} is taken; this seedless node uses {port} instead",
+                config.storage_port
+            );
+            config.storage_port = port;
+            Ok(l)
+        }
+        Err(e) => Err(e).with_context(|| format!("binding the internode port {addr}")),
+    }
+}
+
+/// Starts the admin HTTP endpoint and the metrics recorder (unless `admin_port` is 0). A
+/// taken admin port is reported and the node serves without it: it is an operator
+/// convenience, not part of serving data.
+async fn start_admin(
+    config: &Config,
+    local: &Arc<LocalCoordinator>,
+    coordinator: &Arc<ClusterCoordinator>,
+    hints: &Arc<HintStore>,
+    shutdown: watch::Receiver<bool>,
+) {
+    if config.admin_port == 0 {
+        return;
+    }
+    let addr = std::net::SocketAddr::new(config.listen_address, config.admin_port);
+    let listener = match TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("mosaic: admin endpoint disabled: binding {addr}: {e}");
+            return;
+        }
+    };
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .map_err(|e| eprintln!("mosaic: metrics disabled: {e}"))
+        .ok();
+    let admin = Arc::new(Admin {
+        local: local.clone(),
+        cluster: coordinator.clone(),
+        hints: hints.clone(),
+        metrics,
+    });
+    eprintln!("mosaic: admin endpoint on http://{addr}");
+    tokio::spawn(admin::serve(listener, admin, shutdown));
 }

@@ -1,0 +1,385 @@
+//! The cluster [`Coordinator`]: statements' operations placed on the ring and replicated.
+//!
+//! Owns the glue between the CQL layer and `mosaic-cluster`'s [`Node`]: it turns the
+//! statement layer's mutations and reads into the node's replicated writes and reads at
+//! the request's consistency level, maps the cluster's failures to Cassandra's error
+//! codes, propagates schema changes to the other nodes, and describes peers to the
+//! system tables. Local storage stays in [`LocalCoordinator`], which this module also
+//! exposes to the node as its [`Store`].
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use mosaic_cluster::env::{Entries, Hint};
+use mosaic_cluster::message::EndpointState;
+use mosaic_cluster::{
+    ClusterError, ConsistencyLevel, Endpoint, Failure, Node, SchemaSnapshot, Store, TableKey,
+    WireMutation,
+};
+use mosaic_cql::coordinator::{
+    ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
+};
+use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
+use mosaic_cql::schema::{Catalog, TableId, Uuid};
+use mosaic_rows::KeyRange;
+use mosaic_types::Token;
+
+use crate::hints::HintStore;
+use crate::local::LocalCoordinator;
+
+/// The node's local storage as the cluster sees it.
+pub struct LocalStore {
+    local: Arc<LocalCoordinator>,
+    hints: Arc<HintStore>,
+}
+
+impl LocalStore {
+    /// The store over `local` and `hints`.
+    pub fn new(local: Arc<LocalCoordinator>, hints: Arc<HintStore>) -> LocalStore {
+        LocalStore { local, hints }
+    }
+}
+
+/// Runs a hint-store call on a blocking thread (hints are rare; they may wait for fsync).
+async fn on_hints<T: Send + 'static>(
+    hints: &Arc<HintStore>,
+    f: impl FnOnce(&HintStore) -> Result<T, Failure> + Send + 'static,
+) -> Result<T, Failure> {
+    let hints = hints.clone();
+    tokio::task::spawn_blocking(move || f(&hints))
+        .await
+        .unwrap_or_else(|e| Err(Failure::Storage(format!("hint store task failed: {e}"))))
+}
+
+/// A local storage error as a replica's failure.
+fn failure(e: ErrorResponse) -> Failure {
+    if e.message.starts_with("unconfigured table") {
+        Failure::UnknownTable
+    } else {
+        Failure::Storage(e.message)
+    }
+}
+
+impl Store for LocalStore {
+    fn apply(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        async move {
+            self.local
+                .apply(BTreeMap::from([(Uuid(table), mutations)]))
+                .await
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn read(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Entries, Failure>> {
+        async move {
+            self.local
+                .read_local(Uuid(table), range, limit)
+                .await
+                .map(|r| (r.entries, r.exhausted))
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
+        async move {
+            self.local
+                .truncate_local(Uuid(table))
+                .await
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn store_hint(
+        &self,
+        target: Endpoint,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        on_hints(&self.hints, move |h| h.store(target, table, mutations)).boxed()
+    }
+
+    fn hints(&self, target: Endpoint, limit: usize) -> BoxFuture<'_, Result<Vec<Hint>, Failure>> {
+        on_hints(&self.hints, move |h| h.oldest(target, limit)).boxed()
+    }
+
+    fn delete_hint(&self, target: Endpoint, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        on_hints(&self.hints, move |h| h.delete(target, id)).boxed()
+    }
+
+    fn hint_targets(&self) -> Vec<Endpoint> {
+        self.hints.targets()
+    }
+
+    fn replication_factor(&self, table: TableKey) -> Option<usize> {
+        let catalog = self.local.current_catalog();
+        let t = catalog.table_by_id(Uuid(table))?;
+        let ks = catalog.keyspace(&t.keyspace)?;
+        Some(ks.replication.factor() as usize)
+    }
+
+    fn schema(&self) -> SchemaSnapshot {
+        self.local.schema_snapshot()
+    }
+
+    fn schema_version(&self) -> [u8; 16] {
+        self.local.schema_version().0
+    }
+
+    fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>> {
+        self.local.adopt_schema(snapshot).boxed()
+    }
+
+    fn load_bytes(&self) -> u64 {
+        self.local.load_bytes()
+    }
+}
+
+/// The coordinator of a cluster node (see the module doc).
+pub struct ClusterCoordinator {
+    local: Arc<LocalCoordinator>,
+    node: Node,
+}
+
+impl ClusterCoordinator {
+    /// A coordinator over `local` storage and the cluster `node`.
+    pub fn new(local: Arc<LocalCoordinator>, node: Node) -> ClusterCoordinator {
+        ClusterCoordinator { local, node }
+    }
+
+    /// The cluster node.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The client-facing error for a cluster failure.
+    fn error(&self, e: ClusterError, cl: Consistency) -> ErrorResponse {
+        let n = |x: usize| i32::try_from(x).unwrap_or(i32::MAX);
+        let message = e.to_string();
+        let kind = match e {
+            ClusterError::Unavailable {
+                required, alive, ..
+            } => ErrorKind::Unavailable {
+                consistency: cl,
+                required: n(required),
+                alive: n(alive),
+            },
+            ClusterError::WriteTimeout {
+                received,
+                block_for,
+                ..
+            } => ErrorKind::WriteTimeout {
+                consistency: cl,
+                received: n(received),
+                block_for: n(block_for),
+                write_type: WriteType::Simple,
+            },
+            ClusterError::ReadTimeout {
+                received,
+                block_for,
+                data_present,
+                ..
+            } => ErrorKind::ReadTimeout {
+                consistency: cl,
+                received: n(received),
+                block_for: n(block_for),
+                data_present,
+            },
+            ClusterError::WriteFailure {
+                received,
+                block_for,
+                failed,
+                ..
+            } => ErrorKind::WriteFailure {
+                consistency: cl,
+                received: n(received),
+                block_for: n(block_for),
+                num_failures: n(failed),
+                write_type: WriteType::Simple,
+            },
+            ClusterError::ReadFailure {
+                received,
+                block_for,
+                failed,
+                ..
+            } => ErrorKind::ReadFailure {
+                consistency: cl,
+                received: n(received),
+                block_for: n(block_for),
+                num_failures: n(failed),
+                data_present: false,
+            },
+            ClusterError::Overloaded(_) => ErrorKind::Overloaded,
+            ClusterError::UnknownTable(t) => return self.local.unknown_table(Uuid(t)),
+            _ => ErrorKind::Server,
+        };
+        ErrorResponse::new(kind, message)
+    }
+}
+
+/// Counts a coordinated request and its latency by operation, level and outcome.
+fn record(
+    op: &'static str,
+    cl: Consistency,
+    started: std::time::Instant,
+    error: Option<&ClusterError>,
+) {
+    let outcome = match error {
+        None => "ok",
+        Some(ClusterError::Unavailable { .. }) => "unavailable",
+        Some(ClusterError::WriteTimeout { .. } | ClusterError::ReadTimeout { .. }) => "timeout",
+        Some(ClusterError::Overloaded(_)) => "overloaded",
+        Some(_) => "error",
+    };
+    let cl = cl.name();
+    metrics::counter!("mosaic_requests_total", "op" => op, "cl" => cl, "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!("mosaic_request_seconds", "op" => op, "cl" => cl)
+        .record(started.elapsed().as_secs_f64());
+}
+
+/// The cluster's name for a protocol consistency level.
+fn level(cl: Consistency) -> ConsistencyLevel {
+    match cl {
+        Consistency::Any => ConsistencyLevel::Any,
+        Consistency::One => ConsistencyLevel::One,
+        Consistency::Two => ConsistencyLevel::Two,
+        Consistency::Three => ConsistencyLevel::Three,
+        Consistency::Quorum => ConsistencyLevel::Quorum,
+        Consistency::All => ConsistencyLevel::All,
+        Consistency::LocalQuorum => ConsistencyLevel::LocalQuorum,
+        Consistency::EachQuorum => ConsistencyLevel::EachQuorum,
+        Consistency::Serial => ConsistencyLevel::Serial,
+        Consistency::LocalSerial => ConsistencyLevel::LocalSerial,
+        Consistency::LocalOne => ConsistencyLevel::LocalOne,
+        // A level added to the protocol later: the strictest reading is the safe one.
+        _ => ConsistencyLevel::All,
+    }
+}
+
+/// A peer as the system tables describe it.
+pub fn node_info(state: &EndpointState, up: bool) -> NodeInfo {
+    let app = &state.app;
+    NodeInfo {
+        host_id: Uuid(app.host_id),
+        rpc_address: app.rpc_address,
+        native_port: app.native_port,
+        broadcast_address: state.endpoint.ip(),
+        data_center: app.data_center.clone(),
+        rack: app.rack.clone(),
+        tokens: app.tokens.iter().map(|t| Token(*t)).collect(),
+        schema_version: Uuid(app.schema_version),
+        release_version: app.release_version.clone(),
+        up,
+    }
+}
+
+impl Coordinator for ClusterCoordinator {
+    fn catalog(&self) -> Arc<Catalog> {
+        self.local.current_catalog()
+    }
+
+    async fn update_schema<R, F>(&self, change: F) -> Result<R, ErrorResponse>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Catalog) -> Result<(Catalog, R), ErrorResponse> + Send + 'static,
+    {
+        let before = self.local.schema_version();
+        let r = Coordinator::update_schema(&*self.local, change).await?;
+        if self.local.schema_version() != before {
+            self.node.push_schema().await;
+        }
+        Ok(r)
+    }
+
+    async fn write(
+        &self,
+        mutations: Vec<Mutation>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        let writes = mutations
+            .into_iter()
+            .map(|m| {
+                (
+                    m.table.0,
+                    m.token,
+                    WireMutation {
+                        key: m.key,
+                        ts: m.ts,
+                        fragment: m.fragment,
+                    },
+                )
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let result = self.node.write(writes, level(consistency)).await;
+        record("write", consistency, started, result.as_ref().err());
+        result.map_err(|e| self.error(e, consistency))
+    }
+
+    async fn read(
+        &self,
+        command: ReadCommand,
+        consistency: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        let started = std::time::Instant::now();
+        let result = self
+            .node
+            .read(
+                command.table.0,
+                command.range,
+                command.limit,
+                level(consistency),
+            )
+            .await;
+        record("read", consistency, started, result.as_ref().err());
+        let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;
+        Ok(ReadResult { entries, exhausted })
+    }
+
+    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+        self.node
+            .truncate(table.0)
+            .await
+            .map_err(|e| self.error(e, Consistency::All))
+    }
+
+    fn new_timestamp(&self) -> i64 {
+        self.local.new_timestamp()
+    }
+
+    fn now_secs(&self) -> i64 {
+        self.local.now_secs()
+    }
+
+    fn local_node(&self) -> NodeInfo {
+        self.local.local_node()
+    }
+
+    fn peers(&self) -> Vec<NodeInfo> {
+        let me = self.node.endpoint();
+        self.node
+            .states()
+            .iter()
+            .filter(|(s, _)| s.endpoint != me)
+            .map(|(s, up)| node_info(s, *up))
+            .collect()
+    }
+
+    fn cluster_info(&self) -> ClusterInfo {
+        self.local.cluster_info()
+    }
+}

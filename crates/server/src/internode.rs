@@ -1,0 +1,181 @@
+//! The internode transport: the cluster's [`Runtime`] and [`Transport`] over tokio and TCP.
+//!
+//! Owns the sockets between nodes. Each peer gets one outgoing connection, fed by a
+//! bounded queue of encoded frames (`[cluster] peer_queue_max`): a full queue drops the
+//! message (its request times out at the coordinator) instead of growing memory, and a
+//! peer that cannot be reached has its queue emptied while the writer backs off, so a
+//! dead node never holds memory or blocks anyone. Incoming connections are read frame
+//! by frame; a bad length, checksum or payload closes only that connection, never the
+//! node. Frames are `mosaic_cluster::message`'s.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use mosaic_cluster::message::{decode_payload, encode_frame, frame_len, FRAME_HEADER_LEN};
+use mosaic_cluster::{Endpoint, Envelope, Node, Runtime, Transport};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+
+/// How long a connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest pause between connection attempts to an unreachable peer.
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// Time, tasks and randomness from tokio and the OS.
+pub struct TokioRuntime {
+    start: Instant,
+    handle: tokio::runtime::Handle,
+}
+
+impl TokioRuntime {
+    /// A runtime over the current tokio runtime (call from inside it).
+    pub fn new() -> TokioRuntime {
+        TokioRuntime {
+            start: Instant::now(),
+            handle: tokio::runtime::Handle::current(),
+        }
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn now_micros(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    fn sleep(&self, ms: u64) -> BoxFuture<'static, ()> {
+        tokio::time::sleep(Duration::from_millis(ms)).boxed()
+    }
+
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        self.handle.spawn(task);
+    }
+
+    fn random(&self) -> u64 {
+        rand::random()
+    }
+}
+
+/// Outgoing connections, one writer task per peer (see the module doc).
+pub struct TcpTransport {
+    peers: Mutex<HashMap<Endpoint, mpsc::Sender<Vec<u8>>>>,
+    queue_max: usize,
+    handle: tokio::runtime::Handle,
+}
+
+impl TcpTransport {
+    /// A transport queueing at most `queue_max` messages per peer (call inside tokio).
+    pub fn new(queue_max: usize) -> TcpTransport {
+        TcpTransport {
+            peers: Mutex::new(HashMap::new()),
+            queue_max: queue_max.max(1),
+            handle: tokio::runtime::Handle::current(),
+        }
+    }
+}
+
+impl Transport for TcpTransport {
+    fn send(&self, to: Endpoint, env: Envelope) -> bool {
+        let frame = encode_frame(&env);
+        let tx = {
+            let mut peers = self.peers.lock();
+            peers
+                .entry(to)
+                .or_insert_with(|| {
+                    let (tx, rx) = mpsc::channel(self.queue_max);
+                    self.handle.spawn(peer_writer(to, rx));
+                    tx
+                })
+                .clone()
+        };
+        tx.try_send(frame).is_ok()
+    }
+}
+
+/// Writes queued frames to `to`, reconnecting with backoff.
+async fn peer_writer(to: Endpoint, mut rx: mpsc::Receiver<Vec<u8>>) {
+    let mut backoff = Duration::from_millis(50);
+    while let Some(first) = rx.recv().await {
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(to)).await {
+            Ok(Ok(s)) => s,
+            _ => {
+                // Unreachable: what is queued would only time out; drop it and wait.
+                drop(first);
+                while rx.try_recv().is_ok() {}
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(50);
+        let _ = stream.set_nodelay(true);
+        let mut w = BufWriter::with_capacity(64 << 10, stream);
+        if w.write_all(&first).await.is_err() {
+            continue;
+        }
+        'connected: loop {
+            // Write everything already queued, then flush once.
+            while let Ok(frame) = rx.try_recv() {
+                if w.write_all(&frame).await.is_err() {
+                    break 'connected;
+                }
+            }
+            if w.flush().await.is_err() {
+                break;
+            }
+            match rx.recv().await {
+                Some(frame) => {
+                    if w.write_all(&frame).await.is_err() {
+                        break;
+                    }
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// Accepts peers' connections until `shutdown`, handing each envelope to `node`.
+pub async fn serve(listener: TcpListener, node: Node, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, from)) => {
+                    let node = node.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = read_frames(stream, &node).await {
+                            eprintln!("mosaic: internode connection from {from} closed: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    eprintln!("mosaic: internode accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Reads frames until the peer closes (Ok) or sends something undecodable (Err).
+async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
+    let _ = stream.set_nodelay(true);
+    let mut r = tokio::io::BufReader::with_capacity(64 << 10, stream);
+    let mut header = [0u8; FRAME_HEADER_LEN];
+    loop {
+        match r.read_exact(&mut header).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let (len, crc) = frame_len(&header)?;
+        let mut payload = vec![0u8; len];
+        r.read_exact(&mut payload).await?;
+        let env = decode_payload(&payload, crc)?;
+        node.receive(env);
+    }
+}
