@@ -10,6 +10,7 @@
 //! | `GET /stats` | JSON: per table, the engine's byte counters, amplification, levels |
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
+//! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
 //!
 //! The client half ([`get`], [`post`]) is what `mosaic status`, `flush`, `compact`,
 //! `stats` and `cluster up` use.
@@ -111,6 +112,7 @@ async fn route(admin: &Admin, method: &str, path: &str) -> (&'static str, &'stat
                 json!({"error": "metrics are off"}).to_string(),
             ),
         },
+        ("POST", p) if p == "/repair" || p.starts_with("/repair?") => repair(admin, p).await,
         ("POST", "/flush") => table_op(&admin.local, "flush", |db| db.flush()).await,
         ("POST", "/compact") => table_op(&admin.local, "compact", |db| db.compact()).await,
         _ => (
@@ -129,6 +131,8 @@ async fn record_gauges(admin: &Admin) {
     metrics::gauge!("mosaic_hints_replayed_total").set(c.hints_replayed as f64);
     metrics::gauge!("mosaic_hints_failed_total").set(c.hints_failed as f64);
     metrics::gauge!("mosaic_hints_pending").set(admin.hints.count() as f64);
+    metrics::gauge!("mosaic_repair_ranges_total").set(c.repair_ranges as f64);
+    metrics::gauge!("mosaic_repair_entries_streamed_total").set(c.repair_entries as f64);
     let states = node.states();
     let up = states.iter().filter(|(_, up)| *up).count();
     metrics::gauge!("mosaic_nodes", "state" => "up").set(up as f64);
@@ -231,6 +235,63 @@ async fn stats(local: &LocalCoordinator) -> Value {
         })
         .collect();
     json!({ "tables": tables })
+}
+
+/// Repairs the tables a `/repair?keyspace=K&table=T` query names (all by default).
+async fn repair(admin: &Admin, path: &str) -> (&'static str, &'static str, String) {
+    const JSON: &str = "application/json";
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    let mut keyspace = None;
+    let mut table = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("keyspace", v)) => keyspace = Some(v.to_owned()),
+            Some(("table", v)) => table = Some(v.to_owned()),
+            _ => {
+                return (
+                    "400 Bad Request",
+                    JSON,
+                    json!({"error": format!("unknown repair parameter {pair:?}")}).to_string(),
+                )
+            }
+        }
+    }
+    let catalog = admin.local.current_catalog();
+    if let Some(ks) = &keyspace {
+        if catalog.keyspace(ks).is_none() {
+            let e = format!("Keyspace '{ks}' does not exist");
+            return ("404 Not Found", JSON, json!({ "error": e }).to_string());
+        }
+    }
+    let tables: Vec<_> = catalog
+        .tables()
+        .filter(|t| keyspace.as_ref().is_none_or(|k| *k == t.keyspace))
+        .filter(|t| table.as_ref().is_none_or(|n| *n == t.name))
+        .map(|t| t.id.0)
+        .collect();
+    if tables.is_empty() && table.is_some() {
+        let e = format!("Table {:?} does not exist", table.unwrap_or_default());
+        return ("404 Not Found", JSON, json!({ "error": e }).to_string());
+    }
+    let report = admin.cluster.node().repair(&tables).await;
+    let body = json!({
+        "tables": tables.len(),
+        "ranges": report.ranges,
+        "ranges_failed": report.ranges_failed,
+        "leaves": report.leaves,
+        "leaves_mismatched": report.leaves_mismatched,
+        "entries_streamed": report.entries_streamed,
+        "bytes_streamed": report.bytes_streamed,
+        "errors": report.errors,
+        "complete": report.complete(),
+    })
+    .to_string();
+    let code = if report.complete() {
+        "200 OK"
+    } else {
+        "500 Internal Server Error"
+    };
+    (code, JSON, body)
 }
 
 async fn table_op(

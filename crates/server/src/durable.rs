@@ -91,16 +91,29 @@ impl NodeIdentity {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let id = NodeIdentity::generate(num_tokens);
-                let text = toml::to_string(&id).context("serializing the node identity")?;
-                let text = format!(
-                    "# This node's identity, chosen at its first start. Do not edit or copy it.\n{text}"
-                );
-                write_atomic(&path, text.as_bytes())
-                    .with_context(|| format!("writing {}", path.display()))?;
+                id.save(data_dir)?;
                 Ok(id)
             }
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
         }
+    }
+
+    /// Whether `data_dir` holds an identity.
+    pub fn exists(data_dir: &Path) -> bool {
+        data_dir.join(NODE_FILE).exists()
+    }
+
+    /// Persists this identity in `data_dir` (creating the directory).
+    pub fn save(&self, data_dir: &Path) -> Result<()> {
+        self.validate()?;
+        fs::create_dir_all(data_dir)
+            .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let path = data_dir.join(NODE_FILE);
+        let text = toml::to_string(self).context("serializing the node identity")?;
+        let text = format!(
+            "# This node's identity, chosen at its first start. Do not edit or copy it.\n{text}"
+        );
+        write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
     }
 
     fn validate(&self) -> Result<()> {

@@ -179,3 +179,56 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
         node.receive(env);
     }
 }
+
+/// How long a shadow round waits for a seed's answer.
+const SHADOW_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A shadow round: asks each seed for its view of the cluster without joining it (an
+/// empty `GossipSyn`), and returns the state the cluster holds for `me`, if any. A node
+/// whose data directory was wiped uses it to come back with its old host id and tokens.
+pub async fn shadow_round(
+    listener: &TcpListener,
+    me: Endpoint,
+    seeds: &[Endpoint],
+) -> Option<mosaic_cluster::message::EndpointState> {
+    use mosaic_cluster::message::PROTOCOL_VERSION;
+    use mosaic_cluster::Body;
+    for seed in seeds.iter().filter(|s| **s != me) {
+        let syn = encode_frame(&Envelope {
+            version: PROTOCOL_VERSION,
+            from: me,
+            id: 0,
+            body: Body::GossipSyn { states: Vec::new() },
+        });
+        let Ok(Ok(mut out)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(seed)).await
+        else {
+            continue;
+        };
+        if out.write_all(&syn).await.is_err() {
+            continue;
+        }
+        let answer = async {
+            loop {
+                let (stream, _) = listener.accept().await.ok()?;
+                let mut r = tokio::io::BufReader::new(stream);
+                let mut header = [0u8; FRAME_HEADER_LEN];
+                while r.read_exact(&mut header).await.is_ok() {
+                    let (len, crc) = frame_len(&header).ok()?;
+                    let mut payload = vec![0u8; len];
+                    r.read_exact(&mut payload).await.ok()?;
+                    if let Ok(Envelope {
+                        body: Body::GossipAck { states },
+                        ..
+                    }) = decode_payload(&payload, crc)
+                    {
+                        return Some(states.into_iter().find(|s| s.endpoint == me));
+                    }
+                }
+            }
+        };
+        if let Ok(Some(found)) = tokio::time::timeout(SHADOW_TIMEOUT, answer).await {
+            return found;
+        }
+    }
+    None
+}

@@ -76,6 +76,42 @@ pub struct UpArgs {
     /// Tokens per node, for a new cluster.
     #[arg(long, default_value_t = 16)]
     pub num_tokens: u32,
+    /// A config key for every node of a new cluster, as `key=value` in TOML (dotted keys
+    /// for sections: `--set cluster.gossip_interval_ms=200`); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
+}
+
+/// Applies `key=value` settings (TOML values; bare words are strings) to `config`.
+fn apply_settings(config: Config, settings: &[String]) -> Result<Config> {
+    if settings.is_empty() {
+        return Ok(config);
+    }
+    let mut table: toml::Table = toml::from_str(&config.to_toml()?)?;
+    for setting in settings {
+        let (key, value) = setting
+            .split_once('=')
+            .with_context(|| format!("--set {setting:?}: expected KEY=VALUE"))?;
+        let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+        let mut parts: Vec<&str> = key.trim().split('.').collect();
+        let last = parts
+            .pop()
+            .filter(|l| !l.is_empty())
+            .with_context(|| format!("--set {setting:?}: empty key"))?;
+        let mut at = &mut table;
+        for part in parts {
+            at = at
+                .entry(part.to_owned())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                .as_table_mut()
+                .with_context(|| format!("--set {setting:?}: {part} is not a section"))?;
+        }
+        at.insert(last.to_owned(), value);
+    }
+    Config::parse(&toml::to_string(&table)?).context("applying --set")
 }
 
 /// Options of `mosaic cluster down`.
@@ -231,7 +267,7 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         data_dir: node.dir.join("data"),
         ..Config::default()
     };
-    config.validate()?;
+    let config = apply_settings(config, &args.settings)?;
     let text = format!(
         "# {} of a local cluster, written by `mosaic cluster up`. Keys: docs/mosaic.example.toml\n{}",
         node.name,

@@ -65,6 +65,9 @@ enum Command {
     Compact(tools::HostArgs),
     /// Per node and table: bytes written, write/read amplification, files per level.
     Stats(StatsArgs),
+    /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
+    /// only differing ranges are streamed). Exits non-zero if it could not complete.
+    Repair(tools::RepairArgs),
 }
 
 /// Options of `mosaic stats`.
@@ -95,6 +98,14 @@ fn main() -> ExitCode {
         Command::Flush(args) => tools::table_op(&args, "flush"),
         Command::Compact(args) => tools::table_op(&args, "compact"),
         Command::Stats(args) => tools::stats(&args.host, args.json),
+        Command::Repair(args) => tools::repair(
+            &tools::HostArgs {
+                host: args.host.clone(),
+                only: true,
+            },
+            args.keyspace.as_deref(),
+            args.table.as_deref(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -30,6 +30,7 @@ use crate::admin::{self, Admin};
 use crate::auth::AllowAll;
 use crate::cluster::{ClusterCoordinator, LocalStore};
 use crate::config::Config;
+use crate::durable::NodeIdentity;
 use crate::hints::HintStore;
 use crate::internode::{self, TcpTransport, TokioRuntime};
 use crate::local::LocalCoordinator;
@@ -74,6 +75,12 @@ impl Signals {
 async fn serve(config: Config) -> Result<()> {
     // Before anything slow, so a signal during startup still shuts down cleanly.
     let mut signals = Signals::install()?;
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+
+    // The cluster node: internode port first, so peers can answer as soon as we gossip.
+    let mut config = config;
+    let internode_listener = bind_internode(&mut config).await?;
+    recover_identity(&config, &internode_listener).await?;
     let opening = {
         let config = config.clone();
         tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
@@ -87,11 +94,6 @@ async fn serve(config: Config) -> Result<()> {
         local.data_dir().display(),
         local.table_count()
     );
-    let (shutdown_tx, shutdown_rx) = watch::channel(false);
-
-    // The cluster node: internode port first, so peers can answer as soon as we gossip.
-    let mut config = config;
-    let internode_listener = bind_internode(&mut config).await?;
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
         config.storage.engine_options()?,
@@ -283,4 +285,36 @@ async fn start_admin(
     });
     eprintln!("mosaic: admin endpoint on http://{addr}");
     tokio::spawn(admin::serve(listener, admin, shutdown));
+}
+
+/// A node starting without an identity (a new node, or one whose data directory was
+/// wiped) asks the seeds whether the cluster knows a node at its address; if so it takes
+/// that node's host id and tokens, so it comes back as itself and repair refills it.
+async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()> {
+    if NodeIdentity::exists(&config.data_dir) {
+        return Ok(());
+    }
+    let me = config.storage_endpoint();
+    let seeds = config.seed_endpoints()?;
+    if seeds.iter().all(|s| *s == me) {
+        return Ok(());
+    }
+    let Some(state) = internode::shadow_round(listener, me, &seeds).await else {
+        return Ok(());
+    };
+    let identity = NodeIdentity {
+        host_id: mosaic_cql::schema::Uuid(state.app.host_id),
+        tokens: state.app.tokens.clone(),
+    };
+    identity
+        .save(&config.data_dir)
+        .context("saving the identity recovered from the cluster")?;
+    eprintln!(
+        "mosaic: no identity in {}; the cluster knows this address as host {} with {} tokens: \
+         resuming as that node (run `mosaic repair` to restore its data)",
+        config.data_dir.display(),
+        identity.host_id,
+        identity.tokens.len()
+    );
+    Ok(())
 }

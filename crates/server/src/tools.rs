@@ -24,6 +24,18 @@ pub struct HostArgs {
     pub only: bool,
 }
 
+/// Options of `mosaic repair`.
+#[derive(Args, Debug, Clone)]
+pub struct RepairArgs {
+    /// The node whose ranges to repair: its admin address, IP (port 7199) or IP:port.
+    #[arg(long, default_value = "127.0.0.1:7199")]
+    pub host: String,
+    /// Only this keyspace.
+    pub keyspace: Option<String>,
+    /// Only this table of the keyspace.
+    pub table: Option<String>,
+}
+
 impl HostArgs {
     fn addr(&self) -> Result<SocketAddr> {
         if let Ok(a) = self.host.parse::<SocketAddr>() {
@@ -164,5 +176,31 @@ pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
     if json {
         println!("{}", Value::Object(all));
     }
+    Ok(())
+}
+
+/// `mosaic repair`: repairs the ranges one node replicates; fails if any could not be.
+pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> Result<()> {
+    let addr = host.addr()?;
+    let mut path = "/repair".to_owned();
+    if let Some(ks) = keyspace {
+        path.push_str(&format!("?keyspace={ks}"));
+        if let Some(t) = table {
+            path.push_str(&format!("&table={t}"));
+        }
+    }
+    let v = match admin::post(addr, &path) {
+        Ok(v) => v,
+        Err(e) => bail!("repair on {addr} did not complete: {e:#}"),
+    };
+    println!(
+        "repair on {addr}: {} tables, {} ranges, {} of {} leaves differed, {} entries ({}) streamed",
+        v["tables"],
+        v["ranges"],
+        v["leaves_mismatched"],
+        v["leaves"],
+        v["entries_streamed"],
+        bytes(v["bytes_streamed"].as_u64().unwrap_or(0)),
+    );
     Ok(())
 }
