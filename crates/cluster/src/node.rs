@@ -1070,6 +1070,9 @@ impl Node {
                 data_present: false,
             });
         };
+        if digests.is_empty() {
+            return Ok(data);
+        }
         let expected = digest(&data.0, data.1);
         if digests.iter().all(|d| *d == expected) {
             return Ok(data);

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use mosaic_rows::{encode_token, KeyRange};
+use mosaic_rows::{decode_token, encode_token, KeyRange};
 use mosaic_types::Token;
 
 use crate::Endpoint;
@@ -153,14 +153,21 @@ impl Ring {
             return out;
         }
         // Keys of tokens in (prev, t] are placed by t; those after the last token wrap to
-        // the first. Key bytes of tokens up to and including t end before t+1's encoding.
-        let mut start: Vec<u8> = Vec::new();
-        for t in self.tokens.keys() {
-            let end = key_after_token(*t);
-            push(start.clone(), end.clone(), self.replicas(*t, rf));
+        // the first. Only the tokens the range touches are visited: from the first token
+        // at or after the range's first token, until a piece reaches the range's end.
+        let first_token = decode_token(&range.start).unwrap_or(Token::MIN);
+        let mut start: Vec<u8> = range.start.clone();
+        for t in self.tokens.range(first_token..).map(|(t, _)| *t) {
+            let end = key_after_token(t);
+            push(start, end.clone(), self.replicas(t, rf));
+            let past_end = match (&end, &range.end) {
+                (None, _) => true,
+                (Some(e), Some(range_end)) => e >= range_end,
+                (Some(_), None) => false,
+            };
             match end {
-                Some(e) => start = e,
-                None => return out,
+                Some(e) if !past_end => start = e,
+                _ => return out,
             }
         }
         let first = self.tokens.keys().next().copied().unwrap_or(Token::MIN);
@@ -294,6 +301,41 @@ mod tests {
         let one = r.segments(&single_token_keys(Token(7)), 3);
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].replicas, r.replicas(Token(7), 3));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn segments_of_any_range_tile_it_with_the_right_replicas(
+            a in proptest::prelude::any::<i64>(),
+            b in proptest::prelude::any::<i64>(),
+            probes in proptest::collection::vec(proptest::prelude::any::<i64>(), 1..20),
+            rf in 1usize..4,
+        ) {
+            let r = ring3();
+            let (lo, hi) = (a.min(b), a.max(b));
+            let range = KeyRange {
+                start: encode_token(Token(lo)).to_vec(),
+                end: Some(encode_token(Token(hi)).to_vec()),
+            };
+            let segs = r.segments(&range, rf);
+            if lo == hi {
+                proptest::prop_assert!(segs.is_empty());
+            } else {
+                proptest::prop_assert_eq!(segs.first().map(|s| &s.range.start), Some(&range.start));
+                proptest::prop_assert_eq!(segs.last().and_then(|s| s.range.end.as_ref()), range.end.as_ref());
+                for pair in segs.windows(2) {
+                    proptest::prop_assert_eq!(pair[0].range.end.as_ref(), Some(&pair[1].range.start));
+                }
+            }
+            for t in probes.into_iter().chain([-101, -100, -99, -1, 0, 1, 49, 50, 51, 99, 100, 101, lo, hi, hi.saturating_sub(1)]) {
+                let key = encode_token(Token(t)).to_vec();
+                let hit = segs.iter().find(|s| s.range.contains(&key));
+                proptest::prop_assert_eq!(hit.is_some(), range.contains(&key));
+                if let Some(seg) = hit {
+                    proptest::prop_assert_eq!(&seg.replicas, &r.replicas(Token(t), rf));
+                }
+            }
+        }
     }
 
     #[test]
