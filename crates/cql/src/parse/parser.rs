@@ -609,7 +609,8 @@ impl<'a> Parser<'a> {
             return Ok(DescribeTarget::Keyspace { name, only });
         }
         // Words followed by the name of one element.
-        let elements: [(&str, fn(QualifiedName) -> DescribeTarget); 6] = [
+        type Element = fn(QualifiedName) -> DescribeTarget;
+        let elements: [(&str, Element); 6] = [
             ("TABLE", DescribeTarget::Table),
             ("COLUMNFAMILY", DescribeTarget::Table),
             ("INDEX", DescribeTarget::Index),

@@ -611,7 +611,10 @@ fn describe_targets_follow_cassandra_4_grammar() {
     let cases = [
         ("DESCRIBE CLUSTER", DescribeTarget::Cluster),
         ("desc schema", DescribeTarget::Schema { full: false }),
-        ("DESCRIBE FULL SCHEMA", DescribeTarget::Schema { full: true }),
+        (
+            "DESCRIBE FULL SCHEMA",
+            DescribeTarget::Schema { full: true },
+        ),
         ("DESCRIBE KEYSPACES", DescribeTarget::Keyspaces),
         (
             "DESCRIBE KEYSPACE",
@@ -637,13 +640,19 @@ fn describe_targets_follow_cassandra_4_grammar() {
             "DESC COLUMNFAMILY \"T\"",
             DescribeTarget::Table(qualified(None, "T")),
         ),
-        ("DESCRIBE INDEX i", DescribeTarget::Index(qualified(None, "i"))),
+        (
+            "DESCRIBE INDEX i",
+            DescribeTarget::Index(qualified(None, "i")),
+        ),
         (
             "DESCRIBE MATERIALIZED VIEW ks.v",
             DescribeTarget::MaterializedView(qualified(Some("ks"), "v")),
         ),
         ("DESCRIBE TYPES", DescribeTarget::Types),
-        ("DESCRIBE TYPE ty", DescribeTarget::Type(qualified(None, "ty"))),
+        (
+            "DESCRIBE TYPE ty",
+            DescribeTarget::Type(qualified(None, "ty")),
+        ),
         ("DESCRIBE FUNCTIONS", DescribeTarget::Functions),
         (
             "DESCRIBE FUNCTION ks.f",
@@ -654,7 +663,10 @@ fn describe_targets_follow_cassandra_4_grammar() {
             "DESCRIBE AGGREGATE a",
             DescribeTarget::Aggregate(qualified(None, "a")),
         ),
-        ("DESCRIBE ks", DescribeTarget::Generic(qualified(None, "ks"))),
+        (
+            "DESCRIBE ks",
+            DescribeTarget::Generic(qualified(None, "ks")),
+        ),
         (
             "DESCRIBE ks.t;",
             DescribeTarget::Generic(qualified(Some("ks"), "t")),
@@ -1002,11 +1014,12 @@ mod properties {
                 table().prop_map(DescribeTarget::Function),
                 table().prop_map(DescribeTarget::Aggregate),
                 table().prop_map(DescribeTarget::Generic),
-                prop_oneof![Just("cluster"), Just("tables"), Just("type"), Just("full")]
-                    .prop_map(|w| DescribeTarget::Generic(QualifiedName {
+                prop_oneof![Just("cluster"), Just("tables"), Just("type"), Just("full")].prop_map(
+                    |w| DescribeTarget::Generic(QualifiedName {
                         keyspace: None,
                         name: Ident::new(w),
-                    })),
+                    })
+                ),
             ],
             any::<bool>(),
         )

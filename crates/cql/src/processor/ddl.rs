@@ -442,19 +442,14 @@ fn literal_text(lit: &Literal) -> String {
     }
 }
 
-/// `text` as a CQL string constant: single quotes, inner quotes doubled.
-fn quote_string(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// The map text kept for map options: `{'k': 'v', …}` (read back by
-/// `crate::system`'s map parser).
+/// The map text kept for map options (normalized later by
+/// [`crate::system::canonical_table_options`]); a repeated key keeps its last value.
 fn map_text<'e>(entries: impl IntoIterator<Item = (&'e str, &'e str)>) -> String {
-    let inner: Vec<String> = entries
+    let map: BTreeMap<String, String> = entries
         .into_iter()
-        .map(|(k, v)| format!("{}: {}", quote_string(k), quote_string(v)))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-    format!("{{{}}}", inner.join(", "))
+    crate::system::map_text(&map)
 }
 
 /// A layout name this build stores, lowercased.
@@ -584,6 +579,8 @@ fn apply_table_properties(
             }
         }
     }
+    // Kept in normalized form, defaults left out: equal options, equal parameters.
+    params.extra = crate::system::canonical_table_options(params);
     Ok(())
 }
 

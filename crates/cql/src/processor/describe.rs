@@ -22,12 +22,12 @@ use std::collections::HashSet;
 use bytes::{BufMut, Bytes, BytesMut};
 use mosaic_types::CqlType;
 
-use crate::ast::{DescribeStatement, DescribeTarget, Ident, QualifiedName};
+use crate::ast::{DescribeStatement, DescribeTarget, QualifiedName};
 use crate::coordinator::{Coordinator, NodeInfo};
 use crate::frame::{ColumnSpec, ColumnType, ErrorResponse, ResultBody, Rows, RowsMetadata};
 use crate::schema::{Catalog, Replication, Uuid};
 use crate::system::cell;
-use crate::system::describe::{self as elements, Keyspace, Table};
+use crate::system::describe::{self as elements, quoted, Keyspace, Table};
 
 use super::{bad_paging_state, invalid, Exec, Processor};
 
@@ -50,6 +50,9 @@ const STORAGE_PORT: u16 = 7000;
 const PAGING_VERSION: u8 = 1;
 
 const SCHEMA_CHANGED_WHILE_PAGING: &str = "The schema has changed since the previous page of the DESCRIBE statement result. Please retry the DESCRIBE statement.";
+
+/// Result rows: a cell per column.
+type RowCells = Vec<Vec<Option<Bytes>>>;
 
 /// One row of an element listing or description.
 struct Element {
@@ -91,14 +94,11 @@ impl Element {
     }
 }
 
-fn quoted(name: &str) -> String {
-    Ident::new(name).to_string()
-}
-
 /// The columns a `DESCRIBE` returns in a session whose keyspace is `keyspace` (for
 /// PREPARE; execution returns the same).
 pub(crate) fn result_columns(s: &DescribeStatement, keyspace: Option<&str>) -> Vec<ColumnSpec> {
-    let spec = |name: &str, ty: ColumnType| ColumnSpec::new(RESULT_KEYSPACE, RESULT_TABLE, name, ty);
+    let spec =
+        |name: &str, ty: ColumnType| ColumnSpec::new(RESULT_KEYSPACE, RESULT_TABLE, name, ty);
     let text = |name: &str| spec(name, ColumnType::Native(CqlType::Text));
     match s.target {
         DescribeTarget::Cluster => {
@@ -159,10 +159,10 @@ pub(crate) fn execute<C: Coordinator>(
 
 /// The rows of this page and the paging state of the next, if any.
 fn page(
-    rows: Vec<Vec<Option<Bytes>>>,
+    rows: RowCells,
     exec: &Exec<'_>,
     schema_version: Uuid,
-) -> Result<(Vec<Vec<Option<Bytes>>>, Option<Bytes>), ErrorResponse> {
+) -> Result<(RowCells, Option<Bytes>), ErrorResponse> {
     let offset = match &exec.params.paging_state {
         Some(state) if !state.is_empty() => decode_offset(state, schema_version)?,
         _ => 0,
@@ -201,7 +201,7 @@ fn decode_offset(state: &[u8], schema_version: Uuid) -> Result<u64, ErrorRespons
 }
 
 /// The keyspace a statement without one refers to, or Cassandra's error.
-fn current_keyspace<'k>(session: Option<&'k str>) -> Result<&'k str, ErrorResponse> {
+fn current_keyspace(session: Option<&str>) -> Result<&str, ErrorResponse> {
     session.ok_or_else(|| invalid("No keyspace specified and no current keyspace"))
 }
 
@@ -228,7 +228,11 @@ fn keyspace_of<'a>(
 fn keyspace_elements(k: &Keyspace<'_>, only: bool, internals: bool) -> Vec<Element> {
     let mut out = vec![Element::keyspace(k, true)];
     if !only {
-        out.extend(k.tables().iter().map(|t| Element::table(t, Some(internals))));
+        out.extend(
+            k.tables()
+                .iter()
+                .map(|t| Element::table(t, Some(internals))),
+        );
     }
     out
 }
@@ -383,7 +387,7 @@ fn range_ownership(nodes: &[NodeInfo], replication: &Replication) -> Vec<(String
         .flat_map(|(i, n)| n.tokens.iter().map(move |t| (t.0, i)))
         .collect();
     ring.sort_unstable();
-    let per_dc = replication.options.get("replication_factor").is_none();
+    let per_dc = !replication.options.contains_key("replication_factor");
     let wanted = |dc: &str| -> usize {
         let factor = if per_dc {
             replication.options.get(dc)
@@ -409,7 +413,11 @@ fn range_ownership(nodes: &[NodeInfo], replication: &Replication) -> Vec<(String
             let taken = if per_dc {
                 chosen
                     .iter()
-                    .filter(|&&c| nodes.get(c).is_some_and(|n| n.data_center == info.data_center))
+                    .filter(|&&c| {
+                        nodes
+                            .get(c)
+                            .is_some_and(|n| n.data_center == info.data_center)
+                    })
                     .count()
             } else {
                 chosen.len()
@@ -478,12 +486,21 @@ mod tests {
 
         let nts = Replication {
             class: "org.apache.cassandra.locator.NetworkTopologyStrategy".to_owned(),
-            options: BTreeMap::from([("dc1".to_owned(), "1".to_owned()), ("dc2".to_owned(), "1".to_owned())]),
+            options: BTreeMap::from([
+                ("dc1".to_owned(), "1".to_owned()),
+                ("dc2".to_owned(), "1".to_owned()),
+            ]),
         };
         let ranges = range_ownership(&nodes, &nts);
         assert_eq!(
-            ranges.iter().find(|(k, _)| k == "0").map(|(_, v)| v.clone()),
-            Some(vec!["/127.0.0.2:7000".to_owned(), "/127.0.0.3:7000".to_owned()])
+            ranges
+                .iter()
+                .find(|(k, _)| k == "0")
+                .map(|(_, v)| v.clone()),
+            Some(vec![
+                "/127.0.0.2:7000".to_owned(),
+                "/127.0.0.3:7000".to_owned()
+            ])
         );
     }
 

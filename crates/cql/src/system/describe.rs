@@ -15,7 +15,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::rows::{system_table_options, user_table_options, TableOptions};
+use super::rows::{
+    cql_string as string, map_text, system_table_options, user_table_options, OptionValue,
+    TableOptions,
+};
 use super::tables::{self, KeyspaceDef, TableDef};
 use crate::ast::Ident;
 use crate::schema::{encode_blob_literal, Catalog, ColumnKind, KeyspaceMeta, TableMeta};
@@ -58,7 +61,12 @@ pub(crate) fn keyspaces(catalog: &Catalog) -> Vec<Keyspace<'_>> {
     let mut out: Vec<Keyspace<'_>> = tables::SYSTEM_KEYSPACES
         .iter()
         .map(Keyspace::System)
-        .chain(tables::VIRTUAL_KEYSPACES.iter().copied().map(Keyspace::Virtual))
+        .chain(
+            tables::VIRTUAL_KEYSPACES
+                .iter()
+                .copied()
+                .map(Keyspace::Virtual),
+        )
         .chain(catalog.keyspaces.values().map(Keyspace::User))
         .collect();
     by_name(&mut out, Keyspace::name);
@@ -255,7 +263,7 @@ impl<'a> Table<'a> {
         } else {
             "CREATE TABLE"
         };
-        let _ = write!(out, "{verb} {full_name} (\n");
+        let _ = writeln!(out, "{verb} {full_name} (");
         for (i, c) in columns.iter().enumerate() {
             let _ = write!(out, "    {} {}", quoted(c.name), c.ty);
             if c.role == Role::Static {
@@ -326,63 +334,34 @@ impl<'a> Table<'a> {
 }
 
 /// The `name = value` lines of a table's options, in Cassandra 4.0's (alphabetical)
-/// order.
+/// order: strings quoted, doubles as Java prints them, maps of strings quoted, extensions
+/// as blob constants.
 fn option_lines(o: &TableOptions) -> Vec<String> {
-    let extensions: BTreeMap<&str, String> = o
-        .extensions
-        .iter()
-        .map(|(k, v)| (k.as_str(), encode_blob_literal(v)))
-        .collect();
-    let extensions: Vec<String> = extensions
-        .iter()
-        .map(|(k, v)| format!("{}: {v}", string(k)))
-        .collect();
-    vec![
-        format!(
-            "additional_write_policy = {}",
-            string(&o.additional_write_policy)
-        ),
-        format!(
-            "bloom_filter_fp_chance = {}",
-            java_double(o.bloom_filter_fp_chance)
-        ),
-        format!("caching = {}", map_text(&o.caching)),
-        format!("cdc = {}", o.cdc),
-        format!("comment = {}", string(&o.comment)),
-        format!("compaction = {}", map_text(&o.compaction)),
-        format!("compression = {}", map_text(&o.compression)),
-        format!("crc_check_chance = {}", java_double(o.crc_check_chance)),
-        format!("default_time_to_live = {}", o.default_time_to_live),
-        format!("extensions = {{{}}}", extensions.join(", ")),
-        format!("gc_grace_seconds = {}", o.gc_grace_seconds),
-        format!("max_index_interval = {}", o.max_index_interval),
-        format!(
-            "memtable_flush_period_in_ms = {}",
-            o.memtable_flush_period_in_ms
-        ),
-        format!("min_index_interval = {}", o.min_index_interval),
-        format!("read_repair = {}", string(&o.read_repair)),
-        format!("speculative_retry = {}", string(&o.speculative_retry)),
-    ]
+    o.described()
+        .into_iter()
+        .map(|(name, value)| {
+            let value = match value {
+                OptionValue::Text(s) => string(s),
+                OptionValue::Double(v) => java_double(v),
+                OptionValue::Int(v) => v.to_string(),
+                OptionValue::Bool(v) => v.to_string(),
+                OptionValue::Map(map) => map_text(map),
+                OptionValue::Blobs(map) => {
+                    let entries: Vec<String> = map
+                        .iter()
+                        .map(|(k, v)| format!("{}: {}", string(k), encode_blob_literal(v)))
+                        .collect();
+                    format!("{{{}}}", entries.join(", "))
+                }
+            };
+            format!("{name} = {value}")
+        })
+        .collect()
 }
 
 /// A name as CQL must write it: bare when it reads back as itself, else double-quoted.
-fn quoted(name: &str) -> String {
+pub(crate) fn quoted(name: &str) -> String {
     Ident::new(name).to_string()
-}
-
-/// A string constant: single quotes, inner quotes doubled.
-fn string(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// `{'k': 'v', …}` in key order.
-fn map_text(map: &BTreeMap<String, String>) -> String {
-    let entries: Vec<String> = map
-        .iter()
-        .map(|(k, v)| format!("{}: {}", string(k), string(v)))
-        .collect();
-    format!("{{{}}}", entries.join(", "))
 }
 
 /// A double as Java prints it (Cassandra's option values): `0.01`, `1.0`, `1.0E-4`.
@@ -433,7 +412,10 @@ mod tests {
     #[test]
     fn replication_shows_short_class_names_first() {
         let map = BTreeMap::from([
-            ("class".to_owned(), format!("{LOCATOR_PACKAGE}NetworkTopologyStrategy")),
+            (
+                "class".to_owned(),
+                format!("{LOCATOR_PACKAGE}NetworkTopologyStrategy"),
+            ),
             ("dc1".to_owned(), "3".to_owned()),
             ("a'b".to_owned(), "1".to_owned()),
         ]);
@@ -476,7 +458,9 @@ mod tests {
         let Some(ks) = keyspace(&catalog, "system_virtual_schema") else {
             panic!("the virtual schema is listed");
         };
-        assert!(ks.create_statement().starts_with("/*\nWarning: Keyspace system_virtual_schema is a virtual keyspace"));
+        assert!(ks
+            .create_statement()
+            .starts_with("/*\nWarning: Keyspace system_virtual_schema is a virtual keyspace"));
         let Some(t) = ks.table("tables") else {
             panic!("system_virtual_schema.tables exists");
         };
@@ -493,10 +477,21 @@ mod tests {
             panic!("system.local exists");
         };
         let text = local.create_statement(true);
-        assert!(text.starts_with("CREATE TABLE system.local (\n    key text PRIMARY KEY,\n    bootstrapped text,\n"), "{text}");
+        assert!(
+            text.starts_with(
+                "CREATE TABLE system.local (\n    key text PRIMARY KEY,\n    bootstrapped text,\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains(") WITH ID = "), "{text}");
-        assert!(text.contains("\n    AND comment = 'information about the local node'\n"), "{text}");
+        assert!(
+            text.contains("\n    AND comment = 'information about the local node'\n"),
+            "{text}"
+        );
         assert!(text.contains("\n    AND extensions = {}\n"), "{text}");
-        assert!(text.ends_with("\n    AND speculative_retry = '99p';"), "{text}");
+        assert!(
+            text.ends_with("\n    AND speculative_retry = '99p';"),
+            "{text}"
+        );
     }
 }

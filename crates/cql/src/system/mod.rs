@@ -40,6 +40,7 @@ use crate::frame::{ColumnSpec, ErrorResponse, Rows};
 use crate::schema::Catalog;
 
 pub use rows::LAYOUT_EXTENSION;
+pub(crate) use rows::{canonical_table_options, map_text};
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {

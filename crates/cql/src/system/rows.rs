@@ -8,7 +8,7 @@ use super::cell::{self, Cell};
 use super::tables::{self, Compaction, Source, TableDef};
 use super::SystemView;
 use crate::coordinator::NodeInfo;
-use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, Uuid};
+use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, TableParams, Uuid};
 
 /// `cql_version` of `system.local`: the CQL version Cassandra 4.0 speaks.
 pub(crate) const CQL_VERSION: &str = "3.4.5";
@@ -232,7 +232,8 @@ fn system_column_row(
 }
 
 fn schema_tables(view: &SystemView<'_>) -> Vec<Row> {
-    let system = schema_system_tables().map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
+    let system =
+        schema_system_tables().map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
     let user = view
         .catalog
         .tables()
@@ -438,8 +439,12 @@ pub(crate) fn system_table_options(table: &TableDef) -> TableOptions {
 /// (normalized as Cassandra shows them), Cassandra's defaults for the rest, and the replica
 /// layout as an extension.
 pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
-    let mut o = default_options(table.id);
-    let params = &table.params;
+    params_options(&table.params, table.id)
+}
+
+/// The options `params` give a table with id `id`.
+fn params_options(params: &TableParams, id: Uuid) -> TableOptions {
+    let mut o = default_options(id);
     o.comment = params.comment.clone();
     o.default_time_to_live = params.default_time_to_live;
     o.gc_grace_seconds = params.gc_grace_seconds;
@@ -447,10 +452,7 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
     if let Some(map) = extra("compaction").and_then(parse_map) {
         o.compaction = compaction(map);
     }
-    // Cassandra's default false-positive chance depends on the compaction strategy.
-    if o.compaction.get("class").map(String::as_str) == Some(LCS) {
-        o.bloom_filter_fp_chance = 0.1;
-    }
+    o.bloom_filter_fp_chance = default_bloom_filter_fp_chance(&o.compaction);
     if let Some(map) = extra("compression").and_then(parse_map) {
         o.compression = compression(map);
     }
@@ -505,6 +507,137 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
         params.layout.as_bytes().to_vec(),
     );
     o
+}
+
+/// Cassandra's default false-positive chance, which depends on the compaction strategy.
+fn default_bloom_filter_fp_chance(compaction: &BTreeMap<String, String>) -> f64 {
+    if compaction.get("class").map(String::as_str) == Some(LCS) {
+        0.1
+    } else {
+        0.01
+    }
+}
+
+/// The Cassandra options of `params` as the DDL layer should keep them: each option that
+/// differs from Cassandra's default, in the normalized form `system_schema.tables` shows
+/// (maps as `{'k': 'v', …}`, extensions other than the layout as blob constants), plus
+/// any `id` given. Tables whose options are the same then have equal parameters (and
+/// equal schema digests), however the options were written — in particular a table
+/// recreated from its `DESCRIBE` output, which spells out every default.
+pub(crate) fn canonical_table_options(params: &TableParams) -> BTreeMap<String, String> {
+    let o = params_options(params, Uuid::default());
+    let mut d = default_options(Uuid::default());
+    d.bloom_filter_fp_chance = default_bloom_filter_fp_chance(&o.compaction);
+    let mut out = BTreeMap::new();
+    for ((name, value), (_, default)) in o.described().into_iter().zip(d.described()) {
+        // Mosaic keeps these in its own parameters, and the layout extension is the
+        // layout.
+        if matches!(
+            name,
+            "comment" | "default_time_to_live" | "gc_grace_seconds" | "extensions"
+        ) || value == default
+        {
+            continue;
+        }
+        out.insert(name.to_owned(), value.stored_text());
+    }
+    let extensions: BTreeMap<String, String> = o
+        .extensions
+        .iter()
+        .filter(|(k, _)| k.as_str() != LAYOUT_EXTENSION)
+        .map(|(k, v)| (k.clone(), crate::schema::encode_blob_literal(v)))
+        .collect();
+    if !extensions.is_empty() {
+        out.insert("extensions".to_owned(), map_text(&extensions));
+    }
+    if let Some(id) = params.extra.get("id") {
+        out.insert("id".to_owned(), id.clone());
+    }
+    out
+}
+
+/// One table option's value, typed: what `DESCRIBE` prints and the DDL layer keeps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum OptionValue<'o> {
+    /// A string.
+    Text(&'o str),
+    /// A double.
+    Double(f64),
+    /// An int.
+    Int(i32),
+    /// A boolean.
+    Bool(bool),
+    /// A map of strings.
+    Map(&'o BTreeMap<String, String>),
+    /// A map of blobs (`extensions`).
+    Blobs(&'o BTreeMap<String, Vec<u8>>),
+}
+
+impl OptionValue<'_> {
+    /// The text the DDL layer keeps for it (what [`user_table_options`] reads back).
+    fn stored_text(self) -> String {
+        match self {
+            OptionValue::Text(s) => s.to_owned(),
+            OptionValue::Double(v) => v.to_string(),
+            OptionValue::Int(v) => v.to_string(),
+            OptionValue::Bool(v) => v.to_string(),
+            OptionValue::Map(map) => map_text(map),
+            OptionValue::Blobs(map) => map_text(
+                &map.iter()
+                    .map(|(k, v)| (k.clone(), crate::schema::encode_blob_literal(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl TableOptions {
+    /// The options `DESCRIBE` shows, in its (alphabetical) order: Cassandra 4.0's.
+    pub(crate) fn described(&self) -> [(&'static str, OptionValue<'_>); 16] {
+        use OptionValue::*;
+        [
+            (
+                "additional_write_policy",
+                Text(&self.additional_write_policy),
+            ),
+            (
+                "bloom_filter_fp_chance",
+                Double(self.bloom_filter_fp_chance),
+            ),
+            ("caching", Map(&self.caching)),
+            ("cdc", Bool(self.cdc)),
+            ("comment", Text(&self.comment)),
+            ("compaction", Map(&self.compaction)),
+            ("compression", Map(&self.compression)),
+            ("crc_check_chance", Double(self.crc_check_chance)),
+            ("default_time_to_live", Int(self.default_time_to_live)),
+            ("extensions", Blobs(&self.extensions)),
+            ("gc_grace_seconds", Int(self.gc_grace_seconds)),
+            ("max_index_interval", Int(self.max_index_interval)),
+            (
+                "memtable_flush_period_in_ms",
+                Int(self.memtable_flush_period_in_ms),
+            ),
+            ("min_index_interval", Int(self.min_index_interval)),
+            ("read_repair", Text(&self.read_repair)),
+            ("speculative_retry", Text(&self.speculative_retry)),
+        ]
+    }
+}
+
+/// A CQL string constant: single quotes, inner quotes doubled.
+pub(crate) fn cql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A CQL map of strings in key order, `{'k': 'v', …}`: how `DESCRIBE` prints map options
+/// and what [`parse_map`] reads back.
+pub(crate) fn map_text(map: &BTreeMap<String, String>) -> String {
+    let entries: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{}: {}", cql_string(k), cql_string(v)))
+        .collect();
+    format!("{{{}}}", entries.join(", "))
 }
 
 /// `compaction` as Cassandra 3.11 shows it: the class fully qualified, both thresholds.

@@ -490,20 +490,23 @@ pub(crate) const TABLES: TableDef = schema(
     Source::Tables,
 );
 
+/// The columns of `system_schema.columns` and `system_virtual_schema.columns`.
+const COLUMN_DEFINITIONS: &[ColumnDef] = &[
+    pk("keyspace_name", "text", 0),
+    ck("table_name", "text", 0),
+    ck("column_name", "text", 1),
+    col("clustering_order", "text"),
+    col("column_name_bytes", "blob"),
+    col("kind", "text"),
+    col("position", "int"),
+    col("type", "text"),
+];
+
 /// `system_schema.columns`.
 pub(crate) const COLUMNS: TableDef = schema(
     "columns",
     "column definitions",
-    &[
-        pk("keyspace_name", "text", 0),
-        ck("table_name", "text", 0),
-        ck("column_name", "text", 1),
-        col("clustering_order", "text"),
-        col("column_name_bytes", "blob"),
-        col("kind", "text"),
-        col("position", "int"),
-        col("type", "text"),
-    ],
+    COLUMN_DEFINITIONS,
     Source::Columns,
 );
 
@@ -815,16 +818,7 @@ pub(crate) const VIRTUAL_TABLES: TableDef = virtual_schema(
 pub(crate) const VIRTUAL_COLUMNS: TableDef = virtual_schema(
     "columns",
     "virtual column definitions",
-    &[
-        pk("keyspace_name", "text", 0),
-        ck("table_name", "text", 0),
-        ck("column_name", "text", 1),
-        col("clustering_order", "text"),
-        col("column_name_bytes", "blob"),
-        col("kind", "text"),
-        col("position", "int"),
-        col("type", "text"),
-    ],
+    COLUMN_DEFINITIONS,
     Source::VirtualColumns,
 );
 
@@ -1051,7 +1045,11 @@ mod tests {
                 assert!(a.keyspace != b.keyspace || a.name != b.name, "{}", a.name);
             }
         }
-        for k in SYSTEM_KEYSPACES.iter().map(|k| k.name).chain(VIRTUAL_KEYSPACES) {
+        for k in SYSTEM_KEYSPACES
+            .iter()
+            .map(|k| k.name)
+            .chain(VIRTUAL_KEYSPACES)
+        {
             assert!(crate::schema::is_system_keyspace(k));
         }
     }

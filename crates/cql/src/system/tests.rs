@@ -759,7 +759,12 @@ fn the_virtual_schema_lists_itself() {
         got,
         [
             ("comment".into(), "regular".into(), -1, "text".into()),
-            ("keyspace_name".into(), "partition_key".into(), 0, "text".into()),
+            (
+                "keyspace_name".into(),
+                "partition_key".into(),
+                0,
+                "text".into()
+            ),
             ("table_name".into(), "clustering".into(), 0, "text".into()),
         ]
     );
