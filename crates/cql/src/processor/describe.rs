@@ -63,21 +63,39 @@ struct Element {
 }
 
 impl Element {
-    fn keyspace(k: &Keyspace<'_>, describe: bool) -> Element {
+    /// A keyspace in a listing (no statement).
+    fn listed_keyspace(k: &Keyspace<'_>) -> Element {
         Element {
             keyspace: quoted(k.name()),
             kind: "keyspace",
             name: quoted(k.name()),
-            create_statement: describe.then(|| k.create_statement()),
+            create_statement: None,
         }
     }
 
-    fn table(t: &Table<'_>, describe: Option<bool>) -> Element {
+    /// A keyspace with the statement that recreates it.
+    fn described_keyspace(k: &Keyspace<'_>) -> Element {
+        Element {
+            create_statement: Some(k.create_statement()),
+            ..Element::listed_keyspace(k)
+        }
+    }
+
+    /// A table in a listing (no statement).
+    fn listed_table(t: &Table<'_>) -> Element {
         Element {
             keyspace: quoted(t.keyspace()),
             kind: "table",
             name: quoted(t.name()),
-            create_statement: describe.map(|internals| t.create_statement(internals)),
+            create_statement: None,
+        }
+    }
+
+    /// A table with the statement that recreates it (`internals`: with its id).
+    fn described_table(t: &Table<'_>, internals: bool) -> Element {
+        Element {
+            create_statement: Some(t.create_statement(internals)),
+            ..Element::listed_table(t)
         }
     }
 
@@ -226,12 +244,12 @@ fn keyspace_of<'a>(
 
 /// A keyspace described: its statement, then (unless `only`) its tables'.
 fn keyspace_elements(k: &Keyspace<'_>, only: bool, internals: bool) -> Vec<Element> {
-    let mut out = vec![Element::keyspace(k, true)];
+    let mut out = vec![Element::described_keyspace(k)];
     if !only {
         out.extend(
             k.tables()
                 .iter()
-                .map(|t| Element::table(t, Some(internals))),
+                .map(|t| Element::described_table(t, internals)),
         );
     }
     out
@@ -267,6 +285,7 @@ fn elements_of(
         )))
     };
     match target {
+        // CLUSTER describes the ring, not schema elements: `cluster_row` answers it.
         DescribeTarget::Cluster => Ok(Vec::new()),
         DescribeTarget::Schema { full } => Ok(elements::keyspaces(catalog)
             .iter()
@@ -275,7 +294,7 @@ fn elements_of(
             .collect()),
         DescribeTarget::Keyspaces => Ok(elements::keyspaces(catalog)
             .iter()
-            .map(|k| Element::keyspace(k, false))
+            .map(Element::listed_keyspace)
             .collect()),
         DescribeTarget::Keyspace { name, only } => {
             let name = match name {
@@ -288,7 +307,7 @@ fn elements_of(
         DescribeTarget::Tables => Ok(listed_keyspaces(catalog, session)?
             .iter()
             .flat_map(|k| k.tables())
-            .map(|t| Element::table(&t, None))
+            .map(|t| Element::listed_table(&t))
             .collect()),
         DescribeTarget::Types | DescribeTarget::Functions | DescribeTarget::Aggregates => {
             listed_keyspaces(catalog, session)?;
@@ -303,7 +322,7 @@ fn elements_of(
                     k.name()
                 ))
             })?;
-            Ok(vec![Element::table(&table, Some(internals))])
+            Ok(vec![Element::described_table(&table, internals)])
         }
         DescribeTarget::Index(name) => {
             let k = keyspace_of(catalog, session, name)?;
@@ -332,7 +351,7 @@ fn elements_of(
             };
             let k = find_keyspace(catalog, keyspace)?;
             match k.table(element) {
-                Some(t) => Ok(vec![Element::table(&t, Some(internals))]),
+                Some(t) => Ok(vec![Element::described_table(&t, internals)]),
                 None => Err(invalid(format!(
                     "'{element}' not found in keyspace '{}'",
                     k.name()
