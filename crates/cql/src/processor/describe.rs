@@ -43,10 +43,6 @@ const PARTITIONER_PACKAGE: &str = "org.apache.cassandra.dht.";
 /// `GossipingPropertyFileSnitch` does.
 const SNITCH: &str = "GossipingPropertyFileSnitch";
 
-/// The port peers are reached on, as Cassandra prints replica endpoints (`/ip:port`).
-/// Mosaic's internode port is not part of [`NodeInfo`]; this is Cassandra's default.
-const STORAGE_PORT: u16 = 7000;
-
 const PAGING_VERSION: u8 = 1;
 
 const SCHEMA_CHANGED_WHILE_PAGING: &str = "The schema has changed since the previous page of the DESCRIBE statement result. Please retry the DESCRIBE statement.";
@@ -451,7 +447,8 @@ fn range_ownership(nodes: &[NodeInfo], replication: &Replication) -> Vec<(String
         let endpoints = chosen
             .iter()
             .filter_map(|&i| nodes.get(i))
-            .map(|n| format!("/{}:{STORAGE_PORT}", n.broadcast_address))
+            // Endpoints as Cassandra prints them, `/address:storage port`.
+            .map(|n| format!("/{}:{}", n.broadcast_address, crate::system::PEER_PORT))
             .collect();
         out.push((token.to_string(), endpoints));
     }

@@ -14,11 +14,10 @@ use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, TableParams, Uuid};
 pub(crate) const CQL_VERSION: &str = "3.4.5";
 /// `native_protocol_version` of `system.local`.
 pub(crate) const NATIVE_PROTOCOL_VERSION: &str = "4";
-/// `thrift_version` of `system.local` in Cassandra 3.11 (Mosaic has no Thrift).
-pub(crate) const THRIFT_VERSION: &str = "20.1.0";
-/// `peer_port` of `system.peers_v2`: Cassandra's default storage port. Mosaic's internode
-/// port is not part of [`NodeInfo`]; drivers only record this value.
-pub(crate) const PEER_PORT: i32 = 7000;
+/// `peer_port` of `system.peers_v2` and the `broadcast_port` and `listen_port` of
+/// `system.local`: Cassandra's default storage port. Mosaic's internode port is not part
+/// of [`NodeInfo`]; drivers only record this value.
+pub(crate) const PEER_PORT: u16 = 7000;
 /// The `extensions` key under which a table's replica layout is shown.
 pub const LAYOUT_EXTENSION: &str = "mosaic.layout";
 
@@ -102,11 +101,13 @@ fn local(view: &SystemView<'_>) -> Row {
         .set("key", cell::text("local"))
         .set("bootstrapped", cell::text("COMPLETED"))
         .set("broadcast_address", cell::inet(node.broadcast_address))
+        .set("broadcast_port", cell::int(i32::from(PEER_PORT)))
         .set("cluster_name", cell::text(&view.cluster.cluster_name))
         .set("cql_version", cell::text(CQL_VERSION))
         .set("data_center", cell::text(&node.data_center))
         .set("host_id", cell::uuid(node.host_id))
         .set("listen_address", cell::inet(node.broadcast_address))
+        .set("listen_port", cell::int(i32::from(PEER_PORT)))
         .set(
             "native_protocol_version",
             cell::text(NATIVE_PROTOCOL_VERSION),
@@ -115,8 +116,8 @@ fn local(view: &SystemView<'_>) -> Row {
         .set("rack", cell::text(&node.rack))
         .set("release_version", cell::text(&node.release_version))
         .set("rpc_address", cell::inet(node.rpc_address))
+        .set("rpc_port", cell::int(i32::from(node.native_port)))
         .set("schema_version", cell::uuid(node.schema_version))
-        .set("thrift_version", cell::text(THRIFT_VERSION))
         .set("tokens", tokens(node))
         .build()
 }
@@ -138,7 +139,7 @@ fn peer(node: &NodeInfo, table: &'static TableDef, v2: bool) -> Row {
         .set("schema_version", cell::uuid(node.schema_version))
         .set("tokens", tokens(node));
     if v2 {
-        row.set("peer_port", cell::int(PEER_PORT))
+        row.set("peer_port", cell::int(i32::from(PEER_PORT)))
             .set("native_address", cell::inet(node.rpc_address))
             .set("native_port", cell::int(i32::from(node.native_port)))
             .build()

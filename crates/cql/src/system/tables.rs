@@ -213,7 +213,7 @@ const fn in_keyspace(
 
 const MAP_TEXT: &str = "frozen<map<text, text>>";
 
-/// `system.local`.
+/// `system.local` (Cassandra 4.0's: with ports, without `thrift_version`).
 pub(crate) const LOCAL: TableDef = system(
     "local",
     "information about the local node",
@@ -221,19 +221,21 @@ pub(crate) const LOCAL: TableDef = system(
         pk("key", "text", 0),
         col("bootstrapped", "text"),
         col("broadcast_address", "inet"),
+        col("broadcast_port", "int"),
         col("cluster_name", "text"),
         col("cql_version", "text"),
         col("data_center", "text"),
         col("gossip_generation", "int"),
         col("host_id", "uuid"),
         col("listen_address", "inet"),
+        col("listen_port", "int"),
         col("native_protocol_version", "text"),
         col("partitioner", "text"),
         col("rack", "text"),
         col("release_version", "text"),
         col("rpc_address", "inet"),
+        col("rpc_port", "int"),
         col("schema_version", "uuid"),
-        col("thrift_version", "text"),
         col("tokens", "set<text>"),
         col("truncated_at", "map<uuid, blob>"),
     ],

@@ -278,19 +278,21 @@ fn system_local_is_what_the_python_driver_reads() {
             "key",
             "bootstrapped",
             "broadcast_address",
+            "broadcast_port",
             "cluster_name",
             "cql_version",
             "data_center",
             "gossip_generation",
             "host_id",
             "listen_address",
+            "listen_port",
             "native_protocol_version",
             "partitioner",
             "rack",
             "release_version",
             "rpc_address",
+            "rpc_port",
             "schema_version",
-            "thrift_version",
             "tokens",
             "truncated_at",
         ]
@@ -314,6 +316,12 @@ fn system_local_is_what_the_python_driver_reads() {
     assert_eq!(
         &cell(&rows, 0, "broadcast_address").unwrap()[..],
         &[127, 0, 0, 1]
+    );
+    assert_eq!(int(cell(&rows, 0, "broadcast_port")), 7000);
+    assert_eq!(int(cell(&rows, 0, "listen_port")), 7000);
+    assert_eq!(
+        int(cell(&rows, 0, "rpc_port")),
+        i32::from(f.local.native_port)
     );
     // set<text> of the tokens' decimal strings, in text order.
     assert_eq!(strings(cell(&rows, 0, "tokens")), ["-5", "100", "7"]);
