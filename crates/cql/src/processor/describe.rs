@@ -135,7 +135,15 @@ pub(crate) fn result_columns(s: &DescribeStatement, keyspace: Option<&str>) -> V
         | DescribeTarget::Types
         | DescribeTarget::Functions
         | DescribeTarget::Aggregates => vec![text("keyspace_name"), text("type"), text("name")],
-        _ => vec![
+        DescribeTarget::Schema { .. }
+        | DescribeTarget::Keyspace { .. }
+        | DescribeTarget::Table(_)
+        | DescribeTarget::Index(_)
+        | DescribeTarget::MaterializedView(_)
+        | DescribeTarget::Type(_)
+        | DescribeTarget::Function(_)
+        | DescribeTarget::Aggregate(_)
+        | DescribeTarget::Generic(_) => vec![
             text("keyspace_name"),
             text("type"),
             text("name"),
