@@ -1,19 +1,10 @@
 """cqlsh from PyPI, run non-interactively against the node."""
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
 
-CQLSH = shutil.which("cqlsh") or os.path.join(os.path.dirname(sys.executable), "cqlsh")
+from cqlsh_runner import INSTALLED, cqlsh
 
 
-def cqlsh(node, cql):
-    return subprocess.run([CQLSH, "127.0.0.1", str(node.port), "-e", cql], capture_output=True, text=True, timeout=120)
-
-
-@pytest.mark.skipif(not os.path.exists(CQLSH), reason="cqlsh is not installed (scripts/test installs it)")
+@pytest.mark.skipif(not INSTALLED, reason="cqlsh is not installed (scripts/test installs it)")
 def test_cqlsh_runs_statements(node):
     r = cqlsh(
         node,

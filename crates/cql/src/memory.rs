@@ -152,7 +152,7 @@ impl Coordinator for MemoryCoordinator {
             rack: "rack1".into(),
             tokens: vec![Token(0)],
             schema_version: self.catalog().version,
-            release_version: "3.11.17".into(),
+            release_version: "4.0.17".into(),
             up: true,
         }
     }

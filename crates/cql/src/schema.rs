@@ -293,6 +293,36 @@ impl Default for TableParams {
 /// The layout tables get when none is given.
 pub const DEFAULT_LAYOUT: &str = "uniform";
 
+/// The bytes of a CQL blob constant as written, `0x` then hex digits (either case); `None`
+/// if `text` is not one. Table extensions are kept in this form.
+pub fn decode_blob_literal(text: &str) -> Option<Vec<u8>> {
+    let digits = text
+        .trim()
+        .strip_prefix("0x")
+        .or_else(|| text.trim().strip_prefix("0X"))?;
+    if digits.len() % 2 != 0 {
+        return None;
+    }
+    digits
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let pair = std::str::from_utf8(pair).ok()?;
+            u8::from_str_radix(pair, 16).ok()
+        })
+        .collect()
+}
+
+/// `bytes` as a CQL blob constant: `0x` then lowercase hex.
+pub fn encode_blob_literal(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(2 + 2 * bytes.len());
+    out.push_str("0x");
+    for b in bytes {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
 /// One table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableMeta {
@@ -561,6 +591,16 @@ mod tests {
             Catalog::from_bytes(&bytes),
             Err(CatalogError::UnknownFormat { .. })
         ));
+    }
+
+    #[test]
+    fn blob_literals_round_trip_and_garbage_is_refused() {
+        assert_eq!(decode_blob_literal("0x00ff7A"), Some(vec![0, 0xff, 0x7a]));
+        assert_eq!(decode_blob_literal("0x"), Some(Vec::new()));
+        assert_eq!(encode_blob_literal(&[0, 0xff, 0x7a]), "0x00ff7a");
+        for bad in ["00ff", "0x0", "0xzz", "0x\u{e9}\u{e9}", ""] {
+            assert_eq!(decode_blob_literal(bad), None, "{bad}");
+        }
     }
 
     #[test]

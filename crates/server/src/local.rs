@@ -61,8 +61,9 @@ use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 pub const SCHEMA_FILE: &str = "schema.json";
 /// The lock file that keeps a second process off the data directory.
 pub const LOCK_FILE: &str = "LOCK";
-/// The release we report: drivers pick Cassandra 3.x's schema parser for it.
-pub const RELEASE_VERSION: &str = "3.11.17";
+/// The release we report: a Cassandra 4.0 release, so drivers pick their 4.0 schema
+/// parsers and cqlsh (6.x) sends DESCRIBE to the server, which answers it.
+pub const RELEASE_VERSION: &str = "4.0.17";
 /// The partitioner we report (tokens are Cassandra's Murmur3 tokens).
 pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
 /// Suffix of a directory being deleted.

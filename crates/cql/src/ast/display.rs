@@ -501,6 +501,56 @@ impl Display for AlterTableStatement {
     }
 }
 
+impl Display for DescribeTarget {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            DescribeTarget::Cluster => f.write_str("CLUSTER"),
+            DescribeTarget::Schema { full: true } => f.write_str("FULL SCHEMA"),
+            DescribeTarget::Schema { full: false } => f.write_str("SCHEMA"),
+            DescribeTarget::Keyspaces => f.write_str("KEYSPACES"),
+            DescribeTarget::Keyspace { name, only } => {
+                if *only {
+                    f.write_str("ONLY ")?;
+                }
+                f.write_str("KEYSPACE")?;
+                match name {
+                    Some(name) => write!(f, " {name}"),
+                    None => Ok(()),
+                }
+            }
+            DescribeTarget::Tables => f.write_str("TABLES"),
+            DescribeTarget::Table(name) => write!(f, "TABLE {name}"),
+            DescribeTarget::Index(name) => write!(f, "INDEX {name}"),
+            DescribeTarget::MaterializedView(name) => write!(f, "MATERIALIZED VIEW {name}"),
+            DescribeTarget::Types => f.write_str("TYPES"),
+            DescribeTarget::Type(name) => write!(f, "TYPE {name}"),
+            DescribeTarget::Functions => f.write_str("FUNCTIONS"),
+            DescribeTarget::Function(name) => write!(f, "FUNCTION {name}"),
+            DescribeTarget::Aggregates => f.write_str("AGGREGATES"),
+            DescribeTarget::Aggregate(name) => write!(f, "AGGREGATE {name}"),
+            // A bare name that is one of DESCRIBE's own words reads back as that word, so
+            // it is quoted.
+            DescribeTarget::Generic(QualifiedName {
+                keyspace: None,
+                name,
+            }) if crate::parse::keywords::is_describe_word(name.as_str()) => {
+                write_quoted(f, name.as_str(), '"')
+            }
+            DescribeTarget::Generic(name) => write!(f, "{name}"),
+        }
+    }
+}
+
+impl Display for DescribeStatement {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "DESCRIBE {}", self.target)?;
+        if self.internals {
+            f.write_str(" WITH INTERNALS")?;
+        }
+        Ok(())
+    }
+}
+
 impl Display for Statement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
@@ -539,6 +589,7 @@ impl Display for Statement {
             Statement::Delete(s) => write!(f, "{s}"),
             Statement::Select(s) => write!(f, "{s}"),
             Statement::Batch(s) => write!(f, "{s}"),
+            Statement::Describe(s) => write!(f, "{s}"),
         }
     }
 }

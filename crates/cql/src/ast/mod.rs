@@ -574,6 +574,62 @@ pub struct TruncateStatement {
     pub name: QualifiedName,
 }
 
+/// What a `DESCRIBE` statement asks for (Cassandra 4.0's server-side `DESCRIBE`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DescribeTarget {
+    /// `DESCRIBE CLUSTER`: cluster name, partitioner, snitch, and the token ranges of the
+    /// current keyspace.
+    Cluster,
+    /// `DESCRIBE [FULL] SCHEMA`: every keyspace (`FULL`: system keyspaces too) with
+    /// everything in it.
+    Schema {
+        /// `FULL`.
+        full: bool,
+    },
+    /// `DESCRIBE KEYSPACES`: the keyspace names.
+    Keyspaces,
+    /// `DESCRIBE [ONLY] KEYSPACE [ks]`: the keyspace (the current one without a name) and,
+    /// unless `ONLY`, everything in it.
+    Keyspace {
+        /// The keyspace; `None` means the current one.
+        name: Option<Ident>,
+        /// `ONLY`: the keyspace's own statement, not its tables.
+        only: bool,
+    },
+    /// `DESCRIBE TABLES`: the table names of the current keyspace, or of every keyspace.
+    Tables,
+    /// `DESCRIBE TABLE [ks.]t` (or `COLUMNFAMILY`).
+    Table(QualifiedName),
+    /// `DESCRIBE INDEX [ks.]i`.
+    Index(QualifiedName),
+    /// `DESCRIBE MATERIALIZED VIEW [ks.]v`.
+    MaterializedView(QualifiedName),
+    /// `DESCRIBE TYPES`.
+    Types,
+    /// `DESCRIBE TYPE [ks.]t`.
+    Type(QualifiedName),
+    /// `DESCRIBE FUNCTIONS`.
+    Functions,
+    /// `DESCRIBE FUNCTION [ks.]f`.
+    Function(QualifiedName),
+    /// `DESCRIBE AGGREGATES`.
+    Aggregates,
+    /// `DESCRIBE AGGREGATE [ks.]a`.
+    Aggregate(QualifiedName),
+    /// `DESCRIBE [ks.]name`: a keyspace, else a table, index or view of that name.
+    Generic(QualifiedName),
+}
+
+/// `DESCRIBE … [WITH INTERNALS]` (also `DESC`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DescribeStatement {
+    /// What is described.
+    pub target: DescribeTarget,
+    /// `WITH INTERNALS`: also the details needed to restore data (table ids).
+    pub internals: bool,
+}
+
 /// One CQL statement.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -604,6 +660,8 @@ pub enum Statement {
     Select(SelectStatement),
     /// `BATCH`.
     Batch(BatchStatement),
+    /// `DESCRIBE`.
+    Describe(DescribeStatement),
 }
 
 impl Statement {
@@ -623,7 +681,8 @@ impl Statement {
             | Statement::CreateTable(_)
             | Statement::AlterTable(_)
             | Statement::DropTable(_)
-            | Statement::Truncate(_) => &[],
+            | Statement::Truncate(_)
+            | Statement::Describe(_) => &[],
         }
     }
 

@@ -37,8 +37,6 @@ pub enum Feature {
     CompactStorage,
     /// Users, roles and permissions: `CREATE USER/ROLE`, `GRANT`, `REVOKE`, `LIST`.
     Authorization,
-    /// `DESCRIBE` (cqlsh describes from driver metadata instead).
-    Describe,
     /// A native type Mosaic does not store (`inet`, `time`, `duration`, custom types) or
     /// a duration literal.
     DataType,
@@ -61,7 +59,6 @@ impl Feature {
             Feature::Json => "JSON statements",
             Feature::CompactStorage => "COMPACT STORAGE",
             Feature::Authorization => "users, roles and permissions",
-            Feature::Describe => "server-side DESCRIBE",
             Feature::DataType => "this data type",
         }
     }

@@ -75,6 +75,35 @@ pub(crate) fn is_reserved(word: &str) -> bool {
     (2..=12).contains(&word.len()) && RESERVED.iter().any(|k| k.eq_ignore_ascii_case(word))
 }
 
+/// The words that start a `DESCRIBE` target (`DESCRIBE CLUSTER`, `DESCRIBE TABLES`, …).
+/// Most are unreserved, so a keyspace or table may bear one of these names; `DESCRIBE`
+/// reads such a bare word as the keyword, and a name must then be quoted.
+pub(crate) const DESCRIBE_WORDS: [&str; 18] = [
+    "AGGREGATE",
+    "AGGREGATES",
+    "CLUSTER",
+    "COLUMNFAMILIES",
+    "COLUMNFAMILY",
+    "FULL",
+    "FUNCTION",
+    "FUNCTIONS",
+    "INDEX",
+    "KEYSPACE",
+    "KEYSPACES",
+    "MATERIALIZED",
+    "ONLY",
+    "SCHEMA",
+    "TABLE",
+    "TABLES",
+    "TYPE",
+    "TYPES",
+];
+
+/// Whether `word` (any case) starts a `DESCRIBE` target.
+pub(crate) fn is_describe_word(word: &str) -> bool {
+    DESCRIBE_WORDS.iter().any(|k| k.eq_ignore_ascii_case(word))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

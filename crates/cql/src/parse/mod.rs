@@ -15,7 +15,10 @@
 //! `SELECT [DISTINCT]` with columns, `count(*)`, aggregates and other function calls,
 //! `writetime`, `ttl`, `CAST`, aliases, single-column, `IN`, multi-column and `token(…)`
 //! relations, `GROUP BY`, `ORDER BY`, `PER PARTITION LIMIT`, `LIMIT`, `ALLOW FILTERING`;
-//! `BEGIN [UNLOGGED] BATCH … APPLY BATCH`. Values may be bind markers (`?`, `:name`)
+//! `BEGIN [UNLOGGED] BATCH … APPLY BATCH`; Cassandra 4.0's `DESCRIBE`/`DESC` (`CLUSTER`,
+//! `[FULL] SCHEMA`, `KEYSPACES`, `[ONLY] KEYSPACE [ks]`, `TABLES`, `TABLE t`, `INDEX`,
+//! `MATERIALIZED VIEW`, `TYPES`/`TYPE`, `FUNCTIONS`/`FUNCTION`, `AGGREGATES`/`AGGREGATE`,
+//! a bare `[ks.]name`, each with `WITH INTERNALS`). Values may be bind markers (`?`, `:name`)
 //! wherever Cassandra allows them, including `USING`, `LIMIT` and `IN ?`.
 //!
 //! # What is refused, and how
@@ -26,7 +29,7 @@
 //! and `CONTAINS`/`LIKE`, materialized views, user-defined types, functions, aggregates
 //! and triggers, collection and tuple types, literals and element access, counters
 //! (`counter` columns, `c = c + 1`, counter batches), JSON, `COMPACT STORAGE`, roles and
-//! permissions, `DESCRIBE`, and the types `inet`, `time`, `duration`. The parser stops at
+//! permissions, and the types `inet`, `time`, `duration`. The parser stops at
 //! the first token of such a feature, so the error points at it. Statements Cassandra
 //! refuses before looking at a schema (two `PRIMARY KEY`s, unmatched `INSERT` columns and
 //! values, duplicate properties, more than 65,535 bind markers) give

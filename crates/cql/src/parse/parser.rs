@@ -544,9 +544,97 @@ impl<'a> Parser<'a> {
             "GRANT" | "REVOKE" | "LIST" => {
                 Err(self.unsupported(t, Feature::Authorization, &format!("{word} statements")))
             }
-            "DESCRIBE" | "DESC" => Err(self.unsupported(t, Feature::Describe, "DESCRIBE")),
+            "DESCRIBE" | "DESC" => self.parse_describe().map(Statement::Describe),
             _ => Err(self.no_viable()),
         }
+    }
+
+    /// Whether the current token is the describe keyword `kw`: a bare word not followed by
+    /// `.` (`DESCRIBE type.t` names a table `t` in a keyspace `type`).
+    fn is_describe_kw(&self, kw: &str) -> bool {
+        self.is_kw(kw) && !self.is_at(1, Kind::Dot)
+    }
+
+    /// `DESCRIBE | DESC` then a target (Cassandra 4.0's grammar), then `[WITH INTERNALS]`.
+    fn parse_describe(&mut self) -> PResult<DescribeStatement> {
+        self.bump();
+        let target = self.parse_describe_target()?;
+        let internals = self.accept_kw("WITH");
+        if internals {
+            self.expect_kw("INTERNALS")?;
+        }
+        Ok(DescribeStatement { target, internals })
+    }
+
+    fn parse_describe_target(&mut self) -> PResult<DescribeTarget> {
+        // Words that stand alone.
+        let listings: [(&str, DescribeTarget); 8] = [
+            ("CLUSTER", DescribeTarget::Cluster),
+            ("SCHEMA", DescribeTarget::Schema { full: false }),
+            ("KEYSPACES", DescribeTarget::Keyspaces),
+            ("TABLES", DescribeTarget::Tables),
+            ("COLUMNFAMILIES", DescribeTarget::Tables),
+            ("TYPES", DescribeTarget::Types),
+            ("FUNCTIONS", DescribeTarget::Functions),
+            ("AGGREGATES", DescribeTarget::Aggregates),
+        ];
+        for (word, target) in listings {
+            if self.is_describe_kw(word) {
+                self.bump();
+                return Ok(target);
+            }
+        }
+        if self.is_describe_kw("FULL") && self.is_kw_at(1, "SCHEMA") {
+            self.bump();
+            self.bump();
+            return Ok(DescribeTarget::Schema { full: true });
+        }
+        let only = self.is_describe_kw("ONLY") && self.is_kw_at(1, "KEYSPACE");
+        if only {
+            self.bump();
+        }
+        if self.is_describe_kw("KEYSPACE") {
+            self.bump();
+            let t = self.peek();
+            let named = match t.kind {
+                Kind::Word => !is_reserved(self.slice(t)),
+                Kind::QuotedName => true,
+                _ => false,
+            };
+            let name = if named {
+                Some(self.parse_ident()?)
+            } else {
+                None
+            };
+            return Ok(DescribeTarget::Keyspace { name, only });
+        }
+        // Words followed by the name of one element.
+        type Element = fn(QualifiedName) -> DescribeTarget;
+        let elements: [(&str, Element); 6] = [
+            ("TABLE", DescribeTarget::Table),
+            ("COLUMNFAMILY", DescribeTarget::Table),
+            ("INDEX", DescribeTarget::Index),
+            ("TYPE", DescribeTarget::Type),
+            ("FUNCTION", DescribeTarget::Function),
+            ("AGGREGATE", DescribeTarget::Aggregate),
+        ];
+        for (word, target) in elements {
+            if self.is_describe_kw(word) {
+                self.bump();
+                return self.parse_qualified_name().map(target);
+            }
+        }
+        if self.is_describe_kw("MATERIALIZED") {
+            self.bump();
+            self.expect_kw("VIEW")?;
+            return self
+                .parse_qualified_name()
+                .map(DescribeTarget::MaterializedView);
+        }
+        if self.at_eof() || self.is(Kind::Semicolon) {
+            return Err(self.mismatch("a schema element to describe"));
+        }
+        self.parse_qualified_name().map(DescribeTarget::Generic)
     }
 
     fn take_binds(&self, from: usize) -> Vec<BindMarker> {

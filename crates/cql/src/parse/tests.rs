@@ -580,7 +580,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ("CREATE ROLE bob", Feature::Authorization),
         ("DROP INDEX i", Feature::SecondaryIndex),
         ("DROP TYPE ty", Feature::UserDefinedType),
-        ("DESCRIBE KEYSPACES", Feature::Describe),
     ];
     for (text, feature) in cases {
         let e = parse_err(text);
@@ -590,6 +589,126 @@ fn unsupported_features_are_invalid_with_a_feature() {
             e.message().starts_with("Mosaic does not support"),
             "{text}: {e}"
         );
+    }
+}
+
+fn describe(text: &str) -> DescribeStatement {
+    match parse(text) {
+        Statement::Describe(s) => s,
+        other => panic!("not a describe: {other:?}"),
+    }
+}
+
+fn qualified(keyspace: Option<&str>, name: &str) -> QualifiedName {
+    QualifiedName {
+        keyspace: keyspace.map(id),
+        name: id(name),
+    }
+}
+
+#[test]
+fn describe_targets_follow_cassandra_4_grammar() {
+    let cases = [
+        ("DESCRIBE CLUSTER", DescribeTarget::Cluster),
+        ("desc schema", DescribeTarget::Schema { full: false }),
+        (
+            "DESCRIBE FULL SCHEMA",
+            DescribeTarget::Schema { full: true },
+        ),
+        ("DESCRIBE KEYSPACES", DescribeTarget::Keyspaces),
+        (
+            "DESCRIBE KEYSPACE",
+            DescribeTarget::Keyspace {
+                name: None,
+                only: false,
+            },
+        ),
+        (
+            "DESCRIBE ONLY KEYSPACE Ks",
+            DescribeTarget::Keyspace {
+                name: Some(id("ks")),
+                only: true,
+            },
+        ),
+        ("DESCRIBE TABLES", DescribeTarget::Tables),
+        ("DESCRIBE COLUMNFAMILIES", DescribeTarget::Tables),
+        (
+            "DESCRIBE TABLE ks.t",
+            DescribeTarget::Table(qualified(Some("ks"), "t")),
+        ),
+        (
+            "DESC COLUMNFAMILY \"T\"",
+            DescribeTarget::Table(qualified(None, "T")),
+        ),
+        (
+            "DESCRIBE INDEX i",
+            DescribeTarget::Index(qualified(None, "i")),
+        ),
+        (
+            "DESCRIBE MATERIALIZED VIEW ks.v",
+            DescribeTarget::MaterializedView(qualified(Some("ks"), "v")),
+        ),
+        ("DESCRIBE TYPES", DescribeTarget::Types),
+        (
+            "DESCRIBE TYPE ty",
+            DescribeTarget::Type(qualified(None, "ty")),
+        ),
+        ("DESCRIBE FUNCTIONS", DescribeTarget::Functions),
+        (
+            "DESCRIBE FUNCTION ks.f",
+            DescribeTarget::Function(qualified(Some("ks"), "f")),
+        ),
+        ("DESCRIBE AGGREGATES", DescribeTarget::Aggregates),
+        (
+            "DESCRIBE AGGREGATE a",
+            DescribeTarget::Aggregate(qualified(None, "a")),
+        ),
+        (
+            "DESCRIBE ks",
+            DescribeTarget::Generic(qualified(None, "ks")),
+        ),
+        (
+            "DESCRIBE ks.t;",
+            DescribeTarget::Generic(qualified(Some("ks"), "t")),
+        ),
+        // A describe word before `.` is a keyspace name.
+        (
+            "DESCRIBE type.t",
+            DescribeTarget::Generic(qualified(Some("type"), "t")),
+        ),
+        (
+            "DESCRIBE \"cluster\"",
+            DescribeTarget::Generic(qualified(None, "cluster")),
+        ),
+    ];
+    for (text, target) in cases {
+        let s = describe(text);
+        assert_eq!(s.target, target, "{text}");
+        assert!(!s.internals, "{text}");
+        assert_round_trips(text);
+    }
+    let s = describe("DESCRIBE TABLE t WITH INTERNALS");
+    assert_eq!(s.target, DescribeTarget::Table(qualified(None, "t")));
+    assert!(s.internals);
+    assert_round_trips("DESC KEYSPACE WITH INTERNALS");
+    assert_round_trips("DESC ONLY KEYSPACE \"Mixed\" WITH INTERNALS");
+    assert!(parse("DESCRIBE SCHEMA").bind_markers().is_empty());
+    assert!(!parse("DESCRIBE SCHEMA").is_schema_change());
+}
+
+#[test]
+fn describe_without_a_target_is_a_syntax_error() {
+    for text in [
+        "DESCRIBE",
+        "DESC ;",
+        "DESCRIBE TABLE",
+        "DESCRIBE MATERIALIZED t",
+        "DESCRIBE TABLES WITH",
+        "DESCRIBE TABLES WITH FRIENDS",
+        "DESCRIBE ks.",
+        "DESCRIBE KEYSPACES extra",
+    ] {
+        assert_eq!(parse_err(text).error_code(), SYNTAX_ERROR_CODE, "{text}");
     }
 }
 
@@ -880,7 +999,34 @@ mod properties {
                     properties,
                 })
             });
-        prop_oneof![select, insert, create]
+        let describe = (
+            prop_oneof![
+                Just(DescribeTarget::Cluster),
+                any::<bool>().prop_map(|full| DescribeTarget::Schema { full }),
+                Just(DescribeTarget::Keyspaces),
+                (proptest::option::of(ident()), any::<bool>())
+                    .prop_map(|(name, only)| DescribeTarget::Keyspace { name, only }),
+                Just(DescribeTarget::Tables),
+                table().prop_map(DescribeTarget::Table),
+                table().prop_map(DescribeTarget::Index),
+                table().prop_map(DescribeTarget::MaterializedView),
+                table().prop_map(DescribeTarget::Type),
+                table().prop_map(DescribeTarget::Function),
+                table().prop_map(DescribeTarget::Aggregate),
+                table().prop_map(DescribeTarget::Generic),
+                prop_oneof![Just("cluster"), Just("tables"), Just("type"), Just("full")].prop_map(
+                    |w| DescribeTarget::Generic(QualifiedName {
+                        keyspace: None,
+                        name: Ident::new(w),
+                    })
+                ),
+            ],
+            any::<bool>(),
+        )
+            .prop_map(|(target, internals)| {
+                Statement::Describe(DescribeStatement { target, internals })
+            });
+        prop_oneof![select, insert, create, describe]
     }
 
     proptest! {

@@ -1,5 +1,7 @@
-//! Keyspace and table DDL: validation as Cassandra 3.11 does it, then a new catalog handed
-//! to the coordinator, and TRUNCATE.
+//! Keyspace and table DDL: validation as Cassandra does it, then a new catalog handed to
+//! the coordinator, and TRUNCATE. Table options are Cassandra 4.0's (its `DESCRIBE` output
+//! reads back), plus Mosaic's `layout`; 3.11's read repair chances are accepted and
+//! ignored, as they have no 4.0 counterpart.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,9 +18,10 @@ use crate::frame::{
     ErrorKind, ErrorResponse, ResultBody, SchemaChange, SchemaChangeTarget, SchemaChangeType,
 };
 use crate::schema::{
-    is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, ColumnMeta, KeyspaceMeta,
-    Replication, TableMeta, TableParams, Uuid, DEFAULT_LAYOUT,
+    decode_blob_literal, is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, ColumnMeta,
+    KeyspaceMeta, Replication, TableMeta, TableParams, Uuid, DEFAULT_LAYOUT,
 };
+use crate::system::LAYOUT_EXTENSION;
 
 use super::{invalid, Exec, Processor};
 
@@ -408,31 +411,87 @@ fn parse_replication(entries: &[(String, String)]) -> Result<Replication, ErrorR
     })
 }
 
-/// Table options Cassandra 3.11 accepts; Mosaic keeps those it doesn't use verbatim.
-const KNOWN_TABLE_OPTIONS: [&str; 14] = [
+/// Table options Cassandra 4.0 accepts that Mosaic keeps verbatim without using them
+/// (shown in `system_schema.tables` and by `DESCRIBE`).
+const KNOWN_TABLE_OPTIONS: [&str; 13] = [
+    "additional_write_policy",
     "bloom_filter_fp_chance",
     "caching",
     "cdc",
     "compaction",
     "compression",
     "crc_check_chance",
-    "dclocal_read_repair_chance",
-    "extensions",
     "max_index_interval",
     "memtable_flush_period_in_ms",
     "min_index_interval",
-    "read_repair_chance",
+    "read_repair",
     "speculative_retry",
     "id",
 ];
+
+/// Cassandra 3.11's read repair chances, which Cassandra 4.0 no longer has: accepted so
+/// 3.11 schema dumps still load, and ignored.
+const OBSOLETE_TABLE_OPTIONS: [&str; 2] = ["dclocal_read_repair_chance", "read_repair_chance"];
 
 fn literal_text(lit: &Literal) -> String {
     match lit {
         Literal::String(s) => s.clone(),
         Literal::Integer(s) | Literal::Float(s) => s.clone(),
         Literal::Boolean(b) => b.to_string(),
-        other => format!("{other:?}"),
+        other => other.to_string(),
     }
+}
+
+/// The map text kept for map options (normalized later by
+/// [`crate::system::canonical_table_options`]); a repeated key keeps its last value.
+fn map_text<'e>(entries: impl IntoIterator<Item = (&'e str, &'e str)>) -> String {
+    let map: BTreeMap<String, String> = entries
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    crate::system::map_text(&map)
+}
+
+/// A layout name this build stores, lowercased.
+fn check_layout(layout: &str) -> Result<String, ErrorResponse> {
+    let layout = layout.to_ascii_lowercase();
+    if !LAYOUTS.contains(&layout.as_str()) {
+        return Err(config(format!(
+            "Unknown layout '{layout}'; this build stores: {}",
+            LAYOUTS.join(", ")
+        )));
+    }
+    Ok(layout)
+}
+
+/// `extensions = {'name': 0x…, …}`: blob values, as `DESCRIBE` prints them. The
+/// `mosaic.layout` extension is the table's layout (how `system_schema.tables` and
+/// `DESCRIBE` show it), so it sets the layout; the others are kept.
+fn apply_extensions(
+    params: &mut TableParams,
+    entries: &[(String, String)],
+) -> Result<(), ErrorResponse> {
+    let mut kept = Vec::new();
+    for (name, value) in entries {
+        let invalid_value = || {
+            config(format!(
+                "Invalid value for extension '{name}': expected a blob constant such as 0x0102"
+            ))
+        };
+        let bytes = decode_blob_literal(value).ok_or_else(invalid_value)?;
+        if name == LAYOUT_EXTENSION {
+            let layout = String::from_utf8(bytes).map_err(|_| invalid_value())?;
+            params.layout = check_layout(&layout)?;
+        } else {
+            kept.push((name.as_str(), value.as_str()));
+        }
+    }
+    if kept.is_empty() {
+        params.extra.remove("extensions");
+    } else {
+        params.extra.insert("extensions".to_owned(), map_text(kept));
+    }
+    Ok(())
 }
 
 fn int_property(name: &str, value: &PropertyValue, min: i64) -> Result<i32, ErrorResponse> {
@@ -463,15 +522,29 @@ fn apply_table_properties(
                         "Invalid value for layout: expected a string such as 'uniform'",
                     ));
                 };
-                let layout = layout.to_ascii_lowercase();
-                if !LAYOUTS.contains(&layout.as_str()) {
-                    return Err(config(format!(
-                        "Unknown layout '{layout}'; this build stores: {}",
-                        LAYOUTS.join(", ")
-                    )));
-                }
-                params.layout = layout;
+                params.layout = check_layout(layout)?;
             }
+            "extensions" => {
+                let PropertyValue::Map(entries) = &p.value else {
+                    return Err(config(
+                        "Invalid value for extensions: expected a map such as {'name': 0x0102}",
+                    ));
+                };
+                apply_extensions(params, entries)?;
+            }
+            "read_repair" => {
+                let value = match &p.value {
+                    PropertyValue::Constant(Literal::String(s)) => s.to_ascii_uppercase(),
+                    _ => String::new(),
+                };
+                if !matches!(value.as_str(), "BLOCKING" | "NONE") {
+                    return Err(config(
+                        "Invalid value for read_repair: expected 'BLOCKING' or 'NONE'",
+                    ));
+                }
+                params.extra.insert(name.to_owned(), value);
+            }
+            obsolete if OBSOLETE_TABLE_OPTIONS.contains(&obsolete) => {}
             "comment" => {
                 let PropertyValue::Constant(lit) = &p.value else {
                     return Err(config("Invalid value for comment"));
@@ -493,11 +566,7 @@ fn apply_table_properties(
                 let text = match &p.value {
                     PropertyValue::Constant(lit) => literal_text(lit),
                     PropertyValue::Map(entries) => {
-                        let inner: Vec<String> = entries
-                            .iter()
-                            .map(|(k, v)| format!("'{k}': '{v}'"))
-                            .collect();
-                        format!("{{{}}}", inner.join(", "))
+                        map_text(entries.iter().map(|(k, v)| (k.as_str(), v.as_str())))
                     }
                 };
                 params.extra.insert(known.to_owned(), text);
@@ -510,6 +579,8 @@ fn apply_table_properties(
             }
         }
     }
+    // Kept in normalized form, defaults left out: equal options, equal parameters.
+    params.extra = crate::system::canonical_table_options(params);
     Ok(())
 }
 

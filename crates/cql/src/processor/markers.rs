@@ -78,6 +78,10 @@ pub(crate) fn prepared_metadata(
                 ));
             }
         }
+        Statement::Describe(d) => {
+            let columns = super::describe::result_columns(d, exec.keyspace);
+            return Ok((Vec::new(), Vec::new(), Some(RowsMetadata::new(columns))));
+        }
         _ => {
             if !statement.bind_markers().is_empty() {
                 return Err(invalid(

@@ -11,6 +11,7 @@
 //! - `values`: terms (literals, bind markers, `now()`…) to typed values;
 //! - `markers`: the type of every bind marker (PREPARE metadata) and `pk_indexes`;
 //! - `ddl`: keyspaces and tables;
+//! - `describe`: `DESCRIBE` (Cassandra 4.0's server-side schema description);
 //! - `write`: INSERT, UPDATE, DELETE and BATCH to mutations;
 //! - `select`: restrictions, reads, paging, filtering, ordering, aggregates.
 //!
@@ -18,6 +19,7 @@
 //! so a prepared statement sees ALTERs made since, as in Cassandra.
 
 mod ddl;
+mod describe;
 mod markers;
 mod restrict;
 mod select;
@@ -27,7 +29,7 @@ mod write;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use parking_lot::Mutex;
 
 use crate::ast::{QualifiedName, Statement};
@@ -118,6 +120,32 @@ pub struct Processor<C> {
 /// An error response of kind Invalid.
 pub(crate) fn invalid(message: impl Into<String>) -> ErrorResponse {
     ErrorResponse::new(ErrorKind::Invalid, message)
+}
+
+/// The error for a paging state this node did not make (or that was damaged).
+pub(crate) fn bad_paging_state() -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Protocol, "Invalid value for the paging state")
+}
+
+/// A paging state from its `body`: the body then its checksum, so that states not made
+/// here are refused rather than misread.
+pub(crate) fn seal_paging_state(mut body: BytesMut) -> Bytes {
+    let sum = xxhash_rust::xxh3::xxh3_64(&body);
+    body.put_u64(sum);
+    body.freeze()
+}
+
+/// The body of a paging state made by [`seal_paging_state`]; a Protocol error if the
+/// checksum does not match.
+pub(crate) fn unseal_paging_state(bytes: &[u8]) -> Result<&[u8], ErrorResponse> {
+    let (body, sum) = bytes
+        .split_at_checked(bytes.len().checked_sub(8).ok_or_else(bad_paging_state)?)
+        .ok_or_else(bad_paging_state)?;
+    let sum = u64::from_be_bytes(sum.try_into().map_err(|_| bad_paging_state())?);
+    if xxhash_rust::xxh3::xxh3_64(body) != sum {
+        return Err(bad_paging_state());
+    }
+    Ok(body)
 }
 
 fn parse_error(e: ParseError) -> ErrorResponse {
@@ -304,6 +332,7 @@ impl<C: Coordinator> Processor<C> {
                 write::execute_single(self, &exec, statement).await
             }
             Statement::Batch(b) => write::execute_batch_statement(self, &exec, b).await,
+            Statement::Describe(d) => describe::execute(self, &exec, d),
             other => ddl::execute(self, &exec, other.clone()).await,
         }
     }

@@ -381,20 +381,12 @@ impl PagingState {
         b.put_slice(&self.last_key);
         b.put_u64(self.limit_left);
         b.put_u64(self.partition_rows);
-        let sum = xxhash_rust::xxh3::xxh3_64(&b);
-        b.put_u64(sum);
-        b.freeze()
+        super::seal_paging_state(b)
     }
 
     fn decode(bytes: &[u8]) -> Result<PagingState, ErrorResponse> {
-        let bad = || ErrorResponse::new(ErrorKind::Protocol, "Invalid value for the paging state");
-        let (body, sum) = bytes
-            .split_at_checked(bytes.len().checked_sub(8).ok_or_else(bad)?)
-            .ok_or_else(bad)?;
-        let sum = u64::from_be_bytes(sum.try_into().map_err(|_| bad())?);
-        if xxhash_rust::xxh3::xxh3_64(body) != sum {
-            return Err(bad());
-        }
+        let bad = super::bad_paging_state;
+        let body = super::unseal_paging_state(bytes)?;
         let (&version, rest) = body.split_first().ok_or_else(bad)?;
         if version != PAGING_VERSION {
             return Err(bad());

@@ -72,7 +72,6 @@ fn put_count(out: &mut BytesMut, n: usize) {
     out.put_i32(i32::try_from(n).expect("a collection holds under 2^31 elements"));
 }
 
-#[cfg(test)]
 /// A `list<text>`, in the order given. Empty lists are serialized (frozen collections
 /// may be empty, and Cassandra's `system_schema` lists are frozen).
 pub(crate) fn text_list<S: AsRef<str>>(items: &[S]) -> Cell {
@@ -108,6 +107,18 @@ pub(crate) fn text_map(map: &BTreeMap<String, String>) -> Cell {
     for (k, v) in map {
         put_element(&mut out, k.as_bytes());
         put_element(&mut out, v.as_bytes());
+    }
+    Some(out.freeze())
+}
+
+/// A `map<text, frozen<list<text>>>`, in the order given (possibly empty).
+pub(crate) fn text_list_map(entries: &[(String, Vec<String>)]) -> Cell {
+    let mut out = BytesMut::new();
+    put_count(&mut out, entries.len());
+    for (k, items) in entries {
+        put_element(&mut out, k.as_bytes());
+        let list = text_list(items).unwrap_or_default();
+        put_element(&mut out, &list);
     }
     Some(out.freeze())
 }

@@ -1,12 +1,14 @@
 //! System tables, computed on read from the catalog and the coordinator's view of the
 //! nodes: `system.local`, `system.peers`, `system.peers_v2`, `system_schema.*`, and the
-//! other tables of Cassandra 3.11's system keyspaces (served empty).
+//! other tables of Cassandra's system keyspaces (served empty), plus the virtual
+//! `system_virtual_schema`.
 //!
 //! Drivers read these at connect and after every schema change to build their token and
 //! schema metadata, and they check column names and types, so every table has exactly
-//! Cassandra 3.11's columns and CQL types (Mosaic presents itself as 3.11). Owns: the
-//! table definitions ([`tables`]), their rows ([`rows`]) and the small query engine that
-//! answers drivers' SELECTs ([`query`]). Must not depend on storage or the cluster: it
+//! Cassandra's columns and CQL types: 3.11's, with the 4.0 additions drivers' 4.0 schema
+//! parsers read (Mosaic reports a 4.0 release). Owns: the table definitions ([`tables`]),
+//! their rows ([`rows`]), the small query engine that answers drivers' SELECTs
+//! ([`query`]), and the schema elements and CQL text `DESCRIBE` shows ([`describe`]). Must not depend on storage or the cluster: it
 //! only reads a [`SystemView`], so it is a pure function of what it is given.
 //!
 //! # What is shown
@@ -18,10 +20,13 @@
 //!   table. User tables show Mosaic's options, the Cassandra options given at CREATE
 //!   (normalized as Cassandra shows them) and Cassandra's defaults for the rest; the
 //!   replica layout is the `mosaic.layout` entry of `extensions` (UTF-8 bytes).
+//! - `system_virtual_schema.keyspaces` / `tables` / `columns`: that keyspace itself and
+//!   its three tables (the only virtual tables Mosaic has).
 //! - Everything else (`dropped_columns`, `types`, `views`, `functions`, …): no rows, as
 //!   Mosaic has no such objects.
 
-mod cell;
+pub(crate) mod cell;
+pub(crate) mod describe;
 mod query;
 mod rows;
 mod tables;
@@ -35,6 +40,7 @@ use crate::frame::{ColumnSpec, ErrorResponse, Rows};
 use crate::schema::Catalog;
 
 pub use rows::LAYOUT_EXTENSION;
+pub(crate) use rows::{canonical_table_options, map_text, PEER_PORT};
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {

@@ -8,17 +8,16 @@ use super::cell::{self, Cell};
 use super::tables::{self, Compaction, Source, TableDef};
 use super::SystemView;
 use crate::coordinator::NodeInfo;
-use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, Uuid};
+use crate::schema::{ColumnKind, KeyspaceMeta, TableMeta, TableParams, Uuid};
 
-/// `cql_version` of `system.local`: the CQL version Cassandra 3.11 speaks.
-pub(crate) const CQL_VERSION: &str = "3.4.4";
+/// `cql_version` of `system.local`: the CQL version Cassandra 4.0 speaks.
+pub(crate) const CQL_VERSION: &str = "3.4.5";
 /// `native_protocol_version` of `system.local`.
 pub(crate) const NATIVE_PROTOCOL_VERSION: &str = "4";
-/// `thrift_version` of `system.local` in Cassandra 3.11 (Mosaic has no Thrift).
-pub(crate) const THRIFT_VERSION: &str = "20.1.0";
-/// `peer_port` of `system.peers_v2`: Cassandra's default storage port. Mosaic's internode
-/// port is not part of [`NodeInfo`]; drivers only record this value.
-pub(crate) const PEER_PORT: i32 = 7000;
+/// `peer_port` of `system.peers_v2` and the `broadcast_port` and `listen_port` of
+/// `system.local`: Cassandra's default storage port. Mosaic's internode port is not part
+/// of [`NodeInfo`]; drivers only record this value.
+pub(crate) const PEER_PORT: u16 = 7000;
 /// The `extensions` key under which a table's replica layout is shown.
 pub const LAYOUT_EXTENSION: &str = "mosaic.layout";
 
@@ -75,6 +74,9 @@ pub(crate) fn rows(view: &SystemView<'_>, table: &'static TableDef) -> Vec<Row> 
         Source::Keyspaces => keyspaces(view),
         Source::Tables => schema_tables(view),
         Source::Columns => schema_columns(view),
+        Source::VirtualKeyspaces => virtual_keyspaces(),
+        Source::VirtualTables => virtual_tables(),
+        Source::VirtualColumns => virtual_columns(),
         Source::Empty => Vec::new(),
     };
     // Primary-key order (Cassandra orders partitions by token; any stable order serves
@@ -99,11 +101,13 @@ fn local(view: &SystemView<'_>) -> Row {
         .set("key", cell::text("local"))
         .set("bootstrapped", cell::text("COMPLETED"))
         .set("broadcast_address", cell::inet(node.broadcast_address))
+        .set("broadcast_port", cell::int(i32::from(PEER_PORT)))
         .set("cluster_name", cell::text(&view.cluster.cluster_name))
         .set("cql_version", cell::text(CQL_VERSION))
         .set("data_center", cell::text(&node.data_center))
         .set("host_id", cell::uuid(node.host_id))
         .set("listen_address", cell::inet(node.broadcast_address))
+        .set("listen_port", cell::int(i32::from(PEER_PORT)))
         .set(
             "native_protocol_version",
             cell::text(NATIVE_PROTOCOL_VERSION),
@@ -112,8 +116,8 @@ fn local(view: &SystemView<'_>) -> Row {
         .set("rack", cell::text(&node.rack))
         .set("release_version", cell::text(&node.release_version))
         .set("rpc_address", cell::inet(node.rpc_address))
+        .set("rpc_port", cell::int(i32::from(node.native_port)))
         .set("schema_version", cell::uuid(node.schema_version))
-        .set("thrift_version", cell::text(THRIFT_VERSION))
         .set("tokens", tokens(node))
         .build()
 }
@@ -135,7 +139,7 @@ fn peer(node: &NodeInfo, table: &'static TableDef, v2: bool) -> Row {
         .set("schema_version", cell::uuid(node.schema_version))
         .set("tokens", tokens(node));
     if v2 {
-        row.set("peer_port", cell::int(PEER_PORT))
+        row.set("peer_port", cell::int(i32::from(PEER_PORT)))
             .set("native_address", cell::inet(node.rpc_address))
             .set("native_port", cell::int(i32::from(node.native_port)))
             .build()
@@ -168,10 +172,69 @@ fn keyspace_row(name: &str, durable_writes: bool, replication: &BTreeMap<String,
         .build()
 }
 
-fn schema_tables(view: &SystemView<'_>) -> Vec<Row> {
-    let system = tables::ALL
+/// The system tables `system_schema` lists: all but the virtual ones.
+fn schema_system_tables() -> impl Iterator<Item = &'static TableDef> {
+    tables::ALL.iter().copied().filter(|t| !t.is_virtual())
+}
+
+/// The virtual tables, which `system_virtual_schema` lists.
+fn virtual_system_tables() -> impl Iterator<Item = &'static TableDef> {
+    tables::ALL.iter().copied().filter(|t| t.is_virtual())
+}
+
+fn virtual_keyspaces() -> Vec<Row> {
+    tables::VIRTUAL_KEYSPACES
         .iter()
-        .map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
+        .map(|name| {
+            RowBuilder::new(&tables::VIRTUAL_KEYSPACES_TABLE)
+                .set("keyspace_name", cell::text(name))
+                .build()
+        })
+        .collect()
+}
+
+fn virtual_tables() -> Vec<Row> {
+    virtual_system_tables()
+        .map(|t| {
+            RowBuilder::new(&tables::VIRTUAL_TABLES)
+                .set("keyspace_name", cell::text(t.keyspace))
+                .set("table_name", cell::text(t.name))
+                .set("comment", cell::text(t.comment))
+                .build()
+        })
+        .collect()
+}
+
+fn virtual_columns() -> Vec<Row> {
+    virtual_system_tables()
+        .flat_map(|t| {
+            t.columns
+                .iter()
+                .map(move |c| system_column_row(&tables::VIRTUAL_COLUMNS, t, c))
+        })
+        .collect()
+}
+
+fn system_column_row(
+    into: &'static TableDef,
+    t: &'static TableDef,
+    c: &'static tables::ColumnDef,
+) -> Row {
+    column_row(
+        into,
+        t.keyspace,
+        t.name,
+        c.name,
+        c.kind.clustering_order(),
+        c.kind.name(),
+        c.kind.position(),
+        c.ty,
+    )
+}
+
+fn schema_tables(view: &SystemView<'_>) -> Vec<Row> {
+    let system =
+        schema_system_tables().map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
     let user = view
         .catalog
         .tables()
@@ -184,11 +247,15 @@ fn table_row(keyspace: &str, name: &str, o: &TableOptions) -> Row {
         .set("keyspace_name", cell::text(keyspace))
         .set("table_name", cell::text(name))
         .set(
+            "additional_write_policy",
+            cell::text(&o.additional_write_policy),
+        )
+        .set(
             "bloom_filter_fp_chance",
             cell::double(o.bloom_filter_fp_chance),
         )
         .set("caching", cell::text_map(&o.caching))
-        .set("cdc", o.cdc.and_then(cell::boolean))
+        .set("cdc", cell::boolean(o.cdc))
         .set("comment", cell::text(&o.comment))
         .set("compaction", cell::text_map(&o.compaction))
         .set("compression", cell::text_map(&o.compression))
@@ -209,26 +276,20 @@ fn table_row(keyspace: &str, name: &str, o: &TableOptions) -> Row {
             cell::int(o.memtable_flush_period_in_ms),
         )
         .set("min_index_interval", cell::int(o.min_index_interval))
+        .set("read_repair", cell::text(&o.read_repair))
         .set("read_repair_chance", cell::double(o.read_repair_chance))
         .set("speculative_retry", cell::text(&o.speculative_retry))
         .build()
 }
 
 fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
-    let mut rows = Vec::new();
-    for t in tables::ALL {
-        for c in t.columns {
-            rows.push(column_row(
-                t.keyspace,
-                t.name,
-                c.name,
-                c.kind.clustering_order(),
-                c.kind.name(),
-                c.kind.position(),
-                c.ty,
-            ));
-        }
-    }
+    let mut rows: Vec<Row> = schema_system_tables()
+        .flat_map(|t| {
+            t.columns
+                .iter()
+                .map(move |c| system_column_row(&tables::COLUMNS, t, c))
+        })
+        .collect();
     for t in view.catalog.tables() {
         for c in &t.columns {
             let (position, order) = match c.kind {
@@ -239,6 +300,7 @@ fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
             // -1 for non-key columns (and, defensively, for a position past i32).
             let position = i32::try_from(position).unwrap_or(-1);
             rows.push(column_row(
+                &tables::COLUMNS,
                 &t.keyspace,
                 &t.name,
                 &c.name,
@@ -252,7 +314,11 @@ fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
     rows
 }
 
+/// A row of `into` (`system_schema.columns` or `system_virtual_schema.columns`, which
+/// have the same columns).
+#[allow(clippy::too_many_arguments)]
 fn column_row(
+    into: &'static TableDef,
     keyspace: &str,
     table: &str,
     column: &str,
@@ -261,7 +327,7 @@ fn column_row(
     position: i32,
     ty: &str,
 ) -> Row {
-    RowBuilder::new(&tables::COLUMNS)
+    RowBuilder::new(into)
         .set("keyspace_name", cell::text(keyspace))
         .set("table_name", cell::text(table))
         .set("column_name", cell::text(column))
@@ -276,9 +342,10 @@ fn column_row(
 /// A table's options as `system_schema.tables` shows them.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct TableOptions {
+    pub(crate) additional_write_policy: String,
     pub(crate) bloom_filter_fp_chance: f64,
     pub(crate) caching: BTreeMap<String, String>,
-    pub(crate) cdc: Option<bool>,
+    pub(crate) cdc: bool,
     pub(crate) comment: String,
     pub(crate) compaction: BTreeMap<String, String>,
     pub(crate) compression: BTreeMap<String, String>,
@@ -291,6 +358,7 @@ pub(crate) struct TableOptions {
     pub(crate) max_index_interval: i32,
     pub(crate) memtable_flush_period_in_ms: i32,
     pub(crate) min_index_interval: i32,
+    pub(crate) read_repair: String,
     pub(crate) read_repair_chance: f64,
     pub(crate) speculative_retry: String,
 }
@@ -307,13 +375,13 @@ fn string_map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Cassandra 3.11's defaults for a table created without options.
+/// Cassandra 4.0's defaults for a table created without options.
 fn default_options(id: Uuid) -> TableOptions {
     TableOptions {
+        additional_write_policy: "99p".to_owned(),
         bloom_filter_fp_chance: 0.01,
         caching: string_map(&[("keys", "ALL"), ("rows_per_partition", "NONE")]),
-        // Cassandra 3.11 leaves `cdc` unset unless CDC is enabled on the node.
-        cdc: None,
+        cdc: false,
         comment: String::new(),
         compaction: string_map(&[
             ("class", STCS),
@@ -321,11 +389,12 @@ fn default_options(id: Uuid) -> TableOptions {
             ("min_threshold", "4"),
         ]),
         compression: string_map(&[
-            ("chunk_length_in_kb", "64"),
+            ("chunk_length_in_kb", "16"),
             ("class", "org.apache.cassandra.io.compress.LZ4Compressor"),
         ]),
         crc_check_chance: 1.0,
-        dclocal_read_repair_chance: 0.1,
+        // No longer used by Cassandra 4.0, which shows 0 for both read repair chances.
+        dclocal_read_repair_chance: 0.0,
         default_time_to_live: 0,
         extensions: BTreeMap::new(),
         gc_grace_seconds: 864_000,
@@ -333,8 +402,9 @@ fn default_options(id: Uuid) -> TableOptions {
         max_index_interval: 2048,
         memtable_flush_period_in_ms: 0,
         min_index_interval: 128,
+        read_repair: "BLOCKING".to_owned(),
         read_repair_chance: 0.0,
-        speculative_retry: "99PERCENTILE".to_owned(),
+        speculative_retry: "99p".to_owned(),
     }
 }
 
@@ -352,7 +422,6 @@ pub(crate) fn system_table_options(table: &TableDef) -> TableOptions {
     o.comment = table.comment.to_owned();
     o.gc_grace_seconds = table.gc_grace_seconds;
     o.default_time_to_live = table.default_time_to_live;
-    o.dclocal_read_repair_chance = 0.0;
     o.memtable_flush_period_in_ms = 3_600_000;
     match table.compaction {
         Compaction::SizeTiered => {}
@@ -371,8 +440,12 @@ pub(crate) fn system_table_options(table: &TableDef) -> TableOptions {
 /// (normalized as Cassandra shows them), Cassandra's defaults for the rest, and the replica
 /// layout as an extension.
 pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
-    let mut o = default_options(table.id);
-    let params = &table.params;
+    params_options(&table.params, table.id)
+}
+
+/// The options `params` give a table with id `id`.
+fn params_options(params: &TableParams, id: Uuid) -> TableOptions {
+    let mut o = default_options(id);
     o.comment = params.comment.clone();
     o.default_time_to_live = params.default_time_to_live;
     o.gc_grace_seconds = params.gc_grace_seconds;
@@ -380,10 +453,7 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
     if let Some(map) = extra("compaction").and_then(parse_map) {
         o.compaction = compaction(map);
     }
-    // Cassandra's default false-positive chance depends on the compaction strategy.
-    if o.compaction.get("class").map(String::as_str) == Some(LCS) {
-        o.bloom_filter_fp_chance = 0.1;
-    }
+    o.bloom_filter_fp_chance = default_bloom_filter_fp_chance(&o.compaction);
     if let Some(map) = extra("compression").and_then(parse_map) {
         o.compression = compression(map);
     }
@@ -404,11 +474,6 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
     };
     double("bloom_filter_fp_chance", &mut o.bloom_filter_fp_chance);
     double("crc_check_chance", &mut o.crc_check_chance);
-    double(
-        "dclocal_read_repair_chance",
-        &mut o.dclocal_read_repair_chance,
-    );
-    double("read_repair_chance", &mut o.read_repair_chance);
     let int = |name: &str, slot: &mut i32| {
         if let Some(v) = extra(name).and_then(|v| v.trim().parse::<i32>().ok()) {
             *slot = v;
@@ -423,12 +488,19 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
     if let Some(v) = extra("speculative_retry") {
         o.speculative_retry = speculative_retry(v);
     }
-    if let Some(v) = extra("cdc") {
-        o.cdc = v.trim().parse::<bool>().ok();
+    if let Some(v) = extra("additional_write_policy") {
+        o.additional_write_policy = speculative_retry(v);
+    }
+    if let Some(v) = extra("read_repair") {
+        o.read_repair = v.trim().to_ascii_uppercase();
+    }
+    if let Some(v) = extra("cdc").and_then(|v| v.trim().parse::<bool>().ok()) {
+        o.cdc = v;
     }
     if let Some(map) = extra("extensions").and_then(parse_map) {
         for (k, v) in map {
-            o.extensions.insert(k, v.into_bytes());
+            let bytes = crate::schema::decode_blob_literal(&v).unwrap_or_else(|| v.into_bytes());
+            o.extensions.insert(k, bytes);
         }
     }
     o.extensions.insert(
@@ -436,6 +508,137 @@ pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
         params.layout.as_bytes().to_vec(),
     );
     o
+}
+
+/// Cassandra's default false-positive chance, which depends on the compaction strategy.
+fn default_bloom_filter_fp_chance(compaction: &BTreeMap<String, String>) -> f64 {
+    if compaction.get("class").map(String::as_str) == Some(LCS) {
+        0.1
+    } else {
+        0.01
+    }
+}
+
+/// The Cassandra options of `params` as the DDL layer should keep them: each option that
+/// differs from Cassandra's default, in the normalized form `system_schema.tables` shows
+/// (maps as `{'k': 'v', …}`, extensions other than the layout as blob constants), plus
+/// any `id` given. Tables whose options are the same then have equal parameters (and
+/// equal schema digests), however the options were written — in particular a table
+/// recreated from its `DESCRIBE` output, which spells out every default.
+pub(crate) fn canonical_table_options(params: &TableParams) -> BTreeMap<String, String> {
+    let o = params_options(params, Uuid::default());
+    let mut d = default_options(Uuid::default());
+    d.bloom_filter_fp_chance = default_bloom_filter_fp_chance(&o.compaction);
+    let mut out = BTreeMap::new();
+    for ((name, value), (_, default)) in o.described().into_iter().zip(d.described()) {
+        // Mosaic keeps these in its own parameters, and the layout extension is the
+        // layout.
+        if matches!(
+            name,
+            "comment" | "default_time_to_live" | "gc_grace_seconds" | "extensions"
+        ) || value == default
+        {
+            continue;
+        }
+        out.insert(name.to_owned(), value.stored_text());
+    }
+    let extensions: BTreeMap<String, String> = o
+        .extensions
+        .iter()
+        .filter(|(k, _)| k.as_str() != LAYOUT_EXTENSION)
+        .map(|(k, v)| (k.clone(), crate::schema::encode_blob_literal(v)))
+        .collect();
+    if !extensions.is_empty() {
+        out.insert("extensions".to_owned(), map_text(&extensions));
+    }
+    if let Some(id) = params.extra.get("id") {
+        out.insert("id".to_owned(), id.clone());
+    }
+    out
+}
+
+/// One table option's value, typed: what `DESCRIBE` prints and the DDL layer keeps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum OptionValue<'o> {
+    /// A string.
+    Text(&'o str),
+    /// A double.
+    Double(f64),
+    /// An int.
+    Int(i32),
+    /// A boolean.
+    Bool(bool),
+    /// A map of strings.
+    Map(&'o BTreeMap<String, String>),
+    /// A map of blobs (`extensions`).
+    Blobs(&'o BTreeMap<String, Vec<u8>>),
+}
+
+impl OptionValue<'_> {
+    /// The text the DDL layer keeps for it (what [`user_table_options`] reads back).
+    fn stored_text(self) -> String {
+        match self {
+            OptionValue::Text(s) => s.to_owned(),
+            OptionValue::Double(v) => v.to_string(),
+            OptionValue::Int(v) => v.to_string(),
+            OptionValue::Bool(v) => v.to_string(),
+            OptionValue::Map(map) => map_text(map),
+            OptionValue::Blobs(map) => map_text(
+                &map.iter()
+                    .map(|(k, v)| (k.clone(), crate::schema::encode_blob_literal(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+impl TableOptions {
+    /// The options `DESCRIBE` shows, in its (alphabetical) order: Cassandra 4.0's.
+    pub(crate) fn described(&self) -> [(&'static str, OptionValue<'_>); 16] {
+        use OptionValue::*;
+        [
+            (
+                "additional_write_policy",
+                Text(&self.additional_write_policy),
+            ),
+            (
+                "bloom_filter_fp_chance",
+                Double(self.bloom_filter_fp_chance),
+            ),
+            ("caching", Map(&self.caching)),
+            ("cdc", Bool(self.cdc)),
+            ("comment", Text(&self.comment)),
+            ("compaction", Map(&self.compaction)),
+            ("compression", Map(&self.compression)),
+            ("crc_check_chance", Double(self.crc_check_chance)),
+            ("default_time_to_live", Int(self.default_time_to_live)),
+            ("extensions", Blobs(&self.extensions)),
+            ("gc_grace_seconds", Int(self.gc_grace_seconds)),
+            ("max_index_interval", Int(self.max_index_interval)),
+            (
+                "memtable_flush_period_in_ms",
+                Int(self.memtable_flush_period_in_ms),
+            ),
+            ("min_index_interval", Int(self.min_index_interval)),
+            ("read_repair", Text(&self.read_repair)),
+            ("speculative_retry", Text(&self.speculative_retry)),
+        ]
+    }
+}
+
+/// A CQL string constant: single quotes, inner quotes doubled.
+pub(crate) fn cql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A CQL map of strings in key order, `{'k': 'v', …}`: how `DESCRIBE` prints map options
+/// and what [`parse_map`] reads back.
+pub(crate) fn map_text(map: &BTreeMap<String, String>) -> String {
+    let entries: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{}: {}", cql_string(k), cql_string(v)))
+        .collect();
+    format!("{{{}}}", entries.join(", "))
 }
 
 /// `compaction` as Cassandra 3.11 shows it: the class fully qualified, both thresholds.
@@ -484,14 +687,23 @@ fn compression(mut map: BTreeMap<String, String>) -> BTreeMap<String, String> {
     map
 }
 
-/// `speculative_retry` as Cassandra prints it: `99PERCENTILE`, `10ms`, `ALWAYS`, `NONE`.
+/// `speculative_retry` and `additional_write_policy` as Cassandra 4.0 prints them: `99p`
+/// (also given as `99PERCENTILE`), `10ms`, `ALWAYS`, `NEVER` (also given as `NONE`).
 fn speculative_retry(text: &str) -> String {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    if let Some(n) = lower.strip_suffix("percentile") {
-        format!("{n}PERCENTILE")
-    } else if lower == "always" || lower == "none" {
-        lower.to_ascii_uppercase()
+    let lower = text.trim().to_ascii_lowercase();
+    let percentile = lower
+        .strip_suffix("percentile")
+        .or_else(|| lower.strip_suffix('p'))
+        .and_then(|n| n.parse::<f64>().ok());
+    if let Some(n) = percentile {
+        // Cassandra prints the percentile with at most four decimals, no trailing zeros.
+        let text = format!("{n:.4}");
+        let text = text.trim_end_matches('0').trim_end_matches('.');
+        format!("{text}p")
+    } else if lower == "none" || lower == "never" {
+        "NEVER".to_owned()
+    } else if lower == "always" {
+        "ALWAYS".to_owned()
     } else {
         lower
     }

@@ -1,6 +1,10 @@
 //! The system tables Mosaic serves, defined as Cassandra 3.11 defines them
 //! (`SystemKeyspace`, `SchemaKeyspace`, `AuthKeyspace`, `SystemDistributedKeyspace`,
-//! `TraceKeyspace`), plus Cassandra 4.0's `system.peers_v2`, which drivers try first.
+//! `TraceKeyspace`) with Cassandra 4.0's additions drivers read: `system.peers_v2`, the
+//! 4.0 columns of `system_schema.tables`/`views` (`additional_write_policy`,
+//! `read_repair`), and the virtual keyspace `system_virtual_schema`, whose tables
+//! describe virtual tables (their own three) and, as in Cassandra, are not listed in
+//! `system_schema`.
 //!
 //! Each column's type is kept as the CQL text Cassandra prints in
 //! `system_schema.columns.type` (`frozen<map<text, text>>`); [`parse_type`] turns it into
@@ -82,6 +86,12 @@ pub(crate) enum Source {
     Tables,
     /// `system_schema.columns`.
     Columns,
+    /// `system_virtual_schema.keyspaces`.
+    VirtualKeyspaces,
+    /// `system_virtual_schema.tables`.
+    VirtualTables,
+    /// `system_virtual_schema.columns`.
+    VirtualColumns,
     /// Always empty.
     Empty,
 }
@@ -119,6 +129,12 @@ pub(crate) struct TableDef {
 }
 
 impl TableDef {
+    /// Whether this is a virtual table (of `system_virtual_schema`): listed in that
+    /// keyspace's tables rather than in `system_schema`'s.
+    pub(crate) fn is_virtual(&self) -> bool {
+        VIRTUAL_KEYSPACES.contains(&self.keyspace)
+    }
+
     /// The index of a column by name.
     pub(crate) fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name == name)
@@ -197,7 +213,7 @@ const fn in_keyspace(
 
 const MAP_TEXT: &str = "frozen<map<text, text>>";
 
-/// `system.local`.
+/// `system.local` (Cassandra 4.0's: with ports, without `thrift_version`).
 pub(crate) const LOCAL: TableDef = system(
     "local",
     "information about the local node",
@@ -205,19 +221,21 @@ pub(crate) const LOCAL: TableDef = system(
         pk("key", "text", 0),
         col("bootstrapped", "text"),
         col("broadcast_address", "inet"),
+        col("broadcast_port", "int"),
         col("cluster_name", "text"),
         col("cql_version", "text"),
         col("data_center", "text"),
         col("gossip_generation", "int"),
         col("host_id", "uuid"),
         col("listen_address", "inet"),
+        col("listen_port", "int"),
         col("native_protocol_version", "text"),
         col("partitioner", "text"),
         col("rack", "text"),
         col("release_version", "text"),
         col("rpc_address", "inet"),
+        col("rpc_port", "int"),
         col("schema_version", "uuid"),
-        col("thrift_version", "text"),
         col("tokens", "set<text>"),
         col("truncated_at", "map<uuid, blob>"),
     ],
@@ -450,6 +468,7 @@ pub(crate) const TABLES: TableDef = schema(
     &[
         pk("keyspace_name", "text", 0),
         ck("table_name", "text", 0),
+        col("additional_write_policy", "text"),
         col("bloom_filter_fp_chance", "double"),
         col("caching", MAP_TEXT),
         col("cdc", "boolean"),
@@ -466,26 +485,30 @@ pub(crate) const TABLES: TableDef = schema(
         col("max_index_interval", "int"),
         col("memtable_flush_period_in_ms", "int"),
         col("min_index_interval", "int"),
+        col("read_repair", "text"),
         col("read_repair_chance", "double"),
         col("speculative_retry", "text"),
     ],
     Source::Tables,
 );
 
+/// The columns of `system_schema.columns` and `system_virtual_schema.columns`.
+const COLUMN_DEFINITIONS: &[ColumnDef] = &[
+    pk("keyspace_name", "text", 0),
+    ck("table_name", "text", 0),
+    ck("column_name", "text", 1),
+    col("clustering_order", "text"),
+    col("column_name_bytes", "blob"),
+    col("kind", "text"),
+    col("position", "int"),
+    col("type", "text"),
+];
+
 /// `system_schema.columns`.
 pub(crate) const COLUMNS: TableDef = schema(
     "columns",
     "column definitions",
-    &[
-        pk("keyspace_name", "text", 0),
-        ck("table_name", "text", 0),
-        ck("column_name", "text", 1),
-        col("clustering_order", "text"),
-        col("column_name_bytes", "blob"),
-        col("kind", "text"),
-        col("position", "int"),
-        col("type", "text"),
-    ],
+    COLUMN_DEFINITIONS,
     Source::Columns,
 );
 
@@ -520,6 +543,7 @@ const VIEWS: TableDef = schema(
     &[
         pk("keyspace_name", "text", 0),
         ck("view_name", "text", 0),
+        col("additional_write_policy", "text"),
         col("base_table_id", "uuid"),
         col("base_table_name", "text"),
         col("bloom_filter_fp_chance", "double"),
@@ -538,6 +562,7 @@ const VIEWS: TableDef = schema(
         col("max_index_interval", "int"),
         col("memtable_flush_period_in_ms", "int"),
         col("min_index_interval", "int"),
+        col("read_repair", "text"),
         col("read_repair_chance", "double"),
         col("speculative_retry", "text"),
         col("where_clause", "text"),
@@ -752,8 +777,55 @@ const EVENTS: TableDef = traces(
     ],
 );
 
+/// The virtual keyspaces: their tables are virtual, answered from memory, and listed in
+/// `system_virtual_schema` instead of `system_schema` (Cassandra 4.0's `system_views` has
+/// no tables Mosaic serves, so it is not listed).
+pub(crate) const VIRTUAL_KEYSPACES: [&str; 1] = [VIRTUAL_SCHEMA];
+
+/// The virtual keyspace describing virtual tables.
+const VIRTUAL_SCHEMA: &str = "system_virtual_schema";
+
+/// A table of `system_virtual_schema` (virtual tables have no compaction or grace
+/// period; only their comment is shown).
+const fn virtual_schema(
+    name: &'static str,
+    comment: &'static str,
+    columns: &'static [ColumnDef],
+    source: Source,
+) -> TableDef {
+    in_keyspace(VIRTUAL_SCHEMA, 0, name, comment, columns, source)
+}
+
+/// `system_virtual_schema.keyspaces`.
+pub(crate) const VIRTUAL_KEYSPACES_TABLE: TableDef = virtual_schema(
+    "keyspaces",
+    "virtual keyspace definitions",
+    &[pk("keyspace_name", "text", 0)],
+    Source::VirtualKeyspaces,
+);
+
+/// `system_virtual_schema.tables`.
+pub(crate) const VIRTUAL_TABLES: TableDef = virtual_schema(
+    "tables",
+    "virtual table definitions",
+    &[
+        pk("keyspace_name", "text", 0),
+        ck("table_name", "text", 0),
+        col("comment", "text"),
+    ],
+    Source::VirtualTables,
+);
+
+/// `system_virtual_schema.columns`.
+pub(crate) const VIRTUAL_COLUMNS: TableDef = virtual_schema(
+    "columns",
+    "virtual column definitions",
+    COLUMN_DEFINITIONS,
+    Source::VirtualColumns,
+);
+
 /// Every system table served, grouped by keyspace, sorted by name within each.
-pub(crate) static ALL: [&TableDef; 34] = [
+pub(crate) static ALL: [&TableDef; 37] = [
     &AVAILABLE_RANGES,
     &BATCHES,
     &BUILT_VIEWS,
@@ -788,6 +860,9 @@ pub(crate) static ALL: [&TableDef; 34] = [
     &VIEW_BUILD_STATUS,
     &EVENTS,
     &SESSIONS,
+    &VIRTUAL_COLUMNS,
+    &VIRTUAL_KEYSPACES_TABLE,
+    &VIRTUAL_TABLES,
 ];
 
 /// A system keyspace as `system_schema.keyspaces` shows it.
@@ -964,13 +1039,20 @@ mod tests {
     #[test]
     fn tables_are_unique_and_their_keyspaces_listed() {
         for (i, a) in ALL.iter().enumerate() {
-            assert!(SYSTEM_KEYSPACES.iter().any(|k| k.name == a.keyspace));
+            assert!(
+                SYSTEM_KEYSPACES.iter().any(|k| k.name == a.keyspace)
+                    || VIRTUAL_KEYSPACES.contains(&a.keyspace)
+            );
             for b in ALL.iter().skip(i + 1) {
                 assert!(a.keyspace != b.keyspace || a.name != b.name, "{}", a.name);
             }
         }
-        for k in &SYSTEM_KEYSPACES {
-            assert!(crate::schema::is_system_keyspace(k.name));
+        for k in SYSTEM_KEYSPACES
+            .iter()
+            .map(|k| k.name)
+            .chain(VIRTUAL_KEYSPACES)
+        {
+            assert!(crate::schema::is_system_keyspace(k));
         }
     }
 }

@@ -29,7 +29,7 @@ fn node(last_octet: u8, tokens: &[i64]) -> NodeInfo {
         rack: "rack1".into(),
         tokens: tokens.iter().map(|t| Token(*t)).collect(),
         schema_version: Uuid([9; 16]),
-        release_version: "3.11.17".into(),
+        release_version: "4.0.17".into(),
         up: true,
     }
 }
@@ -278,19 +278,21 @@ fn system_local_is_what_the_python_driver_reads() {
             "key",
             "bootstrapped",
             "broadcast_address",
+            "broadcast_port",
             "cluster_name",
             "cql_version",
             "data_center",
             "gossip_generation",
             "host_id",
             "listen_address",
+            "listen_port",
             "native_protocol_version",
             "partitioner",
             "rack",
             "release_version",
             "rpc_address",
+            "rpc_port",
             "schema_version",
-            "thrift_version",
             "tokens",
             "truncated_at",
         ]
@@ -299,9 +301,9 @@ fn system_local_is_what_the_python_driver_reads() {
     assert_eq!(text(cell(&rows, 0, "key")), "local");
     assert_eq!(text(cell(&rows, 0, "bootstrapped")), "COMPLETED");
     assert_eq!(text(cell(&rows, 0, "cluster_name")), "Test Cluster");
-    assert_eq!(text(cell(&rows, 0, "cql_version")), "3.4.4");
+    assert_eq!(text(cell(&rows, 0, "cql_version")), "3.4.5");
     assert_eq!(text(cell(&rows, 0, "native_protocol_version")), "4");
-    assert_eq!(text(cell(&rows, 0, "release_version")), "3.11.17");
+    assert_eq!(text(cell(&rows, 0, "release_version")), "4.0.17");
     assert_eq!(
         text(cell(&rows, 0, "partitioner")),
         "org.apache.cassandra.dht.Murmur3Partitioner"
@@ -314,6 +316,12 @@ fn system_local_is_what_the_python_driver_reads() {
     assert_eq!(
         &cell(&rows, 0, "broadcast_address").unwrap()[..],
         &[127, 0, 0, 1]
+    );
+    assert_eq!(int(cell(&rows, 0, "broadcast_port")), 7000);
+    assert_eq!(int(cell(&rows, 0, "listen_port")), 7000);
+    assert_eq!(
+        int(cell(&rows, 0, "rpc_port")),
+        i32::from(f.local.native_port)
     );
     // set<text> of the tokens' decimal strings, in text order.
     assert_eq!(strings(cell(&rows, 0, "tokens")), ["-5", "100", "7"]);
@@ -511,7 +519,9 @@ fn user_tables_show_their_options_and_cassandras_defaults() {
             ("rows_per_partition".to_owned(), "NONE".to_owned())
         ])
     );
-    assert_eq!(cell(&rows, 0, "cdc"), None);
+    assert_eq!(cell(&rows, 0, "cdc").map(|b| &b[..]), Some(&[0u8][..]));
+    assert_eq!(text(cell(&rows, 0, "additional_write_policy")), "99p");
+    assert_eq!(text(cell(&rows, 0, "read_repair")), "BLOCKING");
     assert_eq!(text(cell(&rows, 0, "comment")), "");
     assert_eq!(
         text_map(cell(&rows, 0, "compaction")),
@@ -527,7 +537,7 @@ fn user_tables_show_their_options_and_cassandras_defaults() {
     assert_eq!(
         text_map(cell(&rows, 0, "compression")),
         BTreeMap::from([
-            ("chunk_length_in_kb".to_owned(), "64".to_owned()),
+            ("chunk_length_in_kb".to_owned(), "16".to_owned()),
             (
                 "class".to_owned(),
                 "org.apache.cassandra.io.compress.LZ4Compressor".to_owned()
@@ -535,14 +545,15 @@ fn user_tables_show_their_options_and_cassandras_defaults() {
         ])
     );
     assert_eq!(double(cell(&rows, 0, "crc_check_chance")), 1.0);
-    assert_eq!(double(cell(&rows, 0, "dclocal_read_repair_chance")), 0.1);
+    // Cassandra 4.0 keeps these columns for drivers and shows 0.
+    assert_eq!(double(cell(&rows, 0, "dclocal_read_repair_chance")), 0.0);
     assert_eq!(double(cell(&rows, 0, "read_repair_chance")), 0.0);
     assert_eq!(int(cell(&rows, 0, "default_time_to_live")), 0);
     assert_eq!(int(cell(&rows, 0, "gc_grace_seconds")), 864_000);
     assert_eq!(int(cell(&rows, 0, "max_index_interval")), 2048);
     assert_eq!(int(cell(&rows, 0, "min_index_interval")), 128);
     assert_eq!(int(cell(&rows, 0, "memtable_flush_period_in_ms")), 0);
-    assert_eq!(text(cell(&rows, 0, "speculative_retry")), "99PERCENTILE");
+    assert_eq!(text(cell(&rows, 0, "speculative_retry")), "99p");
     assert_eq!(strings(cell(&rows, 0, "flags")), ["compound"]);
     assert_eq!(&cell(&rows, 0, "id").unwrap()[..], &[0x42; 16]);
     let extensions = map_items(cell(&rows, 0, "extensions"));
@@ -586,7 +597,7 @@ fn cassandra_options_given_at_create_are_shown_normalized() {
         text_map(cell(&rows, 0, "compression")),
         BTreeMap::from([("enabled".to_owned(), "false".to_owned())])
     );
-    assert_eq!(text(cell(&rows, 0, "speculative_retry")), "95PERCENTILE");
+    assert_eq!(text(cell(&rows, 0, "speculative_retry")), "95p");
     assert_eq!(double(cell(&rows, 0, "crc_check_chance")), 0.5);
 }
 
@@ -647,7 +658,11 @@ fn every_table_listed_has_its_columns_and_the_other_way_round() {
         })
         .collect();
     assert_eq!(listed, with_columns);
-    assert_eq!(listed.len(), tables::ALL.len() + 2);
+    // Every system table but the virtual ones, plus the fixture's two user tables.
+    let virtual_tables = tables::ALL.iter().filter(|t| t.is_virtual()).count();
+    assert_eq!(virtual_tables, 3);
+    assert_eq!(listed.len(), tables::ALL.len() - virtual_tables + 2);
+    assert!(!listed.iter().any(|(k, _)| k == "system_virtual_schema"));
     assert!(listed.contains(&("system".to_owned(), "peers_v2".to_owned())));
     assert!(listed.contains(&("system_schema".to_owned(), "columns".to_owned())));
     // Every type text parses as a driver's parser would need it to.
@@ -718,6 +733,56 @@ fn in_lists_counts_limits_and_aliases() {
 }
 
 #[test]
+fn the_virtual_schema_lists_itself() {
+    let f = Fixture::new();
+    let keyspaces = f.select("SELECT * FROM system_virtual_schema.keyspaces");
+    assert_eq!(keyspaces.rows.len(), 1);
+    assert_eq!(
+        text(cell(&keyspaces, 0, "keyspace_name")),
+        "system_virtual_schema"
+    );
+    let tables = f.select("SELECT table_name, comment FROM system_virtual_schema.tables");
+    let names: Vec<String> = (0..tables.rows.len())
+        .map(|i| text(cell(&tables, i, "table_name")))
+        .collect();
+    assert_eq!(names, ["columns", "keyspaces", "tables"]);
+    assert_eq!(
+        text(cell(&tables, 0, "comment")),
+        "virtual column definitions"
+    );
+    let columns = f.select(
+        "SELECT column_name, kind, position, type FROM system_virtual_schema.columns WHERE keyspace_name = 'system_virtual_schema' AND table_name = 'tables'",
+    );
+    let got: Vec<(String, String, i32, String)> = (0..columns.rows.len())
+        .map(|i| {
+            (
+                text(cell(&columns, i, "column_name")),
+                text(cell(&columns, i, "kind")),
+                int(cell(&columns, i, "position")),
+                text(cell(&columns, i, "type")),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("comment".into(), "regular".into(), -1, "text".into()),
+            (
+                "keyspace_name".into(),
+                "partition_key".into(),
+                0,
+                "text".into()
+            ),
+            ("table_name".into(), "clustering".into(), 0, "text".into()),
+        ]
+    );
+    // Like Cassandra 4.0, system_schema does not list the virtual keyspace.
+    let schema = f.select("SELECT keyspace_name FROM system_schema.keyspaces");
+    assert!((0..schema.rows.len())
+        .all(|i| text(cell(&schema, i, "keyspace_name")) != "system_virtual_schema"));
+}
+
+#[test]
 fn unknown_tables_are_unconfigured() {
     let f = Fixture::new();
     for (cql, table) in [
@@ -726,7 +791,7 @@ fn unknown_tables_are_unconfigured() {
             "SELECT keyspace_name, table_name, partitioner FROM system_schema.scylla_tables",
             "scylla_tables",
         ),
-        ("SELECT * FROM system_virtual_schema.tables", "tables"),
+        ("SELECT * FROM system_virtual_schema.views", "views"),
     ] {
         let e = f.select_with(cql, &[]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid, "{cql}");
