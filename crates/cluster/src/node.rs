@@ -172,6 +172,19 @@ pub struct Node {
     inner: Arc<Inner>,
 }
 
+/// A [`Node`] handle that does not keep it alive.
+#[derive(Clone)]
+pub struct WeakNode {
+    inner: Weak<Inner>,
+}
+
+impl WeakNode {
+    /// The node, if it still exists.
+    pub fn upgrade(&self) -> Option<Node> {
+        self.inner.upgrade().map(|inner| Node { inner })
+    }
+}
+
 /// Removes a request's response slot when its caller stops waiting.
 struct PendingSlot {
     inner: Weak<Inner>,
@@ -326,6 +339,13 @@ impl Node {
         };
         node.rebuild_ring();
         node
+    }
+
+    /// A handle that does not keep the node alive (for listeners the node itself holds).
+    pub fn downgrade(&self) -> WeakNode {
+        WeakNode {
+            inner: Arc::downgrade(&self.inner),
+        }
     }
 
     /// This node's address.
@@ -1184,6 +1204,10 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            Body::Truncate { table } => match store.truncate(table).await {
+                Ok(()) => Body::TruncateAck,
+                Err(f) => Body::Failed(f),
+            },
             Body::SchemaPush(snapshot) => match store.adopt_schema(snapshot).await {
                 Ok(_) => {
                     let version = store.schema().version;

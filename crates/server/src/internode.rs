@@ -184,13 +184,13 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
 const SHADOW_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A shadow round: asks each seed for its view of the cluster without joining it (an
-/// empty `GossipSyn`), and returns the state the cluster holds for `me`, if any. A node
-/// whose data directory was wiped uses it to come back with its old host id and tokens.
+/// empty `GossipSyn`), and returns every state the first seed to answer holds. A node
+/// whose data directory was wiped finds its old host id and tokens there.
 pub async fn shadow_round(
     listener: &TcpListener,
     me: Endpoint,
     seeds: &[Endpoint],
-) -> Option<mosaic_cluster::message::EndpointState> {
+) -> Option<Vec<mosaic_cluster::message::EndpointState>> {
     use mosaic_cluster::message::PROTOCOL_VERSION;
     use mosaic_cluster::Body;
     for seed in seeds.iter().filter(|s| **s != me) {
@@ -221,13 +221,13 @@ pub async fn shadow_round(
                         ..
                     }) = decode_payload(&payload, crc)
                     {
-                        return Some(states.into_iter().find(|s| s.endpoint == me));
+                        return Some(states);
                     }
                 }
             }
         };
-        if let Ok(Some(found)) = tokio::time::timeout(SHADOW_TIMEOUT, answer).await {
-            return found;
+        if let Ok(Some(states)) = tokio::time::timeout(SHADOW_TIMEOUT, answer).await {
+            return Some(states);
         }
     }
     None

@@ -196,8 +196,53 @@ fn start_node(
         Arc::new(LocalStore::new(local, hints)),
         Arc::new(DynamicSnitch::default()),
     );
+    restore_peers(&node, &config.data_dir);
+    persist_peers_on_join(&node, config.data_dir.clone());
     node.start();
     Ok(node)
+}
+
+/// The file where a node keeps the peers it knows (as Cassandra's `system.peers`).
+const PEERS_FILE: &str = "peers.json";
+
+/// Gives the node the peers a previous run knew, so its ring is whole from the start
+/// (they stay DOWN until heard from). A damaged file only costs that head start.
+fn restore_peers(node: &Node, data_dir: &std::path::Path) {
+    let path = data_dir.join(PEERS_FILE);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return;
+    };
+    match serde_json::from_slice::<Vec<mosaic_cluster::message::EndpointState>>(&bytes) {
+        Ok(states) => node.restore_peers(states),
+        Err(e) => eprintln!("mosaic: ignoring {}: {e}", path.display()),
+    }
+}
+
+/// Persists the known peers whenever a node joins the view.
+fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
+    let weak = node.downgrade();
+    node.on_change(Arc::new(move |change, _| {
+        if !matches!(change, Change::Joined(_)) {
+            return;
+        }
+        let Some(node) = weak.upgrade() else {
+            return;
+        };
+        let me = node.endpoint();
+        let states: Vec<_> = node
+            .states()
+            .into_iter()
+            .map(|(s, _)| s)
+            .filter(|s| s.endpoint != me)
+            .collect();
+        let path = data_dir.join(PEERS_FILE);
+        tokio::task::spawn_blocking(move || {
+            let bytes = serde_json::to_vec(&states).unwrap_or_default();
+            if let Err(e) = crate::durable::write_atomic(&path, &bytes) {
+                eprintln!("mosaic: could not save {}: {e}", path.display());
+            }
+        });
+    }));
 }
 
 /// Pushes status and topology changes to clients that registered for them.
@@ -299,7 +344,19 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     if seeds.iter().all(|s| *s == me) {
         return Ok(());
     }
-    let Some(state) = internode::shadow_round(listener, me, &seeds).await else {
+    let Some(states) = internode::shadow_round(listener, me, &seeds).await else {
+        return Ok(());
+    };
+    let (mine, peers): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.endpoint == me);
+    // The peers, so the ring is whole from the start (see `restore_peers`).
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    crate::durable::write_atomic(
+        &config.data_dir.join(PEERS_FILE),
+        &serde_json::to_vec(&peers).unwrap_or_default(),
+    )
+    .context("saving the peers learnt from the seeds")?;
+    let Some(state) = mine.into_iter().next() else {
         return Ok(());
     };
     let identity = NodeIdentity {
