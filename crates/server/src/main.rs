@@ -6,7 +6,8 @@
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
-//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin.
+//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin;
+//! - `mosaic bench load|run`: YCSB workloads against any CQL cluster (`mosaic_bench::cli`).
 //!
 //! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
 //! [`local`] (the single-node coordinator over one engine per table), [`auth`] (the
@@ -52,6 +53,9 @@ enum Command {
     Cluster(launcher::ClusterCommand),
     /// Open a storage engine on a data directory and run commands from stdin.
     Shell(shell::ShellArgs),
+    /// Load or run a YCSB workload against any CQL cluster (Mosaic or Cassandra).
+    #[command(subcommand)]
+    Bench(mosaic_bench::cli::BenchCommand),
 }
 
 /// Options of `mosaic server`.
@@ -68,6 +72,7 @@ fn main() -> ExitCode {
         Command::Server(args) => server::run(&args.config),
         Command::Cluster(command) => launcher::run(command),
         Command::Shell(args) => shell::run(args),
+        Command::Bench(command) => mosaic_bench::cli::main(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
