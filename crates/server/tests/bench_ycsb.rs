@@ -45,8 +45,19 @@ impl Drop for Cluster {
     }
 }
 
-fn report(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+/// Runs `mosaic bench ARGS --quiet --json FILE` (ARGS split at spaces), asserts it
+/// succeeded, and returns the JSON report and stdout.
+fn bench(args: &str, json: &Path) -> (Value, String) {
+    let mut args: Vec<&str> = args.split_whitespace().collect();
+    args.extend(["--quiet", "--json", json.to_str().unwrap()]);
+    let out = Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .arg("bench")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (report, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn check_operation(op: &Value, count: u64) {
@@ -75,28 +86,14 @@ fn load_and_run_workload_a() {
     let pid_file = cluster.dir.join("node1/pid");
     let pid_file = pid_file.to_str().unwrap();
 
-    let load_json = tmp.path().join("load.json");
-    let out = mosaic(&[
-        "bench",
-        "load",
-        "--hosts",
-        &host,
-        "--workload",
-        "a",
-        "--records",
-        "300",
-        "--concurrency",
-        "4",
-        "--layout",
-        "uniform",
-        "--pid-files",
-        pid_file,
-        "--quiet",
-        "--json",
-        load_json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let load = report(&load_json);
+    let json = tmp.path().join("report.json");
+    let (load, _) = bench(
+        &format!(
+            "load --hosts {host} --workload a --records 300 --concurrency 4 --layout uniform \
+             --pid-files {pid_file}"
+        ),
+        &json,
+    );
     assert_eq!(load["phase"], "load");
     assert_eq!(load["errors"].as_u64(), Some(0), "{load}");
     check_operation(&load["operations"]["insert"], 300);
@@ -108,30 +105,13 @@ fn load_and_run_workload_a() {
     let amp = load["server_io"]["write_amplification"].as_f64().unwrap();
     assert!(amp >= 0.9, "write amplification {amp}");
 
-    let run_json = tmp.path().join("run.json");
-    let out = mosaic(&[
-        "bench",
-        "run",
-        "--hosts",
-        &host,
-        "--workload",
-        "a",
-        "--records",
-        "300",
-        "--operations",
-        "600",
-        "--concurrency",
-        "4",
-        "--read-cl",
-        "ONE",
-        "--write-cl",
-        "ONE",
-        "--quiet",
-        "--json",
-        run_json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = report(&run_json);
+    let (run, stdout) = bench(
+        &format!(
+            "run --hosts {host} --workload a --records 300 --operations 600 --concurrency 4 \
+             --read-cl ONE --write-cl ONE"
+        ),
+        &json,
+    );
     assert_eq!(run["errors"].as_u64(), Some(0), "{run}");
     assert_eq!(run["errors_by_kind"], serde_json::json!({}));
     let (reads, updates) = (
@@ -144,32 +124,16 @@ fn load_and_run_workload_a() {
     check_operation(&run["operations"]["read"], reads);
     check_operation(&run["operations"]["update"], updates);
     assert!(run["server_io"].is_null());
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("ops/s") && stdout.contains("p99.9"),
         "{stdout}"
     );
 
     // Reads of a key space larger than what was loaded find missing rows, and say so.
-    let out = mosaic(&[
-        "bench",
-        "run",
-        "--hosts",
-        &host,
-        "--workload",
-        "c",
-        "--records",
-        "3000",
-        "--operations",
-        "200",
-        "--concurrency",
-        "2",
-        "--quiet",
-        "--json",
-        run_json.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
-    let run = report(&run_json);
+    let (run, _) = bench(
+        &format!("run --hosts {host} --workload c --records 3000 --operations 200 --concurrency 2"),
+        &json,
+    );
     let missing = run["errors_by_kind"]["not_found"].as_u64().unwrap();
     assert_eq!(run["errors"].as_u64(), Some(missing));
     assert!(missing > 0 && missing < 200, "{missing}");
