@@ -527,7 +527,9 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     let elapsed = shared.start.elapsed();
     if let Some(p) = progress {
         p.abort();
-        eprintln!();
+        if std::io::stderr().is_terminal() {
+            eprintln!();
+        }
     }
     let server_io = if pids.is_empty() {
         None
