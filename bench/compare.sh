@@ -7,7 +7,8 @@
 # For each system: start a fresh one-node cluster in DIR/<system>-cluster, `mosaic bench load`
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. Needs a release build:
-# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target).
+# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL port: $PORT
+# (default 29042).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
@@ -26,7 +27,12 @@ done
 mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
 [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
 mkdir -p "$out"
-port=19042
+port=${PORT:-29042}
+# A node already listening there (someone else's) would answer in place of ours.
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "127.0.0.1:$port is taken; set PORT" >&2
+    exit 1
+fi
 
 phase() { # system phase host pidfile extra...
     local system=$1 phase=$2 host=$3 pidfile=$4; shift 4
