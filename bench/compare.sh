@@ -8,7 +8,7 @@
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. Needs a release build:
 # `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL port: $PORT
-# (default 29042).
+# (default 29042). The cluster directories are removed after each system unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
@@ -64,4 +64,6 @@ for system in ${systems//,/ }; do
     du -sb "$cluster" | awk '{print "on disk after the run: " $1 " bytes"}' | tee "$out/$system-size.txt"
     "${stop[@]}"
     trap - EXIT
+    # The data would add up over suites (~0.4 GB per run here); KEEP=1 keeps it.
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
 done
