@@ -269,8 +269,9 @@ impl Report {
     }
 
     /// The JSON report: `throughput_ops`, `operations.{kind}.{count, errors, mean_us,
-    /// p50_us, p95_us, p99_us, p999_us, max_us}`, `errors`, `errors_by_kind`, user bytes,
-    /// and `server_io` with the amplification when pids were given.
+    /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, `errors`,
+    /// `errors_by_kind`, user bytes, and `server_io` with the amplification when pids were
+    /// given.
     pub fn json(&self) -> Value {
         let operations: serde_json::Map<String, Value> = self
             .operations
@@ -288,6 +289,7 @@ impl Report {
                         "p99_us": h.value_at_quantile(0.99),
                         "p999_us": h.value_at_quantile(0.999),
                         "max_us": h.max(),
+                        "latency_cdf_us": latency_cdf(h),
                     }),
                 )
             })
@@ -320,6 +322,16 @@ impl Report {
             "server_io": server_io,
         })
     }
+}
+
+/// `[quantile, latency µs]` points of a latency distribution for plotting its CDF: every
+/// percentile, then the tail (99.5, 99.9, 99.95, 99.99, 100).
+fn latency_cdf(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    (0..100)
+        .map(|p| f64::from(p) / 100.0)
+        .chain([0.995, 0.999, 0.9995, 0.9999, 1.0])
+        .map(|q| (q, h.value_at_quantile(q)))
+        .collect()
 }
 
 /// The prepared statements of a phase.
@@ -812,6 +824,12 @@ mod tests {
         for k in ["mean_us", "p50_us", "p99_us"] {
             assert!(j["operations"]["read"][k].is_number(), "{k}");
         }
+        let cdf = j["operations"]["read"]["latency_cdf_us"]
+            .as_array()
+            .unwrap();
+        assert_eq!(cdf.len(), 105);
+        assert_eq!(cdf[104][1].as_u64(), Some(300));
+        assert!(cdf.windows(2).all(|w| w[0][1].as_u64() <= w[1][1].as_u64()));
         assert_eq!(j["errors"].as_u64(), Some(0));
         assert_eq!(j["server_io"]["read_amplification"].as_f64(), Some(0.5));
         assert!(j["server_io"]["write_amplification"].is_null());
