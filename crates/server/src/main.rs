@@ -6,7 +6,8 @@
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
-//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin.
+//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin;
+//! - `mosaic bench load|run`: YCSB workloads against any CQL cluster (`mosaic_bench::cli`).
 //!
 //! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
 //! [`local`] (the single-node coordinator over one engine per table), [`auth`] (the
@@ -68,6 +69,9 @@ enum Command {
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
     Repair(tools::RepairArgs),
+    /// Load or run a YCSB workload against any CQL cluster (Mosaic or Cassandra).
+    #[command(subcommand)]
+    Bench(mosaic_bench::cli::BenchCommand),
 }
 
 /// Options of `mosaic stats`.
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
             args.keyspace.as_deref(),
             args.table.as_deref(),
         ),
+        Command::Bench(command) => mosaic_bench::cli::main(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# One-node Mosaic vs Apache Cassandra 4.1.10 with `mosaic bench`, one system at a time.
+#
+#   bench/compare.sh [--workload a] [--records 100000] [--operations 100000]
+#                    [--concurrency 16] [--out DIR] [--systems mosaic,cassandra]
+#
+# For each system: start a fresh one-node cluster in DIR/<system>-cluster, `mosaic bench load`
+# then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
+# traffic from /proc/PID/io), and stop it right away. Needs a release build:
+# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL port: $PORT
+# (default 29042). The cluster directories are removed after each system unless KEEP=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
+systems=mosaic,cassandra
+while [ $# -gt 0 ]; do
+    case $1 in
+        --workload) workload=$2; shift 2 ;;
+        --records) records=$2; shift 2 ;;
+        --operations) operations=$2; shift 2 ;;
+        --concurrency) concurrency=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --systems) systems=$2; shift 2 ;;
+        *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+    esac
+done
+mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
+[ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+mkdir -p "$out"
+port=${PORT:-29042}
+# A node already listening there (someone else's) would answer in place of ours.
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "127.0.0.1:$port is taken; set PORT" >&2
+    exit 1
+fi
+
+phase() { # system phase host pidfile extra...
+    local system=$1 phase=$2 host=$3 pidfile=$4; shift 4
+    "$mosaic" bench "$phase" --hosts "$host" --workload "$workload" --records "$records" \
+        --concurrency "$concurrency" --pid-files "$pidfile" --quiet \
+        --json "$out/$system-$phase.json" "$@" | tee "$out/$system-$phase.txt"
+}
+
+for system in ${systems//,/ }; do
+    cluster=$out/$system-cluster
+    rm -rf "$cluster"
+    echo "== $system: workload $workload, $records records, $operations operations, $concurrency in flight"
+    case $system in
+        mosaic)
+            "$mosaic" cluster up --nodes 1 --dir "$cluster" --port $port
+            trap '"$mosaic" cluster down --dir "$cluster"' EXIT
+            host=127.0.0.1:$port pidfile=$cluster/node1/pid stop=("$mosaic" cluster down --dir "$cluster")
+            ;;
+        cassandra)
+            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" --port $port
+            trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"' EXIT
+            host=127.0.0.1:$port pidfile=$cluster/node1/pid
+            stop=("$root/bench/cassandra/cluster.sh" down --dir "$cluster")
+            ;;
+        *) echo "unknown system $system" >&2; exit 2 ;;
+    esac
+    phase "$system" load "$host" "$pidfile"
+    phase "$system" run "$host" "$pidfile" --operations "$operations"
+    du -sb "$cluster" | awk '{print "on disk after the run: " $1 " bytes"}' | tee "$out/$system-size.txt"
+    "${stop[@]}"
+    trap - EXIT
+    # The data would add up over suites (~0.4 GB per run here); KEEP=1 keeps it.
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+done

@@ -1,0 +1,838 @@
+//! `mosaic bench load|run`: a YCSB core workload executed over CQL.
+//!
+//! Schema (YCSB's Cassandra binding): keyspace `ycsb` (SimpleStrategy, RF given at load)
+//! and table `usertable (y_id text PRIMARY KEY, field0 text, …)`, with Mosaic's `layout`
+//! option when asked. Statements are prepared once: read `SELECT * … WHERE y_id = ?`,
+//! insert of every field, update of one field (one statement per field), scan
+//! `SELECT * … WHERE token(y_id) >= token(?) LIMIT ?`; a read-modify-write is a read then
+//! an update of one field, timed as one operation.
+//!
+//! Loops: closed (each of `concurrency` workers sends its next request when the previous
+//! one answers) or open (`rate`: operation i is due at start + i/rate, and its latency is
+//! measured from that intended start, so a stalled server shows in the percentiles instead
+//! of silently slowing the client down — YCSB's "intended" latency). Latency goes to HDR
+//! histograms in microseconds, bounded at one hour; failures are counted by kind and kept
+//! out of the histograms. A read that finds no row counts as a `not_found` error.
+
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use hdrhistogram::Histogram;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::{ExecutionError, RequestAttemptError};
+use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::Consistency;
+use serde_json::{json, Value};
+
+use crate::osio::IoCounters;
+use crate::workload::{field_name, key_name, Chooser, Operation, ValuePool, Workload};
+
+/// The keyspace and table YCSB uses.
+pub const KEYSPACE: &str = "ycsb";
+/// The table YCSB uses.
+pub const TABLE: &str = "usertable";
+
+/// Largest latency the histograms hold: one hour, in microseconds.
+const LATENCY_US_MAX: u64 = 3_600_000_000;
+
+/// Which phase to run.
+#[derive(Clone, Debug)]
+pub enum Phase {
+    /// Create the schema if absent, then insert records `0..records`.
+    Load {
+        /// Replication factor of the keyspace, if it is created.
+        rf: u32,
+        /// Mosaic's `layout` table option, if the table is created.
+        layout: Option<String>,
+    },
+    /// Run `operations` operations of the workload over the loaded records.
+    Run {
+        /// Operations to run.
+        operations: u64,
+    },
+}
+
+/// Everything a phase needs.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// `host[:port]` of the contact points (port 9042 when absent).
+    pub hosts: Vec<String>,
+    /// The workload.
+    pub workload: Workload,
+    /// Records loaded (and, for `run`, the records the load phase loaded).
+    pub records: u64,
+    /// The phase.
+    pub phase: Phase,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Consistency of reads and scans.
+    pub read_cl: Consistency,
+    /// Consistency of inserts and updates.
+    pub write_cl: Consistency,
+    /// Open loop at this many operations per second; closed loop when `None`.
+    pub rate: Option<f64>,
+    /// Server processes whose `/proc/PID/io` is read before and after the phase.
+    pub pids: Vec<u32>,
+    /// Print a progress line on stderr.
+    pub progress: bool,
+    /// Seed of the workers' random number generators.
+    pub seed: u64,
+}
+
+/// Parses a consistency level name (`ONE`, `quorum`, `LOCAL_ONE`, …).
+pub fn parse_consistency(s: &str) -> anyhow::Result<Consistency> {
+    Ok(match s.to_ascii_uppercase().as_str() {
+        "ANY" => Consistency::Any,
+        "ONE" => Consistency::One,
+        "TWO" => Consistency::Two,
+        "THREE" => Consistency::Three,
+        "QUORUM" => Consistency::Quorum,
+        "ALL" => Consistency::All,
+        "LOCAL_QUORUM" => Consistency::LocalQuorum,
+        "EACH_QUORUM" => Consistency::EachQuorum,
+        "LOCAL_ONE" => Consistency::LocalOne,
+        _ => bail!("unknown consistency level {s:?}"),
+    })
+}
+
+/// Latency and outcome of one kind of operation.
+#[derive(Clone, Debug)]
+pub struct OperationStats {
+    /// Latency of successful operations, in microseconds.
+    pub latency_us: Histogram<u64>,
+    /// Failed operations.
+    pub errors: u64,
+}
+
+impl OperationStats {
+    fn new() -> anyhow::Result<OperationStats> {
+        Ok(OperationStats {
+            latency_us: Histogram::new_with_bounds(1, LATENCY_US_MAX, 3)
+                .map_err(|e| anyhow!("histogram: {e}"))?,
+            errors: 0,
+        })
+    }
+
+    fn merge(&mut self, o: &OperationStats) -> anyhow::Result<()> {
+        self.latency_us
+            .add(&o.latency_us)
+            .map_err(|e| anyhow!("histogram: {e}"))?;
+        self.errors += o.errors;
+        Ok(())
+    }
+}
+
+/// What one worker (or the whole phase, after merging) measured.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    operations: BTreeMap<Operation, OperationStats>,
+    errors_by_kind: BTreeMap<String, u64>,
+    user_bytes_written: u64,
+    user_bytes_read: u64,
+}
+
+impl Tally {
+    fn stats(&mut self, op: Operation) -> anyhow::Result<&mut OperationStats> {
+        Ok(match self.operations.entry(op) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(OperationStats::new()?),
+        })
+    }
+
+    fn merge(&mut self, o: &Tally) -> anyhow::Result<()> {
+        for (op, s) in &o.operations {
+            self.stats(*op)?.merge(s)?;
+        }
+        for (kind, n) in &o.errors_by_kind {
+            *self.errors_by_kind.entry(kind.clone()).or_default() += n;
+        }
+        self.user_bytes_written += o.user_bytes_written;
+        self.user_bytes_read += o.user_bytes_read;
+        Ok(())
+    }
+}
+
+/// The result of a phase.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// `load` or `run`.
+    pub phase: &'static str,
+    /// The workload's name.
+    pub workload: String,
+    /// Records of the key space.
+    pub records: u64,
+    /// Operations attempted.
+    pub attempted: u64,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Target rate (open loop), if any.
+    pub rate: Option<f64>,
+    /// Wall time of the phase.
+    pub elapsed: Duration,
+    /// Per kind of operation.
+    pub operations: BTreeMap<Operation, OperationStats>,
+    /// Failures by kind (`not_found`, `ReadTimeout`, `client_timeout`, …).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Key and field bytes sent in inserts and updates.
+    pub user_bytes_written: u64,
+    /// Key and field bytes of the rows reads and scans returned.
+    pub user_bytes_read: u64,
+    /// Disk traffic of the server processes over the phase, when pids were given.
+    pub server_io: Option<IoCounters>,
+}
+
+impl Report {
+    /// Successful operations.
+    pub fn succeeded(&self) -> u64 {
+        self.operations.values().map(|s| s.latency_us.len()).sum()
+    }
+
+    /// Failed operations.
+    pub fn errors(&self) -> u64 {
+        self.operations.values().map(|s| s.errors).sum()
+    }
+
+    /// Successful operations per second.
+    pub fn throughput(&self) -> f64 {
+        self.succeeded() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Disk bytes written per user byte written, and read per user byte read.
+    pub fn amplification(&self) -> Option<(Option<f64>, Option<f64>)> {
+        let io = self.server_io?;
+        let ratio = |disk: u64, user: u64| (user > 0).then(|| disk as f64 / user as f64);
+        Some((
+            ratio(io.write_bytes, self.user_bytes_written),
+            ratio(io.read_bytes, self.user_bytes_read),
+        ))
+    }
+
+    /// The human-readable report.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "{} workload {}: {} records, {} operations, {} in flight{}\n{:.1} s, {:.0} ops/s, {} errors\n",
+            self.phase,
+            self.workload,
+            self.records,
+            self.attempted,
+            self.concurrency,
+            self.rate
+                .map(|r| format!(", open loop at {r} ops/s"))
+                .unwrap_or_default(),
+            self.elapsed.as_secs_f64(),
+            self.throughput(),
+            self.errors(),
+        );
+        out += &format!(
+            "{:<18} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            "operation", "count", "errors", "mean µs", "p50", "p95", "p99", "p99.9", "max"
+        );
+        for (op, s) in &self.operations {
+            let h = &s.latency_us;
+            out += &format!(
+                "{:<18} {:>9} {:>7} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                op.name(),
+                h.len(),
+                s.errors,
+                h.mean(),
+                h.value_at_quantile(0.50),
+                h.value_at_quantile(0.95),
+                h.value_at_quantile(0.99),
+                h.value_at_quantile(0.999),
+                h.max()
+            );
+        }
+        for (kind, n) in &self.errors_by_kind {
+            out += &format!("error {kind}: {n}\n");
+        }
+        if let (Some(io), Some((write_amp, read_amp))) = (self.server_io, self.amplification()) {
+            let fmt = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}"));
+            out += &format!(
+                "server disk: {} B written ({} per user byte of {} B), {} B read ({} per user byte of {} B)\n",
+                io.write_bytes,
+                fmt(write_amp),
+                self.user_bytes_written,
+                io.read_bytes,
+                fmt(read_amp),
+                self.user_bytes_read,
+            );
+        }
+        out
+    }
+
+    /// The JSON report: `throughput_ops`, `operations.{kind}.{count, errors, mean_us,
+    /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, `errors`,
+    /// `errors_by_kind`, user bytes, and `server_io` with the amplification when pids were
+    /// given.
+    pub fn json(&self) -> Value {
+        let operations: serde_json::Map<String, Value> = self
+            .operations
+            .iter()
+            .map(|(op, s)| {
+                let h = &s.latency_us;
+                (
+                    op.name().to_string(),
+                    json!({
+                        "count": h.len(),
+                        "errors": s.errors,
+                        "mean_us": h.mean(),
+                        "p50_us": h.value_at_quantile(0.50),
+                        "p95_us": h.value_at_quantile(0.95),
+                        "p99_us": h.value_at_quantile(0.99),
+                        "p999_us": h.value_at_quantile(0.999),
+                        "max_us": h.max(),
+                        "latency_cdf_us": latency_cdf(h),
+                    }),
+                )
+            })
+            .collect();
+        let server_io = match (self.server_io, self.amplification()) {
+            (Some(io), Some((write_amp, read_amp))) => json!({
+                "write_bytes": io.write_bytes,
+                "read_bytes": io.read_bytes,
+                "wchar": io.wchar,
+                "rchar": io.rchar,
+                "write_amplification": write_amp,
+                "read_amplification": read_amp,
+            }),
+            _ => Value::Null,
+        };
+        json!({
+            "phase": self.phase,
+            "workload": self.workload,
+            "records": self.records,
+            "attempted": self.attempted,
+            "concurrency": self.concurrency,
+            "target_rate_ops": self.rate,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "throughput_ops": self.throughput(),
+            "operations": operations,
+            "errors": self.errors(),
+            "errors_by_kind": self.errors_by_kind,
+            "user_bytes_written": self.user_bytes_written,
+            "user_bytes_read": self.user_bytes_read,
+            "server_io": server_io,
+        })
+    }
+}
+
+/// `[quantile, latency µs]` points of a latency distribution for plotting its CDF: every
+/// percentile, then the tail (99.5, 99.9, 99.95, 99.99, 100).
+fn latency_cdf(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    (0..100)
+        .map(|p| f64::from(p) / 100.0)
+        .chain([0.995, 0.999, 0.9995, 0.9999, 1.0])
+        .map(|q| (q, h.value_at_quantile(q)))
+        .collect()
+}
+
+/// The prepared statements of a phase.
+struct Statements {
+    read: PreparedStatement,
+    insert: PreparedStatement,
+    update: Vec<PreparedStatement>,
+    scan: PreparedStatement,
+}
+
+impl Statements {
+    async fn prepare(session: &Session, config: &BenchConfig) -> anyhow::Result<Statements> {
+        let fields = config.workload.field_count;
+        let names: Vec<String> = (0..fields).map(field_name).collect();
+        let table = format!("{KEYSPACE}.{TABLE}");
+        let prepare = |cql: String, cl: Consistency| async move {
+            let mut s = session
+                .prepare(cql.clone())
+                .await
+                .with_context(|| format!("preparing {cql}"))?;
+            s.set_consistency(cl);
+            anyhow::Ok(s)
+        };
+        let (r, w) = (config.read_cl, config.write_cl);
+        let mut update = Vec::with_capacity(fields);
+        for name in &names {
+            update.push(prepare(format!("UPDATE {table} SET {name} = ? WHERE y_id = ?"), w).await?);
+        }
+        Ok(Statements {
+            read: prepare(format!("SELECT * FROM {table} WHERE y_id = ?"), r).await?,
+            insert: prepare(
+                format!(
+                    "INSERT INTO {table} (y_id, {}) VALUES (?{})",
+                    names.join(", "),
+                    ", ?".repeat(fields)
+                ),
+                w,
+            )
+            .await?,
+            update,
+            scan: prepare(
+                format!("SELECT * FROM {table} WHERE token(y_id) >= token(?) LIMIT ?"),
+                r,
+            )
+            .await?,
+        })
+    }
+}
+
+/// A failed operation's kind, for the error counts: the server's error (`ReadTimeout`,
+/// `Unavailable`, `Overloaded`, …), or the client's (`client_timeout`, `no_connection`,
+/// `broken_connection`, `other`).
+fn error_kind(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => {
+            // The variant name, without its fields.
+            let debug = format!("{db:?}");
+            debug
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or("server_error")
+                .to_string()
+        }
+        ExecutionError::LastAttemptError(RequestAttemptError::BrokenConnectionError(_)) => {
+            "broken_connection".into()
+        }
+        ExecutionError::RequestTimeout(_) => "client_timeout".into(),
+        ExecutionError::ConnectionPoolError(_) => "no_connection".into(),
+        _ => "other".into(),
+    }
+}
+
+/// Connects to the contact points.
+pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
+    let hosts: Vec<String> = hosts
+        .iter()
+        .map(|h| {
+            if h.contains(':') {
+                h.clone()
+            } else {
+                format!("{h}:9042")
+            }
+        })
+        .collect();
+    SessionBuilder::new()
+        .known_nodes(&hosts)
+        .build()
+        .await
+        .with_context(|| format!("connecting to {}", hosts.join(",")))
+}
+
+async fn create_schema(
+    session: &Session,
+    workload: &Workload,
+    rf: u32,
+    layout: Option<&str>,
+) -> anyhow::Result<()> {
+    session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE IF NOT EXISTS {KEYSPACE} WITH replication = \
+                 {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
+            ),
+            &[],
+        )
+        .await
+        .context("creating keyspace ycsb")?;
+    let columns: String = (0..workload.field_count)
+        .map(|i| format!(", {} text", field_name(i)))
+        .collect();
+    let with = match layout {
+        Some(l) if l.contains('\'') => bail!("layout {l:?} contains a quote"),
+        Some(l) => format!(" WITH layout = '{l}'"),
+        None => String::new(),
+    };
+    session
+        .query_unpaged(
+            format!(
+                "CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id text PRIMARY KEY{columns}){with}"
+            ),
+            &[],
+        )
+        .await
+        .context("creating table ycsb.usertable")?;
+    session
+        .await_schema_agreement()
+        .await
+        .context("waiting for schema agreement")?;
+    Ok(())
+}
+
+/// What every worker shares.
+struct Shared {
+    config: BenchConfig,
+    session: Session,
+    statements: Statements,
+    /// Next operation index to take.
+    next: AtomicU64,
+    /// Operations finished (success or failure), for the progress line.
+    done: AtomicU64,
+    /// Failures so far, for the progress line.
+    failed: AtomicU64,
+    total: u64,
+    start: Instant,
+}
+
+/// Runs one phase and returns its report.
+pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
+    if config.concurrency == 0 {
+        bail!("concurrency must be positive");
+    }
+    if config.records == 0 {
+        bail!("records must be positive");
+    }
+    if let Some(rate) = config.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("rate must be a positive number of operations per second");
+        }
+    }
+    let session = connect(&config.hosts).await?;
+    let (phase_name, total) = match &config.phase {
+        Phase::Load { rf, layout } => {
+            create_schema(&session, &config.workload, *rf, layout.as_deref()).await?;
+            ("load", config.records)
+        }
+        Phase::Run { operations } => ("run", *operations),
+    };
+    let chooser = match config.phase {
+        Phase::Load { .. } => None,
+        Phase::Run { operations } => Some(
+            Chooser::new(&config.workload, config.records, operations).ok_or_else(|| {
+                anyhow!("the workload has no operation with a positive proportion")
+            })?,
+        ),
+    };
+    let statements = Statements::prepare(&session, &config).await?;
+    let pids = config.pids.clone();
+    let io_before = IoCounters::of_pids(&pids)?;
+    let shared = Arc::new(Shared {
+        statements,
+        session,
+        next: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        total,
+        start: Instant::now(),
+        config,
+    });
+    let progress = shared
+        .config
+        .progress
+        .then(|| tokio::spawn(progress_line(shared.clone(), phase_name)));
+    let mut workers = Vec::with_capacity(shared.config.concurrency);
+    for w in 0..shared.config.concurrency {
+        workers.push(tokio::spawn(worker(
+            shared.clone(),
+            chooser.clone(),
+            w as u64,
+        )));
+    }
+    let mut tally = Tally::default();
+    for w in workers {
+        tally.merge(&w.await.context("a worker panicked")??)?;
+    }
+    let elapsed = shared.start.elapsed();
+    if let Some(p) = progress {
+        p.abort();
+        if std::io::stderr().is_terminal() {
+            eprintln!();
+        }
+    }
+    let server_io = if pids.is_empty() {
+        None
+    } else {
+        Some(IoCounters::of_pids(&pids)?.since(&io_before))
+    };
+    Ok(Report {
+        phase: phase_name,
+        workload: shared.config.workload.name.clone(),
+        records: shared.config.records,
+        attempted: total,
+        concurrency: shared.config.concurrency,
+        rate: shared.config.rate,
+        elapsed,
+        operations: tally.operations,
+        errors_by_kind: tally.errors_by_kind,
+        user_bytes_written: tally.user_bytes_written,
+        user_bytes_read: tally.user_bytes_read,
+        server_io,
+    })
+}
+
+/// Prints `phase: done/total ops, ops/s over the last interval, errors` on stderr: in
+/// place once a second on a terminal, a new line every 10 s otherwise (logs stay short).
+async fn progress_line(shared: Arc<Shared>, phase: &'static str) {
+    let tty = std::io::stderr().is_terminal();
+    let period = Duration::from_secs(if tty { 1 } else { 10 });
+    let mut last = (Instant::now(), 0u64);
+    loop {
+        tokio::time::sleep(period).await;
+        let done = shared.done.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-9);
+        last = (now, done);
+        let line = format!(
+            "{phase}: {done}/{} ops ({:.0}%), {rate:.0} ops/s, {} errors, {:.0} s",
+            shared.total,
+            100.0 * done as f64 / shared.total.max(1) as f64,
+            shared.failed.load(Ordering::Relaxed),
+            shared.start.elapsed().as_secs_f64()
+        );
+        if tty {
+            eprint!("\r{line}   ");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+}
+
+/// What one operation did, when it succeeded.
+#[derive(Default)]
+struct Done {
+    bytes_written: u64,
+    bytes_read: u64,
+}
+
+/// Why one operation failed.
+enum Failed {
+    NotFound,
+    /// The driver's error, by kind ([`error_kind`]).
+    Driver(String),
+}
+
+impl From<ExecutionError> for Failed {
+    fn from(e: ExecutionError) -> Failed {
+        Failed::Driver(error_kind(&e))
+    }
+}
+
+/// One worker: takes operation indexes until the phase's total is reached.
+async fn worker(
+    shared: Arc<Shared>,
+    mut chooser: Option<Chooser>,
+    id: u64,
+) -> anyhow::Result<Tally> {
+    let config = &shared.config;
+    let mut rng = StdRng::seed_from_u64(config.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ id);
+    let values = ValuePool::new(&mut rng, config.workload.field_length);
+    let mut tally = Tally::default();
+    loop {
+        let i = shared.next.fetch_add(1, Ordering::Relaxed);
+        if i >= shared.total {
+            break;
+        }
+        // Open loop: operation i is due at start + i/rate, and is timed from then.
+        let due = match config.rate {
+            Some(rate) => {
+                let due = shared.start + Duration::from_secs_f64(i as f64 / rate);
+                tokio::time::sleep_until(due.into()).await;
+                due
+            }
+            None => Instant::now(),
+        };
+        let (op, outcome) = match chooser.as_mut() {
+            None => (
+                Operation::Insert,
+                insert(&shared, &values, &mut rng, i).await,
+            ),
+            Some(c) => {
+                let op = c.operation(&mut rng);
+                (op, operation(&shared, c, &values, &mut rng, op).await)
+            }
+        };
+        let micros = u64::try_from(due.elapsed().as_micros()).unwrap_or(u64::MAX);
+        shared.done.fetch_add(1, Ordering::Relaxed);
+        let stats = tally.stats(op)?;
+        match outcome {
+            Ok(d) => {
+                stats.latency_us.saturating_record(micros.max(1));
+                tally.user_bytes_written += d.bytes_written;
+                tally.user_bytes_read += d.bytes_read;
+            }
+            Err(e) => {
+                stats.errors += 1;
+                shared.failed.fetch_add(1, Ordering::Relaxed);
+                let kind = match e {
+                    Failed::NotFound => "not_found".to_string(),
+                    Failed::Driver(kind) => kind,
+                };
+                *tally.errors_by_kind.entry(kind).or_default() += 1;
+            }
+        }
+    }
+    Ok(tally)
+}
+
+/// Inserts record `n` with every field.
+async fn insert(
+    shared: &Shared,
+    values: &ValuePool,
+    rng: &mut StdRng,
+    n: u64,
+) -> Result<Done, Failed> {
+    let key = key_name(n);
+    let mut row: Vec<&str> = Vec::with_capacity(shared.config.workload.field_count + 1);
+    row.push(&key);
+    for _ in 0..shared.config.workload.field_count {
+        row.push(values.value(rng));
+    }
+    shared
+        .session
+        .execute_unpaged(&shared.statements.insert, &row)
+        .await?;
+    Ok(Done {
+        bytes_written: (key.len() + shared.config.workload.record_bytes()) as u64,
+        bytes_read: 0,
+    })
+}
+
+/// Bytes of `rows` full records, key included.
+fn record_bytes(shared: &Shared, key: &str, rows: usize) -> u64 {
+    (rows * (key.len() + shared.config.workload.record_bytes())) as u64
+}
+
+async fn read(shared: &Shared, key: &str) -> Result<Done, Failed> {
+    let result = shared
+        .session
+        .execute_unpaged(&shared.statements.read, (key,))
+        .await?;
+    let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
+    if rows == 0 {
+        return Err(Failed::NotFound);
+    }
+    Ok(Done {
+        bytes_written: 0,
+        bytes_read: record_bytes(shared, key, rows),
+    })
+}
+
+async fn update(
+    shared: &Shared,
+    chooser: &Chooser,
+    values: &ValuePool,
+    rng: &mut StdRng,
+    key: &str,
+) -> Result<Done, Failed> {
+    let field = chooser.field(rng);
+    let Some(statement) = shared.statements.update.get(field) else {
+        // The chooser draws below field_count, the number of statements prepared.
+        unreachable!("field {field} has no prepared update");
+    };
+    let value = values.value(rng);
+    shared
+        .session
+        .execute_unpaged(statement, (value, key))
+        .await?;
+    Ok(Done {
+        bytes_written: (key.len() + value.len()) as u64,
+        bytes_read: 0,
+    })
+}
+
+/// One operation of the run phase.
+async fn operation(
+    shared: &Shared,
+    chooser: &mut Chooser,
+    values: &ValuePool,
+    rng: &mut StdRng,
+    op: Operation,
+) -> Result<Done, Failed> {
+    match op {
+        Operation::Insert => {
+            let n = chooser.new_key();
+            let done = insert(shared, values, rng, n).await;
+            // A failed insert is acknowledged too (as YCSB does): later reads may then miss
+            // it and count `not_found`, rather than every later key waiting on the gap.
+            chooser.acknowledge(n);
+            done
+        }
+        Operation::Read => read(shared, &key_name(chooser.existing_key(rng))).await,
+        Operation::Update => {
+            let key = key_name(chooser.existing_key(rng));
+            update(shared, chooser, values, rng, &key).await
+        }
+        Operation::ReadModifyWrite => {
+            let key = key_name(chooser.existing_key(rng));
+            let r = read(shared, &key).await?;
+            let w = update(shared, chooser, values, rng, &key).await?;
+            Ok(Done {
+                bytes_written: w.bytes_written,
+                bytes_read: r.bytes_read,
+            })
+        }
+        Operation::Scan => {
+            let key = key_name(chooser.existing_key(rng));
+            let length = i32::try_from(chooser.scan_length(rng)).unwrap_or(i32::MAX);
+            let result = shared
+                .session
+                .execute_unpaged(&shared.statements.scan, (key.as_str(), length))
+                .await?;
+            let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
+            Ok(Done {
+                bytes_written: 0,
+                bytes_read: record_bytes(shared, &key, rows),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consistency_names_parse() {
+        assert_eq!(parse_consistency("one").unwrap(), Consistency::One);
+        assert_eq!(
+            parse_consistency("LOCAL_QUORUM").unwrap(),
+            Consistency::LocalQuorum
+        );
+        assert!(parse_consistency("most").is_err());
+    }
+
+    #[test]
+    fn json_has_the_stable_fields() {
+        let mut read = OperationStats::new().unwrap();
+        read.latency_us.record(100).unwrap();
+        read.latency_us.record(300).unwrap();
+        let report = Report {
+            phase: "run",
+            workload: "a".into(),
+            records: 10,
+            attempted: 3,
+            concurrency: 1,
+            rate: None,
+            elapsed: Duration::from_secs(1),
+            operations: [(Operation::Read, read)].into_iter().collect(),
+            errors_by_kind: [("not_found".to_string(), 1)].into_iter().collect(),
+            user_bytes_written: 0,
+            user_bytes_read: 2000,
+            server_io: Some(IoCounters {
+                read_bytes: 1000,
+                ..IoCounters::default()
+            }),
+        };
+        let j = report.json();
+        assert_eq!(j["throughput_ops"].as_f64(), Some(2.0));
+        assert_eq!(j["operations"]["read"]["count"].as_u64(), Some(2));
+        assert_eq!(j["operations"]["read"]["max_us"].as_u64(), Some(300));
+        for k in ["mean_us", "p50_us", "p99_us"] {
+            assert!(j["operations"]["read"][k].is_number(), "{k}");
+        }
+        let cdf = j["operations"]["read"]["latency_cdf_us"]
+            .as_array()
+            .unwrap();
+        assert_eq!(cdf.len(), 105);
+        assert_eq!(cdf[104][1].as_u64(), Some(300));
+        assert!(cdf.windows(2).all(|w| w[0][1].as_u64() <= w[1][1].as_u64()));
+        assert_eq!(j["errors"].as_u64(), Some(0));
+        assert_eq!(j["server_io"]["read_amplification"].as_f64(), Some(0.5));
+        assert!(j["server_io"]["write_amplification"].is_null());
+        assert!(report.text().contains("not_found: 1"));
+    }
+}
