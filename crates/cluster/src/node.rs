@@ -1005,15 +1005,26 @@ impl Node {
         let segments = self.ring().segments(&range, rf);
         let count = segments.len();
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        for (i, seg) in segments.into_iter().enumerate() {
-            let want = limit - out.len();
-            let (entries, exhausted) = self.read_segment(table, seg, want, rf, cl).await?;
-            out.extend(entries);
-            if !exhausted {
-                return Ok((out, false));
-            }
-            if out.len() >= limit {
-                return Ok((out, i + 1 == count));
+        for (i, mut seg) in segments.into_iter().enumerate() {
+            // A segment may answer fewer entries than asked without being done (a merge of
+            // replicas that stopped at different keys): read on from its last key, so the
+            // caller gets `limit` entries unless the whole range is exhausted.
+            loop {
+                let want = limit - out.len();
+                let piece = Segment {
+                    range: seg.range.clone(),
+                    replicas: seg.replicas.clone(),
+                };
+                let (entries, exhausted) = self.read_segment(table, piece, want, rf, cl).await?;
+                let next = entries.last().map(|(k, _)| repair::successor(k));
+                out.extend(entries);
+                if out.len() >= limit {
+                    return Ok((out, exhausted && i + 1 == count));
+                }
+                match next {
+                    Some(start) if !exhausted => seg.range.start = start,
+                    _ => break,
+                }
             }
         }
         Ok((out, true))

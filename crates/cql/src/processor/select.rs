@@ -695,6 +695,33 @@ struct Run<'p> {
     sort_keys: Vec<Vec<u8>>,
 }
 
+impl Run<'_> {
+    /// Entries to ask the coordinator for next while scanning: enough for the rows still
+    /// wanted by LIMIT and the page (a row is at least one entry; the slack covers
+    /// partition headers and static rows), at most [`CHUNK_ENTRIES`], so `LIMIT 10` does
+    /// not read a thousand entries from every replica. Plans that may discard rows after
+    /// reading them (filters, aggregates, DISTINCT, PER PARTITION LIMIT, merge sorts) ask
+    /// for the whole chunk.
+    fn chunk_entries(&self) -> usize {
+        let plan = self.plan;
+        if plan.aggregate
+            || plan.distinct
+            || plan.merge_sort
+            || plan.per_partition_limit.is_some()
+            || !plan.restrictions.predicates.is_empty()
+        {
+            return CHUNK_ENTRIES;
+        }
+        let page_left = self
+            .page_size
+            .map_or(u64::MAX, |n| n.saturating_sub(self.emitted));
+        let wanted = self.limit_left.min(page_left);
+        usize::try_from(wanted.saturating_mul(2).saturating_add(8))
+            .unwrap_or(CHUNK_ENTRIES)
+            .min(CHUNK_ENTRIES)
+    }
+}
+
 /// A row as the handler sees it.
 struct RowView<'a> {
     token: Token,
@@ -1085,7 +1112,8 @@ async fn read_all<C: Coordinator>(
                 exec.params.consistency,
             )
             .await?;
-        let exhausted = result.exhausted || result.entries.len() < CHUNK_ENTRIES;
+        // The coordinator says when the range is done; an empty answer can only mean that.
+        let exhausted = result.exhausted || result.entries.is_empty();
         if let Some((last, _)) = result.entries.last() {
             start = successor(last);
         }
@@ -1182,7 +1210,8 @@ async fn read_partition<C: Coordinator>(
                         exec.params.consistency,
                     )
                     .await?;
-                let exhausted = result.exhausted || result.entries.len() < CHUNK_ENTRIES;
+                // The coordinator says when the range is done; an empty answer can only mean that.
+                let exhausted = result.exhausted || result.entries.is_empty();
                 for (k, v) in &result.entries {
                     start = successor(k);
                     let Some(row) = resolver.push(k, v).map_err(resolve_err)? else {
@@ -1342,12 +1371,13 @@ async fn scan<C: Coordinator>(
                 ReadCommand {
                     table: plan.table.id,
                     range,
-                    limit: CHUNK_ENTRIES,
+                    limit: run.chunk_entries(),
                 },
                 exec.params.consistency,
             )
             .await?;
-        let exhausted = result.exhausted || result.entries.len() < CHUNK_ENTRIES;
+        // The coordinator says when the range is done; an empty answer can only mean that.
+        let exhausted = result.exhausted || result.entries.is_empty();
         let mut jumped = false;
         for (k, v) in &result.entries {
             start = successor(k);
