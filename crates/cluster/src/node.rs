@@ -68,7 +68,8 @@ pub struct NodeConfig {
     pub replica_requests_max: usize,
     /// Hints are stored for a replica down less than this (0 disables hinted handoff).
     pub hint_window_ms: u64,
-    /// How long repair waits for one replica's tree or one range's data.
+    /// How long repair waits for one answer (a tree, a page of a range, an acknowledged
+    /// write) before it asks again; it asks [`REPAIR_ATTEMPTS`] times.
     pub repair_timeout_ms: u64,
     /// log2 of the leaves of each range's Merkle tree.
     pub repair_tree_depth: u8,
@@ -87,11 +88,20 @@ impl NodeConfig {
             schema_timeout_ms: 10_000,
             replica_requests_max: 4096,
             hint_window_ms: 3 * 3600 * 1000,
-            repair_timeout_ms: 600_000,
+            repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
         }
     }
 }
+
+/// Times repair asks for one thing before the range fails.
+const REPAIR_ATTEMPTS: usize = 3;
+
+/// Token ranges a repair works on at once.
+const REPAIR_RANGES_CONCURRENT: usize = 4;
+
+/// Pause between two checks of schema agreement.
+const SCHEMA_POLL_MS: u64 = 200;
 
 /// Hints read per replay step.
 const HINT_REPLAY_BATCH: usize = 64;
@@ -781,13 +791,37 @@ impl Node {
     /// [`crate::repair`]). A range with a replica down is skipped and counted as failed.
     pub async fn repair(&self, tables: &[TableKey]) -> RepairReport {
         let mut report = RepairReport::default();
+        if !self
+            .await_schema_agreement(self.inner.config.schema_timeout_ms)
+            .await
+        {
+            report.ranges_failed = 1;
+            report
+                .errors
+                .push("the live nodes do not agree on the schema yet; retry".to_owned());
+            return report;
+        }
         for table in tables {
             let Some(rf) = self.inner.store.replication_factor(*table) else {
                 continue;
             };
             let ring = self.ring();
-            for (left, right, replicas) in ring.ranges_of(self.endpoint(), rf) {
-                let one = self.repair_range(*table, left, right, &replicas).await;
+            let mut ranges = ring.ranges_of(self.endpoint(), rf).into_iter();
+            let mut running = FuturesUnordered::new();
+            loop {
+                while running.len() < REPAIR_RANGES_CONCURRENT {
+                    let Some((left, right, replicas)) = ranges.next() else {
+                        break;
+                    };
+                    let node = self.clone();
+                    let table = *table;
+                    running.push(
+                        async move { node.repair_range(table, left, right, &replicas).await },
+                    );
+                }
+                let Some(one) = running.next().await else {
+                    break;
+                };
                 self.inner
                     .counters
                     .repair_ranges
@@ -832,7 +866,7 @@ impl Node {
                 depth,
             };
             match self
-                .call_timeout(*r, body, self.inner.config.repair_timeout_ms)
+                .call_retrying(*r, body, self.inner.config.repair_timeout_ms)
                 .await
             {
                 Some(Body::Tree(t)) => trees.push(t.leaves),
@@ -842,13 +876,18 @@ impl Node {
         }
         let n = 1u64 << depth.min(16);
         report.leaves = n;
-        for i in 0..n {
-            let first = trees.first().and_then(|t| t.get(i as usize));
-            if trees.iter().all(|t| t.get(i as usize) == first) {
-                continue;
-            }
-            report.leaves_mismatched += 1;
-            let (l, r) = repair::slice(left, right, i, n);
+        // Runs of neighbouring mismatched leaves are streamed as one token range: a node
+        // that lost everything is refilled with a few large reads, not one per leaf.
+        let mismatched: Vec<u64> = (0..n)
+            .filter(|i| {
+                let first = trees.first().and_then(|t| t.get(*i as usize));
+                !trees.iter().all(|t| t.get(*i as usize) == first)
+            })
+            .collect();
+        report.leaves_mismatched = mismatched.len() as u64;
+        for (first, last) in repair::runs(&mismatched) {
+            let (l, _) = repair::slice(left, right, first, n);
+            let (_, r) = repair::slice(left, right, last, n);
             for range in mosaic_rows::ring_range(l, r) {
                 if let Err(why) = self.stream_range(table, range, replicas, &mut report).await {
                     return fail(report, why);
@@ -882,7 +921,7 @@ impl Node {
                     limit: repair::READ_CHUNK as u32,
                     digest: false,
                 };
-                match self.call_timeout(*r, body, timeout).await {
+                match self.call_retrying(*r, body.clone(), timeout).await {
                     Some(Body::ReadData { entries, exhausted }) => {
                         let next = entries.last().map(|(k, _)| repair::successor(k));
                         all.extend(entries);
@@ -910,7 +949,7 @@ impl Node {
                     table,
                     mutations: chunk.to_vec(),
                 };
-                match self.call_timeout(*r, body, timeout).await {
+                match self.call_retrying(*r, body.clone(), timeout).await {
                     Some(Body::WriteAck) => {}
                     Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
                     _ => return Err(format!("{r} did not acknowledge repaired data")),
@@ -920,6 +959,18 @@ impl Node {
         Ok(())
     }
 
+    /// `call_timeout`, asked again when no answer comes (a message lost on a connection
+    /// that broke): repair's requests are idempotent, and one lost message must not fail
+    /// or stall a long repair.
+    async fn call_retrying(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
+        for _ in 1..REPAIR_ATTEMPTS {
+            if let Some(answer) = self.call_timeout(to, body.clone(), ms).await {
+                return Some(answer);
+            }
+        }
+        self.call_timeout(to, body, ms).await
+    }
+
     /// `call` bounded by `ms`: the answer, or `None` on timeout or a dropped message.
     async fn call_timeout(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
         let mut call = self.call(to, body);
@@ -927,6 +978,33 @@ impl Node {
         match select(&mut call, &mut deadline).await {
             Either::Left(((_, Ok(answer)), _)) => Some(answer),
             _ => None,
+        }
+    }
+
+    /// Waits (at most `timeout_ms`) until every live node has this node's schema version,
+    /// pulling the schema from those that differ (the newer one wins everywhere); whether
+    /// they agree. A node just restarted without data gets its tables this way.
+    pub async fn await_schema_agreement(&self, timeout_ms: u64) -> bool {
+        let start = self.now_ms();
+        loop {
+            let mine = self.inner.store.schema_version();
+            let differing: Vec<Endpoint> = self
+                .states()
+                .into_iter()
+                .filter(|(s, up)| *up && s.endpoint != self.endpoint())
+                .filter(|(s, _)| s.app.schema_version != mine)
+                .map(|(s, _)| s.endpoint)
+                .collect();
+            if differing.is_empty() {
+                return true;
+            }
+            if self.now_ms().saturating_sub(start) >= timeout_ms {
+                return false;
+            }
+            for peer in differing {
+                self.send(peer, 0, Body::SchemaPull);
+            }
+            self.inner.runtime.sleep(SCHEMA_POLL_MS).await;
         }
     }
 

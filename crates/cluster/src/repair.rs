@@ -41,6 +41,18 @@ pub fn slice(left: Token, right: Token, i: u64, n: u64) -> (Token, Token) {
     (l, r)
 }
 
+/// Runs of consecutive values in ascending `indices`, as `(first, last)` pairs.
+pub fn runs(indices: &[u64]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &i in indices {
+        match out.last_mut() {
+            Some((_, last)) if *last + 1 == i => *last = i,
+            _ => out.push((i, i)),
+        }
+    }
+    out
+}
+
 /// The key after `key` (its immediate successor in byte order).
 pub fn successor(key: &[u8]) -> Vec<u8> {
     let mut k = key.to_vec();
@@ -146,6 +158,13 @@ impl RepairReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_group_neighbours() {
+        assert_eq!(runs(&[]), vec![]);
+        assert_eq!(runs(&[3]), vec![(3, 3)]);
+        assert_eq!(runs(&[0, 1, 2, 5, 7, 8]), vec![(0, 2), (5, 5), (7, 8)]);
+    }
 
     #[test]
     fn slices_tile_the_range() {

@@ -32,6 +32,8 @@ use crate::local::LocalCoordinator;
 
 /// Largest request head accepted.
 const HEAD_MAX: usize = 8 << 10;
+/// How long a repair waits for the schema to agree before it starts.
+const SCHEMA_WAIT_MS: u64 = 30_000;
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -55,7 +57,7 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch
                 if let Ok((stream, _)) = accepted {
                     let admin = admin.clone();
                     tokio::spawn(async move {
-                        let _ = tokio::time::timeout(REQUEST_TIMEOUT * 30, handle(stream, &admin)).await;
+                        let _ = handle(stream, &admin).await;
                     });
                 }
             }
@@ -255,6 +257,20 @@ async fn repair(admin: &Admin, path: &str) -> (&'static str, &'static str, Strin
                 )
             }
         }
+    }
+    // A node restarted without data learns its tables from the others first.
+    if !admin
+        .cluster
+        .node()
+        .await_schema_agreement(SCHEMA_WAIT_MS)
+        .await
+    {
+        let e = "the live nodes do not agree on the schema yet; retry";
+        return (
+            "503 Service Unavailable",
+            JSON,
+            json!({ "error": e }).to_string(),
+        );
     }
     let catalog = admin.local.current_catalog();
     if let Some(ks) = &keyspace {

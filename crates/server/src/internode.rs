@@ -180,12 +180,16 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
     }
 }
 
-/// How long a shadow round waits for a seed's answer.
-const SHADOW_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a shadow round keeps asking the seeds.
+const SHADOW_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pause between two rounds of asking.
+const SHADOW_RETRY: Duration = Duration::from_millis(500);
 
-/// A shadow round: asks each seed for its view of the cluster without joining it (an
-/// empty `GossipSyn`), and returns every state the first seed to answer holds. A node
-/// whose data directory was wiped finds its old host id and tokens there.
+/// A shadow round: asks the seeds for their view of the cluster without joining it (an
+/// empty `GossipSyn`, repeated until one answers: a seed still holding a connection to a
+/// previous incarnation of this node loses its first answer on it), and returns every
+/// state the first answer holds. A node whose data directory was wiped finds its old host
+/// id and tokens there. `None` if no seed answered.
 pub async fn shadow_round(
     listener: &TcpListener,
     me: Endpoint,
@@ -193,42 +197,75 @@ pub async fn shadow_round(
 ) -> Option<Vec<mosaic_cluster::message::EndpointState>> {
     use mosaic_cluster::message::PROTOCOL_VERSION;
     use mosaic_cluster::Body;
-    for seed in seeds.iter().filter(|s| **s != me) {
-        let syn = encode_frame(&Envelope {
-            version: PROTOCOL_VERSION,
-            from: me,
-            id: 0,
-            body: Body::GossipSyn { states: Vec::new() },
-        });
-        let Ok(Ok(mut out)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(seed)).await
-        else {
-            continue;
-        };
-        if out.write_all(&syn).await.is_err() {
-            continue;
-        }
-        let answer = async {
-            loop {
-                let (stream, _) = listener.accept().await.ok()?;
+    let seeds: Vec<Endpoint> = seeds.iter().copied().filter(|s| *s != me).collect();
+    if seeds.is_empty() {
+        return None;
+    }
+    let syn = encode_frame(&Envelope {
+        version: PROTOCOL_VERSION,
+        from: me,
+        id: 0,
+        body: Body::GossipSyn { states: Vec::new() },
+    });
+    let (tx, mut rx) = mpsc::channel(4);
+    // Connections accepted during the round are closed as soon as it ends, so their
+    // peers reconnect to the node's real listener.
+    let (done_tx, done_rx) = watch::channel(false);
+    let accept = async {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let tx = tx.clone();
+            let mut done = done_rx.clone();
+            tokio::spawn(async move {
                 let mut r = tokio::io::BufReader::new(stream);
-                let mut header = [0u8; FRAME_HEADER_LEN];
-                while r.read_exact(&mut header).await.is_ok() {
-                    let (len, crc) = frame_len(&header).ok()?;
-                    let mut payload = vec![0u8; len];
-                    r.read_exact(&mut payload).await.ok()?;
-                    if let Ok(Envelope {
-                        body: Body::GossipAck { states },
-                        ..
-                    }) = decode_payload(&payload, crc)
-                    {
-                        return Some(states);
+                let read_ack = async {
+                    let mut header = [0u8; FRAME_HEADER_LEN];
+                    while r.read_exact(&mut header).await.is_ok() {
+                        let (len, crc) = frame_len(&header).ok()?;
+                        let mut payload = vec![0u8; len];
+                        r.read_exact(&mut payload).await.ok()?;
+                        if let Ok(Envelope {
+                            body: Body::GossipAck { states },
+                            ..
+                        }) = decode_payload(&payload, crc)
+                        {
+                            return Some(states);
+                        }
                     }
+                    None
+                };
+                tokio::select! {
+                    states = read_ack => {
+                        if let Some(states) = states {
+                            let _ = tx.send(states).await;
+                        }
+                    }
+                    _ = done.changed() => {}
+                }
+            });
+        }
+    };
+    let ask = async {
+        loop {
+            for seed in &seeds {
+                if let Ok(Ok(mut out)) =
+                    tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(seed)).await
+                {
+                    let _ = out.write_all(&syn).await;
                 }
             }
-        };
-        if let Ok(Some(states)) = tokio::time::timeout(SHADOW_TIMEOUT, answer).await {
-            return Some(states);
+            if let Ok(Some(states)) = tokio::time::timeout(SHADOW_RETRY, rx.recv()).await {
+                return states;
+            }
         }
-    }
-    None
+    };
+    let found = tokio::select! {
+        states = ask => Some(states),
+        _ = accept => None,
+        _ = tokio::time::sleep(SHADOW_TIMEOUT) => None,
+    };
+    let _ = done_tx.send(true);
+    found
 }

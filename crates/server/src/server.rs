@@ -221,6 +221,8 @@ fn restore_peers(node: &Node, data_dir: &std::path::Path) {
 /// Persists the known peers whenever a node joins the view.
 fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
     let weak = node.downgrade();
+    // One save at a time: they share the temporary file.
+    let saving = Arc::new(parking_lot::Mutex::new(()));
     node.on_change(Arc::new(move |change, _| {
         if !matches!(change, Change::Joined(_)) {
             return;
@@ -236,7 +238,9 @@ fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
             .filter(|s| s.endpoint != me)
             .collect();
         let path = data_dir.join(PEERS_FILE);
+        let saving = saving.clone();
         tokio::task::spawn_blocking(move || {
+            let _one = saving.lock();
             let bytes = serde_json::to_vec(&states).unwrap_or_default();
             if let Err(e) = crate::durable::write_atomic(&path, &bytes) {
                 eprintln!("mosaic: could not save {}: {e}", path.display());
