@@ -1,0 +1,301 @@
+//! An in-memory [`Store`] with a durability model.
+//!
+//! Owns one node's tables as sorted maps of merged fragments (engine key → the row
+//! layer's merge of every fragment written to it, as `mosaic_cql::memory` keeps them), a
+//! fixed schema, and what a crash leaves behind. Under [`Durability::SyncPerWrite`] every
+//! write is durable when acknowledged. Under [`Durability::Periodic`] writes since the last
+//! [`SimStore::sync`] are a log tail that a lossy crash truncates at a seeded point — the
+//! writes in the lost suffix are returned so the checker can discount the guarantees they
+//! carried. The store outlives the node: a restarted node is built over the same store.
+
+use std::collections::BTreeMap;
+
+use futures::future::{BoxFuture, FutureExt};
+use mosaic_cluster::env::Entries;
+use mosaic_cluster::{Failure, SchemaSnapshot, Store, TableKey, WireMutation};
+use mosaic_rows::{merge_fragments, Fragment, KeyRange};
+use parking_lot::Mutex;
+
+use crate::config::Durability;
+
+/// One table: engine key → merged fragment.
+pub type Table = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every table of a node.
+pub type Tables = BTreeMap<TableKey, Table>;
+
+/// The id of the simulated schema's `index`th table.
+pub fn table_key(index: usize) -> TableKey {
+    let mut id = [0u8; 16];
+    id[0] = 0x5e;
+    id[15] = index as u8;
+    id
+}
+
+struct State {
+    live: Tables,
+    durable: Tables,
+    /// Writes applied to `live` since the last sync, oldest first.
+    unsynced: Vec<(TableKey, WireMutation)>,
+}
+
+/// A node's store (see the module doc).
+pub struct SimStore {
+    state: Mutex<State>,
+    rf: BTreeMap<TableKey, usize>,
+    durability: Durability,
+}
+
+/// Merges `mutation` into `table`.
+fn merge_into(table: &mut Table, mutation: &WireMutation) -> Result<(), Failure> {
+    let undecodable = |e| Failure::Storage(format!("undecodable fragment: {e}"));
+    let new = Fragment::decode(&mutation.fragment).map_err(undecodable)?;
+    let merged = match table.get(&mutation.key) {
+        Some(old) => merge_fragments(&Fragment::decode(old).map_err(undecodable)?, &new),
+        None => new,
+    };
+    table.insert(mutation.key.clone(), merged.encode());
+    Ok(())
+}
+
+impl SimStore {
+    /// An empty store whose tables have replication factors `rf` (table `i` is
+    /// [`table_key`]`(i)`).
+    pub fn new(rf: &[usize], durability: Durability) -> SimStore {
+        let tables: Tables = (0..rf.len())
+            .map(|i| (table_key(i), Table::new()))
+            .collect();
+        SimStore {
+            state: Mutex::new(State {
+                live: tables.clone(),
+                durable: tables,
+                unsynced: Vec::new(),
+            }),
+            rf: rf
+                .iter()
+                .enumerate()
+                .map(|(i, rf)| (table_key(i), *rf))
+                .collect(),
+            durability,
+        }
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) {
+        let mut s = self.state.lock();
+        let State {
+            durable, unsynced, ..
+        } = &mut *s;
+        for (table, m) in unsynced.drain(..) {
+            if let Some(t) = durable.get_mut(&table) {
+                // These bytes were accepted by `apply`, so they decode.
+                let merged = merge_into(t, &m);
+                debug_assert!(merged.is_ok());
+            }
+        }
+    }
+
+    /// Writes not yet durable.
+    pub fn unsynced_len(&self) -> usize {
+        self.state.lock().unsynced.len()
+    }
+
+    /// A crash: keeps the durable state plus the first `keep(n)` of the `n` unsynced
+    /// writes, and returns the writes lost. What is kept is durable from now on (recovery
+    /// replayed it).
+    pub fn crash(&self, keep: impl FnOnce(usize) -> usize) -> Vec<(TableKey, WireMutation)> {
+        let mut s = self.state.lock();
+        let n = s.unsynced.len();
+        let kept = keep(n).min(n);
+        let lost = s.unsynced.split_off(kept);
+        drop(s);
+        self.sync();
+        let mut s = self.state.lock();
+        s.live = s.durable.clone();
+        lost
+    }
+
+    /// Every table's contents (what the convergence check compares).
+    pub fn tables(&self) -> Tables {
+        self.state.lock().live.clone()
+    }
+}
+
+impl Store for SimStore {
+    fn apply(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let result = (|| {
+            let mut s = self.state.lock();
+            let State {
+                live,
+                durable,
+                unsynced,
+            } = &mut *s;
+            let t = live.get_mut(&table).ok_or(Failure::UnknownTable)?;
+            // Decode everything first: a batch with a bad fragment is refused whole.
+            for m in &mutations {
+                Fragment::decode(&m.fragment)
+                    .map_err(|e| Failure::Storage(format!("undecodable fragment: {e}")))?;
+            }
+            for m in &mutations {
+                merge_into(t, m)?;
+            }
+            match self.durability {
+                Durability::SyncPerWrite => {
+                    if let Some(d) = durable.get_mut(&table) {
+                        for m in &mutations {
+                            merge_into(d, m)?;
+                        }
+                    }
+                }
+                Durability::Periodic { .. } => {
+                    unsynced.extend(mutations.into_iter().map(|m| (table, m)));
+                }
+            }
+            Ok(())
+        })();
+        async move { result }.boxed()
+    }
+
+    fn read(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Entries, Failure>> {
+        let result = (|| {
+            let s = self.state.lock();
+            let t = s.live.get(&table).ok_or(Failure::UnknownTable)?;
+            let mut entries = Vec::new();
+            let mut exhausted = true;
+            for (k, v) in t.range(range.start.clone()..) {
+                if range.end.as_ref().is_some_and(|e| k >= e) {
+                    break;
+                }
+                if entries.len() == limit {
+                    exhausted = false;
+                    break;
+                }
+                entries.push((k.clone(), v.clone()));
+            }
+            Ok((entries, exhausted))
+        })();
+        async move { result }.boxed()
+    }
+
+    fn replication_factor(&self, table: TableKey) -> Option<usize> {
+        self.rf.get(&table).copied()
+    }
+
+    fn schema(&self) -> SchemaSnapshot {
+        // A fixed schema every node starts with: nothing to propagate.
+        SchemaSnapshot {
+            epoch: 1,
+            version: [0x5e; 16],
+            bytes: Vec::new(),
+        }
+    }
+
+    fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>> {
+        let result = if snapshot.supersedes(&self.schema()) {
+            Err("the simulated schema is fixed".to_string())
+        } else {
+            Ok(false)
+        };
+        async move { result }.boxed()
+    }
+
+    fn load_bytes(&self) -> u64 {
+        let s = self.state.lock();
+        s.live
+            .values()
+            .flat_map(|t| t.iter())
+            .map(|(k, v)| (k.len() + v.len()) as u64)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_rows::{Cell, ColumnId, FragmentKind};
+    use mosaic_types::Timestamp;
+
+    /// The store's futures are ready at once.
+    fn block_on<T>(mut f: BoxFuture<'_, T>) -> T {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the in-memory store never waits"),
+        }
+    }
+
+    fn write(key: &[u8], ts: i64, value: u8) -> WireMutation {
+        let mut f = Fragment::new(FragmentKind::Row);
+        f.cells.insert(
+            ColumnId(0),
+            Cell::Live {
+                ts: Timestamp(ts),
+                value: vec![value],
+                expiry: None,
+            },
+        );
+        WireMutation {
+            key: key.to_vec(),
+            ts: ts as u64,
+            fragment: f.encode(),
+        }
+    }
+
+    fn value(store: &SimStore, key: &[u8]) -> Option<Vec<u8>> {
+        let t = store.tables();
+        let bytes = t.get(&table_key(0))?.get(key)?.clone();
+        match Fragment::decode(&bytes).ok()?.cells.get(&ColumnId(0))? {
+            Cell::Live { value, .. } => Some(value.clone()),
+            Cell::Tombstone { .. } => None,
+        }
+    }
+
+    #[test]
+    fn a_lossy_crash_loses_the_unsynced_suffix_only() {
+        let s = SimStore::new(
+            &[1],
+            Durability::Periodic {
+                interval_ms: 10,
+                lossy: true,
+            },
+        );
+        let t = table_key(0);
+        block_on(s.apply(t, vec![write(b"a", 1, 1)])).expect("apply");
+        s.sync();
+        block_on(s.apply(t, vec![write(b"a", 3, 3), write(b"b", 2, 2)])).expect("apply");
+        // The older timestamp arrives later and loses the merge.
+        block_on(s.apply(t, vec![write(b"a", 2, 9)])).expect("apply");
+        assert_eq!(value(&s, b"a"), Some(vec![3]));
+        assert_eq!(s.unsynced_len(), 3);
+        let lost = s.crash(|n| n - 2);
+        assert_eq!(lost.len(), 2);
+        assert_eq!(value(&s, b"a"), Some(vec![3]));
+        let lost = s.crash(|_| 0);
+        assert!(lost.is_empty());
+        block_on(s.apply(t, vec![write(b"c", 5, 5)])).expect("apply");
+        assert_eq!(s.crash(|_| 0).len(), 1);
+        assert_eq!(value(&s, b"c"), None);
+        assert_eq!(value(&s, b"a"), Some(vec![3]));
+    }
+
+    #[test]
+    fn sync_per_write_survives_any_crash() {
+        let s = SimStore::new(&[1], Durability::SyncPerWrite);
+        block_on(s.apply(table_key(0), vec![write(b"k", 1, 7)])).expect("apply");
+        assert!(s.crash(|_| 0).is_empty());
+        assert_eq!(value(&s, b"k"), Some(vec![7]));
+        assert!(matches!(
+            block_on(s.apply(table_key(3), vec![write(b"k", 1, 7)])),
+            Err(Failure::UnknownTable)
+        ));
+    }
+}
