@@ -158,6 +158,18 @@ impl Membership {
         changes
     }
 
+    /// Takes `states` a previous run of this node knew (persisted, as Cassandra's
+    /// `system.peers`), so the ring is whole before gossip catches up; those nodes stay
+    /// down until they are heard from. Known or newer states win.
+    pub fn restore(&mut self, states: Vec<EndpointState>) {
+        for state in states {
+            if state.endpoint != self.me && !self.states.contains_key(&state.endpoint) {
+                self.alive.insert(state.endpoint, false);
+                self.states.insert(state.endpoint, state);
+            }
+        }
+    }
+
     /// Merges states received from a peer at `now_ms`; returns the changes.
     pub fn merge(&mut self, received: Vec<EndpointState>, now_ms: u64) -> Vec<Change> {
         let mut changes = Vec::new();
@@ -300,6 +312,17 @@ mod tests {
         assert!(!m.is_alive(ep(2)));
         hb += 1;
         assert_eq!(m.merge(vec![state(2, 1, hb)], now), vec![Change::Up(ep(2))]);
+    }
+
+    #[test]
+    fn restored_peers_are_known_but_down_until_heard() {
+        let mut m = Membership::new(state(1, 2, 0), 1000, 8.0);
+        m.restore(vec![state(1, 1, 9), state(2, 1, 5)]);
+        assert_eq!(m.own().generation, 2);
+        assert!(!m.is_alive(ep(2)));
+        assert_eq!(m.state(ep(2)).map(|s| s.heartbeat), Some(5));
+        assert!(m.tick(100_000).is_empty());
+        assert_eq!(m.merge(vec![state(2, 1, 6)], 0), vec![Change::Up(ep(2))]);
     }
 
     #[test]

@@ -272,6 +272,15 @@ impl Node {
             .collect()
     }
 
+    /// Starts from the peer states a previous run of this node knew (what the server
+    /// persists, as Cassandra's `system.peers`): without them a restarted node's ring
+    /// holds only itself until gossip catches up, and it would coordinate every token as
+    /// its only replica (found by the simulator, seed 15). Call before [`Node::start`].
+    pub fn restore_peers(&self, states: Vec<EndpointState>) {
+        self.inner.membership.lock().restore(states);
+        self.rebuild_ring();
+    }
+
     /// Whether `node` is believed alive.
     pub fn is_alive(&self, node: Endpoint) -> bool {
         self.inner.membership.lock().is_alive(node)
