@@ -92,6 +92,9 @@ impl Config {
         let latency_min_us = r.between(50, 2_000);
         let latency_max_us = latency_min_us + r.between(0, 20_000);
         let faulty = !r.chance(150_000);
+        // A request needs a round trip per wait: timeouts below that would fail every
+        // request even on a calm network, which tests nothing.
+        let timeout_min_ms = latency_max_us * 5 / 2 / 1000 + 1;
         let durability = match r.below(3) {
             0 => Durability::SyncPerWrite,
             _ => Durability::Periodic {
@@ -105,8 +108,8 @@ impl Config {
             num_tokens,
             gossip_interval_ms,
             phi_convict_threshold: [5.0, 8.0, 12.0][r.index(3)],
-            write_timeout_ms: r.between(20, 2_000),
-            read_timeout_ms: r.between(20, 2_000),
+            write_timeout_ms: r.between(timeout_min_ms, 2_000),
+            read_timeout_ms: r.between(timeout_min_ms, 2_000),
             replica_requests_max: if r.chance(100_000) { 2 } else { 4096 },
             latency_min_us,
             latency_max_us,
@@ -152,6 +155,8 @@ mod tests {
             assert!((1..=7).contains(&c.nodes));
             assert!(c.rf.iter().all(|rf| (1..=3).contains(rf)));
             assert!(c.latency_min_us <= c.latency_max_us);
+            assert!(c.read_timeout_ms * 1000 > 2 * c.latency_max_us);
+            assert!(c.write_timeout_ms * 1000 > 2 * c.latency_max_us);
         }
         for n in 1..=7 {
             assert!(

@@ -54,6 +54,8 @@ struct State {
     sides: Option<Vec<bool>>,
     /// Per link, the latest delivery time scheduled (FIFO links).
     link_last: BTreeMap<(usize, usize), u64>,
+    drop_ppm: u32,
+    corrupt_ppm: u32,
     stats: NetStats,
     trace: xxhash_rust::xxh3::Xxh3,
     problems: Vec<String>,
@@ -65,8 +67,6 @@ pub struct Network {
     state: Mutex<State>,
     latency_min_us: u64,
     latency_max_us: u64,
-    drop_ppm: u32,
-    corrupt_ppm: u32,
     fifo: bool,
     me: Weak<Network>,
 }
@@ -98,14 +98,14 @@ impl Network {
                 by_endpoint,
                 sides: None,
                 link_last: BTreeMap::new(),
+                drop_ppm: config.drop_ppm,
+                corrupt_ppm: config.corrupt_ppm,
                 stats: NetStats::default(),
                 trace: xxhash_rust::xxh3::Xxh3::new(),
                 problems: Vec::new(),
             }),
             latency_min_us: config.latency_min_us,
             latency_max_us: config.latency_max_us,
-            drop_ppm: config.drop_ppm,
-            corrupt_ppm: config.corrupt_ppm,
             fifo: config.fifo_links,
             me: me.clone(),
         })
@@ -152,6 +152,13 @@ impl Network {
     /// Ends any partition.
     pub fn heal(&self) {
         self.state.lock().sides = None;
+    }
+
+    /// Stops dropping and damaging messages (faults are over).
+    pub fn calm(&self) {
+        let mut s = self.state.lock();
+        s.drop_ppm = 0;
+        s.corrupt_ppm = 0;
     }
 
     /// Whether a partition is in force.
@@ -208,11 +215,12 @@ impl Network {
             s.stats.cut += 1;
             return true;
         }
-        if s.rng.chance(self.drop_ppm) {
+        let (drop_ppm, corrupt_ppm) = (s.drop_ppm, s.corrupt_ppm);
+        if s.rng.chance(drop_ppm) {
             s.stats.dropped += 1;
             return true;
         }
-        let corrupted = s.rng.chance(self.corrupt_ppm);
+        let corrupted = s.rng.chance(corrupt_ppm);
         if corrupted && !frame.is_empty() {
             let at = s.rng.index(frame.len());
             let bit = 1u8 << s.rng.below(8);

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
-use mosaic_cluster::message::{AppState, NodeStatus};
+use mosaic_cluster::message::{AppState, EndpointState, NodeStatus};
 use mosaic_cluster::snitch::DynamicSnitch;
 use mosaic_cluster::{ConsistencyLevel, Node, NodeConfig, Store, WireMutation};
 use mosaic_rows::{encode_token, KeyRange};
@@ -110,6 +110,9 @@ struct World {
     tokens: Vec<Vec<i64>>,
     key_tokens: Vec<i64>,
     generations: Mutex<Vec<u64>>,
+    /// The peer states each node knew when it last went down (what the server persists,
+    /// as Cassandra's `system.peers`), restored when it restarts.
+    peers: Mutex<Vec<Vec<EndpointState>>>,
     down: Mutex<Vec<bool>>,
     next_owner: AtomicU64,
     rng_root: Prng,
@@ -215,6 +218,7 @@ impl World {
             tokens,
             key_tokens,
             generations: Mutex::new(vec![0; config.nodes]),
+            peers: Mutex::new(vec![Vec::new(); config.nodes]),
             down: Mutex::new(vec![true; config.nodes]),
             next_owner: AtomicU64::new(1),
             rng_root: root.clone(),
@@ -289,6 +293,13 @@ impl World {
             store.clone(),
             Arc::new(DynamicSnitch::default()),
         );
+        let known = self
+            .peers
+            .lock()
+            .get(i)
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        node.restore_peers(known);
         self.net.install(i, node.clone(), owner);
         if let Some(d) = self.down.lock().get_mut(i) {
             *d = false;
@@ -312,9 +323,13 @@ impl World {
     /// Crashes node `i`: its tasks and in-flight messages die, and a lossy store loses a
     /// seeded suffix of its unsynced writes.
     fn crash(&self, i: usize) {
-        let Some((_, owner)) = self.net.remove(i) else {
+        let Some((node, owner)) = self.net.remove(i) else {
             return;
         };
+        let known: Vec<EndpointState> = node.states().into_iter().map(|(s, _)| s).collect();
+        if let Some(p) = self.peers.lock().get_mut(i) {
+            *p = known;
+        }
         self.exec.kill(owner);
         if let Some(d) = self.down.lock().get_mut(i) {
             *d = true;
@@ -699,6 +714,7 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
             w.faults_in_progress.load(Ordering::SeqCst) == 0
         });
         w.net.heal();
+        w.net.calm();
         for i in 0..n {
             if w.is_down(i) {
                 w.start_node(i);
