@@ -567,18 +567,16 @@ mod tests {
         c.end_write(w, Some(Ok(())), 12);
         c.end_read(&r, answer(&c, 1, None), 13);
         assert!(c.violations().is_empty());
-        // One of the two acknowledging copies lost: QUORUM+QUORUM no longer overlaps.
-        let (_, _, bytes) = (w, 0, {
-            let (id, _, b) = c.begin_write(0, 0, C::All, 14);
-            c.end_write(id, Some(Ok(())), 15);
-            b
-        });
+        // One of three acknowledging copies lost: ALL (3) − 1 + ONE (1) no longer
+        // exceeds RF 3…
+        let (all, _, bytes) = c.begin_write(0, 0, C::All, 14);
+        c.end_write(all, Some(Ok(())), 15);
         c.record_loss(2, &bytes);
         let r = c.begin_read(0, vec![0], 1, C::One, 16);
         c.end_read(&r, answer(&c, 0, None), 17);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
         assert_eq!(c.stats().excused_by_loss, 1);
-        // …but ALL+QUORUM still does.
+        // …but 3 − 1 + QUORUM (2) does.
         let r = c.begin_read(0, vec![0], 1, C::Quorum, 18);
         c.end_read(&r, answer(&c, 0, None), 19);
         assert_eq!(c.violations().len(), 1);
@@ -625,21 +623,13 @@ mod tests {
     #[test]
     fn a_truncated_range_read_speaks_only_for_keys_up_to_its_last_entry() {
         let mut c = checker();
-        let (w, _, bytes) = c.begin_write(0, 1, C::All, 10);
-        c.end_write(w, Some(Ok(())), 11);
-        let (w0, _, _) = c.begin_write(0, 0, C::All, 12);
+        let (w1, _, _) = c.begin_write(0, 1, C::All, 10);
+        c.end_write(w1, Some(Ok(())), 11);
+        let (w0, _, b0) = c.begin_write(0, 0, C::All, 12);
         c.end_write(w0, Some(Ok(())), 13);
         // k0 < k1: an answer holding only k0 that is not exhausted says nothing of k1…
+        let entries = vec![(c.engine_key(0).to_vec(), b0)];
         let r = c.begin_read(0, vec![0, 1], 1, C::One, 14);
-        let (_, _, b0) = (0, 0, {
-            let mut f = Fragment::decode(&bytes).expect("fragment");
-            if let Some(Cell::Live { value, ts, .. }) = f.cells.get_mut(&COLUMN) {
-                *value = (w0 as u64).to_be_bytes().to_vec();
-                *ts = Timestamp(c.writes[w0].ts);
-            }
-            f.encode()
-        });
-        let entries = vec![(c.engine_key(0).to_vec(), b0.clone())];
         c.end_read(&r, Some(Ok((entries.clone(), false))), 15);
         assert!(c.violations().is_empty(), "{:?}", c.violations());
         // …but an exhausted one claims k1 is empty.

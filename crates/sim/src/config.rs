@@ -76,6 +76,8 @@ pub struct Config {
     pub keys: usize,
     /// Milliseconds a client waits between operations, at most.
     pub think_max_ms: u64,
+    /// Of the writes, the share that are batches of several keys, per million.
+    pub batch_ppm: u32,
     /// Of the reads, the share that read the whole table as one range, per million.
     pub range_read_ppm: u32,
 }
@@ -83,7 +85,7 @@ pub struct Config {
 impl Config {
     /// The configuration of seed `seed`.
     pub fn from_seed(seed: u64) -> Config {
-        let mut r = Prng::new(seed).fork(0xC0F1_6);
+        let mut r = Prng::new(seed).fork(0xC0F16);
         let nodes = r.between(1, 7) as usize;
         let tables = r.between(1, 2) as usize;
         let rf = (0..tables).map(|_| r.between(1, 3) as usize).collect();
@@ -135,6 +137,7 @@ impl Config {
             keys: r.between(1, 6) as usize,
             think_max_ms: r.between(1, 500),
             range_read_ppm: r.between(0, 300_000) as u32,
+            batch_ppm: r.between(0, 300_000) as u32,
         }
     }
 

@@ -45,3 +45,100 @@ pub mod world;
 
 pub use config::{Config, Durability};
 pub use world::{run, run_with, Options, Report};
+
+use std::collections::BTreeMap;
+
+/// Totals over many seeds.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Seeds that failed, with their violations.
+    pub failed: Vec<(u64, Vec<String>)>,
+    /// Writes acknowledged.
+    pub writes_acked: u64,
+    /// Reads answered.
+    pub reads_ok: u64,
+    /// Read-after-write guarantees asserted.
+    pub guarantees_checked: u64,
+    /// Guarantees excused because crashes destroyed copies.
+    pub excused_by_loss: u64,
+    /// Failed operations by kind.
+    pub failures: BTreeMap<String, u64>,
+    /// Nodes crashed.
+    pub crashes: u64,
+    /// Clean shutdowns among them.
+    pub clean_shutdowns: u64,
+    /// Partitions.
+    pub partitions: u64,
+    /// Stored writes lost in crashes.
+    pub writes_lost: u64,
+    /// Messages dropped.
+    pub dropped: u64,
+    /// Messages damaged and refused.
+    pub corrupted: u64,
+    /// Keys compared across replicas.
+    pub keys_converged: u64,
+}
+
+impl Summary {
+    /// Adds one run.
+    pub fn add(&mut self, r: &Report) {
+        self.seeds += 1;
+        if !r.passed() {
+            self.failed.push((r.seed, r.violations.clone()));
+        }
+        self.writes_acked += r.stats.writes_acked;
+        self.reads_ok += r.stats.reads_ok;
+        self.guarantees_checked += r.stats.guarantees_checked;
+        self.excused_by_loss += r.stats.excused_by_loss;
+        for (kind, n) in &r.stats.failures {
+            *self.failures.entry(kind.clone()).or_default() += n;
+        }
+        self.crashes += r.faults.crashes;
+        self.clean_shutdowns += r.faults.clean_shutdowns;
+        self.partitions += r.faults.partitions;
+        self.writes_lost += r.faults.writes_lost;
+        self.dropped += r.net.dropped;
+        self.corrupted += r.net.corrupted;
+        self.keys_converged += r.stats.keys_converged;
+    }
+
+    /// Each failing seed as `MOSAIC_SIM_SEED=<n>` and its violations.
+    pub fn failures_text(&self) -> String {
+        let mut out = String::new();
+        for (seed, violations) in &self.failed {
+            out.push_str(&format!("MOSAIC_SIM_SEED={seed} failed:\n"));
+            for v in violations {
+                out.push_str(&format!("  {v}\n"));
+            }
+        }
+        out
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} seeds, {} failed; {} writes acknowledged, {} reads answered, {} read-after-write \
+             guarantees checked ({} excused by lost writes); {} crashes ({} clean), {} \
+             partitions, {} stored writes lost, {} messages dropped, {} damaged; {} keys \
+             compared across replicas; failed operations {:?}",
+            self.seeds,
+            self.failed.len(),
+            self.writes_acked,
+            self.reads_ok,
+            self.guarantees_checked,
+            self.excused_by_loss,
+            self.crashes,
+            self.clean_shutdowns,
+            self.partitions,
+            self.writes_lost,
+            self.dropped,
+            self.corrupted,
+            self.keys_converged,
+            self.failures
+        )
+    }
+}

@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mosaic_sim::{run, Report};
+use mosaic_sim::{run, Report, Summary};
 
 struct Args {
     seeds: u64,
@@ -64,32 +64,27 @@ fn main() -> ExitCode {
         }
     };
     let started = Instant::now();
-    let mut failed = 0u64;
-    let (mut checked, mut acked, mut crashes) = (0u64, 0u64, 0u64);
+    let mut summary = Summary::default();
     for seed in args.from..args.from.saturating_add(args.seeds) {
         let r = run(seed);
-        checked += r.stats.guarantees_checked;
-        acked += r.stats.writes_acked;
-        crashes += r.faults.crashes;
         if args.verbose {
             describe(&r);
         }
         if !r.passed() {
-            failed += 1;
             println!("MOSAIC_SIM_SEED={seed} failed:");
             for v in &r.violations {
                 println!("  {v}");
             }
         }
+        summary.add(&r);
     }
     println!(
-        "{} seeds from {} in {:.1?}: {failed} failed; {acked} writes acknowledged, \
-         {checked} read-after-write guarantees checked, {crashes} crashes",
-        args.seeds,
+        "seeds {}..{} in {:.1?}: {summary}",
         args.from,
+        args.from.saturating_add(args.seeds),
         started.elapsed()
     );
-    if failed == 0 {
+    if summary.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

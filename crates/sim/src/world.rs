@@ -130,7 +130,7 @@ enum Op {
     Write {
         coordinator: usize,
         table: usize,
-        key: usize,
+        keys: Vec<usize>,
         cl: ConsistencyLevel,
     },
     Read {
@@ -142,18 +142,9 @@ enum Op {
     },
 }
 
-/// The levels clients use (SERIAL levels are not served; EACH_QUORUM is write-only in
-/// Cassandra, ANY write-only).
-const READ_LEVELS: [ConsistencyLevel; 7] = [
-    ConsistencyLevel::One,
-    ConsistencyLevel::Two,
-    ConsistencyLevel::Three,
-    ConsistencyLevel::Quorum,
-    ConsistencyLevel::All,
-    ConsistencyLevel::LocalOne,
-    ConsistencyLevel::LocalQuorum,
-];
-const WRITE_LEVELS: [ConsistencyLevel; 9] = [
+/// The levels clients use: reads every one but the first and last (ANY and EACH_QUORUM
+/// are write-only in Cassandra; the SERIAL levels are not served).
+const LEVELS: [ConsistencyLevel; 9] = [
     ConsistencyLevel::Any,
     ConsistencyLevel::One,
     ConsistencyLevel::Two,
@@ -293,12 +284,7 @@ impl World {
             store.clone(),
             Arc::new(DynamicSnitch::default()),
         );
-        let known = self
-            .peers
-            .lock()
-            .get(i)
-            .map(|p| p.clone())
-            .unwrap_or_default();
+        let known = self.peers.lock().get(i).cloned().unwrap_or_default();
         node.restore_peers(known);
         self.net.install(i, node.clone(), owner);
         if let Some(d) = self.down.lock().get_mut(i) {
@@ -410,25 +396,38 @@ impl World {
         rx.await.ok()
     }
 
-    async fn write(&self, coordinator: usize, table: usize, key: usize, cl: ConsistencyLevel) {
-        let (id, ts, fragment) = self.checker.lock().begin_write(table, key, cl, self.now());
-        let token = Token(self.key_tokens.get(key).copied().unwrap_or(0));
-        let engine_key = self.checker.lock().engine_key(key).to_vec();
-        let mutation = WireMutation {
-            key: engine_key,
-            ts: ts as u64,
-            fragment,
+    /// A write (a batch when several keys) of `keys` of `table` at `cl`.
+    async fn write(
+        &self,
+        coordinator: usize,
+        table: usize,
+        keys: Vec<usize>,
+        cl: ConsistencyLevel,
+    ) {
+        let (ids, mutations): (Vec<usize>, Vec<_>) = {
+            let mut checker = self.checker.lock();
+            keys.iter()
+                .map(|&key| {
+                    let (id, ts, fragment) = checker.begin_write(table, key, cl, self.now());
+                    let token = Token(self.key_tokens.get(key).copied().unwrap_or(0));
+                    let mutation = WireMutation {
+                        key: checker.engine_key(key).to_vec(),
+                        ts: ts as u64,
+                        fragment,
+                    };
+                    (id, (table_key(table), token, mutation))
+                })
+                .unzip()
         };
         let answer: Answer<()> = self
             .on_node(coordinator, move |node| {
-                async move {
-                    node.write(vec![(table_key(table), token, mutation)], cl)
-                        .await
-                }
-                .boxed()
+                async move { node.write(mutations, cl).await }.boxed()
             })
             .await;
-        self.checker.lock().end_write(id, answer, self.now());
+        let mut checker = self.checker.lock();
+        for id in ids {
+            checker.end_write(id, answer.clone(), self.now());
+        }
     }
 
     async fn read(
@@ -474,15 +473,24 @@ impl World {
         let table = rng.index(c.tables());
         let key = rng.index(c.keys);
         Some(if rng.chance(500_000) {
-            let cl = rng.pick(&WRITE_LEVELS).unwrap_or(ConsistencyLevel::One);
+            let cl = rng.pick(&LEVELS).unwrap_or(ConsistencyLevel::One);
+            // Mostly one key; sometimes a batch spanning replica sets.
+            let mut keys = vec![key];
+            if rng.chance(c.batch_ppm) {
+                keys.extend((0..rng.between(1, 3)).map(|_| rng.index(c.keys)));
+                keys.sort_unstable();
+                keys.dedup();
+            }
             Op::Write {
                 coordinator,
                 table,
-                key,
+                keys,
                 cl,
             }
         } else {
-            let cl = rng.pick(&READ_LEVELS).unwrap_or(ConsistencyLevel::One);
+            let cl = rng
+                .pick(LEVELS.get(1..LEVELS.len() - 1).unwrap_or(&LEVELS))
+                .unwrap_or(ConsistencyLevel::One);
             let (keys, limit) = if rng.chance(c.range_read_ppm) {
                 (
                     (0..c.keys).collect(),
@@ -513,9 +521,9 @@ impl World {
                 Some(Op::Write {
                     coordinator,
                     table,
-                    key,
+                    keys,
                     cl,
-                }) => self.write(coordinator, table, key, cl).await,
+                }) => self.write(coordinator, table, keys, cl).await,
                 Some(Op::Read {
                     coordinator,
                     table,
