@@ -68,6 +68,8 @@ pub struct Config {
     pub fault_duration_max_ms: u64,
     /// The stores' durability.
     pub durability: Durability,
+    /// Each store read or write takes up to this long (0: no time at all).
+    pub storage_latency_max_us: u64,
     /// Client tasks.
     pub clients: usize,
     /// Operations per client.
@@ -130,8 +132,19 @@ impl Config {
             fault_interval_ms: if faulty { r.between(200, 5_000) } else { 0 },
             crash_ppm: r.between(0, 1_000_000) as u32,
             clean_shutdown_ppm: r.between(0, 500_000) as u32,
-            fault_duration_max_ms: r.between(100, 10_000),
+            // Sometimes very short: a node back within a message's flight time receives
+            // answers meant for its previous incarnation.
+            fault_duration_max_ms: if r.chance(300_000) {
+                r.between(1, 50)
+            } else {
+                r.between(100, 10_000)
+            },
             durability,
+            storage_latency_max_us: if r.chance(500_000) {
+                r.between(0, 5_000)
+            } else {
+                0
+            },
             clients: r.between(1, 4) as usize,
             ops_per_client: r.between(10, 60) as usize,
             keys: r.between(1, 6) as usize,

@@ -9,6 +9,7 @@
 //! carried. The store outlives the node: a restarted node is built over the same store.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
 use mosaic_cluster::env::Entries;
@@ -17,6 +18,8 @@ use mosaic_rows::{merge_fragments, Fragment, KeyRange};
 use parking_lot::Mutex;
 
 use crate::config::Durability;
+use crate::executor::{Executor, Sleep};
+use crate::prng::Prng;
 
 /// One table: engine key → merged fragment.
 pub type Table = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -44,6 +47,15 @@ pub struct SimStore {
     state: Mutex<State>,
     rf: BTreeMap<TableKey, usize>,
     durability: Durability,
+    latency: Option<Latency>,
+}
+
+/// How long reads and writes take: a seeded delay before the work, which then happens
+/// at once (a crash during the delay means it never happened).
+struct Latency {
+    exec: Arc<Executor>,
+    rng: Mutex<Prng>,
+    max_us: u64,
 }
 
 /// Merges `mutation` into `table`.
@@ -77,7 +89,26 @@ impl SimStore {
                 .map(|(i, rf)| (table_key(i), *rf))
                 .collect(),
             durability,
+            latency: None,
         }
+    }
+
+    /// The same store, each read and write taking up to `max_us` (drawn from `rng`).
+    pub fn with_latency(self, exec: Arc<Executor>, rng: Prng, max_us: u64) -> SimStore {
+        SimStore {
+            latency: Some(Latency {
+                exec,
+                rng: Mutex::new(rng),
+                max_us,
+            }),
+            ..self
+        }
+    }
+
+    fn delay(&self) -> Option<Sleep> {
+        let l = self.latency.as_ref()?;
+        let us = l.rng.lock().between(0, l.max_us);
+        Some(l.exec.sleep(us))
     }
 
     /// Makes every write so far durable.
@@ -115,6 +146,60 @@ impl SimStore {
         lost
     }
 
+    fn apply_now(&self, table: TableKey, mutations: Vec<WireMutation>) -> Result<(), Failure> {
+        let mut s = self.state.lock();
+        let State {
+            live,
+            durable,
+            unsynced,
+        } = &mut *s;
+        let t = live.get_mut(&table).ok_or(Failure::UnknownTable)?;
+        // Decode everything first: a batch with a bad fragment is refused whole.
+        for m in &mutations {
+            Fragment::decode(&m.fragment)
+                .map_err(|e| Failure::Storage(format!("undecodable fragment: {e}")))?;
+        }
+        for m in &mutations {
+            merge_into(t, m)?;
+        }
+        match self.durability {
+            Durability::SyncPerWrite => {
+                if let Some(d) = durable.get_mut(&table) {
+                    for m in &mutations {
+                        merge_into(d, m)?;
+                    }
+                }
+            }
+            Durability::Periodic { .. } => {
+                unsynced.extend(mutations.into_iter().map(|m| (table, m)));
+            }
+        }
+        Ok(())
+    }
+
+    fn read_now(
+        &self,
+        table: TableKey,
+        range: &KeyRange,
+        limit: usize,
+    ) -> Result<Entries, Failure> {
+        let s = self.state.lock();
+        let t = s.live.get(&table).ok_or(Failure::UnknownTable)?;
+        let mut entries = Vec::new();
+        let mut exhausted = true;
+        for (k, v) in t.range(range.start.clone()..) {
+            if range.end.as_ref().is_some_and(|e| k >= e) {
+                break;
+            }
+            if entries.len() == limit {
+                exhausted = false;
+                break;
+            }
+            entries.push((k.clone(), v.clone()));
+        }
+        Ok((entries, exhausted))
+    }
+
     /// Every table's contents (what the convergence check compares).
     pub fn tables(&self) -> Tables {
         self.state.lock().live.clone()
@@ -127,37 +212,14 @@ impl Store for SimStore {
         table: TableKey,
         mutations: Vec<WireMutation>,
     ) -> BoxFuture<'_, Result<(), Failure>> {
-        let result = (|| {
-            let mut s = self.state.lock();
-            let State {
-                live,
-                durable,
-                unsynced,
-            } = &mut *s;
-            let t = live.get_mut(&table).ok_or(Failure::UnknownTable)?;
-            // Decode everything first: a batch with a bad fragment is refused whole.
-            for m in &mutations {
-                Fragment::decode(&m.fragment)
-                    .map_err(|e| Failure::Storage(format!("undecodable fragment: {e}")))?;
+        let delay = self.delay();
+        async move {
+            if let Some(d) = delay {
+                d.await;
             }
-            for m in &mutations {
-                merge_into(t, m)?;
-            }
-            match self.durability {
-                Durability::SyncPerWrite => {
-                    if let Some(d) = durable.get_mut(&table) {
-                        for m in &mutations {
-                            merge_into(d, m)?;
-                        }
-                    }
-                }
-                Durability::Periodic { .. } => {
-                    unsynced.extend(mutations.into_iter().map(|m| (table, m)));
-                }
-            }
-            Ok(())
-        })();
-        async move { result }.boxed()
+            self.apply_now(table, mutations)
+        }
+        .boxed()
     }
 
     fn read(
@@ -166,24 +228,14 @@ impl Store for SimStore {
         range: KeyRange,
         limit: usize,
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
-        let result = (|| {
-            let s = self.state.lock();
-            let t = s.live.get(&table).ok_or(Failure::UnknownTable)?;
-            let mut entries = Vec::new();
-            let mut exhausted = true;
-            for (k, v) in t.range(range.start.clone()..) {
-                if range.end.as_ref().is_some_and(|e| k >= e) {
-                    break;
-                }
-                if entries.len() == limit {
-                    exhausted = false;
-                    break;
-                }
-                entries.push((k.clone(), v.clone()));
+        let delay = self.delay();
+        async move {
+            if let Some(d) = delay {
+                d.await;
             }
-            Ok((entries, exhausted))
-        })();
-        async move { result }.boxed()
+            self.read_now(table, &range, limit)
+        }
+        .boxed()
     }
 
     fn replication_factor(&self, table: TableKey) -> Option<usize> {

@@ -198,7 +198,13 @@ impl World {
         let exec = Executor::new(config.shuffle_tasks.then(|| root.fork(2)));
         let net = Network::new(exec.clone(), &config, root.fork(3));
         let stores = (0..config.nodes)
-            .map(|_| Arc::new(SimStore::new(&config.rf, config.durability)))
+            .map(|i| {
+                let store = SimStore::new(&config.rf, config.durability);
+                Arc::new(match config.storage_latency_max_us {
+                    0 => store,
+                    max_us => store.with_latency(exec.clone(), root.fork(0x200 + i as u64), max_us),
+                })
+            })
             .collect();
         let checker = Checker::new(config.rf.clone(), keys, options.ignore_losses);
         Arc::new(World {
@@ -665,7 +671,12 @@ impl World {
                     if replicas.contains(&endpoint(i)) {
                         copies.push((i, copy));
                     } else if copy.is_some() {
+                        // The ring never changes here: only a coordinator with a wrong
+                        // view of it writes elsewhere.
                         stray += 1;
+                        self.checker.lock().fail(format!(
+                            "table {t} key {k} is stored on node {i}, not one of its replicas"
+                        ));
                     }
                 }
                 self.checker
