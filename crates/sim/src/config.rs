@@ -56,6 +56,9 @@ pub struct Config {
     /// Whether messages between two nodes arrive in the order sent (as over one TCP
     /// connection); otherwise each message's latency is drawn independently.
     pub fifo_links: bool,
+    /// Whether messages a node sent before it crashed still arrive (else they are lost
+    /// with it).
+    pub sent_outlives_sender: bool,
     /// Whether the executor picks randomly among runnable tasks (else FIFO).
     pub shuffle_tasks: bool,
     /// Mean milliseconds between faults (crash or partition); 0 for no faults.
@@ -129,6 +132,7 @@ impl Config {
             },
             fifo_links: r.chance(500_000),
             shuffle_tasks: r.chance(500_000),
+            sent_outlives_sender: r.chance(500_000),
             fault_interval_ms: if faulty { r.between(200, 5_000) } else { 0 },
             crash_ppm: r.between(0, 1_000_000) as u32,
             clean_shutdown_ppm: r.between(0, 500_000) as u32,
@@ -140,10 +144,11 @@ impl Config {
                 r.between(100, 10_000)
             },
             durability,
-            storage_latency_max_us: if r.chance(500_000) {
-                r.between(0, 5_000)
-            } else {
-                0
+            // Sometimes a stalling disk: answers then outlive a quickly restarted asker.
+            storage_latency_max_us: match r.below(4) {
+                0 | 1 => 0,
+                2 => r.between(0, 5_000),
+                _ => r.between(0, 60_000),
             },
             clients: r.between(1, 4) as usize,
             ops_per_client: r.between(10, 60) as usize,

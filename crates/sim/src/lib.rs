@@ -79,6 +79,8 @@ pub struct Summary {
     pub corrupted: u64,
     /// Keys compared across replicas.
     pub keys_converged: u64,
+    /// Answers that reached a later incarnation of the node that asked.
+    pub answers_to_later_incarnation: u64,
 }
 
 impl Summary {
@@ -102,6 +104,7 @@ impl Summary {
         self.dropped += r.net.dropped;
         self.corrupted += r.net.corrupted;
         self.keys_converged += r.stats.keys_converged;
+        self.answers_to_later_incarnation += r.net.answers_to_later_incarnation;
     }
 
     /// Each failing seed as `MOSAIC_SIM_SEED=<n>` and its violations.
@@ -123,8 +126,8 @@ impl std::fmt::Display for Summary {
             f,
             "{} seeds, {} failed; {} writes acknowledged, {} reads answered, {} read-after-write \
              guarantees checked ({} excused by lost writes); {} crashes ({} clean), {} \
-             partitions, {} stored writes lost, {} messages dropped, {} damaged; {} keys \
-             compared across replicas; failed operations {:?}",
+             partitions, {} stored writes lost, {} messages dropped, {} damaged, {} answers \
+             to a restarted asker; {} keys compared across replicas; failed operations {:?}",
             self.seeds,
             self.failed.len(),
             self.writes_acked,
@@ -137,6 +140,7 @@ impl std::fmt::Display for Summary {
             self.writes_lost,
             self.dropped,
             self.corrupted,
+            self.answers_to_later_incarnation,
             self.keys_converged,
             self.failures
         )

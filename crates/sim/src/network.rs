@@ -4,9 +4,9 @@
 //! A message is encoded with the real internode codec ([`encode_frame`]) when sent and
 //! decoded when delivered, so every run exercises the wire format. Between the two it is
 //! a task that sleeps a seeded latency; on the way it may be dropped, have a bit flipped
-//! (the receiver's checksum must refuse it), or be cut by a partition. Messages to or
-//! from a node that crashed since they were sent are lost, as a dead process's sockets
-//! are. Per link, delivery is FIFO (one TCP connection) or independently delayed
+//! (the receiver's checksum must refuse it), or be cut by a partition. Messages to a node
+//! that crashed since they were sent are lost, as a dead process's sockets are; messages
+//! from it are lost too, or — as the seed says — still arrive (they were on the wire). Per link, delivery is FIFO (one TCP connection) or independently delayed
 //! (reordering), as the configuration says. Messages are never duplicated.
 
 use std::collections::BTreeMap;
@@ -38,6 +38,12 @@ pub struct NetStats {
     pub lost_to_crash: u64,
     /// Sends refused at once (the receiver was down).
     pub refused: u64,
+    /// Answers sent to a node that restarted since it asked: they reach an incarnation
+    /// that never made the request, and must not complete one of its own by id.
+    pub answers_to_later_incarnation: u64,
+    /// Of those, answers whose id the later incarnation was using for a request of its
+    /// own, still unanswered.
+    pub answers_matching_a_new_request: u64,
 }
 
 struct Slot {
@@ -54,6 +60,9 @@ struct State {
     sides: Option<Vec<bool>>,
     /// Per link, the latest delivery time scheduled (FIFO links).
     link_last: BTreeMap<(usize, usize), u64>,
+    /// The incarnation that sent each request still unanswered, by (node, request id,
+    /// node asked).
+    asked_by: BTreeMap<(usize, u64, usize), Owner>,
     drop_ppm: u32,
     corrupt_ppm: u32,
     stats: NetStats,
@@ -68,6 +77,7 @@ pub struct Network {
     latency_min_us: u64,
     latency_max_us: u64,
     fifo: bool,
+    sent_outlives_sender: bool,
     me: Weak<Network>,
 }
 
@@ -98,6 +108,7 @@ impl Network {
                 by_endpoint,
                 sides: None,
                 link_last: BTreeMap::new(),
+                asked_by: BTreeMap::new(),
                 drop_ppm: config.drop_ppm,
                 corrupt_ppm: config.corrupt_ppm,
                 stats: NetStats::default(),
@@ -107,6 +118,7 @@ impl Network {
             latency_min_us: config.latency_min_us,
             latency_max_us: config.latency_max_us,
             fifo: config.fifo_links,
+            sent_outlives_sender: config.sent_outlives_sender,
             me: me.clone(),
         })
     }
@@ -211,6 +223,21 @@ impl Network {
             s.stats.refused += 1;
             return false;
         };
+        if env.body.is_response() {
+            let asked = s.asked_by.remove(&(to_index, env.id, from));
+            if asked.is_some_and(|o| o != to_owner) {
+                s.stats.answers_to_later_incarnation += 1;
+                let reused = s
+                    .asked_by
+                    .range((to_index, env.id, 0)..=(to_index, env.id, usize::MAX))
+                    .any(|(_, o)| *o == to_owner);
+                if reused {
+                    s.stats.answers_matching_a_new_request += 1;
+                }
+            }
+        } else if env.id != 0 {
+            s.asked_by.insert((from, env.id, to_index), from_owner);
+        }
         if Self::cut(&s, from, to_index) {
             s.stats.cut += 1;
             return true;
@@ -262,7 +289,8 @@ impl Network {
         let now = self.exec.now_micros();
         let node = {
             let mut s = self.state.lock();
-            if Self::incarnation(&s, from) != Some(from_owner)
+            let sender_gone = Self::incarnation(&s, from) != Some(from_owner);
+            if (sender_gone && !self.sent_outlives_sender)
                 || Self::incarnation(&s, to) != Some(to_owner)
             {
                 s.stats.lost_to_crash += 1;
