@@ -81,6 +81,8 @@ pub struct Config {
     pub keys: usize,
     /// Milliseconds a client waits between operations, at most.
     pub think_max_ms: u64,
+    /// Of the operations, the share that are schema changes, per million.
+    pub schema_change_ppm: u32,
     /// Of the writes, the share that are batches of several keys, per million.
     pub batch_ppm: u32,
     /// Of the reads, the share that read the whole table as one range, per million.
@@ -156,6 +158,7 @@ impl Config {
             think_max_ms: r.between(1, 500),
             range_read_ppm: r.between(0, 300_000) as u32,
             batch_ppm: r.between(0, 300_000) as u32,
+            schema_change_ppm: r.between(0, 40_000) as u32,
         }
     }
 

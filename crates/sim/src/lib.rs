@@ -9,7 +9,8 @@
 //! unsynced tail a crash may lose). Nodes crash (their tasks and in-flight messages die)
 //! and restart over their stores with the same endpoint, tokens and host id and a larger
 //! generation. Clients write and read a few keys through random coordinators at random
-//! consistency levels. See [`world`] for the phases of a run.
+//! consistency levels, and now and then change the schema on one node. See [`world`] for
+//! the phases of a run.
 //!
 //! **What it promises.** A run is a pure function of its seed: no threads, no wall clock,
 //! no ambient randomness — the seed derives the [`config`] (nodes 1–7, RF 1–3 per table,
@@ -19,7 +20,8 @@
 //! acknowledged writes are visible to later reads at overlapping levels (net of copies
 //! crashes destroyed), reads return only values written, and after faults stop and reads
 //! at ALL repair, replicas hold identical bytes. Liveness is checked too: a phase that
-//! does not finish within its bounds (membership that never converges, a livelock) fails.
+//! does not finish within its bounds (membership or schema agreement that never comes, a
+//! livelock) fails.
 //!
 //! **Replaying.** A failing seed is printed as `MOSAIC_SIM_SEED=<n>`:
 //!
@@ -81,6 +83,8 @@ pub struct Summary {
     pub keys_converged: u64,
     /// Answers that reached a later incarnation of the node that asked.
     pub answers_to_later_incarnation: u64,
+    /// Schema changes made during the load.
+    pub schema_changes: u64,
 }
 
 impl Summary {
@@ -105,6 +109,7 @@ impl Summary {
         self.corrupted += r.net.corrupted;
         self.keys_converged += r.stats.keys_converged;
         self.answers_to_later_incarnation += r.net.answers_to_later_incarnation;
+        self.schema_changes += r.faults.schema_changes;
     }
 
     /// Each failing seed as `MOSAIC_SIM_SEED=<n>` and its violations.
@@ -127,7 +132,8 @@ impl std::fmt::Display for Summary {
             "{} seeds, {} failed; {} writes acknowledged, {} reads answered, {} read-after-write \
              guarantees checked ({} excused by lost writes); {} crashes ({} clean), {} \
              partitions, {} stored writes lost, {} messages dropped, {} damaged, {} answers \
-             to a restarted asker; {} keys compared across replicas; failed operations {:?}",
+             to a restarted asker; {} schema changes; {} keys compared across replicas; \
+             failed operations {:?}",
             self.seeds,
             self.failed.len(),
             self.writes_acked,
@@ -141,6 +147,7 @@ impl std::fmt::Display for Summary {
             self.dropped,
             self.corrupted,
             self.answers_to_later_incarnation,
+            self.schema_changes,
             self.keys_converged,
             self.failures
         )

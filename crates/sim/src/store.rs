@@ -2,7 +2,8 @@
 //!
 //! Owns one node's tables as sorted maps of merged fragments (engine key → the row
 //! layer's merge of every fragment written to it, as `mosaic_cql::memory` keeps them), a
-//! fixed schema, and what a crash leaves behind. Under [`Durability::SyncPerWrite`] every
+//! schema (a fixed set of tables whose version changes move through the cluster), and
+//! what a crash leaves behind. Under [`Durability::SyncPerWrite`] every
 //! write is durable when acknowledged. Under [`Durability::Periodic`] writes since the last
 //! [`SimStore::sync`] are a log tail that a lossy crash truncates at a seeded point — the
 //! writes in the lost suffix are returned so the checker can discount the guarantees they
@@ -35,6 +36,17 @@ pub fn table_key(index: usize) -> TableKey {
     id
 }
 
+/// The simulated schema at `epoch`.
+fn schema_of(epoch: u64) -> SchemaSnapshot {
+    let mut version = [0x5e; 16];
+    version[8..].copy_from_slice(&epoch.to_be_bytes());
+    SchemaSnapshot {
+        epoch,
+        version,
+        bytes: epoch.to_be_bytes().to_vec(),
+    }
+}
+
 struct State {
     live: Tables,
     durable: Tables,
@@ -48,6 +60,8 @@ pub struct SimStore {
     rf: BTreeMap<TableKey, usize>,
     durability: Durability,
     latency: Option<Latency>,
+    /// Durable at once, as DDL is.
+    schema: Mutex<SchemaSnapshot>,
 }
 
 /// How long reads and writes take: a seeded delay before the work, which then happens
@@ -90,7 +104,19 @@ impl SimStore {
                 .collect(),
             durability,
             latency: None,
+            schema: Mutex::new(schema_of(1)),
         }
+    }
+
+    /// A schema change made on this node (the table set stays; only the version moves):
+    /// the next epoch, with a version digest that differs per node, so concurrent changes
+    /// on two nodes race and the larger `(epoch, version)` must win everywhere.
+    pub fn change_schema(&self, node: usize) -> SchemaSnapshot {
+        let mut schema = self.schema.lock();
+        let mut next = schema_of(schema.epoch + 1);
+        next.version[1] = node as u8;
+        *schema = next.clone();
+        next
     }
 
     /// The same store, each read and write taking up to `max_us` (drawn from `rng`).
@@ -243,21 +269,16 @@ impl Store for SimStore {
     }
 
     fn schema(&self) -> SchemaSnapshot {
-        // A fixed schema every node starts with: nothing to propagate.
-        SchemaSnapshot {
-            epoch: 1,
-            version: [0x5e; 16],
-            bytes: Vec::new(),
-        }
+        self.schema.lock().clone()
     }
 
     fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>> {
-        let result = if snapshot.supersedes(&self.schema()) {
-            Err("the simulated schema is fixed".to_string())
-        } else {
-            Ok(false)
-        };
-        async move { result }.boxed()
+        let mut schema = self.schema.lock();
+        let adopted = snapshot.supersedes(&schema);
+        if adopted {
+            *schema = snapshot;
+        }
+        async move { Ok(adopted) }.boxed()
     }
 
     fn load_bytes(&self) -> u64 {
@@ -349,5 +370,22 @@ mod tests {
             block_on(s.apply(table_key(3), vec![write(b"k", 1, 7)])),
             Err(Failure::UnknownTable)
         ));
+    }
+
+    #[test]
+    fn a_newer_schema_is_adopted_and_an_older_one_is_not() {
+        let a = SimStore::new(&[1], Durability::SyncPerWrite);
+        let b = SimStore::new(&[1], Durability::SyncPerWrite);
+        let from_a = a.change_schema(0);
+        let from_b = b.change_schema(1);
+        // Same epoch, different versions: the larger version (node 1's) wins on both.
+        assert_eq!(block_on(a.adopt_schema(from_b.clone())), Ok(true));
+        assert_eq!(block_on(b.adopt_schema(from_a)), Ok(false));
+        assert_eq!(block_on(b.adopt_schema(from_b.clone())), Ok(false));
+        assert_eq!(a.schema(), from_b);
+        assert_eq!(b.schema(), from_b);
+        let win = from_b;
+        a.crash(|_| 0);
+        assert_eq!(a.schema(), win);
     }
 }

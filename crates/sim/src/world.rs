@@ -9,7 +9,7 @@
 //! 2. **load**: clients write and read through random coordinators at random levels while
 //!    the fault schedule crashes, restarts and partitions nodes;
 //! 3. **quiesce**: faults stop, every node runs again, the network heals, membership
-//!    converges;
+//!    converges, and every node agrees on the schema (the clients changed it now and then);
 //! 4. **settle**: every key is read at ALL, which repairs its replicas;
 //! 5. **compare**: the replicas of every key must hold identical bytes.
 
@@ -69,6 +69,8 @@ pub struct FaultStats {
     pub writes_lost: u64,
     /// Copies of keys held by nodes that are not their replicas, at the end.
     pub stray_copies: u64,
+    /// Schema changes made (not a fault: they race the faults).
+    pub schema_changes: u64,
 }
 
 /// What a run did and found.
@@ -123,6 +125,7 @@ struct World {
     faults_in_progress: AtomicUsize,
     partition_id: AtomicU64,
     clients_done: AtomicUsize,
+    schema_changes: AtomicU64,
 }
 
 /// A client operation.
@@ -140,6 +143,8 @@ enum Op {
         limit: usize,
         cl: ConsistencyLevel,
     },
+    /// A schema change on the coordinator, pushed to its peers.
+    SchemaChange { coordinator: usize },
 }
 
 /// The levels clients use: reads every one but the first and last (ANY and EACH_QUORUM
@@ -226,6 +231,7 @@ impl World {
             faults_in_progress: AtomicUsize::new(0),
             partition_id: AtomicU64::new(0),
             clients_done: AtomicUsize::new(0),
+            schema_changes: AtomicU64::new(0),
             config,
         })
     }
@@ -402,6 +408,36 @@ impl World {
         rx.await.ok()
     }
 
+    /// A schema change on node `i`, pushed to the peers it believes alive.
+    async fn change_schema(&self, i: usize) {
+        let Some(store) = self.stores.get(i) else {
+            return;
+        };
+        if self.net.node(i).is_none() {
+            return;
+        }
+        store.change_schema(i);
+        self.schema_changes.fetch_add(1, Ordering::SeqCst);
+        self.on_node(i, |node| async move { node.push_schema().await }.boxed())
+            .await;
+    }
+
+    /// Whether every store has the same schema and every node sees every node gossip
+    /// its version (the schema agreement drivers wait for).
+    fn schema_agreed(&self) -> bool {
+        let Some(first) = self.stores.first().map(|s| s.schema()) else {
+            return true;
+        };
+        self.stores.iter().all(|s| s.schema() == first)
+            && (0..self.config.nodes).all(|i| {
+                self.net.node(i).is_some_and(|(node, _)| {
+                    node.states()
+                        .iter()
+                        .all(|(state, _)| state.app.schema_version == first.version)
+                })
+            })
+    }
+
     /// A write (a batch when several keys) of `keys` of `table` at `cl`.
     async fn write(
         &self,
@@ -478,7 +514,9 @@ impl World {
         let coordinator = rng.pick(&running)?;
         let table = rng.index(c.tables());
         let key = rng.index(c.keys);
-        Some(if rng.chance(500_000) {
+        Some(if rng.chance(c.schema_change_ppm) {
+            Op::SchemaChange { coordinator }
+        } else if rng.chance(500_000) {
             let cl = rng.pick(&LEVELS).unwrap_or(ConsistencyLevel::One);
             // Mostly one key; sometimes a batch spanning replica sets.
             let mut keys = vec![key];
@@ -539,6 +577,7 @@ impl World {
                 }) => {
                     self.read(coordinator, table, keys, limit, cl).await;
                 }
+                Some(Op::SchemaChange { coordinator }) => self.change_schema(coordinator).await,
             }
         }
         self.clients_done.fetch_add(1, Ordering::SeqCst);
@@ -740,6 +779,7 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
             }
         }
         ok = ok && w.run_phase("membership", polls, || w.converged());
+        ok = ok && w.run_phase("schema agreement", polls, || w.schema_agreed());
     }
     if ok {
         let done = Arc::new(AtomicBool::new(false));
@@ -755,7 +795,8 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
     for i in 0..n {
         w.net.remove(i);
     }
-    let faults = w.faults.lock().clone();
+    let mut faults = w.faults.lock().clone();
+    faults.schema_changes = w.schema_changes.load(Ordering::SeqCst);
     let checker = w.checker.lock();
     let mut violations: Vec<String> = w.net.problems();
     violations.extend(checker.violations().iter().cloned());
