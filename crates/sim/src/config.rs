@@ -101,9 +101,15 @@ impl Config {
         let latency_min_us = r.between(50, 2_000);
         let latency_max_us = latency_min_us + r.between(0, 20_000);
         let faulty = !r.chance(150_000);
-        // A request needs a round trip per wait: timeouts below that would fail every
-        // request even on a calm network, which tests nothing.
-        let timeout_min_ms = latency_max_us * 5 / 2 / 1000 + 1;
+        // Sometimes a stalling disk: answers then outlive a quickly restarted asker.
+        let storage_latency_max_us = match r.below(4) {
+            0 | 1 => 0,
+            2 => r.between(0, 5_000),
+            _ => r.between(0, 60_000),
+        };
+        // A request needs a round trip and a store access per wait: timeouts below that
+        // would fail every request even on a calm network, which tests nothing.
+        let timeout_min_ms = (2 * latency_max_us + storage_latency_max_us) * 5 / 4 / 1000 + 1;
         let durability = match r.below(3) {
             0 => Durability::SyncPerWrite,
             _ => Durability::Periodic {
@@ -146,12 +152,7 @@ impl Config {
                 r.between(100, 10_000)
             },
             durability,
-            // Sometimes a stalling disk: answers then outlive a quickly restarted asker.
-            storage_latency_max_us: match r.below(4) {
-                0 | 1 => 0,
-                2 => r.between(0, 5_000),
-                _ => r.between(0, 60_000),
-            },
+            storage_latency_max_us,
             clients: r.between(1, 4) as usize,
             ops_per_client: r.between(10, 60) as usize,
             keys: r.between(1, 6) as usize,
@@ -179,8 +180,9 @@ mod tests {
             assert!((1..=7).contains(&c.nodes));
             assert!(c.rf.iter().all(|rf| (1..=3).contains(rf)));
             assert!(c.latency_min_us <= c.latency_max_us);
-            assert!(c.read_timeout_ms * 1000 > 2 * c.latency_max_us);
-            assert!(c.write_timeout_ms * 1000 > 2 * c.latency_max_us);
+            let round_trip_us = 2 * c.latency_max_us + c.storage_latency_max_us;
+            assert!(c.read_timeout_ms * 1000 > round_trip_us);
+            assert!(c.write_timeout_ms * 1000 > round_trip_us);
         }
         for n in 1..=7 {
             assert!(
