@@ -14,6 +14,11 @@
 //!   counts the replicas that lost the write in a crash (unsynced under lossy periodic
 //!   sync; never under sync-per-write, where this is the plain `WCL + RCL > RF`).
 //!   Writes at ANY promise no replica (a hint may be all there is), so never qualify.
+//! - **Monotonic reads at overlapping levels**: a value a read at RCL₁ returned is
+//!   visible (it or a newer one) to every read at RCL₂ that begins after the first ended,
+//!   when `block_for(RCL₁) − lost + block_for(RCL₂) > RF` — the promise of blocking read
+//!   repair (`mosaic_cluster::node`): the first read left the value on every replica it
+//!   asked.
 //! - **No invention**: every value read was written by some client (acknowledged or
 //!   not), to that key and table, with the timestamp that write carried.
 //! - **Well-formed answers**: entries in key order, inside the range read, no more than
@@ -67,6 +72,26 @@ enum Outcome {
     Unknown,
 }
 
+/// Where a promise of visibility comes from.
+#[derive(Clone, Copy, Debug)]
+enum Origin {
+    /// The write was acknowledged at this level.
+    Acked(ConsistencyLevel),
+    /// Read `#n` at this level returned the write (and read repair put it on every
+    /// replica it asked).
+    Read(u64, ConsistencyLevel),
+}
+
+/// Write `write` is on at least `replicas` replicas (before crash losses) from logical
+/// time `since` on.
+#[derive(Clone, Copy, Debug)]
+struct Promise {
+    write: usize,
+    replicas: usize,
+    since: u64,
+    origin: Origin,
+}
+
 #[derive(Clone, Debug)]
 struct Write {
     table: usize,
@@ -93,6 +118,8 @@ pub struct Stats {
     pub failures: BTreeMap<String, u64>,
     /// (read, acknowledged write) pairs whose visibility was asserted.
     pub guarantees_checked: u64,
+    /// (read, earlier read) pairs whose monotonicity was asserted.
+    pub monotonic_checked: u64,
     /// Pairs not asserted because the levels did not overlap.
     pub not_overlapping: u64,
     /// Pairs not asserted because crashes destroyed too many copies of the write.
@@ -123,7 +150,8 @@ pub struct Checker {
     keys: Vec<Vec<u8>>,
     by_engine_key: BTreeMap<Vec<u8>, usize>,
     writes: Vec<Write>,
-    by_key: BTreeMap<(usize, usize), Vec<usize>>,
+    /// Per (table, key), what later reads must see.
+    promises: BTreeMap<(usize, usize), Vec<Promise>>,
     clock: u64,
     last_ts: i64,
     ignore_losses: bool,
@@ -164,7 +192,7 @@ impl Checker {
             keys,
             by_engine_key,
             writes: Vec::new(),
-            by_key: BTreeMap::new(),
+            promises: BTreeMap::new(),
             clock: 0,
             last_ts: 0,
             ignore_losses,
@@ -218,7 +246,6 @@ impl Checker {
             outcome: Outcome::Pending,
             lost_on: BTreeSet::new(),
         });
-        self.by_key.entry((table, key)).or_default().push(id);
         self.stats.writes += 1;
         self.record(&format!("w{id} t{table} k{key} {}", cl.name()), now_micros);
         let mut f = Fragment::new(FragmentKind::Row);
@@ -245,6 +272,17 @@ impl Checker {
             w.outcome = outcome;
             if matches!(outcome, Outcome::Acked { .. }) {
                 self.stats.acked_copies_lost += w.lost_on.len() as u64;
+                let rf = self.rf.get(w.table).copied().unwrap_or(0);
+                let promise = Promise {
+                    write: id,
+                    replicas: write_replicas_promised(w.cl, rf),
+                    since: at,
+                    origin: Origin::Acked(w.cl),
+                };
+                self.promises
+                    .entry((w.table, w.key))
+                    .or_default()
+                    .push(promise);
             }
         }
         if kind == "ok" {
@@ -288,7 +326,7 @@ impl Checker {
 
     /// Judges a read's answer (see the module doc).
     pub fn end_read(&mut self, read: &ReadToken, answer: Answer<Entries>, now_micros: u64) {
-        self.tick();
+        let ended = self.tick();
         let (entries, exhausted) = match answer {
             Some(Ok(e)) => e,
             Some(Err(e)) => {
@@ -349,8 +387,21 @@ impl Checker {
             if !covered {
                 continue;
             }
-            let observed = seen.get(&key).copied().flatten().map(|(_, ts)| ts);
-            self.check_visible(read, key, observed, &what);
+            let observed = seen.get(&key).copied().flatten();
+            self.check_visible(read, key, observed.map(|(_, ts)| ts), &what);
+            if let Some((write, _)) = observed {
+                let rf = self.rf.get(read.table).copied().unwrap_or(0);
+                let promise = Promise {
+                    write,
+                    replicas: read.cl.block_for(rf),
+                    since: ended,
+                    origin: Origin::Read(read.started, read.cl),
+                };
+                self.promises
+                    .entry((read.table, key))
+                    .or_default()
+                    .push(promise);
+            }
         }
         self.record(&summary, now_micros);
     }
@@ -398,26 +449,23 @@ impl Checker {
         }
     }
 
+    /// Every promise about `key` made before `read` began must be kept by `observed`.
     fn check_visible(&mut self, read: &ReadToken, key: usize, observed: Option<i64>, what: &str) {
         let rf = self.rf.get(read.table).copied().unwrap_or(0);
-        let ids = self
-            .by_key
+        let rb = read.cl.block_for(rf);
+        let promises = self
+            .promises
             .get(&(read.table, key))
             .cloned()
             .unwrap_or_default();
-        for id in ids {
-            let Some(w) = self.writes.get(id) else {
-                continue;
-            };
-            let Outcome::Acked { at } = w.outcome else {
-                continue;
-            };
-            if at >= read.started {
+        for p in promises {
+            if p.since >= read.started {
                 continue;
             }
-            let promised = write_replicas_promised(w.cl, rf);
-            let rb = read.cl.block_for(rf);
-            if promised + rb <= rf {
+            let Some(w) = self.writes.get(p.write) else {
+                continue;
+            };
+            if p.replicas + rb <= rf {
                 self.stats.not_overlapping += 1;
                 continue;
             }
@@ -426,18 +474,24 @@ impl Checker {
             } else {
                 w.lost_on.len()
             };
-            if promised.saturating_sub(lost) + rb <= rf {
+            if p.replicas.saturating_sub(lost) + rb <= rf {
                 self.stats.excused_by_loss += 1;
                 continue;
             }
-            self.stats.guarantees_checked += 1;
+            match p.origin {
+                Origin::Acked(_) => self.stats.guarantees_checked += 1,
+                Origin::Read(..) => self.stats.monotonic_checked += 1,
+            }
             if observed.is_none_or(|ts| ts < w.ts) {
-                let (wts, wcl, lost_on) = (w.ts, w.cl, w.lost_on.clone());
+                let (wts, lost_on) = (w.ts, w.lost_on.clone());
+                let why = match p.origin {
+                    Origin::Acked(cl) => format!("was acknowledged at {}", cl.name()),
+                    Origin::Read(n, cl) => format!("was returned by read #{n} at {}", cl.name()),
+                };
                 self.violation(format!(
-                    "{what}: key {key} returned ts {observed:?}, but write #{id} (ts {wts}) was \
-                     acknowledged at {} before the read began (RF {rf}, copies lost on nodes \
-                     {lost_on:?})",
-                    wcl.name()
+                    "{what}: key {key} returned ts {observed:?}, but write #{} (ts {wts}) {why} \
+                     before the read began (RF {rf}, copies lost on nodes {lost_on:?})",
+                    p.write
                 ));
             }
         }
@@ -552,7 +606,29 @@ mod tests {
         let r = c.begin_read(0, vec![0], 1, C::One, 16);
         c.end_read(&r, answer(&c, 0, Some(old_bytes)), 17);
         assert_eq!(c.violations().len(), 1);
-        assert_eq!(c.stats().not_overlapping, 2);
+        // Two writes and the first read's value, none overlapping ONE at RF 3.
+        assert_eq!(c.stats().not_overlapping, 3);
+    }
+
+    #[test]
+    fn a_value_one_quorum_read_returned_must_not_vanish_from_the_next() {
+        let mut c = checker();
+        // Never acknowledged (the coordinator timed out), but a QUORUM read saw it.
+        let (w, _, bytes) = c.begin_write(0, 0, C::One, 10);
+        c.end_write(w, Some(Err(ClusterError::UnknownTable)), 11);
+        let r = c.begin_read(0, vec![0], 1, C::Quorum, 12);
+        c.end_read(&r, answer(&c, 0, Some(bytes)), 13);
+        assert!(c.violations().is_empty());
+        let r = c.begin_read(0, vec![0], 1, C::One, 14);
+        c.end_read(&r, answer(&c, 0, None), 15);
+        assert!(
+            c.violations().is_empty(),
+            "QUORUM + ONE do not overlap at RF 3"
+        );
+        let r = c.begin_read(0, vec![0], 1, C::All, 16);
+        c.end_read(&r, answer(&c, 0, None), 17);
+        assert_eq!(c.violations().len(), 1, "{:?}", c.violations());
+        assert_eq!(c.stats().monotonic_checked, 1);
     }
 
     #[test]

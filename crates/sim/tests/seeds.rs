@@ -48,6 +48,7 @@ fn assert_explored(s: &Summary) {
         return;
     }
     assert!(s.guarantees_checked > 10 * s.seeds, "{s}");
+    assert!(s.monotonic_checked > 10 * s.seeds, "{s}");
     assert!(
         s.crashes > 0 && s.clean_shutdowns > 0 && s.partitions > 0,
         "{s}"
