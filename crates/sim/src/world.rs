@@ -161,6 +161,22 @@ const LEVELS: [ConsistencyLevel; 9] = [
     ConsistencyLevel::EachQuorum,
 ];
 
+/// One of `levels`, mostly one that `replicas` replicas can satisfy (the others are
+/// Unavailable at once, which is worth checking now and then, not half the time).
+fn pick_level(rng: &mut Prng, levels: &[ConsistencyLevel], replicas: usize) -> ConsistencyLevel {
+    let satisfiable: Vec<ConsistencyLevel> = levels
+        .iter()
+        .copied()
+        .filter(|cl| cl.block_for(replicas) <= replicas)
+        .collect();
+    let from = if rng.chance(200_000) || satisfiable.is_empty() {
+        levels
+    } else {
+        &satisfiable
+    };
+    rng.pick(from).unwrap_or(ConsistencyLevel::One)
+}
+
 /// Virtual time each waiting phase may take.
 const PHASE_MAX_MICROS: u64 = 300_000_000;
 
@@ -513,11 +529,12 @@ impl World {
         let mut rng = self.workload_rng.lock();
         let coordinator = rng.pick(&running)?;
         let table = rng.index(c.tables());
+        let rf = c.rf.get(table).copied().unwrap_or(1).min(c.nodes);
         let key = rng.index(c.keys);
         Some(if rng.chance(c.schema_change_ppm) {
             Op::SchemaChange { coordinator }
         } else if rng.chance(500_000) {
-            let cl = rng.pick(&LEVELS).unwrap_or(ConsistencyLevel::One);
+            let cl = pick_level(&mut rng, &LEVELS, rf);
             // Mostly one key; sometimes a batch spanning replica sets.
             let mut keys = vec![key];
             if rng.chance(c.batch_ppm) {
@@ -532,9 +549,11 @@ impl World {
                 cl,
             }
         } else {
-            let cl = rng
-                .pick(LEVELS.get(1..LEVELS.len() - 1).unwrap_or(&LEVELS))
-                .unwrap_or(ConsistencyLevel::One);
+            let cl = pick_level(
+                &mut rng,
+                LEVELS.get(1..LEVELS.len() - 1).unwrap_or(&LEVELS),
+                rf,
+            );
             let (keys, limit) = if rng.chance(c.range_read_ppm) {
                 (
                     (0..c.keys).collect(),
