@@ -42,6 +42,9 @@ pub struct Options {
     pub durability: Option<Durability>,
     /// Polls a run may spend before it is declared stuck.
     pub polls_max: u64,
+    /// Restart nodes without the peers they knew (as a server that does not persist
+    /// them would), to show what `Node::restore_peers` prevents.
+    pub forget_peers: bool,
 }
 
 impl Default for Options {
@@ -50,6 +53,7 @@ impl Default for Options {
             ignore_losses: false,
             durability: None,
             polls_max: 20_000_000,
+            forget_peers: false,
         }
     }
 }
@@ -126,6 +130,7 @@ struct World {
     partition_id: AtomicU64,
     clients_done: AtomicUsize,
     schema_changes: AtomicU64,
+    forget_peers: bool,
 }
 
 /// A client operation.
@@ -248,6 +253,7 @@ impl World {
             partition_id: AtomicU64::new(0),
             clients_done: AtomicUsize::new(0),
             schema_changes: AtomicU64::new(0),
+            forget_peers: options.forget_peers,
             config,
         })
     }
@@ -312,8 +318,10 @@ impl World {
             store.clone(),
             Arc::new(DynamicSnitch::default()),
         );
-        let known = self.peers.lock().get(i).cloned().unwrap_or_default();
-        node.restore_peers(known);
+        if !self.forget_peers {
+            let known = self.peers.lock().get(i).cloned().unwrap_or_default();
+            node.restore_peers(known);
+        }
         self.net.install(i, node.clone(), owner);
         if let Some(d) = self.down.lock().get_mut(i) {
             *d = false;
