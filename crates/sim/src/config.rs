@@ -101,11 +101,16 @@ impl Config {
         let latency_min_us = r.between(50, 2_000);
         let latency_max_us = latency_min_us + r.between(0, 20_000);
         let faulty = !r.chance(150_000);
+        // A crash storm: nodes crash every few hundred milliseconds and are back within
+        // milliseconds, under stalling disks, so answers to a previous incarnation's
+        // requests keep arriving while the new one reuses request ids.
+        let storm = faulty && r.chance(150_000);
         // Sometimes a stalling disk: answers then outlive a quickly restarted asker.
-        let storage_latency_max_us = match r.below(4) {
-            0 | 1 => 0,
-            2 => r.between(0, 5_000),
-            _ => r.between(0, 60_000),
+        let storage_latency_max_us = match (storm, r.below(4)) {
+            (true, _) => r.between(20_000, 60_000),
+            (false, 0 | 1) => 0,
+            (false, 2) => r.between(0, 5_000),
+            (false, _) => r.between(0, 60_000),
         };
         // A request needs a round trip and a store access per wait: timeouts below that
         // would fail every request even on a calm network, which tests nothing.
@@ -123,8 +128,9 @@ impl Config {
             num_tokens,
             gossip_interval_ms,
             phi_convict_threshold: [5.0, 8.0, 12.0][r.index(3)],
-            write_timeout_ms: r.between(timeout_min_ms, 2_000),
-            read_timeout_ms: r.between(timeout_min_ms, 2_000),
+            // Long in a storm, so requests stay unanswered while their asker restarts.
+            write_timeout_ms: r.between(if storm { 1_000 } else { timeout_min_ms }, 2_000),
+            read_timeout_ms: r.between(if storm { 1_000 } else { timeout_min_ms }, 2_000),
             replica_requests_max: if r.chance(100_000) { 2 } else { 4096 },
             latency_min_us,
             latency_max_us,
@@ -140,23 +146,35 @@ impl Config {
             },
             fifo_links: r.chance(500_000),
             shuffle_tasks: r.chance(500_000),
-            sent_outlives_sender: r.chance(500_000),
-            fault_interval_ms: if faulty { r.between(200, 5_000) } else { 0 },
-            crash_ppm: r.between(0, 1_000_000) as u32,
+            sent_outlives_sender: storm || r.chance(500_000),
+            fault_interval_ms: match (faulty, storm) {
+                (false, _) => 0,
+                (true, true) => r.between(100, 300),
+                (true, false) => r.between(200, 5_000),
+            },
+            crash_ppm: if storm {
+                1_000_000
+            } else {
+                r.between(0, 1_000_000) as u32
+            },
             clean_shutdown_ppm: r.between(0, 500_000) as u32,
             // Sometimes very short: a node back within a message's flight time receives
             // answers meant for its previous incarnation.
-            fault_duration_max_ms: if r.chance(300_000) {
+            fault_duration_max_ms: if storm || r.chance(300_000) {
                 r.between(1, 50)
             } else {
                 r.between(100, 10_000)
             },
             durability,
             storage_latency_max_us,
-            clients: r.between(1, 4) as usize,
-            ops_per_client: r.between(10, 60) as usize,
+            clients: if storm { 4 } else { r.between(1, 4) as usize },
+            ops_per_client: r.between(10, if storm { 120 } else { 60 }) as usize,
             keys: r.between(1, 6) as usize,
-            think_max_ms: r.between(1, 500),
+            think_max_ms: if storm {
+                r.between(1, 10)
+            } else {
+                r.between(1, 500)
+            },
             range_read_ppm: r.between(0, 300_000) as u32,
             batch_ppm: r.between(0, 300_000) as u32,
             schema_change_ppm: r.between(0, 40_000) as u32,
