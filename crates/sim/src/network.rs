@@ -41,9 +41,6 @@ pub struct NetStats {
     /// Answers sent to a node that restarted since it asked: they reach an incarnation
     /// that never made the request, and must not complete one of its own by id.
     pub answers_to_later_incarnation: u64,
-    /// Of those, answers whose id the later incarnation was using for a request of its
-    /// own, still unanswered.
-    pub answers_matching_a_new_request: u64,
 }
 
 struct Slot {
@@ -227,13 +224,6 @@ impl Network {
             let asked = s.asked_by.remove(&(to_index, env.id, from));
             if asked.is_some_and(|o| o != to_owner) {
                 s.stats.answers_to_later_incarnation += 1;
-                let reused = s
-                    .asked_by
-                    .range((to_index, env.id, 0)..=(to_index, env.id, usize::MAX))
-                    .any(|(_, o)| *o == to_owner);
-                if reused {
-                    s.stats.answers_matching_a_new_request += 1;
-                }
             }
         } else if env.id != 0 {
             s.asked_by.insert((from, env.id, to_index), from_owner);

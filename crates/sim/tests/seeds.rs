@@ -56,6 +56,7 @@ fn assert_explored(s: &Summary) {
     assert!(s.writes_lost > 0 && s.excused_by_loss > 0, "{s}");
     assert!(s.dropped > 0 && s.corrupted > 0, "{s}");
     assert!(s.schema_changes > 0, "{s}");
+    assert!(s.answers_to_later_incarnation > 0, "{s}");
     for kind in [
         "read:Unavailable",
         "read:ReadTimeout",
