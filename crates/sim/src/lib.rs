@@ -8,7 +8,8 @@
 //! [`store`]s behind `Store` (row-layer merge; sync-per-write or periodic sync whose
 //! unsynced tail a crash may lose). Nodes crash (their tasks and in-flight messages die)
 //! and restart over their stores with the same endpoint, tokens and host id and a larger
-//! generation. Clients write and read a few keys through random coordinators at random
+//! generation and the peers they knew — some seeds in storms of crashes every few hundred
+//! milliseconds under stalling disks. Clients write and read a few keys through random coordinators at random
 //! consistency levels, and now and then change the schema on one node. See [`world`] for
 //! the phases of a run.
 //!
