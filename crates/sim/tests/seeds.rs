@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use mosaic_sim::{run, Summary};
 
-/// Seeds CI runs by default: 4,000 took 65 s in the test profile on two cores shared with
-/// other work (load 7–9), under the two-minute budget.
+/// Seeds CI runs by default: 4,000 took 32 s in the test profile on two cores at load 5,
+/// 65 s at load 7–9 (other work sharing them), under the two-minute budget.
 const SEEDS_DEFAULT: u64 = 4000;
 
 fn seeds_total() -> u64 {
