@@ -1,0 +1,92 @@
+//! `mosaic-sim`: runs many seeds of the deterministic cluster simulator outside CI.
+//!
+//! ```text
+//! cargo run --release -p mosaic-sim -- --seeds 100000 --from 0
+//! cargo run -p mosaic-sim -- --seeds 1 --from 1234 --verbose
+//! ```
+//!
+//! Prints `MOSAIC_SIM_SEED=<n>` with the violations of every failing seed, a summary at
+//! the end, and exits non-zero if any seed failed.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use mosaic_sim::{run, Report, Summary};
+
+struct Args {
+    seeds: u64,
+    from: u64,
+    verbose: bool,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        seeds: 1000,
+        from: 0,
+        verbose: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut number = |name: &str| -> Result<u64, String> {
+            let v = it.next().ok_or(format!("{name} needs a value"))?;
+            v.parse().map_err(|e| format!("{name} {v}: {e}"))
+        };
+        match a.as_str() {
+            "--seeds" => args.seeds = number("--seeds")?,
+            "--from" => args.from = number("--from")?,
+            "--verbose" | "-v" => args.verbose = true,
+            "--help" | "-h" => {
+                return Err("usage: mosaic-sim [--seeds N] [--from S] [--verbose]".into())
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn describe(r: &Report) {
+    println!("seed {}: {:?}", r.seed, r.config);
+    println!(
+        "  {} virtual ms, {} polls, trace {:016x}",
+        r.virtual_ms, r.polls, r.trace_hash
+    );
+    println!("  workload {:?}", r.stats);
+    println!("  network {:?}", r.net);
+    println!("  faults {:?}", r.faults);
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Instant::now();
+    let mut summary = Summary::default();
+    for seed in args.from..args.from.saturating_add(args.seeds) {
+        let r = run(seed);
+        if args.verbose {
+            describe(&r);
+        }
+        if !r.passed() {
+            println!("MOSAIC_SIM_SEED={seed} failed:");
+            for v in &r.violations {
+                println!("  {v}");
+            }
+        }
+        summary.add(&r);
+    }
+    println!(
+        "seeds {}..{} in {:.1?}: {summary}",
+        args.from,
+        args.from.saturating_add(args.seeds),
+        started.elapsed()
+    );
+    if summary.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
