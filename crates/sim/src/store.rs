@@ -54,6 +54,9 @@ struct State {
     unsynced: Vec<(TableKey, WireMutation)>,
 }
 
+/// One target's hints: id → (table, writes).
+type HintLog = BTreeMap<u64, (TableKey, Vec<WireMutation>)>;
+
 /// A node's store (see the module doc).
 pub struct SimStore {
     state: Mutex<State>,
@@ -64,7 +67,7 @@ pub struct SimStore {
     schema: Mutex<SchemaSnapshot>,
     /// Hints for other nodes, by target then id; durable at once (the server's hint store
     /// shares the tables' WAL; the simulation keeps them simple and loses none).
-    hints: Mutex<BTreeMap<Endpoint, BTreeMap<u64, (TableKey, Vec<WireMutation>)>>>,
+    hints: Mutex<BTreeMap<Endpoint, HintLog>>,
     next_hint: std::sync::atomic::AtomicU64,
 }
 
