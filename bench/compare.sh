@@ -52,7 +52,10 @@ for system in ${systems//,/ }; do
             host=127.0.0.1:$port pidfile=$cluster/node1/pid stop=("$mosaic" cluster down --dir "$cluster")
             ;;
         cassandra)
-            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" --port $port
+            # Storage and JMX ports away from Cassandra's defaults, which other local
+            # clusters may hold.
+            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" --port $port \
+                --storage-port $((port - 2000)) --jmx-port $((port - 1900))
             trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"' EXIT
             host=127.0.0.1:$port pidfile=$cluster/node1/pid
             stop=("$root/bench/cassandra/cluster.sh" down --dir "$cluster")
