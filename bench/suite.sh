@@ -13,14 +13,14 @@
 # Rerunning the same command resumes: complete runs are kept.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 name=$1; shift
 repeat=3 out=/tmp/mosaic-suite
 while [ $# -gt 0 ]; do
     case $1 in
         --repeat) repeat=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,16p' "$0" >&2; exit 2 ;;
     esac
 done
 records=100000 operations=100000
