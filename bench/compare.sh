@@ -8,7 +8,8 @@
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. Needs a release build:
 # `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
-# (default 29042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed after each system unless KEEP=1.
+# (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
+# after each system unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
@@ -21,13 +22,13 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --systems) systems=$2; shift 2 ;;
-        *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,12p' "$0" >&2; exit 2 ;;
     esac
 done
 mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
 [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
 mkdir -p "$out"
-port=${PORT:-29042}
+port=${PORT:-39042}
 # A node already listening there (someone else's) would answer in place of ours.
 for p in $port $((port + 1)); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
