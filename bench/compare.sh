@@ -7,8 +7,9 @@
 # For each system: start a fresh one-node cluster in DIR/<system>-cluster, `mosaic bench load`
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. Needs a release build:
-# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL port: $PORT
-# (default 29042). The cluster directories are removed after each system unless KEEP=1.
+# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
+# (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
+# after each system unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
@@ -21,18 +22,20 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --systems) systems=$2; shift 2 ;;
-        *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,12p' "$0" >&2; exit 2 ;;
     esac
 done
 mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
 [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
 mkdir -p "$out"
-port=${PORT:-29042}
+port=${PORT:-39042}
 # A node already listening there (someone else's) would answer in place of ours.
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "127.0.0.1:$port is taken; set PORT" >&2
-    exit 1
-fi
+for p in $port $((port + 1)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        echo "127.0.0.1:$p is taken; set PORT" >&2
+        exit 1
+    fi
+done
 
 phase() { # system phase host pidfile extra...
     local system=$1 phase=$2 host=$3 pidfile=$4; shift 4
@@ -52,9 +55,15 @@ for system in ${systems//,/ }; do
             host=127.0.0.1:$port pidfile=$cluster/node1/pid stop=("$mosaic" cluster down --dir "$cluster")
             ;;
         cassandra)
-            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" --port $port
+            # Storage and JMX ports away from Cassandra's defaults, which other local
+            # clusters may hold.
+            # CQL on PORT+1: Mosaic's just-closed connections leave PORT in TIME_WAIT, and
+            # Cassandra's native transport does not bind over that. Storage and JMX ports
+            # away from Cassandra's defaults, which other local clusters may hold.
+            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" \
+                --port $((port + 1)) --storage-port $((port - 2000)) --jmx-port $((port - 1900))
             trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"' EXIT
-            host=127.0.0.1:$port pidfile=$cluster/node1/pid
+            host=127.0.0.1:$((port + 1)) pidfile=$cluster/node1/pid
             stop=("$root/bench/cassandra/cluster.sh" down --dir "$cluster")
             ;;
         *) echo "unknown system $system" >&2; exit 2 ;;

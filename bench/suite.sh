@@ -10,16 +10,17 @@
 #   ycsb-1node  workloads a–f, 100,000 records, 100,000 operations (e: 10,000), one node each
 #   ycsb-1node-a  workload a only, as ycsb-1node
 # Systems: Mosaic and Apache Cassandra 4.1.10 (bench/cassandra), 16 requests in flight.
+# Rerunning the same command resumes: complete runs are kept.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-[ $# -ge 1 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
 name=$1; shift
 repeat=3 out=/tmp/mosaic-suite
 while [ $# -gt 0 ]; do
     case $1 in
         --repeat) repeat=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,16p' "$0" >&2; exit 2 ;;
     esac
 done
 records=100000 operations=100000
@@ -36,6 +37,10 @@ for r in $(seq 1 "$repeat"); do
         ops=$operations
         # Workload E's scans run at hundreds per second on Mosaic today (BENCHMARKS.md).
         [ "$w" = e ] && ops=$((operations / 10))
+        # A run already complete (a resumed suite) is kept.
+        if [ -f "$dir/$w/r$r/mosaic-run.json" ] && [ -f "$dir/$w/r$r/cassandra-run.json" ]; then
+            continue
+        fi
         mkdir -p "$dir/$w"
         echo "== $name: workload $w, repeat $r of $repeat ($(uptime | sed 's/.*load/load/'))"
         "$here/compare.sh" --workload "$w" --records "$records" --operations "$ops" \

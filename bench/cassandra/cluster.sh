@@ -2,27 +2,30 @@
 # A local Apache Cassandra 4.1.10 cluster on OpenJDK 17, for side-by-side benchmarks.
 #
 #   bench/cassandra/cluster.sh up   --nodes N --dir DIR [--port P] [--heap 1G]
+#                                   [--storage-port 7000] [--jmx-port 7199]
 #   bench/cassandra/cluster.sh down --dir DIR
 #
 # `up` fetches Cassandra (fetch.sh, into ~/.cache/mosaic-bench), writes DIR/nodeI/{cassandra.yaml,
 # data,commitlog,…} for node I on 127.0.0.I (CQL on port P, default 9042; storage port 7000; JMX on
-# 7199+I), starts every node in the background (pid in DIR/nodeI/pid, output in
+# 7199+I; both bases can be moved), starts every node in the background (pid in DIR/nodeI/pid, output in
 # DIR/nodeI/{system.log,stdout.log}), and returns once every node serves CQL. Node 1 is the seed.
 # A fresh cluster skips the wait for gossip to settle and uses a 1 s ring delay.
 # `down` stops the nodes by pid (SIGTERM, then SIGKILL after 60 s) and removes the pid files.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,14p' "$0" >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1; shift
-nodes=1 dir= port=9042 heap=1G
+nodes=1 dir= port=9042 heap=1G storage_port=7000 jmx_port=7199
 while [ $# -gt 0 ]; do
     case $1 in
         --nodes) nodes=$2; shift 2 ;;
         --dir) dir=$2; shift 2 ;;
         --port) port=$2; shift 2 ;;
         --heap) heap=$2; shift 2 ;;
+        --storage-port) storage_port=$2; shift 2 ;;
+        --jmx-port) jmx_port=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -57,10 +60,10 @@ endpoint_snitch: SimpleSnitch
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:7000"
+      - seeds: "127.0.0.1:$storage_port"
 listen_address: $ip
 rpc_address: $ip
-storage_port: 7000
+storage_port: $storage_port
 native_transport_port: $port
 start_native_transport: true
 data_file_directories: [$node/data]
@@ -76,7 +79,7 @@ YAML
         # The JVM runs detached from this shell; its pid is the node's pid.
         setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
             -javaagent:"$home/lib/jamm-0.3.2.jar" \
-            -Dcassandra.jmx.local.port=$((7199 + i)) \
+            -Dcassandra.jmx.local.port=$((jmx_port + i)) \
             -Dcassandra.config="file://$node/cassandra.yaml" \
             -Dcassandra.storagedir="$node" \
             -Dcassandra.logdir="$node" \
@@ -87,7 +90,7 @@ YAML
             -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon \
             > "$node/stdout.log" 2>&1 < /dev/null &
         echo $! > "$node/pid"
-        echo "node$i: pid $!, CQL on $ip:$port, JMX on $((7199 + i)), dir $node"
+        echo "node$i: pid $!, CQL on $ip:$port, JMX on $((jmx_port + i)), dir $node"
         # Nodes join one at a time, as Cassandra requires of bootstrapping nodes.
         deadline=$((SECONDS + 300))
         until listening "$ip" "$port"; do
