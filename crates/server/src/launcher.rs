@@ -286,6 +286,14 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         wait_until_serving(node, addr, pid, None)?;
         return Ok(config);
     }
+    // Another process answering on the node's address would pass the readiness check
+    // while the node itself fails to bind: refuse up front.
+    if answers_options(addr) {
+        bail!(
+            "{}: another process already serves CQL on {addr}; stop it or choose another --port",
+            node.name
+        );
+    }
     let log = OpenOptions::new()
         .create(true)
         .append(true)
