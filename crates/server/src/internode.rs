@@ -173,8 +173,12 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
             Err(e) => return Err(e.into()),
         }
         let (len, crc) = frame_len(&header)?;
-        let mut payload = vec![0u8; len];
-        r.read_exact(&mut payload).await?;
+        // Grown as bytes arrive, so a garbage length costs memory only if the bytes come.
+        let mut payload = Vec::with_capacity(len.min(64 << 10));
+        (&mut r).take(len as u64).read_to_end(&mut payload).await?;
+        if payload.len() < len {
+            anyhow::bail!("connection closed inside a frame");
+        }
         let env = decode_payload(&payload, crc)?;
         node.receive(env);
     }
