@@ -112,7 +112,13 @@ async fn peer_writer(to: Endpoint, mut rx: mpsc::Receiver<Vec<u8>>) {
         };
         backoff = Duration::from_millis(50);
         let _ = stream.set_nodelay(true);
-        let mut w = BufWriter::with_capacity(64 << 10, stream);
+        // The peer never writes on this connection: anything readable (its FIN when its
+        // process died, a reset) means the connection is dead. Noticing it at once, rather
+        // than at the next failed write, keeps messages for a restarted peer from
+        // vanishing into its previous incarnation's socket.
+        let (mut rd, wr) = stream.into_split();
+        let mut w = BufWriter::with_capacity(64 << 10, wr);
+        let mut probe = [0u8; 1];
         if w.write_all(&first).await.is_err() {
             continue;
         }
@@ -126,13 +132,16 @@ async fn peer_writer(to: Endpoint, mut rx: mpsc::Receiver<Vec<u8>>) {
             if w.flush().await.is_err() {
                 break;
             }
-            match rx.recv().await {
-                Some(frame) => {
-                    if w.write_all(&frame).await.is_err() {
-                        break;
+            tokio::select! {
+                frame = rx.recv() => match frame {
+                    Some(frame) => {
+                        if w.write_all(&frame).await.is_err() {
+                            break;
+                        }
                     }
-                }
-                None => return,
+                    None => return,
+                },
+                _ = rd.read(&mut probe) => break,
             }
         }
     }
