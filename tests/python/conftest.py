@@ -180,7 +180,7 @@ CLUSTER_WAIT_S = 60
 # when a later write fails (see test_a_wiped_node_restarted_at_once_keeps_its_identity).
 # Gossip writes to every peer a few times a second (200 ms rounds), so after this pause
 # every connection is fresh and one-shot requests (repair trees, reads) are not lost.
-RESTART_SETTLE_S = 4
+RESTART_SETTLE_S = float(os.environ.get("MOSAIC_RESTART_SETTLE_S", "4"))
 
 
 def process_alive(pid):
