@@ -2,19 +2,24 @@
 
 The binary comes from $MOSAIC_BIN (scripts/test builds it); each server gets a temporary data
 directory and a free port on 127.0.0.1, and is stopped by PID at teardown, even on failure.
+`make_cluster` starts multi-node clusters with `mosaic cluster up` (see `MosaicCluster`).
 """
+import contextlib
 import itertools
+import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 import pytest
 from cassandra.cluster import Cluster
-from cassandra.policies import RoundRobinPolicy
+from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy, WhiteListRoundRobinPolicy
 
 MOSAIC_BIN = os.environ.get("MOSAIC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "target", "debug", "mosaic"))
 START_TIMEOUT_S = 60
@@ -160,3 +165,261 @@ def driver_warnings():
         yield catcher.records
     finally:
         logger.removeHandler(catcher)
+
+
+# Gossip fast enough that a dead node is noticed in about two seconds.
+FAST_CLUSTER_SETTINGS = (
+    "cluster.gossip_interval_ms=200",
+    "cluster.phi_convict_threshold=5",
+    "storage.memtable_size_bytes=4194304",
+    "storage.block_cache_size_bytes=4194304",
+)
+CLUSTER_WAIT_S = 60
+# After a restart, the first message each node sends a restarted peer can be lost: it goes
+# out on the connection to the peer's previous process, which the sender only finds broken
+# when a later write fails (see test_a_wiped_node_restarted_at_once_keeps_its_identity).
+# Gossip writes to every peer a few times a second (200 ms rounds), so after this pause
+# every connection is fresh and one-shot requests (repair trees, reads) are not lost.
+RESTART_SETTLE_S = float(os.environ.get("MOSAIC_RESTART_SETTLE_S", "4"))
+
+
+def process_alive(pid):
+    """Whether `pid` runs and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def process_runs_config(pid, config):
+    """Whether `pid` is a `mosaic server` running `config` (never signal anything else)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return False
+    return b"server" in args and config.encode() in args
+
+
+def wait_until(what, predicate, timeout=CLUSTER_WAIT_S, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+class MosaicCluster:
+    """A local cluster of `nodes` `mosaic server` processes started by `mosaic cluster up` in
+    a temporary directory: node i on 127.0.0.i with free CQL, internode and admin ports (the
+    same on every node). Every pid it ever started is remembered, and `close` stops them all:
+    `mosaic cluster down`, then SIGKILL to any still running."""
+
+    def __init__(self, nodes, settings=()):
+        self.tmp = tempfile.TemporaryDirectory(prefix="mosaic-cluster-")
+        self.dir = os.path.join(self.tmp.name, "c")
+        self.nodes = nodes
+        ports = set()
+        while len(ports) < 3:
+            ports.add(free_port())
+        self.port, self.storage_port, self.admin_port = sorted(ports)
+        self.settings = list(FAST_CLUSTER_SETTINGS) + list(settings)
+        self.started = set()  # (node, pid) of every process started
+        self.drivers = []
+
+    # -- files and addresses -------------------------------------------------------------
+    def ip(self, i):
+        return f"127.0.0.{i}"
+
+    def node_dir(self, i):
+        return os.path.join(self.dir, f"node{i}")
+
+    def config(self, i):
+        return os.path.join(self.node_dir(i), "mosaic.toml")
+
+    def endpoint(self, i):
+        """The node's internode endpoint, as /status names it."""
+        return f"{self.ip(i)}:{self.storage_port}"
+
+    def pid(self, i):
+        with open(os.path.join(self.node_dir(i), "pid")) as f:
+            return int(f.read().strip())
+
+    def log_tail(self, i, n=4000):
+        try:
+            with open(os.path.join(self.node_dir(i), "log"), "rb") as f:
+                return f.read()[-n:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def logs(self):
+        return "\n".join(f"--- node{i} log:\n{self.log_tail(i, 2500)}" for i in range(1, self.nodes + 1))
+
+    # -- the mosaic command -----------------------------------------------------------------
+    def mosaic(self, *args, check=True, timeout=120):
+        try:
+            p = subprocess.run([MOSAIC_BIN, *args], capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError(f"mosaic {' '.join(args)} did not finish within {timeout}s:\n{self.logs()}") from e
+        if check and p.returncode != 0:
+            raise AssertionError(f"mosaic {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}\n{self.logs()}")
+        return p
+
+    def up(self):
+        """`mosaic cluster up`: starts every node not running; returns once all see all UP."""
+        args = ["cluster", "up", "--nodes", str(self.nodes), "--dir", self.dir, "--port", str(self.port),
+                "--storage-port", str(self.storage_port), "--admin-port", str(self.admin_port)]
+        for setting in self.settings:
+            args += ["--set", setting]
+        try:
+            return self.mosaic(*args, timeout=180)
+        finally:
+            self._remember_pids()
+
+    def restart(self):
+        """`up` (starting the nodes not running), then RESTART_SETTLE_S for the connections
+        to the restarted nodes to be renewed."""
+        self.up()
+        time.sleep(RESTART_SETTLE_S)
+
+    def _remember_pids(self):
+        for i in range(1, self.nodes + 1):
+            with contextlib.suppress(OSError, ValueError):
+                self.started.add((i, self.pid(i)))
+
+    # -- processes ---------------------------------------------------------------------------
+    def kill(self, i, sig=signal.SIGKILL):
+        """Sends `sig` to node i (SIGKILL: waits until it is gone)."""
+        pid = self.pid(i)
+        assert process_runs_config(pid, self.config(i)), f"node{i} (pid {pid}) is not running"
+        os.kill(pid, sig)
+        if sig == signal.SIGKILL:
+            wait_until(f"node{i} to die", lambda: not process_alive(pid), timeout=10, interval=0.02)
+
+    def stop(self, *nodes):
+        """Stops nodes cleanly (SIGTERM: a node announces its shutdown, so the others see it
+        DOWN at once) and waits until they have exited."""
+        pids = {i: self.pid(i) for i in nodes}
+        for i in nodes:
+            self.kill(i, signal.SIGTERM)
+        for i, pid in pids.items():
+            wait_until(f"node{i} to exit", lambda: not process_alive(pid), timeout=60, interval=0.02)
+
+    def wipe(self, i):
+        """kill -9 node i and delete its data directory."""
+        self.kill(i)
+        shutil.rmtree(os.path.join(self.node_dir(i), "data"))
+
+    # -- admin endpoint ----------------------------------------------------------------------
+    def admin(self, i):
+        return f"{self.ip(i)}:{self.admin_port}"
+
+    def http(self, i, path):
+        with urllib.request.urlopen(f"http://{self.admin(i)}{path}", timeout=10) as r:
+            return r.read().decode()
+
+    def status(self, i):
+        """`GET /status` of node i: {endpoint: node} with up, load_bytes, schema_version, …"""
+        return {n["endpoint"]: n for n in json.loads(self.http(i, "/status"))["nodes"]}
+
+    def metric(self, i, name):
+        """The sum of every sample of Prometheus metric `name` on node i (0 if absent)."""
+        total = 0.0
+        for line in self.http(i, "/metrics").splitlines():
+            if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def wait_seen(self, observers, nodes, up):
+        """Waits until every observer node reports each of `nodes` UP (or DOWN)."""
+
+        def seen():
+            for o in observers:
+                try:
+                    st = self.status(o)
+                except OSError:
+                    return False
+                if any(st.get(self.endpoint(n), {}).get("up") is not up for n in nodes):
+                    return False
+            return True
+
+        wait_until(f"nodes {list(nodes)} {'UP' if up else 'DOWN'} as seen by {list(observers)}", seen)
+
+    def wait_schema_agreement(self):
+        def agreed():
+            try:
+                versions = {n["schema_version"] for i in range(1, self.nodes + 1) for n in self.status(i).values()}
+            except OSError:
+                return False
+            return len(versions) == 1
+
+        wait_until("schema agreement", agreed)
+
+    def others(self, *nodes):
+        return [i for i in range(1, self.nodes + 1) if i not in nodes]
+
+    @contextlib.contextmanager
+    def alone(self, i):
+        """Node i with every other node stopped and seen DOWN by node i, so that a read at ONE
+        coordinated by node i can only be served by node i's own data; then all restarted."""
+        others = self.others(i)
+        self.stop(*others)
+        self.wait_seen([i], others, up=False)
+        yield
+        self.restart()
+
+    # -- drivers -----------------------------------------------------------------------------
+    def driver(self, contact=1, only=None, **kwargs):
+        """A cassandra-driver Cluster: token-aware round robin over all nodes, or only node
+        `only` (a white list) so that node coordinates every request."""
+        kwargs.setdefault("protocol_version", 4)
+        if only is not None:
+            contact = only
+            kwargs.setdefault("load_balancing_policy", WhiteListRoundRobinPolicy([self.ip(only)]))
+        else:
+            kwargs.setdefault("load_balancing_policy", TokenAwarePolicy(RoundRobinPolicy()))
+        c = Cluster([self.ip(contact)], port=self.port, **kwargs)
+        self.drivers.append(c)
+        return c
+
+    def session(self, keyspace=None, **kwargs):
+        return self.driver(**kwargs).connect(keyspace)
+
+    def close(self):
+        for c in self.drivers:
+            with contextlib.suppress(Exception):
+                c.shutdown()
+        self._remember_pids()
+        try:
+            if os.path.isdir(self.dir):
+                self.mosaic("cluster", "down", "--dir", self.dir, check=False, timeout=120)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            for i, pid in self.started:
+                if process_alive(pid) and process_runs_config(pid, self.config(i)):
+                    os.kill(pid, signal.SIGKILL)
+            self.tmp.cleanup()
+
+
+@pytest.fixture()
+def make_cluster():
+    """make_cluster(nodes, settings=()) starts a MosaicCluster; all are stopped at teardown."""
+    made = []
+
+    def make(nodes, settings=()):
+        c = MosaicCluster(nodes, settings)
+        made.append(c)
+        c.up()
+        return c
+
+    try:
+        yield make
+    finally:
+        for c in made:
+            c.close()

@@ -9,24 +9,15 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{free_port, options_answered, signal, wait_for};
+use common::{free_port, options_answered, output_text, run_mosaic, signal, wait_for};
 
 fn mosaic(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mosaic"))
-        .args(args)
-        .arg("--dir")
-        .arg(dir)
-        .output()
-        .unwrap()
+    let dir = dir.to_str().unwrap();
+    run_mosaic(&[args, &["--dir", dir]].concat())
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    output_text(o)
 }
 
 /// Stops the cluster however the test ends: `cluster down`, then SIGKILL to a pid left.

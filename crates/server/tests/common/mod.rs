@@ -10,7 +10,7 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -31,6 +31,24 @@ pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(POLL);
     }
+}
+
+/// Runs the `mosaic` binary with `args`.
+pub fn run_mosaic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mosaic"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A command's exit status and output, for assertion messages.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "status {}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A port that was free a moment ago.

@@ -1,0 +1,192 @@
+//! The Rust `scylla` driver against a three-node cluster started by `mosaic cluster up`:
+//! the session sees the three nodes, prepared writes at QUORUM are read back at QUORUM, and
+//! its token-aware routing sends each request to a replica of its key (checked on an RF=1
+//! keyspace, where exactly one node is a replica).
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{free_port, output_text as text, run_mosaic as mosaic, signal, wait_for};
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::statement::Consistency;
+
+const NODES: u32 = 3;
+
+/// A local cluster in a temporary directory, stopped however the test ends: `cluster
+/// down`, then SIGKILL to any node process left (checked to run this cluster's config).
+struct Cluster {
+    dir: PathBuf,
+    port: u16,
+    _tmp: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn up() -> Cluster {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("c");
+        let (port, storage, admin) = (free_port(), free_port(), free_port());
+        let cluster = Cluster {
+            dir,
+            port,
+            _tmp: tmp,
+        };
+        let flags = format!(
+            "--nodes {NODES} --port {port} --storage-port {storage} --admin-port {admin} \
+             --set cluster.gossip_interval_ms=200"
+        );
+        let mut args = vec!["cluster", "up", "--dir", cluster.dir.to_str().unwrap()];
+        args.extend(flags.split_whitespace());
+        let out = mosaic(&args);
+        assert!(out.status.success(), "{}\n{}", text(&out), cluster.logs());
+        cluster
+    }
+
+    fn node_file(&self, i: u32, name: &str) -> PathBuf {
+        self.dir.join(format!("node{i}/{name}"))
+    }
+
+    fn logs(&self) -> String {
+        (1..=NODES)
+            .map(|i| {
+                let log = std::fs::read_to_string(self.node_file(i, "log")).unwrap_or_default();
+                format!("--- node{i}:\n{log}")
+            })
+            .collect()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let pids: Vec<(u32, Option<u32>)> = (1..=NODES)
+            .map(|i| {
+                let pid = std::fs::read_to_string(self.node_file(i, "pid")).ok();
+                (i, pid.and_then(|p| p.trim().parse().ok()))
+            })
+            .collect();
+        let _ = mosaic(&["cluster", "down", "--dir", self.dir.to_str().unwrap()]);
+        for (i, pid) in pids {
+            let Some(pid) = pid else { continue };
+            let config = self.node_file(i, "mosaic.toml");
+            let runs_ours = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                c.split(|&b| b == 0)
+                    .any(|a| a == config.as_os_str().as_encoded_bytes())
+            });
+            if runs_ours {
+                signal(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+async fn create(session: &Session, ks: &str, rf: u32) {
+    session
+        .query_unpaged(
+            format!(
+                "CREATE KEYSPACE {ks} WITH replication = \
+                 {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    session
+        .query_unpaged(
+            format!("CREATE TABLE {ks}.kv (k int PRIMARY KEY, v text)"),
+            &[],
+        )
+        .await
+        .unwrap();
+    session.await_schema_agreement().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scylla_driver_writes_at_quorum_and_routes_to_replicas_on_three_nodes() {
+    let cluster = tokio::task::spawn_blocking(Cluster::up).await.unwrap();
+    let session = SessionBuilder::new()
+        .known_node(format!("127.0.0.1:{}", cluster.port))
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("connecting: {e}\n{}", cluster.logs()));
+    let ips: Vec<String> = wait_for("the session to see three nodes", || {
+        let state = session.get_cluster_state();
+        let mut ips: Vec<String> = state
+            .get_nodes_info()
+            .iter()
+            .map(|n| n.address.ip().to_string())
+            .collect();
+        ips.sort();
+        (ips.len() == 3).then_some(ips)
+    });
+    assert_eq!(ips, ["127.0.0.1", "127.0.0.2", "127.0.0.3"]);
+
+    create(&session, "q", 3).await;
+    create(&session, "r1", 1).await;
+    session.refresh_metadata().await.unwrap();
+
+    // RF=3: prepared writes at QUORUM, read back at QUORUM.
+    let mut insert = session
+        .prepare("INSERT INTO q.kv (k, v) VALUES (?, ?)")
+        .await
+        .unwrap();
+    insert.set_consistency(Consistency::Quorum);
+    let mut select = session
+        .prepare("SELECT v FROM q.kv WHERE k = ?")
+        .await
+        .unwrap();
+    select.set_consistency(Consistency::Quorum);
+    for k in 0..300i32 {
+        session
+            .execute_unpaged(&insert, (k, format!("v{k}")))
+            .await
+            .unwrap();
+    }
+    for k in 0..300i32 {
+        let rows = session
+            .execute_unpaged(&select, (k,))
+            .await
+            .unwrap()
+            .into_rows_result()
+            .unwrap();
+        let (v,): (String,) = rows.single_row().unwrap();
+        assert_eq!(v, format!("v{k}"));
+    }
+
+    // RF=1: each request's coordinator is the key's one replica.
+    let insert = session
+        .prepare("INSERT INTO r1.kv (k, v) VALUES (?, ?)")
+        .await
+        .unwrap();
+    let select = session
+        .prepare("SELECT v FROM r1.kv WHERE k = ?")
+        .await
+        .unwrap();
+    let state = session.get_cluster_state();
+    let mut coordinators = std::collections::BTreeSet::new();
+    for k in 0..200i32 {
+        let replicas = state.get_endpoints("r1", "kv", &(k,)).unwrap();
+        assert_eq!(replicas.len(), 1, "key {k}");
+        let replica = replicas[0].0.host_id;
+        let written = session
+            .execute_unpaged(&insert, (k, format!("r{k}")))
+            .await
+            .unwrap();
+        let read = session.execute_unpaged(&select, (k,)).await.unwrap();
+        for result in [&written, &read] {
+            let node = result.request_coordinator().node();
+            assert_eq!(
+                node.host_id, replica,
+                "key {k} coordinated by {}",
+                node.address
+            );
+            coordinators.insert(node.address.ip().to_string());
+        }
+        let (v,): (String,) = read.into_rows_result().unwrap().single_row().unwrap();
+        assert_eq!(v, format!("r{k}"));
+    }
+    assert_eq!(coordinators.len(), 3, "{coordinators:?}");
+    drop(session);
+    drop(cluster);
+}
