@@ -332,9 +332,6 @@ def test_garbage_on_internode_and_cql_ports_leaves_the_cluster_serving(make_clus
     assert got == {**rows, **more}, diff({**rows, **more}, got)
 
 
-@pytest.mark.xfail(strict=True, reason="product bug: a node's first message to a restarted peer is written on "
-                   "its connection to the peer's previous process and lost; repair then waits "
-                   "repair_timeout_ms (60 s) before asking again")
 def test_repair_right_after_peers_restart_does_not_stall(make_cluster):
     rows = {k: f"s{k}" for k in range(200)}
     c, _ = loaded_cluster(make_cluster, 5, "s", rows, CL.ALL)
