@@ -175,12 +175,6 @@ FAST_CLUSTER_SETTINGS = (
     "storage.block_cache_size_bytes=4194304",
 )
 CLUSTER_WAIT_S = 60
-# After a restart, the first message each node sends a restarted peer can be lost: it goes
-# out on the connection to the peer's previous process, which the sender only finds broken
-# when a later write fails (see test_a_wiped_node_restarted_at_once_keeps_its_identity).
-# Gossip writes to every peer a few times a second (200 ms rounds), so after this pause
-# every connection is fresh and one-shot requests (repair trees, reads) are not lost.
-RESTART_SETTLE_S = float(os.environ.get("MOSAIC_RESTART_SETTLE_S", "4"))
 
 
 def process_alive(pid):
@@ -282,10 +276,10 @@ class MosaicCluster:
             self._remember_pids()
 
     def restart(self):
-        """`up` (starting the nodes not running), then RESTART_SETTLE_S for the connections
-        to the restarted nodes to be renewed."""
+        """`up`: starts the nodes not running and waits until every node sees every other
+        UP. Nothing more: requests sent right after a restart must work (a node drops its
+        connection to a peer's previous process as soon as that process dies)."""
         self.up()
-        time.sleep(RESTART_SETTLE_S)
 
     def _remember_pids(self):
         for i in range(1, self.nodes + 1):
