@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# One-node Mosaic vs Apache Cassandra 4.1.10 with `mosaic bench`, one system at a time.
+# Mosaic vs Apache Cassandra 4.1.10 with `mosaic bench`, one system at a time.
 #
 #   bench/compare.sh [--workload a] [--records 100000] [--operations 100000]
 #                    [--concurrency 16] [--out DIR] [--systems mosaic,cassandra]
+#                    [--nodes 1] [--rf 1]
 #
-# For each system: start a fresh one-node cluster in DIR/<system>-cluster, `mosaic bench load`
+# For each system: start a fresh cluster of --nodes nodes on 127.0.0.1..N in
+# DIR/<system>-cluster, `mosaic bench load` (keyspace at replication factor --rf)
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. Needs a release build:
 # `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
@@ -13,7 +15,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
-systems=mosaic,cassandra
+systems=mosaic,cassandra nodes=1 rf=1
 while [ $# -gt 0 ]; do
     case $1 in
         --workload) workload=$2; shift 2 ;;
@@ -22,6 +24,8 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --systems) systems=$2; shift 2 ;;
+        --nodes) nodes=$2; shift 2 ;;
+        --rf) rf=$2; shift 2 ;;
         *) sed -n '2,12p' "$0" >&2; exit 2 ;;
     esac
 done
@@ -37,6 +41,10 @@ for p in $port $((port + 1)); do
     fi
 done
 
+# Every node's CQL address and pid file, comma-separated.
+hosts_on() { seq -s, -f "127.0.0.%g:$1" 1 "$nodes"; }
+pids_in() { local f=""; for i in $(seq 1 "$nodes"); do f="$f${f:+,}$1/node$i/pid"; done; echo "$f"; }
+
 phase() { # system phase host pidfile extra...
     local system=$1 phase=$2 host=$3 pidfile=$4; shift 4
     "$mosaic" bench "$phase" --hosts "$host" --workload "$workload" --records "$records" \
@@ -50,9 +58,11 @@ for system in ${systems//,/ }; do
     echo "== $system: workload $workload, $records records, $operations operations, $concurrency in flight"
     case $system in
         mosaic)
-            "$mosaic" cluster up --nodes 1 --dir "$cluster" --port $port
+            "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port $port \
+                --storage-port $((port - 3000)) --admin-port $((port - 2800))
             trap '"$mosaic" cluster down --dir "$cluster"' EXIT
-            host=127.0.0.1:$port pidfile=$cluster/node1/pid stop=("$mosaic" cluster down --dir "$cluster")
+            host=$(hosts_on $port) pidfile=$(pids_in "$cluster")
+            stop=("$mosaic" cluster down --dir "$cluster")
             ;;
         cassandra)
             # Storage and JMX ports away from Cassandra's defaults, which other local
@@ -60,15 +70,15 @@ for system in ${systems//,/ }; do
             # CQL on PORT+1: Mosaic's just-closed connections leave PORT in TIME_WAIT, and
             # Cassandra's native transport does not bind over that. Storage and JMX ports
             # away from Cassandra's defaults, which other local clusters may hold.
-            "$root/bench/cassandra/cluster.sh" up --nodes 1 --dir "$cluster" \
+            "$root/bench/cassandra/cluster.sh" up --nodes "$nodes" --dir "$cluster" \
                 --port $((port + 1)) --storage-port $((port - 2000)) --jmx-port $((port - 1900))
             trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"' EXIT
-            host=127.0.0.1:$((port + 1)) pidfile=$cluster/node1/pid
+            host=$(hosts_on $((port + 1))) pidfile=$(pids_in "$cluster")
             stop=("$root/bench/cassandra/cluster.sh" down --dir "$cluster")
             ;;
         *) echo "unknown system $system" >&2; exit 2 ;;
     esac
-    phase "$system" load "$host" "$pidfile"
+    phase "$system" load "$host" "$pidfile" --rf "$rf"
     phase "$system" run "$host" "$pidfile" --operations "$operations"
     du -sb "$cluster" | awk '{print "on disk after the run: " $1 " bytes"}' | tee "$out/$system-size.txt"
     "${stop[@]}"
