@@ -8,7 +8,7 @@
 use futures::future::BoxFuture;
 use mosaic_rows::KeyRange;
 
-use crate::message::{Envelope, Failure, SchemaSnapshot, TableKey, WireMutation};
+use crate::message::{Envelope, Failure, SchemaSnapshot, TableKey, Tag, WireMutation};
 use crate::Endpoint;
 
 /// Time, tasks and randomness.
@@ -52,12 +52,14 @@ pub trait Store: Send + Sync + 'static {
         table: TableKey,
         mutations: Vec<WireMutation>,
     ) -> BoxFuture<'_, Result<(), Failure>>;
-    /// Reads up to `limit` entries of a range.
+    /// Reads up to `limit` entries of a range; `tags` are what the coordinator's
+    /// replica-selection policy attached to the read (empty for repair's reads).
     fn read(
         &self,
         table: TableKey,
         range: KeyRange,
         limit: usize,
+        tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>>;
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;

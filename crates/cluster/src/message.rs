@@ -63,6 +63,16 @@ pub struct WireRange {
     pub end: Option<Vec<u8>>,
 }
 
+/// A label a replica-selection policy attaches to a read; it travels with the request to
+/// the replica, where local scheduling can act on it (e.g. a priority).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tag {
+    /// What it says (`"priority"`, …).
+    pub name: String,
+    /// Its value, encoded as the policy chooses.
+    pub value: Vec<u8>,
+}
+
 /// Why a replica could not do what it was asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Failure {
@@ -178,6 +188,8 @@ pub enum Body {
         limit: u32,
         /// Whether to answer with a digest instead of the data.
         digest: bool,
+        /// The replica-selection policy's tags.
+        tags: Vec<Tag>,
     },
     /// The entries read.
     ReadData {
@@ -376,6 +388,33 @@ mod tests {
         for cut in 0..frame.len() {
             assert_eq!(decode_frame(&frame[..cut]), Ok(None), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn reads_carry_their_tags() {
+        let env = Envelope {
+            version: PROTOCOL_VERSION,
+            from: ep(),
+            id: 7,
+            body: Body::Read {
+                table: [1; 16],
+                range: WireRange {
+                    start: b"a".to_vec(),
+                    end: None,
+                },
+                limit: 10,
+                digest: false,
+                tags: vec![Tag {
+                    name: "priority".into(),
+                    value: vec![3],
+                }],
+            },
+        };
+        let back = decode_frame(&encode_frame(&env))
+            .ok()
+            .flatten()
+            .map(|(e, _)| e);
+        assert_eq!(back, Some(env));
     }
 
     #[test]

@@ -924,6 +924,7 @@ impl Node {
                     },
                     limit: repair::READ_CHUNK as u32,
                     digest: false,
+                    tags: Vec::new(),
                 };
                 match self.call_retrying(*r, body.clone(), timeout).await {
                     Some(Body::ReadData { entries, exhausted }) => {
@@ -1140,7 +1141,7 @@ impl Node {
             key: &seg.range.start,
             limit,
         };
-        self.inner.selector.order(&mut live, self.endpoint(), &info);
+        let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
         live.truncate(block_for);
         let targets = live;
         let wire = WireRange {
@@ -1152,6 +1153,7 @@ impl Node {
             range: wire.clone(),
             limit: u32::try_from(limit).unwrap_or(u32::MAX),
             digest,
+            tags: tags.clone(),
         };
         // First round: data from the best replica, digests from the others.
         let mut calls: FuturesUnordered<CallFuture> = targets
@@ -1284,12 +1286,13 @@ impl Node {
                 range,
                 limit,
                 digest: want_digest,
+                tags,
             } => {
                 let range = KeyRange {
                     start: range.start,
                     end: range.end,
                 };
-                match store.read(table, range, limit as usize).await {
+                match store.read(table, range, limit as usize, &tags).await {
                     Ok((entries, exhausted)) if want_digest => Body::ReadDigest {
                         digest: digest(&entries, exhausted),
                     },

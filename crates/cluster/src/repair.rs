@@ -76,7 +76,7 @@ pub async fn for_each_entry(
         if piece.is_empty() {
             return Ok(());
         }
-        let (entries, exhausted) = store.read(table, piece, READ_CHUNK).await?;
+        let (entries, exhausted) = store.read(table, piece, READ_CHUNK, &[]).await?;
         for (k, v) in &entries {
             f(k, v);
         }

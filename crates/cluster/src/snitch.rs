@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 
+use crate::message::Tag;
 use crate::Endpoint;
 
 /// What a policy knows of a read.
@@ -22,8 +23,9 @@ pub struct ReadInfo<'a> {
 
 /// Orders the replicas of a read, best first, and learns from observed latencies.
 pub trait ReplicaSelector: Send + Sync + 'static {
-    /// Reorders `replicas` (all alive) for `read`; `me` is this node.
-    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, read: &ReadInfo<'_>);
+    /// Reorders `replicas` (all alive) for `read`; `me` is this node. Returns the tags that
+    /// travel with the read to the replicas (none for the dynamic snitch).
+    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, read: &ReadInfo<'_>) -> Vec<Tag>;
     /// A response from `node` took `micros`.
     fn observe(&self, node: Endpoint, micros: u64);
 }
@@ -39,7 +41,7 @@ pub struct DynamicSnitch {
 }
 
 impl ReplicaSelector for DynamicSnitch {
-    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, _read: &ReadInfo<'_>) {
+    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, _read: &ReadInfo<'_>) -> Vec<Tag> {
         let scores = self.scores.lock();
         let score = |n: &Endpoint| scores.get(n).copied().unwrap_or(0.0);
         replicas.sort_by(|a, b| {
@@ -47,6 +49,7 @@ impl ReplicaSelector for DynamicSnitch {
                 .total_cmp(&score(b))
                 .then_with(|| (*b == me).cmp(&(*a == me)))
         });
+        Vec::new()
     }
 
     fn observe(&self, node: Endpoint, micros: u64) {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use mosaic_cluster::env::{Entries, Hint};
-use mosaic_cluster::message::EndpointState;
+use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::{
     ClusterError, ConsistencyLevel, Endpoint, Failure, Node, SchemaSnapshot, Store, TableKey,
     WireMutation,
@@ -82,6 +82,9 @@ impl Store for LocalStore {
         table: TableKey,
         range: KeyRange,
         limit: usize,
+        // No local read queue orders reads yet (the scheduling work adds one, keyed on
+        // these); the default dynamic snitch attaches none.
+        _tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
         async move {
             self.local

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use futures::future::{BoxFuture, FutureExt};
 use mosaic_cluster::env::{Entries, Hint};
+use mosaic_cluster::message::Tag;
 use mosaic_cluster::{Endpoint, Failure, SchemaSnapshot, Store, TableKey, WireMutation};
 use mosaic_rows::{merge_fragments, Fragment, KeyRange};
 use parking_lot::Mutex;
@@ -262,6 +263,7 @@ impl Store for SimStore {
         table: TableKey,
         range: KeyRange,
         limit: usize,
+        _tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
         let delay = self.delay();
         async move {
