@@ -33,8 +33,9 @@ pub trait ReplicaSelector: Send + Sync + 'static {
 /// Weight of a new latency sample in the moving average.
 const ALPHA: f64 = 0.25;
 
-/// Cassandra's dynamic snitch (see the module doc). Unmeasured replicas score as this
-/// node's own reads, ties keep the ring order, and this node comes first among equals.
+/// Cassandra's dynamic snitch (see the module doc). Replicas not measured yet come last
+/// (every write and read measures the replicas it touches, so none stays unmeasured for
+/// long), ties keep the ring order, and this node comes first among equals.
 #[derive(Default)]
 pub struct DynamicSnitch {
     scores: Mutex<HashMap<Endpoint, f64>>,
@@ -43,7 +44,7 @@ pub struct DynamicSnitch {
 impl ReplicaSelector for DynamicSnitch {
     fn order(&self, replicas: &mut [Endpoint], me: Endpoint, _read: &ReadInfo<'_>) -> Vec<Tag> {
         let scores = self.scores.lock();
-        let score = |n: &Endpoint| scores.get(n).copied().unwrap_or(0.0);
+        let score = |n: &Endpoint| scores.get(n).copied().unwrap_or(f64::MAX);
         replicas.sort_by(|a, b| {
             score(a)
                 .total_cmp(&score(b))
