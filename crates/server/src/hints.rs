@@ -55,12 +55,6 @@ fn storage(e: impl std::fmt::Display) -> Failure {
     Failure::Storage(format!("hint store: {e}"))
 }
 
-fn now_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
 impl HintStore {
     /// Opens (creating) the hint store under `data_dir`.
     pub fn open(data_dir: &Path, mut options: Options) -> Result<HintStore> {
@@ -90,7 +84,7 @@ impl HintStore {
         table: TableKey,
         mutations: Vec<WireMutation>,
     ) -> Result<(), Failure> {
-        let now = now_micros();
+        let now = u64::try_from(crate::local::now_micros()).unwrap_or(0);
         let id = match self
             .last_id
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| {

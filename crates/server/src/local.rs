@@ -1,11 +1,17 @@
-//! The single-node [`Coordinator`]: every statement's operations applied to local storage.
+//! The node's local storage: the catalog and one engine per table.
 //!
-//! Owns the data directory of a node that is its own whole cluster:
+//! The cluster coordinator ([`crate::cluster`]) applies replicas' writes and reads here
+//! (`apply`, `read_local`, `truncate_local`) and installs schemas from peers
+//! (`adopt_schema`). It also implements [`Coordinator`] on its own, as a node that is its
+//! whole cluster, which the unit tests below drive without a network. Owns the data
+//! directory:
 //!
 //! ```text
 //! DATA/LOCK                                  held while the node runs (one process per dir)
 //! DATA/node.toml                             host id and tokens (crate::durable)
-//! DATA/schema.json                           the catalog, replaced atomically on DDL
+//! DATA/schema.json                           the catalog and its epoch, replaced atomically
+//! DATA/peers.json                            peers known (crate::server), for a whole ring at start
+//! DATA/.hints/                               hints for other nodes (crate::hints)
 //! DATA/<keyspace>/<table>-<table id hex>/    one mosaic-lsm engine per table, RowMerge
 //! ```
 //!
@@ -207,7 +213,8 @@ fn delete_dir(dir: &Path) -> io::Result<()> {
     fs::remove_dir_all(&aside)
 }
 
-fn now_micros() -> i64 {
+/// Microseconds since the Unix epoch by the wall clock.
+pub(crate) fn now_micros() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))

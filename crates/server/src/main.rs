@@ -1,8 +1,10 @@
 //! The `mosaic` binary, the only composition root of the workspace.
 //!
 //! Subcommands:
-//! - `mosaic server --config FILE`: one node in the foreground, serving CQL (native
-//!   protocol v3/v4) over local storage ([`server`]);
+//! - `mosaic server --config FILE`: one cluster node in the foreground, serving CQL
+//!   (native protocol v3/v4) and joining its seeds ([`server`]);
+//! - `mosaic status|flush|compact|stats|repair`: operator commands over a node's admin
+//!   endpoint ([`tools`], [`admin`]);
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
@@ -10,9 +12,11 @@
 //! - `mosaic bench load|run`: YCSB workloads against any CQL cluster (`mosaic_bench::cli`).
 //!
 //! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
-//! [`local`] (the single-node coordinator over one engine per table), [`auth`] (the
-//! authenticator seam), [`net`] (connections and frames), [`server`] (lifecycle),
-//! [`launcher`] (local clusters), [`shell`].
+//! [`local`] (the node's storage: the catalog and one engine per table), [`cluster`] (the
+//! CQL coordinator over `mosaic-cluster`'s node, and the node's store), [`internode`]
+//! (tokio and TCP for the cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP
+//! endpoint), [`auth`] (the authenticator seam), [`net`] (CQL connections and frames),
+//! [`server`] (lifecycle), [`launcher`] (local clusters), [`tools`], [`shell`].
 
 mod admin;
 mod auth;

@@ -1,10 +1,12 @@
 //! `mosaic server`: one node in the foreground, from start to a clean exit.
 //!
 //! Owns the node's lifecycle and wiring (the composition root proper): read the config,
-//! build the tokio runtime, open local storage ([`LocalCoordinator`]), bind the CQL port,
-//! serve ([`crate::net`]) until SIGTERM or SIGINT, then stop accepting, let in-flight
-//! requests finish (bounded by `shutdown_timeout_ms`), close every table and exit 0. A
-//! second signal during shutdown exits at once (status 130).
+//! build the tokio runtime, bind the internode port, recover the node's identity from the
+//! seeds if it has none, open local storage ([`LocalCoordinator`]) and the hint store,
+//! start the cluster node (gossip) from the peers it knew, bind the CQL and admin ports,
+//! serve ([`crate::net`]) until SIGTERM or SIGINT, then announce the shutdown to the peers,
+//! stop accepting, let in-flight requests finish (bounded by `shutdown_timeout_ms`), close
+//! every table and exit 0. A second signal during shutdown exits at once (status 130).
 //!
 //! Prints `mosaic: serving CQL on ADDR` on stdout once the port is bound; launchers and
 //! tests may wait for that line (or, better, for an answer to OPTIONS).
@@ -184,9 +186,7 @@ fn start_node(
         load_bytes: local.load_bytes(),
     };
     // A restart must gossip a larger generation than any before it: wall-clock micros.
-    let generation = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+    let generation = u64::try_from(crate::local::now_micros()).unwrap_or(1);
     let node = Node::new(
         node_config,
         app,
