@@ -30,8 +30,8 @@ pub use merge::{MergeOperator, PurgeContext, Resolved, Version};
 pub use mosaic_env::fault::{Faults, FaultyFs};
 pub use mosaic_env::{Clock, Fs, ManualClock, RealFs, SystemClock};
 pub use options::{
-    CompactionEvent, CompactionListener, DynamicLevels, LevelPolicy, Options, StaticLevels,
-    TableStore,
+    CompactionEvent, CompactionListener, DynamicLevels, GroupOf, LevelPolicy, LogOptions, Options,
+    StaticLevels, TableStore,
 };
 pub use stats::{CounterSnapshot, Counters, ReadPurpose};
 pub use table::{BlockCache, Compression, TableOptions, TableReader, TableWriter};

@@ -133,6 +133,53 @@ pub struct Options {
     pub level_policy: Arc<dyn LevelPolicy>,
     /// Opens tables whose data lives elsewhere than the local file.
     pub table_store: Option<Arc<dyn TableStore>>,
+    /// `Some`: the engine is a two-layer log (DEPART) instead of a leveled tree; see
+    /// [`LogOptions`].
+    pub log: Option<LogOptions>,
+}
+
+/// The range group of a user key, for the two-layer log's splitter. Keys of one group
+/// must form one contiguous interval in key order.
+pub type GroupOf = Arc<dyn Fn(&[u8]) -> u32 + Send + Sync>;
+
+/// The shape of a two-layer log (DEPART §4.2–4.3), the store of redundant replicas.
+///
+/// Flushed memtables are appended to the *global log* as segments (level 0, overlapping,
+/// newest first). A split takes the oldest `split_segments` segments, partitions their
+/// entries by [`LogOptions::group_of`] into range groups (grouped by source node by the
+/// caller's choice of groups) and writes each group's share as one sorted run, dropping
+/// obsolete versions on the way. A group holds at most `runs_max` runs (DEPART's S);
+/// when a share would exceed it, the group's runs and the share are merge-sorted into
+/// one run. `runs_max = 1` behaves as a two-level LSM-tree, a very large value as a pure
+/// append-only log.
+#[derive(Clone)]
+pub struct LogOptions {
+    /// Global-log segments one split takes (oldest first).
+    pub split_segments: usize,
+    /// Sorted runs a range group may hold before they are merge-sorted into one (S).
+    pub runs_max: usize,
+    /// The range group of a user key.
+    pub group_of: GroupOf,
+}
+
+impl LogOptions {
+    /// Groups by `group_of`, with DEPART's defaults (S = 20, 4 segments per split).
+    pub fn new(group_of: GroupOf) -> Self {
+        Self {
+            split_segments: 4,
+            runs_max: 20,
+            group_of,
+        }
+    }
+}
+
+impl std::fmt::Debug for LogOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogOptions")
+            .field("split_segments", &self.split_segments)
+            .field("runs_max", &self.runs_max)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Options {
@@ -158,6 +205,7 @@ impl Default for Options {
             compaction_listener: None,
             level_policy: Arc::new(DynamicLevels),
             table_store: None,
+            log: None,
         }
     }
 }
@@ -188,6 +236,14 @@ impl Options {
         }
         if let SyncMode::Periodic { interval_ms: 0 } = self.sync_mode {
             return bad("periodic sync interval must be at least 1 ms");
+        }
+        if let Some(log) = &self.log {
+            if log.split_segments == 0 || log.runs_max == 0 {
+                return bad("a two-layer log needs split_segments and runs_max of at least 1");
+            }
+            if self.level0_stall_tables <= log.split_segments {
+                return bad("level0_stall_tables must exceed the log's split_segments");
+            }
         }
         Ok(())
     }
