@@ -38,6 +38,10 @@ pub struct Task {
     pub lower: Vec<u64>,
     /// Move the single upper table down without rewriting it.
     pub trivial_move: bool,
+    /// A two-layer log's split (see [`crate::split`]): `upper` are global-log segments,
+    /// `lower` the runs of the range groups merge-sorted with it; outputs go to the groups
+    /// their keys belong to.
+    pub split: bool,
 }
 
 /// Target bytes per level (index 0 unused) from the options' level policy.
@@ -156,6 +160,7 @@ fn pick_level0(levels: &[Vec<TableView>], targets: &[u64]) -> Option<Task> {
         upper: l0.iter().map(|t| t.id).collect(),
         lower: lower.iter().map(|t| t.id).collect(),
         trivial_move,
+        split: false,
     })
 }
 
@@ -191,6 +196,7 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
                 output_level: level + 1,
                 upper: vec![t.id],
                 trivial_move: lower.is_empty(),
+                split: false,
                 lower: lower.iter().map(|b| b.id).collect(),
             },
         ));

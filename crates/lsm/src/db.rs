@@ -8,6 +8,14 @@
 //! in the manifest before it becomes visible, and the files it replaces are deleted only
 //! when the last reader lets go of them.
 //!
+//! A two-layer log ([`crate::LogOptions`], DEPART's store of redundant replicas) is the same
+//! engine with another shape of version: flushes append global-log segments to level 0,
+//! and instead of leveled compaction the splitter ([`crate::split`]) moves segments into
+//! range groups' sorted runs (level `1 + group`), merge-sorting a group when it would
+//! exceed its run bound. The WAL, memtable, manifest, recovery and counters are shared, so
+//! a split or merge-sort is crash-safe exactly as a compaction is: one manifest edit.
+//! A `LOG` marker file keeps such a directory from being opened as a leveled tree.
+//!
 //! Failures: a failed fsync or a failed non-`ENOSPC` write poisons the engine (writes are
 //! refused until reopen). `ENOSPC` refuses writes with [`Error::NoSpace`] and clears by itself
 //! once a retried flush or compaction (or a WAL switch) succeeds.
@@ -30,12 +38,13 @@ use crate::iter::{InternalIter, LevelIter, MergingIter};
 use crate::key::{encode_internal, parse_internal, seek_key, user_key, Seqno, ValueKind};
 use crate::memtable::{FrozenIter, MemIter, Memtable};
 use crate::merge::{lww_beats, PurgeContext, Resolved, Version as KeyVersion};
-use crate::options::{CompactionEvent, Options};
+use crate::options::{CompactionEvent, GroupOf, Options};
+use crate::split;
 use crate::stats::{CounterSnapshot, Counters, ReadPurpose};
 use crate::table::{BlockCache, TableReader, TableWriter};
 use crate::version::{
     current_manifest, manifest_file_name, read_manifest, table_file_name, wal_file_name,
-    ManifestWriter, TableHandle, TableMeta, Version, VersionEdit,
+    ManifestWriter, TableHandle, TableMeta, Version, VersionEdit, LOG_LEVELS_MAX,
 };
 use crate::wal::{
     decode_batches, encode_batches, frame_with, Records, SyncMode, WalDrop, WalWriter, WriteBatch,
@@ -47,6 +56,17 @@ const NO_SPACE_RETRY: Duration = Duration::from_millis(200);
 const STALL_WAIT: Duration = Duration::from_millis(100);
 /// Bytes of batches one leader takes into a group commit.
 const GROUP_BYTES_MAX: usize = 4 << 20;
+/// The file that marks a directory as a two-layer log.
+const LOG_MARKER: &str = "LOG";
+
+/// The empty version of an engine with `opts`.
+fn empty_version(opts: &Options) -> Version {
+    if opts.log.is_some() {
+        Version::new_log()
+    } else {
+        Version::new(opts.levels_max)
+    }
+}
 
 /// A value as read: the winning version's timestamp and bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,6 +268,25 @@ impl Db {
         let lock = fs
             .lock(&lock_path)
             .map_err(|e| Error::io("locking", &lock_path, e))?;
+        let marker = dir.join(LOG_MARKER);
+        match (opts.log.is_some(), fs.exists(&marker)) {
+            (false, true) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds a two-layer log; open it with LogOptions",
+                    dir.display()
+                )))
+            }
+            (true, false) => {
+                let mut f = fs
+                    .create(&marker)
+                    .map_err(|e| Error::io("creating", &marker, e))?;
+                f.sync_data()
+                    .map_err(|e| Error::io("syncing", &marker, e))?;
+                fs.sync_dir(&dir)
+                    .map_err(|e| Error::io("syncing directory", &dir, e))?;
+            }
+            _ => {}
+        }
         let counters = Arc::new(Counters::default());
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
 
@@ -298,7 +337,7 @@ impl Db {
                 sv: None,
                 mem: Arc::new(Memtable::new(0)),
                 imm: Vec::new(),
-                version: Arc::new(Version::new(opts.levels_max)),
+                version: Arc::new(empty_version(&opts)),
                 next_file_id,
                 log_number,
                 busy: HashSet::new(),
@@ -325,9 +364,13 @@ impl Db {
         };
 
         // 2. Open every live table.
-        let mut version = Version::new(inner.opts.levels_max);
+        let mut version = empty_version(&inner.opts);
         for (level, meta) in metas.values() {
             let handle = inner.open_table(meta.clone())?;
+            let level_index = *level as usize;
+            if version.log && level_index < LOG_LEVELS_MAX && level_index >= version.levels.len() {
+                version.levels.resize(level_index + 1, Vec::new());
+            }
             version
                 .levels
                 .get_mut(*level as usize)
@@ -1187,8 +1230,17 @@ impl Inner {
             }
         }
         let seek = seek_key(key);
-        for (level, tables) in version.levels.iter().enumerate() {
-            let candidates: &[Arc<TableHandle>] = if level == 0 {
+        // A log probes its global log, then only the range groups whose interval holds
+        // the key (each group's runs newest first); a tree probes every level.
+        let tree = (!version.log).then_some(0..version.levels.len());
+        let log = version
+            .log
+            .then(|| std::iter::once(0).chain(version.groups_holding(key)));
+        for level in tree.into_iter().flatten().chain(log.into_iter().flatten()) {
+            let Some(tables) = version.levels.get(level) else {
+                continue;
+            };
+            let candidates: &[Arc<TableHandle>] = if level == 0 || version.log {
                 tables
             } else {
                 let i = tables.partition_point(|t| t.meta().largest_user_key() < key);
@@ -1301,7 +1353,34 @@ impl Inner {
         for m in imm.iter().rev() {
             children.push(Box::new(MemIter::new(m.clone())));
         }
+        if version.log {
+            // The global log, then the runs of the groups the range meets.
+            let lo = match start {
+                Bound::Included(k) | Bound::Excluded(k) => Some(k),
+                Bound::Unbounded => None,
+            };
+            let hi = match end {
+                Bound::Included(k) | Bound::Excluded(k) => Some(k),
+                Bound::Unbounded => None,
+            };
+            let meets = |t: &Arc<TableHandle>| {
+                lo.is_none_or(|lo| t.meta().largest_user_key() >= lo)
+                    && hi.is_none_or(|hi| t.meta().smallest_user_key() <= hi)
+            };
+            let levels = std::iter::once(0).chain(version.groups_meeting(lo, hi));
+            for level in levels {
+                for t in version.levels.get(level).into_iter().flatten() {
+                    if meets(t) {
+                        t.note_read();
+                        children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
+                    }
+                }
+            }
+        }
         for (level, tables) in version.levels.iter().enumerate() {
+            if version.log {
+                break;
+            }
             if level == 0 {
                 for t in tables {
                     t.note_read();
@@ -1389,7 +1468,7 @@ impl Inner {
         let ctx = self.output_context(&[], Some(mem));
         let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
-        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[])?;
+        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[], None)?.0;
         // The oldest WAL still needed once this memtable is flushed.
         let next_log = {
             let st = self.state.lock();
@@ -1425,7 +1504,7 @@ impl Inner {
         let ctx = self.output_context(&[], Some(mem));
         let mut it = FrozenIter::new(mem);
         it.seek_to_first()?;
-        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[])?;
+        let outputs = self.write_tables(&mut it, &ctx, u64::MAX, &[], None)?.0;
         let st = self.state.get_mut();
         let edit = VersionEdit {
             added: outputs.iter().map(|h| (0, h.meta().clone())).collect(),
@@ -1460,6 +1539,9 @@ impl Inner {
     fn pick_task(&self, st: &State) -> Option<Task> {
         if st.manual_compaction {
             return None;
+        }
+        if let Some(log) = &self.opts.log {
+            return split::pick(&Self::table_views(st), log, false);
         }
         compaction::pick(&Self::table_views(st), &self.opts, &st.cursors)
     }
@@ -1519,7 +1601,18 @@ impl Inner {
             let last = self.opts.levels_max - 1;
             let mut upper = Vec::new();
             let mut lower = Vec::new();
+            if let Some(log) = &self.opts.log {
+                // Everything split, every group merge-sorted into one run.
+                let task = split::pick(&Self::table_views(&st), log, true);
+                if let Some(task) = &task {
+                    upper.clone_from(&task.upper);
+                    lower.clone_from(&task.lower);
+                }
+            }
             for (level, tables) in st.version.levels.iter().enumerate() {
+                if self.opts.log.is_some() {
+                    break;
+                }
                 for t in tables {
                     if level == last {
                         lower.push(t.meta().id);
@@ -1538,6 +1631,7 @@ impl Inner {
                 upper,
                 lower,
                 trivial_move: false,
+                split: self.opts.log.is_some(),
             }
         };
         // Even a lone bottom table is rewritten: that is where expired tombstones go.
@@ -1615,6 +1709,9 @@ impl Inner {
     }
 
     fn run_compaction(&self, task: &Task) -> Result<()> {
+        if task.split {
+            return self.run_split(task);
+        }
         let version = self.state.lock().version.clone();
         let find = |level: usize, ids: &[u64]| -> Vec<Arc<TableHandle>> {
             version
@@ -1697,8 +1794,15 @@ impl Inner {
                     .collect()
             })
             .unwrap_or_default();
-        let outputs =
-            self.write_tables(&mut it, &ctx, self.opts.table_size_bytes, &grandparents)?;
+        let outputs = self
+            .write_tables(
+                &mut it,
+                &ctx,
+                self.opts.table_size_bytes,
+                &grandparents,
+                None,
+            )?
+            .0;
         let mut edit = VersionEdit::default();
         for (level, t) in &upper {
             edit.deleted.push((*level as u32, t.meta().id));
@@ -1742,26 +1846,29 @@ impl Inner {
     }
 
     /// Writes the entries of `input` (positioned at its first entry) into tables of at most
-    /// about `split_bytes` each, keeping only the versions readers can still need. On error
-    /// every file written is removed.
+    /// about `split_bytes` each, keeping only the versions readers can still need. With
+    /// `route`, a table also ends where the range group changes, and the second result
+    /// holds each table's group. On error every file written is removed.
     fn write_tables(
         &self,
         input: &mut dyn InternalIter,
         ctx: &OutputContext,
         split_bytes: u64,
         grandparents: &[Vec<u8>],
-    ) -> Result<Vec<Arc<TableHandle>>> {
+        route: Option<&GroupOf>,
+    ) -> Result<(Vec<Arc<TableHandle>>, Vec<u32>)> {
         let mut outputs: Vec<Arc<TableHandle>> = Vec::new();
+        let mut groups: Vec<u32> = Vec::new();
         let mut created: Vec<PathBuf> = Vec::new();
         let result = self.write_tables_inner(
             input,
             ctx,
-            (split_bytes, grandparents),
-            &mut outputs,
+            (split_bytes, grandparents, route),
+            (&mut outputs, &mut groups),
             &mut created,
         );
         match result {
-            Ok(()) => Ok(outputs),
+            Ok(()) => Ok((outputs, groups)),
             Err(e) => {
                 drop(outputs);
                 for p in created {
@@ -1776,11 +1883,12 @@ impl Inner {
         &self,
         input: &mut dyn InternalIter,
         ctx: &OutputContext,
-        (split_bytes, grandparents): (u64, &[Vec<u8>]),
-        outputs: &mut Vec<Arc<TableHandle>>,
+        (split_bytes, grandparents, route): (u64, &[Vec<u8>], Option<&GroupOf>),
+        (outputs, groups): (&mut Vec<Arc<TableHandle>>, &mut Vec<u32>),
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
         let mut out: Option<OpenOutput> = None;
+        let mut out_group: Option<u32> = None;
         // Cutting output files where the next level's tables end keeps each output's overlap
         // with that level small, so its own later compaction rewrites little of the level
         // below (RocksDB does the same): past an eighth of the target size, a file ends at
@@ -1838,13 +1946,19 @@ impl Inner {
             }
             // Split only between user keys, so a key's versions stay in one table.
             let size = out.as_ref().map_or(0, |o| o.writer.estimated_size_bytes());
+            let key_group = route.map(|r| r(&key).min(LOG_LEVELS_MAX as u32 - 2));
+            let new_group = key_group.is_some() && key_group != out_group;
             if out.is_some()
-                && (size >= split_bytes || (crossed_boundary && size >= split_bytes / 8))
+                && (new_group
+                    || size >= split_bytes
+                    || (crossed_boundary && size >= split_bytes / 8))
             {
                 if let Some(o) = out.take() {
                     outputs.push(Arc::new(self.finish_output(o)?));
+                    groups.push(out_group.unwrap_or(0));
                 }
             }
+            out_group = key_group;
             if out.is_none() {
                 crossed_boundary = false;
                 let id = self.alloc_file_id();
@@ -1877,7 +1991,79 @@ impl Inner {
         }
         if let Some(o) = out.take() {
             outputs.push(Arc::new(self.finish_output(o)?));
+            groups.push(out_group.unwrap_or(0));
         }
+        Ok(())
+    }
+
+    /// Runs a two-layer log's split (see [`crate::split`]): merges the segments and the
+    /// runs of the groups being merge-sorted, writes one run per range group met, and
+    /// swaps inputs for outputs in one manifest edit.
+    fn run_split(&self, task: &Task) -> Result<()> {
+        let Some(log) = &self.opts.log else {
+            return Err(Error::InvalidArgument(
+                "a split needs a two-layer log".into(),
+            ));
+        };
+        let version = self.state.lock().version.clone();
+        let mut inputs: Vec<(usize, Arc<TableHandle>)> = Vec::new();
+        for (level, tables) in version.levels.iter().enumerate() {
+            for t in tables {
+                let id = t.meta().id;
+                if task.upper.contains(&id) || task.lower.contains(&id) {
+                    inputs.push((level, t.clone()));
+                }
+            }
+        }
+        if inputs.len() != task.upper.len() + task.lower.len() {
+            return Err(Error::InvalidArgument("split inputs vanished".into()));
+        }
+        let merge_sorted: HashSet<usize> = inputs
+            .iter()
+            .filter(|(level, _)| *level > 0)
+            .map(|(level, _)| *level)
+            .collect();
+        let ids: Vec<u64> = inputs.iter().map(|(_, t)| t.meta().id).collect();
+        let ctx = self.output_context(&ids, None);
+        let children: Vec<Box<dyn InternalIter>> = inputs
+            .iter()
+            .map(|(_, t)| {
+                Box::new(t.reader().iter(ReadPurpose::Compaction, false)) as Box<dyn InternalIter>
+            })
+            .collect();
+        let mut it = MergingIter::new(children);
+        it.seek_to_first()?;
+        let (outputs, groups) =
+            self.write_tables(&mut it, &ctx, u64::MAX, &[], Some(&log.group_of))?;
+        let mut edit = VersionEdit::default();
+        for (level, t) in &inputs {
+            edit.deleted.push((*level as u32, t.meta().id));
+        }
+        let (mut split_bytes, mut merge_sort_bytes) = (0u64, 0u64);
+        for (h, g) in outputs.iter().zip(&groups) {
+            let level = *g as usize + 1;
+            if merge_sorted.contains(&level) {
+                merge_sort_bytes += h.meta().size_bytes;
+            } else {
+                split_bytes += h.meta().size_bytes;
+            }
+            edit.added.push((level as u32, h.meta().clone()));
+        }
+        if let Err(e) = self.install(edit, &outputs, |_| {}) {
+            for h in &outputs {
+                h.mark_obsolete();
+            }
+            return Err(e);
+        }
+        for (_, t) in &inputs {
+            t.mark_obsolete();
+        }
+        Counters::add(&self.counters.split_bytes_written, split_bytes);
+        Counters::add(&self.counters.merge_sort_bytes_written, merge_sort_bytes);
+        if !task.upper.is_empty() {
+            Counters::inc(&self.counters.splits);
+        }
+        Counters::add(&self.counters.merge_sorts, merge_sorted.len() as u64);
         Ok(())
     }
 

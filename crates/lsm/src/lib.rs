@@ -6,6 +6,10 @@
 //! versioned by a caller-supplied timestamp. Reaches the disk and clock only through
 //! `mosaic-env`, so tests inject full disks and failed fsyncs.
 //!
+//! The same engine is DEPART's two-layer log when opened with [`Options::log`]: flushed
+//! segments in a global log, split into range groups of at most S sorted runs each
+//! ([`split`], [`LogOptions`]).
+//!
 //! Start at [`Db`]: `Db::open(dir, Options::default())`, then `put`/`delete`/`merge`/`write`
 //! with a timestamp, `get`, `scan`, `snapshot`, `flush`, `compact`, `counters`, `levels`.
 #![deny(clippy::unwrap_used)]
@@ -18,6 +22,7 @@ pub mod key;
 pub mod memtable;
 pub mod merge;
 pub mod options;
+pub mod split;
 pub mod stats;
 pub mod table;
 pub mod version;

@@ -55,6 +55,14 @@ pub struct Counters {
     pub flushes: AtomicU64,
     /// Compactions completed.
     pub compactions: AtomicU64,
+    /// Bytes a two-layer log's splits wrote as new runs (no group merge-sorted).
+    pub split_bytes_written: AtomicU64,
+    /// Bytes a two-layer log wrote as runs of merge-sorted groups.
+    pub merge_sort_bytes_written: AtomicU64,
+    /// Splits of a two-layer log completed.
+    pub splits: AtomicU64,
+    /// Range groups merge-sorted into one run.
+    pub merge_sorts: AtomicU64,
     /// Times a writer waited because flushes or L0 compaction fell behind.
     pub write_stalls: AtomicU64,
     /// Microseconds writers spent stalled.
@@ -105,6 +113,10 @@ impl Counters {
             block_cache_misses: r(&self.block_cache_misses),
             flushes: r(&self.flushes),
             compactions: r(&self.compactions),
+            split_bytes_written: r(&self.split_bytes_written),
+            merge_sort_bytes_written: r(&self.merge_sort_bytes_written),
+            splits: r(&self.splits),
+            merge_sorts: r(&self.merge_sorts),
             write_stalls: r(&self.write_stalls),
             write_stall_micros: r(&self.write_stall_micros),
         }
@@ -151,26 +163,85 @@ pub struct CounterSnapshot {
     #[allow(missing_docs)]
     pub compactions: u64,
     #[allow(missing_docs)]
+    pub split_bytes_written: u64,
+    #[allow(missing_docs)]
+    pub merge_sort_bytes_written: u64,
+    #[allow(missing_docs)]
+    pub splits: u64,
+    #[allow(missing_docs)]
+    pub merge_sorts: u64,
+    #[allow(missing_docs)]
     pub write_stalls: u64,
     #[allow(missing_docs)]
     pub write_stall_micros: u64,
 }
 
 impl CounterSnapshot {
-    /// Bytes written to disk (WAL + flush + compaction) per user byte written.
+    /// Bytes written to tables after the flush: compaction, or a log's splits and
+    /// merge-sorts.
+    pub fn rewrite_bytes_written(&self) -> u64 {
+        self.compaction_bytes_written + self.split_bytes_written + self.merge_sort_bytes_written
+    }
+
+    /// Bytes written to disk (WAL + flush + compaction, splits, merge-sorts) per user byte
+    /// written.
     pub fn write_amplification(&self) -> f64 {
-        let disk =
-            self.wal_bytes_written + self.flush_bytes_written + self.compaction_bytes_written;
+        let disk = self.wal_bytes_written + self.flush_bytes_written + self.rewrite_bytes_written();
         ratio(disk, self.user_bytes_written)
     }
 
-    /// Bytes written to tables (flush + compaction) per byte flushed: the LSM-tree's own
-    /// amplification, leaving out the WAL.
+    /// Bytes written to tables (flush + compaction, splits, merge-sorts) per byte flushed:
+    /// the tree's (or log's) own amplification, leaving out the WAL.
     pub fn compaction_write_amplification(&self) -> f64 {
         ratio(
-            self.flush_bytes_written + self.compaction_bytes_written,
+            self.flush_bytes_written + self.rewrite_bytes_written(),
             self.flush_bytes_written,
         )
+    }
+
+    /// Counter-by-counter sum, for a store made of several engines.
+    pub fn plus(&self, other: &CounterSnapshot) -> CounterSnapshot {
+        let mut sum = *self;
+        sum.zip_with(other, u64::saturating_add);
+        sum
+    }
+
+    fn zip_with(&mut self, o: &CounterSnapshot, f: impl Fn(u64, u64) -> u64) {
+        let pairs: [(&mut u64, u64); 24] = [
+            (&mut self.user_bytes_written, o.user_bytes_written),
+            (&mut self.wal_bytes_written, o.wal_bytes_written),
+            (&mut self.wal_syncs, o.wal_syncs),
+            (&mut self.flush_bytes_written, o.flush_bytes_written),
+            (
+                &mut self.compaction_bytes_written,
+                o.compaction_bytes_written,
+            ),
+            (&mut self.compaction_bytes_read, o.compaction_bytes_read),
+            (&mut self.get_bytes_read, o.get_bytes_read),
+            (&mut self.scan_bytes_read, o.scan_bytes_read),
+            (&mut self.open_bytes_read, o.open_bytes_read),
+            (&mut self.gets, o.gets),
+            (&mut self.get_tables_probed, o.get_tables_probed),
+            (&mut self.bloom_negatives, o.bloom_negatives),
+            (&mut self.bloom_true_positives, o.bloom_true_positives),
+            (&mut self.bloom_false_positives, o.bloom_false_positives),
+            (&mut self.block_cache_hits, o.block_cache_hits),
+            (&mut self.block_cache_misses, o.block_cache_misses),
+            (&mut self.flushes, o.flushes),
+            (&mut self.compactions, o.compactions),
+            (&mut self.split_bytes_written, o.split_bytes_written),
+            (
+                &mut self.merge_sort_bytes_written,
+                o.merge_sort_bytes_written,
+            ),
+            (&mut self.splits, o.splits),
+            (&mut self.merge_sorts, o.merge_sorts),
+            (&mut self.write_stalls, o.write_stalls),
+            (&mut self.write_stall_micros, o.write_stall_micros),
+        ];
+        for (mine, theirs) in pairs {
+            *mine = f(*mine, theirs);
+        }
     }
 
     /// Tables probed per point lookup.
@@ -193,50 +264,9 @@ impl CounterSnapshot {
 
     /// Counter-by-counter difference `self - earlier`, for measuring one phase.
     pub fn since(&self, earlier: &CounterSnapshot) -> CounterSnapshot {
-        CounterSnapshot {
-            user_bytes_written: self
-                .user_bytes_written
-                .saturating_sub(earlier.user_bytes_written),
-            wal_bytes_written: self
-                .wal_bytes_written
-                .saturating_sub(earlier.wal_bytes_written),
-            wal_syncs: self.wal_syncs.saturating_sub(earlier.wal_syncs),
-            flush_bytes_written: self
-                .flush_bytes_written
-                .saturating_sub(earlier.flush_bytes_written),
-            compaction_bytes_written: self
-                .compaction_bytes_written
-                .saturating_sub(earlier.compaction_bytes_written),
-            compaction_bytes_read: self
-                .compaction_bytes_read
-                .saturating_sub(earlier.compaction_bytes_read),
-            get_bytes_read: self.get_bytes_read.saturating_sub(earlier.get_bytes_read),
-            scan_bytes_read: self.scan_bytes_read.saturating_sub(earlier.scan_bytes_read),
-            open_bytes_read: self.open_bytes_read.saturating_sub(earlier.open_bytes_read),
-            gets: self.gets.saturating_sub(earlier.gets),
-            get_tables_probed: self
-                .get_tables_probed
-                .saturating_sub(earlier.get_tables_probed),
-            bloom_negatives: self.bloom_negatives.saturating_sub(earlier.bloom_negatives),
-            bloom_true_positives: self
-                .bloom_true_positives
-                .saturating_sub(earlier.bloom_true_positives),
-            bloom_false_positives: self
-                .bloom_false_positives
-                .saturating_sub(earlier.bloom_false_positives),
-            block_cache_hits: self
-                .block_cache_hits
-                .saturating_sub(earlier.block_cache_hits),
-            block_cache_misses: self
-                .block_cache_misses
-                .saturating_sub(earlier.block_cache_misses),
-            flushes: self.flushes.saturating_sub(earlier.flushes),
-            compactions: self.compactions.saturating_sub(earlier.compactions),
-            write_stalls: self.write_stalls.saturating_sub(earlier.write_stalls),
-            write_stall_micros: self
-                .write_stall_micros
-                .saturating_sub(earlier.write_stall_micros),
-        }
+        let mut diff = *self;
+        diff.zip_with(earlier, u64::saturating_sub);
+        diff
     }
 }
 

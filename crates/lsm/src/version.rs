@@ -137,12 +137,38 @@ impl Drop for TableHandle {
     }
 }
 
+/// Levels a two-layer log may hold: the global log and this many range groups, less one.
+pub const LOG_LEVELS_MAX: usize = 1 << 16;
+
+/// The key interval one range group of a two-layer log covers, for point lookups.
+#[derive(Clone, Debug)]
+pub struct GroupBounds {
+    /// Smallest user key of any run in the group.
+    pub smallest: Vec<u8>,
+    /// Largest user key of any run in the group.
+    pub largest: Vec<u8>,
+    /// The group's level (1 + its group number).
+    pub level: usize,
+}
+
 /// The live tables, per level. Level 0 is ordered newest first and may overlap; deeper
 /// levels are ordered by key and disjoint.
+///
+/// In a two-layer log ([`crate::LogOptions`]) level 0 is the global log and level `1 + g`
+/// holds the sorted runs of range group `g`, newest first and overlapping; `groups` lists
+/// the non-empty groups' key intervals by smallest key, so a lookup probes only the
+/// groups whose interval holds its key.
 #[derive(Clone, Default)]
 pub struct Version {
     /// Tables per level.
     pub levels: Vec<Vec<Arc<TableHandle>>>,
+    /// Whether this is a two-layer log's version.
+    pub log: bool,
+    /// A two-layer log's non-empty groups, by smallest key.
+    pub groups: Vec<GroupBounds>,
+    /// Whether the intervals in `groups` are disjoint (they are unless the caller's
+    /// grouping changed), so one binary search finds the only candidate.
+    pub groups_disjoint: bool,
 }
 
 impl Version {
@@ -150,12 +176,89 @@ impl Version {
     pub fn new(levels: usize) -> Self {
         Self {
             levels: vec![Vec::new(); levels],
+            ..Self::default()
         }
+    }
+
+    /// An empty two-layer log version (it grows a level per range group as runs arrive).
+    pub fn new_log() -> Self {
+        Self {
+            levels: vec![Vec::new(); 1],
+            log: true,
+            groups: Vec::new(),
+            groups_disjoint: true,
+        }
+    }
+
+    /// The levels (≥ 1) of a two-layer log's groups that may hold `key`.
+    pub fn groups_holding<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
+        let end = self
+            .groups
+            .partition_point(|g| g.smallest.as_slice() <= key);
+        let start = if self.groups_disjoint {
+            end.saturating_sub(1)
+        } else {
+            0
+        };
+        self.groups
+            .get(start..end)
+            .unwrap_or_default()
+            .iter()
+            .filter(move |g| g.largest.as_slice() >= key)
+            .map(|g| g.level)
+    }
+
+    /// The levels (≥ 1) of a two-layer log's groups whose interval meets `[lo, hi]`
+    /// (`None`: unbounded on that side).
+    pub fn groups_meeting(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<usize> {
+        self.groups
+            .iter()
+            .filter(|g| {
+                lo.is_none_or(|lo| g.largest.as_slice() >= lo)
+                    && hi.is_none_or(|hi| g.smallest.as_slice() <= hi)
+            })
+            .map(|g| g.level)
+            .collect()
+    }
+
+    fn index_groups(&mut self) {
+        let mut groups: Vec<GroupBounds> = Vec::new();
+        for (level, tables) in self.levels.iter().enumerate().skip(1) {
+            let lo = tables.iter().map(|t| t.meta.smallest_user_key()).min();
+            let hi = tables.iter().map(|t| t.meta.largest_user_key()).max();
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                groups.push(GroupBounds {
+                    smallest: lo.to_vec(),
+                    largest: hi.to_vec(),
+                    level,
+                });
+            }
+        }
+        groups.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        self.groups_disjoint = groups
+            .windows(2)
+            .all(|w| matches!(w, [a, b] if a.largest < b.smallest));
+        self.groups = groups;
     }
 
     /// The version after `edit`, given handles for the tables it adds.
     pub fn apply(&self, edit: &VersionEdit, added: &[Arc<TableHandle>]) -> Result<Version> {
         let mut levels = self.levels.clone();
+        if self.log {
+            // A log grows a level per range group it meets.
+            let top = edit
+                .added
+                .iter()
+                .map(|(l, _)| *l as usize + 1)
+                .max()
+                .unwrap_or(0);
+            if top > LOG_LEVELS_MAX {
+                return Err(bad_level(top as u32 - 1));
+            }
+            if top > levels.len() {
+                levels.resize(top, Vec::new());
+            }
+        }
         for (level, id) in &edit.deleted {
             let tables = levels
                 .get_mut(*level as usize)
@@ -176,13 +279,22 @@ impl Version {
                 .push(handle);
         }
         for (i, tables) in levels.iter_mut().enumerate() {
-            if i == 0 {
+            if i == 0 || self.log {
                 tables.sort_by_key(|t| std::cmp::Reverse(t.meta.id));
             } else {
                 tables.sort_by(|a, b| compare_internal(&a.meta.smallest, &b.meta.smallest));
             }
         }
-        Ok(Version { levels })
+        let mut version = Version {
+            levels,
+            log: self.log,
+            groups: Vec::new(),
+            groups_disjoint: true,
+        };
+        if self.log {
+            version.index_groups();
+        }
+        Ok(version)
     }
 
     /// All tables, every level.

@@ -137,8 +137,22 @@ fn visible(model: &Partition) -> BTreeMap<Vec<u8>, (u64, Vec<u8>)> {
         .collect()
 }
 
-fn options(sync_mode: SyncMode) -> Options {
+/// A two-layer log's range groups over the test's keys `t{p}-k{i:03}` (i < 64): the halves
+/// of each partition (i below 30 or not), contiguous in key order as groups must be.
+fn group_of(key: &[u8]) -> u32 {
+    let partition = key.get(1).map_or(0, |b| u32::from(b.saturating_sub(b'0')));
+    let upper_half = key.get(5).is_some_and(|tens| *tens >= b'3');
+    partition * 2 + u32::from(upper_half)
+}
+
+fn options(sync_mode: SyncMode, log: bool) -> Options {
     Options {
+        // Tiny splits and run bounds, so kills land in splits and merge-sorts.
+        log: log.then(|| mosaic_lsm::LogOptions {
+            split_segments: 2,
+            runs_max: 3,
+            group_of: std::sync::Arc::new(group_of),
+        }),
         sync_mode,
         memtable_size_bytes: 16 << 10,
         immutable_memtables_max: 2,
@@ -159,9 +173,11 @@ fn options(sync_mode: SyncMode) -> Options {
 // The child
 // ---------------------------------------------------------------------------------------
 
-/// Child configuration, passed in `MOSAIC_CRASH_CHILD` as `dir|seed|run|mode|threads`.
+/// Child configuration, passed in `MOSAIC_CRASH_CHILD` as `dir|seed|run|mode|threads|log`.
 #[derive(Clone, Debug)]
 struct ChildSpec {
+    /// A two-layer log instead of a leveled tree.
+    log: bool,
     dir: PathBuf,
     seed: u64,
     run: u64,
@@ -172,23 +188,25 @@ struct ChildSpec {
 impl ChildSpec {
     fn encode(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}",
             self.dir.display(),
             self.seed,
             self.run,
             self.mode,
-            self.threads
+            self.threads,
+            u8::from(self.log)
         )
     }
 
     fn decode(s: &str) -> Self {
-        let parts: Vec<&str> = s.rsplitn(5, '|').collect();
+        let parts: Vec<&str> = s.rsplitn(6, '|').collect();
         Self {
-            threads: parts[0].parse().unwrap(),
-            mode: parts[1].parse().unwrap(),
-            run: parts[2].parse().unwrap(),
-            seed: parts[3].parse().unwrap(),
-            dir: PathBuf::from(parts[4]),
+            log: parts[0] == "1",
+            threads: parts[1].parse().unwrap(),
+            mode: parts[2].parse().unwrap(),
+            run: parts[3].parse().unwrap(),
+            seed: parts[4].parse().unwrap(),
+            dir: PathBuf::from(parts[5]),
         }
     }
 
@@ -216,7 +234,7 @@ fn crash_child_process() {
         return;
     };
     let spec = ChildSpec::decode(&spec);
-    let db = Db::open(&spec.dir, options(spec.sync_mode())).unwrap();
+    let db = Db::open(&spec.dir, options(spec.sync_mode(), spec.log)).unwrap();
     say("READY");
     std::thread::scope(|s| {
         for t in 0..spec.threads {
@@ -459,6 +477,16 @@ fn describe_diff(
 
 #[test]
 fn kill9_loses_no_acknowledged_write() {
+    kill9(false);
+}
+
+/// The same under a two-layer log: kills land in flushes, splits and merge-sorts.
+#[test]
+fn kill9_during_splits_and_merge_sorts_loses_no_acknowledged_write() {
+    kill9(true);
+}
+
+fn kill9(log: bool) {
     if std::env::var(CHILD_ENV).is_ok() {
         return; // this process is a child
     }
@@ -500,6 +528,7 @@ fn kill9_loses_no_acknowledged_write() {
         };
         modes_seen[usize::from(mode)] += 1;
         let spec = ChildSpec {
+            log,
             dir: dir.clone(),
             seed,
             run,
@@ -519,7 +548,7 @@ fn kill9_loses_no_acknowledged_write() {
         total_acks += outcome.acks.iter().sum::<usize>();
 
         let t1 = Instant::now();
-        let db = Db::open(&dir, options(SyncMode::PerWrite))
+        let db = Db::open(&dir, options(SyncMode::PerWrite, log))
             .unwrap_or_else(|e| panic!("{context}: reopen after SIGKILL failed: {e}"));
         let t_open = t1.elapsed();
         let report = db.recovery_report();

@@ -95,6 +95,8 @@ struct Setup {
     sync_mode: SyncMode,
     /// Classic leveled sizing instead of the default dynamic (bottom-up) sizing.
     static_levels: bool,
+    /// A two-layer log instead of a leveled tree: (segments per split, runs per group).
+    log: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -457,18 +459,41 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
             1 => Just(SyncMode::Batch),
         ],
         any::<bool>(),
+        prop_oneof![
+            2 => Just(None),
+            1 => (1usize..=3, 1usize..=4).prop_map(Some),
+        ],
     )
         .prop_map(
-            |(memtable_size_bytes, block_size_bytes, lz4, levels_max, l0, sync_mode, st)| Setup {
-                memtable_size_bytes,
-                block_size_bytes,
-                lz4,
-                levels_max,
-                level0_compaction_trigger: l0,
-                sync_mode,
-                static_levels: st,
+            |(memtable_size_bytes, block_size_bytes, lz4, levels_max, l0, sync_mode, st, log)| {
+                Setup {
+                    memtable_size_bytes,
+                    block_size_bytes,
+                    lz4,
+                    levels_max,
+                    level0_compaction_trigger: l0,
+                    sync_mode,
+                    static_levels: st,
+                    log,
+                }
             },
         )
+}
+
+/// Range groups for a two-layer log over `space`: contiguous key intervals, as the engine
+/// requires (narrow keys by their second byte, wide keys in fifths of the space).
+fn group_of(space: KeySpace) -> mosaic_lsm::GroupOf {
+    match space {
+        KeySpace::Narrow => Arc::new(|k: &[u8]| u32::from(k.get(1).copied().unwrap_or(0)) >> 4),
+        KeySpace::Wide(n) => Arc::new(move |k: &[u8]| {
+            let i: usize = k
+                .get(1..)
+                .and_then(|d| std::str::from_utf8(d).ok())
+                .and_then(|d| d.parse().ok())
+                .unwrap_or(0);
+            (i * 5 / n.max(1)) as u32
+        }),
+    }
 }
 
 fn ts_strategy(mode: Mode) -> BoxedStrategy<u64> {
@@ -542,8 +567,15 @@ fn op_strategy(mode: Mode, keys: usize) -> impl Strategy<Value = Op> {
 // The executor
 // ---------------------------------------------------------------------------------------
 
-fn options(mode: Mode, setup: &Setup, clock: &Arc<ManualClock>) -> Options {
+fn options(mode: Mode, space: KeySpace, setup: &Setup, clock: &Arc<ManualClock>) -> Options {
     Options {
+        log: setup
+            .log
+            .map(|(split_segments, runs_max)| mosaic_lsm::LogOptions {
+                split_segments,
+                runs_max,
+                group_of: group_of(space),
+            }),
         clock: clock.clone(),
         sync_mode: setup.sync_mode,
         memtable_size_bytes: setup.memtable_size_bytes,
@@ -631,7 +663,10 @@ impl Run {
     fn new(mode: Mode, space: KeySpace, setup: Setup) -> Result<Self, TestCaseError> {
         let clock = Arc::new(ManualClock::new(CLOCK_START_MICROS));
         let dir = scratch_dir();
-        let db = engine(Db::open(dir.path(), options(mode, &setup, &clock)), "open")?;
+        let db = engine(
+            Db::open(dir.path(), options(mode, space, &setup, &clock)),
+            "open",
+        )?;
         Ok(Self {
             mode,
             space,
@@ -782,7 +817,15 @@ impl Run {
                 prop_assert!(t.size_bytes > 0, "L{} table {} is empty", level.level, t.id);
                 prop_assert!(t.min_ts <= t.max_ts, "table {} min_ts > max_ts", t.id);
             }
-            if level.level >= 1 {
+            if let (Some((_, runs_max)), true) = (self.setup.log, level.level >= 1) {
+                // A log's range group holds at most `runs_max` overlapping runs.
+                prop_assert!(
+                    level.tables.len() <= runs_max,
+                    "group {} holds {} runs, more than {runs_max}",
+                    level.level - 1,
+                    level.tables.len()
+                );
+            } else if level.level >= 1 {
                 // Below L0 tables of one level do not overlap (a user key's versions may end
                 // one table and start the next, hence `<=`).
                 let mut tables: Vec<_> = level.tables.iter().collect();
@@ -871,7 +914,7 @@ impl Run {
         let db = engine(
             Db::open(
                 self.dir.path(),
-                options(self.mode, &self.setup, &self.clock),
+                options(self.mode, self.space, &self.setup, &self.clock),
             ),
             if close {
                 "open after close"
@@ -931,11 +974,25 @@ impl Run {
                     .filter(|l| !l.tables.is_empty())
                     .map(|l| l.level)
                     .collect();
-                prop_assert!(
-                    nonempty.len() <= 1,
-                    "after compact() tables remain in levels {:?}",
-                    nonempty
-                );
+                if self.setup.log.is_some() {
+                    // A log's full compaction splits every segment and leaves one run per
+                    // range group.
+                    for l in &levels {
+                        let bound = if l.level == 0 { 0 } else { 1 };
+                        prop_assert!(
+                            l.tables.len() <= bound,
+                            "after compact() level {} holds {} tables",
+                            l.level,
+                            l.tables.len()
+                        );
+                    }
+                } else {
+                    prop_assert!(
+                        nonempty.len() <= 1,
+                        "after compact() tables remain in levels {:?}",
+                        nonempty
+                    );
+                }
             }
             Op::WaitForCompactions => {
                 engine(self.db().wait_for_compactions(), "wait_for_compactions")?;
@@ -1124,6 +1181,7 @@ fn background_compaction_builds_several_levels() {
             interval_ms: 60_000,
         },
         static_levels: false,
+        log: None,
     };
     let space = KeySpace::Wide(400);
     let mut run = Run::new(Mode::Lww, space, setup).unwrap();
@@ -1169,6 +1227,7 @@ fn gc_setup() -> Setup {
             interval_ms: 60_000,
         },
         static_levels: false,
+        log: None,
     }
 }
 

@@ -1,0 +1,128 @@
+//! The two-layer log's splitter (DEPART §4.3): which global-log segments and which range
+//! groups' runs the next split takes, as a pure decision over a read-only view of the
+//! levels. The engine executes it (`db.rs`): it merges the inputs, routes each surviving
+//! version to its range group and writes one sorted run per group, all in one manifest
+//! edit, so a crash leaves either the inputs or the outputs, never both or neither.
+//!
+//! Level 0 is the global log (newest first); level `1 + g` holds range group `g`'s runs.
+
+use crate::compaction::{TableView, Task};
+use crate::options::LogOptions;
+
+/// The next split, if one is due. `all` asks for the log's major compaction: every segment
+/// split and every group merge-sorted into one run.
+///
+/// A split takes the `split_segments` oldest segments once that many wait. Every group
+/// that already holds `runs_max` runs is merge-sorted in the same pass (its runs become
+/// inputs), so no group ever holds more than `runs_max` runs; a group over the bound
+/// (after `runs_max` was lowered) is merge-sorted even when no split is due. Only one
+/// split runs at a time: any busy table defers the next.
+pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Task> {
+    if levels.iter().flatten().any(|t| t.busy) {
+        return None;
+    }
+    let segments = levels.first().map(Vec::as_slice).unwrap_or_default();
+    let groups = levels.get(1..).unwrap_or_default();
+    let task = |upper: Vec<u64>, lower: Vec<u64>| {
+        (!upper.is_empty() || !lower.is_empty()).then_some(Task {
+            level: 0,
+            output_level: 0,
+            upper,
+            lower,
+            trivial_move: false,
+            split: true,
+        })
+    };
+    let ids = |tables: &[TableView]| tables.iter().map(|t| t.id).collect::<Vec<u64>>();
+    if all {
+        return task(ids(segments), groups.iter().flat_map(|g| ids(g)).collect());
+    }
+    let due = segments.len() >= log.split_segments;
+    let lower: Vec<u64> = groups
+        .iter()
+        .filter(|g| g.len() > log.runs_max || (due && g.len() >= log.runs_max))
+        .flat_map(|g| ids(g))
+        .collect();
+    let upper = if due {
+        // Segments are newest first: the oldest are at the end.
+        let oldest = segments.len() - log.split_segments;
+        ids(segments.get(oldest..).unwrap_or_default())
+    } else {
+        Vec::new()
+    };
+    task(upper, lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn t(id: u64) -> TableView {
+        TableView {
+            id,
+            size_bytes: 100,
+            smallest: b"a".to_vec(),
+            largest: b"z".to_vec(),
+            busy: false,
+        }
+    }
+
+    fn log(split_segments: usize, runs_max: usize) -> LogOptions {
+        LogOptions {
+            split_segments,
+            runs_max,
+            group_of: Arc::new(|_| 0),
+        }
+    }
+
+    #[test]
+    fn nothing_is_due_below_the_split_size() {
+        let levels = vec![vec![t(9), t(8)], vec![t(1)]];
+        assert_eq!(pick(&levels, &log(3, 2), false), None);
+    }
+
+    #[test]
+    fn a_split_takes_the_oldest_segments() {
+        let levels = vec![vec![t(9), t(8), t(7), t(6)]];
+        let task = pick(&levels, &log(3, 20), false).unwrap();
+        assert_eq!(task.upper, vec![8, 7, 6]);
+        assert!(task.lower.is_empty());
+        assert!(task.split);
+    }
+
+    #[test]
+    fn full_groups_are_merge_sorted_with_the_split() {
+        // Group 0 is full (2 runs of at most 2), group 1 is not.
+        let levels = vec![vec![t(9), t(8)], vec![t(3), t(2)], vec![t(4)]];
+        let task = pick(&levels, &log(2, 2), false).unwrap();
+        assert_eq!(task.upper, vec![9, 8]);
+        assert_eq!(task.lower, vec![3, 2]);
+    }
+
+    #[test]
+    fn a_group_over_its_bound_is_merge_sorted_without_a_split() {
+        let levels = vec![vec![t(9)], vec![t(3), t(2), t(1)], vec![t(4), t(5)]];
+        let task = pick(&levels, &log(2, 2), false).unwrap();
+        assert!(task.upper.is_empty());
+        assert_eq!(task.lower, vec![3, 2, 1]);
+    }
+
+    #[test]
+    fn busy_tables_defer_the_next_split() {
+        let mut busy = t(7);
+        busy.busy = true;
+        let levels = vec![vec![t(9), t(8)], vec![busy]];
+        assert_eq!(pick(&levels, &log(2, 20), false), None);
+    }
+
+    #[test]
+    fn the_major_compaction_takes_everything() {
+        let levels = vec![vec![t(9)], vec![t(3)], vec![], vec![t(4), t(5)]];
+        let task = pick(&levels, &log(4, 20), true).unwrap();
+        assert_eq!(task.upper, vec![9]);
+        assert_eq!(task.lower, vec![3, 4, 5]);
+        assert_eq!(pick(&[vec![]], &log(4, 20), true), None);
+    }
+}
