@@ -102,9 +102,10 @@ def svg(width, height, body, title):
             + "\n".join(body) + "\n</svg>\n")
 
 
-def throughput_svg(results):
-    """Grouped bars: run-phase median throughput per workload and system."""
-    workloads = sorted(results)
+def throughput_svg(results, title="YCSB throughput", colors=COLORS,
+                   ylabel="ops/s (run phase, median)"):
+    """Grouped bars: run-phase median throughput per workload (group) and system (bar)."""
+    workloads = list(results)
     systems = sorted({s for w in workloads for s in results[w]})
     values = {(w, s): results[w][s]["run"]["throughput_ops"] for w in workloads for s in systems
               if "run" in results[w].get(s, {})}
@@ -125,13 +126,13 @@ def throughput_svg(results):
                 continue
             h = plot_h * v / top
             body.append(f'<rect x="{x0 + bar * si}" y="{bottom + plot_h - h}" width="{bar - 2}" '
-                        f'height="{h}" fill="{COLORS.get(s, "#777")}"><title>{s} {w}: {v:,.0f} ops/s</title></rect>')
+                        f'height="{h}" fill="{colors.get(s, "#777")}"><title>{s} {w}: {v:,.0f} ops/s</title></rect>')
         body.append(f'<text x="{x0 + 35}" y="{bottom + plot_h + 16}" text-anchor="middle">{w.upper()}</text>')
     for si, s in enumerate(systems):
-        body.append(f'<rect x="{left + plot_w + 15}" y="{bottom + 20 * si}" width="12" height="12" fill="{COLORS.get(s, "#777")}"/>'
+        body.append(f'<rect x="{left + plot_w + 15}" y="{bottom + 20 * si}" width="12" height="12" fill="{colors.get(s, "#777")}"/>'
                     f'<text x="{left + plot_w + 32}" y="{bottom + 20 * si + 11}">{s}</text>')
-    body.append(f'<text x="15" y="{bottom + plot_h / 2}" transform="rotate(-90 15 {bottom + plot_h / 2})" text-anchor="middle">ops/s (run phase, median)</text>')
-    return svg(left + plot_w + 120, bottom + plot_h + 40, body, "YCSB throughput")
+    body.append(f'<text x="15" y="{bottom + plot_h / 2}" transform="rotate(-90 15 {bottom + plot_h / 2})" text-anchor="middle">{ylabel}</text>')
+    return svg(left + plot_w + 120, bottom + plot_h + 40, body, title)
 
 
 def cdf_svg(workload, s):
@@ -184,7 +185,7 @@ def suite(root):
             (root / f"latency-{wdir.name}.svg").write_text(plot)
     (root / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (root / "results.md").write_text("\n".join(md))
-    (root / "throughput.svg").write_text(throughput_svg(results))
+    (root / "throughput.svg").write_text(throughput_svg(dict(sorted(results.items()))))
     print("\n".join(md))
     print(f"wrote {root}/results.json, results.md, throughput.svg, latency-*.svg")
 

@@ -55,6 +55,102 @@ pub struct CommonArgs {
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub overrides: WorkloadOverrides,
+}
+
+/// YCSB properties that override the preset's (the workload's name becomes `<letter>+`).
+#[derive(Args, Debug, Default)]
+pub struct WorkloadOverrides {
+    /// Proportion of reads (YCSB's `readproportion`).
+    #[arg(long)]
+    pub read_proportion: Option<f64>,
+    /// Proportion of single-field updates (`updateproportion`).
+    #[arg(long)]
+    pub update_proportion: Option<f64>,
+    /// Proportion of inserts (`insertproportion`).
+    #[arg(long)]
+    pub insert_proportion: Option<f64>,
+    /// Proportion of scans (`scanproportion`).
+    #[arg(long)]
+    pub scan_proportion: Option<f64>,
+    /// Proportion of read-modify-writes (`readmodifywriteproportion`).
+    #[arg(long)]
+    pub rmw_proportion: Option<f64>,
+    /// Key choice: zipfian, uniform, latest or hotspot (`requestdistribution`).
+    #[arg(long)]
+    pub distribution: Option<String>,
+    /// Every scan reads exactly this many records (`minscanlength` = `maxscanlength`).
+    #[arg(long)]
+    pub scan_length: Option<u64>,
+    /// Fields per record (`fieldcount`).
+    #[arg(long)]
+    pub field_count: Option<usize>,
+    /// Bytes per field (`fieldlength`).
+    #[arg(long)]
+    pub field_length: Option<usize>,
+}
+
+impl WorkloadOverrides {
+    /// `workload` with the overrides applied; an error for values YCSB would refuse.
+    pub fn apply(&self, mut workload: Workload) -> anyhow::Result<Workload> {
+        use crate::workload::RequestDistribution as D;
+        let mut changed = false;
+        for (value, slot) in [
+            (self.read_proportion, &mut workload.read_proportion),
+            (self.update_proportion, &mut workload.update_proportion),
+            (self.insert_proportion, &mut workload.insert_proportion),
+            (self.scan_proportion, &mut workload.scan_proportion),
+            (
+                self.rmw_proportion,
+                &mut workload.read_modify_write_proportion,
+            ),
+        ] {
+            if let Some(v) = value {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(anyhow!("proportions lie in [0, 1], not {v}"));
+                }
+                *slot = v;
+                changed = true;
+            }
+        }
+        if let Some(d) = &self.distribution {
+            workload.request_distribution = match d.to_ascii_lowercase().as_str() {
+                "zipfian" => D::Zipfian,
+                "uniform" => D::Uniform,
+                "latest" => D::Latest,
+                "hotspot" => D::Hotspot {
+                    data_fraction: 0.2,
+                    op_fraction: 0.8,
+                },
+                other => return Err(anyhow!("unknown distribution {other:?}")),
+            };
+            changed = true;
+        }
+        if let Some(n) = self.scan_length {
+            if n == 0 {
+                return Err(anyhow!("--scan-length must be at least 1"));
+            }
+            workload.min_scan_length = n;
+            workload.max_scan_length = n;
+            changed = true;
+        }
+        if let Some(n) = self.field_count {
+            if n == 0 {
+                return Err(anyhow!("--field-count must be at least 1"));
+            }
+            workload.field_count = n;
+            changed = true;
+        }
+        if let Some(n) = self.field_length {
+            workload.field_length = n;
+            changed = true;
+        }
+        if changed {
+            workload.name.push('+');
+        }
+        Ok(workload)
+    }
 }
 
 /// Options of `mosaic bench load`.
@@ -86,6 +182,7 @@ pub struct RunArgs {
 fn config(common: &CommonArgs, phase: Phase, read_cl: &str) -> anyhow::Result<BenchConfig> {
     let workload = Workload::preset(&common.workload)
         .ok_or_else(|| anyhow!("unknown workload {:?} (a..f)", common.workload))?;
+    let workload = common.overrides.apply(workload)?;
     let mut pids = common.pids.clone();
     for f in &common.pid_files {
         pids.push(pid_from_file(f)?);
@@ -142,4 +239,52 @@ pub fn main(command: BenchCommand) -> anyhow::Result<()> {
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_turn_a_preset_into_a_custom_mix() {
+        let o = WorkloadOverrides {
+            read_proportion: Some(0.0),
+            scan_proportion: Some(1.0),
+            scan_length: Some(100),
+            distribution: Some("uniform".into()),
+            ..WorkloadOverrides::default()
+        };
+        let w = o.apply(Workload::preset("c").unwrap()).unwrap();
+        assert_eq!(w.name, "c+");
+        assert_eq!((w.read_proportion, w.scan_proportion), (0.0, 1.0));
+        assert_eq!((w.min_scan_length, w.max_scan_length), (100, 100));
+        assert_eq!(
+            w.request_distribution,
+            crate::workload::RequestDistribution::Uniform
+        );
+        // No override: the preset as it is.
+        let a = Workload::preset("a").unwrap();
+        assert_eq!(WorkloadOverrides::default().apply(a.clone()).unwrap(), a);
+    }
+
+    #[test]
+    fn overrides_refuse_what_ycsb_would() {
+        let bad = [
+            WorkloadOverrides {
+                read_proportion: Some(1.5),
+                ..WorkloadOverrides::default()
+            },
+            WorkloadOverrides {
+                distribution: Some("pareto".into()),
+                ..WorkloadOverrides::default()
+            },
+            WorkloadOverrides {
+                scan_length: Some(0),
+                ..WorkloadOverrides::default()
+            },
+        ];
+        for o in bad {
+            assert!(o.apply(Workload::preset("a").unwrap()).is_err(), "{o:?}");
+        }
+    }
 }

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# DEPART's experiments (FAST '22 §5), scaled to this machine: the replica layouts uniform,
+# multi-lsm and decoupled side by side in one run, each on a fresh local Mosaic cluster.
+#
+#   bench/depart.sh EXPERIMENT [--records N] [--operations N] [--scans N] [--nodes 5]
+#                   [--rf 3] [--concurrency 32] [--layouts uniform,multi-lsm,decoupled]
+#                   [--out DIR]
+#
+# Experiments (rows of 1 KiB: one field of 1000 bytes, so an update rewrites the row as in
+# DEPART; zipfian 0.99 requests):
+#   exp1      at (W,R) = (1,1) and (3,1): load (random writes), reads, 100-row scans,
+#             updates; throughput, p99, disk bytes per user byte, memtable memory
+#   exp2      the same phases at (2,2) and (1,3)
+#   exp8      decoupled only, at (2,2), with S (sorted runs per range group) = 1, 10, 20
+#             and 1,000,000
+#   exp6      time to recover a wiped node (kill -9, delete its data, restart, repair)
+#   ycsb      YCSB A–F (10 fields x 100 bytes) at (1,1)
+#   smoke     exp1's phases at (1,1) on 20,000 records (checks the pipeline in minutes)
+# Each configuration's results land in DIR/<experiment>/<config>/<layout>/ (bench JSON per
+# phase, `mosaic stats --json` per node after the load and at the end); then
+# bench/depart_summary.py DIR/<experiment> writes results.md, results.json and SVG plots.
+# Needs a release build (cargo build --release -p mosaic-server). CQL port $PORT (49042);
+# the cluster directory is removed after each configuration unless KEEP=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -ge 1 ] || { sed -n '2,24p' "$0" >&2; exit 2; }
+experiment=$1; shift
+records=2000000 operations=200000 scans=20000 nodes=5 rf=3 concurrency=32
+layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart
+while [ $# -gt 0 ]; do
+    case $1 in
+        --records) records=$2; shift 2 ;;
+        --operations) operations=$2; shift 2 ;;
+        --scans) scans=$2; shift 2 ;;
+        --nodes) nodes=$2; shift 2 ;;
+        --rf) rf=$2; shift 2 ;;
+        --concurrency) concurrency=$2; shift 2 ;;
+        --layouts) layouts=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        *) sed -n '2,24p' "$0" >&2; exit 2 ;;
+    esac
+done
+mosaic=${MOSAIC_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/mosaic}
+[ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+port=${PORT:-49042} storage=$((${PORT:-49042} - 3000)) admin=$((${PORT:-49042} - 2800))
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "127.0.0.1:$port is taken; set PORT" >&2; exit 1
+fi
+hosts=$(seq -s, -f "127.0.0.%g:$port" 1 "$nodes")
+dir=$out/$experiment
+mkdir -p "$dir"
+cluster=$dir/cluster
+down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
+trap down EXIT
+pid_files() { local f=""; for i in $(seq 1 "$nodes"); do f="$f${f:+,}$cluster/node$i/pid"; done; echo "$f"; }
+cl() { case $1 in 1) echo ONE ;; 2) echo TWO ;; 3) echo THREE ;; *) echo "$1" ;; esac; }
+row=(--field-count 1 --field-length 1000)
+
+up() { # settings...
+    down; rm -rf "$cluster"
+    local set=()
+    for s in "$@"; do set+=(--set "$s"); done
+    "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port "$port" \
+        --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+}
+
+stats() { # file
+    for i in $(seq 1 "$nodes"); do
+        "$mosaic" flush --host "127.0.0.$i:$admin" >/dev/null 2>&1 || true
+    done
+    python3 - "$1" "$nodes" "$admin" "$mosaic" <<'EOF'
+import json, subprocess, sys
+path, nodes, admin, mosaic = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+out = {}
+for i in range(1, nodes + 1):
+    r = subprocess.run([mosaic, "stats", "--host", f"127.0.0.{i}:{admin}", "--json"],
+                       capture_output=True, text=True)
+    out[f"127.0.0.{i}"] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
+open(path, "w").write(json.dumps(out, indent=1))
+EOF
+}
+
+bench() { # out-json phase args...
+    local json=$1 phase=$2; shift 2
+    echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
+    "$mosaic" bench "$phase" --hosts "$hosts" --records "$records" --concurrency "$concurrency" \
+        --pid-files "$(pid_files)" --quiet --json "$json" "$@" > "${json%.json}.txt"
+}
+
+# The four phases of Exp#1/Exp#2 for one layout at (W,R), on a fresh cluster.
+phases() { # config-dir layout w r settings...
+    local d=$1 layout=$2 w=$3 r=$4; shift 4
+    mkdir -p "$d"
+    echo "== $experiment $(basename "$(dirname "$d")") $layout: (W,R)=($w,$r)" >&2
+    up "$@"
+    bench "$d/load.json" load --workload a --rf "$rf" --layout "$layout" \
+        --write-cl "$(cl "$w")" "${row[@]}"
+    stats "$d/stats-load.json"
+    bench "$d/read.json" run --workload c --operations "$operations" --read-cl "$(cl "$r")" "${row[@]}"
+    bench "$d/scan.json" run --workload e --operations "$scans" --read-cl "$(cl "$r")" \
+        --insert-proportion 0 --scan-proportion 1 --scan-length 100 "${row[@]}"
+    bench "$d/update.json" run --workload a --operations "$operations" --write-cl "$(cl "$w")" \
+        --read-proportion 0 --update-proportion 1 "${row[@]}"
+    stats "$d/stats-end.json"
+    du -sb "$cluster" | awk '{print $1}' > "$d/disk-bytes"
+    down
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+}
+
+case $experiment in
+    smoke)
+        records=20000 operations=20000 scans=2000
+        for l in ${layouts//,/ }; do phases "$dir/w1r1/$l" "$l" 1 1; done ;;
+    exp1)
+        for wr in "1 1" "3 1"; do
+            set -- $wr
+            for l in ${layouts//,/ }; do phases "$dir/w$1r$2/$l" "$l" "$1" "$2"; done
+        done ;;
+    exp2)
+        for wr in "2 2" "1 3"; do
+            set -- $wr
+            for l in ${layouts//,/ }; do phases "$dir/w$1r$2/$l" "$l" "$1" "$2"; done
+        done ;;
+    exp8)
+        for s in 1 10 20 1000000; do
+            phases "$dir/S$s/decoupled" decoupled 2 2 "storage.sorted_runs_max=$s"
+        done ;;
+    exp6)
+        for l in ${layouts//,/ }; do
+            d=$dir/recovery/$l
+            mkdir -p "$d"
+            echo "== exp6 $l" >&2
+            up
+            bench "$d/load.json" load --workload a --rf "$rf" --layout "$l" --write-cl ALL "${row[@]}"
+            stats "$d/stats-load.json"
+            kill -9 "$(cat "$cluster/node3/pid")"
+            while kill -0 "$(cat "$cluster/node3/pid")" 2>/dev/null; do sleep 0.1; done
+            rm -rf "$cluster/node3/data" "$cluster/node3/pid"
+            start=$(date +%s.%N)
+            "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" >/dev/null
+            restarted=$(date +%s.%N)
+            "$mosaic" repair --host "127.0.0.3:$admin" > "$d/repair.txt"
+            finished=$(date +%s.%N)
+            python3 - "$start" "$restarted" "$finished" > "$d/recovery.json" <<'EOF'
+import json, sys
+start, up, done = map(float, sys.argv[1:])
+print(json.dumps({"restart_s": round(up - start, 2), "repair_s": round(done - up, 2),
+                  "total_s": round(done - start, 2)}))
+EOF
+            stats "$d/stats-end.json"
+            cat "$d/recovery.json" >&2
+            down
+            [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+        done ;;
+    ycsb)
+        for l in ${layouts//,/ }; do
+            d=$dir/ycsb/$l
+            mkdir -p "$d"
+            echo "== ycsb $l" >&2
+            up
+            bench "$d/load.json" load --workload a --rf "$rf" --layout "$l"
+            for w in a b c d e f; do
+                ops=$operations
+                [ "$w" = e ] && ops=$scans
+                bench "$d/$w.json" run --workload "$w" --operations "$ops"
+            done
+            stats "$d/stats-end.json"
+            down
+            [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+        done ;;
+    *) echo "unknown experiment $experiment" >&2; exit 2 ;;
+esac
+"$root/bench/depart_summary.py" "$dir"

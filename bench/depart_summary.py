@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Tables and plots of a bench/depart.sh experiment.
+
+    bench/depart_summary.py DIR     DIR = /tmp/mosaic-depart/<experiment>
+
+DIR/<config>/<layout>/ holds `mosaic bench --json` reports per phase (load, read, scan,
+update; or a..f for YCSB), `mosaic stats --json` of every node (stats-load.json,
+stats-end.json) and, for Exp#6, recovery.json. Writes DIR/results.md (one table per
+configuration: throughput, p99 and ratio to `uniform` per phase; disk bytes written per
+user byte from /proc; the engines' own counters: bytes written by flush, compaction,
+split and merge-sort, tables probed and bytes read per get, memtable memory),
+DIR/results.json and DIR/throughput-<config>.svg, and prints the Markdown.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from summarize import throughput_svg  # noqa: E402
+
+LAYOUTS = ["uniform", "multi-lsm", "decoupled"]
+COLORS = {"uniform": "#7f7f7f", "multi-lsm": "#ff7f0e", "decoupled": "#1f77b4"}
+PHASES = ["load", "read", "scan", "update", "a", "b", "c", "d", "e", "f"]
+COUNTERS = ["user_bytes_written", "wal_bytes_written", "flush_bytes_written",
+            "compaction_bytes_written", "split_bytes_written", "merge_sort_bytes_written",
+            "gets", "get_tables_probed", "get_bytes_read", "scan_bytes_read", "splits",
+            "merge_sorts"]
+
+
+def engine_counters(stats):
+    """Sums the engines' counters over every node and table of `mosaic stats --json`.
+
+    A node's stats list its tables; each table reports `counters` (the sum over its
+    structures) and `memtable_bytes`. Structures (primary, source trees, log) are also
+    listed per table, but only the table's sums are added here, so nothing counts twice.
+    """
+    total = {k: 0 for k in COUNTERS}
+    memtable = 0
+    for node in stats.values():
+        for table in node.get("tables", []) if isinstance(node, dict) else []:
+            if table.get("keyspace") != "ycsb":
+                continue
+            for k in COUNTERS:
+                total[k] += table.get("counters", {}).get(k, 0)
+            memtable += table.get("memtable_bytes", 0)
+    total["memtable_bytes"] = memtable
+    return total
+
+
+def layout_result(d):
+    r = {"phases": {}}
+    for phase in PHASES:
+        f = d / f"{phase}.json"
+        if not f.exists():
+            continue
+        j = json.loads(f.read_text())
+        ops = j["operations"]
+        # The phase's own operation: the busiest kind.
+        main = max(ops, key=lambda op: ops[op]["count"]) if ops else None
+        io = j.get("server_io") or {}
+        r["phases"][phase] = {
+            "throughput_ops": j["throughput_ops"],
+            "errors": j["errors"],
+            "operation": main,
+            "p99_us": ops[main]["p99_us"] if main else None,
+            "disk_write_per_user_byte": io.get("write_amplification"),
+            "disk_read_per_user_byte": io.get("read_amplification"),
+        }
+    for name in ["stats-load", "stats-end"]:
+        f = d / f"{name}.json"
+        if f.exists():
+            r[name] = engine_counters(json.loads(f.read_text()))
+    f = d / "recovery.json"
+    if f.exists():
+        r["recovery"] = json.loads(f.read_text())
+    return r
+
+
+def ratio(v, base):
+    return f"{v / base:.2f}×" if v and base else "-"
+
+
+def table(config, results):
+    layouts = [l for l in LAYOUTS if l in results] + [l for l in results if l not in LAYOUTS]
+    phases = [p for p in PHASES if any(p in results[l]["phases"] for l in layouts)]
+    base = results.get("uniform", {}).get("phases", {})
+    lines = [f"### {config}", ""]
+    if phases:
+        lines += ["| layout | " + " | ".join(f"{p} ops/s | {p} p99 ms" for p in phases) + " |",
+                  "|---|" + "---:|---:|" * len(phases)]
+        for l in layouts:
+            cells = []
+            for p in phases:
+                x = results[l]["phases"].get(p)
+                if x is None:
+                    cells += ["-", "-"]
+                    continue
+                b = base.get(p, {}).get("throughput_ops")
+                rel = f" ({ratio(x['throughput_ops'], b)})" if b and l != "uniform" else ""
+                cells += [f"{x['throughput_ops']:,.0f}{rel}",
+                          f"{x['p99_us'] / 1000:.2f}" if x["p99_us"] is not None else "-"]
+            lines.append(f"| {l} | " + " | ".join(cells) + " |")
+        lines.append("")
+    rows = []
+    for l in layouts:
+        r = results[l]
+        c = r.get("stats-end") or r.get("stats-load")
+        load = r["phases"].get("load", {})
+        if not c:
+            continue
+        rewrite = c["compaction_bytes_written"] + c["split_bytes_written"] + c["merge_sort_bytes_written"]
+        flushed = c["flush_bytes_written"] or 1
+        mem = (r.get("stats-load") or c)["memtable_bytes"]
+        rows.append("| " + " | ".join([
+            l,
+            f"{load.get('disk_write_per_user_byte') or 0:.2f}",
+            f"{(flushed + rewrite) / flushed:.2f}",
+            f"{c['compaction_bytes_written'] / 2**20:,.0f}",
+            f"{c['split_bytes_written'] / 2**20:,.0f}",
+            f"{c['merge_sort_bytes_written'] / 2**20:,.0f}",
+            f"{c['get_tables_probed'] / c['gets']:.2f}" if c["gets"] else "-",
+            f"{c['get_bytes_read'] / c['gets']:,.0f}" if c["gets"] else "-",
+            f"{mem / 2**20:,.1f}",
+            f"{r['recovery']['total_s']:.1f}" if "recovery" in r else "-",
+        ]) + " |")
+    if rows:
+        lines += ["| layout | disk write / user byte (load, /proc) | table bytes written / flushed | compaction MiB | split MiB | merge-sort MiB | tables probed / get | bytes read / get | memtable MiB after load | recovery s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]
+    return "\n".join(lines)
+
+
+def main(args):
+    if len(args) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = Path(args[0])
+    everything = {}
+    md = [f"## {root.name}", ""]
+    for config in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "cluster"):
+        results = {d.name: layout_result(d) for d in sorted(config.iterdir()) if d.is_dir()}
+        if not results:
+            continue
+        everything[config.name] = results
+        md.append(table(config.name, results))
+        bars = {p: {l: {"run": {"throughput_ops": results[l]["phases"][p]["throughput_ops"]}}
+                    for l in results if p in results[l]["phases"]}
+                for p in PHASES if any(p in results[l]["phases"] for l in results)}
+        if bars:
+            (root / f"throughput-{config.name}.svg").write_text(
+                throughput_svg(bars, title=f"{root.name} {config.name}: ops/s per phase",
+                               colors=COLORS, ylabel="ops/s"))
+    (root / "results.json").write_text(json.dumps(everything, indent=1))
+    (root / "results.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
