@@ -94,6 +94,14 @@ def repaired_entries(c, node, ks, timeout=60):
     return int(m.group(1)), out
 
 
+def storage_bytes(metrics, kind):
+    """The `mosaic_storage_bytes_total{kind=…}` sample of a /metrics page (0 if absent)."""
+    for line in metrics.splitlines():
+        if line.startswith("mosaic_storage_bytes_total{") and f'kind="{kind}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def loaded_cluster(make_cluster, nodes, ks, rows, cl, settings=()):
     """A cluster with table `ks`.t at RF=3 holding `rows` written at `cl`, and a token-aware
     session on it."""
@@ -344,3 +352,51 @@ def test_repair_right_after_peers_restart_does_not_stall(make_cluster):
     entries, out = repaired_entries(c, 3, "s", timeout=20)
     assert entries == 0, out
     assert time.monotonic() - started < 20
+
+
+def test_tables_take_the_configured_layout_and_keep_it_across_restarts(make_cluster, layout):
+    c = make_cluster(3)
+    s = c.session()
+    create_table(c, s, "lay", 3)
+    s.execute("CREATE TABLE lay.u (k int PRIMARY KEY, v text) WITH layout = 'uniform'")
+    c.wait_schema_agreement()
+    write(s, "lay", {k: f"v{k}" for k in range(50)}, CL.ALL)
+
+    def layouts():
+        rows = s.execute("SELECT table_name, extensions FROM system_schema.tables WHERE keyspace_name = 'lay'")
+        return {r.table_name: r.extensions["mosaic.layout"].decode() for r in rows}
+
+    assert layouts() == {"t": layout, "u": "uniform"}
+    c.stop(1, 2, 3)
+    c.restart()
+    s = c.session()
+    assert layouts() == {"t": layout, "u": "uniform"}
+    assert read(s, "lay", range(50), CL.ALL) == {k: f"v{k}" for k in range(50)}
+    with pytest.raises(Exception, match="layout"):
+        s.execute("ALTER TABLE lay.t WITH layout = 'uniform'" if layout != "uniform"
+                  else "ALTER TABLE lay.t WITH layout = 'decoupled'")
+
+
+def test_read_your_writes_at_two_while_splits_and_merge_sorts_run(make_cluster, layout):
+    # ~1.5 MB per replica against 64 KiB memtables: dozens of flushes, and under decoupled
+    # splits and merge-sorts, while every write at TWO is read back at TWO at once.
+    c = make_cluster(3)
+    s = c.session()
+    create_table(c, s, "ryw", 3)
+    ins = s.prepare("INSERT INTO ryw.t (k, v) VALUES (?, ?)")
+    ins.consistency_level = CL.TWO
+    sel = s.prepare("SELECT v FROM ryw.t WHERE k = ?")
+    sel.consistency_level = CL.TWO
+    latest = {}
+    for round_ in range(3):
+        for k in range(round_ * 500, round_ * 500 + 2000):
+            v = f"{k}-{round_}-" + "x" * 200
+            s.execute(ins, (k, v))
+            latest[k] = v
+            row = s.execute(sel, (k,)).one()
+            assert row is not None and row.v == v, f"key {k} round {round_}: read {row}"
+    got = read(s, "ryw", latest, CL.TWO)
+    assert got == latest, diff(latest, got)
+    for node in range(1, 4):
+        metrics = c.http(node, "/metrics")
+        assert storage_bytes(metrics, "flush_written") > 0, metrics
