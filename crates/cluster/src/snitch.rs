@@ -60,6 +60,34 @@ impl ReplicaSelector for DynamicSnitch {
     }
 }
 
+/// Reads go to the primary replica first, then the others in ring order (DEPART's
+/// replica-aware reads: a `decoupled` table's primary copies live in its LSM-tree, the
+/// redundant ones in the two-layer log). The coordinator's replicas arrive in ring order,
+/// primary first, so the order is kept as it is; latencies are not consulted.
+#[derive(Default)]
+pub struct PrimaryFirst;
+
+impl ReplicaSelector for PrimaryFirst {
+    fn order(&self, _replicas: &mut [Endpoint], _me: Endpoint, _read: &ReadInfo<'_>) -> Vec<Tag> {
+        Vec::new()
+    }
+
+    fn observe(&self, _node: Endpoint, _micros: u64) {}
+}
+
+/// The replica-selection policy named `name` in the config: `dynamic-snitch` (Cassandra's,
+/// the default) or `primary-first`.
+pub fn selector_named(name: &str) -> Option<std::sync::Arc<dyn ReplicaSelector>> {
+    match name {
+        "dynamic-snitch" => Some(std::sync::Arc::new(DynamicSnitch::default())),
+        "primary-first" => Some(std::sync::Arc::new(PrimaryFirst)),
+        _ => None,
+    }
+}
+
+/// The policies [`selector_named`] knows.
+pub const SELECTORS: [&str; 2] = ["dynamic-snitch", "primary-first"];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +111,18 @@ mod tests {
         }
         s.order(&mut r, ep(2), &read);
         assert_eq!(r, [ep(3), ep(1), ep(2)]);
+    }
+
+    #[test]
+    fn primary_first_keeps_the_ring_order_whatever_the_latencies() {
+        let s = selector_named("primary-first").unwrap();
+        let read = ReadInfo { key: b"", limit: 1 };
+        s.observe(ep(1), 50_000);
+        s.observe(ep(3), 10);
+        let mut r = [ep(1), ep(2), ep(3)];
+        s.order(&mut r, ep(3), &read);
+        assert_eq!(r, [ep(1), ep(2), ep(3)]);
+        assert!(selector_named("dynamic-snitch").is_some());
+        assert!(selector_named("fastest").is_none());
     }
 }
