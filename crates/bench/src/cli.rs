@@ -1,6 +1,7 @@
 //! The `mosaic bench load|run` command line (a stable interface: scripts drive it), shared
 //! by the `mosaic` binary, which only forwards to [`main`].
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Context};
@@ -46,6 +47,11 @@ pub struct CommonArgs {
     /// Files holding server process ids (e.g. DIR/node1/pid), read at start.
     #[arg(long, value_delimiter = ',')]
     pub pid_files: Vec<PathBuf>,
+    /// Mosaic admin endpoints (`host:port`, e.g. 127.0.0.1:7199) whose `/stats` are read
+    /// before and after the phase: the growth of every number (the engines' per-component
+    /// counters) goes into the report as `server_counters`, summed over the endpoints.
+    #[arg(long, value_delimiter = ',')]
+    pub admin_hosts: Vec<String>,
     /// Also write the report as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -202,9 +208,66 @@ fn config(common: &CommonArgs, phase: Phase, read_cl: &str) -> anyhow::Result<Be
     })
 }
 
-/// Runs a `mosaic bench` command on its own tokio runtime; prints the report on stdout and
-/// writes the JSON when asked.
+/// Reads a Mosaic node's `/stats` JSON from its admin endpoint `host:port`.
+pub type StatsSource<'a> = &'a dyn Fn(&str) -> anyhow::Result<serde_json::Value>;
+
+/// Runs a `mosaic bench` command; `--admin-hosts` are refused (no way to read them).
 pub fn main(command: BenchCommand) -> anyhow::Result<()> {
+    main_with_stats(command, &|host| {
+        Err(anyhow!("this build cannot read the stats of {host}"))
+    })
+}
+
+/// Every number in `value`, by its path (`a.b.0.c`; array elements that name themselves
+/// with a `name` or `table` field are keyed by it).
+fn numbers(value: &serde_json::Value, path: &str, out: &mut BTreeMap<String, f64>) {
+    use serde_json::Value;
+    let join = |part: &str| {
+        if path.is_empty() {
+            part.to_owned()
+        } else {
+            format!("{path}.{part}")
+        }
+    };
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64() {
+                *out.entry(path.to_owned()).or_default() += f;
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                numbers(v, &join(k), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                let name = ["name", "table"]
+                    .iter()
+                    .find_map(|k| v.get(k).and_then(Value::as_str))
+                    .map_or_else(|| i.to_string(), str::to_owned);
+                numbers(v, &join(&name), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The numbers of every endpoint's `/stats`, summed by path.
+fn server_numbers(
+    hosts: &[String],
+    stats: StatsSource<'_>,
+) -> anyhow::Result<BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    for h in hosts {
+        numbers(&stats(h)?, "", &mut out);
+    }
+    Ok(out)
+}
+
+/// Runs a `mosaic bench` command on its own tokio runtime; prints the report on stdout and
+/// writes the JSON when asked. `stats` reads the `--admin-hosts`.
+pub fn main_with_stats(command: BenchCommand, stats: StatsSource<'_>) -> anyhow::Result<()> {
     let (common, config) = match &command {
         BenchCommand::Load(a) => (
             &a.common,
@@ -232,10 +295,30 @@ pub fn main(command: BenchCommand) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
+    let before = server_numbers(&common.admin_hosts, stats)?;
     let report: Report = runtime.block_on(execute(config))?;
+    let after = server_numbers(&common.admin_hosts, stats)?;
     print!("{}", report.text());
+    let mut json = report.json();
+    if !common.admin_hosts.is_empty() {
+        let growth: serde_json::Map<String, serde_json::Value> = after
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    serde_json::json!(v - before.get(k).unwrap_or(&0.0)),
+                )
+            })
+            .collect();
+        println!(
+            "server counters: {} numbers from {} admin endpoints (JSON `server_counters`)",
+            growth.len(),
+            common.admin_hosts.len()
+        );
+        json["server_counters"] = serde_json::Value::Object(growth);
+    }
     if let Some(path) = &common.json {
-        let text = serde_json::to_string_pretty(&report.json())?;
+        let text = serde_json::to_string_pretty(&json)?;
         std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
@@ -286,5 +369,21 @@ mod tests {
         for o in bad {
             assert!(o.apply(Workload::preset("a").unwrap()).is_err(), "{o:?}");
         }
+    }
+
+    #[test]
+    fn stats_numbers_are_keyed_by_path_and_named_elements() {
+        let v = serde_json::json!({
+            "tables": [{"table": "ycsb.usertable", "counters": {"gets": 5, "x": "text"}},
+                       {"counters": {"gets": 2}}],
+            "hints": 1.5
+        });
+        let mut out = BTreeMap::new();
+        numbers(&v, "", &mut out);
+        numbers(&v, "", &mut out);
+        assert_eq!(out.get("tables.ycsb.usertable.counters.gets"), Some(&10.0));
+        assert_eq!(out.get("tables.1.counters.gets"), Some(&4.0));
+        assert_eq!(out.get("hints"), Some(&3.0));
+        assert_eq!(out.len(), 3);
     }
 }

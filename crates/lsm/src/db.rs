@@ -997,6 +997,19 @@ impl Inner {
         Ok(())
     }
 
+    /// Deletes the files of a job whose manifest edit failed, unless the failure poisoned
+    /// the engine: then the edit may have reached the manifest (a failed sync says nothing
+    /// about what the file holds), so the files stay, and the next open keeps them if the
+    /// manifest names them and removes them as orphans otherwise.
+    fn discard_outputs(&self, outputs: &[Arc<TableHandle>]) {
+        if self.state.lock().poisoned.is_some() {
+            return;
+        }
+        for h in outputs {
+            h.mark_obsolete();
+        }
+    }
+
     fn remove_old_manifests(&self, keep: u64) {
         let keep = manifest_file_name(keep);
         if let Ok(names) = self.fs.list(&self.dir) {
@@ -1258,7 +1271,7 @@ impl Inner {
                         continue;
                     }
                 }
-                if !t.reader().may_contain(key) {
+                if !t.reader().may_contain(filter_probe(t, key)) {
                     Counters::inc(&self.counters.bloom_negatives);
                     continue;
                 }
@@ -1353,46 +1366,66 @@ impl Inner {
         for m in imm.iter().rev() {
             children.push(Box::new(MemIter::new(m.clone())));
         }
+        let lo = match start {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+            Bound::Unbounded => None,
+        };
+        let hi = match end {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+            Bound::Unbounded => None,
+        };
+        // A scan confined to one filter prefix (a partition) consults the tables' prefix
+        // filters, as a point lookup does, and is counted as one.
+        let prefix = shared_prefix(lo, hi, self.opts.table.filter_prefix_bytes);
+        let (mut probed, mut filtered) = (0u64, 0u64);
+        let mut wanted = |t: &Arc<TableHandle>| {
+            let m = t.meta();
+            if lo.is_some_and(|lo| m.largest_user_key() < lo)
+                || hi.is_some_and(|hi| m.smallest_user_key() > hi)
+            {
+                return false;
+            }
+            if let Some(p) = prefix {
+                if !table_may_hold_prefix(t, p) {
+                    filtered += 1;
+                    return false;
+                }
+                probed += 1;
+            }
+            true
+        };
         if version.log {
             // The global log, then the runs of the groups the range meets.
-            let lo = match start {
-                Bound::Included(k) | Bound::Excluded(k) => Some(k),
-                Bound::Unbounded => None,
-            };
-            let hi = match end {
-                Bound::Included(k) | Bound::Excluded(k) => Some(k),
-                Bound::Unbounded => None,
-            };
-            let meets = |t: &Arc<TableHandle>| {
-                lo.is_none_or(|lo| t.meta().largest_user_key() >= lo)
-                    && hi.is_none_or(|hi| t.meta().smallest_user_key() <= hi)
-            };
-            let levels = std::iter::once(0).chain(version.groups_meeting(lo, hi));
-            for level in levels {
+            for level in std::iter::once(0).chain(version.groups_meeting(lo, hi)) {
                 for t in version.levels.get(level).into_iter().flatten() {
-                    if meets(t) {
+                    if wanted(t) {
                         t.note_read();
                         children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
                     }
                 }
             }
-        }
-        for (level, tables) in version.levels.iter().enumerate() {
-            if version.log {
-                break;
-            }
-            if level == 0 {
-                for t in tables {
-                    t.note_read();
-                    children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
+        } else {
+            for (level, tables) in version.levels.iter().enumerate() {
+                if level == 0 {
+                    for t in tables {
+                        if wanted(t) {
+                            t.note_read();
+                            children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
+                        }
+                    }
+                } else {
+                    let kept: Vec<Arc<TableHandle>> =
+                        tables.iter().filter(|t| wanted(t)).cloned().collect();
+                    if !kept.is_empty() {
+                        children.push(Box::new(LevelIter::new(kept, ReadPurpose::Scan, true)));
+                    }
                 }
-            } else if !tables.is_empty() {
-                children.push(Box::new(LevelIter::new(
-                    tables.clone(),
-                    ReadPurpose::Scan,
-                    true,
-                )));
             }
+        }
+        if prefix.is_some() {
+            Counters::inc(&self.counters.gets);
+            Counters::add(&self.counters.get_tables_probed, probed);
+            Counters::add(&self.counters.bloom_negatives, filtered);
         }
         let mut iter = MergingIter::new(children);
         let skip = match start {
@@ -1485,9 +1518,7 @@ impl Inner {
             st.imm.retain(|m| !Arc::ptr_eq(m, mem));
         });
         if let Err(e) = installed {
-            for h in &outputs {
-                h.mark_obsolete();
-            }
+            self.discard_outputs(&outputs);
             return Err(e);
         }
         Counters::add(&self.counters.flush_bytes_written, bytes);
@@ -1825,9 +1856,7 @@ impl Inner {
             }
         });
         if let Err(e) = installed {
-            for h in &outputs {
-                h.mark_obsolete();
-            }
+            self.discard_outputs(&outputs);
             return Err(e);
         }
         for (_, t) in &upper {
@@ -2050,9 +2079,7 @@ impl Inner {
             edit.added.push((level as u32, h.meta().clone()));
         }
         if let Err(e) = self.install(edit, &outputs, |_| {}) {
-            for h in &outputs {
-                h.mark_obsolete();
-            }
+            self.discard_outputs(&outputs);
             return Err(e);
         }
         for (_, t) in &inputs {
@@ -2068,12 +2095,20 @@ impl Inner {
     }
 
     fn finish_output(&self, o: OpenOutput) -> Result<TableHandle> {
-        let flags = if o.multi_version {
+        let mut flags = if o.multi_version {
             0
         } else {
             TABLE_FLAG_UNIQUE_KEYS
         };
-        let summary = o.writer.finish(&[TABLE_PROPS_V1, flags])?;
+        let prefix = self.opts.table.filter_prefix_bytes;
+        let props = match u8::try_from(prefix) {
+            Ok(n) if n > 0 => {
+                flags |= TABLE_FLAG_PREFIX_FILTER;
+                vec![TABLE_PROPS_V1, flags, n]
+            }
+            _ => vec![TABLE_PROPS_V1, flags],
+        };
+        let summary = o.writer.finish(&props)?;
         let meta = TableMeta {
             id: o.id,
             size_bytes: summary.size_bytes,
@@ -2216,6 +2251,41 @@ const TABLE_PROPS_V1: u8 = 1;
 /// Property flag: every user key has exactly one version in the table, so a point lookup
 /// can stop at the first match instead of reading on (perhaps into the next block).
 const TABLE_FLAG_UNIQUE_KEYS: u8 = 1;
+
+/// Property flag: the Bloom filter covers only a prefix of each key, whose length is the
+/// next property byte.
+const TABLE_FLAG_PREFIX_FILTER: u8 = 2;
+
+/// The length of the key prefix `t`'s filter covers, if it is a prefix filter.
+fn filter_prefix_of(t: &TableHandle) -> Option<usize> {
+    match t.reader().properties() {
+        [TABLE_PROPS_V1, flags, n, ..] if flags & TABLE_FLAG_PREFIX_FILTER != 0 => {
+            Some(usize::from(*n))
+        }
+        _ => None,
+    }
+}
+
+/// What to probe `t`'s filter with for a lookup of `key`.
+fn filter_probe<'k>(t: &TableHandle, key: &'k [u8]) -> &'k [u8] {
+    match filter_prefix_of(t) {
+        Some(n) => crate::table::filter_prefix(key, n),
+        None => key,
+    }
+}
+
+/// Whether `t` may hold a key starting with `prefix` (a table whose filter is not over
+/// prefixes of that length may).
+fn table_may_hold_prefix(t: &TableHandle, prefix: &[u8]) -> bool {
+    filter_prefix_of(t) != Some(prefix.len()) || t.reader().may_contain(prefix)
+}
+
+/// The filter prefix every key between `lo` and `hi` shares, if both bounds are at least a
+/// prefix long and agree on it.
+fn shared_prefix<'k>(lo: Option<&'k [u8]>, hi: Option<&[u8]>, n: usize) -> Option<&'k [u8]> {
+    let lo = lo?.get(..n)?;
+    (n > 0 && hi?.get(..n)? == lo).then_some(lo)
+}
 
 fn table_has_unique_keys(t: &TableHandle) -> bool {
     matches!(t.reader().properties(), [TABLE_PROPS_V1, flags, ..] if flags & TABLE_FLAG_UNIQUE_KEYS != 0)

@@ -237,6 +237,9 @@ impl Options {
         if let SyncMode::Periodic { interval_ms: 0 } = self.sync_mode {
             return bad("periodic sync interval must be at least 1 ms");
         }
+        if self.table.filter_prefix_bytes > 255 {
+            return bad("table.filter_prefix_bytes must be at most 255");
+        }
         if let Some(log) = &self.log {
             if log.split_segments == 0 || log.runs_max == 0 {
                 return bad("a two-layer log needs split_segments and runs_max of at least 1");

@@ -97,6 +97,8 @@ struct Setup {
     static_levels: bool,
     /// A two-layer log instead of a leveled tree: (segments per split, runs per group).
     log: Option<(usize, usize)>,
+    /// Bloom filters over key prefixes of this length (0: whole keys).
+    filter_prefix_bytes: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -463,10 +465,22 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
             2 => Just(None),
             1 => (1usize..=3, 1usize..=4).prop_map(Some),
         ],
+        prop_oneof![Just(0usize), Just(2), Just(4)],
     )
         .prop_map(
-            |(memtable_size_bytes, block_size_bytes, lz4, levels_max, l0, sync_mode, st, log)| {
+            |(
+                memtable_size_bytes,
+                block_size_bytes,
+                lz4,
+                levels_max,
+                l0,
+                sync_mode,
+                st,
+                log,
+                fp,
+            )| {
                 Setup {
+                    filter_prefix_bytes: fp,
                     memtable_size_bytes,
                     block_size_bytes,
                     lz4,
@@ -582,6 +596,7 @@ fn options(mode: Mode, space: KeySpace, setup: &Setup, clock: &Arc<ManualClock>)
         immutable_memtables_max: 2,
         table: TableOptions {
             block_size_bytes: setup.block_size_bytes,
+            filter_prefix_bytes: setup.filter_prefix_bytes,
             compression: if setup.lz4 {
                 Compression::Lz4
             } else {
@@ -1182,6 +1197,7 @@ fn background_compaction_builds_several_levels() {
         },
         static_levels: false,
         log: None,
+        filter_prefix_bytes: 0,
     };
     let space = KeySpace::Wide(400);
     let mut run = Run::new(Mode::Lww, space, setup).unwrap();
@@ -1228,6 +1244,7 @@ fn gc_setup() -> Setup {
         },
         static_levels: false,
         log: None,
+        filter_prefix_bytes: 3,
     }
 }
 

@@ -75,7 +75,7 @@ enum Command {
     Repair(tools::RepairArgs),
     /// Load or run a YCSB workload against any CQL cluster (Mosaic or Cassandra).
     #[command(subcommand)]
-    Bench(mosaic_bench::cli::BenchCommand),
+    Bench(Box<mosaic_bench::cli::BenchCommand>),
 }
 
 /// Options of `mosaic stats`.
@@ -114,7 +114,9 @@ fn main() -> ExitCode {
             args.keyspace.as_deref(),
             args.table.as_deref(),
         ),
-        Command::Bench(command) => mosaic_bench::cli::main(command),
+        Command::Bench(command) => mosaic_bench::cli::main_with_stats(*command, &|host| {
+            admin::get(tools::admin_addr(host)?, "/stats")
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

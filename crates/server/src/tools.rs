@@ -38,15 +38,19 @@ pub struct RepairArgs {
 
 impl HostArgs {
     fn addr(&self) -> Result<SocketAddr> {
-        if let Ok(a) = self.host.parse::<SocketAddr>() {
-            return Ok(a);
-        }
-        let ip: IpAddr = self
-            .host
-            .parse()
-            .with_context(|| format!("--host {:?} is neither IP nor IP:port", self.host))?;
-        Ok(SocketAddr::new(ip, 7199))
+        admin_addr(&self.host)
     }
+}
+
+/// An admin endpoint given as `IP:port` or `IP` (port 7199).
+pub fn admin_addr(host: &str) -> Result<SocketAddr> {
+    if let Ok(a) = host.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let ip: IpAddr = host
+        .parse()
+        .with_context(|| format!("--host {host:?} is neither IP nor IP:port"))?;
+    Ok(SocketAddr::new(ip, 7199))
 }
 
 /// The admin addresses of the live nodes `args` designates.

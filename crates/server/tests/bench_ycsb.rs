@@ -78,8 +78,18 @@ fn load_and_run_workload_a() {
     };
     let dir = cluster.dir.to_str().unwrap();
     let port = free_port().to_string();
+    let admin_port = free_port().to_string();
     let out = mosaic(&[
-        "cluster", "up", "--nodes", "1", "--dir", dir, "--port", &port,
+        "cluster",
+        "up",
+        "--nodes",
+        "1",
+        "--dir",
+        dir,
+        "--port",
+        &port,
+        "--admin-port",
+        &admin_port,
     ]);
     assert!(out.status.success(), "{}", text(&out));
     let host = format!("127.0.0.1:{port}");
@@ -108,7 +118,7 @@ fn load_and_run_workload_a() {
     let (run, stdout) = bench(
         &format!(
             "run --hosts {host} --workload a --records 300 --operations 600 --concurrency 4 \
-             --read-cl ONE --write-cl ONE"
+             --read-cl ONE --write-cl ONE --admin-hosts 127.0.0.1:{admin_port}"
         ),
         &json,
     );
@@ -124,6 +134,14 @@ fn load_and_run_workload_a() {
     check_operation(&run["operations"]["read"], reads);
     check_operation(&run["operations"]["update"], updates);
     assert!(run["server_io"].is_null());
+    // The node's own counters grew by the phase's work: every read is a storage lookup.
+    let counters = run["server_counters"].as_object().unwrap();
+    let gets: f64 = counters
+        .iter()
+        .filter(|(k, _)| k.ends_with(".gets"))
+        .map(|(_, v)| v.as_f64().unwrap())
+        .sum();
+    assert!(gets >= reads as f64, "{reads} reads, counters {counters:?}");
     assert!(
         stdout.contains("ops/s") && stdout.contains("p99.9"),
         "{stdout}"

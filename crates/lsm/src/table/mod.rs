@@ -55,6 +55,20 @@ pub struct TableOptions {
     pub compression: Compression,
     /// How keys are ordered (and which part of a key the filter covers).
     pub key_order: KeyOrder,
+    /// The Bloom filter covers only the first this many bytes of each (user) key, 0 for
+    /// the whole key: a *prefix filter*, so a scan confined to one prefix (a partition,
+    /// whose keys share their token) skips tables that hold none of it.
+    pub filter_prefix_bytes: usize,
+}
+
+/// The part of filter key `key` a filter over `prefix_bytes`-byte prefixes holds (0: all of
+/// it; a key shorter than the prefix is held whole).
+pub fn filter_prefix(key: &[u8], prefix_bytes: usize) -> &[u8] {
+    if prefix_bytes == 0 {
+        key
+    } else {
+        key.get(..prefix_bytes).unwrap_or(key)
+    }
 }
 
 impl Default for TableOptions {
@@ -65,6 +79,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10,
             compression: Compression::None,
             key_order: KeyOrder::Internal,
+            filter_prefix_bytes: 0,
         }
     }
 }

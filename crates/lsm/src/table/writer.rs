@@ -139,7 +139,8 @@ impl TableWriter {
             self.smallest_key.extend_from_slice(key);
         }
         if let Some(filter) = &mut self.filter {
-            filter.add(order.filter_key(key));
+            let fk = order.filter_key(key);
+            filter.add(super::filter_prefix(fk, self.opts.filter_prefix_bytes));
         }
         self.data.add(key, value);
         self.last_key.clear();
