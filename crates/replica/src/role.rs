@@ -98,9 +98,7 @@ mod tests {
 
     #[test]
     fn source_ids_print_as_hex_and_parse_back() {
-        let id = SourceId([
-            0, 1, 2, 0xab, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff,
-        ]);
+        let id = SourceId([0, 1, 2, 0xab, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff]);
         let text = id.to_string();
         assert_eq!(text, "000102ab0405060708090a0b0c0d0eff");
         assert_eq!(SourceId::from_hex(&text), Some(id));

@@ -75,7 +75,7 @@ pub struct StructureStats {
 
 enum Engines {
     Uniform(Db),
-    MultiLsm(MultiLsm),
+    MultiLsm(Box<MultiLsm>),
     Decoupled(Decoupled),
 }
 
@@ -116,7 +116,10 @@ fn add_counters(sum: &mut CounterSnapshot, c: &CounterSnapshot) {
     add(&mut sum.wal_bytes_written, c.wal_bytes_written);
     add(&mut sum.wal_syncs, c.wal_syncs);
     add(&mut sum.flush_bytes_written, c.flush_bytes_written);
-    add(&mut sum.compaction_bytes_written, c.compaction_bytes_written);
+    add(
+        &mut sum.compaction_bytes_written,
+        c.compaction_bytes_written,
+    );
     add(&mut sum.compaction_bytes_read, c.compaction_bytes_read);
     add(&mut sum.get_bytes_read, c.get_bytes_read);
     add(&mut sum.scan_bytes_read, c.scan_bytes_read);
@@ -202,11 +205,14 @@ impl ReplicaStore {
         log: LogSettings,
     ) -> Result<ReplicaStore> {
         let dir = dir.as_ref().to_path_buf();
-        let engine = Options { log: None, ..engine };
+        let engine = Options {
+            log: None,
+            ..engine
+        };
         check_and_mark(&engine, &dir, layout)?;
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
-            Layout::MultiLsm => Engines::MultiLsm(MultiLsm::open(&dir, engine)?),
+            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
         Ok(ReplicaStore {
@@ -344,7 +350,7 @@ impl ReplicaStore {
     pub fn close(self) -> Result<()> {
         match self.engines {
             Engines::Uniform(db) => db.close(),
-            Engines::MultiLsm(m) => m.close(),
+            Engines::MultiLsm(m) => (*m).close(),
             Engines::Decoupled(d) => d.close(),
         }
     }
