@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 //! The conformance suite: every layout stores, reads, scans, overwrites, deletes and
 //! reopens alike under mixed roles, and agrees with a `BTreeMap` model per role over
 //! random operations. The decoupled layout runs with tiny memtables and a small log
