@@ -519,3 +519,104 @@ impl Coordinator for ClusterCoordinator {
         Coordinator::default_layout(&*self.local)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(i: u8) -> Endpoint {
+        Endpoint::from(([127, 0, 0, i], 7000))
+    }
+
+    /// Three nodes, tokens -100 (node 1), 0 (node 2), 100 (node 3); host id of node i is
+    /// [i; 16].
+    fn view(me: u8) -> Arc<RingView> {
+        let owned = [(1u8, [Token(-100)]), (2, [Token(0)]), (3, [Token(100)])];
+        let ring = Ring::new(owned.iter().map(|(n, t)| (node(*n), t.as_slice())));
+        Arc::new(RingView {
+            ring: Arc::new(ring),
+            me: node(me),
+            hosts: (1..=3).map(|i| (node(i), SourceId([i; 16]))).collect(),
+        })
+    }
+
+    fn key(t: i64) -> Vec<u8> {
+        mosaic_rows::encode_token(Token(t)).to_vec()
+    }
+
+    #[test]
+    fn a_nodes_role_is_its_place_in_the_replica_list() {
+        let roles = RingRoles {
+            view: view(2),
+            rf: 2,
+        };
+        // (-100, 0] is node 2's: primary. (0, 100] is node 3's, then node 1's: node 2 is
+        // not a replica, stored as primary. (-inf, -100] and (100, inf) are node 1's, then
+        // node 2's: a redundant copy of node 1.
+        assert_eq!(roles.role(Token(-50)), Role::Primary);
+        assert_eq!(roles.role(Token(0)), Role::Primary);
+        assert_eq!(roles.role(Token(50)), Role::Primary);
+        let of_1 = Role::Redundant {
+            source: SourceId([1; 16]),
+        };
+        assert_eq!(roles.role(Token(-100)), of_1);
+        assert_eq!(roles.role(Token(101)), of_1);
+        assert_eq!(roles.role(Token(i64::MIN + 1)), of_1);
+        // A node alone in its ring is primary for everything; an unknown host id falls
+        // back to one derived from the address.
+        let alone = RingRoles {
+            view: view(9),
+            rf: 3,
+        };
+        assert_eq!(alone.role(Token(5)), Role::Primary);
+        let hosts = HashMap::new();
+        assert_eq!(
+            role_in(&[node(1), node(2)], node(2), &hosts),
+            Role::Redundant {
+                source: source_of(node(1), &hosts)
+            }
+        );
+        assert_ne!(source_of(node(1), &hosts), source_of(node(3), &hosts));
+    }
+
+    #[test]
+    fn range_reads_are_split_where_the_role_changes() {
+        let roles = RingRoles {
+            view: view(2),
+            rf: 2,
+        };
+        let of_1 = Role::Redundant {
+            source: SourceId([1; 16]),
+        };
+        let all = KeyRange {
+            start: Vec::new(),
+            end: None,
+        };
+        let pieces = roles.pieces(all);
+        let summary: Vec<(Option<Token>, Role)> = pieces
+            .iter()
+            .map(|(r, role)| (mosaic_rows::decode_token(&r.start).ok(), *role))
+            .collect();
+        // Below and at -100: node 1's; then node 2's and node 3's ranges, both stored as
+        // primary here, merged into one piece; above 100: node 1's again.
+        assert_eq!(
+            summary,
+            [
+                (None, of_1),
+                (Some(Token(-99)), Role::Primary),
+                (Some(Token(101)), of_1),
+            ]
+        );
+        // Pieces tile the range in order.
+        for w in pieces.windows(2) {
+            assert_eq!(w[0].0.end.as_ref(), Some(&w[1].0.start));
+        }
+        assert_eq!(pieces.last().map(|(r, _)| r.end.clone()), Some(None));
+        // A range inside one role's keys is one piece.
+        let inner = KeyRange {
+            start: key(-50),
+            end: Some(key(-10)),
+        };
+        assert_eq!(roles.pieces(inner.clone()), [(inner, Role::Primary)]);
+    }
+}
