@@ -62,6 +62,11 @@ impl Ring {
         &self.nodes
     }
 
+    /// Every token of the ring, ascending.
+    pub fn tokens(&self) -> impl Iterator<Item = Token> + '_ {
+        self.tokens.keys().copied()
+    }
+
     /// Whether no node owns a token.
     pub fn is_empty(&self) -> bool {
         self.tokens.is_empty()

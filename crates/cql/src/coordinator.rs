@@ -140,6 +140,12 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// Cluster-wide facts.
     fn cluster_info(&self) -> ClusterInfo;
+
+    /// The layout of tables created without a `layout` option (the cluster's default,
+    /// from the node's configuration).
+    fn default_layout(&self) -> String {
+        crate::schema::DEFAULT_LAYOUT.to_owned()
+    }
 }
 
 /// How many replicas of a keyspace live where: what a consistency level is checked against.

@@ -51,6 +51,9 @@ pub struct MemoryCoordinator {
     pub now_secs: AtomicI64,
     /// Reads served.
     pub reads: AtomicI64,
+    /// The layout of tables created without one (`None`: the built-in default), as a
+    /// server's configuration sets it.
+    pub default_layout: Mutex<Option<String>>,
 }
 
 impl MemoryCoordinator {
@@ -166,5 +169,12 @@ impl Coordinator for MemoryCoordinator {
             cluster_name: "Test Cluster".into(),
             partitioner: "org.apache.cassandra.dht.Murmur3Partitioner".into(),
         }
+    }
+
+    fn default_layout(&self) -> String {
+        self.default_layout
+            .lock()
+            .clone()
+            .unwrap_or_else(|| crate::schema::DEFAULT_LAYOUT.to_owned())
     }
 }

@@ -483,3 +483,48 @@ fn the_layout_extension_sets_the_layout_and_old_options_are_ignored() {
     h.ok("CREATE TABLE spelled (k int PRIMARY KEY) WITH compaction = {'class': 'SizeTieredCompactionStrategy'} AND speculative_retry = '99PERCENTILE' AND caching = {'keys': 'all'}");
     assert_eq!(table(&h, "ks", "spelled").params, plain.params);
 }
+
+#[test]
+fn layouts_are_chosen_at_create_and_kept_for_life() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE d (k int PRIMARY KEY) WITH layout = 'decoupled'");
+    h.ok("CREATE TABLE m (k int PRIMARY KEY) WITH layout = 'Multi-LSM'");
+    h.ok("CREATE TABLE u (k int PRIMARY KEY)");
+    assert_eq!(table(&h, "ks", "d").params.layout, "decoupled");
+    assert_eq!(table(&h, "ks", "m").params.layout, "multi-lsm");
+    assert_eq!(table(&h, "ks", "u").params.layout, "uniform");
+    // DESCRIBE prints the layout (as the `mosaic.layout` extension, "decoupled" in hex),
+    // and its statement creates the same table again.
+    let create = create_statement(&mut h, "DESCRIBE TABLE ks.d");
+    assert!(create.contains("0x6465636f75706c6564"), "{create}");
+    h.ok("DROP TABLE d");
+    h.ok(&create);
+    assert_eq!(table(&h, "ks", "d").params.layout, "decoupled");
+    // The layout cannot change; restating it (as a DESCRIBE replay does) is fine.
+    let e = h.err("ALTER TABLE u WITH layout = 'decoupled'");
+    assert_eq!(e.kind.code(), error_code::CONFIG);
+    assert!(
+        e.message.contains("Cannot change the layout") && e.message.contains("'uniform'"),
+        "{}",
+        e.message
+    );
+    let e = h.err("ALTER TABLE d WITH extensions = {'mosaic.layout': 0x756e69666f726d}");
+    assert_eq!(e.kind.code(), error_code::CONFIG);
+    h.ok("ALTER TABLE d WITH layout = 'decoupled' AND comment = 'same layout'");
+    assert_eq!(table(&h, "ks", "d").params.layout, "decoupled");
+    assert_eq!(table(&h, "ks", "d").params.comment, "same layout");
+}
+
+#[test]
+fn tables_created_without_a_layout_get_the_coordinators_default() {
+    let mut h = Harness::with_keyspace();
+    *h.coordinator.default_layout.lock() = Some("multi-lsm".to_owned());
+    h.ok("CREATE TABLE t (k int PRIMARY KEY)");
+    h.ok("CREATE TABLE v (k int PRIMARY KEY) WITH layout = 'uniform'");
+    assert_eq!(table(&h, "ks", "t").params.layout, "multi-lsm");
+    assert_eq!(table(&h, "ks", "v").params.layout, "uniform");
+    // A default this build cannot store is refused, not silently replaced.
+    *h.coordinator.default_layout.lock() = Some("erasure-tiered".to_owned());
+    let e = h.err("CREATE TABLE w (k int PRIMARY KEY)");
+    assert_eq!(e.kind.code(), error_code::CONFIG);
+}

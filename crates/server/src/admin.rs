@@ -7,7 +7,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `GET /status` | JSON: every known node, UP/DOWN, load, tokens, ownership, schema |
-//! | `GET /stats` | JSON: per table, the engine's byte counters, amplification, levels |
+//! | `GET /stats` | JSON: per table, its layout, the byte counters summed and per structure (tree, source tree, log), amplification, levels |
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
@@ -25,6 +25,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+use mosaic_lsm::CounterSnapshot;
+use mosaic_replica::{ReplicaStore, StructureStats};
 
 use crate::cluster::ClusterCoordinator;
 use crate::hints::HintStore;
@@ -115,8 +118,8 @@ async fn route(admin: &Admin, method: &str, path: &str) -> (&'static str, &'stat
             ),
         },
         ("POST", p) if p == "/repair" || p.starts_with("/repair?") => repair(admin, p).await,
-        ("POST", "/flush") => table_op(&admin.local, "flush", |db| db.flush()).await,
-        ("POST", "/compact") => table_op(&admin.local, "compact", |db| db.compact()).await,
+        ("POST", "/flush") => table_op(&admin.local, "flush", ReplicaStore::flush).await,
+        ("POST", "/compact") => table_op(&admin.local, "compact", ReplicaStore::compact).await,
         _ => (
             "404 Not Found",
             JSON,
@@ -139,11 +142,41 @@ async fn record_gauges(admin: &Admin) {
     let up = states.iter().filter(|(_, up)| *up).count();
     metrics::gauge!("mosaic_nodes", "state" => "up").set(up as f64);
     metrics::gauge!("mosaic_nodes", "state" => "down").set((states.len() - up) as f64);
-    let tables = admin.local.each_table(|db| Ok(db.counters())).await;
-    let mut sum = mosaic_lsm::CounterSnapshot::default();
-    for (_, c) in tables
+    let tables = admin
+        .local
+        .each_table(|store| Ok((store.layout().name(), store.structures())))
+        .await;
+    let mut sum = CounterSnapshot::default();
+    let mut per_layout: std::collections::BTreeMap<(&str, String), (CounterSnapshot, u64)> =
+        std::collections::BTreeMap::new();
+    for (table, (layout, structures)) in tables
         .iter()
         .filter_map(|(n, r)| r.as_ref().ok().map(|c| (n, c)))
+    {
+        for st in structures {
+            record_structure(table, layout, st);
+            // Per layout and structure kind (source trees together): the totals the
+            // layouts are compared by.
+            let kind = match st.structure {
+                mosaic_replica::Structure::Source(_) => "source".to_owned(),
+                other => other.name(),
+            };
+            let (c, mem) = per_layout.entry((layout, kind)).or_default();
+            add_counters(c, &st.counters);
+            *mem += st.memtable_bytes as u64;
+        }
+    }
+    for ((layout, kind), (c, mem)) in &per_layout {
+        let labels = [("layout", layout.to_string()), ("structure", kind.clone())];
+        for (what, v) in counter_fields(c) {
+            metrics::gauge!(format!("mosaic_layout_{what}"), &labels).set(v as f64);
+        }
+        metrics::gauge!("mosaic_layout_memtable_bytes", &labels).set(*mem as f64);
+    }
+    for c in tables
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().ok())
+        .flat_map(|(_, structures)| structures.iter().map(|s| &s.counters))
     {
         sum.user_bytes_written += c.user_bytes_written;
         sum.wal_bytes_written += c.wal_bytes_written;
@@ -167,6 +200,83 @@ async fn record_gauges(admin: &Admin) {
     }
     metrics::gauge!("mosaic_storage_gets_total").set(sum.gets as f64);
     metrics::gauge!("mosaic_storage_write_amplification").set(sum.write_amplification());
+}
+
+/// Counter-by-counter sum of `c` into `sum`, for the fields the stats report.
+fn add_counters(sum: &mut CounterSnapshot, c: &CounterSnapshot) {
+    sum.user_bytes_written += c.user_bytes_written;
+    sum.wal_bytes_written += c.wal_bytes_written;
+    sum.flush_bytes_written += c.flush_bytes_written;
+    sum.compaction_bytes_written += c.compaction_bytes_written;
+    sum.compaction_bytes_read += c.compaction_bytes_read;
+    sum.get_bytes_read += c.get_bytes_read;
+    sum.scan_bytes_read += c.scan_bytes_read;
+    sum.gets += c.gets;
+    sum.get_tables_probed += c.get_tables_probed;
+    sum.flushes += c.flushes;
+    sum.compactions += c.compactions;
+}
+
+/// The counters a structure reports, by metric name (totals since the node started).
+fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 9] {
+    [
+        ("user_bytes_written_total", c.user_bytes_written),
+        ("flush_bytes_written_total", c.flush_bytes_written),
+        ("compaction_bytes_written_total", c.compaction_bytes_written),
+        ("compaction_bytes_read_total", c.compaction_bytes_read),
+        ("get_bytes_read_total", c.get_bytes_read),
+        ("gets_total", c.gets),
+        ("get_tables_probed_total", c.get_tables_probed),
+        ("flushes_total", c.flushes),
+        ("compactions_total", c.compactions),
+    ]
+}
+
+/// Sets one table structure's gauges.
+fn record_structure(table: &str, layout: &str, st: &StructureStats) {
+    let labels = [
+        ("table", table.to_owned()),
+        ("layout", layout.to_owned()),
+        ("structure", st.structure.name()),
+    ];
+    for (what, v) in counter_fields(&st.counters) {
+        metrics::gauge!(format!("mosaic_table_{what}"), &labels).set(v as f64);
+    }
+    metrics::gauge!("mosaic_table_memtable_bytes", &labels).set(st.memtable_bytes as f64);
+}
+
+/// One structure's (or a sum's) counters as `/stats` reports them.
+fn counters_json(c: &CounterSnapshot) -> Value {
+    json!({
+        "user_bytes_written": c.user_bytes_written,
+        "wal_bytes_written": c.wal_bytes_written,
+        "flush_bytes_written": c.flush_bytes_written,
+        "compaction_bytes_written": c.compaction_bytes_written,
+        "compaction_bytes_read": c.compaction_bytes_read,
+        "get_bytes_read": c.get_bytes_read,
+        "scan_bytes_read": c.scan_bytes_read,
+        "gets": c.gets,
+        "get_tables_probed": c.get_tables_probed,
+        "flushes": c.flushes,
+        "compactions": c.compactions,
+        "write_amplification": c.write_amplification(),
+        "tables_probed_per_get": c.tables_probed_per_get(),
+        "bytes_read_per_get": c.bytes_read_per_get(),
+    })
+}
+
+/// Files and bytes per level.
+fn levels_json(levels: &[mosaic_lsm::LevelInfo]) -> Vec<Value> {
+    levels
+        .iter()
+        .map(|l| {
+            json!({
+                "level": l.level,
+                "files": l.tables.len(),
+                "bytes": l.tables.iter().map(|t| t.size_bytes).sum::<u64>(),
+            })
+        })
+        .collect()
 }
 
 /// The cluster as this node sees it.
@@ -197,36 +307,38 @@ fn status(admin: &Admin) -> Value {
     json!({ "endpoint": node.endpoint().to_string(), "nodes": nodes })
 }
 
-/// Per-table engine counters.
+/// Per-table counters: summed over the table's structures (the fields `mosaic stats`
+/// has always shown, plus the layout and memtable bytes), and per structure.
 async fn stats(local: &LocalCoordinator) -> Value {
     let tables = local
-        .each_table(|db| {
-            let c = db.counters();
-            let levels: Vec<Value> = db
-                .levels()
-                .iter()
-                .map(|l| {
-                    json!({
-                        "level": l.level,
-                        "files": l.tables.len(),
-                        "bytes": l.tables.iter().map(|t| t.size_bytes).sum::<u64>(),
-                    })
-                })
-                .collect();
-            Ok(json!({
-                "user_bytes_written": c.user_bytes_written,
-                "wal_bytes_written": c.wal_bytes_written,
-                "flush_bytes_written": c.flush_bytes_written,
-                "compaction_bytes_written": c.compaction_bytes_written,
-                "compaction_bytes_read": c.compaction_bytes_read,
-                "get_bytes_read": c.get_bytes_read,
-                "scan_bytes_read": c.scan_bytes_read,
-                "gets": c.gets,
-                "write_amplification": c.write_amplification(),
-                "tables_probed_per_get": c.tables_probed_per_get(),
-                "bytes_read_per_get": c.bytes_read_per_get(),
-                "levels": levels,
-            }))
+        .each_table(|store| {
+            let structures = store.structures();
+            let mut sum = CounterSnapshot::default();
+            let mut memtable_bytes = 0;
+            let mut levels: Vec<mosaic_lsm::LevelInfo> = Vec::new();
+            let mut per_structure = Vec::with_capacity(structures.len());
+            for st in &structures {
+                add_counters(&mut sum, &st.counters);
+                memtable_bytes += st.memtable_bytes;
+                // Levels of all structures merged by number, for the one-line summary.
+                for l in &st.levels {
+                    match levels.iter_mut().find(|x| x.level == l.level) {
+                        Some(x) => x.tables.extend(l.tables.iter().cloned()),
+                        None => levels.push(l.clone()),
+                    }
+                }
+                let mut v = counters_json(&st.counters);
+                v["structure"] = json!(st.structure.name());
+                v["memtable_bytes"] = json!(st.memtable_bytes);
+                v["levels"] = json!(levels_json(&st.levels));
+                per_structure.push(v);
+            }
+            let mut v = counters_json(&sum);
+            v["layout"] = json!(store.layout().name());
+            v["memtable_bytes"] = json!(memtable_bytes);
+            v["levels"] = json!(levels_json(&levels));
+            v["structures"] = json!(per_structure);
+            Ok(v)
         })
         .await;
     let tables: Vec<Value> = tables
@@ -313,7 +425,7 @@ async fn repair(admin: &Admin, path: &str) -> (&'static str, &'static str, Strin
 async fn table_op(
     local: &LocalCoordinator,
     what: &str,
-    op: fn(&mosaic_lsm::Db) -> mosaic_lsm::Result<()>,
+    op: fn(&ReplicaStore) -> mosaic_lsm::Result<()>,
 ) -> (&'static str, &'static str, String) {
     let results = local.each_table(op).await;
     let failed: Vec<Value> = results

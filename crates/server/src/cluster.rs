@@ -6,16 +6,23 @@
 //! codes, propagates schema changes to the other nodes, and describes peers to the
 //! system tables. Local storage stays in [`LocalCoordinator`], which this module also
 //! exposes to the node as its [`Store`].
+//!
+//! The store decides each replica write's and read's role from the ring (DEPART's replica
+//! differentiation): this node's position in a token's replica list, 0 being the primary
+//! and the others redundant copies of the primary's data (the *source*, by host id). The
+//! ring and the host ids it needs are cached and rebuilt when the node's ring changes,
+//! which also updates the ring ranges the decoupled layout's logs group by.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use mosaic_cluster::env::{Entries, Hint};
 use mosaic_cluster::message::{EndpointState, Tag};
+use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
-    ClusterError, ConsistencyLevel, Endpoint, Failure, Node, SchemaSnapshot, Store, TableKey,
+    ClusterError, ConsistencyLevel, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey,
     WireMutation,
 };
 use mosaic_cql::coordinator::{
@@ -23,22 +30,142 @@ use mosaic_cql::coordinator::{
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
 use mosaic_cql::schema::{Catalog, TableId, Uuid};
+use mosaic_replica::{Role, SourceId};
 use mosaic_rows::KeyRange;
 use mosaic_types::Token;
+use parking_lot::RwLock;
 
 use crate::hints::HintStore;
-use crate::local::LocalCoordinator;
+use crate::local::{AllPrimary, LocalCoordinator, Roles};
 
 /// The node's local storage as the cluster sees it.
 pub struct LocalStore {
     local: Arc<LocalCoordinator>,
     hints: Arc<HintStore>,
+    /// The node, set once it exists (it is built after its store). Weak: the node holds
+    /// this store.
+    node: OnceLock<WeakNode>,
+    /// The ring as last seen, with the host ids of its nodes.
+    view: RwLock<Option<Arc<RingView>>>,
+}
+
+/// A ring and what role computation needs besides it.
+struct RingView {
+    ring: Arc<Ring>,
+    me: Endpoint,
+    hosts: HashMap<Endpoint, SourceId>,
+}
+
+/// The source id of `node`: its gossiped host id. A ring node always has a gossiped
+/// state (the ring is built from them); should one be missing, its address stands in,
+/// stable for as long as the node keeps it.
+fn source_of(node: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> SourceId {
+    if let Some(id) = hosts.get(&node) {
+        return *id;
+    }
+    let ip = match node.ip() {
+        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        std::net::IpAddr::V6(v6) => v6,
+    };
+    let mut id = ip.octets();
+    let port = node.port().to_be_bytes();
+    id[0] ^= port[0];
+    id[1] ^= port[1];
+    SourceId(id)
+}
+
+/// `me`'s role in a token's `replicas` (primary first): primary at index 0, a redundant
+/// copy of the primary's data after it; a node that is not a replica (a hint or repair
+/// on the edge of a ring change) stores as a primary.
+fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> Role {
+    match (replicas.iter().position(|n| *n == me), replicas.first()) {
+        (Some(i), Some(primary)) if i > 0 => Role::Redundant {
+            source: source_of(*primary, hosts),
+        },
+        _ => Role::Primary,
+    }
+}
+
+/// The roles of one table's keys (replication factor `rf`) on `view`'s ring.
+struct RingRoles {
+    view: Arc<RingView>,
+    rf: usize,
+}
+
+impl Roles for RingRoles {
+    fn role(&self, token: Token) -> Role {
+        let v = &self.view;
+        role_in(&v.ring.replicas(token, self.rf), v.me, &v.hosts)
+    }
+
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+        let v = &self.view;
+        let mut out: Vec<(KeyRange, Role)> = Vec::new();
+        for segment in v.ring.segments(&range, self.rf) {
+            let role = role_in(&segment.replicas, v.me, &v.hosts);
+            if let Some((last, last_role)) = out.last_mut() {
+                if *last_role == role && last.end.as_ref() == Some(&segment.range.start) {
+                    last.end = segment.range.end;
+                    continue;
+                }
+            }
+            out.push((segment.range, role));
+        }
+        out
+    }
 }
 
 impl LocalStore {
-    /// The store over `local` and `hints`.
+    /// The store over `local` and `hints`; every role is primary until
+    /// [`LocalStore::set_node`].
     pub fn new(local: Arc<LocalCoordinator>, hints: Arc<HintStore>) -> LocalStore {
-        LocalStore { local, hints }
+        LocalStore {
+            local,
+            hints,
+            node: OnceLock::new(),
+            view: RwLock::new(None),
+        }
+    }
+
+    /// Gives the store the node whose ring decides roles (once; later calls are ignored),
+    /// and takes its ring at once.
+    pub fn set_node(&self, node: WeakNode) {
+        let _ = self.node.set(node);
+        self.ring_view();
+    }
+
+    /// The current ring view, rebuilt if the node's ring changed since the last call
+    /// (updating the decoupled logs' ring ranges); `None` before the node is set.
+    fn ring_view(&self) -> Option<Arc<RingView>> {
+        let node = self.node.get()?.upgrade()?;
+        let ring = node.ring();
+        if let Some(v) = self.view.read().as_ref() {
+            if Arc::ptr_eq(&v.ring, &ring) {
+                return Some(v.clone());
+            }
+        }
+        let hosts = node
+            .states()
+            .into_iter()
+            .map(|(s, _)| (s.endpoint, SourceId(s.app.host_id)))
+            .collect();
+        self.local.ring_ranges().set(ring.tokens());
+        let view = Arc::new(RingView {
+            ring,
+            me: node.endpoint(),
+            hosts,
+        });
+        *self.view.write() = Some(view.clone());
+        Some(view)
+    }
+
+    /// How `table`'s keys get their roles: from the ring, or all primary while the ring
+    /// or the table's keyspace is unknown.
+    fn roles(&self, table: TableKey) -> Box<dyn Roles> {
+        match (self.ring_view(), self.replication_factor(table)) {
+            (Some(view), Some(rf)) => Box::new(RingRoles { view, rf }),
+            _ => Box::new(AllPrimary),
+        }
     }
 }
 
@@ -69,8 +196,9 @@ impl Store for LocalStore {
         mutations: Vec<WireMutation>,
     ) -> BoxFuture<'_, Result<(), Failure>> {
         async move {
+            let roles = self.roles(table);
             self.local
-                .apply(BTreeMap::from([(Uuid(table), mutations)]))
+                .apply(BTreeMap::from([(Uuid(table), mutations)]), &*roles)
                 .await
                 .map_err(failure)
         }
@@ -87,8 +215,9 @@ impl Store for LocalStore {
         _tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
         async move {
+            let roles = self.roles(table);
             self.local
-                .read_local(Uuid(table), range, limit)
+                .read_local(Uuid(table), range, limit, &*roles)
                 .await
                 .map(|r| (r.entries, r.exhausted))
                 .map_err(failure)
@@ -384,5 +513,110 @@ impl Coordinator for ClusterCoordinator {
 
     fn cluster_info(&self) -> ClusterInfo {
         self.local.cluster_info()
+    }
+
+    fn default_layout(&self) -> String {
+        Coordinator::default_layout(&*self.local)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(i: u8) -> Endpoint {
+        Endpoint::from(([127, 0, 0, i], 7000))
+    }
+
+    /// Three nodes, tokens -100 (node 1), 0 (node 2), 100 (node 3); host id of node i is
+    /// [i; 16].
+    fn view(me: u8) -> Arc<RingView> {
+        let owned = [(1u8, [Token(-100)]), (2, [Token(0)]), (3, [Token(100)])];
+        let ring = Ring::new(owned.iter().map(|(n, t)| (node(*n), t.as_slice())));
+        Arc::new(RingView {
+            ring: Arc::new(ring),
+            me: node(me),
+            hosts: (1..=3).map(|i| (node(i), SourceId([i; 16]))).collect(),
+        })
+    }
+
+    fn key(t: i64) -> Vec<u8> {
+        mosaic_rows::encode_token(Token(t)).to_vec()
+    }
+
+    #[test]
+    fn a_nodes_role_is_its_place_in_the_replica_list() {
+        let roles = RingRoles {
+            view: view(2),
+            rf: 2,
+        };
+        // (-100, 0] is node 2's: primary. (0, 100] is node 3's, then node 1's: node 2 is
+        // not a replica, stored as primary. (-inf, -100] and (100, inf) are node 1's, then
+        // node 2's: a redundant copy of node 1.
+        assert_eq!(roles.role(Token(-50)), Role::Primary);
+        assert_eq!(roles.role(Token(0)), Role::Primary);
+        assert_eq!(roles.role(Token(50)), Role::Primary);
+        let of_1 = Role::Redundant {
+            source: SourceId([1; 16]),
+        };
+        assert_eq!(roles.role(Token(-100)), of_1);
+        assert_eq!(roles.role(Token(101)), of_1);
+        assert_eq!(roles.role(Token(i64::MIN + 1)), of_1);
+        // A node alone in its ring is primary for everything; an unknown host id falls
+        // back to one derived from the address.
+        let alone = RingRoles {
+            view: view(9),
+            rf: 3,
+        };
+        assert_eq!(alone.role(Token(5)), Role::Primary);
+        let hosts = HashMap::new();
+        assert_eq!(
+            role_in(&[node(1), node(2)], node(2), &hosts),
+            Role::Redundant {
+                source: source_of(node(1), &hosts)
+            }
+        );
+        assert_ne!(source_of(node(1), &hosts), source_of(node(3), &hosts));
+    }
+
+    #[test]
+    fn range_reads_are_split_where_the_role_changes() {
+        let roles = RingRoles {
+            view: view(2),
+            rf: 2,
+        };
+        let of_1 = Role::Redundant {
+            source: SourceId([1; 16]),
+        };
+        let all = KeyRange {
+            start: Vec::new(),
+            end: None,
+        };
+        let pieces = roles.pieces(all);
+        let summary: Vec<(Option<Token>, Role)> = pieces
+            .iter()
+            .map(|(r, role)| (mosaic_rows::decode_token(&r.start).ok(), *role))
+            .collect();
+        // Below and at -100: node 1's; then node 2's and node 3's ranges, both stored as
+        // primary here, merged into one piece; above 100: node 1's again.
+        assert_eq!(
+            summary,
+            [
+                (None, of_1),
+                (Some(Token(-99)), Role::Primary),
+                (Some(Token(101)), of_1),
+            ]
+        );
+        // Pieces tile the range in order.
+        for w in pieces.windows(2) {
+            assert_eq!(w[0].0.end.as_ref(), Some(&w[1].0.start));
+        }
+        assert_eq!(pieces.last().map(|(r, _)| r.end.clone()), Some(None));
+        // A range inside one role's keys is one piece.
+        let inner = KeyRange {
+            start: key(-50),
+            end: Some(key(-10)),
+        };
+        assert_eq!(roles.pieces(inner.clone()), [(inner, Role::Primary)]);
     }
 }

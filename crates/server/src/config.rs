@@ -96,6 +96,14 @@ pub struct StorageConfig {
     pub compaction_threads: usize,
     /// Where reads and writes run their engine calls.
     pub engine_calls: EngineCalls,
+    /// The layout of tables created without a `layout` option: `uniform`, `multi-lsm` or
+    /// `decoupled` (see `mosaic_replica::Layout`).
+    pub layout: String,
+    /// Sorted runs a range group of the decoupled layout's log may hold before they are
+    /// merge-sorted into one (DEPART's S: 1 behaves as a two-level tree, large as a log).
+    pub sorted_runs_max: usize,
+    /// Global-log segments one split of the decoupled layout's log takes.
+    pub split_segments: usize,
 }
 
 /// `[cluster]`: membership, replication and request timeouts.
@@ -170,6 +178,9 @@ impl Default for StorageConfig {
             block_cache_size_bytes: 64 << 20,
             compaction_threads: 1,
             engine_calls: EngineCalls::Inline,
+            layout: mosaic_cql::schema::DEFAULT_LAYOUT.to_owned(),
+            sorted_runs_max: 20,
+            split_segments: 4,
         }
     }
 }
@@ -287,10 +298,7 @@ impl Config {
         if l.frame_size_bytes_max < FRAME_SIZE_BYTES_MIN {
             bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
         }
-        self.storage
-            .engine_options()?
-            .validate()
-            .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
+        self.storage.validate()?;
         Ok(())
     }
 
@@ -329,6 +337,50 @@ impl Config {
 }
 
 impl StorageConfig {
+    /// Checks the engine options, the default layout and the decoupled layout's log.
+    pub fn validate(&self) -> Result<()> {
+        let engine = self.engine_options()?;
+        engine
+            .validate()
+            .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
+        let known = mosaic_cql::processor::LAYOUTS;
+        if mosaic_replica::Layout::parse(&self.layout).is_none()
+            || !known.contains(&self.layout.as_str())
+        {
+            bail!(
+                "[storage] layout {:?} is not a layout this build stores ({})",
+                self.layout,
+                known.join(", ")
+            );
+        }
+        if self.sorted_runs_max == 0 || self.split_segments == 0 {
+            bail!("[storage] sorted_runs_max and split_segments must be at least 1");
+        }
+        // The log's engine checks its shape against the other options (a split must fit
+        // below the write stall).
+        let log = self.log_settings(mosaic_replica::RingRanges::default());
+        mosaic_lsm::Options {
+            log: Some(mosaic_lsm::LogOptions {
+                split_segments: log.split_segments,
+                runs_max: log.runs_max,
+                group_of: log.ring.group_of(),
+            }),
+            ..engine
+        }
+        .validate()
+        .map_err(|e| anyhow::anyhow!("[storage] split_segments {}: {e}", self.split_segments))?;
+        Ok(())
+    }
+
+    /// The decoupled layout's log shape, grouping by `ring`'s ranges.
+    pub fn log_settings(&self, ring: mosaic_replica::RingRanges) -> mosaic_replica::LogSettings {
+        mosaic_replica::LogSettings {
+            split_segments: self.split_segments,
+            runs_max: self.sorted_runs_max,
+            ring,
+        }
+    }
+
     /// Engine options for one table (the merge operator is added by the coordinator).
     pub fn engine_options(&self) -> Result<Options> {
         let memtable_size_bytes = usize::try_from(self.memtable_size_bytes)
@@ -393,6 +445,41 @@ mod tests {
         assert!(Config::parse("listen_address = \"0.0.0.0\"\n").is_err());
         assert!(Config::parse("[storage]\nmemtable_size_bytes = 10\n").is_err());
         assert!(Config::parse("[limits]\nframe_size_bytes_max = 100\n").is_err());
+    }
+
+    #[test]
+    fn storage_layout_keys_are_read_and_checked() {
+        let c = Config::parse(
+            "[storage]\nlayout = \"decoupled\"\nsorted_runs_max = 3\nsplit_segments = 2\n",
+        )
+        .unwrap();
+        assert_eq!(c.storage.layout, "decoupled");
+        assert_eq!(c.storage.sorted_runs_max, 3);
+        assert_eq!(c.storage.split_segments, 2);
+        assert!(Config::parse("[storage]\nlayout = \"multi-lsm\"\n").is_ok());
+        for bad in [
+            "layout = \"Uniform\"",
+            "layout = \"erasure-tiered\"",
+            "sorted_runs_max = 0",
+            "split_segments = 0",
+            // A split must fit below the engine's write stall (20 level-0 tables).
+            "split_segments = 20",
+        ] {
+            let err = Config::parse(&format!("[storage]\n{bad}\n")).unwrap_err();
+            assert!(format!("{err:#}").contains("[storage]"), "{bad}: {err:#}");
+        }
+    }
+
+    #[test]
+    fn every_cql_layout_is_a_replica_layout() {
+        for name in mosaic_cql::processor::LAYOUTS {
+            let layout = mosaic_replica::Layout::parse(name).unwrap();
+            assert_eq!(layout.name(), name);
+        }
+        assert_eq!(
+            mosaic_cql::processor::LAYOUTS.len(),
+            mosaic_replica::Layout::ALL.len()
+        );
     }
 
     #[test]

@@ -12,13 +12,19 @@
 //! DATA/schema.json                           the catalog and its epoch, replaced atomically
 //! DATA/peers.json                            peers known (crate::server), for a whole ring at start
 //! DATA/.hints/                               hints for other nodes (crate::hints)
-//! DATA/<keyspace>/<table>-<table id hex>/    one mosaic-lsm engine per table, RowMerge
+//! DATA/<keyspace>/<table>-<table id hex>/    one mosaic_replica::ReplicaStore per table
 //! ```
 //!
-//! Why one engine per table: dropping or truncating a table is then "close, delete a
+//! Why one store per table: dropping or truncating a table is then "close, delete a
 //! directory", with no range tombstones and no compaction work, and each table's levels
-//! reflect only its own data (later layouts choose per table). The price is a memtable and
-//! background threads per table; the `[storage]` budgets are per table for that reason.
+//! reflect only its own data, in the layout the table chose (`params.layout`, opened by
+//! `mosaic-replica`: one engine for `uniform`, one per replica source for `multi-lsm`, a
+//! tree and a two-layer log for `decoupled`). The price is a memtable and background
+//! threads per engine; the `[storage]` budgets are per engine for that reason.
+//!
+//! Every write and read names the replica role it acts under, decided by the caller from
+//! the ring ([`Roles`]): the cluster's store (`crate::cluster::LocalStore`) computes it per
+//! token; this module's own single-node coordinator is primary for everything.
 //!
 //! Engine calls may block (fsync, disk reads, write stalls). Reads and writes, the hot
 //! path, run where `[storage] engine_calls` says: `inline` on the network thread itself
@@ -54,7 +60,8 @@ use mosaic_cql::coordinator::{
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
 use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
-use mosaic_lsm::{Db, Fs, Options, RealFs, WriteBatch};
+use mosaic_lsm::{Fs, Options, RealFs, WriteBatch};
+use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role};
 use mosaic_rows::{KeyRange, RowMerge};
 use mosaic_types::Token;
 use parking_lot::{Mutex, RwLock};
@@ -83,10 +90,12 @@ struct TableSlot {
     name: String,
     /// The bare table name, for "unconfigured table X".
     table: String,
-    /// The engine's directory.
+    /// The store's directory.
     dir: PathBuf,
-    /// The engine; `None` once closed (dropped, shut down, or a failed truncate).
-    db: Arc<AsyncRwLock<Option<Db>>>,
+    /// The table's layout.
+    layout: Layout,
+    /// The store; `None` once closed (dropped, shut down, or a failed truncate).
+    db: Arc<AsyncRwLock<Option<ReplicaStore>>>,
     /// Set when the table was dropped.
     dropped: AtomicBool,
 }
@@ -95,6 +104,11 @@ struct TableSlot {
 pub struct LocalCoordinator {
     data_dir: PathBuf,
     engine: Options,
+    /// The decoupled layout's log shape; its ring ranges are shared by every table and
+    /// updated by the cluster store as the ring changes.
+    log: LogSettings,
+    /// The layout of tables created without one (`[storage] layout`).
+    default_layout: String,
     catalog: RwLock<Arc<Catalog>>,
     /// The schema's epoch: bumped by every local change, taken from peers' newer schemas
     /// (see `mosaic_cluster::SchemaSnapshot`). Changed only under `ddl`.
@@ -188,7 +202,29 @@ fn join_error(e: tokio::task::JoinError) -> ErrorResponse {
     server_error(format!("internal error: a storage task failed: {e}"))
 }
 
-/// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
+/// The replica role of each key a write or read touches (see the module doc).
+pub trait Roles: Send + Sync {
+    /// This node's role for `token`.
+    fn role(&self, token: Token) -> Role;
+    /// `range` split where this node's role changes, in key order, each piece with its
+    /// role.
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)>;
+}
+
+/// Primary for every token: a node that is its whole cluster (or that does not know the
+/// ring yet).
+pub struct AllPrimary;
+
+impl Roles for AllPrimary {
+    fn role(&self, _token: Token) -> Role {
+        Role::Primary
+    }
+
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+        vec![(range, Role::Primary)]
+    }
+}
+
 /// Runs an engine call on this thread, or in `block_in_place` (see the module doc).
 fn run_engine_call<T>(inline: bool, call: impl FnOnce() -> T) -> T {
     if inline {
@@ -198,6 +234,7 @@ fn run_engine_call<T>(inline: bool, call: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
 fn delete_dir(dir: &Path) -> io::Result<()> {
     let mut aside = dir.as_os_str().to_os_string();
     aside.push(DELETING_SUFFIX);
@@ -241,18 +278,25 @@ impl LocalCoordinator {
         };
         let mut engine = config.storage.engine_options()?;
         engine.merge_operator = Some(Arc::new(RowMerge));
+        let tokens = identity.ring_tokens();
+        // Until the cluster store sees the ring, the log's groups follow this node's own
+        // tokens.
+        let log = config
+            .storage
+            .log_settings(RingRanges::new(tokens.iter().copied()));
 
         remove_orphans(&data_dir, &catalog)?;
         let mut tables = HashMap::new();
         for t in catalog.tables() {
-            let slot = open_slot(&data_dir, &engine, t)
+            let slot = open_slot(&data_dir, &engine, &log, t)
                 .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
             tables.insert(t.id, Arc::new(slot));
         }
-        let tokens = identity.ring_tokens();
         Ok(LocalCoordinator {
             data_dir,
             engine,
+            log,
+            default_layout: config.storage.layout.clone(),
             catalog: RwLock::new(Arc::new(catalog)),
             epoch: AtomicU64::new(epoch),
             ddl: tokio::sync::Mutex::new(()),
@@ -277,6 +321,12 @@ impl LocalCoordinator {
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// The ring's ranges the decoupled layout's logs group by (the cluster store updates
+    /// them as the ring changes).
+    pub fn ring_ranges(&self) -> &RingRanges {
+        &self.log.ring
     }
 
     /// How many tables are open.
@@ -309,7 +359,7 @@ impl LocalCoordinator {
             let name = slot.name.clone();
             let closed = tokio::task::spawn_blocking(move || {
                 let mut guard = guard;
-                guard.take().map_or(Ok(()), Db::close)
+                guard.take().map_or(Ok(()), ReplicaStore::close)
             })
             .await;
             match closed {
@@ -391,18 +441,32 @@ impl LocalCoordinator {
     }
 }
 
-/// Opens (creating) the engine of `table`.
+/// The layout of `table`, or an error naming what this build cannot store (a schema from
+/// a newer peer).
+fn table_layout(table: &TableMeta) -> mosaic_lsm::Result<Layout> {
+    Layout::parse(&table.params.layout).ok_or_else(|| {
+        mosaic_lsm::Error::InvalidArgument(format!(
+            "table {}.{} has layout '{}', which this build does not store",
+            table.keyspace, table.name, table.params.layout
+        ))
+    })
+}
+
+/// Opens (creating) the store of `table`, in its layout.
 fn open_slot(
     data_dir: &Path,
     engine: &Options,
+    log: &LogSettings,
     table: &TableMeta,
 ) -> mosaic_lsm::Result<TableSlot> {
     let dir = table_dir(data_dir, table);
-    let db = Db::open(&dir, engine.clone())?;
+    let layout = table_layout(table)?;
+    let db = ReplicaStore::open(&dir, layout, engine.clone(), log.clone())?;
     Ok(TableSlot {
         name: format!("{}.{}", table.keyspace, table.name),
         table: table.name.clone(),
         dir,
+        layout,
         db: Arc::new(AsyncRwLock::new(Some(db))),
         dropped: AtomicBool::new(false),
     })
@@ -510,6 +574,10 @@ impl Coordinator for LocalCoordinator {
         LocalCoordinator::cluster_info(self)
     }
 
+    fn default_layout(&self) -> String {
+        self.default_layout.clone()
+    }
+
     async fn write(
         &self,
         mutations: Vec<Mutation>,
@@ -530,7 +598,7 @@ impl Coordinator for LocalCoordinator {
                 fragment: m.fragment,
             });
         }
-        self.apply(by_table).await
+        self.apply(by_table, &AllPrimary).await
     }
 
     async fn read(
@@ -539,7 +607,7 @@ impl Coordinator for LocalCoordinator {
         consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
         self.check_available(command.table, consistency, false)?;
-        self.read_local(command.table, command.range, command.limit)
+        self.read_local(command.table, command.range, command.limit, &AllPrimary)
             .await
     }
 
@@ -567,23 +635,16 @@ impl LocalCoordinator {
             .iter()
             .filter_map(|slot| {
                 let guard = slot.db.try_read().ok()?;
-                let db = guard.as_ref()?;
-                Some(
-                    db.levels()
-                        .iter()
-                        .flat_map(|l| l.tables.iter())
-                        .map(|t| t.size_bytes)
-                        .sum::<u64>(),
-                )
+                Some(guard.as_ref()?.load_bytes())
             })
             .sum()
     }
 
-    /// Runs `op` on every open table's engine (on blocking threads, one table at a time),
+    /// Runs `op` on every open table's store (on blocking threads, one table at a time),
     /// returning `(keyspace.table, result)` per table.
     pub async fn each_table<T: Send + 'static>(
         &self,
-        op: impl Fn(&Db) -> mosaic_lsm::Result<T> + Send + Sync + Clone + 'static,
+        op: impl Fn(&ReplicaStore) -> mosaic_lsm::Result<T> + Send + Sync + Clone + 'static,
     ) -> Vec<(String, Result<T, String>)> {
         let mut slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
         slots.sort_by(|a, b| a.name.cmp(&b.name));
@@ -679,13 +740,14 @@ impl LocalCoordinator {
         // 1. Storage for new tables, 2. the catalog made durable (undoing 1 if that fails).
         let data_dir = self.data_dir.clone();
         let engine = self.engine.clone();
+        let log = self.log.clone();
         let bytes = schema_file_bytes(&next, epoch);
         let opened = tokio::task::spawn_blocking(
             move || -> Result<Vec<(TableId, TableSlot)>, ErrorResponse> {
                 let mut slots = Vec::with_capacity(created.len());
                 let mut result = Ok(());
                 for t in &created {
-                    match open_slot(&data_dir, &engine, t) {
+                    match open_slot(&data_dir, &engine, &log, t) {
                         Ok(slot) => slots.push((t.id, slot)),
                         Err(e) => {
                             result = Err(engine_error(&format!("{}.{}", t.keyspace, t.name), e));
@@ -774,16 +836,42 @@ impl LocalCoordinator {
         Ok(())
     }
 
-    /// Applies writes to local storage, per table.
+    /// Applies writes to local storage, per table, each under the role `roles` gives its
+    /// token (one batch per table and role).
     pub async fn apply(
         &self,
         mutations: BTreeMap<TableId, Vec<WireMutation>>,
+        roles: &dyn Roles,
     ) -> Result<(), ErrorResponse> {
-        let mut batches: BTreeMap<TableId, WriteBatch> = BTreeMap::new();
+        let mut batches: BTreeMap<TableId, Vec<(Role, WriteBatch)>> = BTreeMap::new();
         for (table, ms) in &mutations {
-            let batch = batches.entry(*table).or_default();
+            let batches = batches.entry(*table).or_default();
+            // Rows of one partition arrive together: one ring lookup per token.
+            let mut last: Option<(Token, Role)> = None;
             for m in ms {
-                batch.merge(&m.key, m.ts, &m.fragment);
+                // A key too short to hold a token has no place on the ring; it is stored
+                // (and read, see read_local's callers) as a primary copy.
+                let role = match mosaic_rows::decode_token(&m.key) {
+                    Ok(token) => match last {
+                        Some((t, role)) if t == token => role,
+                        _ => {
+                            let role = roles.role(token);
+                            last = Some((token, role));
+                            role
+                        }
+                    },
+                    Err(_) => Role::Primary,
+                };
+                let i = match batches.iter().position(|(r, _)| *r == role) {
+                    Some(i) => i,
+                    None => {
+                        batches.push((role, WriteBatch::new()));
+                        batches.len() - 1
+                    }
+                };
+                if let Some((_, batch)) = batches.get_mut(i) {
+                    batch.merge(&m.key, m.ts, &m.fragment);
+                }
             }
         }
         drop(mutations);
@@ -799,59 +887,65 @@ impl LocalCoordinator {
             work.push((slot.name.clone(), guard, batch));
         }
         run_engine_call(self.inline_writes, move || {
-            for (name, guard, batch) in work {
-                if let Some(db) = guard.as_ref() {
-                    db.write(batch).map_err(|e| engine_error(&name, e))?;
+            for (name, guard, batches) in work {
+                if let Some(store) = guard.as_ref() {
+                    for (role, batch) in batches {
+                        store
+                            .write(role, batch)
+                            .map_err(|e| engine_error(&name, e))?;
+                    }
                 }
             }
             Ok(())
         })
     }
 
-    /// Reads up to `limit` entries of `range` of a table from local storage.
+    /// Reads up to `limit` entries of `range` of a table from local storage: the range
+    /// split where this node's role changes (`roles`), each piece read under its role, in
+    /// key order.
     pub async fn read_local(
         &self,
         table: TableId,
         range: KeyRange,
         limit: usize,
+        roles: &dyn Roles,
     ) -> Result<ReadResult, ErrorResponse> {
         let slot = self.slot(table)?;
+        let pieces = roles.pieces(range);
         let guard = slot.db.clone().read_owned().await;
         if guard.is_none() {
             return Err(self.closed_error(&slot));
         }
         let name = slot.name.clone();
         run_engine_call(self.inline_reads, move || {
-            let Some(db) = guard.as_ref() else {
+            let Some(store) = guard.as_ref() else {
                 return Err(server_error("The node is shutting down"));
             };
-            let range = &range;
-            let end = match &range.end {
-                Some(e) => Bound::Excluded(e.as_slice()),
-                None => Bound::Unbounded,
-            };
-            let mut scan = db
-                .scan(Bound::Included(range.start.as_slice()), end)
-                .map_err(|e| engine_error(&name, e))?;
             let mut entries = Vec::new();
-            while entries.len() < limit {
-                match scan.next() {
-                    Some(Ok((key, entry))) => entries.push((key, entry.value)),
-                    Some(Err(e)) => return Err(engine_error(&name, e)),
-                    None => {
+            for (range, role) in &pieces {
+                let end = match &range.end {
+                    Some(e) => Bound::Excluded(e.as_slice()),
+                    None => Bound::Unbounded,
+                };
+                let scan = store
+                    .scan(*role, Bound::Included(range.start.as_slice()), end)
+                    .map_err(|e| engine_error(&name, e))?;
+                for item in scan {
+                    let (key, entry) = item.map_err(|e| engine_error(&name, e))?;
+                    if entries.len() >= limit {
+                        // One entry past the limit: the range is not exhausted.
                         return Ok(ReadResult {
                             entries,
-                            exhausted: true,
-                        })
+                            exhausted: false,
+                        });
                     }
+                    entries.push((key, entry.value));
                 }
             }
-            let exhausted = match scan.next() {
-                None => true,
-                Some(Ok(_)) => false,
-                Some(Err(e)) => return Err(engine_error(&name, e)),
-            };
-            Ok(ReadResult { entries, exhausted })
+            Ok(ReadResult {
+                entries,
+                exhausted: true,
+            })
         })
     }
 
@@ -864,7 +958,9 @@ impl LocalCoordinator {
         }
         let dir = slot.dir.clone();
         let name = slot.name.clone();
+        let layout = slot.layout;
         let engine = self.engine.clone();
+        let log = self.log.clone();
         tokio::task::spawn_blocking(move || {
             if let Some(db) = guard.take() {
                 if let Err(e) = db.close() {
@@ -878,7 +974,8 @@ impl LocalCoordinator {
                     dir.display()
                 ))
             })?;
-            let db = Db::open(&dir, engine).map_err(|e| engine_error(&name, e))?;
+            let db = ReplicaStore::open(&dir, layout, engine, log)
+                .map_err(|e| engine_error(&name, e))?;
             *guard = Some(db);
             Ok(())
         })
@@ -1100,6 +1197,208 @@ mod tests {
             assert!(!dir.path().join("ks").exists());
             assert!(c.close(Duration::from_secs(10)).await.is_empty());
         });
+    }
+
+    async fn run_ok(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) {
+        let r = run(p, s, cql).await;
+        assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+    }
+
+    #[test]
+    fn tables_of_every_layout_store_read_and_survive_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = rt();
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(ProtocolVersion::V4);
+            run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+            for layout in ["uniform", "multi-lsm", "decoupled"] {
+                let t = layout.replace('-', "_");
+                run_ok(&p, &mut s, &format!("CREATE TABLE ks.{t} (k int PRIMARY KEY, v text) WITH layout = '{layout}'")).await;
+                for k in 0..50 {
+                    run_ok(&p, &mut s, &format!("INSERT INTO ks.{t} (k, v) VALUES ({k}, 'v{k}')")).await;
+                }
+                run_ok(&p, &mut s, &format!("DELETE FROM ks.{t} WHERE k = 0")).await;
+                assert_eq!(rows(&run(&p, &mut s, &format!("SELECT * FROM ks.{t}")).await), 49);
+                let meta = c.catalog().table("ks", &t).unwrap().clone();
+                assert_eq!(meta.params.layout, layout);
+                let tdir = table_dir(dir.path(), &meta);
+                assert_eq!(tdir.join("primary").is_dir(), layout != "uniform", "{layout}");
+            }
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(ProtocolVersion::V4);
+            for t in ["uniform", "multi_lsm", "decoupled"] {
+                assert_eq!(
+                    rows(&run(&p, &mut s, &format!("SELECT * FROM ks.{t}")).await),
+                    49,
+                    "{t}"
+                );
+                assert_eq!(
+                    rows(&run(&p, &mut s, &format!("SELECT * FROM ks.{t} WHERE k = 7")).await),
+                    1,
+                    "{t}"
+                );
+                run_ok(&p, &mut s, &format!("TRUNCATE ks.{t}")).await;
+                assert_eq!(
+                    rows(&run(&p, &mut s, &format!("SELECT * FROM ks.{t}")).await),
+                    0,
+                    "{t}"
+                );
+                run_ok(
+                    &p,
+                    &mut s,
+                    &format!("INSERT INTO ks.{t} (k, v) VALUES (1, 'again')"),
+                )
+                .await;
+            }
+            // The layout stays the table's, whatever the statement says.
+            let r = run(
+                &p,
+                &mut s,
+                "ALTER TABLE ks.decoupled WITH layout = 'uniform'",
+            )
+            .await;
+            assert!(matches!(r, Response::Error(_)), "{r:?}");
+            let stats = c
+                .each_table(|store| Ok((store.layout(), store.structures().len())))
+                .await;
+            let stats: Vec<_> = stats.into_iter().map(|(n, r)| (n, r.unwrap())).collect();
+            assert_eq!(
+                stats,
+                [
+                    ("ks.decoupled".to_owned(), (Layout::Decoupled, 2)),
+                    ("ks.multi_lsm".to_owned(), (Layout::MultiLsm, 1)),
+                    ("ks.uniform".to_owned(), (Layout::Uniform, 1)),
+                ]
+            );
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+    }
+
+    #[test]
+    fn the_configured_layout_applies_to_tables_created_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path());
+        cfg.storage.layout = "decoupled".to_owned();
+        rt().block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&cfg).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(ProtocolVersion::V4);
+            run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+            run_ok(&p, &mut s, "CREATE TABLE ks.t (k int PRIMARY KEY, v text)").await;
+            run_ok(&p, &mut s, "CREATE TABLE ks.u (k int PRIMARY KEY, v text) WITH layout = 'uniform'").await;
+            let catalog = c.catalog();
+            let t = catalog.table("ks", "t").unwrap();
+            assert_eq!(t.params.layout, "decoupled");
+            assert_eq!(catalog.table("ks", "u").unwrap().params.layout, "uniform");
+            let marker = fs::read_to_string(table_dir(dir.path(), t).join("LAYOUT")).unwrap();
+            assert_eq!(marker, "decoupled");
+            run_ok(&p, &mut s, "INSERT INTO ks.t (k, v) VALUES (1, 'a')").await;
+            assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 1);
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+    }
+
+    /// Redundant below token 0 (a copy of source 0xaa…), primary from 0 on.
+    struct SplitAtZero;
+
+    const SOURCE: mosaic_replica::SourceId = mosaic_replica::SourceId([0xaa; 16]);
+
+    impl Roles for SplitAtZero {
+        fn role(&self, token: Token) -> Role {
+            if token.0 < 0 {
+                Role::Redundant { source: SOURCE }
+            } else {
+                Role::Primary
+            }
+        }
+
+        fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+            let zero = mosaic_rows::encode_token(Token(0)).to_vec();
+            let low = KeyRange {
+                start: range.start.clone(),
+                end: Some(
+                    range
+                        .end
+                        .clone()
+                        .map_or(zero.clone(), |e| e.min(zero.clone())),
+                ),
+            };
+            let high = KeyRange {
+                start: range.start.clone().max(zero),
+                end: range.end,
+            };
+            [(low, self.role(Token(-1))), (high, Role::Primary)]
+                .into_iter()
+                .filter(|(r, _)| !r.is_empty())
+                .collect()
+        }
+    }
+
+    #[test]
+    fn writes_and_reads_go_to_the_structure_of_their_role() {
+        for layout in ["uniform", "multi-lsm", "decoupled"] {
+            let dir = tempfile::tempdir().unwrap();
+            rt().block_on(async {
+                let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+                let p = Processor::new(c.clone());
+                let mut s = Session::new(ProtocolVersion::V4);
+                run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}").await;
+                run_ok(&p, &mut s, &format!("CREATE TABLE ks.t (k int PRIMARY KEY) WITH layout = '{layout}'")).await;
+                let table = c.catalog().table("ks", "t").unwrap().id;
+                let fragment = mosaic_rows::Fragment {
+                    liveness: Some(mosaic_rows::Liveness {
+                        ts: mosaic_types::Timestamp::from_micros(now_micros()),
+                        expiry: None,
+                    }),
+                    ..mosaic_rows::Fragment::new(mosaic_rows::FragmentKind::Row)
+                }
+                .encode();
+                let tokens = [-300i64, -200, -100, 100, 200, 300];
+                let writes: Vec<WireMutation> = tokens
+                    .iter()
+                    .map(|t| {
+                        let mut key = mosaic_rows::encode_token(Token(*t)).to_vec();
+                        key.push(0x05);
+                        WireMutation { key, ts: 1, fragment: fragment.clone() }
+                    })
+                    .collect();
+                c.apply(BTreeMap::from([(table, writes)]), &SplitAtZero).await.unwrap();
+                let all = KeyRange { start: Vec::new(), end: None };
+                let read = c.read_local(table, all.clone(), 100, &SplitAtZero).await.unwrap();
+                assert_eq!(read.entries.len(), 6, "{layout}");
+                assert!(read.exhausted);
+                let keys: Vec<Token> = read
+                    .entries
+                    .iter()
+                    .map(|(k, _)| mosaic_rows::decode_token(k).unwrap())
+                    .collect();
+                assert_eq!(keys, tokens.map(Token), "{layout}: in key order across pieces");
+                // A limit inside the second piece, and one at the end of the first.
+                let read = c.read_local(table, all.clone(), 4, &SplitAtZero).await.unwrap();
+                assert_eq!((read.entries.len(), read.exhausted), (4, false));
+                let read = c.read_local(table, all.clone(), 3, &SplitAtZero).await.unwrap();
+                assert_eq!((read.entries.len(), read.exhausted), (3, false));
+                // Read as if everything were primary: the redundant copies are elsewhere,
+                // except in the uniform layout, which stores every role together.
+                let read = c.read_local(table, all, 100, &AllPrimary).await.unwrap();
+                let want = if layout == "uniform" { 6 } else { 3 };
+                assert_eq!(read.entries.len(), want, "{layout}");
+                let meta = c.catalog().table("ks", "t").unwrap().clone();
+                let tdir = table_dir(dir.path(), &meta);
+                match layout {
+                    "multi-lsm" => assert!(tdir.join(format!("src-{SOURCE}")).is_dir()),
+                    "decoupled" => assert!(tdir.join("log").is_dir()),
+                    _ => assert!(tdir.join("CURRENT").is_file()),
+                }
+                assert!(c.close(Duration::from_secs(10)).await.is_empty());
+            });
+        }
     }
 
     #[test]

@@ -187,16 +187,19 @@ fn start_node(
     };
     // A restart must gossip a larger generation than any before it: wall-clock micros.
     let generation = u64::try_from(crate::local::now_micros()).unwrap_or(1);
+    let store = Arc::new(LocalStore::new(local, hints));
     let node = Node::new(
         node_config,
         app,
         generation,
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
-        Arc::new(LocalStore::new(local, hints)),
+        store.clone(),
         Arc::new(DynamicSnitch::default()),
     );
     restore_peers(&node, &config.data_dir);
+    // After the restored peers: the store's first ring is then the whole ring.
+    store.set_node(node.downgrade());
     persist_peers_on_join(&node, config.data_dir.clone());
     node.start();
     Ok(node)

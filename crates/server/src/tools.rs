@@ -144,7 +144,9 @@ pub fn table_op(args: &HostArgs, op: &str) -> Result<()> {
     Ok(())
 }
 
-/// `mosaic stats`: per node and table, write and read amplification, files per level.
+/// `mosaic stats`: per node and table, its layout, write and read amplification, files per
+/// level, and for layouts of several structures (primary tree, source trees, log) the same
+/// per structure.
 pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
     let mut all = serde_json::Map::new();
     for (name, addr) in targets(args)? {
@@ -168,13 +170,31 @@ pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
                 .map(|l| format!("L{}:{}", l["level"], l["files"]))
                 .collect();
             println!(
-                "  {table}: user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, files {}",
+                "  {table} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}",
+                s["layout"].as_str().unwrap_or("?"),
                 bytes(s["user_bytes_written"].as_u64().unwrap_or(0)),
                 s["write_amplification"].as_f64().unwrap_or(0.0),
                 s["tables_probed_per_get"].as_f64().unwrap_or(0.0),
                 s["bytes_read_per_get"].as_f64().unwrap_or(0.0),
+                bytes(s["memtable_bytes"].as_u64().unwrap_or(0)),
                 levels.join(" "),
             );
+            let structures = s["structures"].as_array().cloned().unwrap_or_default();
+            // A uniform table is one structure, already shown in full above.
+            if structures.len() < 2 {
+                continue;
+            }
+            for st in &structures {
+                println!(
+                    "    {:<38} flush {}, compaction {} written, {:.2} tables probed/get, {:.0} B read/get, memtables {}",
+                    st["structure"].as_str().unwrap_or("?"),
+                    bytes(st["flush_bytes_written"].as_u64().unwrap_or(0)),
+                    bytes(st["compaction_bytes_written"].as_u64().unwrap_or(0)),
+                    st["tables_probed_per_get"].as_f64().unwrap_or(0.0),
+                    st["bytes_read_per_get"].as_f64().unwrap_or(0.0),
+                    bytes(st["memtable_bytes"].as_u64().unwrap_or(0)),
+                );
+            }
         }
     }
     if json {

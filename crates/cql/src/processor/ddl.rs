@@ -25,9 +25,10 @@ use crate::system::LAYOUT_EXTENSION;
 
 use super::{invalid, Exec, Processor};
 
-/// The replica layouts this build stores. Later layouts (multi-LSM, decoupled,
-/// erasure-tiered, heterogeneous) join this list as they are built.
-pub const LAYOUTS: [&str; 1] = [DEFAULT_LAYOUT];
+/// The replica layouts this build stores (`mosaic_replica::Layout`'s names; the server
+/// checks the two lists agree). Later layouts (erasure-tiered, heterogeneous) join this
+/// list as they are built.
+pub const LAYOUTS: [&str; 3] = [DEFAULT_LAYOUT, "multi-lsm", "decoupled"];
 
 /// Longest keyspace or table name, as in Cassandra.
 const NAME_LEN_MAX: usize = 48;
@@ -161,7 +162,7 @@ pub(crate) async fn execute<C: Coordinator>(
             if is_system_keyspace(&keyspace) {
                 return Err(not_modifiable(&keyspace));
             }
-            let table = table_from_create(&keyspace, &s)?;
+            let table = table_from_create(&keyspace, &s, &coordinator.default_layout())?;
             let if_not_exists = s.if_not_exists;
             coordinator
                 .update_schema(move |catalog| {
@@ -584,7 +585,13 @@ fn apply_table_properties(
     Ok(())
 }
 
-fn table_from_create(keyspace: &str, s: &CreateTableStatement) -> Result<TableMeta, ErrorResponse> {
+/// The table `s` creates in `keyspace`; without a `layout` option it gets
+/// `default_layout` (the cluster's, from the coordinator).
+fn table_from_create(
+    keyspace: &str,
+    s: &CreateTableStatement,
+    default_layout: &str,
+) -> Result<TableMeta, ErrorResponse> {
     let name = s.name.name.as_str().to_owned();
     check_name("Table", &name)?;
     let mut seen = std::collections::HashSet::new();
@@ -703,7 +710,10 @@ fn table_from_create(keyspace: &str, s: &CreateTableStatement) -> Result<TableMe
         });
         next_id += 1;
     }
-    let mut params = TableParams::default();
+    let mut params = TableParams {
+        layout: check_layout(default_layout)?,
+        ..TableParams::default()
+    };
     apply_table_properties(&mut params, &s.properties)?;
     Ok(TableMeta {
         keyspace: keyspace.to_owned(),
@@ -791,6 +801,16 @@ fn alter_table(old: &TableMeta, s: &AlterTableStatement) -> Result<TableMeta, Er
         }
         AlterTableOperation::With(properties) => {
             apply_table_properties(&mut table.params, properties)?;
+            // Each replica's data is stored in the layout's own structures; changing it
+            // would need every node to rewrite the table, which nothing does (yet).
+            if table.params.layout != old.params.layout {
+                return Err(config(format!(
+                    "Cannot change the layout of table {}.{} from '{}' to '{}': a table keeps \
+                     the layout it was created with (create a new table with the layout and \
+                     copy the data)",
+                    table.keyspace, table.name, old.params.layout, table.params.layout
+                )));
+            }
         }
     }
     Ok(table)

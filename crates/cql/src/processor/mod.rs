@@ -26,6 +26,8 @@ mod select;
 mod values;
 mod write;
 
+pub use ddl::LAYOUTS;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -1,0 +1,110 @@
+//! Layout names and replica roles: what a layout decides storage from.
+
+use std::fmt;
+
+/// How a table's replicas are stored on each node (the `layout` table option).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Every replica in one LSM-tree (Cassandra's uniform indexing).
+    Uniform,
+    /// One LSM-tree per replica source: k trees per node at replication factor k.
+    MultiLsm,
+    /// DEPART: primary copies in an LSM-tree, redundant copies in a two-layer log.
+    Decoupled,
+}
+
+impl Layout {
+    /// Every layout, in the order they are documented.
+    pub const ALL: [Layout; 3] = [Layout::Uniform, Layout::MultiLsm, Layout::Decoupled];
+
+    /// The layout named `name` (as the `layout` option spells it), if any.
+    pub fn parse(name: &str) -> Option<Layout> {
+        match name {
+            "uniform" => Some(Layout::Uniform),
+            "multi-lsm" => Some(Layout::MultiLsm),
+            "decoupled" => Some(Layout::Decoupled),
+            _ => None,
+        }
+    }
+
+    /// The layout's name as the `layout` option spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Uniform => "uniform",
+            Layout::MultiLsm => "multi-lsm",
+            Layout::Decoupled => "decoupled",
+        }
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The node a redundant copy comes from: the primary replica of its token, by host id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceId(pub [u8; 16]);
+
+impl SourceId {
+    /// Parses the 32 lowercase or uppercase hex digits [`SourceId`]'s `Display` writes.
+    pub fn from_hex(s: &str) -> Option<SourceId> {
+        if s.len() != 32 || !s.is_ascii() {
+            return None;
+        }
+        let mut bytes = [0u8; 16];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(SourceId(bytes))
+    }
+}
+
+impl fmt::Display for SourceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A node's role for one token (DEPART's replica differentiation): the primary (replica 0),
+/// or a redundant copy (replica 1..RF-1) of the primary's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// This node is the token's first replica.
+    Primary,
+    /// This node holds a redundant copy of `source`'s data.
+    Redundant {
+        /// The token's primary replica.
+        source: SourceId,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_names_round_trip() {
+        for l in Layout::ALL {
+            assert_eq!(Layout::parse(l.name()), Some(l));
+        }
+        assert_eq!(Layout::parse("Uniform"), None);
+        assert_eq!(Layout::parse("erasure-tiered"), None);
+    }
+
+    #[test]
+    fn source_ids_print_as_hex_and_parse_back() {
+        let id = SourceId([0, 1, 2, 0xab, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xff]);
+        let text = id.to_string();
+        assert_eq!(text, "000102ab0405060708090a0b0c0d0eff");
+        assert_eq!(SourceId::from_hex(&text), Some(id));
+        assert_eq!(SourceId::from_hex(&text.to_uppercase()), Some(id));
+        assert_eq!(SourceId::from_hex("00"), None);
+        assert_eq!(SourceId::from_hex(&"zz".repeat(16)), None);
+        assert_eq!(SourceId::from_hex(&"é".repeat(16)), None);
+    }
+}

@@ -1,0 +1,357 @@
+//! [`ReplicaStore`]: one table's storage under one layout.
+//!
+//! Every operation names the [`Role`] it acts under, and the layout picks the structure:
+//!
+//! | layout | primary | redundant copy of source S |
+//! |---|---|---|
+//! | uniform | the one tree (`DIR`) | the one tree (`DIR`) |
+//! | multi-lsm | `DIR/primary/` | `DIR/src-<S>/` |
+//! | decoupled | `DIR/primary/` | `DIR/log/` (two-layer log) |
+//!
+//! Reads under a role see what was written under that role (uniform: everything). A key's
+//! role follows from its token, so the caller splits a range read where the role changes
+//! and reads each piece under its role.
+//!
+//! A layout other than uniform writes `DIR/LAYOUT` (its name) when it creates the
+//! directory, and opening a directory under another layout than the one it holds fails
+//! rather than reading an empty table: the uniform tree lives in `DIR` itself (so data
+//! written before layouts existed opens as uniform), and a uniform directory is recognized
+//! by its engine's `CURRENT` file.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+
+use mosaic_lsm::{CounterSnapshot, Db, Entry, Error, LevelInfo, Options, Result, Scan, WriteBatch};
+
+use crate::decoupled::Decoupled;
+use crate::multi_lsm::MultiLsm;
+use crate::ranges::LogSettings;
+use crate::role::{Layout, Role, SourceId};
+
+/// The primary tree's directory name (multi-lsm and decoupled).
+pub const PRIMARY_DIR: &str = "primary";
+/// The file naming the layout of a directory that is not uniform.
+pub const LAYOUT_FILE: &str = "LAYOUT";
+/// The engine file whose presence marks a uniform directory.
+const ENGINE_CURRENT: &str = "CURRENT";
+
+/// One engine of a store, for statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Structure {
+    /// Uniform's single tree, holding every replica.
+    Shared,
+    /// The tree of primary copies.
+    Primary,
+    /// Multi-LSM's tree of one source's redundant copies.
+    Source(SourceId),
+    /// Decoupled's two-layer log of redundant copies.
+    Log,
+}
+
+impl Structure {
+    /// A short name for reports and metric labels: `shared`, `primary`, `src-<hex>`, `log`.
+    pub fn name(&self) -> String {
+        match self {
+            Structure::Shared => "shared".to_owned(),
+            Structure::Primary => "primary".to_owned(),
+            Structure::Source(s) => crate::multi_lsm::source_dir_name(*s),
+            Structure::Log => "log".to_owned(),
+        }
+    }
+}
+
+/// One engine's statistics.
+#[derive(Clone, Debug)]
+pub struct StructureStats {
+    /// Which engine.
+    pub structure: Structure,
+    /// Its counters.
+    pub counters: CounterSnapshot,
+    /// Bytes in its memtables.
+    pub memtable_bytes: usize,
+    /// Its tables per level (for the log: level 0 is the global log).
+    pub levels: Vec<LevelInfo>,
+}
+
+enum Engines {
+    Uniform(Db),
+    MultiLsm(Box<MultiLsm>),
+    Decoupled(Decoupled),
+}
+
+/// One table's storage under one layout (see the module doc).
+pub struct ReplicaStore {
+    dir: PathBuf,
+    layout: Layout,
+    engines: Engines,
+}
+
+impl std::fmt::Debug for ReplicaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicaStore")
+            .field("dir", &self.dir)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An ascending iterator over live keys of one role; yields `(key, entry)` like
+/// [`mosaic_lsm::Scan`].
+pub struct ReplicaScan {
+    scan: Option<Scan>,
+}
+
+impl Iterator for ReplicaScan {
+    type Item = Result<(Vec<u8>, Entry)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.as_mut()?.next()
+    }
+}
+
+/// Counter-by-counter sum of `c` into `sum`.
+fn add_counters(sum: &mut CounterSnapshot, c: &CounterSnapshot) {
+    let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+    add(&mut sum.user_bytes_written, c.user_bytes_written);
+    add(&mut sum.wal_bytes_written, c.wal_bytes_written);
+    add(&mut sum.wal_syncs, c.wal_syncs);
+    add(&mut sum.flush_bytes_written, c.flush_bytes_written);
+    add(
+        &mut sum.compaction_bytes_written,
+        c.compaction_bytes_written,
+    );
+    add(&mut sum.compaction_bytes_read, c.compaction_bytes_read);
+    add(&mut sum.get_bytes_read, c.get_bytes_read);
+    add(&mut sum.scan_bytes_read, c.scan_bytes_read);
+    add(&mut sum.open_bytes_read, c.open_bytes_read);
+    add(&mut sum.gets, c.gets);
+    add(&mut sum.get_tables_probed, c.get_tables_probed);
+    add(&mut sum.bloom_negatives, c.bloom_negatives);
+    add(&mut sum.bloom_true_positives, c.bloom_true_positives);
+    add(&mut sum.bloom_false_positives, c.bloom_false_positives);
+    add(&mut sum.block_cache_hits, c.block_cache_hits);
+    add(&mut sum.block_cache_misses, c.block_cache_misses);
+    add(&mut sum.flushes, c.flushes);
+    add(&mut sum.compactions, c.compactions);
+    add(&mut sum.write_stalls, c.write_stalls);
+    add(&mut sum.write_stall_micros, c.write_stall_micros);
+}
+
+/// The layout a directory holds by its marker, `None` when it has none.
+fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
+    let path = dir.join(LAYOUT_FILE);
+    if !engine.fs.exists(&path) {
+        return Ok(None);
+    }
+    let bytes = engine
+        .fs
+        .read_all(&path)
+        .map_err(|e| Error::io("reading", &path, e))?;
+    let name = String::from_utf8(bytes)
+        .map_err(|_| Error::corruption(&path, 0, "layout marker is not UTF-8"))?;
+    Ok(Some(name.trim().to_owned()))
+}
+
+/// Checks that `dir` holds `layout` (or nothing yet) and marks a new non-uniform one.
+fn check_and_mark(engine: &Options, dir: &Path, layout: Layout) -> Result<()> {
+    let fs = &engine.fs;
+    let mismatch = |held: &str| {
+        Err(Error::InvalidArgument(format!(
+            "{} holds a table stored in the {held} layout, not {layout}; a table keeps its \
+             layout for life",
+            dir.display()
+        )))
+    };
+    let held = stored_layout(engine, dir)?;
+    let uniform_data = fs.exists(&dir.join(ENGINE_CURRENT));
+    match (layout, held) {
+        (Layout::Uniform, Some(held)) => mismatch(&held),
+        (Layout::Uniform, None) => Ok(()),
+        (_, Some(held)) if held == layout.name() => Ok(()),
+        (_, Some(held)) => mismatch(&held),
+        (_, None) if uniform_data => mismatch(Layout::Uniform.name()),
+        (_, None) => {
+            fs.create_dir_all(dir)
+                .map_err(|e| Error::io("creating directory", dir, e))?;
+            let tmp = dir.join(format!("{LAYOUT_FILE}.tmp"));
+            let path = dir.join(LAYOUT_FILE);
+            let mut f = fs
+                .create(&tmp)
+                .map_err(|e| Error::io("creating", &tmp, e))?;
+            f.append(layout.name().as_bytes())
+                .and_then(|()| f.sync_data())
+                .map_err(|e| Error::io("writing", &tmp, e))?;
+            drop(f);
+            fs.rename(&tmp, &path)
+                .map_err(|e| Error::io("renaming", &tmp, e))?;
+            fs.sync_dir(dir).map_err(|e| Error::io("syncing", dir, e))?;
+            if let Some(parent) = dir.parent() {
+                fs.sync_dir(parent)
+                    .map_err(|e| Error::io("syncing", parent, e))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+impl ReplicaStore {
+    /// Opens (creating) the storage of a table in `dir` under `layout`. `engine` configures
+    /// every engine of the store (its `log` field is ignored: only the decoupled layout's
+    /// log runs in log mode, shaped by `log`). Fails if `dir` holds another layout.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        layout: Layout,
+        engine: Options,
+        log: LogSettings,
+    ) -> Result<ReplicaStore> {
+        let dir = dir.as_ref().to_path_buf();
+        let engine = Options {
+            log: None,
+            ..engine
+        };
+        check_and_mark(&engine, &dir, layout)?;
+        let engines = match layout {
+            Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
+            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
+            Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
+        };
+        Ok(ReplicaStore {
+            dir,
+            layout,
+            engines,
+        })
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The store's layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// Applies a batch of writes under `role`, atomically.
+    pub fn write(&self, role: Role, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match &self.engines {
+            Engines::Uniform(db) => db.write(batch),
+            Engines::MultiLsm(m) => m.tree_or_create(role)?.write(batch),
+            Engines::Decoupled(d) => d.engine(role).write(batch),
+        }
+    }
+
+    /// The newest version of `key` stored under `role`, or `None`.
+    pub fn get(&self, role: Role, key: &[u8]) -> Result<Option<Entry>> {
+        match &self.engines {
+            Engines::Uniform(db) => db.get(key),
+            Engines::MultiLsm(m) => match m.tree(role) {
+                Some(db) => db.get(key),
+                None => Ok(None),
+            },
+            Engines::Decoupled(d) => d.engine(role).get(key),
+        }
+    }
+
+    /// Live keys stored under `role` within the bounds, ascending.
+    pub fn scan(&self, role: Role, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<ReplicaScan> {
+        let scan = match &self.engines {
+            Engines::Uniform(db) => Some(db.scan(start, end)?),
+            Engines::MultiLsm(m) => match m.tree(role) {
+                Some(db) => Some(db.scan(start, end)?),
+                None => None,
+            },
+            Engines::Decoupled(d) => Some(d.engine(role).scan(start, end)?),
+        };
+        Ok(ReplicaScan { scan })
+    }
+
+    /// Every engine of the store with its structure.
+    fn engines(&self) -> Vec<(Structure, Db)> {
+        match &self.engines {
+            Engines::Uniform(db) => vec![(Structure::Shared, db.clone())],
+            Engines::MultiLsm(m) => m.trees(),
+            Engines::Decoupled(d) => d.engines(),
+        }
+    }
+
+    /// Runs `op` on every engine; the first failure is returned after all were tried.
+    fn each(&self, op: impl Fn(&Db) -> Result<()>) -> Result<()> {
+        let mut first = None;
+        for (_, db) in self.engines() {
+            if let Err(e) = op(&db) {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Flushes every engine's memtables.
+    pub fn flush(&self) -> Result<()> {
+        self.each(Db::flush)
+    }
+
+    /// Compacts every engine fully.
+    pub fn compact(&self) -> Result<()> {
+        self.each(Db::compact)
+    }
+
+    /// Waits until no engine has background work left.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.each(Db::wait_for_compactions)
+    }
+
+    /// Every engine's counters summed.
+    pub fn counters(&self) -> CounterSnapshot {
+        let mut sum = CounterSnapshot::default();
+        for (_, db) in self.engines() {
+            add_counters(&mut sum, &db.counters());
+        }
+        sum
+    }
+
+    /// Per-engine statistics: uniform's shared tree; multi-lsm's primary then each source
+    /// tree; decoupled's primary then the log.
+    pub fn structures(&self) -> Vec<StructureStats> {
+        self.engines()
+            .into_iter()
+            .map(|(structure, db)| StructureStats {
+                structure,
+                counters: db.counters(),
+                memtable_bytes: db.memtable_bytes(),
+                levels: db.levels(),
+            })
+            .collect()
+    }
+
+    /// Bytes held by every engine's memtables.
+    pub fn memtable_bytes(&self) -> usize {
+        self.engines()
+            .iter()
+            .map(|(_, db)| db.memtable_bytes())
+            .sum()
+    }
+
+    /// Bytes in every engine's tables (the node's load, as gossiped).
+    pub fn load_bytes(&self) -> u64 {
+        self.engines()
+            .iter()
+            .flat_map(|(_, db)| db.levels())
+            .flat_map(|l| l.tables)
+            .map(|t| t.size_bytes)
+            .sum()
+    }
+
+    /// Stops background work and syncs every engine's WAL; the first failure is returned
+    /// after every engine was closed.
+    pub fn close(self) -> Result<()> {
+        match self.engines {
+            Engines::Uniform(db) => db.close(),
+            Engines::MultiLsm(m) => (*m).close(),
+            Engines::Decoupled(d) => d.close(),
+        }
+    }
+}
