@@ -400,3 +400,6 @@ def test_read_your_writes_at_two_while_splits_and_merge_sorts_run(make_cluster, 
     for node in range(1, 4):
         metrics = c.http(node, "/metrics")
         assert storage_bytes(metrics, "flush_written") > 0, metrics
+        if layout == "decoupled":
+            # Redundant copies went through the two-layer log and its splits.
+            assert storage_bytes(metrics, "split_written") > 0, metrics

@@ -110,33 +110,6 @@ impl Iterator for ReplicaScan {
 }
 
 /// Counter-by-counter sum of `c` into `sum`.
-fn add_counters(sum: &mut CounterSnapshot, c: &CounterSnapshot) {
-    let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-    add(&mut sum.user_bytes_written, c.user_bytes_written);
-    add(&mut sum.wal_bytes_written, c.wal_bytes_written);
-    add(&mut sum.wal_syncs, c.wal_syncs);
-    add(&mut sum.flush_bytes_written, c.flush_bytes_written);
-    add(
-        &mut sum.compaction_bytes_written,
-        c.compaction_bytes_written,
-    );
-    add(&mut sum.compaction_bytes_read, c.compaction_bytes_read);
-    add(&mut sum.get_bytes_read, c.get_bytes_read);
-    add(&mut sum.scan_bytes_read, c.scan_bytes_read);
-    add(&mut sum.open_bytes_read, c.open_bytes_read);
-    add(&mut sum.gets, c.gets);
-    add(&mut sum.get_tables_probed, c.get_tables_probed);
-    add(&mut sum.bloom_negatives, c.bloom_negatives);
-    add(&mut sum.bloom_true_positives, c.bloom_true_positives);
-    add(&mut sum.bloom_false_positives, c.bloom_false_positives);
-    add(&mut sum.block_cache_hits, c.block_cache_hits);
-    add(&mut sum.block_cache_misses, c.block_cache_misses);
-    add(&mut sum.flushes, c.flushes);
-    add(&mut sum.compactions, c.compactions);
-    add(&mut sum.write_stalls, c.write_stalls);
-    add(&mut sum.write_stall_micros, c.write_stall_micros);
-}
-
 /// The layout a directory holds by its marker, `None` when it has none.
 fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
     let path = dir.join(LAYOUT_FILE);
@@ -308,7 +281,7 @@ impl ReplicaStore {
     pub fn counters(&self) -> CounterSnapshot {
         let mut sum = CounterSnapshot::default();
         for (_, db) in self.engines() {
-            add_counters(&mut sum, &db.counters());
+            sum = sum.plus(&db.counters());
         }
         sum
     }

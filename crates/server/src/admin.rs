@@ -162,7 +162,7 @@ async fn record_gauges(admin: &Admin) {
                 other => other.name(),
             };
             let (c, mem) = per_layout.entry((layout, kind)).or_default();
-            add_counters(c, &st.counters);
+            *c = c.plus(&st.counters);
             *mem += st.memtable_bytes as u64;
         }
     }
@@ -178,14 +178,7 @@ async fn record_gauges(admin: &Admin) {
         .filter_map(|(_, r)| r.as_ref().ok())
         .flat_map(|(_, structures)| structures.iter().map(|s| &s.counters))
     {
-        sum.user_bytes_written += c.user_bytes_written;
-        sum.wal_bytes_written += c.wal_bytes_written;
-        sum.flush_bytes_written += c.flush_bytes_written;
-        sum.compaction_bytes_written += c.compaction_bytes_written;
-        sum.compaction_bytes_read += c.compaction_bytes_read;
-        sum.get_bytes_read += c.get_bytes_read;
-        sum.scan_bytes_read += c.scan_bytes_read;
-        sum.gets += c.gets;
+        sum = sum.plus(c);
     }
     for (what, v) in [
         ("user_written", sum.user_bytes_written),
@@ -193,6 +186,8 @@ async fn record_gauges(admin: &Admin) {
         ("flush_written", sum.flush_bytes_written),
         ("compaction_written", sum.compaction_bytes_written),
         ("compaction_read", sum.compaction_bytes_read),
+        ("split_written", sum.split_bytes_written),
+        ("merge_sort_written", sum.merge_sort_bytes_written),
         ("get_read", sum.get_bytes_read),
         ("scan_read", sum.scan_bytes_read),
     ] {
@@ -202,23 +197,8 @@ async fn record_gauges(admin: &Admin) {
     metrics::gauge!("mosaic_storage_write_amplification").set(sum.write_amplification());
 }
 
-/// Counter-by-counter sum of `c` into `sum`, for the fields the stats report.
-fn add_counters(sum: &mut CounterSnapshot, c: &CounterSnapshot) {
-    sum.user_bytes_written += c.user_bytes_written;
-    sum.wal_bytes_written += c.wal_bytes_written;
-    sum.flush_bytes_written += c.flush_bytes_written;
-    sum.compaction_bytes_written += c.compaction_bytes_written;
-    sum.compaction_bytes_read += c.compaction_bytes_read;
-    sum.get_bytes_read += c.get_bytes_read;
-    sum.scan_bytes_read += c.scan_bytes_read;
-    sum.gets += c.gets;
-    sum.get_tables_probed += c.get_tables_probed;
-    sum.flushes += c.flushes;
-    sum.compactions += c.compactions;
-}
-
 /// The counters a structure reports, by metric name (totals since the node started).
-fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 9] {
+fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 13] {
     [
         ("user_bytes_written_total", c.user_bytes_written),
         ("flush_bytes_written_total", c.flush_bytes_written),
@@ -229,6 +209,10 @@ fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 9] {
         ("get_tables_probed_total", c.get_tables_probed),
         ("flushes_total", c.flushes),
         ("compactions_total", c.compactions),
+        ("split_bytes_written_total", c.split_bytes_written),
+        ("merge_sort_bytes_written_total", c.merge_sort_bytes_written),
+        ("splits_total", c.splits),
+        ("merge_sorts_total", c.merge_sorts),
     ]
 }
 
@@ -259,6 +243,10 @@ fn counters_json(c: &CounterSnapshot) -> Value {
         "get_tables_probed": c.get_tables_probed,
         "flushes": c.flushes,
         "compactions": c.compactions,
+        "split_bytes_written": c.split_bytes_written,
+        "merge_sort_bytes_written": c.merge_sort_bytes_written,
+        "splits": c.splits,
+        "merge_sorts": c.merge_sorts,
         "write_amplification": c.write_amplification(),
         "tables_probed_per_get": c.tables_probed_per_get(),
         "bytes_read_per_get": c.bytes_read_per_get(),
@@ -318,7 +306,7 @@ async fn stats(local: &LocalCoordinator) -> Value {
             let mut levels: Vec<mosaic_lsm::LevelInfo> = Vec::new();
             let mut per_structure = Vec::with_capacity(structures.len());
             for st in &structures {
-                add_counters(&mut sum, &st.counters);
+                sum = sum.plus(&st.counters);
                 memtable_bytes += st.memtable_bytes;
                 // Levels of all structures merged by number, for the one-line summary.
                 for l in &st.levels {

@@ -129,6 +129,10 @@ pub struct ClusterConfig {
     /// Hints are stored for a replica down less than this; 0 disables hinted handoff
     /// (Cassandra's `max_hint_window`, 3 h).
     pub max_hint_window_ms: u64,
+    /// Which replicas a read asks first: `dynamic-snitch` (Cassandra's: the fastest by
+    /// observed latency) or `primary-first` (the token's primary replica, then ring order:
+    /// DEPART's replica-aware reads).
+    pub replica_selection: String,
 }
 
 /// `[limits]`: back-pressure bounds.
@@ -196,6 +200,7 @@ impl Default for ClusterConfig {
             replica_requests_max: 4096,
             peer_queue_max: 16_384,
             max_hint_window_ms: 3 * 3600 * 1000,
+            replica_selection: "dynamic-snitch".to_owned(),
         }
     }
 }
@@ -253,6 +258,13 @@ impl Config {
         }
         if self.num_tokens == 0 || self.num_tokens > 1536 {
             bail!("num_tokens must be between 1 and 1536");
+        }
+        if !mosaic_cluster::snitch::SELECTORS.contains(&self.cluster.replica_selection.as_str()) {
+            bail!(
+                "[cluster] replica_selection {:?} is not one of {}",
+                self.cluster.replica_selection,
+                mosaic_cluster::snitch::SELECTORS.join(", ")
+            );
         }
         if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {
             bail!(

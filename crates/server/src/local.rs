@@ -278,6 +278,9 @@ impl LocalCoordinator {
         };
         let mut engine = config.storage.engine_options()?;
         engine.merge_operator = Some(Arc::new(RowMerge));
+        // Every key of a partition starts with its token: Bloom filters over tokens let a
+        // partition read skip tables that hold none of it (Cassandra's partition-key filter).
+        engine.table.filter_prefix_bytes = mosaic_rows::key::TOKEN_LEN;
         let tokens = identity.ring_tokens();
         // Until the cluster store sees the ring, the log's groups follow this node's own
         // tokens.

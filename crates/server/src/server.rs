@@ -24,7 +24,6 @@ use tokio::sync::watch;
 
 use mosaic_cluster::gossip::Change;
 use mosaic_cluster::message::{AppState, NodeStatus};
-use mosaic_cluster::snitch::DynamicSnitch;
 use mosaic_cluster::{Node, NodeConfig};
 use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
 
@@ -195,7 +194,8 @@ fn start_node(
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
         store.clone(),
-        Arc::new(DynamicSnitch::default()),
+        mosaic_cluster::snitch::selector_named(&config.cluster.replica_selection)
+            .context("[cluster] replica_selection names no policy")?,
     );
     restore_peers(&node, &config.data_dir);
     // After the restored peers: the store's first ring is then the whole ring.
