@@ -378,9 +378,9 @@ def test_tables_take_the_configured_layout_and_keep_it_across_restarts(make_clus
 
 
 def test_read_your_writes_at_two_while_splits_and_merge_sorts_run(make_cluster, layout):
-    # ~1.5 MB per replica against 64 KiB memtables: dozens of flushes, and under decoupled
-    # splits and merge-sorts, while every write at TWO is read back at TWO at once.
-    c = make_cluster(3)
+    # ~1.5 MB per replica against 64 KiB memtables: dozens of flushes and compactions, and
+    # under decoupled splits and merge-sorts, while every write at TWO is read back at TWO.
+    c = make_cluster(3, ["storage.memtable_size_bytes=65536"])
     s = c.session()
     create_table(c, s, "ryw", 3)
     ins = s.prepare("INSERT INTO ryw.t (k, v) VALUES (?, ?)")
