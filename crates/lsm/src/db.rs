@@ -859,8 +859,21 @@ impl Scan {
             if self.skip.as_deref() == Some(key.as_slice()) {
                 continue;
             }
-            if self.inner.opts.merge_operator.is_none() && self.versions.len() == 1 {
-                // The common case: one visible version, handed over without another copy.
+            // The common case: one visible version that resolves to itself (always so
+            // without a merge operator), handed over without another copy.
+            let lone = match (&self.inner.opts.merge_operator, self.versions.as_slice()) {
+                (None, [_]) => true,
+                (Some(op), [(ts, _, kind, value)]) => op.passes_through(
+                    &key,
+                    &KeyVersion {
+                        ts: *ts,
+                        kind: *kind,
+                        value,
+                    },
+                ),
+                _ => false,
+            };
+            if lone {
                 if let Some((ts, _, kind, value)) = self.versions.pop() {
                     if kind == ValueKind::Delete {
                         continue;

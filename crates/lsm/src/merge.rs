@@ -62,6 +62,15 @@ pub trait MergeOperator: Send + Sync + 'static {
     /// Combines all versions of `user_key` (at least one), newest timestamp first, into one.
     fn merge(&self, user_key: &[u8], versions: &[Version<'_>]) -> Resolved;
 
+    /// Whether `merge` of `version` alone returns it unchanged (same timestamp, kind and
+    /// value). Scans then hand the stored bytes over as they are, without the merge's
+    /// allocation and copy; the answer must agree with `merge` exactly. The default says
+    /// no, which is always correct.
+    fn passes_through(&self, user_key: &[u8], version: &Version<'_>) -> bool {
+        let _ = (user_key, version);
+        false
+    }
+
     /// Called by compaction on each resolved version; returns `None` to drop it, or a version
     /// with expired parts removed. The default drops tombstones past their grace period at the
     /// bottom of the tree.

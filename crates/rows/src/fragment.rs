@@ -218,6 +218,13 @@ impl Fragment {
         self.timestamps().max()
     }
 
+    /// Whether `bytes` may be a fragment that carries a deletion: `false` only when they
+    /// have a flags byte (the third) and it says there is none. Looks at that one byte; it
+    /// does not check that the rest decodes.
+    pub fn may_carry_deletion(bytes: &[u8]) -> bool {
+        bytes.get(2).is_none_or(|flags| flags & HAS_DELETION != 0)
+    }
+
     /// Appends the fragment's bytes to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let base = self.timestamps().min().unwrap_or_default();

@@ -213,49 +213,26 @@ impl MergeOperator for RowMerge {
     /// older). Undecodable bytes fall back to the engine's whole-value last-write-wins, so
     /// the newest bytes survive and reads report the corruption instead of a merge
     /// silently dropping it.
-    fn merge(&self, _user_key: &[u8], versions: &[Version<'_>]) -> Resolved {
-        let mut acc: Option<Fragment> = None;
-        let mut barrier = None;
-        let mut ts = 0;
-        for v in versions {
-            ts = ts.max(v.ts);
-            if v.kind == ValueKind::Delete {
-                barrier = Some(ValueKind::Delete);
-                break;
-            }
-            let Ok(fragment) = Fragment::decode(v.value) else {
-                return fallback(versions);
-            };
-            match &mut acc {
-                Some(acc) => merge_into(acc, fragment),
-                None => {
-                    let mut f = fragment;
-                    apply_row_deletion(&mut f);
-                    acc = Some(f);
-                }
-            }
-            if v.kind == ValueKind::Put {
-                barrier = Some(ValueKind::Put);
-                break;
+    fn merge(&self, user_key: &[u8], versions: &[Version<'_>]) -> Resolved {
+        if let [v] = versions {
+            if self.passes_through(user_key, v) {
+                return Resolved {
+                    ts: v.ts,
+                    kind: v.kind,
+                    value: v.value.to_vec(),
+                };
             }
         }
-        match (acc, barrier) {
-            (None, _) => Resolved {
-                ts,
-                kind: ValueKind::Delete,
-                value: Vec::new(),
-            },
-            (Some(f), None) => Resolved {
-                ts,
-                kind: ValueKind::Merge,
-                value: f.encode(),
-            },
-            (Some(f), Some(_)) => Resolved {
-                ts,
-                kind: ValueKind::Put,
-                value: f.encode(),
-            },
-        }
+        merge_versions(versions)
+    }
+
+    /// A lone `Put` or `Merge` without a deletion merges to itself, so reads need not decode
+    /// and re-encode it: if its bytes do not decode, the fallback keeps them whole; if they
+    /// do, no deletion means nothing is shadowed, and the encoding is canonical
+    /// (`encode(decode(b)) == b`); the timestamp is its own and the kind stays (`Put` is
+    /// its own barrier, a lone `Merge` has none).
+    fn passes_through(&self, _user_key: &[u8], version: &Version<'_>) -> bool {
+        version.kind != ValueKind::Delete && !Fragment::may_carry_deletion(version.value)
     }
 
     fn purge(&self, _user_key: &[u8], resolved: Resolved, ctx: &PurgeContext) -> Option<Resolved> {
@@ -283,6 +260,52 @@ impl MergeOperator for RowMerge {
     }
 }
 
+/// [`RowMerge::merge`] the long way: decode, merge and re-encode.
+fn merge_versions(versions: &[Version<'_>]) -> Resolved {
+    let mut acc: Option<Fragment> = None;
+    let mut barrier = None;
+    let mut ts = 0;
+    for v in versions {
+        ts = ts.max(v.ts);
+        if v.kind == ValueKind::Delete {
+            barrier = Some(ValueKind::Delete);
+            break;
+        }
+        let Ok(fragment) = Fragment::decode(v.value) else {
+            return fallback(versions);
+        };
+        match &mut acc {
+            Some(acc) => merge_into(acc, fragment),
+            None => {
+                let mut f = fragment;
+                apply_row_deletion(&mut f);
+                acc = Some(f);
+            }
+        }
+        if v.kind == ValueKind::Put {
+            barrier = Some(ValueKind::Put);
+            break;
+        }
+    }
+    match (acc, barrier) {
+        (None, _) => Resolved {
+            ts,
+            kind: ValueKind::Delete,
+            value: Vec::new(),
+        },
+        (Some(f), None) => Resolved {
+            ts,
+            kind: ValueKind::Merge,
+            value: f.encode(),
+        },
+        (Some(f), Some(_)) => Resolved {
+            ts,
+            kind: ValueKind::Put,
+            value: f.encode(),
+        },
+    }
+}
+
 fn fallback(versions: &[Version<'_>]) -> Resolved {
     match lww_winner(versions) {
         Some(v) => Resolved {
@@ -301,7 +324,7 @@ fn fallback(versions: &[Version<'_>]) -> Resolved {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fragment::ColumnId;
+    use crate::fragment::{ColumnId, FORMAT_VERSION};
 
     fn live(ts: i64, value: &[u8]) -> Cell {
         Cell::Live {
@@ -425,6 +448,74 @@ mod tests {
             ],
         );
         assert_eq!(r.kind, ValueKind::Put);
+    }
+
+    /// The lone-version shortcut answers exactly what the long way does.
+    fn assert_lone_version_agrees(kind: ValueKind, value: &[u8]) {
+        let v = version(7, kind, value);
+        assert_eq!(RowMerge.merge(b"k", &[v]), merge_versions(&[v]), "{kind:?} {value:?}");
+        if RowMerge.passes_through(b"k", &v) {
+            assert_eq!(
+                merge_versions(&[v]),
+                Resolved {
+                    ts: 7,
+                    kind,
+                    value: value.to_vec()
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn lone_versions_without_deletion_pass_through_unchanged() {
+        let mut plain = Fragment::new(FragmentKind::Row);
+        plain.liveness = Some(Liveness {
+            ts: Timestamp(5),
+            expiry: None,
+        });
+        plain.cells.insert(ColumnId(1), live(5, b"a"));
+        plain.cells.insert(ColumnId(4), expiring(6, b"b", 10, 100));
+        plain.cells.insert(ColumnId(9), tomb(3, 50));
+        let mut deleting = plain.clone();
+        deleting.deletion = Some(DeletionTime {
+            marked_for_delete_at: Timestamp(5),
+            local_deletion_secs: 40,
+        });
+        let fragments = [
+            plain.encode(),
+            deleting.encode(),
+            Fragment::new(FragmentKind::Static).encode(),
+            Fragment::partition_deletion(DeletionTime {
+                marked_for_delete_at: Timestamp(9),
+                local_deletion_secs: 1,
+            })
+            .encode(),
+            b"\xffgarbage".to_vec(),
+            vec![1, 0],
+            Vec::new(),
+        ];
+        for f in &fragments {
+            for kind in [ValueKind::Put, ValueKind::Merge, ValueKind::Delete] {
+                assert_lone_version_agrees(kind, f);
+            }
+        }
+        assert!(RowMerge.passes_through(b"k", &version(7, ValueKind::Put, &fragments[0])));
+        assert!(!RowMerge.passes_through(b"k", &version(7, ValueKind::Put, &fragments[1])));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn lone_arbitrary_bytes_agree_with_the_long_way(
+            value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+            flags in 0u8..8,
+            put in proptest::prelude::any::<bool>(),
+        ) {
+            // Mostly well-formed heads, so the decoder gets past the first bytes.
+            let mut bytes = vec![FORMAT_VERSION, FragmentKind::Row as u8, flags];
+            bytes.extend(value);
+            let kind = if put { ValueKind::Put } else { ValueKind::Merge };
+            assert_lone_version_agrees(kind, &bytes);
+        }
     }
 
     #[test]

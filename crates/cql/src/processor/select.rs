@@ -696,13 +696,16 @@ struct Run<'p> {
 }
 
 impl Run<'_> {
-    /// Entries to ask the coordinator for next while scanning: enough for the rows still
-    /// wanted by LIMIT and the page (a row is at least one entry; the slack covers
-    /// partition headers and static rows), at most [`CHUNK_ENTRIES`], so `LIMIT 10` does
-    /// not read a thousand entries from every replica. Plans that may discard rows after
-    /// reading them (filters, aggregates, DISTINCT, PER PARTITION LIMIT, merge sorts) ask
-    /// for the whole chunk.
-    fn chunk_entries(&self) -> usize {
+    /// Entries to ask the coordinator for in round `round` (from 0) of a scan: the rows
+    /// still wanted by LIMIT and the page (a live row is one entry; tables with static
+    /// columns also hold a static row per partition, so they ask for twice that), at most
+    /// [`CHUNK_ENTRIES`]. Asking for more costs every replica a read, a copy and a send
+    /// of entries the query then drops (`LIMIT 50` used to read 108). Entries that are not
+    /// live rows (deleted rows, partition and range tombstones) leave a round short; each
+    /// further round asks for twice as many, so a run of them costs a few rounds, not one
+    /// per entry. Plans that may discard rows after reading them (filters, aggregates,
+    /// DISTINCT, PER PARTITION LIMIT, merge sorts) ask for the whole chunk.
+    fn chunk_entries(&self, round: u32) -> usize {
         let plan = self.plan;
         if plan.aggregate
             || plan.distinct
@@ -715,8 +718,19 @@ impl Run<'_> {
         let page_left = self
             .page_size
             .map_or(u64::MAX, |n| n.saturating_sub(self.emitted));
-        let wanted = self.limit_left.min(page_left);
-        usize::try_from(wanted.saturating_mul(2).saturating_add(8))
+        let wanted = self.limit_left.min(page_left).max(1);
+        let has_static = plan
+            .table
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Static));
+        let first = if has_static {
+            wanted.saturating_mul(2)
+        } else {
+            wanted
+        };
+        // Past 2^10 rounds any first ask is over the cap anyway.
+        usize::try_from(first.saturating_mul(1 << round.min(10)))
             .unwrap_or(CHUNK_ENTRIES)
             .min(CHUNK_ENTRIES)
     }
@@ -1358,6 +1372,7 @@ async fn scan<C: Coordinator>(
     let plan = run.plan;
     let schema = &plan.schema;
     let mut current: Option<ScanPartition<'_>> = None;
+    let mut round: u32 = 0;
     loop {
         let range = KeyRange {
             start: start.clone(),
@@ -1371,11 +1386,12 @@ async fn scan<C: Coordinator>(
                 ReadCommand {
                     table: plan.table.id,
                     range,
-                    limit: run.chunk_entries(),
+                    limit: run.chunk_entries(round),
                 },
                 exec.params.consistency,
             )
             .await?;
+        round = round.saturating_add(1);
         // The coordinator says when the range is done; an empty answer can only mean that.
         let exhausted = result.exhausted || result.entries.is_empty();
         let mut jumped = false;
