@@ -453,7 +453,11 @@ mod tests {
     /// The lone-version shortcut answers exactly what the long way does.
     fn assert_lone_version_agrees(kind: ValueKind, value: &[u8]) {
         let v = version(7, kind, value);
-        assert_eq!(RowMerge.merge(b"k", &[v]), merge_versions(&[v]), "{kind:?} {value:?}");
+        assert_eq!(
+            RowMerge.merge(b"k", &[v]),
+            merge_versions(&[v]),
+            "{kind:?} {value:?}"
+        );
         if RowMerge.passes_through(b"k", &v) {
             assert_eq!(
                 merge_versions(&[v]),
