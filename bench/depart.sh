@@ -17,7 +17,7 @@
 #   ycsb      YCSB A–F (10 fields x 100 bytes) at (1,1)
 #   smoke     exp1's phases at (1,1) on 20,000 records (checks the pipeline in minutes)
 # Each configuration's results land in DIR/<experiment>/<config>/<layout>/ (bench JSON per
-# phase, `mosaic stats --json` per node after the load and at the end); then
+# phase, every node's `mosaic stats --json` after the load and at the end); then
 # bench/depart_summary.py DIR/<experiment> writes results.md, results.json and SVG plots.
 # Needs a release build (cargo build --release -p mosaic-server). CQL port $PORT (49042);
 # the cluster directory is removed after each configuration unless KEEP=1.
@@ -64,20 +64,8 @@ up() { # settings...
         --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
 }
 
-stats() { # file
-    for i in $(seq 1 "$nodes"); do
-        "$mosaic" flush --host "127.0.0.$i:$admin" >/dev/null 2>&1 || true
-    done
-    python3 - "$1" "$nodes" "$admin" "$mosaic" <<'EOF'
-import json, subprocess, sys
-path, nodes, admin, mosaic = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-out = {}
-for i in range(1, nodes + 1):
-    r = subprocess.run([mosaic, "stats", "--host", f"127.0.0.{i}:{admin}", "--json"],
-                       capture_output=True, text=True)
-    out[f"127.0.0.{i}"] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
-open(path, "w").write(json.dumps(out, indent=1))
-EOF
+stats() { # file: every live node's `mosaic stats --json`
+    "$mosaic" stats --host "127.0.0.1:$admin" --json > "$1"
 }
 
 bench() { # out-json phase args...

@@ -28,21 +28,19 @@ COUNTERS = ["user_bytes_written", "wal_bytes_written", "flush_bytes_written",
 
 
 def engine_counters(stats):
-    """Sums the engines' counters over every node and table of `mosaic stats --json`.
-
-    A node's stats list its tables; each table reports `counters` (the sum over its
-    structures) and `memtable_bytes`. Structures (primary, source trees, log) are also
-    listed per table, but only the table's sums are added here, so nothing counts twice.
-    """
+    """Sums the engines' counters of table ycsb.usertable over every node of
+    `mosaic stats --json` ({endpoint: {"tables": [{"table", "stats"}]}}): each table's
+    `stats` are the sums over its layout's structures, so nothing counts twice."""
     total = {k: 0 for k in COUNTERS}
     memtable = 0
     for node in stats.values():
         for table in node.get("tables", []) if isinstance(node, dict) else []:
-            if table.get("keyspace") != "ycsb":
+            if table.get("table") != "ycsb.usertable" or "stats" not in table:
                 continue
+            s = table["stats"]
             for k in COUNTERS:
-                total[k] += table.get("counters", {}).get(k, 0)
-            memtable += table.get("memtable_bytes", 0)
+                total[k] += s.get(k, 0)
+            memtable += s.get("memtable_bytes", 0)
     total["memtable_bytes"] = memtable
     return total
 
