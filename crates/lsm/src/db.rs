@@ -1390,6 +1390,12 @@ impl Inner {
         // A scan confined to one filter prefix (a partition) consults the tables' prefix
         // filters, as a point lookup does, and is counted as one.
         let prefix = shared_prefix(lo, hi, self.opts.table.filter_prefix_bytes);
+        // Its disk reads count as a lookup's too.
+        let purpose = if prefix.is_some() {
+            ReadPurpose::Get
+        } else {
+            ReadPurpose::Scan
+        };
         let (mut probed, mut filtered) = (0u64, 0u64);
         let mut wanted = |t: &Arc<TableHandle>| {
             let m = t.meta();
@@ -1413,7 +1419,7 @@ impl Inner {
                 for t in version.levels.get(level).into_iter().flatten() {
                     if wanted(t) {
                         t.note_read();
-                        children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
+                        children.push(Box::new(t.reader().iter(purpose, true)));
                     }
                 }
             }
@@ -1423,14 +1429,14 @@ impl Inner {
                     for t in tables {
                         if wanted(t) {
                             t.note_read();
-                            children.push(Box::new(t.reader().iter(ReadPurpose::Scan, true)));
+                            children.push(Box::new(t.reader().iter(purpose, true)));
                         }
                     }
                 } else {
                     let kept: Vec<Arc<TableHandle>> =
                         tables.iter().filter(|t| wanted(t)).cloned().collect();
                     if !kept.is_empty() {
-                        children.push(Box::new(LevelIter::new(kept, ReadPurpose::Scan, true)));
+                        children.push(Box::new(LevelIter::new(kept, purpose, true)));
                     }
                 }
             }
