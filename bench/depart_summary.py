@@ -12,6 +12,7 @@ split and merge-sort, tables probed and bytes read per get, memtable memory),
 DIR/results.json and DIR/throughput-<config>.svg, and prints the Markdown.
 """
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -71,6 +72,12 @@ def layout_result(d):
     f = d / "recovery.json"
     if f.exists():
         r["recovery"] = json.loads(f.read_text())
+        # Node 3's share of the ring differs between clusters (random tokens): the rate is
+        # what compares.
+        m = re.search(r"(\d+) entries", (d / "repair.txt").read_text()) if (d / "repair.txt").exists() else None
+        if m:
+            r["recovery"]["entries"] = int(m.group(1))
+            r["recovery"]["entries_per_s"] = int(m.group(1)) / max(r["recovery"]["repair_s"], 1e-9)
     return r
 
 
@@ -120,10 +127,12 @@ def table(config, results):
             f"{c['get_bytes_read'] / c['gets']:,.0f}" if c["gets"] else "-",
             f"{mem / 2**20:,.1f}",
             f"{r['recovery']['total_s']:.1f}" if "recovery" in r else "-",
+            f"{r['recovery'].get('entries', 0):,} / {r['recovery'].get('entries_per_s', 0):,.0f}"
+            if "recovery" in r else "-",
         ]) + " |")
     if rows:
-        lines += ["| layout | disk write / user byte (load, /proc) | table bytes written / flushed | compaction MiB | split MiB | merge-sort MiB | tables probed / get | bytes read / get | memtable MiB after load | recovery s |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]
+        lines += ["| layout | disk write / user byte (load, /proc) | table bytes written / flushed | compaction MiB | split MiB | merge-sort MiB | tables probed / get | bytes read / get | memtable MiB after load | recovery s | entries repaired / per s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]
     return "\n".join(lines)
 
 
@@ -134,7 +143,11 @@ def main(args):
     root = Path(args[0])
     everything = {}
     md = [f"## {root.name}", ""]
-    for config in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "cluster"):
+    def natural(p):  # S1 < S10 < S20 < S1000000
+        digits = "".join(c for c in p.name if c.isdigit())
+        return (p.name.rstrip("0123456789"), int(digits) if digits else 0, p.name)
+
+    for config in sorted((p for p in root.iterdir() if p.is_dir() and p.name != "cluster"), key=natural):
         results = {d.name: layout_result(d) for d in sorted(config.iterdir()) if d.is_dir()}
         if not results:
             continue
