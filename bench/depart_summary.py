@@ -160,6 +160,18 @@ def main(args):
             (root / f"throughput-{config.name}.svg").write_text(
                 throughput_svg(bars, title=f"{root.name} {config.name}: ops/s per phase",
                                colors=COLORS, ylabel="ops/s"))
+    # One layout across configurations (Exp#8's S values): one plot, a bar per configuration.
+    layouts = {l for results in everything.values() for l in results}
+    if len(everything) > 1 and len(layouts) == 1:
+        (layout,) = layouts
+        bars = {p: {c: {"run": {"throughput_ops": r[layout]["phases"][p]["throughput_ops"]}}
+                    for c, r in everything.items() if p in r[layout]["phases"]}
+                for p in PHASES if any(p in r[layout]["phases"] for r in everything.values())}
+        palette = ["#9ecae1", "#4292c6", "#08519c", "#08306b", "#6baed6", "#2171b5"]
+        colors = {c: palette[i % len(palette)] for i, c in enumerate(everything)}
+        (root / "throughput-all.svg").write_text(
+            throughput_svg(bars, title=f"{root.name} ({layout}): ops/s per phase",
+                           colors=colors, ylabel="ops/s"))
     (root / "results.json").write_text(json.dumps(everything, indent=1))
     (root / "results.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

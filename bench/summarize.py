@@ -106,7 +106,7 @@ def throughput_svg(results, title="YCSB throughput", colors=COLORS,
                    ylabel="ops/s (run phase, median)"):
     """Grouped bars: run-phase median throughput per workload (group) and system (bar)."""
     workloads = list(results)
-    systems = sorted({s for w in workloads for s in results[w]})
+    systems = list(dict.fromkeys(s for w in workloads for s in results[w]))  # first-seen order
     values = {(w, s): results[w][s]["run"]["throughput_ops"] for w in workloads for s in systems
               if "run" in results[w].get(s, {})}
     top = max(values.values(), default=1) * 1.1
