@@ -51,6 +51,8 @@ pub struct MemoryCoordinator {
     pub now_secs: AtomicI64,
     /// Reads served.
     pub reads: AtomicI64,
+    /// Entries those reads returned (what a replica would have read and sent).
+    pub entries_read: AtomicI64,
     /// The layout of tables created without one (`None`: the built-in default), as a
     /// server's configuration sets it.
     pub default_layout: Mutex<Option<String>>,
@@ -129,6 +131,8 @@ impl Coordinator for MemoryCoordinator {
             }
             entries.push((k.clone(), v.clone()));
         }
+        self.entries_read
+            .fetch_add(entries.len() as i64, Ordering::SeqCst);
         Ok(ReadResult { entries, exhausted })
     }
 

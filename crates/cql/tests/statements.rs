@@ -179,14 +179,7 @@ fn partition_in_token_ranges_and_per_partition_limit() {
     assert_eq!(h.rows("SELECT v FROM t WHERE k IN (3, 5, 3)").len(), 6);
     assert_eq!(h.rows("SELECT * FROM t PER PARTITION LIMIT 1").len(), 10);
     assert_eq!(h.rows("SELECT DISTINCT k FROM t").len(), 10);
-    let tokens: Vec<i64> = h
-        .rows("SELECT token(k) FROM t")
-        .into_iter()
-        .map(|r| match r[0] {
-            Some(CqlValue::BigInt(t)) => t,
-            _ => panic!(),
-        })
-        .collect();
+    let tokens = tokens_of(&mut h);
     assert!(
         tokens.windows(2).all(|w| w[0] <= w[1]),
         "range scans go in token order"
@@ -207,6 +200,71 @@ fn partition_in_token_ranges_and_per_partition_limit() {
     );
     let all = h.rows("SELECT count(*) FROM t");
     assert_eq!(all, vec![vec![Some(CqlValue::BigInt(30))]]);
+}
+
+#[test]
+fn token_range_scans_read_what_their_limit_needs_and_bounds_follow_cassandra() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
+    for k in 0..200 {
+        h.ok(&format!("INSERT INTO t (k, v) VALUES ({k}, {k})"));
+    }
+    let tokens = tokens_of(&mut h);
+    let from = tokens[50];
+    // YCSB's workload E: a token-range scan with a LIMIT. The token relation is the scan's
+    // range, not a filter, so the read asks for the rows LIMIT wants (plus the one that
+    // tells the range is not exhausted), not a whole chunk of 1,000.
+    let before = h.coordinator.entries_read.load(Ordering::SeqCst);
+    let rows = h.rows(&format!("SELECT k FROM t WHERE token(k) >= {from} LIMIT 5"));
+    let read = h.coordinator.entries_read.load(Ordering::SeqCst) - before;
+    assert_eq!(rows.len(), 5);
+    assert!(read <= 6, "a LIMIT 5 token scan read {read} entries");
+    let expected: Vec<Vec<Option<CqlValue>>> = h
+        .rows("SELECT k FROM t")
+        .into_iter()
+        .skip(50)
+        .take(5)
+        .collect();
+    assert_eq!(rows, expected);
+    // Both bounds, then the same side twice or `=` with another relation: as Cassandra.
+    let between = h.rows(&format!(
+        "SELECT k FROM t WHERE token(k) > {from} AND token(k) <= {}",
+        tokens[60]
+    ));
+    assert_eq!(between.len(), 10);
+    for (cql, message) in [
+        (
+            "SELECT k FROM t WHERE token(k) > 0 AND token(k) >= 5",
+            "More than one restriction was found for the start bound on k",
+        ),
+        (
+            "SELECT k FROM t WHERE token(k) < 0 AND token(k) <= 5",
+            "More than one restriction was found for the end bound on k",
+        ),
+        (
+            "SELECT k FROM t WHERE token(k) = 0 AND token(k) <= 5",
+            "k cannot be restricted by more than one relation if it includes an Equal",
+        ),
+        (
+            "SELECT k FROM t WHERE token(k) < 0 AND token(k) = 5",
+            "k cannot be restricted by more than one relation if it includes an Equal",
+        ),
+    ] {
+        let e = h.err(cql);
+        assert_eq!(code(&e), error_code::INVALID, "{cql}");
+        assert!(e.message.contains(message), "{cql}: {}", e.message);
+    }
+}
+
+/// `token(k)` of every row of `t`, in scan order.
+fn tokens_of(h: &mut Harness) -> Vec<i64> {
+    h.rows("SELECT token(k) FROM t")
+        .into_iter()
+        .map(|r| match r[0] {
+            Some(CqlValue::BigInt(t)) => t,
+            _ => panic!("token(k) is a bigint"),
+        })
+        .collect()
 }
 
 fn paged(h: &mut Harness, cql: &str, page: i32) -> (Vec<Vec<Option<CqlValue>>>, usize) {

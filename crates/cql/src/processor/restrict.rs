@@ -314,11 +314,38 @@ pub(crate) fn analyse(
                     )));
                 }
                 let t = token_of_term(value, ctx, table)?;
+                // As Cassandra: one relation per side, and `=` alone, so the range is
+                // exactly the tokens the relations accept (scans size their reads by it).
+                let names = pk.join(", ");
+                let had_eq = r.predicates.iter().any(|p| {
+                    matches!(
+                        p,
+                        Predicate::Token {
+                            op: Operator::Eq,
+                            ..
+                        }
+                    )
+                });
+                if (*op == Operator::Eq && r.token.is_some()) || had_eq {
+                    return Err(invalid(format!(
+                        "{names} cannot be restricted by more than one relation if it includes an Equal"
+                    )));
+                }
                 r.predicates.push(Predicate::Token { op: *op, value: t });
                 let (mut lo, mut hi) = r
                     .token
                     .take()
                     .unwrap_or((Bound::Unbounded, Bound::Unbounded));
+                let side = match op {
+                    Operator::Gt | Operator::Ge if !matches!(lo, Bound::Unbounded) => Some("start"),
+                    Operator::Lt | Operator::Le if !matches!(hi, Bound::Unbounded) => Some("end"),
+                    _ => None,
+                };
+                if let Some(side) = side {
+                    return Err(invalid(format!(
+                        "More than one restriction was found for the {side} bound on {names}"
+                    )));
+                }
                 match op {
                     Operator::Gt => lo = Bound::Excluded(t),
                     Operator::Ge => lo = Bound::Included(t),

@@ -707,11 +707,18 @@ impl Run<'_> {
     /// DISTINCT, PER PARTITION LIMIT, merge sorts) ask for the whole chunk.
     fn chunk_entries(&self, round: u32) -> usize {
         let plan = self.plan;
+        // Token relations are the scan's key range itself (the tightest bound of each
+        // side), so they never discard a row the range reads.
+        let filters = plan
+            .restrictions
+            .predicates
+            .iter()
+            .any(|p| !matches!(p, restrict::Predicate::Token { .. }));
         if plan.aggregate
             || plan.distinct
             || plan.merge_sort
             || plan.per_partition_limit.is_some()
-            || !plan.restrictions.predicates.is_empty()
+            || filters
         {
             return CHUNK_ENTRIES;
         }
