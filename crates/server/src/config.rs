@@ -92,6 +92,9 @@ pub struct StorageConfig {
     pub wal_sync_interval_ms: u64,
     /// Block cache per table (0 disables it).
     pub block_cache_size_bytes: u64,
+    /// Read tables with O_DIRECT, bypassing the OS page cache, so reads that miss the block
+    /// cache reach the disk (where the file system supports it; otherwise buffered reads).
+    pub direct_io: bool,
     /// Background compaction threads per table.
     pub compaction_threads: usize,
     /// Where reads and writes run their engine calls.
@@ -180,6 +183,7 @@ impl Default for StorageConfig {
             wal_sync: WalSync::Periodic,
             wal_sync_interval_ms: 10_000,
             block_cache_size_bytes: 64 << 20,
+            direct_io: false,
             compaction_threads: 1,
             engine_calls: EngineCalls::Inline,
             layout: mosaic_cql::schema::DEFAULT_LAYOUT.to_owned(),
@@ -407,6 +411,7 @@ impl StorageConfig {
             },
             memtable_size_bytes,
             block_cache_bytes: self.block_cache_size_bytes,
+            direct_io: self.direct_io,
             compaction_threads: self.compaction_threads,
             ..Options::default()
         })
