@@ -8,7 +8,10 @@
 # For each system: start a fresh cluster of --nodes nodes on 127.0.0.1..N in
 # DIR/<system>-cluster, `mosaic bench load` (keyspace at replication factor --rf)
 # then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
-# traffic from /proc/PID/io), and stop it right away. Needs a release build:
+# traffic from /proc/PID/io), and stop it right away. With several workloads
+# (--workload a,b,c,d,e,f) each cluster is loaded once and runs them in that order on the
+# same data, as YCSB's own documentation runs A–F: the load lands in DIR/load/ and each
+# workload's run in DIR/<workload>/ (E runs a tenth of --operations: its scans are slow). Needs a release build:
 # `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
 # (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
 # after each system unless KEEP=1.
@@ -26,7 +29,7 @@ while [ $# -gt 0 ]; do
         --systems) systems=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
         --rf) rf=$2; shift 2 ;;
-        *) sed -n '2,12p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,15p' "$0" >&2; exit 2 ;;
     esac
 done
 mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
@@ -45,11 +48,13 @@ done
 hosts_on() { seq -s, -f "127.0.0.%g:$1" 1 "$nodes"; }
 pids_in() { local f=""; for i in $(seq 1 "$nodes"); do f="$f${f:+,}$1/node$i/pid"; done; echo "$f"; }
 
-phase() { # system phase host pidfile extra...
-    local system=$1 phase=$2 host=$3 pidfile=$4; shift 4
-    "$mosaic" bench "$phase" --hosts "$host" --workload "$workload" --records "$records" \
+workloads=(${workload//,/ })
+phase() { # system phase workload dir host pidfile extra...
+    local system=$1 phase=$2 w=$3 dir=$4 host=$5 pidfile=$6; shift 6
+    mkdir -p "$dir"
+    "$mosaic" bench "$phase" --hosts "$host" --workload "$w" --records "$records" \
         --concurrency "$concurrency" --pid-files "$pidfile" --quiet \
-        --json "$out/$system-$phase.json" "$@" | tee "$out/$system-$phase.txt"
+        --json "$dir/$system-$phase.json" "$@" | tee "$dir/$system-$phase.txt"
 }
 
 for system in ${systems//,/ }; do
@@ -78,8 +83,18 @@ for system in ${systems//,/ }; do
             ;;
         *) echo "unknown system $system" >&2; exit 2 ;;
     esac
-    phase "$system" load "$host" "$pidfile" --rf "$rf"
-    phase "$system" run "$host" "$pidfile" --operations "$operations"
+    if [ ${#workloads[@]} -eq 1 ]; then
+        phase "$system" load "$workload" "$out" "$host" "$pidfile" --rf "$rf"
+        phase "$system" run "$workload" "$out" "$host" "$pidfile" --operations "$operations"
+    else
+        phase "$system" load "${workloads[0]}" "$out/load" "$host" "$pidfile" --rf "$rf"
+        for w in "${workloads[@]}"; do
+            ops=$operations
+            [ "$w" = e ] && ops=$((operations / 10))
+            echo "-- $system: workload $w, $ops operations"
+            phase "$system" run "$w" "$out/$w" "$host" "$pidfile" --operations "$ops"
+        done
+    fi
     du -sb "$cluster" | awk '{print "on disk after the run: " $1 " bytes"}' | tee "$out/$system-size.txt"
     "${stop[@]}"
     trap - EXIT

@@ -4,7 +4,7 @@
 #
 #   bench/depart.sh EXPERIMENT [--records N] [--operations N] [--scans N] [--nodes 5]
 #                   [--rf 3] [--concurrency 32] [--layouts uniform,multi-lsm,decoupled]
-#                   [--out DIR]
+#                   [--out DIR] [--set KEY=VALUE]...
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes, so an update rewrites the row as in
 # DEPART; zipfian 0.99 requests):
@@ -20,13 +20,18 @@
 # phase, every node's `mosaic stats --json` after the load and at the end); then
 # bench/depart_summary.py DIR/<experiment> writes results.md, results.json and SVG plots.
 # Needs a release build (cargo build --release -p mosaic-server). CQL port $PORT (49042);
-# the cluster directory is removed after each configuration unless KEEP=1.
+# the cluster directory is removed after each configuration unless KEEP=1. Every --set is
+# passed to `mosaic cluster up` for every cluster of the run (e.g. --set
+# storage.direct_io=true --set storage.block_cache_size_bytes=8388608 to make reads reach
+# the disk, --set cluster.replica_selection=primary-first for DEPART's read routing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 1 ] || { sed -n '2,24p' "$0" >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
 experiment=$1; shift
 records=2000000 operations=200000 scans=20000 nodes=5 rf=3 concurrency=32
 layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart
+common=()
 while [ $# -gt 0 ]; do
     case $1 in
         --records) records=$2; shift 2 ;;
@@ -37,7 +42,8 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=$2; shift 2 ;;
         --layouts) layouts=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
-        *) sed -n '2,24p' "$0" >&2; exit 2 ;;
+        --set) common+=("$2"); shift 2 ;;
+        *) usage ;;
     esac
 done
 mosaic=${MOSAIC_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/mosaic}
@@ -59,7 +65,7 @@ row=(--field-count 1 --field-length 1000)
 up() { # settings...
     down; rm -rf "$cluster"
     local set=()
-    for s in "$@"; do set+=(--set "$s"); done
+    for s in ${common[@]+"${common[@]}"} "$@"; do set+=(--set "$s"); done
     "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port "$port" \
         --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
 }

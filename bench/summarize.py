@@ -2,7 +2,8 @@
 """Medians over repeated bench/compare.sh runs.
 
     bench/summarize.py DIR1 DIR2 …      a Markdown table on stdout
-    bench/summarize.py --suite SUITE    SUITE/<workload>/r<N>/ from bench/suite.sh: writes
+    bench/summarize.py --suite SUITE    SUITE/<workload>/r<N>/ from bench/suite.sh (and
+                                        SUITE/load/r<N>/ where one load served them all): writes
                                         SUITE/results.{md,json}, SUITE/throughput.svg and
                                         SUITE/latency-<workload>.svg
 
@@ -33,7 +34,8 @@ def load(runs, system, phase):
 
 
 def systems_of(runs):
-    return sorted({p.name.split("-")[0] for d in runs for p in d.glob("*-load.json")})
+    return sorted({p.name.split("-")[0] for d in runs
+                   for p in [*d.glob("*-load.json"), *d.glob("*-run.json")]})
 
 
 def summary(runs):
@@ -179,13 +181,15 @@ def suite(root):
             continue
         s = summary(runs)
         results[wdir.name] = medians(s)
-        md.append(f"### Workload {wdir.name.upper()} ({len(runs)} runs; medians, range in parentheses)\n\n{markdown(s)}\n")
+        what = "Load (one per repeat, before the workloads)" if wdir.name == "load" else f"Workload {wdir.name.upper()}"
+        md.append(f"### {what} ({len(runs)} runs; medians, range in parentheses)\n\n{markdown(s)}\n")
         plot = cdf_svg(wdir.name, s)
         if plot:
             (root / f"latency-{wdir.name}.svg").write_text(plot)
     (root / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (root / "results.md").write_text("\n".join(md))
-    (root / "throughput.svg").write_text(throughput_svg(dict(sorted(results.items()))))
+    runs = {w: r for w, r in sorted(results.items()) if any("run" in p for p in r.values())}
+    (root / "throughput.svg").write_text(throughput_svg(runs))
     print("\n".join(md))
     print(f"wrote {root}/results.json, results.md, throughput.svg, latency-*.svg")
 
