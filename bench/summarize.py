@@ -175,7 +175,8 @@ def cdf_svg(workload, s):
 
 def suite(root):
     results, md = {}, []
-    for wdir in sorted(p for p in root.iterdir() if p.is_dir()):
+    # The shared load phase (if any) first, then the workloads in order.
+    for wdir in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: (p.name != "load", p.name)):
         runs = sorted(p for p in wdir.iterdir() if p.is_dir())
         if not runs:
             continue
