@@ -96,6 +96,12 @@ for system in ${systems//,/ }; do
         done
     fi
     du -sb "$cluster" | awk '{print "on disk after the run: " $1 " bytes"}' | tee "$out/$system-size.txt"
+    # Memory: each server process's peak and current resident set (kB), before it stops.
+    mem=$out; [ ${#workloads[@]} -eq 1 ] || mem=$out/load
+    for f in ${pidfile//,/ }; do
+        grep -E '^Vm(HWM|RSS)' "/proc/$(cat "$f")/status" | tr -s ' \t' ' ' | paste -sd' ' \
+            | sed "s|^|$(basename "$(dirname "$f")"): |"
+    done | tee "$mem/$system-memory.txt"
     "${stop[@]}"
     trap - EXIT
     # The data would add up over suites (~0.4 GB per run here); KEEP=1 keeps it.
