@@ -247,7 +247,7 @@ fn token_range_scans_read_what_their_limit_needs_and_bounds_follow_cassandra() {
         ),
         (
             "SELECT k FROM t WHERE token(k) < 0 AND token(k) = 5",
-            "k cannot be restricted by more than one relation if it includes an Equal",
+            "Columns \"k\" cannot be restricted by both an equality and an inequality relation",
         ),
     ] {
         let e = h.err(cql);

@@ -326,9 +326,14 @@ pub(crate) fn analyse(
                         }
                     )
                 });
-                if (*op == Operator::Eq && r.token.is_some()) || had_eq {
+                if had_eq {
                     return Err(invalid(format!(
                         "{names} cannot be restricted by more than one relation if it includes an Equal"
+                    )));
+                }
+                if *op == Operator::Eq && r.token.is_some() {
+                    return Err(invalid(format!(
+                        "Columns \"{names}\" cannot be restricted by both an equality and an inequality relation"
                     )));
                 }
                 r.predicates.push(Predicate::Token { op: *op, value: t });
