@@ -109,6 +109,9 @@ for w in workloads:
         if not p.exists():
             continue
         thr, ops = report(p)
+        if thr is None:
+            print(f"| {w} | {s} | no report (see {p.name} and its .err) | |")
+            continue
         p99 = ", ".join(f"{k} {v / 1000:.2f}" for k, v in sorted(ops.items()) if k != "cleanup")
         print(f"| {w.upper() if w != 'load' else 'load'} | {s} | {thr:,.0f} | {p99} |")
 EOF
