@@ -92,7 +92,7 @@ out, workloads, systems = Path(sys.argv[1]), ["load"] + sys.argv[2].split(","), 
 def report(path):
     ops, thr = {}, None
     for line in path.read_text().splitlines():
-        m = re.match(r"\[([A-Z-]+)\], ([A-Za-z0-9()]+), ([0-9.]+)", line)
+        m = re.match(r"\[([A-Z-]+)\], ([^,]+), ([0-9.]+)", line)
         if not m:
             continue
         sec, name, val = m.group(1), m.group(2), float(m.group(3))
