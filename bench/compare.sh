@@ -32,17 +32,11 @@ while [ $# -gt 0 ]; do
         *) sed -n '2,15p' "$0" >&2; exit 2 ;;
     esac
 done
-mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
-[ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+. "$root/bench/lib.sh"
+find_mosaic "$root"
 mkdir -p "$out"
 port=${PORT:-39042}
-# A node already listening there (someone else's) would answer in place of ours.
-for p in $port $((port + 1)); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-        echo "127.0.0.1:$p is taken; set PORT" >&2
-        exit 1
-    fi
-done
+require_free_ports "$port" $((port + 1))
 
 # Every node's CQL address and pid file, comma-separated.
 hosts_on() { seq -s, -f "127.0.0.%g:$1" 1 "$nodes"; }

@@ -31,15 +31,10 @@ while [ $# -gt 0 ]; do
         *) usage ;;
     esac
 done
-mosaic=${CARGO_TARGET_DIR:-$root/target}/release/mosaic
-[ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+. "$root/bench/lib.sh"
+find_mosaic "$root"
 port=${PORT:-39042}
-for p in $port $((port + 1)); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-        echo "127.0.0.1:$p is taken; set PORT" >&2
-        exit 1
-    fi
-done
+require_free_ports "$port" $((port + 1))
 mkdir -p "$out"
 hosts=$(seq -s, -f "127.0.0.%g" 1 "$nodes")
 stop=()

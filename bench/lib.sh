@@ -1,0 +1,20 @@
+# Shared by the bench scripts (sourced, not run): the release binary and free ports.
+
+# Sets $mosaic to the release `mosaic` binary under $CARGO_TARGET_DIR (or $1/target), or
+# exits with how to build it.
+find_mosaic() { # repo-root
+    mosaic=${CARGO_TARGET_DIR:-$1/target}/release/mosaic
+    [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+}
+
+# Exits unless every given port on 127.0.0.1 is free: a node already listening there
+# (someone else's) would answer in place of ours.
+require_free_ports() { # port...
+    local p
+    for p in "$@"; do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+            echo "127.0.0.1:$p is taken; set PORT" >&2
+            exit 1
+        fi
+    done
+}
