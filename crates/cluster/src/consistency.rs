@@ -2,69 +2,9 @@
 //!
 //! Owns how many replicas each level waits for and the failures a client sees, with the
 //! counts Cassandra reports (`Unavailable`: required and alive; timeouts: received and
-//! block-for). One datacenter: LOCAL_* levels count the same replicas as the plain ones.
+//! block-for). The levels themselves are `mosaic_types::ConsistencyLevel`.
 
-/// A consistency level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConsistencyLevel {
-    /// A write stored anywhere, a hint included (writes only).
-    Any,
-    /// One replica.
-    One,
-    /// Two replicas.
-    Two,
-    /// Three replicas.
-    Three,
-    /// A majority of the replicas.
-    Quorum,
-    /// Every replica.
-    All,
-    /// One replica of the local datacenter.
-    LocalOne,
-    /// A majority of the local datacenter's replicas.
-    LocalQuorum,
-    /// A majority in each datacenter.
-    EachQuorum,
-    /// Paxos serial (not served; counted as QUORUM where a read asks for it).
-    Serial,
-    /// Paxos local serial (as `Serial`).
-    LocalSerial,
-}
-
-impl ConsistencyLevel {
-    /// Replicas that must answer for replication factor `rf`.
-    pub fn block_for(self, rf: usize) -> usize {
-        let quorum = rf / 2 + 1;
-        match self {
-            ConsistencyLevel::Any | ConsistencyLevel::One | ConsistencyLevel::LocalOne => 1,
-            ConsistencyLevel::Two => 2,
-            ConsistencyLevel::Three => 3,
-            ConsistencyLevel::Quorum
-            | ConsistencyLevel::LocalQuorum
-            | ConsistencyLevel::EachQuorum
-            | ConsistencyLevel::Serial
-            | ConsistencyLevel::LocalSerial => quorum,
-            ConsistencyLevel::All => rf,
-        }
-    }
-
-    /// The protocol name (`QUORUM`, `LOCAL_ONE`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            ConsistencyLevel::Any => "ANY",
-            ConsistencyLevel::One => "ONE",
-            ConsistencyLevel::Two => "TWO",
-            ConsistencyLevel::Three => "THREE",
-            ConsistencyLevel::Quorum => "QUORUM",
-            ConsistencyLevel::All => "ALL",
-            ConsistencyLevel::LocalOne => "LOCAL_ONE",
-            ConsistencyLevel::LocalQuorum => "LOCAL_QUORUM",
-            ConsistencyLevel::EachQuorum => "EACH_QUORUM",
-            ConsistencyLevel::Serial => "SERIAL",
-            ConsistencyLevel::LocalSerial => "LOCAL_SERIAL",
-        }
-    }
-}
+pub use mosaic_types::ConsistencyLevel;
 
 /// Why a coordinated request failed, as the client will be told.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -139,21 +79,4 @@ pub enum ClusterError {
     /// Local storage refused.
     #[error("{0}")]
     Storage(String),
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn block_for_follows_cassandra() {
-        use ConsistencyLevel as C;
-        assert_eq!(C::One.block_for(3), 1);
-        assert_eq!(C::Quorum.block_for(3), 2);
-        assert_eq!(C::Quorum.block_for(4), 3);
-        assert_eq!(C::LocalQuorum.block_for(5), 3);
-        assert_eq!(C::All.block_for(3), 3);
-        assert_eq!(C::Three.block_for(1), 3);
-        assert_eq!(C::Quorum.block_for(1), 1);
-    }
 }

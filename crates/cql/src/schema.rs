@@ -44,7 +44,7 @@ pub struct Uuid(pub [u8; 16]);
 impl Uuid {
     /// A random (version 4) UUID.
     pub fn random() -> Uuid {
-        let mut bytes: [u8; 16] = rand::random();
+        let mut bytes: [u8; 16] = mosaic_env::rng::random_bytes();
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
         Uuid(bytes)

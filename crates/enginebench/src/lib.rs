@@ -528,7 +528,7 @@ fn run_phase(
 ) -> Result<PhaseResult> {
     let engine = slot.engine.as_ref();
     let data = &mut slot.data;
-    let io0 = ProcIo::now();
+    let io0 = ProcIo::of_self().unwrap_or_default();
     let cpu0 = sys::cpu_seconds();
     let c0 = engine.counters();
     let mut r = match kind {
@@ -540,7 +540,7 @@ fn run_phase(
         PhaseKind::SeekRandom => seek_random(config, engine, data, label, phase_seed)?,
     };
     sys::sync_fs(&slot.dir)?;
-    r.io = ProcIo::now().since(&io0);
+    r.io = ProcIo::of_self().unwrap_or_default().since(&io0);
     r.cpu_secs = sys::cpu_seconds() - cpu0;
     r.counters = engine.counters().since(&c0);
     r.db_bytes = dir_bytes(&slot.dir);

@@ -1,34 +1,30 @@
 //! Keys, values and the random numbers behind them: deterministic, so a read can check
 //! exactly what the last write of a key stored.
 
-/// SplitMix64: tiny, fast and good enough to pick keys and fill values.
+/// The key and value generator: SplitMix64 (`mosaic_env`'s seeded generator), seeded as
+/// this benchmark always has been so its key streams stay the same across versions.
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub struct Rng(SplitMix64);
 
 impl Rng {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(SplitMix64::new(seed ^ 0x9E37_79B9_7F4A_7C15))
     }
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
+        self.0.next_u64()
     }
 
     /// A number in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+        self.0.below(n)
     }
 }
 
-/// The SplitMix64 finaliser: a bijective hash of 64 bits.
-pub fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+pub use mosaic_env::rng::mix64 as mix;
+use mosaic_env::SplitMix64;
 
 /// Writes key number `n` into `buf` as zero-padded decimal filling the whole buffer
 /// (`format!("{:0width$}", n)` without the allocation), so byte order is numeric order.

@@ -1,12 +1,27 @@
-//! Wall-clock time as the engine sees it (tombstone garbage collection, file creation times).
+//! Time as the core crates see it: wall-clock time (tombstone garbage collection, file
+//! creation times, write timestamps) and a monotonic clock (durations, deadlines, stalls).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-/// A source of wall-clock time in microseconds since the Unix epoch.
+/// A source of time.
 pub trait Clock: Send + Sync + 'static {
-    /// Microseconds since the Unix epoch.
+    /// Wall-clock microseconds since the Unix epoch (may jump when the clock is set).
     fn now_micros(&self) -> u64;
+    /// Microseconds on a monotonic clock with an arbitrary origin: never goes back, for
+    /// measuring durations and deadlines.
+    fn monotonic_micros(&self) -> u64;
+}
+
+/// Microseconds since the first call in this process, on the operating system's monotonic
+/// clock.
+pub fn monotonic_micros() -> u64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    #[allow(clippy::disallowed_methods)] // The sanctioned reading of the monotonic clock.
+    let now = Instant::now();
+    now.saturating_duration_since(*ORIGIN.get_or_init(|| now))
+        .as_micros() as u64
 }
 
 /// The operating system's clock.
@@ -16,10 +31,15 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now_micros(&self) -> u64 {
         // A clock before 1970 is a misconfigured machine; report the epoch rather than panic.
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
+        #[allow(clippy::disallowed_methods)] // The sanctioned reading of the wall clock.
+        let now = SystemTime::now();
+        now.duration_since(UNIX_EPOCH)
             .map(|d| d.as_micros() as u64)
             .unwrap_or(0)
+    }
+
+    fn monotonic_micros(&self) -> u64 {
+        monotonic_micros()
     }
 }
 
@@ -50,6 +70,12 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now_micros(&self) -> u64 {
+        self.now_micros.load(Ordering::SeqCst)
+    }
+
+    /// The same reading as [`Clock::now_micros`]: a manual clock only moves forward unless
+    /// a test sets it back on purpose.
+    fn monotonic_micros(&self) -> u64 {
         self.now_micros.load(Ordering::SeqCst)
     }
 }

@@ -2,46 +2,7 @@
 
 use std::fmt;
 
-/// How a table's replicas are stored on each node (the `layout` table option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Layout {
-    /// Every replica in one LSM-tree (Cassandra's uniform indexing).
-    Uniform,
-    /// One LSM-tree per replica source: k trees per node at replication factor k.
-    MultiLsm,
-    /// DEPART: primary copies in an LSM-tree, redundant copies in a two-layer log.
-    Decoupled,
-}
-
-impl Layout {
-    /// Every layout, in the order they are documented.
-    pub const ALL: [Layout; 3] = [Layout::Uniform, Layout::MultiLsm, Layout::Decoupled];
-
-    /// The layout named `name` (as the `layout` option spells it), if any.
-    pub fn parse(name: &str) -> Option<Layout> {
-        match name {
-            "uniform" => Some(Layout::Uniform),
-            "multi-lsm" => Some(Layout::MultiLsm),
-            "decoupled" => Some(Layout::Decoupled),
-            _ => None,
-        }
-    }
-
-    /// The layout's name as the `layout` option spells it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Layout::Uniform => "uniform",
-            Layout::MultiLsm => "multi-lsm",
-            Layout::Decoupled => "decoupled",
-        }
-    }
-}
-
-impl fmt::Display for Layout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use mosaic_types::Layout;
 
 /// The node a redundant copy comes from: the primary replica of its token, by host id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -22,8 +22,7 @@ use mosaic_cluster::env::{Entries, Hint};
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
-    ClusterError, ConsistencyLevel, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey,
-    WireMutation,
+    ClusterError, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey, WireMutation,
 };
 use mosaic_cql::coordinator::{
     ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
@@ -383,25 +382,6 @@ fn record(
         .record(started.elapsed().as_secs_f64());
 }
 
-/// The cluster's name for a protocol consistency level.
-fn level(cl: Consistency) -> ConsistencyLevel {
-    match cl {
-        Consistency::Any => ConsistencyLevel::Any,
-        Consistency::One => ConsistencyLevel::One,
-        Consistency::Two => ConsistencyLevel::Two,
-        Consistency::Three => ConsistencyLevel::Three,
-        Consistency::Quorum => ConsistencyLevel::Quorum,
-        Consistency::All => ConsistencyLevel::All,
-        Consistency::LocalQuorum => ConsistencyLevel::LocalQuorum,
-        Consistency::EachQuorum => ConsistencyLevel::EachQuorum,
-        Consistency::Serial => ConsistencyLevel::Serial,
-        Consistency::LocalSerial => ConsistencyLevel::LocalSerial,
-        Consistency::LocalOne => ConsistencyLevel::LocalOne,
-        // A level added to the protocol later: the strictest reading is the safe one.
-        _ => ConsistencyLevel::All,
-    }
-}
-
 /// A peer as the system tables describe it.
 pub fn node_info(state: &EndpointState, up: bool) -> NodeInfo {
     let app = &state.app;
@@ -457,7 +437,7 @@ impl Coordinator for ClusterCoordinator {
             })
             .collect();
         let started = std::time::Instant::now();
-        let result = self.node.write(writes, level(consistency)).await;
+        let result = self.node.write(writes, consistency).await;
         record("write", consistency, started, result.as_ref().err());
         result.map_err(|e| self.error(e, consistency))
     }
@@ -470,12 +450,7 @@ impl Coordinator for ClusterCoordinator {
         let started = std::time::Instant::now();
         let result = self
             .node
-            .read(
-                command.table.0,
-                command.range,
-                command.limit,
-                level(consistency),
-            )
+            .read(command.table.0, command.range, command.limit, consistency)
             .await;
         record("read", consistency, started, result.as_ref().err());
         let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;

@@ -418,26 +418,15 @@ fn log_tail(path: &Path) -> String {
     }
 }
 
-/// Whether `pid` is a live process (a zombie has exited).
-fn process_alive(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
-}
+use mosaic_env::proc::process_alive;
 
 /// Whether `pid` runs `mosaic server` with `config` (see the module doc).
 fn runs_config(pid: u32, config: &Path) -> bool {
-    let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(args) = mosaic_env::proc::cmdline(pid) else {
         return false;
     };
-    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
     let config = config.as_os_str().as_encoded_bytes();
-    args.contains(&b"server".as_slice()) && args.contains(&config)
+    args.iter().any(|a| a == b"server") && args.iter().any(|a| a == config)
 }
 
 /// The pid of this node's running server, if its pid file names one; a stale pid file

@@ -1,4 +1,5 @@
-//! Mosaic's shared vocabulary: tokens, write timestamps, CQL types and CQL values.
+//! Mosaic's shared vocabulary: tokens, ids, consistency levels, policy names, write
+//! timestamps, CQL types and CQL values.
 //!
 //! Owns the definitions every other crate must agree on bit for bit:
 //! - [`token_of`]: Cassandra's Murmur3 partitioner token of a partition key (drivers route
@@ -8,19 +9,29 @@
 //!   native-protocol serialization with Cassandra's validation, and Cassandra's ordering of
 //!   values ([`CqlValue::cql_cmp`]);
 //! - [`Varint`] and [`Decimal`]: arbitrary-precision numbers without a bignum dependency;
-//! - [`Timestamp`]: write timestamps in microseconds.
+//! - [`Timestamp`]: write timestamps in microseconds;
+//! - [`ConsistencyLevel`]: one enum from the CQL frame to the coordinator;
+//! - [`HostId`], [`TableId`]: the ids that cross crates, as newtypes;
+//! - [`Layout`], [`ReplicaSelection`]: policies named in config and CQL options, parsed
+//!   once into enums whose parse errors name the valid values.
 //!
 //! Pure data and functions: no I/O, no clock, no dependency on any other Mosaic crate, so
 //! every layer (storage, scheduling, cluster, CQL) can use it.
 #![deny(clippy::indexing_slicing)]
 
+pub mod consistency;
 pub mod cql_type;
+pub mod ids;
+pub mod layout;
 pub mod number;
 pub mod time;
 pub mod token;
 pub mod value;
 
+pub use consistency::{ConsistencyLevel, ParseConsistencyError};
 pub use cql_type::{CqlType, ParseTypeError};
+pub use ids::{HostId, ParseIdError, TableId};
+pub use layout::{Layout, ParsePolicyError, ReplicaSelection};
 pub use number::{Decimal, DecimalParts, NumberError, Varint};
 pub use time::{secs_from_micros, Timestamp, MICROS_PER_SEC};
 pub use token::{compose_partition_key, token_of, Token, PARTITION_KEY_LEN_MAX};

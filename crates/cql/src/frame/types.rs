@@ -7,89 +7,9 @@ use mosaic_types::CqlType;
 use super::wire::{put_string, EncodeError};
 use super::ProtocolVersion;
 
-/// A consistency level (`[consistency]`, §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Consistency {
-    /// 0x0000.
-    Any,
-    /// 0x0001.
-    One,
-    /// 0x0002.
-    Two,
-    /// 0x0003.
-    Three,
-    /// 0x0004.
-    Quorum,
-    /// 0x0005.
-    All,
-    /// 0x0006.
-    LocalQuorum,
-    /// 0x0007.
-    EachQuorum,
-    /// 0x0008.
-    Serial,
-    /// 0x0009.
-    LocalSerial,
-    /// 0x000A.
-    LocalOne,
-}
-
-impl Consistency {
-    /// Every level, in code order.
-    pub const ALL: [Consistency; 11] = [
-        Consistency::Any,
-        Consistency::One,
-        Consistency::Two,
-        Consistency::Three,
-        Consistency::Quorum,
-        Consistency::All,
-        Consistency::LocalQuorum,
-        Consistency::EachQuorum,
-        Consistency::Serial,
-        Consistency::LocalSerial,
-        Consistency::LocalOne,
-    ];
-
-    /// The wire code.
-    pub fn code(self) -> u16 {
-        match self {
-            Consistency::Any => 0x0000,
-            Consistency::One => 0x0001,
-            Consistency::Two => 0x0002,
-            Consistency::Three => 0x0003,
-            Consistency::Quorum => 0x0004,
-            Consistency::All => 0x0005,
-            Consistency::LocalQuorum => 0x0006,
-            Consistency::EachQuorum => 0x0007,
-            Consistency::Serial => 0x0008,
-            Consistency::LocalSerial => 0x0009,
-            Consistency::LocalOne => 0x000A,
-        }
-    }
-
-    /// The level for a wire code.
-    pub fn from_code(code: u16) -> Option<Consistency> {
-        Consistency::ALL.into_iter().find(|c| c.code() == code)
-    }
-
-    /// Cassandra's name (`LOCAL_QUORUM`, …), as in its error messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Consistency::Any => "ANY",
-            Consistency::One => "ONE",
-            Consistency::Two => "TWO",
-            Consistency::Three => "THREE",
-            Consistency::Quorum => "QUORUM",
-            Consistency::All => "ALL",
-            Consistency::LocalQuorum => "LOCAL_QUORUM",
-            Consistency::EachQuorum => "EACH_QUORUM",
-            Consistency::Serial => "SERIAL",
-            Consistency::LocalSerial => "LOCAL_SERIAL",
-            Consistency::LocalOne => "LOCAL_ONE",
-        }
-    }
-}
+/// A consistency level (`[consistency]`, §3): the one enum every layer shares; its wire
+/// codes are read and written here, at the protocol edge.
+pub use mosaic_types::ConsistencyLevel as Consistency;
 
 /// A column or bind-marker type as an `[option]` (§4.2.5.2): the native types of
 /// [`CqlType`] plus the ones Mosaic doesn't store yet, so metadata can describe anything a

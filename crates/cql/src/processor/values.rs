@@ -408,8 +408,11 @@ fn timeuuid_from_ticks(ticks: i64, clock_and_node: u64) -> [u8; 16] {
 pub(crate) fn timeuuid_at(micros: i64) -> [u8; 16] {
     let ticks = micros.saturating_mul(10).saturating_add(UUID_EPOCH_OFFSET);
     // Random low bits of the timestamp too, so two calls in one microsecond differ.
-    let jitter: u64 = rand::random::<u64>() % 10;
-    timeuuid_from_ticks(ticks.saturating_add(jitter as i64), rand::random())
+    let jitter: u64 = mosaic_env::rng::random_u64() % 10;
+    timeuuid_from_ticks(
+        ticks.saturating_add(jitter as i64),
+        mosaic_env::rng::random_u64(),
+    )
 }
 
 fn bounding_timeuuid(millis: i64, max: bool) -> [u8; 16] {
