@@ -1,4 +1,5 @@
 //! `mosaic-cql-bench`: prepared INSERT / SELECT-by-key throughput over CQL.
+#![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
 use clap::Parser;
 use mosaic_bench::kv::{run, KvConfig};

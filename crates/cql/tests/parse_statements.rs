@@ -1,5 +1,6 @@
 //! Scenario: realistic CQL from drivers, cqlsh users, YCSB and schema scripts parses into
 //! the expected statements, and what Mosaic refuses is refused with the right error class.
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 
 use mosaic_cql::ast::*;
 use mosaic_cql::parse::{parse_statement, parse_statements, Feature, ParseError};

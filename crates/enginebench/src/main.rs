@@ -1,5 +1,6 @@
 //! `mosaic-enginebench`: db_bench-style workloads on Mosaic's engine and (with the
 //! `rocksdb` feature) on RocksDB, in one run. See `BENCHMARKS.md`.
+#![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
 use std::path::PathBuf;
 

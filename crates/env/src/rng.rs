@@ -79,12 +79,14 @@ impl SplitMix64 {
 
 /// 64 bits from the operating system's generator (not reproducible: for unique ids).
 pub fn random_u64() -> u64 {
+    #[allow(clippy::disallowed_methods)] // The sanctioned use of the system's generator.
     rand::random()
 }
 
 /// `N` bytes from the operating system's generator (not reproducible: for unique ids).
 pub fn random_bytes<const N: usize>() -> [u8; N] {
     let mut out = [0u8; N];
+    #[allow(clippy::disallowed_methods)] // The sanctioned use of the system's generator.
     rand::Rng::fill(&mut rand::thread_rng(), &mut out[..]);
     out
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -483,9 +483,7 @@ impl Db {
         let inner = Arc::new(inner);
         let mut threads = Vec::new();
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name)
-                .spawn(f)
+            mosaic_env::thread::spawn_named(name, f)
                 .map_err(|e| Error::io("spawning a thread for", &dir, e))
         };
         let i = inner.clone();
@@ -1101,7 +1099,8 @@ impl Inner {
     /// Called only by the leader writer.
     fn make_room(&self) -> Result<Arc<Memtable>> {
         let mut st = self.state.lock();
-        let mut stall_start: Option<Instant> = None;
+        // Real monotonic time: a stall is a real wait on a condvar, whatever the engine's clock.
+        let mut stall_start: Option<u64> = None;
         loop {
             if let Some(p) = &st.poisoned {
                 return Err(Error::Poisoned { cause: p.clone() });
@@ -1118,7 +1117,7 @@ impl Inner {
                 || l0 >= self.opts.level0_stall_tables;
             if must_wait && !st.wal_broken {
                 if stall_start.is_none() {
-                    stall_start = Some(Instant::now());
+                    stall_start = Some(mosaic_env::monotonic_micros());
                     Counters::inc(&self.counters.write_stalls);
                 }
                 self.state_cv.notify_all();
@@ -1132,7 +1131,7 @@ impl Inner {
             if let Some(t) = stall_start {
                 Counters::add(
                     &self.counters.write_stall_micros,
-                    t.elapsed().as_micros() as u64,
+                    mosaic_env::monotonic_micros().saturating_sub(t),
                 );
             }
             return Ok(st.mem.clone());
@@ -1193,18 +1192,20 @@ impl Inner {
     fn periodic_sync_loop(&self, interval: Duration) {
         loop {
             {
-                // The condvar is shared with other events: wait out the whole interval.
-                let deadline = Instant::now() + interval;
+                // The condvar is shared with other events: wait out the whole interval (real
+                // monotonic time, as the condvar waits in it).
+                let deadline = mosaic_env::monotonic_micros() + interval.as_micros() as u64;
                 let mut st = self.state.lock();
                 loop {
                     if st.closing {
                         return;
                     }
-                    let now = Instant::now();
+                    let now = mosaic_env::monotonic_micros();
                     if now >= deadline {
                         break;
                     }
-                    self.state_cv.wait_for(&mut st, deadline - now);
+                    self.state_cv
+                        .wait_for(&mut st, Duration::from_micros(deadline - now));
                 }
             }
             let mut wal = self.wal.lock();

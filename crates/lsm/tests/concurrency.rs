@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: writers, readers and maintenance run concurrently while a tiny memtable makes
 //! flushes, compactions and write stalls happen all the time.
 //!

@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: bytes of a closed database are damaged; reopening and reading must report the
 //! damage as a typed error naming the file, or (for a WAL) replay up to the damaged record
 //! and list the drop in the recovery report — never return a wrong value, never lose a key

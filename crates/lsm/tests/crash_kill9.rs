@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: the process is killed with SIGKILL while writing; every acknowledged write
 //! survives, batches are all-or-nothing, and no key ever holds a value nobody wrote.
 //!

@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: the disk fills up (a `FaultyFs` space budget) while the WAL is appended, while a
 //! memtable is flushed, and while a manual or background compaction runs. Every
 //! acknowledged write stays readable; while the disk is full, writes fail with

@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: an fsync fails (`Faults::set_fail_sync`). The write (or flush) that hit it
 //! returns an error; from then on the engine refuses writes with `Error::Poisoned` — even
 //! after fsync works again, since the kernel may have dropped the dirty pages — until it is

@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! Scenario: random operation sequences checked against a `BTreeMap` model.
 //!
 //! Each case opens a fresh database with a tiny memtable and small tables and levels, so

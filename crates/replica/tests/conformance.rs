@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 //! The conformance suite: every layout stores, reads, scans, overwrites, deletes and
 //! reopens alike under mixed roles, and agrees with a `BTreeMap` model per role over
 //! random operations. The decoupled layout runs with tiny memtables and a small log

@@ -17,6 +17,7 @@
 //! (tokio and TCP for the cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP
 //! endpoint), [`auth`] (the authenticator seam), [`net`] (CQL connections and frames),
 //! [`server`] (lifecycle), [`launcher`] (local clusters), [`tools`], [`shell`].
+#![allow(clippy::disallowed_methods)] // The composition root: it runs the real clock, threads and tokio for the core crates.
 
 mod admin;
 mod auth;

@@ -4,6 +4,7 @@
 //! `MOSAIC_SIM_SEED=<n>` reruns one seed (the one a failure printed), exactly;
 //! `MOSAIC_SIM_SEEDS=<count>` changes how many seeds CI runs (split across two tests so
 //! both cores work).
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 
 use std::time::Instant;
 

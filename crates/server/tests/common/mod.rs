@@ -6,6 +6,7 @@
 //! decoded here by hand (including LZ4 blocks), so the tests do not trust the server's
 //! own encoder to check itself.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, dead_code)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,0 +1,115 @@
+//! Valid inputs for each target, built with the crates' own encoders, so mutations start
+//! from bytes that pass the outer checks (frame headers, checksums) and reach the inner
+//! decoders.
+
+use std::net::SocketAddr;
+
+use mosaic_cluster::message::{encode_frame, Body, Envelope, PROTOCOL_VERSION};
+use mosaic_lsm::{Db, Options};
+
+/// The seed inputs of target `name` (empty for an unknown name).
+pub fn seeds(name: &str) -> Vec<Vec<u8>> {
+    match name {
+        "cql_frame" => cql_frames(),
+        "cql_parser" => CQL.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        "cql_statements" => CQL
+            .iter()
+            .map(|s| [&[3u8, 1, 2, 3][..], s.as_bytes()].concat())
+            .collect(),
+        "internode_frame" => internode_frames(),
+        "row_decoders" => vec![
+            vec![0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7],
+            vec![0x81, 1, b'a', 0, 0, 0, 0, 2],
+        ],
+        // An odd first byte makes the target write a valid table from the rest.
+        "table_reader" => vec![
+            (0u8..=255).collect(),
+            [&[1u8][..], b"keys and values for a small table"].concat(),
+        ],
+        "wal_reader" => engine_files(),
+        _ => Vec::new(),
+    }
+}
+
+const CQL: [&str; 6] = [
+    "SELECT * FROM t WHERE k = 1",
+    "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00) USING TTL 10",
+    "UPDATE t SET v = 'b' WHERE k IN (1, 2)",
+    "SELECT k, count(*) FROM c WHERE k = 1 AND (c1, c2) > (1, 'a') ORDER BY c1 ASC LIMIT 3",
+    "BEGIN BATCH INSERT INTO t (k, v) VALUES (?, ?); DELETE FROM t WHERE k = 2; APPLY BATCH",
+    "CREATE TABLE x (a int, b text, PRIMARY KEY (a, b)) WITH CLUSTERING ORDER BY (b DESC)",
+];
+
+/// A v4 request frame: header (version, flags, stream, opcode, length) and body.
+fn request(opcode: u8, body: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x04, 0x00, 0x00, 0x01, opcode];
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
+fn cql_frames() -> Vec<Vec<u8>> {
+    let mut startup = vec![0, 1];
+    for s in ["CQL_VERSION", "3.0.0"] {
+        startup.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        startup.extend_from_slice(s.as_bytes());
+    }
+    let q = CQL[0].as_bytes();
+    let mut query = (q.len() as u32).to_be_bytes().to_vec();
+    query.extend_from_slice(q);
+    query.extend_from_slice(&[0x00, 0x01, 0x00]); // consistency ONE, no flags
+    let mut stream = request(0x01, &startup);
+    stream.extend(request(0x07, &query));
+    stream.extend(request(0x05, &[])); // OPTIONS
+                                       // The first byte is the target's selector.
+    vec![
+        [&[0u8][..], &stream].concat(),
+        [&[7u8][..], &stream].concat(),
+    ]
+}
+
+fn internode_frames() -> Vec<Vec<u8>> {
+    let from: SocketAddr = ([127, 0, 0, 1], 7000).into();
+    let bodies = [
+        Body::WriteAck,
+        Body::ReadData {
+            entries: vec![(b"key".to_vec(), b"fragment".to_vec())],
+            exhausted: true,
+        },
+    ];
+    bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, body)| {
+            encode_frame(&Envelope {
+                version: PROTOCOL_VERSION,
+                from,
+                id: i as u64,
+                body,
+            })
+        })
+        .collect()
+}
+
+/// The write-ahead log and manifest of a small database.
+fn engine_files() -> Vec<Vec<u8>> {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    for i in 0u32..20 {
+        db.put(&i.to_be_bytes(), u64::from(i), b"value").unwrap();
+    }
+    db.delete(&3u32.to_be_bytes(), 100).unwrap();
+    db.close().unwrap();
+    let mut files: Vec<Vec<u8>> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path.file_name()?.to_str()?.to_owned();
+            (name.ends_with(".log") || name.starts_with("MANIFEST-"))
+                .then(|| std::fs::read(&path).ok())
+                .flatten()
+        })
+        .collect();
+    files.sort();
+    files
+}
