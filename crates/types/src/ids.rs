@@ -40,7 +40,12 @@ pub struct ParseIdError(pub String);
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        // Serde sees the 16 bytes (a newtype struct), so wire formats that carried a bare
+        // `[u8; 16]` (postcard, internode messages) are unchanged.
+        #[derive(
+            Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord,
+            serde::Serialize, serde::Deserialize,
+        )]
         pub struct $name(pub [u8; 16]);
 
         impl $name {
