@@ -1,0 +1,213 @@
+//! Version bookkeeping: allocating file ids, opening tables, and installing a version edit
+//! — recorded in the manifest first, then made visible to readers in one critical section.
+//!
+//! This is the one place the manifest is appended to, so the rule "a change is durable in
+//! the manifest before anyone sees it" lives in one function ([`Inner::install`]). A
+//! manifest whose append failed is never appended to again: a new one holding the whole
+//! state replaces it, and a failure that leaves the disk's state unknown poisons the engine.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::table::TableReader;
+use crate::version::{
+    manifest_file_name, table_file_name, ManifestWriter, TableHandle, TableMeta, Version,
+    VersionEdit,
+};
+
+use super::{Inner, State};
+
+impl Inner {
+    pub(super) fn alloc_file_id(&self) -> u64 {
+        let mut st = self.state.lock();
+        let id = st.next_file_id;
+        st.next_file_id += 1;
+        id
+    }
+
+    /// Opens table `meta` for reading, from the local file or the configured table store.
+    pub(super) fn open_table(&self, meta: TableMeta) -> Result<TableHandle> {
+        let path = self.dir.join(table_file_name(meta.id));
+        let file = if meta.location.is_empty() {
+            self.fs
+                .open_read(&path, self.opts.direct_io)
+                .map_err(|e| Error::io("opening", &path, e))?
+        } else {
+            let store = self.opts.table_store.as_ref().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "table {} lives at {:?} but no table store is configured",
+                    meta.id, meta.location
+                ))
+            })?;
+            store
+                .open(&meta.location)
+                .map_err(|e| Error::io("opening", &meta.location, e))?
+        };
+        let reader = TableReader::open(
+            file,
+            path.clone(),
+            meta.id,
+            self.cache.clone(),
+            self.counters.clone(),
+        )?;
+        Ok(TableHandle::new(
+            meta,
+            Arc::new(reader),
+            self.fs.clone(),
+            path,
+        ))
+    }
+
+    /// The whole current state as one edit (the first record of a new manifest).
+    pub(super) fn snapshot_edit(&self) -> VersionEdit {
+        let st = self.state.lock();
+        let mut edit = VersionEdit {
+            log_number: Some(st.log_number),
+            next_file_id: Some(st.next_file_id),
+            last_seqno: Some(self.visible_seqno.load(Ordering::SeqCst)),
+            ..VersionEdit::default()
+        };
+        add_all_tables(&mut edit, &st.version);
+        edit
+    }
+
+    /// Records `edit` in the manifest, then makes it visible (with `also` applied to the
+    /// state in the same critical section). Installs are serialised by the manifest lock,
+    /// taken first.
+    pub(super) fn install(
+        &self,
+        mut edit: VersionEdit,
+        added: &[Arc<TableHandle>],
+        also: impl FnOnce(&mut State),
+    ) -> Result<()> {
+        let mut manifest = self.manifest.lock();
+        let new_version = {
+            let st = self.state.lock();
+            edit.next_file_id = Some(st.next_file_id);
+            edit.last_seqno = Some(self.visible_seqno.load(Ordering::SeqCst));
+            st.version.apply(&edit, added)?
+        };
+        let appended = match manifest.as_mut() {
+            Some(w) => w.append(&edit),
+            None => Err(Error::InvalidArgument("manifest must be rewritten".into())),
+        };
+        if let Err(e) = appended {
+            // The manifest's tail is unknown now: never append to it again. Write a new one
+            // holding the whole state (with this edit applied) instead.
+            *manifest = None;
+            if !(e.is_no_space() || matches!(e, Error::InvalidArgument(_))) {
+                self.poison(&e);
+                return Err(e);
+            }
+            let id = self.alloc_file_id();
+            let mut snap = {
+                let st = self.state.lock();
+                VersionEdit {
+                    log_number: Some(edit.log_number.unwrap_or(st.log_number)),
+                    next_file_id: Some(st.next_file_id),
+                    last_seqno: edit.last_seqno,
+                    ..VersionEdit::default()
+                }
+            };
+            add_all_tables(&mut snap, &new_version);
+            match ManifestWriter::create(&self.fs, &self.dir, id, &snap) {
+                Ok(w) => *manifest = Some(w),
+                Err(e2) => {
+                    let _ = self.fs.remove(&self.dir.join(manifest_file_name(id)));
+                    if !e2.is_no_space() {
+                        self.poison(&e2);
+                    }
+                    return Err(e2);
+                }
+            }
+            self.remove_old_manifests(id);
+        }
+        let mut st = self.state.lock();
+        if let Some(n) = edit.log_number {
+            st.log_number = n;
+        }
+        st.version = Arc::new(new_version);
+        also(&mut st);
+        st.sv = None;
+        Ok(())
+    }
+
+    /// Deletes the files of a job whose manifest edit failed, unless the failure poisoned
+    /// the engine: then the edit may have reached the manifest (a failed sync says nothing
+    /// about what the file holds), so the files stay, and the next open keeps them if the
+    /// manifest names them and removes them as orphans otherwise.
+    pub(super) fn discard_outputs(&self, outputs: &[Arc<TableHandle>]) {
+        if self.state.lock().poisoned.is_some() {
+            return;
+        }
+        for h in outputs {
+            h.mark_obsolete();
+        }
+    }
+
+    /// Removes every manifest but `keep` (best effort: a leftover is removed at the next
+    /// open).
+    pub(super) fn remove_old_manifests(&self, keep: u64) {
+        let keep = manifest_file_name(keep);
+        if let Ok(names) = self.fs.list(&self.dir) {
+            for n in names {
+                if n.starts_with("MANIFEST-") && n != keep {
+                    let _ = self.fs.remove(&self.dir.join(n));
+                }
+            }
+        }
+    }
+
+    /// Refuses writes from now on (until reopen), remembering the first cause.
+    pub(super) fn poison(&self, e: &Error) {
+        let mut st = self.state.lock();
+        if st.poisoned.is_none() {
+            st.poisoned = Some(e.to_string());
+        }
+        drop(st);
+        self.state_cv.notify_all();
+    }
+
+    /// Backs [`crate::Db::relocate_table`]: swaps table `id` for the same table read from
+    /// `location`, in one manifest edit.
+    pub(super) fn relocate_table(&self, id: u64, location: &str) -> Result<()> {
+        if location.is_empty() {
+            return Err(Error::InvalidArgument("location must not be empty".into()));
+        }
+        let found = {
+            let st = self.state.lock();
+            st.version
+                .levels
+                .iter()
+                .enumerate()
+                .find_map(|(level, tables)| {
+                    tables
+                        .iter()
+                        .find(|t| t.meta().id == id)
+                        .map(|t| (level, t.clone()))
+                })
+        };
+        let (level, old) = found.ok_or_else(|| Error::InvalidArgument(format!("no table {id}")))?;
+        let mut meta = old.meta().clone();
+        meta.location = location.to_owned();
+        let handle = Arc::new(self.open_table(meta.clone())?);
+        let edit = VersionEdit {
+            deleted: vec![(level as u32, id)],
+            added: vec![(level as u32, meta)],
+            ..VersionEdit::default()
+        };
+        self.install(edit, &[handle], |_| {})?;
+        old.mark_obsolete();
+        Ok(())
+    }
+}
+
+/// Adds every table of `version` to `edit`, level by level.
+fn add_all_tables(edit: &mut VersionEdit, version: &Version) {
+    for (level, tables) in version.levels.iter().enumerate() {
+        for t in tables {
+            edit.added.push((level as u32, t.meta().clone()));
+        }
+    }
+}

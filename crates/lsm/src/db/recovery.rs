@@ -1,0 +1,402 @@
+//! Opening a database: crash recovery, step by step, then the background threads.
+//!
+//! Recovery trusts only what is durable: the manifest names the live tables and the oldest
+//! WAL that still matters; the WALs after it are replayed (a torn or corrupt tail is
+//! dropped and reported — under `PerWrite` and `Batch` sync it was never acknowledged) and
+//! flushed into level-0 tables. Then a fresh WAL and a fresh manifest holding the whole
+//! state are written, and every file neither of them names — the leftovers of an
+//! interrupted flush or compaction — is removed. Each step is its own function below, in
+//! the order [`open`] runs them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use mosaic_env::Fs;
+
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::stats::Counters;
+use crate::table::BlockCache;
+use crate::version::{
+    current_manifest, manifest_file_name, read_manifest, wal_file_name, ManifestWriter, TableMeta,
+    VersionEdit, LOG_LEVELS_MAX,
+};
+use crate::wal::{decode_batches, Records, SyncMode, WalDrop, WalWriter};
+
+use super::{empty_version, Closer, Db, DirLock, Inner, RecoveryReport, State, WriterQueue};
+
+/// The file that marks a directory as a two-layer log.
+const LOG_MARKER: &str = "LOG";
+
+/// Backs [`Db::open`]: recovers the database in `dir` and starts its background threads.
+pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
+    opts.validate()?;
+    let dir = dir.to_path_buf();
+    let fs = opts.fs.clone();
+    let lock = lock_and_check_marker(&fs, &dir, &opts)?;
+    let manifest = RecoveredManifest::read(&fs, &dir)?;
+    let names = fs.list(&dir).map_err(|e| Error::io("listing", &dir, e))?;
+    let next_file_id = next_file_id_after(&names, manifest.next_file_id);
+    let mut inner = new_inner(dir, opts, lock, &manifest, next_file_id);
+    inner.open_live_tables(&manifest)?;
+    let mut report = inner.replay_wals(&names, manifest.log_number, manifest.last_seqno)?;
+    let (wal_id, manifest_id) = inner.start_fresh_wal_and_manifest()?;
+    inner.remove_obsolete_files(wal_id, manifest_id, &mut report)?;
+    inner.recovery = report;
+    start_background_threads(inner)
+}
+
+/// Step 1: creates the directory if needed, takes its lock (one opener at a time), and
+/// checks the `LOG` marker against the options: a two-layer log is never opened as a
+/// leveled tree, and a new log gets its marker (synced) before anything else is written.
+fn lock_and_check_marker(fs: &Arc<dyn Fs>, dir: &Path, opts: &Options) -> Result<DirLock> {
+    fs.create_dir_all(dir)
+        .map_err(|e| Error::io("creating directory", dir, e))?;
+    let lock_path = dir.join("LOCK");
+    let lock = fs
+        .lock(&lock_path)
+        .map_err(|e| Error::io("locking", &lock_path, e))?;
+    let marker = dir.join(LOG_MARKER);
+    match (opts.log.is_some(), fs.exists(&marker)) {
+        (false, true) => {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds a two-layer log; open it with LogOptions",
+                dir.display()
+            )))
+        }
+        (true, false) => {
+            let mut f = fs
+                .create(&marker)
+                .map_err(|e| Error::io("creating", &marker, e))?;
+            f.sync_data()
+                .map_err(|e| Error::io("syncing", &marker, e))?;
+            fs.sync_dir(dir)
+                .map_err(|e| Error::io("syncing directory", dir, e))?;
+        }
+        _ => {}
+    }
+    Ok(lock)
+}
+
+/// What the manifest says once its edits are replayed in order.
+struct RecoveredManifest {
+    /// The manifest read; `None` for a new database.
+    path: Option<PathBuf>,
+    /// The oldest WAL whose writes may not be in a table yet.
+    log_number: u64,
+    /// The next unused file id the manifest knows of.
+    next_file_id: u64,
+    /// The largest sequence number written to a table.
+    last_seqno: u64,
+    /// Live tables by id, with their level.
+    tables: BTreeMap<u64, (u32, TableMeta)>,
+}
+
+impl RecoveredManifest {
+    /// Step 2: reads the current manifest (if any) and replays its edits.
+    fn read(fs: &Arc<dyn Fs>, dir: &Path) -> Result<Self> {
+        let mut m = RecoveredManifest {
+            path: current_manifest(fs, dir)?,
+            log_number: 0,
+            next_file_id: 1,
+            last_seqno: 0,
+            tables: BTreeMap::new(),
+        };
+        if let Some(manifest) = &m.path {
+            for edit in read_manifest(fs, manifest)? {
+                if let Some(n) = edit.log_number {
+                    m.log_number = n;
+                }
+                if let Some(n) = edit.next_file_id {
+                    m.next_file_id = m.next_file_id.max(n);
+                }
+                if let Some(n) = edit.last_seqno {
+                    m.last_seqno = m.last_seqno.max(n);
+                }
+                for (_, id) in &edit.deleted {
+                    m.tables.remove(id);
+                }
+                for (level, meta) in edit.added {
+                    m.tables.insert(meta.id, (level, meta));
+                }
+            }
+        }
+        Ok(m)
+    }
+}
+
+/// Step 3: the next file id, past every file in the directory (`names`) as well as the
+/// manifest's own count — a crash may leave files the manifest never heard of.
+fn next_file_id_after(names: &[String], mut next_file_id: u64) -> u64 {
+    for name in names {
+        if let Some((id, _)) = file_id(name) {
+            next_file_id = next_file_id.max(id + 1);
+        }
+        if let Some(id) = name
+            .strip_prefix("MANIFEST-")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
+            next_file_id = next_file_id.max(id + 1);
+        }
+    }
+    next_file_id
+}
+
+/// The id and extension of a file named `<id>.<ext>`.
+fn file_id(name: &str) -> Option<(u64, &str)> {
+    let (stem, ext) = name.split_once('.')?;
+    Some((stem.parse().ok()?, ext))
+}
+
+/// The engine's shared state as recovery starts: an empty version and memtable, no WAL
+/// and no manifest writer yet.
+fn new_inner(
+    dir: PathBuf,
+    opts: Options,
+    lock: DirLock,
+    manifest: &RecoveredManifest,
+    next_file_id: u64,
+) -> Inner {
+    let counters = Arc::new(Counters::default());
+    let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
+    Inner {
+        fs: opts.fs.clone(),
+        dir,
+        counters,
+        cache,
+        state: Mutex::new(State {
+            sv: None,
+            mem: Arc::new(Memtable::new(0)),
+            imm: Vec::new(),
+            version: Arc::new(empty_version(&opts)),
+            next_file_id,
+            log_number: manifest.log_number,
+            busy: HashSet::new(),
+            cursors: vec![Vec::new(); opts.levels_max],
+            wal_broken: false,
+            flushing: false,
+            compactions_running: 0,
+            manual_compaction: false,
+            no_space: None,
+            poisoned: None,
+            closing: false,
+        }),
+        opts,
+        state_cv: Condvar::new(),
+        writers: Mutex::new(WriterQueue::default()),
+        writers_cv: Condvar::new(),
+        wal: Mutex::new(None),
+        frame_scratch: Mutex::new(Vec::new()),
+        manifest: Mutex::new(None),
+        visible_seqno: AtomicU64::new(manifest.last_seqno),
+        snapshots: Mutex::new(BTreeMap::new()),
+        recovery: RecoveryReport::default(),
+        lock: Mutex::new(Some(lock)),
+    }
+}
+
+impl Inner {
+    /// Step 4: opens every table the manifest lists, on its level.
+    fn open_live_tables(&mut self, manifest: &RecoveredManifest) -> Result<()> {
+        let mut version = empty_version(&self.opts);
+        for (level, meta) in manifest.tables.values() {
+            let handle = self.open_table(meta.clone())?;
+            let level_index = *level as usize;
+            if version.log && level_index < LOG_LEVELS_MAX && level_index >= version.levels.len() {
+                version.levels.resize(level_index + 1, Vec::new());
+            }
+            version
+                .levels
+                .get_mut(*level as usize)
+                .ok_or_else(|| {
+                    Error::corruption(
+                        manifest.path.clone().unwrap_or_default(),
+                        0,
+                        format!("table {} on level {level}, beyond levels_max", meta.id),
+                    )
+                })?
+                .push(Arc::new(handle));
+        }
+        let version = version.apply(&VersionEdit::default(), &[])?;
+        self.state.get_mut().version = Arc::new(version);
+        Ok(())
+    }
+
+    /// Step 5: replays the WALs numbered `log_number` and up (listed in `names`), in
+    /// order, into memtables flushed as level-0 tables whenever they fill up and at the
+    /// end. A record that fails to decode ends its file's replay, as a torn tail does;
+    /// both are reported.
+    fn replay_wals(
+        &mut self,
+        names: &[String],
+        log_number: u64,
+        last_seqno: u64,
+    ) -> Result<RecoveryReport> {
+        let mut wal_ids: Vec<u64> = names
+            .iter()
+            .filter_map(|n| file_id(n))
+            .filter(|(id, ext)| *ext == "wal" && *id >= log_number)
+            .map(|(id, _)| id)
+            .collect();
+        wal_ids.sort_unstable();
+        let mut report = RecoveryReport::default();
+        let mut mem = Arc::new(Memtable::new(0));
+        let mut max_seqno = last_seqno;
+        for id in &wal_ids {
+            let path = self.dir.join(wal_file_name(*id));
+            let data = self
+                .fs
+                .read_all(&path)
+                .map_err(|e| Error::io("reading", &path, e))?;
+            let mut records = Records::new(&data, &path);
+            report.wal_files_replayed += 1;
+            for (offset, payload) in records.by_ref() {
+                let Some(ops) = decode_batches(payload) else {
+                    report.dropped.push(WalDrop {
+                        file: path.clone(),
+                        offset,
+                        bytes: data.len() as u64 - offset,
+                        reason: "malformed batch in a record with a valid checksum".into(),
+                    });
+                    break;
+                };
+                report.records_replayed += 1;
+                for op in ops {
+                    mem.insert(op.key, op.ts, op.seqno, op.kind, op.value);
+                    max_seqno = max_seqno.max(op.seqno.0);
+                }
+                if mem.size_bytes() >= self.opts.memtable_size_bytes {
+                    self.recover_flush(&mem, max_seqno)?;
+                    mem = Arc::new(Memtable::new(0));
+                }
+            }
+            if let Some(d) = records.dropped() {
+                report.dropped.push(d.clone());
+            }
+        }
+        if !mem.is_empty() {
+            self.recover_flush(&mem, max_seqno)?;
+        }
+        self.visible_seqno.store(max_seqno, Ordering::SeqCst);
+        Ok(report)
+    }
+
+    /// During open: writes a replayed memtable as a level-0 table (no WAL to retire yet;
+    /// the new manifest written at the end of open supersedes the old logs).
+    fn recover_flush(&mut self, mem: &Arc<Memtable>, max_seqno: u64) -> Result<()> {
+        self.visible_seqno.store(max_seqno, Ordering::SeqCst);
+        let outputs = self.write_memtable(mem)?;
+        let st = self.state.get_mut();
+        let edit = VersionEdit {
+            added: outputs.iter().map(|h| (0, h.meta().clone())).collect(),
+            ..VersionEdit::default()
+        };
+        st.version = Arc::new(st.version.apply(&edit, &outputs)?);
+        st.sv = None;
+        Ok(())
+    }
+
+    /// Step 6: starts a fresh WAL and a fresh manifest holding the whole recovered state;
+    /// from here on the old WALs and manifests are superseded. Returns their ids.
+    fn start_fresh_wal_and_manifest(&mut self) -> Result<(u64, u64)> {
+        let wal_id = self.alloc_file_id();
+        let wal_path = self.dir.join(wal_file_name(wal_id));
+        let wal_file = self
+            .fs
+            .create(&wal_path)
+            .map_err(|e| Error::io("creating", &wal_path, e))?;
+        *self.wal.get_mut() = Some(WalWriter::new(wal_file, wal_path));
+        {
+            let st = self.state.get_mut();
+            st.mem = Arc::new(Memtable::new(wal_id));
+            st.sv = None;
+            st.log_number = wal_id;
+        }
+        let manifest_id = self.alloc_file_id();
+        let snapshot = self.snapshot_edit();
+        let writer = ManifestWriter::create(&self.fs, &self.dir, manifest_id, &snapshot)?;
+        *self.manifest.get_mut() = Some(writer);
+        Ok((wal_id, manifest_id))
+    }
+
+    /// Step 7: removes what neither the new WAL nor the new manifest needs — tables no
+    /// manifest names (counted as orphans in `report`), older WALs and manifests, a
+    /// half-written `CURRENT.tmp` — and syncs the directory.
+    fn remove_obsolete_files(
+        &mut self,
+        wal_id: u64,
+        manifest_id: u64,
+        report: &mut RecoveryReport,
+    ) -> Result<()> {
+        let (fs, dir) = (&self.fs, &self.dir);
+        let live: HashSet<u64> = self
+            .state
+            .get_mut()
+            .version
+            .all_tables()
+            .map(|t| t.meta().id)
+            .collect();
+        let keep_manifest = manifest_file_name(manifest_id);
+        for name in fs.list(dir).map_err(|e| Error::io("listing", dir, e))? {
+            let obsolete = match file_id(&name) {
+                Some((id, "sst")) => !live.contains(&id),
+                Some((id, "wal")) => id < wal_id,
+                _ => {
+                    name.starts_with("MANIFEST-") && name != keep_manifest || name == "CURRENT.tmp"
+                }
+            };
+            if obsolete {
+                let p = dir.join(&name);
+                fs.remove(&p).map_err(|e| Error::io("removing", &p, e))?;
+                if name.ends_with(".sst") {
+                    report.orphans_removed += 1;
+                }
+            }
+        }
+        fs.sync_dir(dir)
+            .map_err(|e| Error::io("syncing directory", dir, e))
+    }
+}
+
+/// Step 8: starts the flush thread, the compaction threads and (in periodic sync mode) the
+/// WAL sync thread, and hands out the first [`Db`] handle.
+fn start_background_threads(inner: Inner) -> Result<Db> {
+    let inner = Arc::new(inner);
+    let dir = inner.dir.clone();
+    let mut threads = Vec::new();
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        mosaic_env::thread::spawn_named(name, f)
+            .map_err(|e| Error::io("spawning a thread for", &dir, e))
+    };
+    let i = inner.clone();
+    threads.push(spawn(
+        "mosaic-flush".into(),
+        Box::new(move || i.flush_loop()),
+    )?);
+    for n in 0..inner.opts.compaction_threads {
+        let i = inner.clone();
+        threads.push(spawn(
+            format!("mosaic-compact-{n}"),
+            Box::new(move || i.compaction_loop()),
+        )?);
+    }
+    if let SyncMode::Periodic { interval_ms } = inner.opts.sync_mode {
+        let i = inner.clone();
+        threads.push(spawn(
+            "mosaic-wal-sync".into(),
+            Box::new(move || i.periodic_sync_loop(Duration::from_millis(interval_ms))),
+        )?);
+    }
+    inner.state_cv.notify_all();
+    let closer = Arc::new(Closer {
+        inner: inner.clone(),
+        threads: Mutex::new(threads),
+    });
+    Ok(Db { inner, closer })
+}

@@ -1,0 +1,226 @@
+//! Unit tests of the engine as a whole: writes surviving flush, compaction and reopen, WAL
+//! replay, snapshots across compaction, table relocation, close releasing the directory,
+//! the cost of a point lookup. Scenario tests with fault injection live in
+//! `crates/lsm/tests/`.
+
+use std::ops::Bound;
+
+use crate::options::Options;
+use crate::wal::SyncMode;
+
+use super::Db;
+
+fn small() -> Options {
+    Options {
+        memtable_size_bytes: 8 << 10,
+        table_size_bytes: 16 << 10,
+        level1_size_bytes: 32 << 10,
+        level0_compaction_trigger: 2,
+        level0_stall_tables: 8,
+        sync_mode: SyncMode::Batch,
+        ..Options::default()
+    }
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+#[test]
+fn writes_survive_flush_compaction_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    for i in 0..2000u32 {
+        db.put(&key(i), u64::from(i) + 1, &[i as u8; 100]).unwrap();
+    }
+    for i in (0..2000u32).step_by(3) {
+        db.delete(&key(i), 10_000).unwrap();
+    }
+    // An older write arriving late loses to the newer one.
+    db.put(&key(1), 1, b"stale").unwrap();
+    db.wait_for_compactions().unwrap();
+    let check = |db: &Db| {
+        for i in 0..2000u32 {
+            let got = db.get(&key(i)).unwrap();
+            if i % 3 == 0 {
+                assert_eq!(got, None, "key {i}");
+            } else {
+                assert_eq!(got.unwrap().value, vec![i as u8; 100], "key {i}");
+            }
+        }
+        let scanned: Vec<_> = db
+            .scan(Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        let expected: Vec<_> = (0..2000u32).filter(|i| i % 3 != 0).map(key).collect();
+        assert_eq!(scanned, expected);
+    };
+    check(&db);
+    assert!(db.levels().iter().skip(1).any(|l| !l.tables.is_empty()));
+    let c = db.counters();
+    assert!(c.flushes > 0 && c.compactions > 0, "{c:?}");
+    assert!(c.write_amplification() > 1.0, "{c:?}");
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    check(&db);
+    db.compact().unwrap();
+    check(&db);
+    let levels = db.levels();
+    let last = levels.last().unwrap();
+    assert!(!last.tables.is_empty());
+    assert!(levels[..levels.len() - 1]
+        .iter()
+        .all(|l| l.tables.is_empty()));
+}
+
+#[test]
+fn unflushed_writes_are_replayed_from_the_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.put(b"a", 5, b"1").unwrap();
+    db.put(b"b", 6, b"2").unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.recovery_report().records_replayed, 2);
+    assert_eq!(db.get(b"a").unwrap().unwrap().value, b"1");
+    assert_eq!(db.get(b"b").unwrap().unwrap().ts, 6);
+}
+
+#[test]
+fn snapshots_see_the_past_even_after_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put(b"k", 1, b"old").unwrap();
+    let snap = db.snapshot();
+    db.put(b"k", 2, b"new").unwrap();
+    db.compact().unwrap();
+    assert_eq!(db.get_at(b"k", &snap).unwrap().unwrap().value, b"old");
+    assert_eq!(db.get(b"k").unwrap().unwrap().value, b"new");
+    let scan: Vec<_> = db
+        .scan_at(&snap, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .collect();
+    assert_eq!(scan.len(), 1);
+    assert_eq!(scan[0].as_ref().unwrap().1.value, b"old");
+}
+
+mod relocation_tests {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use mosaic_env::{Fs, RandomAccessFile, RealFs};
+
+    use crate::options::{Options, TableStore};
+    use crate::version::table_file_name;
+
+    use super::Db;
+
+    /// A "cold tier" that is just another directory.
+    struct DirStore(PathBuf);
+
+    impl TableStore for DirStore {
+        fn open(&self, location: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
+            RealFs.open_read(&self.0.join(location), false)
+        }
+    }
+
+    #[test]
+    fn a_relocated_table_is_read_from_its_new_location_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = tempfile::tempdir().unwrap();
+        let opts = Options {
+            table_store: Some(Arc::new(DirStore(cold.path().to_path_buf()))),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), 1, &i.to_le_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let table = db
+            .levels()
+            .into_iter()
+            .flat_map(|l| l.tables)
+            .next()
+            .unwrap();
+        let local = dir.path().join(table_file_name(table.id));
+        std::fs::copy(&local, cold.path().join("obj-1")).unwrap();
+        db.relocate_table(table.id, "obj-1").unwrap();
+        assert!(
+            !local.exists(),
+            "the local data file is removed once relocated"
+        );
+        assert_eq!(db.get(b"k042").unwrap().unwrap().value, 42u32.to_le_bytes());
+        db.close().unwrap();
+        let db = Db::open(dir.path(), opts).unwrap();
+        let t = db
+            .levels()
+            .into_iter()
+            .flat_map(|l| l.tables)
+            .next()
+            .unwrap();
+        assert_eq!(t.location, "obj-1");
+        assert_eq!(db.get(b"k099").unwrap().unwrap().value, 99u32.to_le_bytes());
+        // Without a table store, a relocated table cannot be opened: a clear error.
+        drop(db);
+        let err = Db::open(dir.path(), Options::default()).unwrap_err();
+        assert!(err.to_string().contains("no table store"), "{err}");
+    }
+}
+
+mod close_tests {
+    use std::ops::Bound;
+
+    use crate::error::Error;
+    use crate::options::Options;
+
+    use super::Db;
+
+    #[test]
+    fn close_releases_the_directory_while_a_scan_lives_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.put(b"a", 1, b"x").unwrap();
+        let scan = db.scan(Bound::Unbounded, Bound::Unbounded).unwrap();
+        let clone = db.clone();
+        db.close().unwrap();
+        assert!(matches!(clone.put(b"b", 2, b"y"), Err(Error::Closed)));
+        let reopened = Db::open(dir.path(), Options::default()).unwrap();
+        assert_eq!(reopened.get(b"a").unwrap().unwrap().value, b"x");
+        let items: Vec<_> = scan.map(|r| r.unwrap().0).collect();
+        assert_eq!(items, vec![b"a".to_vec()]);
+        // Two live openers of one directory are refused.
+        assert!(Db::open(dir.path(), Options::default()).is_err());
+    }
+}
+
+mod lookup_cost_tests {
+    use crate::options::Options;
+
+    use super::Db;
+
+    #[test]
+    fn a_point_lookup_reads_one_data_block_when_keys_are_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            block_cache_bytes: 0,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        for i in 0..2000u32 {
+            db.put(format!("key{i:08}").as_bytes(), 1, &[7u8; 1000])
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let before = db.counters();
+        for i in 0..2000u32 {
+            assert!(db.get(format!("key{i:08}").as_bytes()).unwrap().is_some());
+        }
+        let c = db.counters().since(&before);
+        // One ~4 KiB block per lookup; reading on into the next block would add ~25%.
+        let per_get = c.get_bytes_read as f64 / c.gets as f64;
+        assert!(per_get < 4096.0 * 1.1, "{per_get} bytes per get");
+    }
+}
