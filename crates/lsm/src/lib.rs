@@ -2,9 +2,13 @@
 //!
 //! Owns: the write-ahead log, memtables, SSTables (the reusable sorted-run format), leveled
 //! compaction, the manifest and crash recovery, merging iterators and the counters that
-//! measure amplification. Knows nothing of clusters, rows or CQL: keys and values are bytes,
-//! versioned by a caller-supplied timestamp. Reaches the disk and clock only through
-//! `mosaic-env`, so tests inject full disks and failed fsyncs.
+//! measure amplification. Keys and values are bytes, versioned by a caller-supplied
+//! timestamp; same-key versions resolve by last-write-wins or a [`MergeOperator`].
+//!
+//! Must not depend on: anything of clusters, replicas, rows or CQL (those crates build on
+//! this one, never the reverse), nor on tokio. The disk, the clocks and threads are
+//! reached only through `mosaic-env` ([`Fs`], [`Clock`], `mosaic_env::thread`), so tests
+//! inject full disks and failed fsyncs, and `clippy.toml` forbids the direct calls.
 //!
 //! The same engine is DEPART's two-layer log when opened with [`Options::log`]: flushed
 //! segments in a global log, split into range groups of at most S sorted runs each
@@ -12,6 +16,29 @@
 //!
 //! Start at [`Db`]: `Db::open(dir, Options::default())`, then `put`/`delete`/`merge`/`write`
 //! with a timestamp, `get`, `scan`, `snapshot`, `flush`, `compact`, `counters`, `levels`.
+//!
+//! # Invariants
+//!
+//! - **What is durable when.** A write is acknowledged once its WAL record is appended and,
+//!   per [`SyncMode`]: `PerWrite`, synced on its own; `Batch`, synced once with the writes
+//!   that arrived alongside it (group commit); `Periodic` (the default), left in the OS
+//!   and synced every interval, at a WAL switch and at [`Db::close`] — a process crash
+//!   loses nothing, a power loss up to one interval. Flushed and compacted tables are
+//!   synced and recorded in the manifest (itself synced) before readers see them, and a
+//!   WAL is deleted only once the manifest no longer needs it. Recovery replays what is
+//!   durable and reports any torn WAL tail it drops ([`RecoveryReport`]).
+//! - **Who may block.** Writers, and only writers: behind the group-commit leader, and in
+//!   a write stall while frozen memtables or level-0 tables pile up beyond
+//!   [`Options::immutable_memtables_max`] or [`Options::level0_stall_tables`]; a stall
+//!   waits on a condition with a bounded wait, never spins, and ends in an error if the
+//!   engine is poisoned, closing or out of space. `flush`, `compact` and
+//!   `wait_for_compactions` wait for background work by design. Reads take one short
+//!   critical section and then never wait on writers or background work.
+//! - **Poisoning.** A failed fsync, or a failed write other than a full disk, poisons the
+//!   engine: the kernel may have dropped the dirty pages, so the state on disk is unknown
+//!   and every later write fails with [`Error::Poisoned`] — even once fsync works again —
+//!   until the database is reopened, which recovers from what is durable. A full disk
+//!   instead refuses writes with [`Error::NoSpace`] and clears by itself once space returns.
 #![deny(clippy::unwrap_used)]
 
 pub mod compaction;
