@@ -19,6 +19,7 @@ use crate::version::{
 use super::{Inner, State};
 
 impl Inner {
+    /// Takes the next unused file id.
     pub(super) fn alloc_file_id(&self) -> u64 {
         let mut st = self.state.lock();
         let id = st.next_file_id;

@@ -264,6 +264,8 @@ struct Closer {
 }
 
 impl Closer {
+    /// Stops and joins the background threads, syncs the WAL (best effort) and releases
+    /// the directory lock. Idempotent: `Db::close` and the last drop both call it.
     fn shutdown(&self) {
         self.inner.state.lock().closing = true;
         self.inner.state_cv.notify_all();

@@ -42,6 +42,7 @@ impl Iterator for Scan {
 }
 
 impl Scan {
+    /// The next live key in range with its resolved entry, or `None` past the end.
     fn advance(&mut self) -> Result<Option<(Vec<u8>, Entry)>> {
         loop {
             if !self.iter.valid() {
@@ -410,6 +411,7 @@ struct Collector {
 }
 
 impl Collector {
+    /// Takes in one version found for the key.
     fn consider(&mut self, ts: u64, kind: ValueKind, value: &[u8]) {
         if !self.lww {
             self.found.push((ts, kind, value.to_vec()));
