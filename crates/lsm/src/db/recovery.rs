@@ -287,7 +287,7 @@ impl Inner {
         Ok(report)
     }
 
-    /// During open: writes a replayed memtable as a level-0 table (no WAL to retire yet;
+    /// Within step 5: writes a replayed memtable as a level-0 table (no WAL to retire yet;
     /// the new manifest written at the end of open supersedes the old logs).
     fn recover_flush(&mut self, mem: &Arc<Memtable>, max_seqno: u64) -> Result<()> {
         self.visible_seqno.store(max_seqno, Ordering::SeqCst);
