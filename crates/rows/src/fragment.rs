@@ -308,18 +308,12 @@ impl Fragment {
         {
             return Err(r.invalid(at, "unknown flags"));
         }
-        let base = r.signed()?;
-        let mut min_delta = u64::MAX;
-        let mut ts = |r: &mut Reader<'_>| -> Result<Timestamp, FragmentError> {
-            let at = r.pos;
-            let d = r.unsigned()?;
-            min_delta = min_delta.min(d);
-            i64::try_from(i128::from(base) + i128::from(d))
-                .map(Timestamp)
-                .map_err(|_| r.invalid(at, "timestamp out of range"))
+        let mut ts = Timestamps {
+            base: r.signed()?,
+            min_delta: u64::MAX,
         };
         let liveness = if flags & HAS_LIVENESS != 0 {
-            let ts = ts(&mut r)?;
+            let ts = ts.read(&mut r)?;
             let expiry = if flags & LIVENESS_EXPIRING != 0 {
                 Some(r.expiry()?)
             } else {
@@ -331,44 +325,13 @@ impl Fragment {
         };
         let deletion = if flags & HAS_DELETION != 0 {
             Some(DeletionTime {
-                marked_for_delete_at: ts(&mut r)?,
+                marked_for_delete_at: ts.read(&mut r)?,
                 local_deletion_secs: r.signed()?,
             })
         } else {
             None
         };
-        let at = r.pos;
-        let count = r.unsigned()?;
-        // Every cell takes at least 3 bytes: a cheap bound against absurd counts.
-        if count > (bytes.len().saturating_sub(r.pos) / 3) as u64 {
-            return Err(r.invalid(at, "cell count exceeds the bytes left"));
-        }
-        let mut cells = BTreeMap::new();
-        let mut next_id: u64 = 0;
-        for _ in 0..count {
-            let at = r.pos;
-            let id = next_id
-                .checked_add(r.unsigned()?)
-                .filter(|&id| id <= u64::from(u32::MAX))
-                .ok_or(r.invalid(at, "column id out of range"))?;
-            next_id = id + 1;
-            let at = r.pos;
-            let cell = match r.byte()? {
-                k @ (CELL_LIVE | CELL_EXPIRING) => {
-                    let expiring = k == CELL_EXPIRING;
-                    let ts = ts(&mut r)?;
-                    let expiry = if expiring { Some(r.expiry()?) } else { None };
-                    let value = r.bytes()?;
-                    Cell::Live { ts, value, expiry }
-                }
-                CELL_TOMBSTONE => Cell::Tombstone {
-                    ts: ts(&mut r)?,
-                    local_deletion_secs: r.signed()?,
-                },
-                _ => return Err(r.invalid(at, "unknown cell kind")),
-            };
-            cells.insert(ColumnId(id as u32), cell);
-        }
+        let cells = decode_cells(&mut r, &mut ts)?;
         if r.pos != bytes.len() {
             return Err(r.invalid(r.pos, "trailing bytes"));
         }
@@ -379,14 +342,73 @@ impl Fragment {
             cells,
         };
         let canonical_base = match fragment.timestamps().next() {
-            Some(_) => min_delta == 0,
-            None => base == 0,
+            Some(_) => ts.min_delta == 0,
+            None => ts.base == 0,
         };
         if !canonical_base {
             return Err(r.invalid(3, "base timestamp is not the smallest timestamp"));
         }
         Ok(fragment)
     }
+}
+
+/// The timestamps of one fragment: deltas from its base, the smallest of which must be 0
+/// in the canonical encoding.
+struct Timestamps {
+    base: i64,
+    min_delta: u64,
+}
+
+impl Timestamps {
+    /// Reads one delta-encoded timestamp.
+    fn read(&mut self, r: &mut Reader<'_>) -> Result<Timestamp, FragmentError> {
+        let at = r.pos;
+        let d = r.unsigned()?;
+        self.min_delta = self.min_delta.min(d);
+        i64::try_from(i128::from(self.base) + i128::from(d))
+            .map(Timestamp)
+            .map_err(|_| r.invalid(at, "timestamp out of range"))
+    }
+}
+
+/// Decodes the cell count and the cells (column ids delta-encoded, ascending).
+fn decode_cells(
+    r: &mut Reader<'_>,
+    ts: &mut Timestamps,
+) -> Result<BTreeMap<ColumnId, Cell>, FragmentError> {
+    let at = r.pos;
+    let count = r.unsigned()?;
+    // Every cell takes at least 3 bytes: a cheap bound against absurd counts.
+    if count > (r.buf.len().saturating_sub(r.pos) / 3) as u64 {
+        return Err(r.invalid(at, "cell count exceeds the bytes left"));
+    }
+    let mut cells = BTreeMap::new();
+    let mut next_id: u64 = 0;
+    for _ in 0..count {
+        let at = r.pos;
+        let id = next_id
+            .checked_add(r.unsigned()?)
+            .filter(|&id| id <= u64::from(u32::MAX))
+            .ok_or(r.invalid(at, "column id out of range"))?;
+        next_id = id + 1;
+        let at = r.pos;
+        let cell = match r.byte()? {
+            k @ (CELL_LIVE | CELL_EXPIRING) => {
+                let expiring = k == CELL_EXPIRING;
+                let ts = ts.read(r)?;
+                let expiry = if expiring { Some(r.expiry()?) } else { None };
+                let value = r.bytes()?;
+                Cell::Live { ts, value, expiry }
+            }
+            CELL_TOMBSTONE => Cell::Tombstone {
+                ts: ts.read(r)?,
+                local_deletion_secs: r.signed()?,
+            },
+            _ => return Err(r.invalid(at, "unknown cell kind")),
+        };
+        cells.insert(ColumnId(id as u32), cell);
+    }
+    Ok(cells)
 }
 
 fn put_unsigned(out: &mut Vec<u8>, mut v: u64) {
