@@ -9,7 +9,6 @@
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
 //!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin;
-//! - `mosaic bench load|run`: YCSB workloads against any CQL cluster (`mosaic_bench::cli`).
 //!
 //! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
 //! [`local`] (the node's storage: the catalog and one engine per table), [`cluster`] (the
@@ -27,6 +26,7 @@ mod hints;
 mod internode;
 mod launcher;
 mod local;
+mod logging;
 mod net;
 mod server;
 mod shell;
@@ -73,9 +73,6 @@ enum Command {
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
     Repair(tools::RepairArgs),
-    /// Load or run a YCSB workload against any CQL cluster (Mosaic or Cassandra).
-    #[command(subcommand)]
-    Bench(Box<mosaic_bench::cli::BenchCommand>),
 }
 
 /// Options of `mosaic stats`.
@@ -114,9 +111,6 @@ fn main() -> ExitCode {
             args.keyspace.as_deref(),
             args.table.as_deref(),
         ),
-        Command::Bench(command) => mosaic_bench::cli::main_with_stats(*command, &|host| {
-            admin::get(tools::admin_addr(host)?, "/stats")
-        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -36,15 +36,16 @@
 //! writer has flushed. [`serve`] returns when all connections are closed or the drain
 //! timeout has passed (remaining connections are then dropped).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mosaic_cql::coordinator::Coordinator;
 use mosaic_cql::frame::{
-    decode_frame, Compression, ErrorKind, ErrorResponse, Event, EventType, Opcode, ProtocolVersion,
-    Request, RequestFrame, Response, ResponseEncoder, ResultBody, Supported,
+    decode_frame, Compression, Consistency, ErrorKind, ErrorResponse, Event, EventType, Opcode,
+    ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder, ResultBody, Supported,
 };
 use mosaic_cql::processor::{Processor, Session};
 use parking_lot::Mutex;
@@ -56,6 +57,7 @@ use tokio::task::JoinSet;
 
 use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
 use crate::config::LimitsConfig;
+use crate::logging::{self, Statement};
 
 /// Events a slow connection may have pending before it loses the oldest.
 const EVENT_QUEUE_MAX: usize = 1024;
@@ -71,6 +73,9 @@ const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
 const LINGER: Duration = Duration::from_secs(2);
 /// After a fatal error, how many bytes the connection discards while it waits.
 const LINGER_BYTES_MAX: usize = 1 << 20;
+/// Prepared statements' texts remembered for the slow-query log; past it the memory is
+/// cleared (a slow EXECUTE then shows its id instead of its text).
+const PREPARED_TEXTS_MAX: usize = 4096;
 
 /// What every connection of the node shares.
 pub struct Shared<C> {
@@ -82,6 +87,11 @@ pub struct Shared<C> {
     pub limits: LimitsConfig,
     events: broadcast::Sender<Event>,
     node_permits: Arc<Semaphore>,
+    /// Requests slower than this are logged (`[log] slow_query_ms`); `None`: none are.
+    slow_query: Option<Duration>,
+    /// The text of each statement prepared through this node, by id, for the slow-query
+    /// log (the statement layer keeps only the parsed statement).
+    prepared_texts: Mutex<HashMap<Bytes, String>>,
 }
 
 impl<C: Coordinator> Shared<C> {
@@ -98,7 +108,35 @@ impl<C: Coordinator> Shared<C> {
             node_permits: Arc::new(Semaphore::new(limits.node_requests_concurrent_max)),
             limits,
             events,
+            slow_query: None,
+            prepared_texts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Logs requests slower than `threshold` (`None`: none).
+    pub fn with_slow_query(mut self, threshold: Option<Duration>) -> Shared<C> {
+        self.slow_query = threshold;
+        self
+    }
+
+    /// Remembers the text of a statement just prepared.
+    fn remember_prepared(&self, id: &Bytes, text: String) {
+        let mut texts = self.prepared_texts.lock();
+        if texts.len() >= PREPARED_TEXTS_MAX && !texts.contains_key(id) {
+            texts.clear();
+        }
+        texts.insert(id.clone(), text);
+    }
+
+    /// Logs `request` if it took longer than the slow-query threshold.
+    fn check_slow(&self, request: (Statement, Option<Consistency>), elapsed: Duration) {
+        if !logging::is_slow(elapsed, self.slow_query) {
+            return;
+        }
+        let (statement, consistency) = request;
+        let text =
+            logging::statement_text(&statement, |id| self.prepared_texts.lock().get(id).cloned());
+        logging::log_slow_query(&text, consistency, elapsed);
     }
 
     /// Pushes `event` to every connection registered for its type.
@@ -132,8 +170,10 @@ pub async fn serve<C: Coordinator>(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let Ok(permit) = connection_permits.clone().try_acquire_owned() else {
-                        eprintln!(
-                            "mosaic: refusing connection from {peer}: connection_count_max ({}) reached",
+                        tracing::warn!(
+                            target: "mosaic::net",
+                            %peer,
+                            "refusing connection: connection_count_max ({}) reached",
                             shared.limits.connection_count_max
                         );
                         drop(socket);
@@ -149,7 +189,7 @@ pub async fn serve<C: Coordinator>(
                 Err(e) => {
                     // Out of descriptors and the like: keep serving the others, but don't
                     // spin on a persistent error.
-                    eprintln!("mosaic: accept failed: {e}");
+                    tracing::warn!(target: "mosaic::net", error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -161,10 +201,11 @@ pub async fn serve<C: Coordinator>(
     })
     .await;
     if drained.is_err() {
-        eprintln!(
-            "mosaic: {} connection(s) still busy after {} ms; closing them",
-            connections.len(),
-            drain_timeout.as_millis()
+        tracing::warn!(
+            target: "mosaic::net",
+            connections = connections.len(),
+            drain_timeout_ms = drain_timeout.as_millis() as u64,
+            "connections still busy after the drain timeout; closing them"
         );
         connections.shutdown().await;
     }
@@ -287,7 +328,12 @@ impl<C: Coordinator> Connection<C> {
                     },
                     Ok(None) => break,
                     Err(e) => {
-                        eprintln!("mosaic: closing connection from {}: {e}", self.peer);
+                        tracing::info!(
+                            target: "mosaic::net",
+                            peer = %self.peer,
+                            error = %e,
+                            "closing connection after a malformed frame"
+                        );
                         let mut out = BytesMut::new();
                         e.encode_response(&mut out);
                         self.send(Outgoing::Frame(out.freeze())).await;
@@ -520,13 +566,30 @@ async fn execute<C: Coordinator>(
     request: Request,
     reply: Reply,
 ) {
+    let started = Instant::now();
+    let described = shared
+        .slow_query
+        .is_some()
+        .then(|| logging::describe(&request))
+        .flatten();
     let response = {
         let _node_permit = shared.node_permits.clone().acquire_owned().await;
         let mut snapshot = session.lock().clone();
         shared.processor.process(&mut snapshot, request).await
     };
-    if let Response::Result(ResultBody::SetKeyspace(keyspace)) = &response {
-        session.lock().keyspace = Some(keyspace.clone());
+    match &response {
+        Response::Result(ResultBody::SetKeyspace(keyspace)) => {
+            session.lock().keyspace = Some(keyspace.clone());
+        }
+        Response::Result(ResultBody::Prepared(prepared)) => {
+            if let Some((Statement::Text(text), _)) = &described {
+                shared.remember_prepared(&prepared.id, text.clone());
+            }
+        }
+        _ => {}
+    }
+    if let Some(described) = described {
+        shared.check_slow(described, started.elapsed());
     }
     reply.send(&response).await;
     if let Response::Result(ResultBody::SchemaChange(change)) = response {
@@ -665,7 +728,11 @@ async fn write_loop(
                 event = next_event(&mut w.sub) => match event {
                     Ok(event) => w.take_event(event),
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        eprintln!("mosaic: a slow connection missed {n} event(s)");
+                        tracing::warn!(
+                            target: "mosaic::net",
+                            missed = n,
+                            "a slow connection missed events"
+                        );
                     }
                     Err(broadcast::error::RecvError::Closed) => w.sub = None,
                 },

@@ -40,6 +40,7 @@ use crate::net::{self, Shared};
 /// Runs the node configured in `config_path` until it is told to stop.
 pub fn run(config_path: &Path) -> Result<()> {
     let config = Config::load(config_path)?;
+    crate::logging::init(&config.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mosaic-worker")
@@ -90,10 +91,13 @@ async fn serve(config: Config) -> Result<()> {
         opened = opening => Arc::new(opened.context("opening storage")??),
         name = signals.recv() => bail!("{name} received while opening storage"),
     };
-    eprintln!(
-        "mosaic: data in {} ({} tables)",
-        local.data_dir().display(),
-        local.table_count()
+    tracing::info!(
+        target: "mosaic",
+        data_dir = %local.data_dir().display(),
+        tables = local.table_count(),
+        default_layout = %config.storage.layout,
+        replica_selection = %config.cluster.replica_selection,
+        "storage open"
     );
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
@@ -112,15 +116,26 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding the CQL port {addr}"))?;
     let bound = listener.local_addr().unwrap_or(addr);
-    let shared = Arc::new(Shared::new(
-        Processor::new(coordinator.clone()),
-        Arc::new(AllowAll),
-        config.limits.clone(),
-    ));
+    let shared = Arc::new(
+        Shared::new(
+            Processor::new(coordinator.clone()),
+            Arc::new(AllowAll),
+            config.limits.clone(),
+        )
+        .with_slow_query(config.log.slow_query()),
+    );
     publish_membership_events(&node, &shared);
     start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
+    tracing::info!(
+        target: "mosaic",
+        cql = %bound,
+        internode = %config.storage_endpoint(),
+        rpc_address = %config.rpc_address(),
+        cluster_name = %config.cluster_name,
+        "serving"
+    );
     println!("mosaic: serving CQL on {bound}");
     // Launchers read this line from a file or pipe: make sure it is not stuck in a buffer.
     let _ = std::io::stdout().flush();
@@ -129,12 +144,12 @@ async fn serve(config: Config) -> Result<()> {
         name = signals.recv() => name,
         ended = &mut serving => bail!("the CQL listener stopped unexpectedly: {ended:?}"),
     };
-    eprintln!("mosaic: {name} received; finishing in-flight requests");
+    tracing::info!(target: "mosaic", "{name} received; shutting down after in-flight requests");
     // Peers stop choosing this node at once rather than after the failure detector.
     node.shutdown();
     tokio::spawn(async move {
         let name = signals.recv().await;
-        eprintln!("mosaic: second {name}; exiting without a clean shutdown");
+        tracing::warn!(target: "mosaic", "second {name}; exiting without a clean shutdown");
         std::process::exit(130);
     });
     let _ = shutdown_tx.send(true);
@@ -149,9 +164,12 @@ async fn serve(config: Config) -> Result<()> {
     // chance to finish before its table is closed.
     let failures = local.close(timeout).await;
     if !failures.is_empty() {
+        for failure in &failures {
+            tracing::error!(target: "mosaic::storage", failure = %failure, "closing storage failed");
+        }
         bail!("could not close cleanly: {}", failures.join(", "));
     }
-    eprintln!("mosaic: stopped");
+    tracing::info!(target: "mosaic", "stopped");
     Ok(())
 }
 
@@ -194,7 +212,9 @@ fn start_node(
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
         store.clone(),
-        mosaic_cluster::snitch::selector_named(&config.cluster.replica_selection)
+        // TODO(merge): `mosaic_cluster::snitch::selector_for(ReplicaSelection)` on the
+        // cluster branch makes this infallible.
+        mosaic_cluster::snitch::selector_named(config.cluster.replica_selection.name())
             .context("[cluster] replica_selection names no policy")?,
     );
     restore_peers(&node, &config.data_dir);
@@ -217,7 +237,12 @@ fn restore_peers(node: &Node, data_dir: &std::path::Path) {
     };
     match serde_json::from_slice::<Vec<mosaic_cluster::message::EndpointState>>(&bytes) {
         Ok(states) => node.restore_peers(states),
-        Err(e) => eprintln!("mosaic: ignoring {}: {e}", path.display()),
+        Err(e) => tracing::warn!(
+            target: "mosaic::membership",
+            path = %path.display(),
+            error = %e,
+            "ignoring the saved peers"
+        ),
     }
 }
 
@@ -246,7 +271,12 @@ fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
             let _one = saving.lock();
             let bytes = serde_json::to_vec(&states).unwrap_or_default();
             if let Err(e) = crate::durable::write_atomic(&path, &bytes) {
-                eprintln!("mosaic: could not save {}: {e}", path.display());
+                tracing::warn!(
+                    target: "mosaic::membership",
+                    path = %path.display(),
+                    error = %e,
+                    "could not save the peers"
+                );
             }
         });
     }));
@@ -274,7 +304,12 @@ fn publish_membership_events(node: &Node, shared: &Arc<Shared<ClusterCoordinator
                 node: addr,
             },
         };
-        eprintln!("mosaic: {change:?}");
+        tracing::info!(
+            target: "mosaic::membership",
+            peer = %state.endpoint,
+            change = ?change,
+            "node state changed"
+        );
         shared.publish(event);
     }));
 }
@@ -293,9 +328,11 @@ async fn bind_internode(config: &mut Config) -> Result<TcpListener> {
                     format!("binding an internode port on {}", config.listen_address)
                 })?;
             let port = l.local_addr().context("reading the internode port")?.port();
-            eprintln!(
-                "mosaic: internode port {} is taken; this seedless node uses {port} instead",
-                config.storage_port
+            tracing::warn!(
+                target: "mosaic",
+                configured = config.storage_port,
+                port,
+                "internode port taken; this seedless node uses another"
             );
             config.storage_port = port;
             Ok(l)
@@ -321,13 +358,13 @@ async fn start_admin(
     let listener = match TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mosaic: admin endpoint disabled: binding {addr}: {e}");
+            tracing::warn!(target: "mosaic::admin", %addr, error = %e, "admin endpoint disabled: cannot bind");
             return;
         }
     };
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .install_recorder()
-        .map_err(|e| eprintln!("mosaic: metrics disabled: {e}"))
+        .map_err(|e| tracing::warn!(target: "mosaic::admin", error = %e, "metrics disabled"))
         .ok();
     let admin = Arc::new(Admin {
         local: local.clone(),
@@ -335,7 +372,7 @@ async fn start_admin(
         hints: hints.clone(),
         metrics,
     });
-    eprintln!("mosaic: admin endpoint on http://{addr}");
+    tracing::info!(target: "mosaic::admin", "admin endpoint on http://{addr}");
     tokio::spawn(admin::serve(listener, admin, shutdown));
 }
 
@@ -373,12 +410,13 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     identity
         .save(&config.data_dir)
         .context("saving the identity recovered from the cluster")?;
-    eprintln!(
-        "mosaic: no identity in {}; the cluster knows this address as host {} with {} tokens: \
-         resuming as that node (run `mosaic repair` to restore its data)",
-        config.data_dir.display(),
-        identity.host_id,
-        identity.tokens.len()
+    tracing::warn!(
+        target: "mosaic",
+        data_dir = %config.data_dir.display(),
+        host_id = %identity.host_id,
+        tokens = identity.tokens.len(),
+        "no identity in the data directory; the cluster knows this address: resuming as \
+         that node (run `mosaic repair` to restore its data)"
     );
     Ok(())
 }
