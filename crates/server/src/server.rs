@@ -362,8 +362,7 @@ async fn start_admin(
             return;
         }
     };
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
+    let metrics = admin::prometheus::install_recorder()
         .map_err(|e| tracing::warn!(target: "mosaic::admin", error = %e, "metrics disabled"))
         .ok();
     let admin = Arc::new(Admin {
