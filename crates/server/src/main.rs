@@ -1,5 +1,12 @@
 //! The `mosaic` binary, the only composition root of the workspace.
 //!
+//! Its role: the one place where concrete parts are wired together and where the outside
+//! world is reached. Tokio (runtime, TCP, signals), the config file, the log subscriber,
+//! the metrics recorder and the admin HTTP endpoint live here and nowhere else; the
+//! library crates below stay free of them (`mosaic-cluster` sees storage only through its
+//! `Store` trait and time and I/O only through its runtime and transport seams). Plain
+//! `std::time::Instant` and tokio time are fine here for the same reason.
+//!
 //! Subcommands:
 //! - `mosaic server --config FILE`: one cluster node in the foreground, serving CQL
 //!   (native protocol v3/v4) and joining its seeds ([`server`]);
@@ -8,14 +15,19 @@
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
-//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin;
+//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin.
 //!
-//! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
-//! [`local`] (the node's storage: the catalog and one engine per table), [`cluster`] (the
-//! CQL coordinator over `mosaic-cluster`'s node, and the node's store), [`internode`]
-//! (tokio and TCP for the cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP
-//! endpoint), [`auth`] (the authenticator seam), [`net`] (CQL connections and frames),
-//! [`server`] (lifecycle), [`launcher`] (local clusters), [`tools`], [`shell`].
+//! The YCSB load generator is not here: it is the `mosaic-bench` binary (`crates/bench`),
+//! a CQL client like any other.
+//!
+//! Module map: [`config`] (the TOML file), [`logging`] (the log subscriber, the slow-query
+//! log), [`durable`] (atomic files, node identity), [`local`] (the node's storage: the
+//! catalog and one engine per table), [`cluster`] (the CQL coordinator over
+//! `mosaic-cluster`'s node, and the node's store), [`internode`] (tokio and TCP for the
+//! cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP endpoint, its JSON,
+//! `/metrics` and the CLI's client), [`auth`] (the authenticator seam), [`net`] (CQL
+//! connections and frames), [`server`] (lifecycle), [`launcher`] (local clusters),
+//! [`tools`], [`shell`].
 
 mod admin;
 mod auth;

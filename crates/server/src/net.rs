@@ -44,8 +44,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use mosaic_cql::coordinator::Coordinator;
 use mosaic_cql::frame::{
-    decode_frame, Compression, Consistency, ErrorKind, ErrorResponse, Event, EventType, Opcode,
-    ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder, ResultBody, Supported,
+    decode_frame, AuthResponse, Compression, Consistency, ErrorKind, ErrorResponse, Event,
+    EventType, Opcode, ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder,
+    ResultBody, Startup, Supported,
 };
 use mosaic_cql::processor::{Processor, Session};
 use parking_lot::Mutex;
@@ -372,30 +373,12 @@ impl<C: Coordinator> Connection<C> {
             .await;
     }
 
+    /// Answers one frame: connection-level requests here, in order; statements on their
+    /// own tasks ([`Self::dispatch`]).
     async fn handle_frame(&mut self, frame: RequestFrame) -> Flow {
-        let version = match self.version {
-            None => {
-                self.version = Some(frame.version);
-                self.session.lock().version = frame.version;
-                frame.version
-            }
-            Some(v) if v != frame.version => {
-                // Cassandra treats this as fatal: the client has lost track of the stream.
-                let error = protocol_error(format!(
-                    "Invalid message version. Got {} but previous messages on this connection \
-                     had version {}",
-                    frame.version, v
-                ));
-                self.respond(
-                    ResponseEncoder::new(frame.version, None),
-                    frame.stream,
-                    &error,
-                )
-                .await;
-                self.send(Outgoing::Close).await;
-                return Flow::Stop(Ending::Fatal);
-            }
-            Some(v) => v,
+        let version = match self.check_version(&frame).await {
+            Ok(v) => v,
+            Err(flow) => return flow,
         };
         let encoder = ResponseEncoder::new(version, self.compression);
         let stream = frame.stream;
@@ -417,52 +400,8 @@ impl<C: Coordinator> Connection<C> {
                 self.respond(encoder, stream, &Response::Supported(Supported::default()))
                     .await;
             }
-            Request::Startup(startup) => match startup.negotiate() {
-                Err(e) => {
-                    self.respond(encoder, stream, &Response::Error(e.to_error_response()))
-                        .await;
-                }
-                Ok(options) => {
-                    self.compression = options.compression;
-                    let encoder = ResponseEncoder::new(version, self.compression);
-                    match self.shared.authenticator.start(self.peer) {
-                        AuthStart::Ready => {
-                            self.phase = Phase::Ready;
-                            self.respond(encoder, stream, &Response::Ready).await;
-                        }
-                        AuthStart::Challenge {
-                            authenticator,
-                            negotiator,
-                        } => {
-                            self.phase = Phase::Authenticating(negotiator);
-                            self.respond(
-                                encoder,
-                                stream,
-                                &Response::Authenticate { authenticator },
-                            )
-                            .await;
-                        }
-                    }
-                }
-            },
-            Request::AuthResponse(auth) => {
-                let step = match &mut self.phase {
-                    Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
-                    // `unexpected` lets AUTH_RESPONSE through only while authenticating.
-                    Phase::Uninitialized | Phase::Ready => return Flow::Continue,
-                };
-                let response = match step {
-                    AuthStep::Challenge(token) => Response::AuthChallenge { token },
-                    AuthStep::Success(token) => {
-                        self.phase = Phase::Ready;
-                        Response::AuthSuccess { token }
-                    }
-                    AuthStep::Failed(message) => {
-                        Response::Error(ErrorResponse::new(ErrorKind::BadCredentials, message))
-                    }
-                };
-                self.respond(encoder, stream, &response).await;
-            }
+            Request::Startup(startup) => self.startup(version, encoder, stream, startup).await,
+            Request::AuthResponse(auth) => self.auth_response(encoder, stream, auth).await,
             Request::Register(register) => {
                 self.respond(encoder, stream, &Response::Ready).await;
                 self.send(Outgoing::Subscribe {
@@ -474,6 +413,89 @@ impl<C: Coordinator> Connection<C> {
             request => return self.dispatch(encoder, stream, request).await,
         }
         Flow::Continue
+    }
+
+    /// The connection's protocol version: set by its first frame, which every later frame
+    /// must repeat (a mismatch is fatal, as in Cassandra: the client has lost track of the
+    /// stream).
+    async fn check_version(&mut self, frame: &RequestFrame) -> Result<ProtocolVersion, Flow> {
+        match self.version {
+            None => {
+                self.version = Some(frame.version);
+                self.session.lock().version = frame.version;
+                Ok(frame.version)
+            }
+            Some(v) if v != frame.version => {
+                let error = protocol_error(format!(
+                    "Invalid message version. Got {} but previous messages on this connection \
+                     had version {}",
+                    frame.version, v
+                ));
+                self.respond(
+                    ResponseEncoder::new(frame.version, None),
+                    frame.stream,
+                    &error,
+                )
+                .await;
+                self.send(Outgoing::Close).await;
+                Err(Flow::Stop(Ending::Fatal))
+            }
+            Some(v) => Ok(v),
+        }
+    }
+
+    /// STARTUP: negotiates compression, then READY or the authenticator's challenge.
+    async fn startup(
+        &mut self,
+        version: ProtocolVersion,
+        encoder: ResponseEncoder,
+        stream: i16,
+        startup: Startup,
+    ) {
+        let options = match startup.negotiate() {
+            Ok(options) => options,
+            Err(e) => {
+                self.respond(encoder, stream, &Response::Error(e.to_error_response()))
+                    .await;
+                return;
+            }
+        };
+        self.compression = options.compression;
+        let encoder = ResponseEncoder::new(version, self.compression);
+        match self.shared.authenticator.start(self.peer) {
+            AuthStart::Ready => {
+                self.phase = Phase::Ready;
+                self.respond(encoder, stream, &Response::Ready).await;
+            }
+            AuthStart::Challenge {
+                authenticator,
+                negotiator,
+            } => {
+                self.phase = Phase::Authenticating(negotiator);
+                self.respond(encoder, stream, &Response::Authenticate { authenticator })
+                    .await;
+            }
+        }
+    }
+
+    /// AUTH_RESPONSE: one step of the SASL exchange.
+    async fn auth_response(&mut self, encoder: ResponseEncoder, stream: i16, auth: AuthResponse) {
+        let step = match &mut self.phase {
+            Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
+            // `unexpected` lets AUTH_RESPONSE through only while authenticating.
+            Phase::Uninitialized | Phase::Ready => return,
+        };
+        let response = match step {
+            AuthStep::Challenge(token) => Response::AuthChallenge { token },
+            AuthStep::Success(token) => {
+                self.phase = Phase::Ready;
+                Response::AuthSuccess { token }
+            }
+            AuthStep::Failed(message) => {
+                Response::Error(ErrorResponse::new(ErrorKind::BadCredentials, message))
+            }
+        };
+        self.respond(encoder, stream, &response).await;
     }
 
     /// Cassandra's check of a message against the connection's state

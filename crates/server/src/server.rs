@@ -74,6 +74,8 @@ impl Signals {
     }
 }
 
+/// The node from start to clean exit: storage, cluster, CQL and admin ports, then the
+/// shutdown sequence at the first signal.
 async fn serve(config: Config) -> Result<()> {
     // Before anything slow, so a signal during startup still shuts down cleanly.
     let mut signals = Signals::install()?;
@@ -83,22 +85,7 @@ async fn serve(config: Config) -> Result<()> {
     let mut config = config;
     let internode_listener = bind_internode(&mut config).await?;
     recover_identity(&config, &internode_listener).await?;
-    let opening = {
-        let config = config.clone();
-        tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
-    };
-    let local = tokio::select! {
-        opened = opening => Arc::new(opened.context("opening storage")??),
-        name = signals.recv() => bail!("{name} received while opening storage"),
-    };
-    tracing::info!(
-        target: "mosaic",
-        data_dir = %local.data_dir().display(),
-        tables = local.table_count(),
-        default_layout = %config.storage.layout,
-        replica_selection = %config.cluster.replica_selection,
-        "storage open"
-    );
+    let local = open_storage(&config, &mut signals).await?;
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
         config.storage.engine_options()?,
@@ -153,6 +140,37 @@ async fn serve(config: Config) -> Result<()> {
         std::process::exit(130);
     });
     let _ = shutdown_tx.send(true);
+    drain_and_close(serving, &local, timeout).await
+}
+
+/// Opens local storage on a blocking thread; a signal meanwhile abandons the start.
+async fn open_storage(config: &Config, signals: &mut Signals) -> Result<Arc<LocalCoordinator>> {
+    let opening = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
+    };
+    let local = tokio::select! {
+        opened = opening => Arc::new(opened.context("opening storage")??),
+        name = signals.recv() => bail!("{name} received while opening storage"),
+    };
+    tracing::info!(
+        target: "mosaic",
+        data_dir = %local.data_dir().display(),
+        tables = local.table_count(),
+        default_layout = %config.storage.layout,
+        replica_selection = %config.cluster.replica_selection,
+        "storage open"
+    );
+    Ok(local)
+}
+
+/// The end of a clean shutdown: lets in-flight requests finish (for at most `timeout`),
+/// then closes every table.
+async fn drain_and_close(
+    mut serving: tokio::task::JoinHandle<()>,
+    local: &LocalCoordinator,
+    timeout: Duration,
+) -> Result<()> {
     let deadline = tokio::time::Instant::now() + timeout;
     if tokio::time::timeout_at(deadline, &mut serving)
         .await
@@ -165,7 +183,7 @@ async fn serve(config: Config) -> Result<()> {
     let failures = local.close(timeout).await;
     if !failures.is_empty() {
         for failure in &failures {
-            tracing::error!(target: "mosaic::storage", failure = %failure, "closing storage failed");
+            tracing::error!(target: "mosaic::storage", %failure, "closing storage failed");
         }
         bail!("could not close cleanly: {}", failures.join(", "));
     }

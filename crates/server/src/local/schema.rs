@@ -236,24 +236,49 @@ async fn delete_dropped(slot: Arc<TableSlot>) {
     }
 }
 
+/// The schema file as written: the catalog and its epoch.
+#[derive(serde::Serialize)]
+struct SchemaFileOut<'a> {
+    epoch: u64,
+    catalog: &'a Catalog,
+}
+
+/// The schema file as read: the catalog stays JSON until [`Catalog::from_bytes`] checks
+/// its format and recomputes its version.
+#[derive(serde::Deserialize)]
+struct SchemaFileIn {
+    epoch: u64,
+    catalog: serde_json::Value,
+}
+
 /// The schema file's content: the catalog and its epoch.
 pub(super) fn schema_file_bytes(catalog: &Catalog, epoch: u64) -> Vec<u8> {
-    let catalog: serde_json::Value =
-        serde_json::from_slice(&catalog.to_bytes()).unwrap_or(serde_json::Value::Null);
-    serde_json::to_vec_pretty(&serde_json::json!({ "epoch": epoch, "catalog": catalog }))
-        .unwrap_or_default()
+    serde_json::to_vec_pretty(&SchemaFileOut { epoch, catalog }).unwrap_or_default()
 }
 
 /// Reads the schema file: `{epoch, catalog}`, or a bare catalog (epoch 0) as written
 /// before the cluster existed.
 pub(super) fn read_schema_file(bytes: &[u8]) -> Result<(u64, Catalog)> {
-    let value: serde_json::Value = serde_json::from_slice(bytes)?;
-    if let (Some(epoch), Some(catalog)) = (
-        value.get("epoch").and_then(|e| e.as_u64()),
-        value.get("catalog"),
-    ) {
-        let catalog = Catalog::from_bytes(&serde_json::to_vec(catalog)?)?;
-        return Ok((epoch, catalog));
+    match serde_json::from_slice::<SchemaFileIn>(bytes) {
+        Ok(file) => {
+            let catalog = Catalog::from_bytes(&serde_json::to_vec(&file.catalog)?)?;
+            Ok((file.epoch, catalog))
+        }
+        Err(_) => Ok((0, Catalog::from_bytes(bytes)?)),
     }
-    Ok((0, Catalog::from_bytes(bytes)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_file_round_trips_and_a_bare_catalog_reads_as_epoch_0() {
+        let catalog = Catalog::default();
+        let (epoch, read) = read_schema_file(&schema_file_bytes(&catalog, 7)).unwrap();
+        assert_eq!((epoch, read), (7, catalog.clone()));
+        let (epoch, read) = read_schema_file(&catalog.to_bytes()).unwrap();
+        assert_eq!((epoch, read), (0, catalog));
+        assert!(read_schema_file(b"{\"epoch\": 1}").is_err());
+    }
 }
