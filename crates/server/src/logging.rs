@@ -130,6 +130,62 @@ mod tests {
     use super::*;
     use mosaic_cql::frame::{Execute, Query, QueryParameters};
 
+    /// A writer appending to a shared buffer, for reading what a subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `f` logs through a subscriber filtered by `level`.
+    fn logged(level: &str, f: impl FnOnce()) -> String {
+        let out = Captured::default();
+        let writer = out.clone();
+        let config = LogConfig {
+            level: level.to_owned(),
+            ..LogConfig::default()
+        };
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(config.filter(None).unwrap())
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, f);
+        let bytes = out.0.lock().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn a_slow_query_is_logged_at_warn_with_statement_consistency_and_time() {
+        let text = logged("info", || {
+            log_slow_query(
+                "SELECT 1",
+                Some(Consistency::Quorum),
+                Duration::from_millis(750),
+            )
+        });
+        assert!(
+            text.contains(
+                "WARN mosaic::slow_query: slow query statement=\"SELECT 1\" \
+                 consistency=\"QUORUM\" elapsed_ms=750"
+            ),
+            "{text}"
+        );
+        // A filter can silence it like any target.
+        let text = logged("info,mosaic::slow_query=error", || {
+            log_slow_query("SELECT 1", None, Duration::from_millis(750))
+        });
+        assert_eq!(text, "");
+    }
+
     #[test]
     fn only_requests_over_the_threshold_are_slow() {
         let ms = Duration::from_millis;

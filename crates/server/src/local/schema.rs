@@ -2,7 +2,7 @@
 //! (local DDL or a peer's newer schema) with its storage created and deleted in a
 //! crash-safe order.
 
-use super::tables::{delete_dir, engine_error, join_error, server_error};
+use super::tables::{close_before_delete, delete_dir, engine_error, join_error, server_error};
 use super::*;
 
 impl LocalCoordinator {
@@ -197,16 +197,7 @@ async fn delete_dropped(slot: Arc<TableSlot>) {
     let name = slot.name.clone();
     let deleted = tokio::task::spawn_blocking(move || -> io::Result<()> {
         let mut guard = guard;
-        if let Some(db) = guard.take() {
-            if let Err(e) = db.close() {
-                tracing::warn!(
-                    target: "mosaic::storage",
-                    table = %name,
-                    error = %e,
-                    "closing a dropped table failed"
-                );
-            }
-        }
+        close_before_delete(&mut guard, &name, "drop");
         delete_dir(&dir)?;
         if let Some(ks_dir) = dir.parent() {
             // Remove the keyspace directory if this was its last table.

@@ -109,6 +109,17 @@ pub(super) fn run_engine_call<T>(inline: bool, call: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Closes a table's store (if open) whose directory is about to be deleted (`why`: a
+/// truncate or a drop). The data is going away, so a failed final sync changes nothing:
+/// it is only logged.
+pub(super) fn close_before_delete(store: &mut Option<ReplicaStore>, table: &str, why: &str) {
+    if let Some(db) = store.take() {
+        if let Err(e) = db.close() {
+            tracing::warn!(target: "mosaic::storage", table, why, error = %e, "closing the table failed");
+        }
+    }
+}
+
 /// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
 pub(super) fn delete_dir(dir: &Path) -> io::Result<()> {
     let mut aside = dir.as_os_str().to_os_string();
@@ -346,17 +357,7 @@ impl LocalCoordinator {
         let engine = self.engine.clone();
         let log = self.log.clone();
         tokio::task::spawn_blocking(move || {
-            if let Some(db) = guard.take() {
-                if let Err(e) = db.close() {
-                    // The data is being deleted; a failed final sync changes nothing.
-                    tracing::warn!(
-                        target: "mosaic::storage",
-                        table = %name,
-                        error = %e,
-                        "closing the table for truncate failed"
-                    );
-                }
-            }
+            close_before_delete(&mut guard, &name, "truncate");
             delete_dir(&dir).map_err(|e| {
                 server_error(format!(
                     "Could not truncate {name}: deleting {}: {e}",
