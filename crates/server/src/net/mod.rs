@@ -10,7 +10,7 @@
 //! requests are answered in order by the reader itself; QUERY, PREPARE, EXECUTE and BATCH
 //! each run as their own task, so requests on different streams proceed concurrently and
 //! their responses go out in completion order, each on its request's stream. A writer task
-//! owns the socket's write half: it takes encoded frames from a bounded channel and writes
+//! ([`writer`]) owns the socket's write half: it takes encoded frames from a bounded channel and writes
 //! as many as are ready with one `write` call.
 //!
 //! # Back-pressure (every queue is bounded)
@@ -60,16 +60,16 @@ use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
 use crate::config::LimitsConfig;
 use crate::logging::{self, Statement};
 
+mod writer;
+
+use writer::write_loop;
+
 /// Events a slow connection may have pending before it loses the oldest.
 const EVENT_QUEUE_MAX: usize = 1024;
 /// Connection-level answers the writer channel holds beyond the in-flight cap.
 const WRITER_QUEUE_EXTRA: usize = 16;
 /// Bytes the reader asks the socket for at a time (at least).
 const READ_CHUNK_BYTES: usize = 16 * 1024;
-/// Frames the writer copies together into one write; larger frames are written directly.
-const COALESCE_BYTES_MAX: usize = 64 * 1024;
-/// Write buffer capacity kept between writes; a larger one is released.
-const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
 /// After a fatal error, how long the connection waits for the client to close.
 const LINGER: Duration = Duration::from_secs(2);
 /// After a fatal error, how many bytes the connection discards while it waits.
@@ -637,150 +637,4 @@ fn encode(encoder: ResponseEncoder, stream: i16, response: &Response) -> Bytes {
         let _ = encoder.encode(&mut out, stream, &error);
     }
     out.freeze()
-}
-
-/// Which events a connection asked for, and how to encode them.
-struct Subscription {
-    rx: broadcast::Receiver<Event>,
-    events: Vec<EventType>,
-    encoder: ResponseEncoder,
-}
-
-fn event_type(event: &Event) -> Option<EventType> {
-    match event {
-        Event::SchemaChange(_) => Some(EventType::SchemaChange),
-        Event::TopologyChange { .. } => Some(EventType::TopologyChange),
-        Event::StatusChange { .. } => Some(EventType::StatusChange),
-        _ => None,
-    }
-}
-
-/// Receives the next event of `sub`, or never if there is no subscription.
-async fn next_event(sub: &mut Option<Subscription>) -> Result<Event, broadcast::error::RecvError> {
-    match sub {
-        Some(s) => s.rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// What the writer does with one message.
-enum Step {
-    Continue,
-    Close,
-}
-
-struct Writer {
-    wr: OwnedWriteHalf,
-    buf: BytesMut,
-    events: broadcast::Sender<Event>,
-    sub: Option<Subscription>,
-}
-
-impl Writer {
-    /// Takes one message; large frames are written at once (after what is buffered).
-    async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
-        match message {
-            Outgoing::Frame(frame) if frame.len() > COALESCE_BYTES_MAX => {
-                self.flush().await?;
-                self.wr.write_all(&frame).await?;
-            }
-            Outgoing::Frame(frame) => self.buf.extend_from_slice(&frame),
-            Outgoing::Subscribe { events, encoder } => {
-                let rx = match self.sub.take() {
-                    Some(s) => s.rx,
-                    None => self.events.subscribe(),
-                };
-                self.sub = Some(Subscription {
-                    rx,
-                    events,
-                    encoder,
-                });
-            }
-            Outgoing::Close => return Ok(Step::Close),
-        }
-        Ok(Step::Continue)
-    }
-
-    fn take_event(&mut self, event: Event) {
-        if let Some(sub) = &self.sub {
-            if event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
-                let start = self.buf.len();
-                if sub.encoder.encode_event(&mut self.buf, &event).is_err() {
-                    self.buf.truncate(start);
-                }
-            }
-        }
-    }
-
-    async fn flush(&mut self) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            self.wr.write_all(&self.buf).await?;
-            self.buf.clear();
-            if self.buf.capacity() > WRITE_BUFFER_KEEP_BYTES {
-                self.buf = BytesMut::new();
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The writer task (see the module doc). Ends when every sender is gone, at a Close, or
-/// when the socket fails.
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    events: broadcast::Sender<Event>,
-) {
-    let mut w = Writer {
-        wr,
-        buf: BytesMut::new(),
-        events,
-        sub: None,
-    };
-    let result: std::io::Result<()> = async {
-        loop {
-            tokio::select! {
-                biased;
-                message = rx.recv() => {
-                    let Some(message) = message else { break };
-                    if let Step::Close = w.take(message).await? {
-                        break;
-                    }
-                }
-                event = next_event(&mut w.sub) => match event {
-                    Ok(event) => w.take_event(event),
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(
-                            target: "mosaic::net",
-                            missed = n,
-                            "a slow connection missed events"
-                        );
-                    }
-                    Err(broadcast::error::RecvError::Closed) => w.sub = None,
-                },
-            }
-            // Coalesce whatever else is ready into the same write.
-            let mut close = false;
-            while w.buf.len() < COALESCE_BYTES_MAX {
-                match rx.try_recv() {
-                    Ok(message) => {
-                        if let Step::Close = w.take(message).await? {
-                            close = true;
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            w.flush().await?;
-            if close {
-                break;
-            }
-        }
-        w.flush().await?;
-        w.wr.shutdown().await
-    }
-    .await;
-    // A failed write means the client is gone; its reader sees the channel close.
-    drop(result);
 }
