@@ -206,11 +206,8 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
     Json(api::Stats { tables })
 }
 
-/// Repairs the tables a `/repair?keyspace=K&table=T` query names (all by default).
-async fn repair(
-    State(admin): State<Arc<Admin>>,
-    Query(params): Query<Vec<(String, String)>>,
-) -> Response {
+/// The keyspace and table a repair query names, or why the query is refused.
+fn repair_scope(params: Vec<(String, String)>) -> Result<(Option<String>, Option<String>), String> {
     let mut keyspace = None;
     let mut table = None;
     for (name, value) in params {
@@ -219,13 +216,22 @@ async fn repair(
             "table" => table = Some(value),
             _ => {
                 let pair = format!("{name}={value}");
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format!("unknown repair parameter {pair:?}"),
-                );
+                return Err(format!("unknown repair parameter {pair:?}"));
             }
         }
     }
+    Ok((keyspace, table))
+}
+
+/// Repairs the tables a `/repair?keyspace=K&table=T` query names (all by default).
+async fn repair(
+    State(admin): State<Arc<Admin>>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let (keyspace, table) = match repair_scope(params) {
+        Ok(scope) => scope,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
     // A node restarted without data learns its tables from the others first.
     if !admin
         .cluster
@@ -320,4 +326,29 @@ async fn table_op(
         failed,
     };
     (code, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_repair_query_names_a_keyspace_and_table_or_is_refused() {
+        assert_eq!(repair_scope(params(&[])), Ok((None, None)));
+        assert_eq!(
+            repair_scope(params(&[("keyspace", "ks"), ("table", "t")])),
+            Ok((Some("ks".to_owned()), Some("t".to_owned())))
+        );
+        assert_eq!(
+            repair_scope(params(&[("keyspace", "ks"), ("tabel", "t")])),
+            Err("unknown repair parameter \"tabel=t\"".to_owned())
+        );
+    }
 }
