@@ -168,15 +168,23 @@ impl LocalStore {
     }
 }
 
-/// Runs a hint-store call on a blocking thread (hints are rare; they may wait for fsync).
+/// Runs a hint-store call (`what`, for the log) on a blocking thread (hints are rare; they
+/// may wait for fsync). Failures are logged here: storing and replaying hints runs in
+/// the background, where nobody else sees them.
 async fn on_hints<T: Send + 'static>(
     hints: &Arc<HintStore>,
+    what: &'static str,
+    target: Endpoint,
     f: impl FnOnce(&HintStore) -> Result<T, Failure> + Send + 'static,
 ) -> Result<T, Failure> {
     let hints = hints.clone();
-    tokio::task::spawn_blocking(move || f(&hints))
+    let result = tokio::task::spawn_blocking(move || f(&hints))
         .await
-        .unwrap_or_else(|e| Err(Failure::Storage(format!("hint store task failed: {e}"))))
+        .unwrap_or_else(|e| Err(Failure::Storage(format!("hint store task failed: {e}"))));
+    if let Err(e) = &result {
+        tracing::warn!(target: "mosaic::hints", operation = what, %target, error = ?e, "hint store failed");
+    }
+    result
 }
 
 /// A local storage error as a replica's failure.
@@ -240,15 +248,24 @@ impl Store for LocalStore {
         table: TableKey,
         mutations: Vec<WireMutation>,
     ) -> BoxFuture<'_, Result<(), Failure>> {
-        on_hints(&self.hints, move |h| h.store(target, table, mutations)).boxed()
+        on_hints(&self.hints, "store", target, move |h| {
+            h.store(target, table, mutations)
+        })
+        .boxed()
     }
 
     fn hints(&self, target: Endpoint, limit: usize) -> BoxFuture<'_, Result<Vec<Hint>, Failure>> {
-        on_hints(&self.hints, move |h| h.oldest(target, limit)).boxed()
+        on_hints(&self.hints, "replay", target, move |h| {
+            h.oldest(target, limit)
+        })
+        .boxed()
     }
 
     fn delete_hint(&self, target: Endpoint, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
-        on_hints(&self.hints, move |h| h.delete(target, id)).boxed()
+        on_hints(&self.hints, "delete replayed", target, move |h| {
+            h.delete(target, id)
+        })
+        .boxed()
     }
 
     fn hint_targets(&self) -> Vec<Endpoint> {

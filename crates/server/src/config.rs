@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use mosaic_lsm::{Options, SyncMode};
+use mosaic_types::{Layout, ReplicaSelection};
 use serde::{Deserialize, Serialize};
 
 /// The whole configuration file.
@@ -53,6 +54,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Bounds on what clients can make the node hold.
     pub limits: LimitsConfig,
+    /// What the node logs.
+    pub log: LogConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -100,8 +103,8 @@ pub struct StorageConfig {
     /// Where reads and writes run their engine calls.
     pub engine_calls: EngineCalls,
     /// The layout of tables created without a `layout` option: `uniform`, `multi-lsm` or
-    /// `decoupled` (see `mosaic_replica::Layout`).
-    pub layout: String,
+    /// `decoupled` (see `mosaic_types::Layout`).
+    pub layout: Layout,
     /// Sorted runs a range group of the decoupled layout's log may hold before they are
     /// merge-sorted into one (DEPART's S: 1 behaves as a two-level tree, large as a log).
     pub sorted_runs_max: usize,
@@ -135,7 +138,19 @@ pub struct ClusterConfig {
     /// Which replicas a read asks first: `dynamic-snitch` (Cassandra's: the fastest by
     /// observed latency) or `primary-first` (the token's primary replica, then ring order:
     /// DEPART's replica-aware reads).
-    pub replica_selection: String,
+    pub replica_selection: ReplicaSelection,
+}
+
+/// `[log]`: what the node logs, and where a request counts as slow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A `tracing` filter (`EnvFilter` directives), e.g. `"info,mosaic_cluster=debug"`.
+    /// `RUST_LOG`, when set, replaces it.
+    pub level: String,
+    /// CQL requests taking longer than this are logged (target `mosaic::slow_query`, at
+    /// `warn`) with their statement, consistency and time; 0 logs none.
+    pub slow_query_ms: u64,
 }
 
 /// `[limits]`: back-pressure bounds.
@@ -172,6 +187,7 @@ impl Default for Config {
             cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
             limits: LimitsConfig::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -186,7 +202,7 @@ impl Default for StorageConfig {
             direct_io: false,
             compaction_threads: 1,
             engine_calls: EngineCalls::Inline,
-            layout: mosaic_cql::schema::DEFAULT_LAYOUT.to_owned(),
+            layout: Layout::default(),
             sorted_runs_max: 20,
             split_segments: 4,
         }
@@ -204,8 +220,35 @@ impl Default for ClusterConfig {
             replica_requests_max: 4096,
             peer_queue_max: 16_384,
             max_hint_window_ms: 3 * 3600 * 1000,
-            replica_selection: "dynamic-snitch".to_owned(),
+            replica_selection: ReplicaSelection::default(),
         }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> LogConfig {
+        LogConfig {
+            level: "info".to_owned(),
+            slow_query_ms: 500,
+        }
+    }
+}
+
+impl LogConfig {
+    /// The filter the node logs with: `RUST_LOG` when set (`env`), else `level`.
+    pub fn filter(&self, env: Option<&str>) -> Result<tracing_subscriber::EnvFilter> {
+        let (what, directives) = match env {
+            Some(d) => ("RUST_LOG", d),
+            None => ("[log] level", self.level.as_str()),
+        };
+        tracing_subscriber::EnvFilter::builder()
+            .parse(directives)
+            .map_err(|e| anyhow::anyhow!("{what} {directives:?} is not a valid log filter: {e}"))
+    }
+
+    /// The slow-query threshold; `None` when the log is off.
+    pub fn slow_query(&self) -> Option<std::time::Duration> {
+        (self.slow_query_ms > 0).then(|| std::time::Duration::from_millis(self.slow_query_ms))
     }
 }
 
@@ -239,7 +282,15 @@ impl Config {
 
     /// Parses and validates TOML text.
     pub fn parse(text: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let config: Config = toml::from_str(text).map_err(|e| {
+            // Name the section: toml shows the offending line but not the table it is in.
+            let section = e
+                .span()
+                .and_then(|span| section_at(text, span.start))
+                .map(|name| format!("[{name}] "))
+                .unwrap_or_default();
+            anyhow::anyhow!("{section}{e}")
+        })?;
         config.validate()?;
         Ok(config)
     }
@@ -262,13 +313,6 @@ impl Config {
         }
         if self.num_tokens == 0 || self.num_tokens > 1536 {
             bail!("num_tokens must be between 1 and 1536");
-        }
-        if !mosaic_cluster::snitch::SELECTORS.contains(&self.cluster.replica_selection.as_str()) {
-            bail!(
-                "[cluster] replica_selection {:?} is not one of {}",
-                self.cluster.replica_selection,
-                mosaic_cluster::snitch::SELECTORS.join(", ")
-            );
         }
         if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {
             bail!(
@@ -315,6 +359,7 @@ impl Config {
             bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
         }
         self.storage.validate()?;
+        self.log.filter(None)?;
         Ok(())
     }
 
@@ -352,6 +397,17 @@ impl Config {
     }
 }
 
+/// The `[section]` header in force at byte `offset` of `text`, if any.
+fn section_at(text: &str, offset: usize) -> Option<&str> {
+    let before = text.get(..offset)?;
+    before.lines().rev().find_map(|line| {
+        let line = line.trim();
+        line.strip_prefix('[')?
+            .strip_suffix(']')
+            .map(|name| name.trim_matches(['[', ']']).trim())
+    })
+}
+
 impl StorageConfig {
     /// Checks the engine options, the default layout and the decoupled layout's log.
     pub fn validate(&self) -> Result<()> {
@@ -359,16 +415,6 @@ impl StorageConfig {
         engine
             .validate()
             .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
-        let known = mosaic_cql::processor::LAYOUTS;
-        if mosaic_replica::Layout::parse(&self.layout).is_none()
-            || !known.contains(&self.layout.as_str())
-        {
-            bail!(
-                "[storage] layout {:?} is not a layout this build stores ({})",
-                self.layout,
-                known.join(", ")
-            );
-        }
         if self.sorted_runs_max == 0 || self.split_segments == 0 {
             bail!("[storage] sorted_runs_max and split_segments must be at least 1");
         }
@@ -470,7 +516,7 @@ mod tests {
             "[storage]\nlayout = \"decoupled\"\nsorted_runs_max = 3\nsplit_segments = 2\n",
         )
         .unwrap();
-        assert_eq!(c.storage.layout, "decoupled");
+        assert_eq!(c.storage.layout, Layout::Decoupled);
         assert_eq!(c.storage.sorted_runs_max, 3);
         assert_eq!(c.storage.split_segments, 2);
         assert!(Config::parse("[storage]\nlayout = \"multi-lsm\"\n").is_ok());
@@ -497,6 +543,42 @@ mod tests {
             mosaic_cql::processor::LAYOUTS.len(),
             mosaic_replica::Layout::ALL.len()
         );
+    }
+
+    #[test]
+    fn bad_policy_names_fail_naming_the_valid_values() {
+        let err = Config::parse("[storage]\nlayout = \"log\"\n").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("uniform, multi-lsm, decoupled"), "{text}");
+        let err = Config::parse("[cluster]\nreplica_selection = \"fastest\"\n").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("[cluster]"), "{text}");
+        assert!(text.contains("dynamic-snitch, primary-first"), "{text}");
+        let c = Config::parse("[cluster]\nreplica_selection = \"primary-first\"\n").unwrap();
+        assert_eq!(c.cluster.replica_selection, ReplicaSelection::PrimaryFirst);
+    }
+
+    #[test]
+    fn log_keys_are_read_and_a_bad_filter_is_named() {
+        let c = Config::parse("[log]\nlevel = \"warn,mosaic_cluster=debug\"\nslow_query_ms = 0\n")
+            .unwrap();
+        assert_eq!(c.log.level, "warn,mosaic_cluster=debug");
+        assert_eq!(c.log.slow_query(), None);
+        assert_eq!(
+            Config::default().log.slow_query(),
+            Some(std::time::Duration::from_millis(500))
+        );
+        let err = Config::parse("[log]\nlevel = \"mosaic=loud\"\n").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("[log] level \"mosaic=loud\" is not a valid log filter"),
+            "{text}"
+        );
+        assert!(Config::parse("[log]\nlevl = \"info\"\n").is_err());
+        // RUST_LOG replaces the configured level, and is checked the same way.
+        assert!(c.log.filter(Some("debug")).is_ok());
+        let err = c.log.filter(Some("x=nope")).unwrap_err();
+        assert!(format!("{err:#}").contains("RUST_LOG"), "{err:#}");
     }
 
     #[test]

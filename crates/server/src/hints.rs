@@ -134,7 +134,12 @@ impl HintStore {
                 }),
                 // A damaged hint cannot be delivered; drop it rather than block the rest.
                 _ => {
-                    eprintln!("mosaic: dropping an undecodable hint for {target}");
+                    tracing::warn!(
+                        target: "mosaic::hints",
+                        %target,
+                        id,
+                        "dropping an undecodable hint"
+                    );
                     self.delete(target, id)?;
                 }
             }

@@ -156,12 +156,17 @@ pub async fn serve(listener: TcpListener, node: Node, mut shutdown: watch::Recei
                     let node = node.clone();
                     tokio::spawn(async move {
                         if let Err(e) = read_frames(stream, &node).await {
-                            eprintln!("mosaic: internode connection from {from} closed: {e}");
+                            tracing::debug!(
+                                target: "mosaic::internode",
+                                %from,
+                                error = %e,
+                                "internode connection closed"
+                            );
                         }
                     });
                 }
                 Err(e) => {
-                    eprintln!("mosaic: internode accept failed: {e}");
+                    tracing::warn!(target: "mosaic::internode", error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },

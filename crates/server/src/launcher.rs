@@ -32,6 +32,7 @@ use bytes::BytesMut;
 use clap::{Args, Subcommand};
 use mosaic_cql::frame::{encode_request_frame, FrameFlags, Opcode, ProtocolVersion, HEADER_LEN};
 
+use crate::admin::api::Status;
 use crate::config::Config;
 use crate::durable::write_atomic;
 
@@ -203,13 +204,13 @@ fn wait_until_all_up(cluster_dir: &Path, nodes: &[(String, Config)]) -> Result<(
                 continue;
             }
             let admin = SocketAddr::new(config.rpc_address(), config.admin_port);
-            let sees_all = crate::admin::get(admin, "/status").is_ok_and(|status| {
-                let up: Vec<&str> = status["nodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|n| n["up"].as_bool() == Some(true))
-                    .filter_map(|n| n["endpoint"].as_str())
+            let status = crate::admin::client::get_as::<Status>(admin, "/status");
+            let sees_all = status.is_ok_and(|status| {
+                let up: Vec<&str> = status
+                    .nodes
+                    .iter()
+                    .filter(|n| n.up)
+                    .map(|n| n.endpoint.as_str())
                     .collect();
                 want.iter().all(|w| up.contains(&w.as_str()))
             });

@@ -1,5 +1,12 @@
 //! The `mosaic` binary, the only composition root of the workspace.
 //!
+//! Its role: the one place where concrete parts are wired together and where the outside
+//! world is reached. Tokio (runtime, TCP, signals), the config file, the log subscriber,
+//! the metrics recorder and the admin HTTP endpoint live here and nowhere else; the
+//! library crates below stay free of them (`mosaic-cluster` sees storage only through its
+//! `Store` trait and time and I/O only through its runtime and transport seams). Plain
+//! `std::time::Instant` and tokio time are fine here for the same reason.
+//!
 //! Subcommands:
 //! - `mosaic server --config FILE`: one cluster node in the foreground, serving CQL
 //!   (native protocol v3/v4) and joining its seeds ([`server`]);
@@ -8,15 +15,19 @@
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
-//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin;
-//! - `mosaic bench load|run`: YCSB workloads against any CQL cluster (`mosaic_bench::cli`).
+//!   (put/get/delete/scan/flush/compact/stats/levels), reading commands from stdin.
 //!
-//! Module map: [`config`] (the TOML file), [`durable`] (atomic files, node identity),
-//! [`local`] (the node's storage: the catalog and one engine per table), [`cluster`] (the
-//! CQL coordinator over `mosaic-cluster`'s node, and the node's store), [`internode`]
-//! (tokio and TCP for the cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP
-//! endpoint), [`auth`] (the authenticator seam), [`net`] (CQL connections and frames),
-//! [`server`] (lifecycle), [`launcher`] (local clusters), [`tools`], [`shell`].
+//! The YCSB load generator is not here: it is the `mosaic-bench` binary (`crates/bench`),
+//! a CQL client like any other.
+//!
+//! Module map: [`config`] (the TOML file), [`logging`] (the log subscriber, the slow-query
+//! log), [`durable`] (atomic files, node identity), [`local`] (the node's storage: the
+//! catalog and one engine per table), [`cluster`] (the CQL coordinator over
+//! `mosaic-cluster`'s node, and the node's store), [`internode`] (tokio and TCP for the
+//! cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP endpoint, its JSON,
+//! `/metrics` and the CLI's client), [`auth`] (the authenticator seam), [`net`] (CQL
+//! connections and frames), [`server`] (lifecycle), [`launcher`] (local clusters),
+//! [`tools`], [`shell`].
 #![allow(clippy::disallowed_methods)] // The composition root: it runs the real clock, threads and tokio for the core crates.
 
 mod admin;
@@ -28,6 +39,7 @@ mod hints;
 mod internode;
 mod launcher;
 mod local;
+mod logging;
 mod net;
 mod server;
 mod shell;
@@ -74,9 +86,6 @@ enum Command {
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
     Repair(tools::RepairArgs),
-    /// Load or run a YCSB workload against any CQL cluster (Mosaic or Cassandra).
-    #[command(subcommand)]
-    Bench(Box<mosaic_bench::cli::BenchCommand>),
 }
 
 /// Options of `mosaic stats`.
@@ -115,9 +124,6 @@ fn main() -> ExitCode {
             args.keyspace.as_deref(),
             args.table.as_deref(),
         ),
-        Command::Bench(command) => mosaic_bench::cli::main_with_stats(*command, &|host| {
-            admin::get(tools::admin_addr(host)?, "/stats")
-        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -40,6 +40,7 @@ use crate::net::{self, Shared};
 /// Runs the node configured in `config_path` until it is told to stop.
 pub fn run(config_path: &Path) -> Result<()> {
     let config = Config::load(config_path)?;
+    crate::logging::init(&config.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mosaic-worker")
@@ -73,6 +74,8 @@ impl Signals {
     }
 }
 
+/// The node from start to clean exit: storage, cluster, CQL and admin ports, then the
+/// shutdown sequence at the first signal.
 async fn serve(config: Config) -> Result<()> {
     // Before anything slow, so a signal during startup still shuts down cleanly.
     let mut signals = Signals::install()?;
@@ -82,19 +85,7 @@ async fn serve(config: Config) -> Result<()> {
     let mut config = config;
     let internode_listener = bind_internode(&mut config).await?;
     recover_identity(&config, &internode_listener).await?;
-    let opening = {
-        let config = config.clone();
-        tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
-    };
-    let local = tokio::select! {
-        opened = opening => Arc::new(opened.context("opening storage")??),
-        name = signals.recv() => bail!("{name} received while opening storage"),
-    };
-    eprintln!(
-        "mosaic: data in {} ({} tables)",
-        local.data_dir().display(),
-        local.table_count()
-    );
+    let local = open_storage(&config, &mut signals).await?;
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
         config.storage.engine_options()?,
@@ -112,15 +103,26 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding the CQL port {addr}"))?;
     let bound = listener.local_addr().unwrap_or(addr);
-    let shared = Arc::new(Shared::new(
-        Processor::new(coordinator.clone()),
-        Arc::new(AllowAll),
-        config.limits.clone(),
-    ));
+    let shared = Arc::new(
+        Shared::new(
+            Processor::new(coordinator.clone()),
+            Arc::new(AllowAll),
+            config.limits.clone(),
+        )
+        .with_slow_query(config.log.slow_query()),
+    );
     publish_membership_events(&node, &shared);
     start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
+    tracing::info!(
+        target: "mosaic",
+        cql = %bound,
+        internode = %config.storage_endpoint(),
+        rpc_address = %config.rpc_address(),
+        cluster_name = %config.cluster_name,
+        "serving"
+    );
     println!("mosaic: serving CQL on {bound}");
     // Launchers read this line from a file or pipe: make sure it is not stuck in a buffer.
     let _ = std::io::stdout().flush();
@@ -129,15 +131,46 @@ async fn serve(config: Config) -> Result<()> {
         name = signals.recv() => name,
         ended = &mut serving => bail!("the CQL listener stopped unexpectedly: {ended:?}"),
     };
-    eprintln!("mosaic: {name} received; finishing in-flight requests");
+    tracing::info!(target: "mosaic", "{name} received; shutting down after in-flight requests");
     // Peers stop choosing this node at once rather than after the failure detector.
     node.shutdown();
     tokio::spawn(async move {
         let name = signals.recv().await;
-        eprintln!("mosaic: second {name}; exiting without a clean shutdown");
+        tracing::warn!(target: "mosaic", "second {name}; exiting without a clean shutdown");
         std::process::exit(130);
     });
     let _ = shutdown_tx.send(true);
+    drain_and_close(serving, &local, timeout).await
+}
+
+/// Opens local storage on a blocking thread; a signal meanwhile abandons the start.
+async fn open_storage(config: &Config, signals: &mut Signals) -> Result<Arc<LocalCoordinator>> {
+    let opening = {
+        let config = config.clone();
+        tokio::task::spawn_blocking(move || LocalCoordinator::open(&config))
+    };
+    let local = tokio::select! {
+        opened = opening => Arc::new(opened.context("opening storage")??),
+        name = signals.recv() => bail!("{name} received while opening storage"),
+    };
+    tracing::info!(
+        target: "mosaic",
+        data_dir = %local.data_dir().display(),
+        tables = local.table_count(),
+        default_layout = %config.storage.layout,
+        replica_selection = %config.cluster.replica_selection,
+        "storage open"
+    );
+    Ok(local)
+}
+
+/// The end of a clean shutdown: lets in-flight requests finish (for at most `timeout`),
+/// then closes every table.
+async fn drain_and_close(
+    mut serving: tokio::task::JoinHandle<()>,
+    local: &LocalCoordinator,
+    timeout: Duration,
+) -> Result<()> {
     let deadline = tokio::time::Instant::now() + timeout;
     if tokio::time::timeout_at(deadline, &mut serving)
         .await
@@ -149,9 +182,12 @@ async fn serve(config: Config) -> Result<()> {
     // chance to finish before its table is closed.
     let failures = local.close(timeout).await;
     if !failures.is_empty() {
+        for failure in &failures {
+            tracing::error!(target: "mosaic::storage", %failure, "closing storage failed");
+        }
         bail!("could not close cleanly: {}", failures.join(", "));
     }
-    eprintln!("mosaic: stopped");
+    tracing::info!(target: "mosaic", "stopped");
     Ok(())
 }
 
@@ -194,7 +230,9 @@ fn start_node(
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
         store.clone(),
-        mosaic_cluster::snitch::selector_named(&config.cluster.replica_selection)
+        // TODO(merge): `mosaic_cluster::snitch::selector_for(ReplicaSelection)` on the
+        // cluster branch makes this infallible.
+        mosaic_cluster::snitch::selector_named(config.cluster.replica_selection.name())
             .context("[cluster] replica_selection names no policy")?,
     );
     restore_peers(&node, &config.data_dir);
@@ -217,7 +255,12 @@ fn restore_peers(node: &Node, data_dir: &std::path::Path) {
     };
     match serde_json::from_slice::<Vec<mosaic_cluster::message::EndpointState>>(&bytes) {
         Ok(states) => node.restore_peers(states),
-        Err(e) => eprintln!("mosaic: ignoring {}: {e}", path.display()),
+        Err(e) => tracing::warn!(
+            target: "mosaic::membership",
+            path = %path.display(),
+            error = %e,
+            "ignoring the saved peers"
+        ),
     }
 }
 
@@ -246,7 +289,12 @@ fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
             let _one = saving.lock();
             let bytes = serde_json::to_vec(&states).unwrap_or_default();
             if let Err(e) = crate::durable::write_atomic(&path, &bytes) {
-                eprintln!("mosaic: could not save {}: {e}", path.display());
+                tracing::warn!(
+                    target: "mosaic::membership",
+                    path = %path.display(),
+                    error = %e,
+                    "could not save the peers"
+                );
             }
         });
     }));
@@ -274,7 +322,12 @@ fn publish_membership_events(node: &Node, shared: &Arc<Shared<ClusterCoordinator
                 node: addr,
             },
         };
-        eprintln!("mosaic: {change:?}");
+        tracing::info!(
+            target: "mosaic::membership",
+            peer = %state.endpoint,
+            change = ?change,
+            "node state changed"
+        );
         shared.publish(event);
     }));
 }
@@ -293,9 +346,11 @@ async fn bind_internode(config: &mut Config) -> Result<TcpListener> {
                     format!("binding an internode port on {}", config.listen_address)
                 })?;
             let port = l.local_addr().context("reading the internode port")?.port();
-            eprintln!(
-                "mosaic: internode port {} is taken; this seedless node uses {port} instead",
-                config.storage_port
+            tracing::warn!(
+                target: "mosaic",
+                configured = config.storage_port,
+                port,
+                "internode port taken; this seedless node uses another"
             );
             config.storage_port = port;
             Ok(l)
@@ -321,13 +376,12 @@ async fn start_admin(
     let listener = match TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("mosaic: admin endpoint disabled: binding {addr}: {e}");
+            tracing::warn!(target: "mosaic::admin", %addr, error = %e, "admin endpoint disabled: cannot bind");
             return;
         }
     };
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
-        .install_recorder()
-        .map_err(|e| eprintln!("mosaic: metrics disabled: {e}"))
+    let metrics = admin::prometheus::install_recorder()
+        .map_err(|e| tracing::warn!(target: "mosaic::admin", error = %e, "metrics disabled"))
         .ok();
     let admin = Arc::new(Admin {
         local: local.clone(),
@@ -335,7 +389,7 @@ async fn start_admin(
         hints: hints.clone(),
         metrics,
     });
-    eprintln!("mosaic: admin endpoint on http://{addr}");
+    tracing::info!(target: "mosaic::admin", "admin endpoint on http://{addr}");
     tokio::spawn(admin::serve(listener, admin, shutdown));
 }
 
@@ -373,12 +427,13 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     identity
         .save(&config.data_dir)
         .context("saving the identity recovered from the cluster")?;
-    eprintln!(
-        "mosaic: no identity in {}; the cluster knows this address as host {} with {} tokens: \
-         resuming as that node (run `mosaic repair` to restore its data)",
-        config.data_dir.display(),
-        identity.host_id,
-        identity.tokens.len()
+    tracing::warn!(
+        target: "mosaic",
+        data_dir = %config.data_dir.display(),
+        host_id = %identity.host_id,
+        tokens = identity.tokens.len(),
+        "no identity in the data directory; the cluster knows this address: resuming as \
+         that node (run `mosaic repair` to restore its data)"
     );
     Ok(())
 }

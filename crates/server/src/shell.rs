@@ -142,28 +142,7 @@ fn execute(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
             db.delete(key.as_bytes(), parse_ts(rest.first().copied())?)?;
             writeln!(out, "ok")?;
         }
-        ["scan", rest @ ..] => {
-            let (bounds, limit) = match rest {
-                [b @ .., "limit", n] => (b, n.parse().context("limit must be a number")?),
-                b => (b, usize::MAX),
-            };
-            let from = bounds
-                .first()
-                .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
-            let to = bounds
-                .get(1)
-                .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
-            for item in db.scan(from, to)?.take(limit) {
-                let (k, e) = item?;
-                writeln!(
-                    out,
-                    "{} = {} (ts {})",
-                    String::from_utf8_lossy(&k),
-                    String::from_utf8_lossy(&e.value),
-                    e.ts
-                )?;
-            }
-        }
+        ["scan", rest @ ..] => scan(db, rest, out)?,
         ["flush"] => {
             db.flush()?;
             writeln!(out, "ok")?;
@@ -183,36 +162,65 @@ fn execute(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
                 c.bytes_read_per_get()
             )?;
         }
-        ["levels"] => {
-            for l in db.levels() {
-                let bytes: u64 = l.tables.iter().map(|t| t.size_bytes).sum();
-                writeln!(
-                    out,
-                    "L{}: {} tables, {} bytes",
-                    l.level,
-                    l.tables.len(),
-                    bytes
-                )?;
-                for t in &l.tables {
-                    writeln!(
-                        out,
-                        "  #{} {} bytes, {} entries, keys {:?}..{:?}, reads {}",
-                        t.id,
-                        t.size_bytes,
-                        t.entries,
-                        String::from_utf8_lossy(&t.smallest_key),
-                        String::from_utf8_lossy(&t.largest_key),
-                        t.reads
-                    )?;
-                }
-            }
-        }
+        ["levels"] => levels(db, out)?,
         ["help"] => writeln!(
             out,
             "put KEY VALUE [TS] | get KEY | del KEY [TS] | scan [FROM [TO]] [limit N] | \
              flush | compact | stats | levels | quit"
         )?,
         [cmd, ..] => bail!("unknown command {cmd:?} (try `help`)"),
+    }
+    Ok(())
+}
+
+/// `scan [FROM [TO]] [limit N]`: entries from FROM (inclusive) to TO (exclusive).
+fn scan(db: &Db, words: &[&str], out: &mut impl Write) -> Result<()> {
+    let (bounds, limit) = match words {
+        [b @ .., "limit", n] => (b, n.parse().context("limit must be a number")?),
+        b => (b, usize::MAX),
+    };
+    let from = bounds
+        .first()
+        .map_or(Bound::Unbounded, |k| Bound::Included(k.as_bytes()));
+    let to = bounds
+        .get(1)
+        .map_or(Bound::Unbounded, |k| Bound::Excluded(k.as_bytes()));
+    for item in db.scan(from, to)?.take(limit) {
+        let (k, e) = item?;
+        writeln!(
+            out,
+            "{} = {} (ts {})",
+            String::from_utf8_lossy(&k),
+            String::from_utf8_lossy(&e.value),
+            e.ts
+        )?;
+    }
+    Ok(())
+}
+
+/// `levels`: every level's tables with their key ranges and read counts.
+fn levels(db: &Db, out: &mut impl Write) -> Result<()> {
+    for l in db.levels() {
+        let bytes: u64 = l.tables.iter().map(|t| t.size_bytes).sum();
+        writeln!(
+            out,
+            "L{}: {} tables, {} bytes",
+            l.level,
+            l.tables.len(),
+            bytes
+        )?;
+        for t in &l.tables {
+            writeln!(
+                out,
+                "  #{} {} bytes, {} entries, keys {:?}..{:?}, reads {}",
+                t.id,
+                t.size_bytes,
+                t.entries,
+                String::from_utf8_lossy(&t.smallest_key),
+                String::from_utf8_lossy(&t.largest_key),
+                t.reads
+            )?;
+        }
     }
     Ok(())
 }

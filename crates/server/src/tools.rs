@@ -11,7 +11,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use crate::admin;
+use crate::admin::api::{RepairReport, Stats, Status, TableOpReport};
+use crate::admin::client;
 
 /// Where to find a node's admin endpoint.
 #[derive(Args, Debug, Clone)]
@@ -59,18 +60,16 @@ fn targets(args: &HostArgs) -> Result<Vec<(String, SocketAddr)>> {
     if args.only {
         return Ok(vec![(addr.to_string(), addr)]);
     }
-    let status = admin::get(addr, "/status")?;
+    let status: Status = client::get_as(addr, "/status")?;
     let mut out = Vec::new();
-    for n in status["nodes"].as_array().into_iter().flatten() {
-        let endpoint = n["endpoint"].as_str().unwrap_or("?").to_owned();
-        let ip: Option<IpAddr> = n["rpc_address"].as_str().and_then(|s| s.parse().ok());
-        let port = n["admin_port"].as_u64().and_then(|p| u16::try_from(p).ok());
-        match (n["up"].as_bool(), ip, port) {
-            (Some(true), Some(ip), Some(port)) if port != 0 => {
-                out.push((endpoint, SocketAddr::new(ip, port)))
+    for n in status.nodes {
+        let ip: Option<IpAddr> = n.rpc_address.parse().ok();
+        match (n.up, ip, n.admin_port) {
+            (true, Some(ip), port) if port != 0 => {
+                out.push((n.endpoint, SocketAddr::new(ip, port)))
             }
-            (Some(true), _, _) => eprintln!("{endpoint}: no admin endpoint; skipped"),
-            _ => eprintln!("{endpoint}: DOWN; skipped"),
+            (true, _, _) => eprintln!("{}: no admin endpoint; skipped", n.endpoint),
+            _ => eprintln!("{}: DOWN; skipped", n.endpoint),
         }
     }
     Ok(out)
@@ -90,37 +89,29 @@ fn bytes(n: u64) -> String {
 
 /// `mosaic status`: every node, UP/DOWN, load, tokens, ownership.
 pub fn status(args: &HostArgs) -> Result<()> {
-    let status = admin::get(args.addr()?, "/status")?;
-    let nodes = status["nodes"].as_array().cloned().unwrap_or_default();
+    let status: Status = client::get_as(args.addr()?, "/status")?;
     println!(
         "Datacenter: {}",
-        nodes
+        status
+            .nodes
             .first()
-            .and_then(|n| n["data_center"].as_str())
-            .unwrap_or("datacenter1")
+            .map_or("datacenter1", |n| n.data_center.as_str())
     );
-    println!(
-        "Status=Up/Down  (as seen by {})",
-        status["endpoint"].as_str().unwrap_or("?")
-    );
+    println!("Status=Up/Down  (as seen by {})", status.endpoint);
     println!(
         "--  {:<22} {:<11} {:>6} {:>7}  {:<36} Rack",
         "Address", "Load", "Tokens", "Owns", "Host ID"
     );
-    for n in &nodes {
+    for n in &status.nodes {
         println!(
             "{:<3} {:<22} {:<11} {:>6} {:>6.1}%  {:<36} {}",
-            if n["up"].as_bool() == Some(true) {
-                "UN"
-            } else {
-                "DN"
-            },
-            n["endpoint"].as_str().unwrap_or("?"),
-            bytes(n["load_bytes"].as_u64().unwrap_or(0)),
-            n["tokens"].as_u64().unwrap_or(0),
-            n["owns"].as_f64().unwrap_or(0.0) * 100.0,
-            n["host_id"].as_str().unwrap_or("?"),
-            n["rack"].as_str().unwrap_or("?"),
+            if n.up { "UN" } else { "DN" },
+            n.endpoint,
+            bytes(n.load_bytes),
+            n.tokens,
+            n.owns * 100.0,
+            n.host_id,
+            n.rack,
         );
     }
     Ok(())
@@ -130,8 +121,8 @@ pub fn status(args: &HostArgs) -> Result<()> {
 pub fn table_op(args: &HostArgs, op: &str) -> Result<()> {
     let mut failed = Vec::new();
     for (name, addr) in targets(args)? {
-        match admin::post(addr, &format!("/{op}")) {
-            Ok(v) => println!("{name}: {op} done on {} tables", v["tables"]),
+        match client::post_as::<TableOpReport>(addr, &format!("/{op}")) {
+            Ok(report) => println!("{name}: {op} done on {} tables", report.tables),
             Err(e) => {
                 eprintln!("{name}: {op} failed: {e:#}");
                 failed.push(name);
@@ -150,57 +141,62 @@ pub fn table_op(args: &HostArgs, op: &str) -> Result<()> {
 pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
     let mut all = serde_json::Map::new();
     for (name, addr) in targets(args)? {
-        let v = admin::get(addr, "/stats").with_context(|| format!("asking {name}"))?;
+        let v = client::get(addr, "/stats").with_context(|| format!("asking {name}"))?;
         if json {
             all.insert(name, v);
             continue;
         }
+        let stats: Stats = serde_json::from_value(v)
+            .with_context(|| format!("{name} answered /stats with an unexpected shape"))?;
         println!("{name}");
-        for t in v["tables"].as_array().into_iter().flatten() {
-            let table = t["table"].as_str().unwrap_or("?");
-            let s = &t["stats"];
-            if s.is_null() {
-                println!("  {table}: {}", t["error"]);
-                continue;
-            }
-            let levels: Vec<String> = s["levels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|l| format!("L{}:{}", l["level"], l["files"]))
-                .collect();
-            println!(
-                "  {table} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}",
-                s["layout"].as_str().unwrap_or("?"),
-                bytes(s["user_bytes_written"].as_u64().unwrap_or(0)),
-                s["write_amplification"].as_f64().unwrap_or(0.0),
-                s["tables_probed_per_get"].as_f64().unwrap_or(0.0),
-                s["bytes_read_per_get"].as_f64().unwrap_or(0.0),
-                bytes(s["memtable_bytes"].as_u64().unwrap_or(0)),
-                levels.join(" "),
-            );
-            let structures = s["structures"].as_array().cloned().unwrap_or_default();
-            // A uniform table is one structure, already shown in full above.
-            if structures.len() < 2 {
-                continue;
-            }
-            for st in &structures {
-                println!(
-                    "    {:<38} flush {}, compaction {} written, {:.2} tables probed/get, {:.0} B read/get, memtables {}",
-                    st["structure"].as_str().unwrap_or("?"),
-                    bytes(st["flush_bytes_written"].as_u64().unwrap_or(0)),
-                    bytes(st["compaction_bytes_written"].as_u64().unwrap_or(0)),
-                    st["tables_probed_per_get"].as_f64().unwrap_or(0.0),
-                    st["bytes_read_per_get"].as_f64().unwrap_or(0.0),
-                    bytes(st["memtable_bytes"].as_u64().unwrap_or(0)),
-                );
-            }
+        for t in &stats.tables {
+            print_table_stats(t);
         }
     }
     if json {
         println!("{}", Value::Object(all));
     }
     Ok(())
+}
+
+/// One table of `mosaic stats`: a summary line, then one line per structure when the
+/// layout has several.
+fn print_table_stats(t: &crate::admin::api::TableEntry) {
+    let Some(s) = &t.stats else {
+        println!("  {}: {}", t.table, t.error.as_deref().unwrap_or("?"));
+        return;
+    };
+    let levels: Vec<String> = s
+        .levels
+        .iter()
+        .map(|l| format!("L{}:{}", l.level, l.files))
+        .collect();
+    println!(
+        "  {} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}",
+        t.table,
+        s.layout,
+        bytes(s.counters.user_bytes_written),
+        s.counters.write_amplification,
+        s.counters.tables_probed_per_get,
+        s.counters.bytes_read_per_get,
+        bytes(s.memtable_bytes as u64),
+        levels.join(" "),
+    );
+    // A uniform table is one structure, already shown in full above.
+    if s.structures.len() < 2 {
+        return;
+    }
+    for st in &s.structures {
+        println!(
+            "    {:<38} flush {}, compaction {} written, {:.2} tables probed/get, {:.0} B read/get, memtables {}",
+            st.structure,
+            bytes(st.counters.flush_bytes_written),
+            bytes(st.counters.compaction_bytes_written),
+            st.counters.tables_probed_per_get,
+            st.counters.bytes_read_per_get,
+            bytes(st.memtable_bytes as u64),
+        );
+    }
 }
 
 /// `mosaic repair`: repairs the ranges one node replicates; fails if any could not be.
@@ -213,18 +209,18 @@ pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> R
             path.push_str(&format!("&table={t}"));
         }
     }
-    let v = match admin::post(addr, &path) {
+    let v: RepairReport = match client::post_as(addr, &path) {
         Ok(v) => v,
         Err(e) => bail!("repair on {addr} did not complete: {e:#}"),
     };
     println!(
         "repair on {addr}: {} tables, {} ranges, {} of {} leaves differed, {} entries ({}) streamed",
-        v["tables"],
-        v["ranges"],
-        v["leaves_mismatched"],
-        v["leaves"],
-        v["entries_streamed"],
-        bytes(v["bytes_streamed"].as_u64().unwrap_or(0)),
+        v.tables,
+        v.ranges,
+        v.leaves_mismatched,
+        v.leaves,
+        v.entries_streamed,
+        bytes(v.bytes_streamed),
     );
     Ok(())
 }

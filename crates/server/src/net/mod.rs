@@ -10,7 +10,7 @@
 //! requests are answered in order by the reader itself; QUERY, PREPARE, EXECUTE and BATCH
 //! each run as their own task, so requests on different streams proceed concurrently and
 //! their responses go out in completion order, each on its request's stream. A writer task
-//! owns the socket's write half: it takes encoded frames from a bounded channel and writes
+//! ([`writer`]) owns the socket's write half: it takes encoded frames from a bounded channel and writes
 //! as many as are ready with one `write` call.
 //!
 //! # Back-pressure (every queue is bounded)
@@ -36,15 +36,17 @@
 //! writer has flushed. [`serve`] returns when all connections are closed or the drain
 //! timeout has passed (remaining connections are then dropped).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use mosaic_cql::coordinator::Coordinator;
 use mosaic_cql::frame::{
-    decode_frame, Compression, ErrorKind, ErrorResponse, Event, EventType, Opcode, ProtocolVersion,
-    Request, RequestFrame, Response, ResponseEncoder, ResultBody, Supported,
+    decode_frame, AuthResponse, Compression, Consistency, ErrorKind, ErrorResponse, Event,
+    EventType, Opcode, ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder,
+    ResultBody, Startup, Supported,
 };
 use mosaic_cql::processor::{Processor, Session};
 use parking_lot::Mutex;
@@ -56,6 +58,11 @@ use tokio::task::JoinSet;
 
 use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
 use crate::config::LimitsConfig;
+use crate::logging::{self, Statement};
+
+mod writer;
+
+use writer::write_loop;
 
 /// Events a slow connection may have pending before it loses the oldest.
 const EVENT_QUEUE_MAX: usize = 1024;
@@ -63,14 +70,13 @@ const EVENT_QUEUE_MAX: usize = 1024;
 const WRITER_QUEUE_EXTRA: usize = 16;
 /// Bytes the reader asks the socket for at a time (at least).
 const READ_CHUNK_BYTES: usize = 16 * 1024;
-/// Frames the writer copies together into one write; larger frames are written directly.
-const COALESCE_BYTES_MAX: usize = 64 * 1024;
-/// Write buffer capacity kept between writes; a larger one is released.
-const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
 /// After a fatal error, how long the connection waits for the client to close.
 const LINGER: Duration = Duration::from_secs(2);
 /// After a fatal error, how many bytes the connection discards while it waits.
 const LINGER_BYTES_MAX: usize = 1 << 20;
+/// Prepared statements' texts remembered for the slow-query log; past it the memory is
+/// cleared (a slow EXECUTE then shows its id instead of its text).
+const PREPARED_TEXTS_MAX: usize = 4096;
 
 /// What every connection of the node shares.
 pub struct Shared<C> {
@@ -82,6 +88,11 @@ pub struct Shared<C> {
     pub limits: LimitsConfig,
     events: broadcast::Sender<Event>,
     node_permits: Arc<Semaphore>,
+    /// Requests slower than this are logged (`[log] slow_query_ms`); `None`: none are.
+    slow_query: Option<Duration>,
+    /// The text of each statement prepared through this node, by id, for the slow-query
+    /// log (the statement layer keeps only the parsed statement).
+    prepared_texts: Mutex<HashMap<Bytes, String>>,
 }
 
 impl<C: Coordinator> Shared<C> {
@@ -98,7 +109,35 @@ impl<C: Coordinator> Shared<C> {
             node_permits: Arc::new(Semaphore::new(limits.node_requests_concurrent_max)),
             limits,
             events,
+            slow_query: None,
+            prepared_texts: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Logs requests slower than `threshold` (`None`: none).
+    pub fn with_slow_query(mut self, threshold: Option<Duration>) -> Shared<C> {
+        self.slow_query = threshold;
+        self
+    }
+
+    /// Remembers the text of a statement just prepared.
+    fn remember_prepared(&self, id: &Bytes, text: String) {
+        let mut texts = self.prepared_texts.lock();
+        if texts.len() >= PREPARED_TEXTS_MAX && !texts.contains_key(id) {
+            texts.clear();
+        }
+        texts.insert(id.clone(), text);
+    }
+
+    /// Logs `request` if it took longer than the slow-query threshold.
+    fn check_slow(&self, request: (Statement, Option<Consistency>), elapsed: Duration) {
+        if !logging::is_slow(elapsed, self.slow_query) {
+            return;
+        }
+        let (statement, consistency) = request;
+        let text =
+            logging::statement_text(&statement, |id| self.prepared_texts.lock().get(id).cloned());
+        logging::log_slow_query(&text, consistency, elapsed);
     }
 
     /// Pushes `event` to every connection registered for its type.
@@ -132,8 +171,10 @@ pub async fn serve<C: Coordinator>(
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let Ok(permit) = connection_permits.clone().try_acquire_owned() else {
-                        eprintln!(
-                            "mosaic: refusing connection from {peer}: connection_count_max ({}) reached",
+                        tracing::warn!(
+                            target: "mosaic::net",
+                            %peer,
+                            "refusing connection: connection_count_max ({}) reached",
                             shared.limits.connection_count_max
                         );
                         drop(socket);
@@ -149,7 +190,7 @@ pub async fn serve<C: Coordinator>(
                 Err(e) => {
                     // Out of descriptors and the like: keep serving the others, but don't
                     // spin on a persistent error.
-                    eprintln!("mosaic: accept failed: {e}");
+                    tracing::warn!(target: "mosaic::net", error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -161,10 +202,11 @@ pub async fn serve<C: Coordinator>(
     })
     .await;
     if drained.is_err() {
-        eprintln!(
-            "mosaic: {} connection(s) still busy after {} ms; closing them",
-            connections.len(),
-            drain_timeout.as_millis()
+        tracing::warn!(
+            target: "mosaic::net",
+            connections = connections.len(),
+            drain_timeout_ms = drain_timeout.as_millis() as u64,
+            "connections still busy after the drain timeout; closing them"
         );
         connections.shutdown().await;
     }
@@ -287,7 +329,12 @@ impl<C: Coordinator> Connection<C> {
                     },
                     Ok(None) => break,
                     Err(e) => {
-                        eprintln!("mosaic: closing connection from {}: {e}", self.peer);
+                        tracing::info!(
+                            target: "mosaic::net",
+                            peer = %self.peer,
+                            error = %e,
+                            "closing connection after a malformed frame"
+                        );
                         let mut out = BytesMut::new();
                         e.encode_response(&mut out);
                         self.send(Outgoing::Frame(out.freeze())).await;
@@ -326,30 +373,12 @@ impl<C: Coordinator> Connection<C> {
             .await;
     }
 
+    /// Answers one frame: connection-level requests here, in order; statements on their
+    /// own tasks ([`Self::dispatch`]).
     async fn handle_frame(&mut self, frame: RequestFrame) -> Flow {
-        let version = match self.version {
-            None => {
-                self.version = Some(frame.version);
-                self.session.lock().version = frame.version;
-                frame.version
-            }
-            Some(v) if v != frame.version => {
-                // Cassandra treats this as fatal: the client has lost track of the stream.
-                let error = protocol_error(format!(
-                    "Invalid message version. Got {} but previous messages on this connection \
-                     had version {}",
-                    frame.version, v
-                ));
-                self.respond(
-                    ResponseEncoder::new(frame.version, None),
-                    frame.stream,
-                    &error,
-                )
-                .await;
-                self.send(Outgoing::Close).await;
-                return Flow::Stop(Ending::Fatal);
-            }
-            Some(v) => v,
+        let version = match self.check_version(&frame).await {
+            Ok(v) => v,
+            Err(flow) => return flow,
         };
         let encoder = ResponseEncoder::new(version, self.compression);
         let stream = frame.stream;
@@ -371,52 +400,8 @@ impl<C: Coordinator> Connection<C> {
                 self.respond(encoder, stream, &Response::Supported(Supported::default()))
                     .await;
             }
-            Request::Startup(startup) => match startup.negotiate() {
-                Err(e) => {
-                    self.respond(encoder, stream, &Response::Error(e.to_error_response()))
-                        .await;
-                }
-                Ok(options) => {
-                    self.compression = options.compression;
-                    let encoder = ResponseEncoder::new(version, self.compression);
-                    match self.shared.authenticator.start(self.peer) {
-                        AuthStart::Ready => {
-                            self.phase = Phase::Ready;
-                            self.respond(encoder, stream, &Response::Ready).await;
-                        }
-                        AuthStart::Challenge {
-                            authenticator,
-                            negotiator,
-                        } => {
-                            self.phase = Phase::Authenticating(negotiator);
-                            self.respond(
-                                encoder,
-                                stream,
-                                &Response::Authenticate { authenticator },
-                            )
-                            .await;
-                        }
-                    }
-                }
-            },
-            Request::AuthResponse(auth) => {
-                let step = match &mut self.phase {
-                    Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
-                    // `unexpected` lets AUTH_RESPONSE through only while authenticating.
-                    Phase::Uninitialized | Phase::Ready => return Flow::Continue,
-                };
-                let response = match step {
-                    AuthStep::Challenge(token) => Response::AuthChallenge { token },
-                    AuthStep::Success(token) => {
-                        self.phase = Phase::Ready;
-                        Response::AuthSuccess { token }
-                    }
-                    AuthStep::Failed(message) => {
-                        Response::Error(ErrorResponse::new(ErrorKind::BadCredentials, message))
-                    }
-                };
-                self.respond(encoder, stream, &response).await;
-            }
+            Request::Startup(startup) => self.startup(version, encoder, stream, startup).await,
+            Request::AuthResponse(auth) => self.auth_response(encoder, stream, auth).await,
             Request::Register(register) => {
                 self.respond(encoder, stream, &Response::Ready).await;
                 self.send(Outgoing::Subscribe {
@@ -428,6 +413,89 @@ impl<C: Coordinator> Connection<C> {
             request => return self.dispatch(encoder, stream, request).await,
         }
         Flow::Continue
+    }
+
+    /// The connection's protocol version: set by its first frame, which every later frame
+    /// must repeat (a mismatch is fatal, as in Cassandra: the client has lost track of the
+    /// stream).
+    async fn check_version(&mut self, frame: &RequestFrame) -> Result<ProtocolVersion, Flow> {
+        match self.version {
+            None => {
+                self.version = Some(frame.version);
+                self.session.lock().version = frame.version;
+                Ok(frame.version)
+            }
+            Some(v) if v != frame.version => {
+                let error = protocol_error(format!(
+                    "Invalid message version. Got {} but previous messages on this connection \
+                     had version {}",
+                    frame.version, v
+                ));
+                self.respond(
+                    ResponseEncoder::new(frame.version, None),
+                    frame.stream,
+                    &error,
+                )
+                .await;
+                self.send(Outgoing::Close).await;
+                Err(Flow::Stop(Ending::Fatal))
+            }
+            Some(v) => Ok(v),
+        }
+    }
+
+    /// STARTUP: negotiates compression, then READY or the authenticator's challenge.
+    async fn startup(
+        &mut self,
+        version: ProtocolVersion,
+        encoder: ResponseEncoder,
+        stream: i16,
+        startup: Startup,
+    ) {
+        let options = match startup.negotiate() {
+            Ok(options) => options,
+            Err(e) => {
+                self.respond(encoder, stream, &Response::Error(e.to_error_response()))
+                    .await;
+                return;
+            }
+        };
+        self.compression = options.compression;
+        let encoder = ResponseEncoder::new(version, self.compression);
+        match self.shared.authenticator.start(self.peer) {
+            AuthStart::Ready => {
+                self.phase = Phase::Ready;
+                self.respond(encoder, stream, &Response::Ready).await;
+            }
+            AuthStart::Challenge {
+                authenticator,
+                negotiator,
+            } => {
+                self.phase = Phase::Authenticating(negotiator);
+                self.respond(encoder, stream, &Response::Authenticate { authenticator })
+                    .await;
+            }
+        }
+    }
+
+    /// AUTH_RESPONSE: one step of the SASL exchange.
+    async fn auth_response(&mut self, encoder: ResponseEncoder, stream: i16, auth: AuthResponse) {
+        let step = match &mut self.phase {
+            Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
+            // `unexpected` lets AUTH_RESPONSE through only while authenticating.
+            Phase::Uninitialized | Phase::Ready => return,
+        };
+        let response = match step {
+            AuthStep::Challenge(token) => Response::AuthChallenge { token },
+            AuthStep::Success(token) => {
+                self.phase = Phase::Ready;
+                Response::AuthSuccess { token }
+            }
+            AuthStep::Failed(message) => {
+                Response::Error(ErrorResponse::new(ErrorKind::BadCredentials, message))
+            }
+        };
+        self.respond(encoder, stream, &response).await;
     }
 
     /// Cassandra's check of a message against the connection's state
@@ -520,13 +588,30 @@ async fn execute<C: Coordinator>(
     request: Request,
     reply: Reply,
 ) {
+    let started = Instant::now();
+    let described = shared
+        .slow_query
+        .is_some()
+        .then(|| logging::describe(&request))
+        .flatten();
     let response = {
         let _node_permit = shared.node_permits.clone().acquire_owned().await;
         let mut snapshot = session.lock().clone();
         shared.processor.process(&mut snapshot, request).await
     };
-    if let Response::Result(ResultBody::SetKeyspace(keyspace)) = &response {
-        session.lock().keyspace = Some(keyspace.clone());
+    match &response {
+        Response::Result(ResultBody::SetKeyspace(keyspace)) => {
+            session.lock().keyspace = Some(keyspace.clone());
+        }
+        Response::Result(ResultBody::Prepared(prepared)) => {
+            if let Some((Statement::Text(text), _)) = &described {
+                shared.remember_prepared(&prepared.id, text.clone());
+            }
+        }
+        _ => {}
+    }
+    if let Some(described) = described {
+        shared.check_slow(described, started.elapsed());
     }
     reply.send(&response).await;
     if let Response::Result(ResultBody::SchemaChange(change)) = response {
@@ -552,146 +637,4 @@ fn encode(encoder: ResponseEncoder, stream: i16, response: &Response) -> Bytes {
         let _ = encoder.encode(&mut out, stream, &error);
     }
     out.freeze()
-}
-
-/// Which events a connection asked for, and how to encode them.
-struct Subscription {
-    rx: broadcast::Receiver<Event>,
-    events: Vec<EventType>,
-    encoder: ResponseEncoder,
-}
-
-fn event_type(event: &Event) -> Option<EventType> {
-    match event {
-        Event::SchemaChange(_) => Some(EventType::SchemaChange),
-        Event::TopologyChange { .. } => Some(EventType::TopologyChange),
-        Event::StatusChange { .. } => Some(EventType::StatusChange),
-        _ => None,
-    }
-}
-
-/// Receives the next event of `sub`, or never if there is no subscription.
-async fn next_event(sub: &mut Option<Subscription>) -> Result<Event, broadcast::error::RecvError> {
-    match sub {
-        Some(s) => s.rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// What the writer does with one message.
-enum Step {
-    Continue,
-    Close,
-}
-
-struct Writer {
-    wr: OwnedWriteHalf,
-    buf: BytesMut,
-    events: broadcast::Sender<Event>,
-    sub: Option<Subscription>,
-}
-
-impl Writer {
-    /// Takes one message; large frames are written at once (after what is buffered).
-    async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
-        match message {
-            Outgoing::Frame(frame) if frame.len() > COALESCE_BYTES_MAX => {
-                self.flush().await?;
-                self.wr.write_all(&frame).await?;
-            }
-            Outgoing::Frame(frame) => self.buf.extend_from_slice(&frame),
-            Outgoing::Subscribe { events, encoder } => {
-                let rx = match self.sub.take() {
-                    Some(s) => s.rx,
-                    None => self.events.subscribe(),
-                };
-                self.sub = Some(Subscription {
-                    rx,
-                    events,
-                    encoder,
-                });
-            }
-            Outgoing::Close => return Ok(Step::Close),
-        }
-        Ok(Step::Continue)
-    }
-
-    fn take_event(&mut self, event: Event) {
-        if let Some(sub) = &self.sub {
-            if event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
-                let start = self.buf.len();
-                if sub.encoder.encode_event(&mut self.buf, &event).is_err() {
-                    self.buf.truncate(start);
-                }
-            }
-        }
-    }
-
-    async fn flush(&mut self) -> std::io::Result<()> {
-        if !self.buf.is_empty() {
-            self.wr.write_all(&self.buf).await?;
-            self.buf.clear();
-            if self.buf.capacity() > WRITE_BUFFER_KEEP_BYTES {
-                self.buf = BytesMut::new();
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The writer task (see the module doc). Ends when every sender is gone, at a Close, or
-/// when the socket fails.
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Outgoing>,
-    events: broadcast::Sender<Event>,
-) {
-    let mut w = Writer {
-        wr,
-        buf: BytesMut::new(),
-        events,
-        sub: None,
-    };
-    let result: std::io::Result<()> = async {
-        loop {
-            tokio::select! {
-                biased;
-                message = rx.recv() => {
-                    let Some(message) = message else { break };
-                    if let Step::Close = w.take(message).await? {
-                        break;
-                    }
-                }
-                event = next_event(&mut w.sub) => match event {
-                    Ok(event) => w.take_event(event),
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        eprintln!("mosaic: a slow connection missed {n} event(s)");
-                    }
-                    Err(broadcast::error::RecvError::Closed) => w.sub = None,
-                },
-            }
-            // Coalesce whatever else is ready into the same write.
-            let mut close = false;
-            while w.buf.len() < COALESCE_BYTES_MAX {
-                match rx.try_recv() {
-                    Ok(message) => {
-                        if let Step::Close = w.take(message).await? {
-                            close = true;
-                            break;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            w.flush().await?;
-            if close {
-                break;
-            }
-        }
-        w.flush().await?;
-        w.wr.shutdown().await
-    }
-    .await;
-    // A failed write means the client is gone; its reader sees the channel close.
-    drop(result);
 }

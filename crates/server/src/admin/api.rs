@@ -1,0 +1,183 @@
+//! The admin endpoint's JSON bodies, shared by the server half (which serializes them)
+//! and the CLI (which reads them back).
+//!
+//! Field names are a stable interface: `mosaic status|stats|repair`, the `bench/` scripts
+//! and the Python tests read them.
+
+use mosaic_lsm::CounterSnapshot;
+use serde::{Deserialize, Serialize};
+
+/// An error answer: `{"error": "..."}`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+}
+
+/// `GET /status`: the cluster as one node sees it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Status {
+    /// The answering node's internode address.
+    pub endpoint: String,
+    /// Every node it knows, itself included.
+    pub nodes: Vec<NodeStatus>,
+}
+
+/// One node of `GET /status`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NodeStatus {
+    /// Its internode address.
+    pub endpoint: String,
+    /// The address clients use.
+    pub rpc_address: String,
+    /// Its CQL port.
+    pub native_port: u16,
+    /// Its admin port (0: none).
+    pub admin_port: u16,
+    /// Its host id (UUID).
+    pub host_id: String,
+    /// Its datacenter.
+    pub data_center: String,
+    /// Its rack.
+    pub rack: String,
+    /// Whether the answering node sees it UP.
+    pub up: bool,
+    /// Bytes it stores (gossiped estimate).
+    pub load_bytes: u64,
+    /// How many tokens it owns.
+    pub tokens: usize,
+    /// Its share of the ring as primary, 0..=1.
+    pub owns: f64,
+    /// Its schema version (UUID).
+    pub schema_version: String,
+}
+
+/// One structure's (or a sum's) engine counters as `/stats` reports them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counters {
+    pub user_bytes_written: u64,
+    pub wal_bytes_written: u64,
+    pub flush_bytes_written: u64,
+    pub compaction_bytes_written: u64,
+    pub compaction_bytes_read: u64,
+    pub get_bytes_read: u64,
+    pub scan_bytes_read: u64,
+    pub gets: u64,
+    pub get_tables_probed: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub split_bytes_written: u64,
+    pub merge_sort_bytes_written: u64,
+    pub splits: u64,
+    pub merge_sorts: u64,
+    /// Bytes written to disk per user byte (0 before any).
+    pub write_amplification: f64,
+    /// Tables probed per get (0 before any get).
+    pub tables_probed_per_get: f64,
+    /// Disk bytes read per get (0 before any get).
+    pub bytes_read_per_get: f64,
+}
+
+impl From<&CounterSnapshot> for Counters {
+    fn from(c: &CounterSnapshot) -> Counters {
+        Counters {
+            user_bytes_written: c.user_bytes_written,
+            wal_bytes_written: c.wal_bytes_written,
+            flush_bytes_written: c.flush_bytes_written,
+            compaction_bytes_written: c.compaction_bytes_written,
+            compaction_bytes_read: c.compaction_bytes_read,
+            get_bytes_read: c.get_bytes_read,
+            scan_bytes_read: c.scan_bytes_read,
+            gets: c.gets,
+            get_tables_probed: c.get_tables_probed,
+            flushes: c.flushes,
+            compactions: c.compactions,
+            split_bytes_written: c.split_bytes_written,
+            merge_sort_bytes_written: c.merge_sort_bytes_written,
+            splits: c.splits,
+            merge_sorts: c.merge_sorts,
+            write_amplification: c.write_amplification(),
+            tables_probed_per_get: c.tables_probed_per_get(),
+            bytes_read_per_get: c.bytes_read_per_get(),
+        }
+    }
+}
+
+/// Files and bytes of one level.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Level {
+    pub level: usize,
+    pub files: usize,
+    pub bytes: u64,
+}
+
+/// One structure of a table (its tree, a source tree, the log).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StructureStats {
+    /// `shared`, `primary`, `src-<host id>`, `log`.
+    pub structure: String,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub memtable_bytes: usize,
+    pub levels: Vec<Level>,
+}
+
+/// One table: its counters summed over its structures, and per structure.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableStats {
+    pub layout: String,
+    #[serde(flatten)]
+    pub counters: Counters,
+    pub memtable_bytes: usize,
+    /// Levels of all structures merged by number.
+    pub levels: Vec<Level>,
+    pub structures: Vec<StructureStats>,
+}
+
+/// One table of `GET /stats`: its stats, or why they could not be read.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableEntry {
+    /// `keyspace.table`.
+    pub table: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<TableStats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `GET /stats`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Stats {
+    pub tables: Vec<TableEntry>,
+}
+
+/// A table an operation failed on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableFailure {
+    pub table: String,
+    pub error: String,
+}
+
+/// `POST /flush`, `POST /compact`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableOpReport {
+    /// `flush` or `compact`.
+    pub operation: String,
+    /// Tables the operation ran on.
+    pub tables: usize,
+    pub failed: Vec<TableFailure>,
+}
+
+/// `POST /repair`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RepairReport {
+    pub tables: usize,
+    pub ranges: u64,
+    pub ranges_failed: u64,
+    pub leaves: u64,
+    pub leaves_mismatched: u64,
+    pub entries_streamed: u64,
+    pub bytes_streamed: u64,
+    pub errors: Vec<String>,
+    pub complete: bool,
+}

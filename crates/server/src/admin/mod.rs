@@ -1,0 +1,354 @@
+//! The admin HTTP endpoint: the cluster as this node sees it, and operator actions.
+//!
+//! Owns `[admin_port]`: an HTTP/1.1 server (`axum` over `hyper`) for operators and the
+//! `mosaic` CLI, on the node's listen address. Every answer is JSON ([`api`]) except
+//! `/metrics`; an unknown path or method answers 404 with `{"error": …}`:
+//!
+//! | request | answer |
+//! |---|---|
+//! | `GET /status` | JSON: every known node, UP/DOWN, load, tokens, ownership, schema |
+//! | `GET /stats` | JSON: per table, its layout, the byte counters summed and per structure (tree, source tree, log), amplification, levels |
+//! | `GET /metrics` | Prometheus text exposition |
+//! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
+//! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
+//!
+//! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`prometheus`] (the Prometheus
+//! recorder and the series mirrored at each scrape), [`client`] (the CLI's half, which
+//! `mosaic status`, `flush`, `compact`, `stats`, `repair` and `cluster up` use).
+
+pub mod api;
+pub mod client;
+pub mod prometheus;
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::{header, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use mosaic_lsm::{CounterSnapshot, LevelInfo};
+use mosaic_replica::ReplicaStore;
+
+use crate::cluster::ClusterCoordinator;
+use crate::hints::HintStore;
+use crate::local::LocalCoordinator;
+use api::{ErrorBody, Level, NodeStatus, RepairReport, StructureStats, TableEntry, TableStats};
+
+/// How long a repair waits for the schema to agree before it starts.
+const SCHEMA_WAIT_MS: u64 = 30_000;
+
+/// What the admin endpoint serves from.
+pub struct Admin {
+    /// Local storage.
+    pub local: Arc<LocalCoordinator>,
+    /// The cluster coordinator (membership and ring).
+    pub cluster: Arc<ClusterCoordinator>,
+    /// Hints held for other nodes.
+    pub hints: Arc<HintStore>,
+    /// Renders Prometheus metrics.
+    pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+}
+
+/// Serves admin requests until `shutdown`.
+pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch::Receiver<bool>) {
+    let stop = async move {
+        // A dropped sender also means the node is going away.
+        let _ = shutdown.wait_for(|stop| *stop).await;
+    };
+    if let Err(e) = axum::serve(listener, router(admin))
+        .with_graceful_shutdown(stop)
+        .await
+    {
+        tracing::warn!(target: "mosaic::admin", error = %e, "admin endpoint stopped");
+    }
+}
+
+/// The routes of the table in the module doc.
+fn router(admin: Arc<Admin>) -> Router {
+    Router::new()
+        .route("/status", get(status))
+        .route("/stats", get(stats))
+        .route("/metrics", get(render_metrics))
+        .route("/flush", post(flush))
+        .route("/compact", post(compact))
+        .route("/repair", post(repair))
+        .fallback(no_such_request)
+        .method_not_allowed_fallback(no_such_request)
+        .with_state(admin)
+}
+
+/// An error answer: `code` with `{"error": message}`.
+fn error(code: StatusCode, message: impl Into<String>) -> Response {
+    let body = ErrorBody {
+        error: message.into(),
+    };
+    (code, Json(body)).into_response()
+}
+
+async fn no_such_request(method: Method, uri: Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        format!("no such admin request: {method} {uri}"),
+    )
+}
+
+async fn render_metrics(State(admin): State<Arc<Admin>>) -> Response {
+    let Some(handle) = &admin.metrics else {
+        return error(StatusCode::NOT_FOUND, "metrics are off");
+    };
+    prometheus::record(&admin).await;
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+        .into_response()
+}
+
+/// Files and bytes per level.
+fn levels(levels: &[LevelInfo]) -> Vec<Level> {
+    levels
+        .iter()
+        .map(|l| Level {
+            level: l.level,
+            files: l.tables.len(),
+            bytes: l.tables.iter().map(|t| t.size_bytes).sum::<u64>(),
+        })
+        .collect()
+}
+
+/// The cluster as this node sees it.
+async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
+    let node = admin.cluster.node();
+    let ring = node.ring();
+    let shares: std::collections::HashMap<_, _> = ring.primary_share().into_iter().collect();
+    let nodes = node
+        .states()
+        .iter()
+        .map(|(s, up)| NodeStatus {
+            endpoint: s.endpoint.to_string(),
+            rpc_address: s.app.rpc_address.to_string(),
+            native_port: s.app.native_port,
+            admin_port: s.app.admin_port,
+            host_id: mosaic_types::HostId(s.app.host_id).to_string(),
+            data_center: s.app.data_center.clone(),
+            rack: s.app.rack.clone(),
+            up: *up,
+            load_bytes: s.app.load_bytes,
+            tokens: s.app.tokens.len(),
+            owns: shares.get(&s.endpoint).copied().unwrap_or(0.0),
+            schema_version: mosaic_cql::schema::Uuid(s.app.schema_version).to_string(),
+        })
+        .collect();
+    Json(api::Status {
+        endpoint: node.endpoint().to_string(),
+        nodes,
+    })
+}
+
+/// One table's stats: summed over its structures (the fields `mosaic stats` has always
+/// shown, plus the layout and memtable bytes), and per structure.
+fn table_stats(store: &ReplicaStore) -> TableStats {
+    let structures = store.structures();
+    let mut sum = CounterSnapshot::default();
+    let mut memtable_bytes = 0;
+    let mut merged: Vec<LevelInfo> = Vec::new();
+    let mut per_structure = Vec::with_capacity(structures.len());
+    for st in &structures {
+        sum = sum.plus(&st.counters);
+        memtable_bytes += st.memtable_bytes;
+        // Levels of all structures merged by number, for the one-line summary.
+        for l in &st.levels {
+            match merged.iter_mut().find(|x| x.level == l.level) {
+                Some(x) => x.tables.extend(l.tables.iter().cloned()),
+                None => merged.push(l.clone()),
+            }
+        }
+        per_structure.push(StructureStats {
+            structure: st.structure.name(),
+            counters: (&st.counters).into(),
+            memtable_bytes: st.memtable_bytes,
+            levels: levels(&st.levels),
+        });
+    }
+    TableStats {
+        layout: store.layout().name().to_owned(),
+        counters: (&sum).into(),
+        memtable_bytes,
+        levels: levels(&merged),
+        structures: per_structure,
+    }
+}
+
+/// Per-table counters (see [`table_stats`]).
+async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
+    let tables = admin
+        .local
+        .each_table(|store| Ok(table_stats(store)))
+        .await
+        .into_iter()
+        .map(|(table, r)| match r {
+            Ok(stats) => TableEntry {
+                table,
+                stats: Some(stats),
+                error: None,
+            },
+            Err(e) => TableEntry {
+                table,
+                stats: None,
+                error: Some(e),
+            },
+        })
+        .collect();
+    Json(api::Stats { tables })
+}
+
+/// The keyspace and table a repair query names, or why the query is refused.
+fn repair_scope(params: Vec<(String, String)>) -> Result<(Option<String>, Option<String>), String> {
+    let mut keyspace = None;
+    let mut table = None;
+    for (name, value) in params {
+        match name.as_str() {
+            "keyspace" => keyspace = Some(value),
+            "table" => table = Some(value),
+            _ => {
+                let pair = format!("{name}={value}");
+                return Err(format!("unknown repair parameter {pair:?}"));
+            }
+        }
+    }
+    Ok((keyspace, table))
+}
+
+/// Repairs the tables a `/repair?keyspace=K&table=T` query names (all by default).
+async fn repair(
+    State(admin): State<Arc<Admin>>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let (keyspace, table) = match repair_scope(params) {
+        Ok(scope) => scope,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
+    };
+    // A node restarted without data learns its tables from the others first.
+    if !admin
+        .cluster
+        .node()
+        .await_schema_agreement(SCHEMA_WAIT_MS)
+        .await
+    {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the live nodes do not agree on the schema yet; retry",
+        );
+    }
+    let catalog = admin.local.current_catalog();
+    if let Some(ks) = &keyspace {
+        if catalog.keyspace(ks).is_none() {
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("Keyspace '{ks}' does not exist"),
+            );
+        }
+    }
+    let tables: Vec<_> = catalog
+        .tables()
+        .filter(|t| keyspace.as_ref().is_none_or(|k| *k == t.keyspace))
+        .filter(|t| table.as_ref().is_none_or(|n| *n == t.name))
+        .map(|t| t.id.0)
+        .collect();
+    if tables.is_empty() && table.is_some() {
+        let e = format!("Table {:?} does not exist", table.unwrap_or_default());
+        return error(StatusCode::NOT_FOUND, e);
+    }
+    let report = admin.cluster.node().repair(&tables).await;
+    let code = if report.complete() {
+        StatusCode::OK
+    } else {
+        tracing::warn!(
+            target: "mosaic::admin",
+            ranges_failed = report.ranges_failed,
+            errors = ?report.errors,
+            "repair incomplete"
+        );
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    let body = RepairReport {
+        tables: tables.len(),
+        ranges: report.ranges,
+        ranges_failed: report.ranges_failed,
+        leaves: report.leaves,
+        leaves_mismatched: report.leaves_mismatched,
+        entries_streamed: report.entries_streamed,
+        bytes_streamed: report.bytes_streamed,
+        complete: report.complete(),
+        errors: report.errors,
+    };
+    (code, Json(body)).into_response()
+}
+
+async fn flush(State(admin): State<Arc<Admin>>) -> Response {
+    table_op(&admin.local, "flush", ReplicaStore::flush).await
+}
+
+async fn compact(State(admin): State<Arc<Admin>>) -> Response {
+    table_op(&admin.local, "compact", ReplicaStore::compact).await
+}
+
+/// Runs `op` on every table; 500 if it failed on any (each failure is logged).
+async fn table_op(
+    local: &LocalCoordinator,
+    what: &str,
+    op: fn(&ReplicaStore) -> mosaic_lsm::Result<()>,
+) -> Response {
+    let results = local.each_table(op).await;
+    let failed: Vec<api::TableFailure> = results
+        .iter()
+        .filter_map(|(table, r)| {
+            let error = r.as_ref().err()?;
+            tracing::error!(target: "mosaic::storage", operation = what, %table, %error, "table operation failed");
+            Some(api::TableFailure {
+                table: table.clone(),
+                error: error.clone(),
+            })
+        })
+        .collect();
+    let code = if failed.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    let body = api::TableOpReport {
+        operation: what.to_owned(),
+        tables: results.len(),
+        failed,
+    };
+    (code, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_repair_query_names_a_keyspace_and_table_or_is_refused() {
+        assert_eq!(repair_scope(params(&[])), Ok((None, None)));
+        assert_eq!(
+            repair_scope(params(&[("keyspace", "ks"), ("table", "t")])),
+            Ok((Some("ks".to_owned()), Some("t".to_owned())))
+        );
+        assert_eq!(
+            repair_scope(params(&[("keyspace", "ks"), ("tabel", "t")])),
+            Err("unknown repair parameter \"tabel=t\"".to_owned())
+        );
+    }
+}

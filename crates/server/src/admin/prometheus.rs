@@ -1,0 +1,182 @@
+//! `/metrics`: the Prometheus recorder and the series mirrored from counters kept
+//! elsewhere (engines, hints, repair, membership) at each scrape.
+//!
+//! Conventions (Prometheus's): monotonic totals are counters named `*_total`; levels
+//! (pending hints, memtable bytes, nodes UP) and ratios are gauges; latencies are
+//! histograms in seconds (`*_seconds`, the buckets below), never summaries, so they can
+//! be aggregated over nodes. Request counts and latencies are recorded where requests
+//! run (`crate::cluster`).
+
+use std::collections::BTreeMap;
+
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+use mosaic_lsm::CounterSnapshot;
+use mosaic_replica::{Structure, StructureStats};
+
+use super::Admin;
+
+/// Bucket bounds of every `*_seconds` histogram: 100 µs to 10 s, about three per decade.
+const LATENCY_BUCKETS_SECONDS: [f64; 16] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
+];
+
+/// Installs the process's metrics recorder: histograms for `*_seconds` with real buckets.
+pub fn install_recorder() -> Result<PrometheusHandle, BuildError> {
+    PrometheusBuilder::new()
+        .set_buckets_for_metric(
+            Matcher::Suffix("_seconds".to_owned()),
+            &LATENCY_BUCKETS_SECONDS,
+        )?
+        .install_recorder()
+}
+
+/// Sets the series that mirror counters kept elsewhere (storage, hints, membership).
+pub async fn record(admin: &Admin) {
+    let node = admin.cluster.node();
+    let c = node.counters();
+    metrics::counter!("mosaic_hints_stored_total").absolute(c.hints_stored);
+    metrics::counter!("mosaic_hints_replayed_total").absolute(c.hints_replayed);
+    metrics::counter!("mosaic_hints_failed_total").absolute(c.hints_failed);
+    metrics::gauge!("mosaic_hints_pending").set(admin.hints.count() as f64);
+    metrics::counter!("mosaic_repair_ranges_total").absolute(c.repair_ranges);
+    metrics::counter!("mosaic_repair_entries_streamed_total").absolute(c.repair_entries);
+    let states = node.states();
+    let up = states.iter().filter(|(_, up)| *up).count();
+    metrics::gauge!("mosaic_nodes", "state" => "up").set(up as f64);
+    metrics::gauge!("mosaic_nodes", "state" => "down").set((states.len() - up) as f64);
+    let tables = admin
+        .local
+        .each_table(|store| Ok((store.layout().name(), store.structures())))
+        .await;
+    let tables: Vec<_> = tables
+        .iter()
+        .filter_map(|(n, r)| r.as_ref().ok().map(|c| (n, c)))
+        .collect();
+    let mut sum = CounterSnapshot::default();
+    let mut per_layout: BTreeMap<(&str, String), (CounterSnapshot, u64)> = BTreeMap::new();
+    for (table, (layout, structures)) in &tables {
+        for st in structures {
+            record_structure(table, layout, st);
+            sum = sum.plus(&st.counters);
+            // Per layout and structure kind (source trees together): the totals the
+            // layouts are compared by.
+            let kind = match st.structure {
+                Structure::Source(_) => "source".to_owned(),
+                other => other.name(),
+            };
+            let (c, mem) = per_layout.entry((layout, kind)).or_default();
+            *c = c.plus(&st.counters);
+            *mem += st.memtable_bytes as u64;
+        }
+    }
+    for ((layout, kind), (c, mem)) in &per_layout {
+        let labels = [("layout", layout.to_string()), ("structure", kind.clone())];
+        for (what, v) in counter_fields(c) {
+            metrics::counter!(format!("mosaic_layout_{what}"), &labels).absolute(v);
+        }
+        metrics::gauge!("mosaic_layout_memtable_bytes", &labels).set(*mem as f64);
+    }
+    record_storage_sum(&sum);
+}
+
+/// The node's storage counters summed over every table.
+fn record_storage_sum(sum: &CounterSnapshot) {
+    for (what, v) in [
+        ("user_written", sum.user_bytes_written),
+        ("wal_written", sum.wal_bytes_written),
+        ("flush_written", sum.flush_bytes_written),
+        ("compaction_written", sum.compaction_bytes_written),
+        ("compaction_read", sum.compaction_bytes_read),
+        ("split_written", sum.split_bytes_written),
+        ("merge_sort_written", sum.merge_sort_bytes_written),
+        ("get_read", sum.get_bytes_read),
+        ("scan_read", sum.scan_bytes_read),
+    ] {
+        metrics::counter!("mosaic_storage_bytes_total", "kind" => what).absolute(v);
+    }
+    metrics::counter!("mosaic_storage_gets_total").absolute(sum.gets);
+    metrics::gauge!("mosaic_storage_write_amplification").set(sum.write_amplification());
+}
+
+/// The counters a structure reports, by metric name (totals since the node started).
+fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 13] {
+    [
+        ("user_bytes_written_total", c.user_bytes_written),
+        ("flush_bytes_written_total", c.flush_bytes_written),
+        ("compaction_bytes_written_total", c.compaction_bytes_written),
+        ("compaction_bytes_read_total", c.compaction_bytes_read),
+        ("get_bytes_read_total", c.get_bytes_read),
+        ("gets_total", c.gets),
+        ("get_tables_probed_total", c.get_tables_probed),
+        ("flushes_total", c.flushes),
+        ("compactions_total", c.compactions),
+        ("split_bytes_written_total", c.split_bytes_written),
+        ("merge_sort_bytes_written_total", c.merge_sort_bytes_written),
+        ("splits_total", c.splits),
+        ("merge_sorts_total", c.merge_sorts),
+    ]
+}
+
+/// Sets one table structure's series.
+fn record_structure(table: &str, layout: &str, st: &StructureStats) {
+    let labels = [
+        ("table", table.to_owned()),
+        ("layout", layout.to_owned()),
+        ("structure", st.structure.name()),
+    ];
+    for (what, v) in counter_fields(&st.counters) {
+        metrics::counter!(format!("mosaic_table_{what}"), &labels).absolute(v);
+    }
+    metrics::gauge!("mosaic_table_memtable_bytes", &labels).set(st.memtable_bytes as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_counters_and_latencies_are_histograms() {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Suffix("_seconds".to_owned()),
+                &LATENCY_BUCKETS_SECONDS,
+            )
+            .unwrap()
+            .build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            metrics::counter!("mosaic_requests_total", "op" => "read").increment(2);
+            metrics::histogram!("mosaic_request_seconds", "op" => "read").record(0.003);
+            record_storage_sum(&CounterSnapshot::default());
+        });
+        let text = handle.render();
+        assert!(
+            text.contains("# TYPE mosaic_requests_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE mosaic_request_seconds histogram"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mosaic_request_seconds_bucket{op=\"read\",le=\"0.005\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE mosaic_storage_bytes_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE mosaic_storage_write_amplification gauge"),
+            "{text}"
+        );
+        // Every counter's name ends in `_total`.
+        for line in text.lines().filter(|l| l.ends_with(" counter")) {
+            assert!(
+                line.trim_end_matches(" counter").ends_with("_total"),
+                "{line}"
+            );
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! The single-node [`Coordinator`]: a node that is its whole cluster, every token
+//! primary (the unit tests drive storage through it without a network).
+
+use super::tables::server_error;
+use super::*;
+
+impl Coordinator for LocalCoordinator {
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    async fn update_schema<R, F>(&self, change: F) -> Result<R, ErrorResponse>
+    where
+        R: Send + 'static,
+        F: FnOnce(&Catalog) -> Result<(Catalog, R), ErrorResponse> + Send + 'static,
+    {
+        let _ddl = self.ddl.lock().await;
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(server_error("The node is shutting down"));
+        }
+        let current = self.catalog();
+        let (next, r) = change(&current)?;
+        if next == *current {
+            return Ok(r);
+        }
+        let epoch = self.epoch.load(Ordering::SeqCst) + 1;
+        self.install(&current, next, epoch, "local").await?;
+        Ok(r)
+    }
+
+    fn new_timestamp(&self) -> i64 {
+        LocalCoordinator::new_timestamp(self)
+    }
+
+    fn now_secs(&self) -> i64 {
+        LocalCoordinator::now_secs(self)
+    }
+
+    fn local_node(&self) -> NodeInfo {
+        LocalCoordinator::local_node(self)
+    }
+
+    fn peers(&self) -> Vec<NodeInfo> {
+        Vec::new()
+    }
+
+    fn cluster_info(&self) -> ClusterInfo {
+        LocalCoordinator::cluster_info(self)
+    }
+
+    fn default_layout(&self) -> String {
+        self.default_layout.name().to_owned()
+    }
+
+    async fn write(
+        &self,
+        mutations: Vec<Mutation>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        let mut checked: Vec<TableId> = Vec::new();
+        for m in &mutations {
+            if !checked.contains(&m.table) {
+                self.check_available(m.table, consistency, true)?;
+                checked.push(m.table);
+            }
+        }
+        let mut by_table: BTreeMap<TableId, Vec<WireMutation>> = BTreeMap::new();
+        for m in mutations {
+            by_table.entry(m.table).or_default().push(WireMutation {
+                key: m.key,
+                ts: m.ts,
+                fragment: m.fragment,
+            });
+        }
+        self.apply(by_table, &AllPrimary).await
+    }
+
+    async fn read(
+        &self,
+        command: ReadCommand,
+        consistency: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        self.check_available(command.table, consistency, false)?;
+        self.read_local(command.table, command.range, command.limit, &AllPrimary)
+            .await
+    }
+
+    async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
+        self.truncate_local(table).await
+    }
+}

@@ -1,0 +1,382 @@
+//! The node's local storage: the catalog and one engine per table.
+//!
+//! Submodules by role: [`tables`] (each table's engine on disk, the write and read path),
+//! [`schema`] (the catalog file, installing schema changes), [`identity`] (this node as
+//! the system tables describe it, write timestamps) and [`coordinator`] (the single-node
+//! coordinator).
+//!
+//! The cluster coordinator ([`crate::cluster`]) applies replicas' writes and reads here
+//! (`apply`, `read_local`, `truncate_local`) and installs schemas from peers
+//! (`adopt_schema`). It also implements [`Coordinator`] on its own, as a node that is its
+//! whole cluster, which the unit tests below drive without a network. Owns the data
+//! directory:
+//!
+//! ```text
+//! DATA/LOCK                                  held while the node runs (one process per dir)
+//! DATA/node.toml                             host id and tokens (crate::durable)
+//! DATA/schema.json                           the catalog and its epoch, replaced atomically
+//! DATA/peers.json                            peers known (crate::server), for a whole ring at start
+//! DATA/.hints/                               hints for other nodes (crate::hints)
+//! DATA/<keyspace>/<table>-<table id hex>/    one mosaic_replica::ReplicaStore per table
+//! ```
+//!
+//! Why one store per table: dropping or truncating a table is then "close, delete a
+//! directory", with no range tombstones and no compaction work, and each table's levels
+//! reflect only its own data, in the layout the table chose (`params.layout`, opened by
+//! `mosaic-replica`: one engine for `uniform`, one per replica source for `multi-lsm`, a
+//! tree and a two-layer log for `decoupled`). The price is a memtable and background
+//! threads per engine; the `[storage]` budgets are per engine for that reason.
+//!
+//! Every write and read names the replica role it acts under, decided by the caller from
+//! the ring ([`Roles`]): the cluster's store (`crate::cluster::LocalStore`) computes it per
+//! token; this module's own single-node coordinator is primary for everything.
+//!
+//! Engine calls may block (fsync, disk reads, write stalls). Reads and writes, the hot
+//! path, run where `[storage] engine_calls` says: `inline` on the network thread itself
+//! (except writes that wait for an fsync), or `offload` in `block_in_place`, which hands
+//! the worker's other tasks to a fresh thread first. A handoff per request costs a
+//! quarter to a third of the node's throughput on 2 cores (BENCHMARKS.md), so inline is
+//! the default. Rare, long calls (opening, closing, deleting, truncating tables) always
+//! use `spawn_blocking`. A table's engine sits behind an async
+//! read-write lock: reads and writes share it, and truncate, drop and shutdown take it
+//! exclusively, so they never close an engine under a running operation.
+//!
+//! Crash safety of schema changes: storage for new tables is created before the catalog is
+//! persisted, and storage of dropped tables is deleted after; a directory that is not in
+//! the persisted catalog is an orphan of an interrupted change and is removed at the next
+//! start. Deletions first rename the directory to `*.deleting` so a crash midway never
+//! leaves a half-deleted engine that would replay part of its log.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io;
+use std::net::IpAddr;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use mosaic_cluster::{SchemaSnapshot, WireMutation};
+use mosaic_cql::coordinator::{
+    check_available, replica_counts, ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand,
+    ReadResult,
+};
+use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
+use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
+use mosaic_lsm::{Fs, Options, RealFs, WriteBatch};
+use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role};
+use mosaic_rows::{KeyRange, RowMerge};
+use mosaic_types::Token;
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::RwLock as AsyncRwLock;
+
+use crate::config::{Config, EngineCalls, WalSync};
+use crate::durable::{sync_dir, write_atomic, NodeIdentity};
+
+mod coordinator;
+mod identity;
+mod schema;
+mod tables;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use identity::now_micros;
+use schema::read_schema_file;
+use tables::{open_slot, remove_orphans, server_error};
+pub use tables::{AllPrimary, Roles};
+
+/// The catalog file in the data directory.
+pub const SCHEMA_FILE: &str = "schema.json";
+/// The lock file that keeps a second process off the data directory.
+pub const LOCK_FILE: &str = "LOCK";
+/// The release we report: a Cassandra 4.0 release, so drivers pick their 4.0 schema
+/// parsers and cqlsh (6.x) sends DESCRIBE to the server, which answers it.
+pub const RELEASE_VERSION: &str = "4.0.17";
+/// The partitioner we report (tokens are Cassandra's Murmur3 tokens).
+pub const PARTITIONER: &str = "org.apache.cassandra.dht.Murmur3Partitioner";
+/// Suffix of a directory being deleted.
+const DELETING_SUFFIX: &str = ".deleting";
+/// How many dropped tables' names are remembered for error messages.
+const DROPPED_NAMES_MAX: usize = 1024;
+
+/// One table's storage.
+struct TableSlot {
+    /// `keyspace.table`, for messages.
+    name: String,
+    /// The bare table name, for "unconfigured table X".
+    table: String,
+    /// The store's directory.
+    dir: PathBuf,
+    /// The table's layout.
+    layout: Layout,
+    /// The store; `None` once closed (dropped, shut down, or a failed truncate).
+    db: Arc<AsyncRwLock<Option<ReplicaStore>>>,
+    /// Set when the table was dropped.
+    dropped: AtomicBool,
+}
+
+/// The single-node coordinator (see the module doc).
+pub struct LocalCoordinator {
+    data_dir: PathBuf,
+    engine: Options,
+    /// The decoupled layout's log shape; its ring ranges are shared by every table and
+    /// updated by the cluster store as the ring changes.
+    log: LogSettings,
+    /// The layout of tables created without one (`[storage] layout`).
+    default_layout: Layout,
+    catalog: RwLock<Arc<Catalog>>,
+    /// The schema's epoch: bumped by every local change, taken from peers' newer schemas
+    /// (see `mosaic_cluster::SchemaSnapshot`). Changed only under `ddl`.
+    epoch: AtomicU64,
+    /// Serializes schema changes (held across their disk work).
+    ddl: tokio::sync::Mutex<()>,
+    tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
+    dropped_names: Mutex<HashMap<TableId, String>>,
+    clock: AtomicI64,
+    closing: AtomicBool,
+    identity: NodeIdentity,
+    tokens: Vec<Token>,
+    rpc_address: IpAddr,
+    native_port: u16,
+    data_center: String,
+    rack: String,
+    cluster_name: String,
+    /// Whether reads run on the network threads.
+    inline_reads: bool,
+    /// Whether writes run on the network threads (never when they wait for an fsync).
+    inline_writes: bool,
+    /// The data directory's lock, released at [`LocalCoordinator::close`].
+    lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
+}
+
+impl LocalCoordinator {
+    /// Opens the node's data directory: takes its lock, loads (or creates) the identity and
+    /// the catalog, removes orphans of interrupted schema changes and opens every table.
+    /// Blocking; call it before serving or from a blocking thread.
+    pub fn open(config: &Config) -> Result<LocalCoordinator> {
+        let data_dir = config.data_dir.clone();
+        fs::create_dir_all(&data_dir)
+            .with_context(|| format!("creating data directory {}", data_dir.display()))?;
+        let lock = RealFs
+            .lock(&data_dir.join(LOCK_FILE))
+            .with_context(|| format!("locking data directory {}", data_dir.display()))?;
+        let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
+        let schema_path = data_dir.join(SCHEMA_FILE);
+        let (epoch, catalog) = match fs::read(&schema_path) {
+            Ok(bytes) => read_schema_file(&bytes)
+                .with_context(|| format!("reading {}", schema_path.display()))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Catalog::default()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
+        };
+        let mut engine = config.storage.engine_options()?;
+        engine.merge_operator = Some(Arc::new(RowMerge));
+        // Every key of a partition starts with its token: Bloom filters over tokens let a
+        // partition read skip tables that hold none of it (Cassandra's partition-key filter).
+        engine.table.filter_prefix_bytes = mosaic_rows::key::TOKEN_LEN;
+        let tokens = identity.ring_tokens();
+        // Until the cluster store sees the ring, the log's groups follow this node's own
+        // tokens.
+        let log = config
+            .storage
+            .log_settings(RingRanges::new(tokens.iter().copied()));
+
+        remove_orphans(&data_dir, &catalog)?;
+        let mut tables = HashMap::new();
+        for t in catalog.tables() {
+            let slot = open_slot(&data_dir, &engine, &log, t)
+                .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
+            tables.insert(t.id, Arc::new(slot));
+        }
+        Ok(LocalCoordinator {
+            data_dir,
+            engine,
+            log,
+            default_layout: config.storage.layout,
+            catalog: RwLock::new(Arc::new(catalog)),
+            epoch: AtomicU64::new(epoch),
+            ddl: tokio::sync::Mutex::new(()),
+            tables: RwLock::new(tables),
+            dropped_names: Mutex::new(HashMap::new()),
+            clock: AtomicI64::new(0),
+            closing: AtomicBool::new(false),
+            identity,
+            tokens,
+            rpc_address: config.rpc_address(),
+            native_port: config.native_port,
+            data_center: config.data_center.clone(),
+            rack: config.rack.clone(),
+            cluster_name: config.cluster_name.clone(),
+            inline_reads: config.storage.engine_calls == EngineCalls::Inline,
+            inline_writes: config.storage.engine_calls == EngineCalls::Inline
+                && config.storage.wal_sync == WalSync::Periodic,
+            lock: Mutex::new(Some(lock)),
+        })
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The ring's ranges the decoupled layout's logs group by (the cluster store updates
+    /// them as the ring changes).
+    pub fn ring_ranges(&self) -> &RingRanges {
+        &self.log.ring
+    }
+
+    /// How many tables are open.
+    pub fn table_count(&self) -> usize {
+        self.tables.read().len()
+    }
+
+    /// Closes every table (waiting at most `timeout` for running operations and schema
+    /// changes), syncing their logs, then releases the data directory's lock. Operations
+    /// arriving afterwards fail with "shutting down". Returns the tables that could not be
+    /// closed cleanly.
+    pub async fn close(&self, timeout: Duration) -> Vec<String> {
+        self.closing.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut failures = Vec::new();
+        let ddl = tokio::time::timeout_at(deadline, self.ddl.lock()).await;
+        if ddl.is_err() {
+            failures.push("(a schema change was still running)".to_owned());
+        }
+        let slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        for slot in slots {
+            let guard = match tokio::time::timeout_at(deadline, slot.db.clone().write_owned()).await
+            {
+                Ok(g) => g,
+                Err(_) => {
+                    failures.push(format!("{} (still busy)", slot.name));
+                    continue;
+                }
+            };
+            let name = slot.name.clone();
+            let closed = tokio::task::spawn_blocking(move || {
+                let mut guard = guard;
+                guard.take().map_or(Ok(()), ReplicaStore::close)
+            })
+            .await;
+            match closed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failures.push(format!("{name} ({e})")),
+                Err(e) => failures.push(format!("{name} ({e})")),
+            }
+        }
+        if failures.is_empty() {
+            self.lock.lock().take();
+        }
+        failures
+    }
+
+    /// The storage of `table`, or the error for a table that is gone.
+    fn slot(&self, table: TableId) -> Result<Arc<TableSlot>, ErrorResponse> {
+        if let Some(slot) = self.tables.read().get(&table) {
+            return Ok(slot.clone());
+        }
+        Err(self.unconfigured(table))
+    }
+
+    fn unconfigured(&self, table: TableId) -> ErrorResponse {
+        let name = self
+            .catalog()
+            .table_by_id(table)
+            .map(|t| t.name.clone())
+            .or_else(|| self.dropped_names.lock().get(&table).cloned())
+            .unwrap_or_else(|| format!("with id {table}"));
+        ErrorResponse::new(ErrorKind::Invalid, format!("unconfigured table {name}"))
+    }
+
+    /// The error for an operation that found `slot`'s engine closed.
+    fn closed_error(&self, slot: &TableSlot) -> ErrorResponse {
+        if self.closing.load(Ordering::SeqCst) {
+            server_error("The node is shutting down")
+        } else if slot.dropped.load(Ordering::SeqCst) {
+            ErrorResponse::new(
+                ErrorKind::Invalid,
+                format!("unconfigured table {}", slot.table),
+            )
+        } else {
+            server_error(format!(
+                "Table {} is unavailable after a failed truncate; restart the node",
+                slot.name
+            ))
+        }
+    }
+
+    /// Unavailable when this node alone cannot satisfy `consistency` for the table's
+    /// keyspace (e.g. QUORUM with RF 3), as Cassandra answers on a one-node cluster.
+    fn check_available(
+        &self,
+        table: TableId,
+        consistency: Consistency,
+        is_write: bool,
+    ) -> Result<(), ErrorResponse> {
+        let catalog = self.catalog();
+        let Some(keyspace) = catalog
+            .table_by_id(table)
+            .and_then(|t| catalog.keyspace(&t.keyspace))
+        else {
+            return Err(self.unconfigured(table));
+        };
+        let counts = replica_counts(
+            &keyspace.replication,
+            &self.data_center,
+            &[(self.data_center.as_str(), 1)],
+        );
+        check_available(consistency, counts, is_write)
+    }
+
+    fn remember_dropped(&self, id: TableId, name: String) {
+        let mut names = self.dropped_names.lock();
+        if names.len() >= DROPPED_NAMES_MAX {
+            names.clear();
+        }
+        names.insert(id, name);
+    }
+}
+
+impl LocalCoordinator {
+    /// Bytes in SSTables over every table (tables busy with an exclusive operation are
+    /// skipped: this is a gossiped estimate, like Cassandra's load).
+    pub fn load_bytes(&self) -> u64 {
+        let slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        slots
+            .iter()
+            .filter_map(|slot| {
+                let guard = slot.db.try_read().ok()?;
+                Some(guard.as_ref()?.load_bytes())
+            })
+            .sum()
+    }
+
+    /// Runs `op` on every open table's store (on blocking threads, one table at a time),
+    /// returning `(keyspace.table, result)` per table.
+    pub async fn each_table<T: Send + 'static>(
+        &self,
+        op: impl Fn(&ReplicaStore) -> mosaic_lsm::Result<T> + Send + Sync + Clone + 'static,
+    ) -> Vec<(String, Result<T, String>)> {
+        let mut slots: Vec<Arc<TableSlot>> = self.tables.read().values().cloned().collect();
+        slots.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let guard = slot.db.clone().read_owned().await;
+            let op = op.clone();
+            let result = tokio::task::spawn_blocking(move || match guard.as_ref() {
+                Some(db) => op(db).map_err(|e| e.to_string()),
+                None => Err("table is closed".to_owned()),
+            })
+            .await
+            .unwrap_or_else(|e| Err(e.to_string()));
+            out.push((slot.name.clone(), result));
+        }
+        out
+    }
+
+    /// The client-facing error for an unknown table id.
+    pub fn unknown_table(&self, table: TableId) -> ErrorResponse {
+        self.unconfigured(table)
+    }
+}

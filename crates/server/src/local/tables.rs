@@ -1,0 +1,375 @@
+//! Table storage: where each table's engine lives on disk, opening and deleting it, and
+//! the hot path of replica writes and reads into it (see the parent module's doc for the
+//! directory layout, crash safety and where engine calls run).
+
+use super::*;
+
+/// A directory-name component for a keyspace or table name: the name itself when it is
+/// plain (as CQL's DDL enforces), otherwise an injective `%XX` escape, so no catalog entry
+/// can name a path outside its directory.
+pub(super) fn path_component(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if out.is_empty() {
+        out.push('%');
+    }
+    out
+}
+
+pub(super) fn id_hex(id: TableId) -> String {
+    id.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub(super) fn parse_id_hex(s: &str) -> Option<TableId> {
+    if s.len() != 32 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (i, b) in bytes.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(Uuid(bytes))
+}
+
+/// The directory of `table` under `data_dir`.
+pub(super) fn table_dir(data_dir: &Path, table: &TableMeta) -> PathBuf {
+    data_dir.join(path_component(&table.keyspace)).join(format!(
+        "{}-{}",
+        path_component(&table.name),
+        id_hex(table.id)
+    ))
+}
+
+pub(super) fn server_error(message: impl Into<String>) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Server, message)
+}
+
+/// The client-facing error for an engine failure on `table`.
+pub(super) fn engine_error(table: &str, e: mosaic_lsm::Error) -> ErrorResponse {
+    use mosaic_lsm::Error as E;
+    // The engine's own failures (flush, compaction, fsync, corruption) reach the node
+    // here, as the error of the next operation that meets them.
+    if !matches!(e, E::InvalidArgument(_) | E::Closed) {
+        tracing::error!(target: "mosaic::storage", table, error = %e, "storage engine error");
+    }
+    match &e {
+        E::NoSpace { .. } => server_error(format!(
+            "Disk full on this node: table {table} refuses writes until space is freed ({e})"
+        )),
+        E::Poisoned { .. } => server_error(format!(
+            "Table {table} refuses writes after a storage failure; restart the node to recover \
+             ({e})"
+        )),
+        E::InvalidArgument(m) => ErrorResponse::new(ErrorKind::Invalid, m.clone()),
+        E::Closed => server_error("The node is shutting down"),
+        _ if e.is_corruption() => server_error(format!("Corrupt data in table {table}: {e}")),
+        _ => server_error(format!("Storage error in table {table}: {e}")),
+    }
+}
+
+pub(super) fn join_error(e: tokio::task::JoinError) -> ErrorResponse {
+    server_error(format!("internal error: a storage task failed: {e}"))
+}
+
+/// The replica role of each key a write or read touches (see the module doc).
+pub trait Roles: Send + Sync {
+    /// This node's role for `token`.
+    fn role(&self, token: Token) -> Role;
+    /// `range` split where this node's role changes, in key order, each piece with its
+    /// role.
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)>;
+}
+
+/// Primary for every token: a node that is its whole cluster (or that does not know the
+/// ring yet).
+pub struct AllPrimary;
+
+impl Roles for AllPrimary {
+    fn role(&self, _token: Token) -> Role {
+        Role::Primary
+    }
+
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+        vec![(range, Role::Primary)]
+    }
+}
+
+/// Runs an engine call on this thread, or in `block_in_place` (see the module doc).
+pub(super) fn run_engine_call<T>(inline: bool, call: impl FnOnce() -> T) -> T {
+    if inline {
+        call()
+    } else {
+        tokio::task::block_in_place(call)
+    }
+}
+
+/// Closes a table's store (if open) whose directory is about to be deleted (`why`: a
+/// truncate or a drop). The data is going away, so a failed final sync changes nothing:
+/// it is only logged.
+pub(super) fn close_before_delete(store: &mut Option<ReplicaStore>, table: &str, why: &str) {
+    if let Some(db) = store.take() {
+        if let Err(e) = db.close() {
+            tracing::warn!(target: "mosaic::storage", table, why, error = %e, "closing the table failed");
+        }
+    }
+}
+
+/// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
+pub(super) fn delete_dir(dir: &Path) -> io::Result<()> {
+    let mut aside = dir.as_os_str().to_os_string();
+    aside.push(DELETING_SUFFIX);
+    let aside = PathBuf::from(aside);
+    match fs::rename(dir, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    if let Some(parent) = dir.parent() {
+        sync_dir(parent)?;
+    }
+    fs::remove_dir_all(&aside)
+}
+
+/// The layout of `table`, or an error naming what this build cannot store (a schema from
+/// a newer peer).
+pub(super) fn table_layout(table: &TableMeta) -> mosaic_lsm::Result<Layout> {
+    Layout::parse(&table.params.layout).ok_or_else(|| {
+        mosaic_lsm::Error::InvalidArgument(format!(
+            "table {}.{} has layout '{}', which this build does not store",
+            table.keyspace, table.name, table.params.layout
+        ))
+    })
+}
+
+/// Opens (creating) the store of `table`, in its layout.
+pub(super) fn open_slot(
+    data_dir: &Path,
+    engine: &Options,
+    log: &LogSettings,
+    table: &TableMeta,
+) -> mosaic_lsm::Result<TableSlot> {
+    let dir = table_dir(data_dir, table);
+    let layout = table_layout(table)?;
+    let db = ReplicaStore::open(&dir, layout, engine.clone(), log.clone())?;
+    Ok(TableSlot {
+        name: format!("{}.{}", table.keyspace, table.name),
+        table: table.name.clone(),
+        dir,
+        layout,
+        db: Arc::new(AsyncRwLock::new(Some(db))),
+        dropped: AtomicBool::new(false),
+    })
+}
+
+/// Removes table directories that the catalog does not list (and `*.deleting` leftovers),
+/// then keyspace directories left empty that the catalog does not list. Only names this
+/// module creates are touched.
+pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+    let live: std::collections::HashSet<PathBuf> =
+        catalog.tables().map(|t| table_dir(data_dir, t)).collect();
+    let keyspaces: std::collections::HashSet<String> = catalog
+        .keyspaces
+        .keys()
+        .map(|k| path_component(k))
+        .collect();
+    let entries =
+        fs::read_dir(data_dir).with_context(|| format!("listing {}", data_dir.display()))?;
+    for ks in entries {
+        let ks = ks.with_context(|| format!("listing {}", data_dir.display()))?;
+        if !ks.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            continue;
+        }
+        let ks_dir = ks.path();
+        let mut removed_any = false;
+        let tables =
+            fs::read_dir(&ks_dir).with_context(|| format!("listing {}", ks_dir.display()))?;
+        for t in tables {
+            let t = t.with_context(|| format!("listing {}", ks_dir.display()))?;
+            let name = t.file_name().to_string_lossy().into_owned();
+            let path = t.path();
+            let ours = name.ends_with(DELETING_SUFFIX)
+                || name
+                    .rsplit_once('-')
+                    .is_some_and(|(_, id)| parse_id_hex(id).is_some());
+            if ours && !live.contains(&path) {
+                tracing::warn!(
+                    target: "mosaic::storage",
+                    path = %path.display(),
+                    "removing a table directory not in the schema"
+                );
+                fs::remove_dir_all(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+                removed_any = true;
+            }
+        }
+        let name = ks.file_name().to_string_lossy().into_owned();
+        if removed_any && !keyspaces.contains(&name) {
+            // Only succeeds when empty, which is what we want.
+            let _ = fs::remove_dir(&ks_dir);
+        }
+        if removed_any {
+            sync_dir(&ks_dir)
+                .or_else(|e| {
+                    if e.kind() == io::ErrorKind::NotFound {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    }
+                })
+                .with_context(|| format!("syncing {}", ks_dir.display()))?;
+        }
+    }
+    sync_dir(data_dir).with_context(|| format!("syncing {}", data_dir.display()))?;
+    Ok(())
+}
+
+impl LocalCoordinator {
+    /// Applies writes to local storage, per table, each under the role `roles` gives its
+    /// token (one batch per table and role).
+    pub async fn apply(
+        &self,
+        mutations: BTreeMap<TableId, Vec<WireMutation>>,
+        roles: &dyn Roles,
+    ) -> Result<(), ErrorResponse> {
+        let mut batches: BTreeMap<TableId, Vec<(Role, WriteBatch)>> = BTreeMap::new();
+        for (table, ms) in &mutations {
+            let batches = batches.entry(*table).or_default();
+            // Rows of one partition arrive together: one ring lookup per token.
+            let mut last: Option<(Token, Role)> = None;
+            for m in ms {
+                // A key too short to hold a token has no place on the ring; it is stored
+                // (and read, see read_local's callers) as a primary copy.
+                let role = match mosaic_rows::decode_token(&m.key) {
+                    Ok(token) => match last {
+                        Some((t, role)) if t == token => role,
+                        _ => {
+                            let role = roles.role(token);
+                            last = Some((token, role));
+                            role
+                        }
+                    },
+                    Err(_) => Role::Primary,
+                };
+                let i = match batches.iter().position(|(r, _)| *r == role) {
+                    Some(i) => i,
+                    None => {
+                        batches.push((role, WriteBatch::new()));
+                        batches.len() - 1
+                    }
+                };
+                if let Some((_, batch)) = batches.get_mut(i) {
+                    batch.merge(&m.key, m.ts, &m.fragment);
+                }
+            }
+        }
+        drop(mutations);
+        // Locks in table-id order (the BTreeMap's), so concurrent writers never wait on
+        // each other in a cycle.
+        let mut work = Vec::with_capacity(batches.len());
+        for (id, batch) in batches {
+            let slot = self.slot(id)?;
+            let guard = slot.db.clone().read_owned().await;
+            if guard.is_none() {
+                return Err(self.closed_error(&slot));
+            }
+            work.push((slot.name.clone(), guard, batch));
+        }
+        run_engine_call(self.inline_writes, move || {
+            for (name, guard, batches) in work {
+                if let Some(store) = guard.as_ref() {
+                    for (role, batch) in batches {
+                        store
+                            .write(role, batch)
+                            .map_err(|e| engine_error(&name, e))?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Reads up to `limit` entries of `range` of a table from local storage: the range
+    /// split where this node's role changes (`roles`), each piece read under its role, in
+    /// key order.
+    pub async fn read_local(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        limit: usize,
+        roles: &dyn Roles,
+    ) -> Result<ReadResult, ErrorResponse> {
+        let slot = self.slot(table)?;
+        let pieces = roles.pieces(range);
+        let guard = slot.db.clone().read_owned().await;
+        if guard.is_none() {
+            return Err(self.closed_error(&slot));
+        }
+        let name = slot.name.clone();
+        run_engine_call(self.inline_reads, move || {
+            let Some(store) = guard.as_ref() else {
+                return Err(server_error("The node is shutting down"));
+            };
+            // Sized for the answer up front: growing it shows up as page zeroing in scans.
+            let mut entries = Vec::with_capacity(limit.min(1024));
+            for (range, role) in &pieces {
+                let end = match &range.end {
+                    Some(e) => Bound::Excluded(e.as_slice()),
+                    None => Bound::Unbounded,
+                };
+                let scan = store
+                    .scan(*role, Bound::Included(range.start.as_slice()), end)
+                    .map_err(|e| engine_error(&name, e))?;
+                for item in scan {
+                    let (key, entry) = item.map_err(|e| engine_error(&name, e))?;
+                    if entries.len() >= limit {
+                        // One entry past the limit: the range is not exhausted.
+                        return Ok(ReadResult {
+                            entries,
+                            exhausted: false,
+                        });
+                    }
+                    entries.push((key, entry.value));
+                }
+            }
+            Ok(ReadResult {
+                entries,
+                exhausted: true,
+            })
+        })
+    }
+
+    /// Removes every row of a table from local storage.
+    pub async fn truncate_local(&self, table: TableId) -> Result<(), ErrorResponse> {
+        let slot = self.slot(table)?;
+        let mut guard = slot.db.clone().write_owned().await;
+        if guard.is_none() {
+            return Err(self.closed_error(&slot));
+        }
+        let dir = slot.dir.clone();
+        let name = slot.name.clone();
+        let layout = slot.layout;
+        let engine = self.engine.clone();
+        let log = self.log.clone();
+        tokio::task::spawn_blocking(move || {
+            close_before_delete(&mut guard, &name, "truncate");
+            delete_dir(&dir).map_err(|e| {
+                server_error(format!(
+                    "Could not truncate {name}: deleting {}: {e}",
+                    dir.display()
+                ))
+            })?;
+            let db = ReplicaStore::open(&dir, layout, engine, log)
+                .map_err(|e| engine_error(&name, e))?;
+            *guard = Some(db);
+            Ok(())
+        })
+        .await
+        .map_err(join_error)?
+    }
+}

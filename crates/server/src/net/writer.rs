@@ -1,0 +1,156 @@
+//! A connection's writer task: owns the socket's write half, coalesces ready frames into
+//! one write, and pushes the events its connection registered for (see the parent
+//! module's doc for the queue bounds).
+
+use super::*;
+
+/// Frames the writer copies together into one write; larger frames are written directly.
+const COALESCE_BYTES_MAX: usize = 64 * 1024;
+/// Write buffer capacity kept between writes; a larger one is released.
+const WRITE_BUFFER_KEEP_BYTES: usize = 1 << 20;
+
+/// Which events a connection asked for, and how to encode them.
+struct Subscription {
+    rx: broadcast::Receiver<Event>,
+    events: Vec<EventType>,
+    encoder: ResponseEncoder,
+}
+
+fn event_type(event: &Event) -> Option<EventType> {
+    match event {
+        Event::SchemaChange(_) => Some(EventType::SchemaChange),
+        Event::TopologyChange { .. } => Some(EventType::TopologyChange),
+        Event::StatusChange { .. } => Some(EventType::StatusChange),
+        _ => None,
+    }
+}
+
+/// Receives the next event of `sub`, or never if there is no subscription.
+async fn next_event(sub: &mut Option<Subscription>) -> Result<Event, broadcast::error::RecvError> {
+    match sub {
+        Some(s) => s.rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What the writer does with one message.
+enum Step {
+    Continue,
+    Close,
+}
+
+struct Writer {
+    wr: OwnedWriteHalf,
+    buf: BytesMut,
+    events: broadcast::Sender<Event>,
+    sub: Option<Subscription>,
+}
+
+impl Writer {
+    /// Takes one message; large frames are written at once (after what is buffered).
+    async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
+        match message {
+            Outgoing::Frame(frame) if frame.len() > COALESCE_BYTES_MAX => {
+                self.flush().await?;
+                self.wr.write_all(&frame).await?;
+            }
+            Outgoing::Frame(frame) => self.buf.extend_from_slice(&frame),
+            Outgoing::Subscribe { events, encoder } => {
+                let rx = match self.sub.take() {
+                    Some(s) => s.rx,
+                    None => self.events.subscribe(),
+                };
+                self.sub = Some(Subscription {
+                    rx,
+                    events,
+                    encoder,
+                });
+            }
+            Outgoing::Close => return Ok(Step::Close),
+        }
+        Ok(Step::Continue)
+    }
+
+    fn take_event(&mut self, event: Event) {
+        if let Some(sub) = &self.sub {
+            if event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
+                let start = self.buf.len();
+                if sub.encoder.encode_event(&mut self.buf, &event).is_err() {
+                    self.buf.truncate(start);
+                }
+            }
+        }
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            self.wr.write_all(&self.buf).await?;
+            self.buf.clear();
+            if self.buf.capacity() > WRITE_BUFFER_KEEP_BYTES {
+                self.buf = BytesMut::new();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The writer task (see the module doc). Ends when every sender is gone, at a Close, or
+/// when the socket fails.
+pub(super) async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    events: broadcast::Sender<Event>,
+) {
+    let mut w = Writer {
+        wr,
+        buf: BytesMut::new(),
+        events,
+        sub: None,
+    };
+    let result: std::io::Result<()> = async {
+        loop {
+            tokio::select! {
+                biased;
+                message = rx.recv() => {
+                    let Some(message) = message else { break };
+                    if let Step::Close = w.take(message).await? {
+                        break;
+                    }
+                }
+                event = next_event(&mut w.sub) => match event {
+                    Ok(event) => w.take_event(event),
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(
+                            target: "mosaic::net",
+                            missed = n,
+                            "a slow connection missed events"
+                        );
+                    }
+                    Err(broadcast::error::RecvError::Closed) => w.sub = None,
+                },
+            }
+            // Coalesce whatever else is ready into the same write.
+            let mut close = false;
+            while w.buf.len() < COALESCE_BYTES_MAX {
+                match rx.try_recv() {
+                    Ok(message) => {
+                        if let Step::Close = w.take(message).await? {
+                            close = true;
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            w.flush().await?;
+            if close {
+                break;
+            }
+        }
+        w.flush().await?;
+        w.wr.shutdown().await
+    }
+    .await;
+    // A failed write means the client is gone; its reader sees the channel close.
+    drop(result);
+}
