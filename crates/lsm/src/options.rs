@@ -81,6 +81,14 @@ pub struct CompactionEvent {
 pub trait CompactionListener: Send + Sync + 'static {
     /// Called once per compaction, from the compaction's thread.
     fn on_compaction(&self, event: &CompactionEvent);
+
+    /// Called when a background job (`"flush"` or `"compaction"`) of the engine in `dir`
+    /// fails: once when a full disk starts refusing writes, and once when another failure
+    /// poisons the engine (not again for every retry). Called with the engine's state
+    /// locked: it must not block or call back into the engine. The default ignores it.
+    fn on_background_error(&self, dir: &std::path::Path, job: &str, error: &crate::Error) {
+        let _ = (dir, job, error);
+    }
 }
 
 /// Opens the data component of a table that does not live in the local file

@@ -459,6 +459,7 @@ impl StorageConfig {
             block_cache_bytes: self.block_cache_size_bytes,
             direct_io: self.direct_io,
             compaction_threads: self.compaction_threads,
+            compaction_listener: Some(std::sync::Arc::new(crate::logging::EngineEvents)),
             ..Options::default()
         })
     }

@@ -125,6 +125,40 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Logs what the storage engines report from their background threads as it happens: a
+/// flush or compaction that fails (once when the disk fills, once when an engine is
+/// poisoned), and each compaction at `debug`.
+pub struct EngineEvents;
+
+impl mosaic_lsm::CompactionListener for EngineEvents {
+    fn on_compaction(&self, e: &mosaic_lsm::CompactionEvent) {
+        tracing::debug!(
+            target: "mosaic::storage",
+            level = e.level,
+            output_level = e.output_level,
+            inputs = e.inputs.len(),
+            outputs = e.outputs.len(),
+            trivial_move = e.trivial_move,
+            "compaction"
+        );
+    }
+
+    fn on_background_error(&self, dir: &std::path::Path, job: &str, error: &mosaic_lsm::Error) {
+        let effect = if error.is_no_space() {
+            "disk full: the engine refuses writes until space returns"
+        } else {
+            "engine poisoned: it refuses writes until the node restarts"
+        };
+        tracing::error!(
+            target: "mosaic::storage",
+            dir = %dir.display(),
+            job,
+            error = %error,
+            "background {job} failed; {effect}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

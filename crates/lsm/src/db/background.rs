@@ -100,7 +100,7 @@ impl Inner {
             let result = self.flush_memtable(&mem);
             let mut st = self.state.lock();
             st.flushing = false;
-            self.after_background_job(&mut st, result);
+            self.after_background_job(&mut st, "flush", result);
             if st.no_space.is_some() {
                 // Give the disk a moment before retrying.
                 self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
@@ -110,12 +110,25 @@ impl Inner {
 
     /// Records a background job's outcome: a full disk refuses writes until a job
     /// succeeds; any other failure poisons the engine.
-    fn after_background_job(&self, st: &mut State, result: Result<()>) {
+    /// The listener hears of each failure once: when the disk fills, and when the engine
+    /// is poisoned.
+    fn after_background_job(&self, st: &mut State, job: &str, result: Result<()>) {
+        let report = |e: &Error| {
+            if let Some(l) = &self.opts.compaction_listener {
+                l.on_background_error(&self.dir, job, e);
+            }
+        };
         match result {
             Ok(()) => st.no_space = None,
-            Err(e) if e.is_no_space() => st.no_space = Some(e),
+            Err(e) if e.is_no_space() => {
+                if st.no_space.is_none() {
+                    report(&e);
+                }
+                st.no_space = Some(e);
+            }
             Err(e) => {
                 if st.poisoned.is_none() {
+                    report(&e);
                     st.poisoned = Some(e.to_string());
                 }
             }
@@ -206,7 +219,7 @@ impl Inner {
             let mut st = self.state.lock();
             release(&mut st, &task);
             let failed = result.is_err();
-            self.after_background_job(&mut st, result);
+            self.after_background_job(&mut st, "compaction", result);
             if failed {
                 self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
             }
@@ -236,7 +249,7 @@ impl Inner {
             }
             result => {
                 let out = result.as_ref().map(|_| ()).map_err(Error::duplicate);
-                self.after_background_job(&mut st, result);
+                self.after_background_job(&mut st, "compaction", result);
                 out
             }
         }
