@@ -25,7 +25,7 @@
 //! - At most `connection_count_max` connections; more are closed as they are accepted.
 //!
 //! # Errors
-//! A malformed header ([`FrameError`]) gets its protocol error and the connection is
+//! A malformed header ([`mosaic_cql::frame::FrameError`]) gets its protocol error and the connection is
 //! closed (after reading what the client still sends, briefly, so the close is a FIN and
 //! not a reset that could destroy the error on its way); a malformed body ([`mosaic_cql::frame::BodyError`]) gets a protocol error on its
 //! stream and the connection carries on. Neither affects other connections.
