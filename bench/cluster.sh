@@ -6,8 +6,8 @@
 #
 #   bench/cluster.sh [--records N] [--nodes N] [--rf R] [--concurrency C] [--out DIR]
 #
-# For each write level (ONE, then THREE: every replica at RF 3) on a fresh cluster: `mosaic bench
-# load` at that level, then `mosaic bench run` of workload C (reads only) at ONE over the same
+# For each write level (ONE, then THREE: every replica at RF 3) on a fresh cluster: `mosaic-bench
+# load` at that level, then `mosaic-bench run` of workload C (reads only) at ONE over the same
 # records. Then, on the last cluster: kill -9 node 3, delete its data directory, restart it
 # (it resumes its identity from the cluster), and time `mosaic repair --host` it. (That the
 # repaired rows are all back is what tests/python's cluster tests check, not this script.)
@@ -29,6 +29,8 @@ while [ $# -gt 0 ]; do
 done
 bin="${MOSAIC_BIN:-${CARGO_TARGET_DIR:-target}/release/mosaic}"
 [ -x "$bin" ] || { echo "build first: cargo build --release -p mosaic-server ($bin missing)" >&2; exit 1; }
+bench="$(dirname "$bin")/mosaic-bench"
+[ -x "$bench" ] || { echo "build first: cargo build --release -p mosaic-bench ($bench missing)" >&2; exit 1; }
 port=29042 storage=27000 admin=27199
 dir="$out/cluster"
 mkdir -p "$out"
@@ -43,10 +45,10 @@ for wcl in ONE THREE; do
   down; rm -rf "$dir"
   "$bin" cluster up --nodes "$nodes" --dir "$dir" --port $port --storage-port $storage --admin-port $admin
   echo "== load $records records at $wcl" >&2
-  "$bin" bench load --hosts "$hosts" --records "$records" --rf "$rf" --write-cl "$wcl" \
+  "$bench" load --hosts "$hosts" --records "$records" --rf "$rf" --write-cl "$wcl" \
     --concurrency "$concurrency" --pid-files "$(pid_files)" --quiet --json "$out/load-$wcl.json"
   echo "== read back at ONE" >&2
-  "$bin" bench run --hosts "$hosts" --workload c --records "$records" --operations "$records" \
+  "$bench" run --hosts "$hosts" --workload c --records "$records" --operations "$records" \
     --read-cl ONE --concurrency "$concurrency" --pid-files "$(pid_files)" --quiet \
     --json "$out/read-after-$wcl.json"
   du -sb "$dir" | awk '{print $1}' > "$out/disk-bytes-$wcl"

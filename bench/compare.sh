@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Mosaic vs Apache Cassandra 4.1.10 with `mosaic bench`, one system at a time.
+# Mosaic vs Apache Cassandra 4.1.10 with `mosaic-bench`, one system at a time.
 #
 #   bench/compare.sh [--workload a] [--records 100000] [--operations 100000]
 #                    [--concurrency 16] [--out DIR] [--systems mosaic,cassandra]
 #                    [--nodes 1] [--rf 1]
 #
 # For each system: start a fresh cluster of --nodes nodes on 127.0.0.1..N in
-# DIR/<system>-cluster, `mosaic bench load` (keyspace at replication factor --rf)
-# then `mosaic bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
+# DIR/<system>-cluster, `mosaic-bench load` (keyspace at replication factor --rf)
+# then `mosaic-bench run` (reports and JSON in DIR/<system>-{load,run}.{txt,json}, server disk
 # traffic from /proc/PID/io), and stop it right away. With several workloads
 # (--workload a,b,c,d,e,f) each cluster is loaded once and runs them in that order on the
 # same data, as YCSB's own documentation runs A–F: the load lands in DIR/load/ and each
 # workload's run in DIR/<workload>/ (E runs a tenth of --operations: its scans are slow). Needs a release build:
-# `cargo build --release -p mosaic-server` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
+# `cargo build --release -p mosaic-server -p mosaic-bench` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
 # (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
 # after each system unless KEEP=1.
 set -euo pipefail
@@ -34,6 +34,7 @@ while [ $# -gt 0 ]; do
 done
 . "$root/bench/lib.sh"
 find_mosaic "$root"
+find_bench "$root"
 mkdir -p "$out"
 port=${PORT:-39042}
 require_free_ports "$port" $((port + 1))
@@ -46,7 +47,7 @@ workloads=(${workload//,/ })
 phase() { # system phase workload dir host pidfile extra...
     local system=$1 phase=$2 w=$3 dir=$4 host=$5 pidfile=$6; shift 6
     mkdir -p "$dir"
-    "$mosaic" bench "$phase" --hosts "$host" --workload "$w" --records "$records" \
+    "$bench" "$phase" --hosts "$host" --workload "$w" --records "$records" \
         --concurrency "$concurrency" --pid-files "$pidfile" --quiet \
         --json "$dir/$system-$phase.json" "$@" | tee "$dir/$system-$phase.txt"
 }

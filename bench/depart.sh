@@ -48,6 +48,8 @@ while [ $# -gt 0 ]; do
 done
 mosaic=${MOSAIC_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/mosaic}
 [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+client="$(dirname "$mosaic")/mosaic-bench"
+[ -x "$client" ] || { echo "no $client: cargo build --release -p mosaic-bench" >&2; exit 1; }
 port=${PORT:-49042} storage=$((${PORT:-49042} - 3000)) admin=$((${PORT:-49042} - 2800))
 if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "127.0.0.1:$port is taken; set PORT" >&2; exit 1
@@ -77,7 +79,7 @@ stats() { # file: every live node's `mosaic stats --json`
 bench() { # out-json phase args...
     local json=$1 phase=$2; shift 2
     echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
-    "$mosaic" bench "$phase" --hosts "$hosts" --records "$records" --concurrency "$concurrency" \
+    "$client" "$phase" --hosts "$hosts" --records "$records" --concurrency "$concurrency" \
         --pid-files "$(pid_files)" --quiet --json "$json" "$@" > "${json%.json}.txt"
 }
 

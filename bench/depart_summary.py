@@ -3,7 +3,7 @@
 
     bench/depart_summary.py DIR     DIR = /tmp/mosaic-depart/<experiment>
 
-DIR/<config>/<layout>/ holds `mosaic bench --json` reports per phase (load, read, scan,
+DIR/<config>/<layout>/ holds `mosaic-bench --json` reports per phase (load, read, scan,
 update; or a..f for YCSB), `mosaic stats --json` of every node (stats-load.json,
 stats-end.json) and, for Exp#6, recovery.json. Writes DIR/results.md (one table per
 configuration: throughput, p99 and ratio to `uniform` per phase; disk bytes written per

@@ -1,10 +1,17 @@
-# Shared by the bench scripts (sourced, not run): the release binary and free ports.
+# Shared by the bench scripts (sourced, not run): the release binaries and free ports.
 
 # Sets $mosaic to the release `mosaic` binary under $CARGO_TARGET_DIR (or $1/target), or
 # exits with how to build it.
 find_mosaic() { # repo-root
     mosaic=${CARGO_TARGET_DIR:-$1/target}/release/mosaic
     [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+}
+
+# Sets $bench to the release `mosaic-bench` binary (the load generator) beside it, or exits
+# with how to build it.
+find_bench() { # repo-root
+    bench=${CARGO_TARGET_DIR:-$1/target}/release/mosaic-bench
+    [ -x "$bench" ] || { echo "no $bench: cargo build --release -p mosaic-bench" >&2; exit 1; }
 }
 
 # Exits unless every given port on 127.0.0.1 is free: a node already listening there

@@ -7,7 +7,7 @@
                                         SUITE/results.{md,json}, SUITE/throughput.svg and
                                         SUITE/latency-<workload>.svg
 
-Each run directory holds <system>-{load,run}.json from `mosaic bench --json`. For every
+Each run directory holds <system>-{load,run}.json from `mosaic-bench --json`. For every
 system and phase: the median (and range) of throughput, of each operation's p50 / p99 /
 p99.9 latency, and of the server's disk bytes written per user byte. Plots are plain SVG
 (no plotting library needed): run-phase throughput bars per workload and system, and per

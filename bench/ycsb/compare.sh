@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real YCSB client against Mosaic and Apache Cassandra 4.1.10, one system at a time: a
-# second client beside `mosaic bench`, so a figure does not rest on our own load generator.
+# second client beside `mosaic-bench`, so a figure does not rest on our own load generator.
 #
 #   bench/ycsb/compare.sh [--workloads a,c,e] [--records 100000] [--operations 100000]
 #                         [--threads 16] [--nodes 1] [--rf 1] [--out DIR]

@@ -1,5 +1,4 @@
-//! The `mosaic bench load|run` command line (a stable interface: scripts drive it), shared
-//! by the `mosaic` binary, which only forwards to [`main`].
+//! The `mosaic-bench load|run` command line (a stable interface: scripts drive it).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -11,7 +10,7 @@ use crate::osio::pid_from_file;
 use crate::workload::Workload;
 use crate::ycsb::{execute, parse_consistency, BenchConfig, Phase, Report};
 
-/// `mosaic bench load` and `mosaic bench run`.
+/// `mosaic-bench load` and `mosaic-bench run`.
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
     /// Create keyspace `ycsb` and table `usertable` if absent, then insert the records.
@@ -159,7 +158,7 @@ impl WorkloadOverrides {
     }
 }
 
-/// Options of `mosaic bench load`.
+/// Options of `mosaic-bench load`.
 #[derive(Args, Debug)]
 pub struct LoadArgs {
     #[command(flatten)]
@@ -172,7 +171,7 @@ pub struct LoadArgs {
     pub layout: Option<String>,
 }
 
-/// Options of `mosaic bench run`.
+/// Options of `mosaic-bench run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -208,14 +207,29 @@ fn config(common: &CommonArgs, phase: Phase, read_cl: &str) -> anyhow::Result<Be
     })
 }
 
-/// Reads a Mosaic node's `/stats` JSON from its admin endpoint `host:port`.
-pub type StatsSource<'a> = &'a dyn Fn(&str) -> anyhow::Result<serde_json::Value>;
+/// How long one `/stats` request may take.
+const STATS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Runs a `mosaic bench` command; `--admin-hosts` are refused (no way to read them).
-pub fn main(command: BenchCommand) -> anyhow::Result<()> {
-    main_with_stats(command, &|host| {
-        Err(anyhow!("this build cannot read the stats of {host}"))
-    })
+/// Reads a Mosaic node's `/stats` JSON from its admin endpoint `host:port` (port 7199 when
+/// only a host is given).
+fn fetch_stats(host: &str) -> anyhow::Result<serde_json::Value> {
+    let addr = if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:7199")
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(STATS_TIMEOUT))
+        .build()
+        .into();
+    let text = agent
+        .get(&format!("http://{addr}/stats"))
+        .call()
+        .with_context(|| format!("reading /stats of the admin endpoint {addr}"))?
+        .body_mut()
+        .read_to_string()
+        .with_context(|| format!("reading the answer of {addr}"))?;
+    serde_json::from_str(&text).with_context(|| format!("{addr}/stats is not JSON"))
 }
 
 /// Every number in `value`, by its path (`a.b.0.c`; array elements that name themselves
@@ -254,20 +268,17 @@ fn numbers(value: &serde_json::Value, path: &str, out: &mut BTreeMap<String, f64
 }
 
 /// The numbers of every endpoint's `/stats`, summed by path.
-fn server_numbers(
-    hosts: &[String],
-    stats: StatsSource<'_>,
-) -> anyhow::Result<BTreeMap<String, f64>> {
+fn server_numbers(hosts: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
     for h in hosts {
-        numbers(&stats(h)?, "", &mut out);
+        numbers(&fetch_stats(h)?, "", &mut out);
     }
     Ok(out)
 }
 
-/// Runs a `mosaic bench` command on its own tokio runtime; prints the report on stdout and
-/// writes the JSON when asked. `stats` reads the `--admin-hosts`.
-pub fn main_with_stats(command: BenchCommand, stats: StatsSource<'_>) -> anyhow::Result<()> {
+/// Runs a `mosaic-bench load|run` command on its own tokio runtime; prints the report on
+/// stdout and writes the JSON when asked.
+pub fn main(command: BenchCommand) -> anyhow::Result<()> {
     let (common, config) = match &command {
         BenchCommand::Load(a) => (
             &a.common,
@@ -295,9 +306,9 @@ pub fn main_with_stats(command: BenchCommand, stats: StatsSource<'_>) -> anyhow:
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    let before = server_numbers(&common.admin_hosts, stats)?;
+    let before = server_numbers(&common.admin_hosts)?;
     let report: Report = runtime.block_on(execute(config))?;
-    let after = server_numbers(&common.admin_hosts, stats)?;
+    let after = server_numbers(&common.admin_hosts)?;
     print!("{}", report.text());
     let mut json = report.json();
     if !common.admin_hosts.is_empty() {

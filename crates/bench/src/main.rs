@@ -1,12 +1,36 @@
-//! `mosaic-cql-bench`: prepared INSERT / SELECT-by-key throughput over CQL.
+//! `mosaic-bench`: the load generator, as `cassandra-stress` is to Cassandra — a CQL client
+//! like any other, not linked into the server.
+//!
+//! - `mosaic-bench load|run …`: YCSB's core workloads (`mosaic_bench::cli`);
+//! - `mosaic-bench kv …`: prepared INSERT / SELECT-by-key throughput.
 #![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
+use mosaic_bench::cli::{main as ycsb, BenchCommand, LoadArgs, RunArgs};
 use mosaic_bench::kv::{run, KvConfig};
 
 #[derive(Parser)]
-#[command(about = "Prepared INSERT and SELECT-by-key throughput through the Rust scylla driver")]
-struct Args {
+#[command(
+    name = "mosaic-bench",
+    about = "Load against any CQL cluster (Mosaic or Apache Cassandra) through the Rust scylla driver"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// YCSB: create keyspace `ycsb` and table `usertable` if absent, then insert the records.
+    Load(LoadArgs),
+    /// YCSB: run a workload's operations over loaded records.
+    Run(RunArgs),
+    /// Prepared INSERT and SELECT-by-key throughput.
+    Kv(KvArgs),
+}
+
+#[derive(clap::Args)]
+struct KvArgs {
     /// host:port of a CQL node (Mosaic or Cassandra).
     #[arg(long, default_value = "127.0.0.1:9042")]
     host: String,
@@ -27,9 +51,18 @@ struct Args {
     value_bytes: usize,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    let a = Args::parse();
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Load(a) => ycsb(BenchCommand::Load(a)),
+        Command::Run(a) => ycsb(BenchCommand::Run(a)),
+        Command::Kv(a) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(kv(a)),
+    }
+}
+
+async fn kv(a: KvArgs) -> anyhow::Result<()> {
     let config = KvConfig {
         host: a.host,
         keyspace: a.keyspace,

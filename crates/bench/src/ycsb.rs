@@ -1,4 +1,4 @@
-//! `mosaic bench load|run`: a YCSB core workload executed over CQL.
+//! `mosaic-bench load|run`: a YCSB core workload executed over CQL.
 //!
 //! Schema (YCSB's Cassandra binding): keyspace `ycsb` (SimpleStrategy, RF given at load)
 //! and table `usertable (y_id text PRIMARY KEY, field0 text, …)`, with Mosaic's `layout`
@@ -32,6 +32,7 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use serde_json::{json, Value};
 
+use crate::monitor::{Monitor, TimelinePoint};
 use crate::osio::IoCounters;
 use crate::workload::{field_name, key_name, Chooser, Operation, ValuePool, Workload};
 
@@ -187,6 +188,8 @@ pub struct Report {
     pub user_bytes_read: u64,
     /// Disk traffic of the server processes over the phase, when pids were given.
     pub server_io: Option<IoCounters>,
+    /// One point per second: operations, errors, p50 and p99 latency.
+    pub timeline: Vec<TimelinePoint>,
 }
 
 impl Report {
@@ -320,6 +323,7 @@ impl Report {
             "user_bytes_written": self.user_bytes_written,
             "user_bytes_read": self.user_bytes_read,
             "server_io": server_io,
+            "timeline": self.timeline,
         })
     }
 }
@@ -470,10 +474,8 @@ struct Shared {
     statements: Statements,
     /// Next operation index to take.
     next: AtomicU64,
-    /// Operations finished (success or failure), for the progress line.
-    done: AtomicU64,
-    /// Failures so far, for the progress line.
-    failed: AtomicU64,
+    /// Progress and the timeline.
+    monitor: Arc<Monitor>,
     total: u64,
     start: Instant,
 }
@@ -510,20 +512,18 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     let statements = Statements::prepare(&session, &config).await?;
     let pids = config.pids.clone();
     let io_before = IoCounters::of_pids(&pids)?;
+    let start = Instant::now();
+    let monitor = Arc::new(Monitor::new(total, start)?);
     let shared = Arc::new(Shared {
         statements,
         session,
         next: AtomicU64::new(0),
-        done: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
+        monitor: monitor.clone(),
         total,
-        start: Instant::now(),
+        start,
         config,
     });
-    let progress = shared
-        .config
-        .progress
-        .then(|| tokio::spawn(progress_line(shared.clone(), phase_name)));
+    let sampler = tokio::spawn(monitor.clone().run(phase_name, shared.config.progress));
     let mut workers = Vec::with_capacity(shared.config.concurrency);
     for w in 0..shared.config.concurrency {
         workers.push(tokio::spawn(worker(
@@ -537,11 +537,10 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         tally.merge(&w.await.context("a worker panicked")??)?;
     }
     let elapsed = shared.start.elapsed();
-    if let Some(p) = progress {
-        p.abort();
-        if std::io::stderr().is_terminal() {
-            eprintln!();
-        }
+    sampler.abort();
+    let timeline = monitor.finish();
+    if shared.config.progress && std::io::stderr().is_terminal() {
+        eprintln!();
     }
     let server_io = if pids.is_empty() {
         None
@@ -561,34 +560,8 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         user_bytes_written: tally.user_bytes_written,
         user_bytes_read: tally.user_bytes_read,
         server_io,
+        timeline,
     })
-}
-
-/// Prints `phase: done/total ops, ops/s over the last interval, errors` on stderr: in
-/// place once a second on a terminal, a new line every 10 s otherwise (logs stay short).
-async fn progress_line(shared: Arc<Shared>, phase: &'static str) {
-    let tty = std::io::stderr().is_terminal();
-    let period = Duration::from_secs(if tty { 1 } else { 10 });
-    let mut last = (Instant::now(), 0u64);
-    loop {
-        tokio::time::sleep(period).await;
-        let done = shared.done.load(Ordering::Relaxed);
-        let now = Instant::now();
-        let rate = (done - last.1) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-9);
-        last = (now, done);
-        let line = format!(
-            "{phase}: {done}/{} ops ({:.0}%), {rate:.0} ops/s, {} errors, {:.0} s",
-            shared.total,
-            100.0 * done as f64 / shared.total.max(1) as f64,
-            shared.failed.load(Ordering::Relaxed),
-            shared.start.elapsed().as_secs_f64()
-        );
-        if tty {
-            eprint!("\r{line}   ");
-        } else {
-            eprintln!("{line}");
-        }
-    }
 }
 
 /// What one operation did, when it succeeded.
@@ -646,7 +619,7 @@ async fn worker(
             }
         };
         let micros = u64::try_from(due.elapsed().as_micros()).unwrap_or(u64::MAX);
-        shared.done.fetch_add(1, Ordering::Relaxed);
+        shared.monitor.finished(outcome.is_ok().then_some(micros));
         let stats = tally.stats(op)?;
         match outcome {
             Ok(d) => {
@@ -656,7 +629,6 @@ async fn worker(
             }
             Err(e) => {
                 stats.errors += 1;
-                shared.failed.fetch_add(1, Ordering::Relaxed);
                 let kind = match e {
                     Failed::NotFound => "not_found".to_string(),
                     Failed::Driver(kind) => kind,
@@ -816,9 +788,19 @@ mod tests {
                 read_bytes: 1000,
                 ..IoCounters::default()
             }),
+            timeline: vec![TimelinePoint {
+                t_s: 1.0,
+                ops: 3,
+                ops_per_s: 3.0,
+                errors: 1,
+                p50_us: 100,
+                p99_us: 300,
+            }],
         };
         let j = report.json();
         assert_eq!(j["throughput_ops"].as_f64(), Some(2.0));
+        assert_eq!(j["timeline"][0]["p99_us"].as_u64(), Some(300));
+        assert_eq!(j["timeline"][0]["ops_per_s"].as_f64(), Some(3.0));
         assert_eq!(j["operations"]["read"]["count"].as_u64(), Some(2));
         assert_eq!(j["operations"]["read"]["max_us"].as_u64(), Some(300));
         for k in ["mean_us", "p50_us", "p99_us"] {
