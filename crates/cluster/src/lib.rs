@@ -1,10 +1,15 @@
 //! Mosaic's cluster: N peer nodes, no master, any node coordinates any request.
 //!
 //! Owns placement ([`ring`]), membership and failure detection ([`gossip`]), the internode
-//! protocol ([`message`]), and the node ([`node`]): the coordinator's write and read paths
-//! with consistency levels and blocking read repair, the replica side of every request,
-//! gossip rounds and schema propagation. Replica selection for reads is a policy behind
-//! [`snitch::ReplicaSelector`].
+//! protocol ([`message`]), Merkle trees over logical rows ([`repair`]), and the node
+//! ([`node`]), a small handle composing one module per role: the coordinator's write path
+//! (`node/write.rs`, a per-write response handler) and read path (`node/read.rs`, digest
+//! reads and blocking read repair), the replica side of every request (`node/replica.rs`),
+//! gossip rounds, ring rebuilds and schema propagation (`node/membership.rs`), hinted
+//! handoff (`node/hints.rs`) and anti-entropy repair (`node/anti_entropy.rs`). Replica
+//! selection for reads is a policy behind [`snitch::ReplicaSelector`], chosen by
+//! [`snitch::selector_for`]. Events (nodes up and down, schema changes, hint replay,
+//! repair) go to `tracing`; the server installs the subscriber.
 //!
 //! Must not depend on tokio, sockets, files or the wall clock: the node reaches time,
 //! randomness, spawning and the network only through [`env::Runtime`] and

@@ -75,18 +75,21 @@ impl ReplicaSelector for PrimaryFirst {
     fn observe(&self, _node: Endpoint, _micros: u64) {}
 }
 
-/// The replica-selection policy named `name` in the config: `dynamic-snitch` (Cassandra's,
-/// the default) or `primary-first`.
-pub fn selector_named(name: &str) -> Option<std::sync::Arc<dyn ReplicaSelector>> {
-    match name {
-        "dynamic-snitch" => Some(std::sync::Arc::new(DynamicSnitch::default())),
-        "primary-first" => Some(std::sync::Arc::new(PrimaryFirst)),
-        _ => None,
+/// The replica-selection policy `selection` names.
+pub fn selector_for(selection: ReplicaSelection) -> std::sync::Arc<dyn ReplicaSelector> {
+    match selection {
+        ReplicaSelection::DynamicSnitch => std::sync::Arc::new(DynamicSnitch::default()),
+        ReplicaSelection::PrimaryFirst => std::sync::Arc::new(PrimaryFirst),
     }
 }
 
-/// The policies [`selector_named`] knows.
-pub const SELECTORS: [&str; 2] = ["dynamic-snitch", "primary-first"];
+/// The replica-selection policy named `name` in the config: `dynamic-snitch` (Cassandra's,
+/// the default) or `primary-first`.
+pub fn selector_named(name: &str) -> Option<std::sync::Arc<dyn ReplicaSelector>> {
+    ReplicaSelection::parse(name).map(selector_for)
+}
+
+pub use mosaic_types::ReplicaSelection;
 
 #[cfg(test)]
 mod tests {

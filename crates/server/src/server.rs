@@ -230,10 +230,7 @@ fn start_node(
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
         store.clone(),
-        // TODO(merge): `mosaic_cluster::snitch::selector_for(ReplicaSelection)` on the
-        // cluster branch makes this infallible.
-        mosaic_cluster::snitch::selector_named(config.cluster.replica_selection.name())
-            .context("[cluster] replica_selection names no policy")?,
+        mosaic_cluster::snitch::selector_for(config.cluster.replica_selection),
     );
     restore_peers(&node, &config.data_dir);
     // After the restored peers: the store's first ring is then the whole ring.

@@ -1,0 +1,183 @@
+//! Anti-entropy repair: for every token range this node replicates, the replicas' Merkle
+//! trees over logical rows ([`crate::repair`]) are compared, and mismatched runs of leaves
+//! are streamed: read in full from every replica, merged, and written where stale.
+
+use super::*;
+
+/// Token ranges a repair works on at once.
+const REPAIR_RANGES_CONCURRENT: usize = 4;
+
+impl Node {
+    /// Repairs `tables` over every token range this node replicates (see
+    /// [`crate::repair`]). A range with a replica down is skipped and counted as failed.
+    /// Callers pick `tables` after [`Node::await_schema_agreement`], so a node restarted
+    /// without data repairs the tables the cluster has.
+    pub async fn repair(&self, tables: &[TableKey]) -> RepairReport {
+        tracing::info!(tables = tables.len(), "repair started");
+        let mut report = RepairReport::default();
+        for table in tables {
+            let Some(rf) = self.inner.store.replication_factor(*table) else {
+                continue;
+            };
+            let ring = self.ring();
+            let mut ranges = ring.ranges_of(self.endpoint(), rf).into_iter();
+            let mut running = FuturesUnordered::new();
+            loop {
+                while running.len() < REPAIR_RANGES_CONCURRENT {
+                    let Some((left, right, replicas)) = ranges.next() else {
+                        break;
+                    };
+                    let node = self.clone();
+                    let table = *table;
+                    running.push(
+                        async move { node.repair_range(table, left, right, &replicas).await },
+                    );
+                }
+                let Some(one) = running.next().await else {
+                    break;
+                };
+                self.inner
+                    .counters
+                    .repair_ranges
+                    .fetch_add(1, Ordering::Relaxed);
+                self.inner
+                    .counters
+                    .repair_entries
+                    .fetch_add(one.entries_streamed, Ordering::Relaxed);
+                report.absorb(one);
+            }
+        }
+        tracing::info!(
+            ranges = report.ranges,
+            ranges_failed = report.ranges_failed,
+            leaves_mismatched = report.leaves_mismatched,
+            entries_streamed = report.entries_streamed,
+            "repair finished"
+        );
+        report
+    }
+
+    pub(super) async fn repair_range(
+        &self,
+        table: TableKey,
+        left: Token,
+        right: Token,
+        replicas: &[Endpoint],
+    ) -> RepairReport {
+        let mut report = RepairReport {
+            ranges: 1,
+            ..RepairReport::default()
+        };
+        let fail = |mut r: RepairReport, why: String| {
+            r.ranges_failed = 1;
+            r.errors
+                .push(format!("range ({}, {}]: {why}", left.0, right.0));
+            r
+        };
+        if let Some(down) = replicas.iter().find(|r| !self.is_alive(**r)) {
+            return fail(report, format!("replica {down} is down"));
+        }
+        let depth = self.inner.config.repair_tree_depth;
+        let mut trees: Vec<Vec<[u8; 16]>> = Vec::with_capacity(replicas.len());
+        for r in replicas {
+            let body = Body::TreeRequest {
+                table,
+                left: left.0,
+                right: right.0,
+                depth,
+            };
+            match self
+                .call_retrying(*r, body, self.inner.config.repair_timeout_ms)
+                .await
+            {
+                Some(Body::Tree(t)) => trees.push(t.leaves),
+                Some(Body::Failed(f)) => return fail(report, format!("{r}: {}", failure_text(&f))),
+                _ => return fail(report, format!("{r} did not send its tree")),
+            }
+        }
+        let n = 1u64 << depth.min(16);
+        report.leaves = n;
+        // Runs of neighbouring mismatched leaves are streamed as one token range: a node
+        // that lost everything is refilled with a few large reads, not one per leaf.
+        let mismatched: Vec<u64> = (0..n)
+            .filter(|i| {
+                let first = trees.first().and_then(|t| t.get(*i as usize));
+                !trees.iter().all(|t| t.get(*i as usize) == first)
+            })
+            .collect();
+        report.leaves_mismatched = mismatched.len() as u64;
+        for (first, last) in repair::runs(&mismatched) {
+            let (l, _) = repair::slice(left, right, first, n);
+            let (_, r) = repair::slice(left, right, last, n);
+            for range in mosaic_rows::ring_range(l, r) {
+                if let Err(why) = self.stream_range(table, range, replicas, &mut report).await {
+                    return fail(report, why);
+                }
+            }
+        }
+        report
+    }
+
+    /// Reads `range` in full from every replica, merges, and writes to each replica the
+    /// entries it lacked.
+    pub(super) async fn stream_range(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        replicas: &[Endpoint],
+        report: &mut RepairReport,
+    ) -> Result<(), String> {
+        let timeout = self.inner.config.repair_timeout_ms;
+        let mut answers: Vec<Entries> = Vec::with_capacity(replicas.len());
+        for r in replicas {
+            let mut all = Vec::new();
+            let mut start = range.start.clone();
+            loop {
+                let body = Body::Read {
+                    table,
+                    range: WireRange {
+                        start: start.clone(),
+                        end: range.end.clone(),
+                    },
+                    limit: repair::READ_CHUNK as u32,
+                    digest: false,
+                    tags: Vec::new(),
+                };
+                match self.call_retrying(*r, body.clone(), timeout).await {
+                    Some(Body::ReadData { entries, exhausted }) => {
+                        let next = entries.last().map(|(k, _)| repair::successor(k));
+                        all.extend(entries);
+                        match next {
+                            Some(n) if !exhausted => start = n,
+                            _ => break,
+                        }
+                    }
+                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                    _ => return Err(format!("{r} did not answer a read")),
+                }
+            }
+            answers.push((all, true));
+        }
+        let (merged, _) = merge_answers(&answers, usize::MAX);
+        for (r, (entries, _)) in replicas.iter().zip(&answers) {
+            let stale = stale_entries(entries, &merged);
+            for chunk in stale.chunks(repair::READ_CHUNK) {
+                report.entries_streamed += chunk.len() as u64;
+                report.bytes_streamed += chunk
+                    .iter()
+                    .map(|m| (m.key.len() + m.fragment.len()) as u64)
+                    .sum::<u64>();
+                let body = Body::Write {
+                    table,
+                    mutations: chunk.to_vec(),
+                };
+                match self.call_retrying(*r, body.clone(), timeout).await {
+                    Some(Body::WriteAck) => {}
+                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                    _ => return Err(format!("{r} did not acknowledge repaired data")),
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,552 @@
+//! A cluster node: coordinator, replica and gossiper in one.
+//!
+//! Owns the state machine of every request this node coordinates or serves:
+//!
+//! - **Writes** ([`Node::write`]): mutations are grouped by table and replica list; each
+//!   group goes to all its live replicas (this node's share is applied locally, without a
+//!   message) and the write succeeds once every group has as many acknowledgements as the
+//!   consistency level needs. Too few live replicas is `Unavailable` before anything is
+//!   sent; too few acknowledgements in time is `WriteTimeout` with the counts.
+//! - **Reads** ([`Node::read`]): the key range is split at the ring's token boundaries
+//!   ([`Ring::segments`]) and read segment by segment. Per segment, the replica selector
+//!   orders the live replicas; the first is asked for data, the next block-for − 1 for
+//!   digests. Matching digests answer at once; a mismatch reads data from all of them,
+//!   merges by timestamp (the row layer's last-write-wins), writes the merged version back
+//!   to every replica that differed and waits for those writes (blocking read repair)
+//!   before answering, so a later read at the same level sees the same result.
+//! - **Serving peers**: `Write` and `Read` messages applied to the local [`Store`];
+//!   requests over `replica_requests_max` in flight are refused as overloaded.
+//! - **Gossip** ([`Node::start`]): a round every `gossip_interval_ms` (see
+//!   [`crate::gossip`]); the ring is rebuilt when a node with new tokens appears; a peer
+//!   gossiping another schema version is asked for its schema, and the newer one wins.
+//!
+//! Every wait is bounded by a timeout from [`NodeConfig`]; a dead peer costs a request at
+//! most its timeout and never holds up requests that don't need it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use futures::channel::oneshot;
+use futures::future::{select, BoxFuture, Either};
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use mosaic_rows::{merge_fragments, Fragment, KeyRange};
+use mosaic_types::Token;
+use parking_lot::{Mutex, RwLock};
+
+use crate::consistency::{ClusterError, ConsistencyLevel};
+use crate::env::{Entries, Runtime, Store, Transport};
+use crate::gossip::{Change, Membership};
+use crate::message::{
+    AppState, Body, EndpointState, Envelope, Failure, NodeStatus, SchemaSnapshot, TableKey, Tag,
+    WireMutation, WireRange, WireTree, PROTOCOL_VERSION,
+};
+use crate::repair::{self, RepairReport};
+use crate::ring::{Ring, Segment};
+use crate::snitch::{ReadInfo, ReplicaSelector};
+use crate::Endpoint;
+
+mod anti_entropy;
+mod hints;
+mod membership;
+mod read;
+mod replica;
+mod write;
+
+use read::stale_entries;
+pub use read::{digest, merge_answers};
+use write::WriteGroup;
+
+/// A node's cluster settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeConfig {
+    /// This node's internode address.
+    pub endpoint: Endpoint,
+    /// Nodes contacted to join the cluster (this node may be one).
+    pub seeds: Vec<Endpoint>,
+    /// Milliseconds between gossip rounds.
+    pub gossip_interval_ms: u64,
+    /// Phi above which a silent node is convicted (Cassandra's default is 8).
+    pub phi_convict_threshold: f64,
+    /// How long a write waits for its acknowledgements.
+    pub write_timeout_ms: u64,
+    /// How long a read waits for its answers (and its read repair).
+    pub read_timeout_ms: u64,
+    /// How long a schema change waits for live peers to take it.
+    pub schema_timeout_ms: u64,
+    /// Peer requests served at once before more are refused as overloaded.
+    pub replica_requests_max: usize,
+    /// Hints are stored for a replica down less than this (0 disables hinted handoff).
+    pub hint_window_ms: u64,
+    /// How long repair waits for one answer (a tree, a page of a range, an acknowledged
+    /// write) before it asks again; it asks 3 times.
+    pub repair_timeout_ms: u64,
+    /// log2 of the leaves of each range's Merkle tree.
+    pub repair_tree_depth: u8,
+}
+
+impl NodeConfig {
+    /// Defaults for a node at `endpoint` (Cassandra's timeouts).
+    pub fn new(endpoint: Endpoint) -> NodeConfig {
+        NodeConfig {
+            endpoint,
+            seeds: vec![endpoint],
+            gossip_interval_ms: 1000,
+            phi_convict_threshold: 8.0,
+            write_timeout_ms: 2000,
+            read_timeout_ms: 5000,
+            schema_timeout_ms: 10_000,
+            replica_requests_max: 4096,
+            hint_window_ms: 3 * 3600 * 1000,
+            repair_timeout_ms: 60_000,
+            repair_tree_depth: 8,
+        }
+    }
+}
+
+/// Times repair asks for one thing before the range fails.
+const REPAIR_ATTEMPTS: usize = 3;
+
+/// Live counters of hinted handoff.
+#[derive(Default)]
+struct Counters {
+    hints_stored: AtomicU64,
+    hints_replayed: AtomicU64,
+    hints_failed: AtomicU64,
+    repair_ranges: AtomicU64,
+    repair_entries: AtomicU64,
+}
+
+/// A copy of the node's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterSnapshot {
+    /// Hints stored for replicas that were down or did not answer.
+    pub hints_stored: u64,
+    /// Hints delivered to their replica.
+    pub hints_replayed: u64,
+    /// Hints that could not be stored.
+    pub hints_failed: u64,
+    /// Token ranges repaired (or attempted) by this node.
+    pub repair_ranges: u64,
+    /// Entries repair wrote to replicas that lacked them.
+    pub repair_entries: u64,
+}
+
+/// How long a truncate waits for every node (Cassandra's `truncate_request_timeout`).
+const TRUNCATE_TIMEOUT_MS: u64 = 60_000;
+
+/// Something to tell clients about (status and topology events), with the node's state.
+pub type ChangeListener = Arc<dyn Fn(&Change, &EndpointState) + Send + Sync>;
+
+/// Why a call to a replica produced no answer.
+#[derive(Debug)]
+enum NoAnswer {
+    /// The message could not be queued, or the node stopped waiting.
+    Dropped,
+}
+
+/// What a call resolves to: the answering node and its answer.
+type CallFuture = BoxFuture<'static, (Endpoint, Result<Body, NoAnswer>)>;
+
+struct Inner {
+    config: NodeConfig,
+    runtime: Arc<dyn Runtime>,
+    transport: Arc<dyn Transport>,
+    store: Arc<dyn Store>,
+    selector: Arc<dyn ReplicaSelector>,
+    membership: Mutex<Membership>,
+    ring: RwLock<Arc<Ring>>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Body>>>,
+    next_id: AtomicU64,
+    listeners: Mutex<Vec<ChangeListener>>,
+    schema_pulls: Mutex<HashMap<Endpoint, u64>>,
+    replica_in_flight: AtomicUsize,
+    stopped: AtomicBool,
+    counters: Counters,
+    replaying: Mutex<std::collections::HashSet<Endpoint>>,
+}
+
+/// A cluster node (see the module doc). Cheap to clone.
+#[derive(Clone)]
+pub struct Node {
+    inner: Arc<Inner>,
+}
+
+/// A [`Node`] handle that does not keep it alive.
+#[derive(Clone)]
+pub struct WeakNode {
+    inner: Weak<Inner>,
+}
+
+impl WeakNode {
+    /// The node, if it still exists.
+    pub fn upgrade(&self) -> Option<Node> {
+        self.inner.upgrade().map(|inner| Node { inner })
+    }
+}
+
+/// Removes a request's response slot when its caller stops waiting.
+struct PendingSlot {
+    inner: Weak<Inner>,
+    id: u64,
+}
+
+impl Drop for PendingSlot {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.pending.lock().remove(&self.id);
+        }
+    }
+}
+
+/// Resolves `Some(item)` when `stream` yields first (`Some(None)` when it is done), `None`
+/// when `deadline` passes first.
+async fn next_before<S>(
+    stream: &mut S,
+    deadline: &mut BoxFuture<'static, ()>,
+) -> Option<Option<S::Item>>
+where
+    S: futures::Stream + Unpin,
+{
+    match select(stream.next(), deadline).await {
+        Either::Left((item, _)) => Some(item),
+        Either::Right(_) => None,
+    }
+}
+
+impl Node {
+    /// A node with `own` as its gossiped state (generation and tokens included).
+    pub fn new(
+        config: NodeConfig,
+        own: AppState,
+        generation: u64,
+        runtime: Arc<dyn Runtime>,
+        transport: Arc<dyn Transport>,
+        store: Arc<dyn Store>,
+        selector: Arc<dyn ReplicaSelector>,
+    ) -> Node {
+        let state = EndpointState {
+            endpoint: config.endpoint,
+            generation,
+            heartbeat: 0,
+            app: own,
+        };
+        let membership = Membership::new(
+            state,
+            config.gossip_interval_ms,
+            config.phi_convict_threshold,
+        );
+        // Request ids start at random, so that an answer to a previous incarnation's request
+        // (it reaches this one after a quick restart) matches none of this one's (found by
+        // the simulator, seed 11655: a read returned another key's row).
+        let first_id = runtime.random() | 1;
+        let node = Node {
+            inner: Arc::new(Inner {
+                config,
+                runtime,
+                transport,
+                store,
+                selector,
+                membership: Mutex::new(membership),
+                ring: RwLock::new(Arc::new(Ring::default())),
+                pending: Mutex::new(HashMap::new()),
+                next_id: AtomicU64::new(first_id),
+                listeners: Mutex::new(Vec::new()),
+                schema_pulls: Mutex::new(HashMap::new()),
+                replica_in_flight: AtomicUsize::new(0),
+                stopped: AtomicBool::new(false),
+                counters: Counters::default(),
+                replaying: Mutex::new(std::collections::HashSet::new()),
+            }),
+        };
+        node.rebuild_ring();
+        node
+    }
+
+    /// A handle that does not keep the node alive (for listeners the node itself holds).
+    pub fn downgrade(&self) -> WeakNode {
+        WeakNode {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// This node's address.
+    pub fn endpoint(&self) -> Endpoint {
+        self.inner.config.endpoint
+    }
+
+    /// The current ring.
+    pub fn ring(&self) -> Arc<Ring> {
+        self.inner.ring.read().clone()
+    }
+
+    /// Every known node's state with whether it is alive, this node's included.
+    pub fn states(&self) -> Vec<(EndpointState, bool)> {
+        let m = self.inner.membership.lock();
+        m.states()
+            .map(|s| (s.clone(), m.is_alive(s.endpoint)))
+            .collect()
+    }
+
+    /// Starts from the peer states a previous run of this node knew (what the server
+    /// persists, as Cassandra's `system.peers`): without them a restarted node's ring
+    /// holds only itself until gossip catches up, and it would coordinate every token as
+    /// its only replica (found by the simulator, seed 15). Call before [`Node::start`].
+    pub fn restore_peers(&self, states: Vec<EndpointState>) {
+        self.inner.membership.lock().restore(states);
+        self.rebuild_ring();
+    }
+
+    /// Whether `node` is believed alive.
+    pub fn is_alive(&self, node: Endpoint) -> bool {
+        self.inner.membership.lock().is_alive(node)
+    }
+
+    /// Calls `listener` on every membership change.
+    pub fn on_change(&self, listener: ChangeListener) {
+        self.inner.listeners.lock().push(listener);
+    }
+
+    /// Starts gossiping (one background task).
+    pub fn start(&self) {
+        let node = self.clone();
+        self.inner
+            .runtime
+            .spawn(async move { node.gossip_loop().await }.boxed());
+    }
+
+    /// Announces a clean shutdown to every live peer and stops gossiping.
+    pub fn shutdown(&self) {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        let (states, peers) = {
+            let mut m = self.inner.membership.lock();
+            m.update_own(|s| s.app.status = NodeStatus::Shutdown);
+            let states: Vec<EndpointState> = m.states().cloned().collect();
+            let peers: Vec<Endpoint> = m
+                .peers()
+                .into_iter()
+                .filter(|(_, alive)| *alive)
+                .map(|(e, _)| e)
+                .collect();
+            (states, peers)
+        };
+        for p in peers {
+            self.send(
+                p,
+                0,
+                Body::GossipSyn {
+                    states: states.clone(),
+                },
+            );
+        }
+    }
+
+    /// Handles an envelope from a peer (the transport's receive path calls this).
+    pub fn receive(&self, env: Envelope) {
+        if env.body.is_response() {
+            if let Some(tx) = self.inner.pending.lock().remove(&env.id) {
+                let _ = tx.send(env.body);
+            }
+            return;
+        }
+        let from = env.from;
+        let id = env.id;
+        match env.body {
+            Body::GossipSyn { states } => {
+                let now = self.now_ms();
+                let (changes, reply) = {
+                    let mut m = self.inner.membership.lock();
+                    let reply = m.newer_than(&states);
+                    (m.merge(states, now), reply)
+                };
+                self.apply_changes(&changes);
+                self.send(from, id, Body::GossipAck { states: reply });
+            }
+            Body::GossipAck { states } => {
+                let now = self.now_ms();
+                let changes = self.inner.membership.lock().merge(states, now);
+                self.apply_changes(&changes);
+            }
+            Body::SchemaPull => {
+                let snapshot = self.inner.store.schema();
+                self.send(from, id, Body::SchemaPush(snapshot));
+            }
+            body @ (Body::Write { .. }
+            | Body::Truncate { .. }
+            | Body::Read { .. }
+            | Body::SchemaPush(_)
+            | Body::TreeRequest { .. }) => {
+                let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
+                if in_flight >= self.inner.config.replica_requests_max {
+                    self.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
+                    self.send(from, id, Body::Failed(Failure::Overloaded));
+                    return;
+                }
+                let node = self.clone();
+                self.inner.runtime.spawn(
+                    async move {
+                        let answer = node.serve(body).await;
+                        node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
+                        node.send(from, id, answer);
+                    }
+                    .boxed(),
+                );
+            }
+            // Responses were handled above.
+            _ => {}
+        }
+    }
+
+    /// Counters of hinted handoff and repair.
+    pub fn counters(&self) -> CounterSnapshot {
+        let c = &self.inner.counters;
+        CounterSnapshot {
+            hints_stored: c.hints_stored.load(Ordering::Relaxed),
+            hints_replayed: c.hints_replayed.load(Ordering::Relaxed),
+            hints_failed: c.hints_failed.load(Ordering::Relaxed),
+            repair_ranges: c.repair_ranges.load(Ordering::Relaxed),
+            repair_entries: c.repair_entries.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Truncates `table` on every node of the ring; like Cassandra, only when every node
+    /// is alive (`Unavailable` at ALL otherwise).
+    pub async fn truncate(&self, table: TableKey) -> Result<(), ClusterError> {
+        let nodes: Vec<Endpoint> = self.ring().nodes().to_vec();
+        let nodes = if nodes.is_empty() {
+            vec![self.endpoint()]
+        } else {
+            nodes
+        };
+        let alive = nodes.iter().filter(|n| self.is_alive(**n)).count();
+        if alive < nodes.len() {
+            return Err(ClusterError::Unavailable {
+                consistency: ConsistencyLevel::All,
+                required: nodes.len(),
+                alive,
+            });
+        }
+        let mut calls: FuturesUnordered<CallFuture> = nodes
+            .iter()
+            .map(|n| self.call(*n, Body::Truncate { table }))
+            .collect();
+        let mut deadline = self.inner.runtime.sleep(TRUNCATE_TIMEOUT_MS);
+        let mut acked = 0;
+        while acked < nodes.len() {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((_, Ok(Body::TruncateAck)))) => acked += 1,
+                Some(Some((_, Ok(Body::Failed(f))))) => {
+                    return Err(ClusterError::Storage(format!(
+                        "Truncate failed on a replica: {}",
+                        failure_text(&f)
+                    )))
+                }
+                Some(Some(_)) | Some(None) | None => {
+                    return Err(ClusterError::WriteTimeout {
+                        consistency: ConsistencyLevel::All,
+                        received: acked,
+                        block_for: nodes.len(),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The schema this node has.
+    pub fn schema(&self) -> SchemaSnapshot {
+        self.inner.store.schema()
+    }
+
+    /// Sends `body` to `to` (or serves it here when `to` is this node) and resolves with
+    /// the answer; dropping the future forgets the request.
+    fn call(&self, to: Endpoint, body: Body) -> CallFuture {
+        let started = self.inner.runtime.now_micros();
+        if to == self.endpoint() {
+            let node = self.clone();
+            return async move {
+                let answer = node.serve(body).await;
+                let elapsed = node.inner.runtime.now_micros().saturating_sub(started);
+                node.inner.selector.observe(to, elapsed);
+                (to, Ok(answer))
+            }
+            .boxed();
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.inner.pending.lock().insert(id, tx);
+        let slot = PendingSlot {
+            inner: Arc::downgrade(&self.inner),
+            id,
+        };
+        let queued = self.send(to, id, body);
+        let runtime = self.inner.runtime.clone();
+        let selector = self.inner.selector.clone();
+        async move {
+            let _slot = slot;
+            if !queued {
+                return (to, Err(NoAnswer::Dropped));
+            }
+            match rx.await {
+                Ok(answer) => {
+                    selector.observe(to, runtime.now_micros().saturating_sub(started));
+                    (to, Ok(answer))
+                }
+                Err(_) => (to, Err(NoAnswer::Dropped)),
+            }
+        }
+        .boxed()
+    }
+
+    fn send(&self, to: Endpoint, id: u64, body: Body) -> bool {
+        self.inner.transport.send(
+            to,
+            Envelope {
+                version: PROTOCOL_VERSION,
+                from: self.endpoint(),
+                id,
+                body,
+            },
+        )
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.inner.runtime.now_micros() / 1000
+    }
+
+    /// `call_timeout`, asked again when no answer comes (a message lost on a connection
+    /// that broke): repair's requests are idempotent, and one lost message must not fail
+    /// or stall a long repair.
+    async fn call_retrying(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
+        for _ in 1..REPAIR_ATTEMPTS {
+            if let Some(answer) = self.call_timeout(to, body.clone(), ms).await {
+                return Some(answer);
+            }
+        }
+        self.call_timeout(to, body, ms).await
+    }
+
+    /// `call` bounded by `ms`: the answer, or `None` on timeout or a dropped message.
+    async fn call_timeout(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
+        let mut call = self.call(to, body);
+        let mut deadline = self.inner.runtime.sleep(ms);
+        match select(&mut call, &mut deadline).await {
+            Either::Left(((_, Ok(answer)), _)) => Some(answer),
+            _ => None,
+        }
+    }
+}
+
+fn failure_text(f: &Failure) -> String {
+    match f {
+        Failure::Overloaded => "replica overloaded".into(),
+        Failure::UnknownTable => "table unknown on a replica (schema not yet agreed)".into(),
+        Failure::Storage(m) => m.clone(),
+    }
+}
+
+/// A schema version as hex, for logs.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

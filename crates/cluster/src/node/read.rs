@@ -1,0 +1,388 @@
+//! The coordinator's read path: a range is read segment by segment of the ring; per
+//! segment, data from the replica the selector ranks first and digests from the next
+//! block-for − 1 (Cassandra's read executor); a digest mismatch reads data from all of them,
+//! merges by the row layer's last-write-wins and writes the merged rows back to the stale
+//! replicas before answering (blocking read repair).
+
+use super::*;
+
+/// The digest of a read answer.
+pub fn digest(entries: &[(Vec<u8>, Vec<u8>)], exhausted: bool) -> [u8; 16] {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    for (k, v) in entries {
+        h.update(&(k.len() as u64).to_le_bytes());
+        h.update(k);
+        h.update(&(v.len() as u64).to_le_bytes());
+        h.update(v);
+    }
+    h.update(&[u8::from(exhausted)]);
+    h.digest128().to_le_bytes()
+}
+
+/// The engine timestamp of a merged fragment (its newest part).
+pub(super) fn fragment_ts(bytes: &[u8]) -> u64 {
+    Fragment::decode(bytes)
+        .ok()
+        .and_then(|f| f.max_timestamp())
+        .map_or(0, |t| t.to_engine())
+}
+
+/// The entries of `merged` a replica that answered `had` lacks or holds an older version
+/// of, as writes that bring it up to date.
+pub(super) fn stale_entries(
+    had: &[(Vec<u8>, Vec<u8>)],
+    merged: &[(Vec<u8>, Vec<u8>)],
+) -> Vec<WireMutation> {
+    let had: HashMap<&[u8], &[u8]> = had
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    merged
+        .iter()
+        .filter(|(k, v)| had.get(k.as_slice()) != Some(&v.as_slice()))
+        .map(|(k, v)| WireMutation {
+            key: k.clone(),
+            ts: fragment_ts(v),
+            fragment: v.clone(),
+        })
+        .collect()
+}
+
+/// Merges several replicas' answers to one read of up to `limit` entries: per key, the
+/// row layer's merge; only keys every non-exhausted answer covered (a replica that
+/// stopped at its limit says nothing of the keys after its last one); at most `limit`.
+pub fn merge_answers(answers: &[Entries], limit: usize) -> Entries {
+    let cutoff: Option<&Vec<u8>> = answers
+        .iter()
+        .filter(|(entries, exhausted)| !exhausted && !entries.is_empty())
+        .filter_map(|(entries, _)| entries.last().map(|(k, _)| k))
+        .min();
+    let mut merged: BTreeMap<&[u8], Vec<u8>> = BTreeMap::new();
+    for (entries, _) in answers {
+        for (k, v) in entries {
+            if cutoff.is_some_and(|c| k > c) {
+                continue;
+            }
+            match merged.get_mut(k.as_slice()) {
+                None => {
+                    merged.insert(k, v.clone());
+                }
+                Some(existing) if existing == v => {}
+                Some(existing) => {
+                    let combined = match (Fragment::decode(existing), Fragment::decode(v)) {
+                        (Ok(a), Ok(b)) => merge_fragments(&a, &b).encode(),
+                        // Undecodable bytes: the newer-looking one wins whole, as the
+                        // engine's fallback does, and the read reports nothing worse.
+                        (Err(_), Ok(_)) => v.clone(),
+                        _ => existing.clone(),
+                    };
+                    *existing = combined;
+                }
+            }
+        }
+    }
+    let any_short = answers.iter().any(|(_, exhausted)| !exhausted);
+    let truncated = merged.len() > limit;
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = merged
+        .into_iter()
+        .take(limit)
+        .map(|(k, v)| (k.to_vec(), v))
+        .collect();
+    (entries, !any_short && !truncated)
+}
+
+impl Node {
+    /// Reads up to `limit` entries of `range` of `table` at `cl` (see the module doc).
+    pub async fn read(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+        cl: ConsistencyLevel,
+    ) -> Result<Entries, ClusterError> {
+        let rf = self
+            .inner
+            .store
+            .replication_factor(table)
+            .ok_or(ClusterError::UnknownTable(table))?;
+        if limit == 0 {
+            return Ok((Vec::new(), false));
+        }
+        let segments = self.ring().segments(&range, rf);
+        let count = segments.len();
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for (i, mut seg) in segments.into_iter().enumerate() {
+            // A segment may answer fewer entries than asked without being done (a merge of
+            // replicas that stopped at different keys): read on from its last key, so the
+            // caller gets `limit` entries unless the whole range is exhausted.
+            loop {
+                let want = limit - out.len();
+                let piece = Segment {
+                    range: seg.range.clone(),
+                    replicas: seg.replicas.clone(),
+                };
+                let (entries, exhausted) = self.read_segment(table, piece, want, rf, cl).await?;
+                let next = entries.last().map(|(k, _)| repair::successor(k));
+                out.extend(entries);
+                if out.len() >= limit {
+                    return Ok((out, exhausted && i + 1 == count));
+                }
+                match next {
+                    Some(start) if !exhausted => seg.range.start = start,
+                    _ => break,
+                }
+            }
+        }
+        Ok((out, true))
+    }
+
+    /// Reads one segment of the ring (one replica set) at `cl`.
+    pub(super) async fn read_segment(
+        &self,
+        table: TableKey,
+        seg: Segment,
+        limit: usize,
+        rf: usize,
+        cl: ConsistencyLevel,
+    ) -> Result<Entries, ClusterError> {
+        let block_for = cl.block_for(rf);
+        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for)?;
+        let read = SegmentRead {
+            table,
+            range: WireRange {
+                start: seg.range.start.clone(),
+                end: seg.range.end.clone(),
+            },
+            limit: u32::try_from(limit).unwrap_or(u32::MAX),
+            tags,
+        };
+        let (data, digests, _first_round) = self
+            .data_and_digests(&read, &targets, cl, block_for)
+            .await?;
+        if digests.is_empty() {
+            return Ok(data);
+        }
+        let expected = digest(&data.0, data.1);
+        if digests.iter().all(|d| *d == expected) {
+            return Ok(data);
+        }
+        self.resolve_mismatch(&read, &targets, limit, cl, block_for)
+            .await
+    }
+
+    /// The live replicas to ask, in the selector's order and cut to `block_for`, with the
+    /// tags the selector attached; `Unavailable` when too few are alive.
+    fn read_targets(
+        &self,
+        seg: &Segment,
+        limit: usize,
+        cl: ConsistencyLevel,
+        block_for: usize,
+    ) -> Result<(Vec<Endpoint>, Vec<Tag>), ClusterError> {
+        let mut live: Vec<Endpoint> = {
+            let m = self.inner.membership.lock();
+            seg.replicas
+                .iter()
+                .copied()
+                .filter(|r| m.is_alive(*r))
+                .collect()
+        };
+        if live.len() < block_for {
+            return Err(ClusterError::Unavailable {
+                consistency: cl,
+                required: block_for,
+                alive: live.len(),
+            });
+        }
+        let info = ReadInfo {
+            key: &seg.range.start,
+            limit,
+        };
+        let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
+        live.truncate(block_for);
+        Ok((live, tags))
+    }
+
+    /// First round: data from the first target, digests from the others, until
+    /// `block_for` answered. The round's calls and deadline come back with the answers:
+    /// the caller keeps them until the segment's read ends (dropping them earlier cancels
+    /// the round's timer sooner, which changes a simulated run's schedule and so what an
+    /// existing seed replays).
+    async fn data_and_digests(
+        &self,
+        read: &SegmentRead,
+        targets: &[Endpoint],
+        cl: ConsistencyLevel,
+        block_for: usize,
+    ) -> Result<(Entries, Vec<[u8; 16]>, RoundInFlight), ClusterError> {
+        let mut calls: FuturesUnordered<CallFuture> = targets
+            .iter()
+            .enumerate()
+            .map(|(i, r)| self.call(*r, read.body(i > 0)))
+            .collect();
+        let mut deadline = self.inner.runtime.sleep(self.inner.config.read_timeout_ms);
+        let mut data: Option<Entries> = None;
+        let mut digests: Vec<[u8; 16]> = Vec::new();
+        let mut failures: Vec<Failure> = Vec::new();
+        while data.is_some() as usize + digests.len() < block_for {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((_, Ok(Body::ReadData { entries, exhausted })))) => {
+                    data = Some((entries, exhausted));
+                }
+                Some(Some((_, Ok(Body::ReadDigest { digest })))) => digests.push(digest),
+                Some(Some((_, Ok(Body::Failed(f))))) => {
+                    failures.push(f);
+                    return Err(read_failure(cl, digests.len(), block_for, failures));
+                }
+                Some(Some(_)) => {}
+                Some(None) | None => {
+                    return Err(ClusterError::ReadTimeout {
+                        consistency: cl,
+                        received: data.is_some() as usize + digests.len(),
+                        block_for,
+                        data_present: data.is_some(),
+                    });
+                }
+            }
+        }
+        match data {
+            Some(data) => Ok((data, digests, RoundInFlight(calls, deadline))),
+            None => Err(ClusterError::ReadTimeout {
+                consistency: cl,
+                received: digests.len(),
+                block_for,
+                data_present: false,
+            }),
+        }
+    }
+
+    /// Digests disagreed: full data from every target, merged, and written back where
+    /// stale before answering.
+    async fn resolve_mismatch(
+        &self,
+        read: &SegmentRead,
+        targets: &[Endpoint],
+        limit: usize,
+        cl: ConsistencyLevel,
+        block_for: usize,
+    ) -> Result<Entries, ClusterError> {
+        let mut calls: FuturesUnordered<CallFuture> = targets
+            .iter()
+            .map(|r| self.call(*r, read.body(false)))
+            .collect();
+        let mut deadline = self.inner.runtime.sleep(self.inner.config.read_timeout_ms);
+        let mut answers: Vec<(Endpoint, Entries)> = Vec::new();
+        while answers.len() < targets.len() {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((from, Ok(Body::ReadData { entries, exhausted })))) => {
+                    answers.push((from, (entries, exhausted)));
+                }
+                Some(Some((_, Ok(Body::Failed(f))))) => {
+                    return Err(read_failure(cl, answers.len(), block_for, vec![f]));
+                }
+                Some(Some(_)) => {}
+                Some(None) | None => {
+                    return Err(ClusterError::ReadTimeout {
+                        consistency: cl,
+                        received: answers.len(),
+                        block_for,
+                        data_present: true,
+                    });
+                }
+            }
+        }
+        let all: Vec<Entries> = answers.iter().map(|(_, e)| e.clone()).collect();
+        let merged = merge_answers(&all, limit);
+        self.repair_replicas(read.table, &answers, &merged.0, cl, block_for)
+            .await?;
+        Ok(merged)
+    }
+
+    /// Writes `merged` to each replica whose answer differed, and waits for them.
+    pub(super) async fn repair_replicas(
+        &self,
+        table: TableKey,
+        answers: &[(Endpoint, Entries)],
+        merged: &[(Vec<u8>, Vec<u8>)],
+        cl: ConsistencyLevel,
+        block_for: usize,
+    ) -> Result<(), ClusterError> {
+        let mut calls: FuturesUnordered<CallFuture> = FuturesUnordered::new();
+        for (replica, (entries, _)) in answers {
+            let stale = stale_entries(entries, merged);
+            if !stale.is_empty() {
+                calls.push(self.call(
+                    *replica,
+                    Body::Write {
+                        table,
+                        mutations: stale,
+                    },
+                ));
+            }
+        }
+        let expected = calls.len();
+        let mut done = 0;
+        let mut deadline = self.inner.runtime.sleep(self.inner.config.read_timeout_ms);
+        while done < expected {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((_, Ok(Body::WriteAck)))) => done += 1,
+                Some(Some(_)) | Some(None) | None => {
+                    return Err(ClusterError::ReadTimeout {
+                        consistency: cl,
+                        received: block_for.saturating_sub(1),
+                        block_for,
+                        data_present: true,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A finished round's outstanding calls and its deadline, held until the read ends.
+struct RoundInFlight(
+    #[allow(dead_code)] FuturesUnordered<CallFuture>,
+    #[allow(dead_code)] BoxFuture<'static, ()>,
+);
+
+/// What every replica of one segment read is asked.
+struct SegmentRead {
+    table: TableKey,
+    range: WireRange,
+    limit: u32,
+    tags: Vec<Tag>,
+}
+
+impl SegmentRead {
+    /// The request, for data or for a digest of it.
+    fn body(&self, digest: bool) -> Body {
+        Body::Read {
+            table: self.table,
+            range: self.range.clone(),
+            limit: self.limit,
+            digest,
+            tags: self.tags.clone(),
+        }
+    }
+}
+
+fn read_failure(
+    cl: ConsistencyLevel,
+    received: usize,
+    block_for: usize,
+    failures: Vec<Failure>,
+) -> ClusterError {
+    match failures.first() {
+        Some(Failure::Overloaded) => {
+            ClusterError::Overloaded(format!("A replica was overloaded reading at {}", cl.name()))
+        }
+        f => ClusterError::ReadFailure {
+            consistency: cl,
+            received,
+            block_for,
+            failed: failures.len(),
+            reason: f.map(failure_text).unwrap_or_default(),
+        },
+    }
+}

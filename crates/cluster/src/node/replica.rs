@@ -1,0 +1,89 @@
+//! The replica side: every request body a peer (or this node, as coordinator) sends is
+//! served from the local [`Store`].
+
+use super::*;
+
+impl Node {
+    /// Serves a request from a peer (or from this node as coordinator).
+    pub(super) async fn serve(&self, body: Body) -> Body {
+        let store = &self.inner.store;
+        match body {
+            Body::Write { table, mutations } => match store.apply(table, mutations).await {
+                Ok(()) => Body::WriteAck,
+                Err(f) => Body::Failed(f),
+            },
+            Body::Read {
+                table,
+                range,
+                limit,
+                digest: want_digest,
+                tags,
+            } => {
+                let range = KeyRange {
+                    start: range.start,
+                    end: range.end,
+                };
+                match store.read(table, range, limit as usize, &tags).await {
+                    Ok((entries, exhausted)) if want_digest => Body::ReadDigest {
+                        digest: digest(&entries, exhausted),
+                    },
+                    Ok((entries, exhausted)) => Body::ReadData { entries, exhausted },
+                    Err(f) => Body::Failed(f),
+                }
+            }
+            Body::Truncate { table } => match store.truncate(table).await {
+                Ok(()) => Body::TruncateAck,
+                Err(f) => Body::Failed(f),
+            },
+            Body::SchemaPush(snapshot) => match store.adopt_schema(snapshot).await {
+                Ok(adopted) => {
+                    let version = store.schema().version;
+                    if adopted {
+                        tracing::info!(version = %hex(&version), "schema adopted from a peer");
+                    }
+                    self.set_own_schema_version(version);
+                    Body::SchemaAck
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "schema from a peer not adopted");
+                    Body::Failed(Failure::Storage(e))
+                }
+            },
+            Body::TreeRequest {
+                table,
+                left,
+                right,
+                depth,
+            } => {
+                match repair::build_tree(&**store, table, Token(left), Token(right), depth).await {
+                    Ok(leaves) => Body::Tree(WireTree { leaves }),
+                    Err(f) => Body::Failed(f),
+                }
+            }
+            other => Body::Failed(Failure::Storage(format!(
+                "not a request: {}",
+                body_name(&other)
+            ))),
+        }
+    }
+}
+
+pub(super) fn body_name(body: &Body) -> &'static str {
+    match body {
+        Body::Write { .. } => "Write",
+        Body::WriteAck => "WriteAck",
+        Body::Read { .. } => "Read",
+        Body::ReadData { .. } => "ReadData",
+        Body::ReadDigest { .. } => "ReadDigest",
+        Body::Failed(_) => "Failed",
+        Body::GossipSyn { .. } => "GossipSyn",
+        Body::GossipAck { .. } => "GossipAck",
+        Body::SchemaPull => "SchemaPull",
+        Body::SchemaPush(_) => "SchemaPush",
+        Body::SchemaAck => "SchemaAck",
+        Body::TreeRequest { .. } => "TreeRequest",
+        Body::Truncate { .. } => "Truncate",
+        Body::TruncateAck => "TruncateAck",
+        Body::Tree(_) => "Tree",
+    }
+}

@@ -1,0 +1,315 @@
+//! The coordinator's write path: a write is grouped by table and replica list, checked for
+//! availability before anything is sent, hinted to replicas known down, sent to the live
+//! ones, and answered once every group has its consistency level's acknowledgements
+//! (Cassandra's `AbstractWriteResponseHandler`); replicas still silent at the deadline of a
+//! successful write get hints.
+
+use super::*;
+
+/// The writes of one table to one replica list.
+pub(super) struct WriteGroup {
+    pub(super) table: TableKey,
+    pub(super) replicas: Vec<Endpoint>,
+    pub(super) block_for: usize,
+    pub(super) mutations: Vec<WireMutation>,
+}
+
+/// A write sent to one replica of one group.
+type WriteCall = BoxFuture<'static, (usize, Endpoint, Result<Body, NoAnswer>)>;
+
+impl Node {
+    /// Applies `mutations` (table, token, write) at `cl` (see the module doc).
+    pub async fn write(
+        &self,
+        mutations: Vec<(TableKey, Token, WireMutation)>,
+        cl: ConsistencyLevel,
+    ) -> Result<(), ClusterError> {
+        let groups = self.group_writes(mutations, cl)?;
+        // Availability first: nothing is sent unless every group can succeed (ANY is
+        // satisfied by a hint).
+        let now = self.now_ms();
+        let (alive, down) = self.live_replicas(&groups, cl)?;
+        let groups = Arc::new(groups);
+        // Hints for replicas known down (within the window), stored before anything is
+        // sent, so an acknowledged write always reaches them eventually.
+        let hinted = self.hint_down_replicas(&groups, &down, now).await;
+        let (calls, sent) = self.send_writes(&groups, &alive);
+        let mut acks = vec![0usize; groups.len()];
+        if cl == ConsistencyLevel::Any {
+            // A stored hint counts as the write for ANY.
+            acks.clone_from(&hinted);
+        }
+        let unacked: Vec<(usize, Endpoint)> = groups
+            .iter()
+            .zip(&alive)
+            .enumerate()
+            .flat_map(|(gi, (_, live))| live.iter().map(move |r| (gi, *r)))
+            .collect();
+        WriteHandler {
+            failed: vec![0usize; groups.len()],
+            deadline: self.inner.runtime.sleep(self.inner.config.write_timeout_ms),
+            groups,
+            cl,
+            calls,
+            sent,
+            acks,
+            first_failure: None,
+            unacked,
+        }
+        .run(self)
+        .await
+    }
+
+    /// Groups writes by table and replica list (one message per replica and group).
+    fn group_writes(
+        &self,
+        mutations: Vec<(TableKey, Token, WireMutation)>,
+        cl: ConsistencyLevel,
+    ) -> Result<Vec<WriteGroup>, ClusterError> {
+        let ring = self.ring();
+        let mut groups: Vec<WriteGroup> = Vec::new();
+        let mut index: HashMap<(TableKey, Vec<Endpoint>), usize> = HashMap::new();
+        for (table, token, m) in mutations {
+            let rf = self
+                .inner
+                .store
+                .replication_factor(table)
+                .ok_or(ClusterError::UnknownTable(table))?;
+            let replicas = ring.replicas(token, rf);
+            let gi = *index.entry((table, replicas.clone())).or_insert_with(|| {
+                groups.push(WriteGroup {
+                    table,
+                    replicas,
+                    block_for: cl.block_for(rf),
+                    mutations: Vec::new(),
+                });
+                groups.len() - 1
+            });
+            if let Some(g) = groups.get_mut(gi) {
+                g.mutations.push(m);
+            }
+        }
+        Ok(groups)
+    }
+
+    /// Each group's live and down replicas; `Unavailable` when a group has too few live
+    /// ones for `cl`.
+    #[allow(clippy::type_complexity)] // Two parallel lists, one entry per group.
+    fn live_replicas(
+        &self,
+        groups: &[WriteGroup],
+        cl: ConsistencyLevel,
+    ) -> Result<(Vec<Vec<Endpoint>>, Vec<Vec<Endpoint>>), ClusterError> {
+        let (alive, down): (Vec<Vec<Endpoint>>, Vec<Vec<Endpoint>>) = {
+            let m = self.inner.membership.lock();
+            groups
+                .iter()
+                .map(|g| g.replicas.iter().partition(|r| m.is_alive(**r)))
+                .unzip()
+        };
+        for (g, live) in groups.iter().zip(&alive) {
+            if live.len() < g.block_for && cl != ConsistencyLevel::Any {
+                return Err(ClusterError::Unavailable {
+                    consistency: cl,
+                    required: g.block_for,
+                    alive: live.len(),
+                });
+            }
+        }
+        Ok((alive, down))
+    }
+
+    /// Stores hints for the replicas known down (within the hint window); how many were
+    /// stored per group.
+    async fn hint_down_replicas(
+        &self,
+        groups: &[WriteGroup],
+        down: &[Vec<Endpoint>],
+        now: u64,
+    ) -> Vec<usize> {
+        let mut hinted = vec![0usize; groups.len()];
+        for (gi, (g, dead)) in groups.iter().zip(down).enumerate() {
+            for r in dead {
+                if self.hint_window_open(*r, now) && self.store_hint(*r, g).await {
+                    hinted[gi] += 1;
+                }
+            }
+        }
+        hinted
+    }
+
+    /// Sends every group's writes to its live replicas; the calls and how many went out
+    /// per group.
+    fn send_writes(
+        &self,
+        groups: &[WriteGroup],
+        alive: &[Vec<Endpoint>],
+    ) -> (FuturesUnordered<WriteCall>, Vec<usize>) {
+        let calls: FuturesUnordered<WriteCall> = FuturesUnordered::new();
+        let mut sent = vec![0usize; groups.len()];
+        for (gi, (g, live)) in groups.iter().zip(alive).enumerate() {
+            for r in live {
+                let body = Body::Write {
+                    table: g.table,
+                    mutations: g.mutations.clone(),
+                };
+                calls.push(self.call(*r, body).map(move |(r, a)| (gi, r, a)).boxed());
+                sent[gi] += 1;
+            }
+        }
+        (calls, sent)
+    }
+
+    /// Waits for the replicas of a successful write that had not answered; those still
+    /// silent at the write's deadline get hints (as Cassandra's coordinator does).
+    pub(super) async fn hint_stragglers(
+        &self,
+        mut calls: FuturesUnordered<WriteCall>,
+        mut deadline: BoxFuture<'static, ()>,
+        mut unacked: Vec<(usize, Endpoint)>,
+        groups: &[WriteGroup],
+    ) {
+        while !unacked.is_empty() {
+            match next_before(&mut calls, &mut deadline).await {
+                Some(Some((gi, r, Ok(Body::WriteAck)))) => unacked.retain(|u| *u != (gi, r)),
+                Some(Some(_)) => {}
+                Some(None) | None => break,
+            }
+        }
+        for (gi, r) in unacked {
+            if let Some(g) = groups.get(gi) {
+                self.store_hint(r, g).await;
+            }
+        }
+    }
+}
+
+/// One write's acknowledgements as they arrive (Cassandra's write response handler):
+/// success once every group has its block-for, failure as soon as a group cannot get it,
+/// timeout at the deadline (hinting the replicas that did not answer).
+struct WriteHandler {
+    groups: Arc<Vec<WriteGroup>>,
+    cl: ConsistencyLevel,
+    calls: FuturesUnordered<WriteCall>,
+    deadline: BoxFuture<'static, ()>,
+    /// Per group: writes sent, acknowledgements, failures.
+    sent: Vec<usize>,
+    acks: Vec<usize>,
+    failed: Vec<usize>,
+    first_failure: Option<Failure>,
+    /// Replicas (by group) that have not acknowledged yet.
+    unacked: Vec<(usize, Endpoint)>,
+}
+
+impl WriteHandler {
+    fn satisfied(&self) -> bool {
+        self.groups
+            .iter()
+            .zip(&self.acks)
+            .all(|(g, a)| *a >= g.block_for)
+    }
+
+    async fn run(mut self, node: &Node) -> Result<(), ClusterError> {
+        loop {
+            if self.satisfied() {
+                if !self.unacked.is_empty() {
+                    // The rest may still answer; those that don't in time get hints.
+                    let node = node.clone();
+                    let WriteHandler {
+                        calls,
+                        deadline,
+                        unacked,
+                        groups,
+                        ..
+                    } = self;
+                    node.inner.runtime.clone().spawn(
+                        async move {
+                            node.hint_stragglers(calls, deadline, unacked, &groups)
+                                .await;
+                        }
+                        .boxed(),
+                    );
+                }
+                return Ok(());
+            }
+            match next_before(&mut self.calls, &mut self.deadline).await {
+                Some(Some((gi, r, Ok(Body::WriteAck)))) => {
+                    self.unacked.retain(|u| *u != (gi, r));
+                    if let Some(a) = self.acks.get_mut(gi) {
+                        *a += 1;
+                    }
+                }
+                Some(Some((gi, _, Ok(Body::Failed(f))))) => self.replica_failed(gi, f)?,
+                // A reply of the wrong kind or a dropped message: no acknowledgement.
+                Some(Some(_)) => {}
+                Some(None) | None => return Err(self.timed_out(node).await),
+            }
+        }
+    }
+
+    /// Counts a replica's failure; an error once its group can no longer succeed.
+    fn replica_failed(&mut self, gi: usize, f: Failure) -> Result<(), ClusterError> {
+        let (Some(g), Some(s), Some(x), Some(a)) = (
+            self.groups.get(gi),
+            self.sent.get(gi),
+            self.failed.get_mut(gi),
+            self.acks.get(gi),
+        ) else {
+            return Ok(());
+        };
+        *x += 1;
+        self.first_failure.get_or_insert(f);
+        if s - *x < g.block_for {
+            return Err(write_failure(
+                self.cl,
+                *a,
+                g.block_for,
+                *x,
+                self.first_failure.take(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The deadline passed: hints for the silent replicas, and the timeout's counts.
+    async fn timed_out(self, node: &Node) -> ClusterError {
+        for (gi, r) in &self.unacked {
+            if let Some(g) = self.groups.get(*gi) {
+                node.store_hint(*r, g).await;
+            }
+        }
+        let (received, block_for) = self
+            .groups
+            .iter()
+            .zip(&self.acks)
+            .find(|(g, a)| **a < g.block_for)
+            .map_or((0, 0), |(g, a)| (*a, g.block_for));
+        ClusterError::WriteTimeout {
+            consistency: self.cl,
+            received,
+            block_for,
+        }
+    }
+}
+
+fn write_failure(
+    cl: ConsistencyLevel,
+    received: usize,
+    block_for: usize,
+    failed: usize,
+    first: Option<Failure>,
+) -> ClusterError {
+    match first {
+        Some(Failure::Overloaded) => ClusterError::Overloaded(format!(
+            "Too many replicas overloaded to achieve {}",
+            cl.name()
+        )),
+        f => ClusterError::WriteFailure {
+            consistency: cl,
+            received,
+            block_for,
+            failed,
+            reason: f.as_ref().map(failure_text).unwrap_or_default(),
+        },
+    }
+}
