@@ -1,0 +1,228 @@
+//! INSERT, UPDATE, DELETE and BATCH, with their USING clauses.
+
+use super::*;
+
+impl Parser<'_> {
+    /// `USING TTL n AND TIMESTAMP n` (either, any order, each at most once).
+    pub(super) fn parse_using(&mut self) -> PResult<Using> {
+        let mut using = Using::default();
+        if !self.accept_kw("USING") {
+            return Ok(using);
+        }
+        loop {
+            let t = self.peek();
+            let slot = if self.accept_kw("TTL") {
+                &mut using.ttl
+            } else if self.accept_kw("TIMESTAMP") {
+                &mut using.timestamp
+            } else {
+                return Err(self.mismatch("K_TTL or K_TIMESTAMP"));
+            };
+            if slot.is_some() {
+                return Err(self.invalid(
+                    t,
+                    format!(
+                        "{} is specified more than once",
+                        self.slice(t).to_ascii_uppercase()
+                    ),
+                ));
+            }
+            *slot = Some(self.parse_int_value()?);
+            if !self.accept_kw("AND") {
+                return Ok(using);
+            }
+        }
+    }
+
+    /// `USING TIMESTAMP n` (for `DELETE` and `BATCH`).
+    pub(super) fn parse_using_timestamp(&mut self) -> PResult<Option<IntValue>> {
+        if !self.accept_kw("USING") {
+            return Ok(None);
+        }
+        if self.is_kw("TTL") {
+            let t = self.peek();
+            return Err(self.invalid(
+                t,
+                "TTL is not allowed here: only USING TIMESTAMP".to_owned(),
+            ));
+        }
+        self.expect_kw("TIMESTAMP")?;
+        self.parse_int_value().map(Some)
+    }
+
+    /// `INSERT INTO t (cols) VALUES (terms) [USING …]`.
+    pub(super) fn parse_insert(&mut self) -> PResult<InsertStatement> {
+        let first_bind = self.binds.len();
+        let start = self.expect_kw("INSERT")?;
+        self.expect_kw("INTO")?;
+        let table = self.parse_qualified_name()?;
+        if self.is_kw("JSON") {
+            return Err(self.unsupported(self.peek(), Feature::Json, "INSERT … JSON"));
+        }
+        let columns = self.parse_ident_list()?;
+        self.expect_kw("VALUES")?;
+        self.expect(Kind::LParen)?;
+        let values = self.parse_term_list_until_rparen(false)?;
+        if columns.len() != values.len() {
+            return Err(self.invalid(start, "Unmatched column names/values".to_owned()));
+        }
+        self.refuse_conditions()?;
+        let using = self.parse_using()?;
+        self.refuse_conditions()?;
+        Ok(InsertStatement {
+            table,
+            columns,
+            values,
+            using,
+            bind_markers: self.take_binds(first_bind),
+        })
+    }
+
+    /// `UPDATE t [USING …] SET c = term, … WHERE …`.
+    pub(super) fn parse_update(&mut self) -> PResult<UpdateStatement> {
+        let first_bind = self.binds.len();
+        self.expect_kw("UPDATE")?;
+        let table = self.parse_qualified_name()?;
+        let using = self.parse_using()?;
+        self.expect_kw("SET")?;
+        let mut assignments = vec![self.parse_assignment()?];
+        while self.accept(Kind::Comma) {
+            assignments.push(self.parse_assignment()?);
+        }
+        self.expect_kw("WHERE")?;
+        let where_clause = self.parse_relations()?;
+        self.refuse_conditions()?;
+        Ok(UpdateStatement {
+            table,
+            using,
+            assignments,
+            where_clause,
+            bind_markers: self.take_binds(first_bind),
+        })
+    }
+
+    pub(super) fn parse_assignment(&mut self) -> PResult<Assignment> {
+        let column = self.parse_ident()?;
+        self.refuse_element_access()?;
+        let t = self.peek();
+        if matches!(t.kind, Kind::PlusEq | Kind::MinusEq) {
+            return Err(self.unsupported(
+                t,
+                Feature::Counter,
+                "counter and collection updates c += …",
+            ));
+        }
+        self.expect(Kind::Eq)?;
+        // `c = c + x` / `c = x + c`: counter increments or collection appends.
+        let rhs = self.peek();
+        let is_column = match rhs.kind {
+            Kind::Word => !is_reserved(self.slice(rhs)) && !self.is_at(1, Kind::LParen),
+            Kind::QuotedName => !self.is_at(1, Kind::LParen),
+            _ => false,
+        };
+        if is_column {
+            return Err(self.unsupported(
+                rhs,
+                Feature::Counter,
+                "counter and collection updates c = c + …",
+            ));
+        }
+        let value = self.parse_term()?;
+        let after = self.peek();
+        if matches!(after.kind, Kind::Plus | Kind::Minus) {
+            return Err(self.unsupported(
+                after,
+                Feature::Counter,
+                "counter and collection updates c = … + c",
+            ));
+        }
+        Ok(Assignment { column, value })
+    }
+
+    /// `DELETE [cols] FROM t [USING TIMESTAMP n] WHERE …`.
+    pub(super) fn parse_delete(&mut self) -> PResult<DeleteStatement> {
+        let first_bind = self.binds.len();
+        self.expect_kw("DELETE")?;
+        let mut columns = Vec::new();
+        if !self.is_kw("FROM") {
+            loop {
+                columns.push(self.parse_ident()?);
+                self.refuse_element_access()?;
+                if !self.accept(Kind::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect_kw("FROM")?;
+        let table = self.parse_qualified_name()?;
+        let timestamp = self.parse_using_timestamp()?;
+        self.expect_kw("WHERE")?;
+        let where_clause = self.parse_relations()?;
+        self.refuse_conditions()?;
+        Ok(DeleteStatement {
+            columns,
+            table,
+            timestamp,
+            where_clause,
+            bind_markers: self.take_binds(first_bind),
+        })
+    }
+
+    /// `BEGIN [UNLOGGED] BATCH [USING TIMESTAMP n] (stmt [;])* APPLY BATCH`.
+    pub(super) fn parse_batch(&mut self) -> PResult<BatchStatement> {
+        let first_bind = self.binds.len();
+        self.expect_kw("BEGIN")?;
+        let kind = if self.accept_kw("UNLOGGED") {
+            BatchKind::Unlogged
+        } else if self.is_kw("COUNTER") {
+            return Err(self.unsupported(self.peek(), Feature::Counter, "BEGIN COUNTER BATCH"));
+        } else {
+            BatchKind::Logged
+        };
+        self.expect_kw("BATCH")?;
+        let timestamp = self.parse_using_timestamp()?;
+        let mut statements = Vec::new();
+        loop {
+            while self.accept(Kind::Semicolon) {}
+            let statement = if self.is_kw("INSERT") {
+                ModificationStatement::Insert(self.parse_insert()?)
+            } else if self.is_kw("UPDATE") {
+                ModificationStatement::Update(self.parse_update()?)
+            } else if self.is_kw("DELETE") {
+                ModificationStatement::Delete(self.parse_delete()?)
+            } else if self.is_kw("APPLY") {
+                break;
+            } else {
+                return Err(self.mismatch("K_INSERT, K_UPDATE, K_DELETE or K_APPLY"));
+            };
+            statements.push(statement);
+        }
+        self.expect_kw("APPLY")?;
+        self.expect_kw("BATCH")?;
+        Ok(BatchStatement {
+            kind,
+            timestamp,
+            statements,
+            bind_markers: self.take_binds(first_bind),
+        })
+    }
+
+    pub(super) fn parse_if_not_exists(&mut self) -> PResult<bool> {
+        if self.accept_kw("IF") {
+            self.expect_kw("NOT")?;
+            self.expect_kw("EXISTS")?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    pub(super) fn parse_if_exists(&mut self) -> PResult<bool> {
+        if self.accept_kw("IF") {
+            self.expect_kw("EXISTS")?;
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+}

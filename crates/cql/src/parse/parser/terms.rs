@@ -1,0 +1,299 @@
+//! Names, bind markers, literals, terms, integer values and types: the pieces every
+//! statement is made of.
+
+use super::*;
+
+impl Parser<'_> {
+    // ----- names -----
+
+    pub(super) fn parse_ident(&mut self) -> PResult<Ident> {
+        let t = self.peek();
+        match t.kind {
+            Kind::Word if !is_reserved(self.slice(t)) => {
+                self.bump();
+                Ok(Ident::from_unquoted(self.slice(t)))
+            }
+            Kind::QuotedName => {
+                self.bump();
+                Ok(Ident::new(unquote(self.slice(t), '"')))
+            }
+            Kind::Word => Err(self.no_viable()),
+            _ => Err(self.mismatch("IDENT")),
+        }
+    }
+
+    pub(super) fn parse_qualified_name(&mut self) -> PResult<QualifiedName> {
+        let first = self.parse_ident()?;
+        if self.accept(Kind::Dot) {
+            let name = self.parse_ident()?;
+            Ok(QualifiedName {
+                keyspace: Some(first),
+                name,
+            })
+        } else {
+            Ok(QualifiedName {
+                keyspace: None,
+                name: first,
+            })
+        }
+    }
+
+    /// `( ident, … )` (at least one).
+    pub(super) fn parse_ident_list(&mut self) -> PResult<Vec<Ident>> {
+        self.expect(Kind::LParen)?;
+        let mut out = vec![self.parse_ident()?];
+        while self.accept(Kind::Comma) {
+            out.push(self.parse_ident()?);
+        }
+        self.expect(Kind::RParen)?;
+        Ok(out)
+    }
+
+    pub(super) fn parse_function_name(&mut self) -> PResult<Ident> {
+        let t = self.peek();
+        match t.kind {
+            Kind::Word => {
+                self.bump();
+                Ok(Ident::from_unquoted(self.slice(t)))
+            }
+            Kind::QuotedName => {
+                self.bump();
+                Ok(Ident::new(unquote(self.slice(t), '"')))
+            }
+            _ => Err(self.mismatch("IDENT")),
+        }
+    }
+
+    /// Refuses `c[…]` (collection elements) and `c.field` (UDT fields) after a column name.
+    pub(super) fn refuse_element_access(&self) -> PResult<()> {
+        let t = self.peek();
+        match t.kind {
+            Kind::LBracket => {
+                Err(self.unsupported(t, Feature::Collection, "collection element access c[…]"))
+            }
+            Kind::Dot => Err(self.unsupported(t, Feature::UserDefinedType, "field access c.field")),
+            _ => Ok(()),
+        }
+    }
+
+    // ----- terms -----
+
+    pub(super) fn parse_bind_marker(&mut self) -> PResult<BindMarker> {
+        let t = self.bump();
+        let name = match t.kind {
+            Kind::QMark => None,
+            Kind::Colon => Some(self.parse_ident()?),
+            _ => return Err(self.mismatch("QMARK")),
+        };
+        if self.binds.len() >= BIND_MARKERS_MAX {
+            return Err(self.invalid(
+                t,
+                format!(
+                    "Too many markers(?). More than {BIND_MARKERS_MAX} markers are not allowed"
+                ),
+            ));
+        }
+        let marker = BindMarker {
+            index: self.binds.len(),
+            name,
+        };
+        self.binds.push(marker.clone());
+        Ok(marker)
+    }
+
+    pub(super) fn is_bind_start(&self) -> bool {
+        matches!(self.peek().kind, Kind::QMark | Kind::Colon)
+    }
+
+    /// A constant, or `None` if the current token does not start one.
+    pub(super) fn try_parse_literal(&mut self) -> PResult<Option<Literal>> {
+        let t = self.peek();
+        let text = self.slice(t);
+        let literal = match t.kind {
+            Kind::String => Literal::String(unquote(text, '\'')),
+            Kind::DollarString => Literal::String(
+                text.strip_prefix("$$")
+                    .and_then(|s| s.strip_suffix("$$"))
+                    .unwrap_or("")
+                    .to_owned(),
+            ),
+            Kind::Integer => Literal::Integer(text.to_owned()),
+            Kind::Float => Literal::Float(text.to_owned()),
+            Kind::Hex => Literal::Blob(decode_hex(text.get(2..).unwrap_or(""))),
+            Kind::Uuid => match u128::from_str_radix(&text.replace('-', ""), 16) {
+                Ok(u) => Literal::Uuid(u),
+                Err(_) => return Err(self.no_viable()),
+            },
+            Kind::Duration => {
+                return Err(self.unsupported(t, Feature::DataType, "duration literals"))
+            }
+            Kind::Minus => {
+                let next = self.peek_at(1);
+                let word = self.slice(next);
+                if next.kind == Kind::Word && word.eq_ignore_ascii_case("infinity") {
+                    self.bump();
+                    Literal::NegInfinity
+                } else if next.kind == Kind::Word && word.eq_ignore_ascii_case("nan") {
+                    self.bump();
+                    Literal::NaN
+                } else {
+                    return Ok(None);
+                }
+            }
+            Kind::Word => match text.to_ascii_lowercase().as_str() {
+                "true" => Literal::Boolean(true),
+                "false" => Literal::Boolean(false),
+                "null" => Literal::Null,
+                "nan" => Literal::NaN,
+                "infinity" => Literal::Infinity,
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        self.bump();
+        Ok(Some(literal))
+    }
+
+    /// Whether the current token names a function being called: `name (`, where `name` is
+    /// an unreserved word, `token`, or a quoted name.
+    pub(super) fn at_call(&self) -> bool {
+        let t = self.peek();
+        self.is_at(1, Kind::LParen)
+            && match t.kind {
+                Kind::Word => {
+                    let w = self.slice(t);
+                    !is_reserved(w) || w.eq_ignore_ascii_case("token")
+                }
+                Kind::QuotedName => true,
+                _ => false,
+            }
+    }
+
+    pub(crate) fn parse_term(&mut self) -> PResult<Term> {
+        self.enter()?;
+        let term = self.parse_term_inner();
+        self.leave();
+        term
+    }
+
+    pub(super) fn parse_term_inner(&mut self) -> PResult<Term> {
+        let t = self.peek();
+        match t.kind {
+            Kind::QMark | Kind::Colon => return self.parse_bind_marker().map(Term::Bind),
+            Kind::LParen => {
+                self.bump();
+                let items = self.parse_term_list_until_rparen(false)?;
+                return Ok(Term::Tuple(items));
+            }
+            Kind::LBracket | Kind::LBrace => {
+                return Err(self.unsupported(t, Feature::Collection, "collection literals"))
+            }
+            _ => {}
+        }
+        if self.at_call() {
+            let name = self.parse_function_name()?;
+            self.expect(Kind::LParen)?;
+            let args = self.parse_term_list_until_rparen(true)?;
+            return Ok(Term::Call { name, args });
+        }
+        match self.try_parse_literal()? {
+            Some(l) => Ok(Term::Literal(l)),
+            None => Err(self.no_viable()),
+        }
+    }
+
+    /// Terms separated by commas up to and including `)`; `allow_empty` for `f()` and
+    /// `IN ()`.
+    pub(super) fn parse_term_list_until_rparen(&mut self, allow_empty: bool) -> PResult<Vec<Term>> {
+        let mut out = Vec::new();
+        if allow_empty && self.accept(Kind::RParen) {
+            return Ok(out);
+        }
+        loop {
+            out.push(self.parse_term()?);
+            if !self.accept(Kind::Comma) {
+                break;
+            }
+        }
+        self.expect(Kind::RParen)?;
+        Ok(out)
+    }
+
+    pub(super) fn parse_int_value(&mut self) -> PResult<IntValue> {
+        if self.is_bind_start() {
+            return self.parse_bind_marker().map(IntValue::Bind);
+        }
+        let t = self.peek();
+        if t.kind != Kind::Integer {
+            return Err(self.mismatch("INTEGER"));
+        }
+        match self.slice(t).parse::<i64>() {
+            Ok(n) => {
+                self.bump();
+                Ok(IntValue::Literal(n))
+            }
+            Err(_) => Err(self.invalid(
+                t,
+                format!(
+                    "Invalid integer value {}: out of range",
+                    clip(self.slice(t))
+                ),
+            )),
+        }
+    }
+
+    // ----- types -----
+
+    pub(super) fn parse_type(&mut self) -> PResult<CqlType> {
+        let t = self.peek();
+        match t.kind {
+            Kind::Word => {
+                let word = self.slice(t);
+                if let Ok(ty) = word.parse::<CqlType>() {
+                    self.bump();
+                    return Ok(ty);
+                }
+                let lower = word.to_ascii_lowercase();
+                let generic = self.is_at(1, Kind::Lt);
+                match lower.as_str() {
+                    "list" | "set" | "map" | "frozen" if generic => {
+                        Err(self.unsupported(t, Feature::Collection, &format!("type {lower}<…>")))
+                    }
+                    "tuple" if generic => Err(self.unsupported(t, Feature::Tuple, "type tuple<…>")),
+                    "counter" => Err(self.unsupported(t, Feature::Counter, "type counter")),
+                    "inet" | "time" | "duration" => {
+                        Err(self.unsupported(t, Feature::DataType, &format!("type {lower}")))
+                    }
+                    _ if is_reserved(word) => Err(self.no_viable()),
+                    _ => Err(self.unsupported(
+                        t,
+                        Feature::UserDefinedType,
+                        &format!("unknown type {}", clip(&lower)),
+                    )),
+                }
+            }
+            Kind::QuotedName => Err(self.unsupported(
+                t,
+                Feature::UserDefinedType,
+                &format!("unknown type {}", self.token_text(t)),
+            )),
+            Kind::String => Err(self.unsupported(t, Feature::DataType, "custom types")),
+            _ => Err(self.mismatch("a type")),
+        }
+    }
+}
+
+/// Hex digits (already checked by the lexer: even count, all hex) to bytes.
+pub(super) fn decode_hex(digits: &str) -> Vec<u8> {
+    digits
+        .as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let nibble = |c: u8| char::from(c).to_digit(16).unwrap_or(0) as u8;
+            match pair {
+                [hi, lo] => (nibble(*hi) << 4) | nibble(*lo),
+                _ => 0,
+            }
+        })
+        .collect()
+}

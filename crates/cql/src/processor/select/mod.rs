@@ -1,0 +1,592 @@
+//! SELECT: which partitions and clustering ranges to read, reading them through the
+//! coordinator in bounded chunks, resolving rows, filtering, limits, paging, ordering and
+//! aggregates.
+//!
+//! Two read modes:
+//! - **partitions**: the partition key is fully restricted by `=`/`IN`; each partition's
+//!   head (deletion, range tombstones, static row) is read, then its clustering ranges;
+//! - **range**: otherwise a token range (all tokens by default) is scanned in key order,
+//!   partition after partition.
+//!
+//! Paging state is the engine key of the last row returned plus the remaining LIMIT and the
+//! rows already returned from that row's partition (for PER PARTITION LIMIT); the next page
+//! re-reads that partition's head and continues after the key.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use mosaic_rows::{token_range, KeyRange, KeySchema, LiveRow, PartitionPrefix, PartitionResolver};
+use mosaic_types::{CqlType, CqlValue, Token};
+
+use crate::ast::{Order, SelectStatement, Selection, SelectorExpr, Term};
+use crate::coordinator::{Coordinator, ReadCommand};
+use crate::frame::{
+    ColumnSpec, ColumnType, ErrorKind, ErrorResponse, ResultBody, Rows, RowsMetadata,
+};
+use crate::schema::{ColumnKind, TableMeta};
+
+use super::restrict::{self, Restrictions};
+use super::values::{eval_int, Bindings, EvalContext};
+use super::{invalid, Exec, Processor};
+
+mod aggregate;
+mod reads;
+mod selectors;
+
+use aggregate::*;
+use reads::*;
+pub(crate) use selectors::output_columns;
+use selectors::*;
+
+/// Entries asked of the coordinator per read.
+const CHUNK_ENTRIES: usize = 1000;
+
+/// The analysed SELECT.
+struct Plan {
+    table: Arc<TableMeta>,
+    schema: KeySchema,
+    restrictions: Restrictions,
+    columns: Vec<OutColumn>,
+    aggregate: bool,
+    distinct: bool,
+    reversed: bool,
+    /// Sort rows of several partitions by clustering (ORDER BY with IN).
+    merge_sort: bool,
+    limit: Option<u64>,
+    per_partition_limit: Option<u64>,
+    now_secs: i64,
+}
+
+/// Where a page stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PagingState {
+    last_key: Vec<u8>,
+    limit_left: u64,
+    partition_rows: u64,
+}
+
+const PAGING_VERSION: u8 = 1;
+
+impl PagingState {
+    fn encode(&self) -> Bytes {
+        let mut b = BytesMut::with_capacity(self.last_key.len() + 32);
+        b.put_u8(PAGING_VERSION);
+        b.put_u32(self.last_key.len() as u32);
+        b.put_slice(&self.last_key);
+        b.put_u64(self.limit_left);
+        b.put_u64(self.partition_rows);
+        super::seal_paging_state(b)
+    }
+
+    fn decode(bytes: &[u8]) -> Result<PagingState, ErrorResponse> {
+        let bad = super::bad_paging_state;
+        let body = super::unseal_paging_state(bytes)?;
+        let (&version, rest) = body.split_first().ok_or_else(bad)?;
+        if version != PAGING_VERSION {
+            return Err(bad());
+        }
+        let (len, rest) = rest.split_at_checked(4).ok_or_else(bad)?;
+        let len = u32::from_be_bytes(len.try_into().map_err(|_| bad())?) as usize;
+        let (key, rest) = rest.split_at_checked(len).ok_or_else(bad)?;
+        let (limit, rest) = rest.split_at_checked(8).ok_or_else(bad)?;
+        let (prows, rest) = rest.split_at_checked(8).ok_or_else(bad)?;
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Ok(PagingState {
+            last_key: key.to_vec(),
+            limit_left: u64::from_be_bytes(limit.try_into().map_err(|_| bad())?),
+            partition_rows: u64::from_be_bytes(prows.try_into().map_err(|_| bad())?),
+        })
+    }
+}
+
+/// Runs a SELECT.
+pub(crate) async fn execute<C: Coordinator>(
+    p: &Processor<C>,
+    exec: &Exec<'_>,
+    s: &SelectStatement,
+) -> Result<ResultBody, ErrorResponse> {
+    let coordinator = p.coordinator();
+    let catalog = coordinator.catalog();
+    let bindings = Bindings::new(&exec.params.values, &s.bind_markers)?;
+    let keyspace = exec.keyspace_of(&s.table)?;
+    if crate::system::is_system_keyspace(keyspace) {
+        let local = coordinator.local_node();
+        let peers = coordinator.peers();
+        let cluster = coordinator.cluster_info();
+        let view = crate::system::SystemView {
+            catalog: &catalog,
+            local: &local,
+            peers: &peers,
+            cluster: &cluster,
+        };
+        let mut qualified = s.clone();
+        qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
+        let mut rows = crate::system::select(&view, &qualified, &bindings.raw())?;
+        rows.metadata.no_metadata = exec.params.skip_metadata;
+        return Ok(ResultBody::Rows(rows));
+    }
+    let table = exec.table(&catalog, &s.table)?;
+    let ctx = EvalContext {
+        bindings: &bindings,
+        now_micros: coordinator.new_timestamp(),
+    };
+    let plan = plan(table, s, &ctx, coordinator.now_secs())?;
+    let page_size = match exec.params.page_size {
+        Some(n) if n > 0 && !plan.aggregate => Some(n as u64),
+        _ => None,
+    };
+    if plan.merge_sort && page_size.is_some() {
+        return Err(invalid("Cannot page queries with both ORDER BY and a IN restriction on the partition key; you must either remove the ORDER BY or the IN and sort client side, or disable paging for this query"));
+    }
+    let resume = match &exec.params.paging_state {
+        Some(b) if !b.is_empty() => Some(PagingState::decode(b)?),
+        _ => None,
+    };
+    let mut run = Run {
+        plan: &plan,
+        page_size,
+        limit_left: resume
+            .as_ref()
+            .map_or(plan.limit.unwrap_or(u64::MAX), |r| r.limit_left),
+        rows: Vec::new(),
+        aggregates: AggState::new(&plan.columns),
+        emitted: 0,
+        partition_rows: 0,
+        last_key: None,
+        stop: false,
+        sort_keys: Vec::new(),
+    };
+    read(coordinator.as_ref(), exec, &mut run, resume).await?;
+    let paging_state = match (&run.last_key, run.stop && run.limit_left > 0) {
+        (Some(key), true) if page_size.is_some() => Some(
+            PagingState {
+                last_key: key.clone(),
+                limit_left: run.limit_left,
+                partition_rows: run.partition_rows,
+            }
+            .encode(),
+        ),
+        _ => None,
+    };
+    let mut out_rows = std::mem::take(&mut run.rows);
+    if plan.merge_sort {
+        let mut keyed: Vec<(Vec<u8>, Vec<Option<Bytes>>)> =
+            run.sort_keys.drain(..).zip(out_rows).collect();
+        keyed.sort_by(|a, b| {
+            if plan.reversed {
+                b.0.cmp(&a.0)
+            } else {
+                a.0.cmp(&b.0)
+            }
+        });
+        out_rows = keyed.into_iter().map(|(_, r)| r).collect();
+        if let Some(limit) = plan.limit {
+            out_rows.truncate(limit as usize);
+        }
+    }
+    if plan.aggregate {
+        out_rows = vec![run.aggregates.finish(&plan.columns)];
+    }
+    let specs: Vec<ColumnSpec> = plan
+        .columns
+        .iter()
+        .map(|c| {
+            ColumnSpec::new(
+                &plan.table.keyspace,
+                &plan.table.name,
+                &c.name,
+                c.ty.clone(),
+            )
+        })
+        .collect();
+    let mut metadata = RowsMetadata::new(specs);
+    metadata.paging_state = paging_state;
+    metadata.no_metadata = exec.params.skip_metadata;
+    Ok(ResultBody::Rows(Rows {
+        metadata,
+        rows: out_rows,
+    }))
+}
+
+fn plan(
+    table: Arc<TableMeta>,
+    s: &SelectStatement,
+    ctx: &EvalContext<'_>,
+    now_secs: i64,
+) -> Result<Plan, ErrorResponse> {
+    let restrictions = restrict::analyse(&table, &s.where_clause, ctx)?;
+    let columns = output_columns(&table, s)?;
+    let aggregate = columns
+        .iter()
+        .any(|c| matches!(c.expr, Expr::CountRows | Expr::Aggregate(..)));
+    if !s.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported yet"));
+    }
+    if s.distinct {
+        for c in &columns {
+            let ok = match c.expr {
+                Expr::Column(i) => table.columns.get(i).is_some_and(|c| {
+                    matches!(c.kind, ColumnKind::PartitionKey { .. } | ColumnKind::Static)
+                }),
+                Expr::Token => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(invalid(format!(
+                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                    c.name
+                )));
+            }
+        }
+    }
+    let partition_mode = restrictions.partition_fully_restricted();
+    // What needs ALLOW FILTERING.
+    let mut needs_filtering = None;
+    if !partition_mode {
+        let restricted = restrictions
+            .partition
+            .iter()
+            .filter(|r| r.is_some())
+            .count();
+        if restricted > 0 {
+            if restrictions.token.is_some() {
+                return Err(invalid("Columns of the partition key cannot be restricted with both token() and another relation"));
+            }
+            let missing: Vec<String> = table
+                .partition_key()
+                .iter()
+                .zip(&restrictions.partition)
+                .filter(|(_, r)| r.is_none())
+                .map(|(c, _)| c.name.clone())
+                .collect();
+            needs_filtering = Some(if missing.is_empty() {
+                "Only EQ and IN relation are supported on the partition key (unless you use the token() function)".to_owned()
+            } else {
+                format!(
+                    "Partition key parts: {} must be restricted as other parts are",
+                    missing.join(", ")
+                )
+            });
+        } else if restrictions.has_clustering() {
+            needs_filtering = Some(filtering_message());
+        }
+    }
+    if let Some(problem) = restrictions.clustering_problem(&table) {
+        needs_filtering.get_or_insert(problem);
+    }
+    if !restrictions.on_regular.is_empty() {
+        needs_filtering.get_or_insert_with(filtering_message);
+    }
+    if let Some(message) = needs_filtering {
+        if !s.allow_filtering {
+            return Err(invalid(message));
+        }
+    }
+    if partition_mode && restrictions.token.is_some() {
+        return Err(invalid("Columns of the partition key cannot be restricted with both token() and another relation"));
+    }
+    // ORDER BY.
+    let mut reversed = false;
+    let mut merge_sort = false;
+    if !s.order_by.is_empty() {
+        if !partition_mode {
+            return Err(invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
+        }
+        let clustering = table.clustering();
+        let mut direction = None;
+        for (i, (ident, order)) in s.order_by.iter().enumerate() {
+            let Some(position) = clustering.iter().position(|c| c.name == ident.as_str()) else {
+                return Err(invalid(format!(
+                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
+                    ident.as_str()
+                )));
+            };
+            if position != i {
+                return Err(invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"));
+            }
+            let declared = match clustering.get(position).map(|c| c.kind) {
+                Some(ColumnKind::Clustering { order, .. }) => order,
+                _ => crate::schema::ClusteringOrder::Asc,
+            };
+            let wants_desc = *order == Order::Desc;
+            let rev = wants_desc != (declared == crate::schema::ClusteringOrder::Desc);
+            if direction.is_some_and(|d| d != rev) {
+                return Err(invalid("Unsupported order by relation"));
+            }
+            direction = Some(rev);
+        }
+        reversed = direction.unwrap_or(false);
+        merge_sort = restrictions.partition_keys().is_some_and(|k| k.len() > 1);
+    }
+    let limit = match &s.limit {
+        Some(v) => match eval_int(v, CqlType::Int, "[limit]", ctx)? {
+            Some(n) if n > 0 => Some(n as u64),
+            Some(n) => {
+                return Err(invalid(format!(
+                    "LIMIT must be strictly positive (got {n})"
+                )))
+            }
+            None => return Err(invalid("Invalid null value of limit")),
+        },
+        None => None,
+    };
+    let per_partition_limit = match &s.per_partition_limit {
+        Some(v) => match eval_int(v, CqlType::Int, "[per_partition_limit]", ctx)? {
+            Some(n) if n > 0 => Some(n as u64),
+            Some(n) => {
+                return Err(invalid(format!(
+                    "PER PARTITION LIMIT must be strictly positive (got {n})"
+                )))
+            }
+            None => return Err(invalid("Invalid null value of per partition limit")),
+        },
+        None => None,
+    };
+    let schema = table.key_schema();
+    Ok(Plan {
+        table,
+        schema,
+        restrictions,
+        columns,
+        aggregate,
+        distinct: s.distinct,
+        reversed,
+        merge_sort,
+        limit,
+        per_partition_limit,
+        now_secs,
+    })
+}
+
+fn filtering_message() -> String {
+    "Cannot execute this query as it might involve data filtering and thus may have unpredictable performance. If you want to execute this query despite the performance unpredictability, use ALLOW FILTERING".to_owned()
+}
+
+/// What the row handler tells the reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Keep going.
+    Continue,
+    /// Skip the rest of this partition.
+    SkipPartition,
+    /// The page (or the LIMIT) is full.
+    Stop,
+}
+
+/// The state of one execution.
+struct Run<'p> {
+    plan: &'p Plan,
+    page_size: Option<u64>,
+    limit_left: u64,
+    rows: Vec<Vec<Option<Bytes>>>,
+    aggregates: AggState,
+    emitted: u64,
+    partition_rows: u64,
+    last_key: Option<Vec<u8>>,
+    stop: bool,
+    sort_keys: Vec<Vec<u8>>,
+}
+
+impl Run<'_> {
+    /// Entries to ask the coordinator for in round `round` (from 0) of a scan: the rows
+    /// still wanted by LIMIT and the page (a live row is one entry; tables with static
+    /// columns also hold a static row per partition, so they ask for twice that), at most
+    /// [`CHUNK_ENTRIES`]. Asking for more costs every replica a read, a copy and a send
+    /// of entries the query then drops (`LIMIT 50` used to read 108). Entries that are not
+    /// live rows (deleted rows, partition and range tombstones) leave a round short; each
+    /// further round asks for twice as many, so a run of them costs a few rounds, not one
+    /// per entry. Plans that may discard rows after reading them (filters, aggregates,
+    /// DISTINCT, PER PARTITION LIMIT, merge sorts) ask for the whole chunk.
+    fn chunk_entries(&self, round: u32) -> usize {
+        let plan = self.plan;
+        // Token relations are the scan's key range itself (the tightest bound of each
+        // side), so they never discard a row the range reads.
+        let filters = plan
+            .restrictions
+            .predicates
+            .iter()
+            .any(|p| !matches!(p, restrict::Predicate::Token { .. }));
+        if plan.aggregate
+            || plan.distinct
+            || plan.merge_sort
+            || plan.per_partition_limit.is_some()
+            || filters
+        {
+            return CHUNK_ENTRIES;
+        }
+        let page_left = self
+            .page_size
+            .map_or(u64::MAX, |n| n.saturating_sub(self.emitted));
+        let wanted = self.limit_left.min(page_left).max(1);
+        let has_static = plan
+            .table
+            .columns
+            .iter()
+            .any(|c| matches!(c.kind, ColumnKind::Static));
+        let first = if has_static {
+            wanted.saturating_mul(2)
+        } else {
+            wanted
+        };
+        // Past 2^10 rounds any first ask is over the cap anyway.
+        usize::try_from(first.saturating_mul(1 << round.min(10)))
+            .unwrap_or(CHUNK_ENTRIES)
+            .min(CHUNK_ENTRIES)
+    }
+}
+
+/// A row as the handler sees it.
+struct RowView<'a> {
+    token: Token,
+    partition_key: &'a [CqlValue],
+    static_row: Option<&'a LiveRow>,
+    /// `None` for a partition shown only by its static row.
+    row: Option<&'a LiveRow>,
+}
+
+impl RowView<'_> {
+    fn value(&self, table: &TableMeta, index: usize) -> Option<CqlValue> {
+        let col = table.columns.get(index)?;
+        match col.kind {
+            ColumnKind::PartitionKey { position } => self.partition_key.get(position).cloned(),
+            ColumnKind::Clustering { position, .. } => self.row?.clustering.get(position).cloned(),
+            ColumnKind::Static => {
+                let cell = self.static_row?.cells.get(&col.id)?;
+                CqlValue::from_cql_bytes(col.ty, &cell.value).ok()
+            }
+            ColumnKind::Regular => {
+                let cell = self.row?.cells.get(&col.id)?;
+                CqlValue::from_cql_bytes(col.ty, &cell.value).ok()
+            }
+        }
+    }
+
+    fn cell(&self, table: &TableMeta, index: usize) -> Option<&mosaic_rows::LiveCell> {
+        let col = table.columns.get(index)?;
+        match col.kind {
+            ColumnKind::Static => self.static_row?.cells.get(&col.id),
+            ColumnKind::Regular => self.row?.cells.get(&col.id),
+            _ => None,
+        }
+    }
+
+    fn bytes(&self, table: &TableMeta, index: usize) -> Option<Bytes> {
+        let col = table.columns.get(index)?;
+        match col.kind {
+            ColumnKind::Static | ColumnKind::Regular => self
+                .cell(table, index)
+                .map(|c| Bytes::copy_from_slice(&c.value)),
+            _ => self
+                .value(table, index)
+                .map(|v| Bytes::from(v.to_cql_bytes())),
+        }
+    }
+}
+
+impl Run<'_> {
+    /// Handles one live row (or a static-only partition) at engine key `key`.
+    fn row(&mut self, key: &[u8], view: &RowView<'_>) -> Next {
+        let plan = self.plan;
+        let table = plan.table.as_ref();
+        let value = |i: usize| view.value(table, i);
+        if !plan
+            .restrictions
+            .predicates
+            .iter()
+            .all(|p| p.holds(&value, view.token))
+        {
+            return Next::Continue;
+        }
+        if self.limit_left == 0 {
+            self.stop = true;
+            return Next::Stop;
+        }
+        let per_partition = if plan.distinct {
+            Some(1)
+        } else {
+            plan.per_partition_limit
+        };
+        if per_partition.is_some_and(|n| self.partition_rows >= n) {
+            return Next::SkipPartition;
+        }
+        self.partition_rows += 1;
+        if plan.aggregate {
+            self.aggregates.add(&plan.columns, table, view);
+        } else {
+            let out: Vec<Option<Bytes>> = plan
+                .columns
+                .iter()
+                .map(|c| match &c.expr {
+                    Expr::Column(i) => view.bytes(table, *i),
+                    Expr::WriteTime(i) => view
+                        .cell(table, *i)
+                        .map(|c| Bytes::copy_from_slice(&c.ts.as_micros().to_be_bytes())),
+                    Expr::Ttl(i) => view.cell(table, *i).and_then(|c| c.expiry).map(|e| {
+                        let left =
+                            e.local_expiration_secs
+                                .saturating_sub(plan.now_secs)
+                                .clamp(0, i64::from(i32::MAX)) as i32;
+                        Bytes::copy_from_slice(&left.to_be_bytes())
+                    }),
+                    Expr::Token => Some(Bytes::copy_from_slice(&view.token.0.to_be_bytes())),
+                    Expr::Constant(b) => b.clone(),
+                    Expr::Cast(i, ty) => view
+                        .value(table, *i)
+                        .and_then(|v| cast_value(&v, *ty).or(Some(v)))
+                        .map(|v| Bytes::from(v.to_cql_bytes())),
+                    Expr::CountRows | Expr::Aggregate(..) => None,
+                })
+                .collect();
+            self.rows.push(out);
+            if plan.merge_sort {
+                let prefix_len = plan.schema.partition_prefix_len(key).unwrap_or(0);
+                self.sort_keys
+                    .push(key.get(prefix_len..).unwrap_or_default().to_vec());
+            }
+        }
+        self.emitted += 1;
+        self.limit_left = self.limit_left.saturating_sub(1);
+        self.last_key = Some(key.to_vec());
+        if self.limit_left == 0 {
+            self.stop = true;
+            return Next::Stop;
+        }
+        if self.page_size.is_some_and(|n| self.emitted >= n) {
+            self.stop = true;
+            return Next::Stop;
+        }
+        if plan.distinct
+            || plan
+                .per_partition_limit
+                .is_some_and(|n| self.partition_rows >= n)
+        {
+            return Next::SkipPartition;
+        }
+        Next::Continue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_state_round_trips_and_rejects_garbage() {
+        let s = PagingState {
+            last_key: vec![1, 2, 3],
+            limit_left: 7,
+            partition_rows: 2,
+        };
+        let b = s.encode();
+        assert_eq!(PagingState::decode(&b).unwrap(), s);
+        let mut bad = b.to_vec();
+        bad[2] ^= 1;
+        assert!(PagingState::decode(&bad).is_err());
+        assert!(PagingState::decode(&[]).is_err());
+        assert!(PagingState::decode(&[1, 2, 3]).is_err());
+    }
+}

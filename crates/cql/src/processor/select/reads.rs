@@ -1,0 +1,434 @@
+//! Reading rows for a plan: one partition (a slice of it, in either order), every
+//! partition of a token range, or the whole table, chunk by chunk from the coordinator, with
+//! partition and range deletions and TTLs resolved before rows reach the [`Run`].
+
+use super::*;
+
+/// The key just after `key` in byte order.
+pub(super) fn successor(key: &[u8]) -> Vec<u8> {
+    let mut k = key.to_vec();
+    k.push(0);
+    k
+}
+
+/// Reads every entry of a key range.
+pub(super) async fn read_all<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    table: &TableMeta,
+    range: KeyRange,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ErrorResponse> {
+    let mut out = Vec::new();
+    let mut start = range.start.clone();
+    loop {
+        let result = coordinator
+            .read(
+                ReadCommand {
+                    table: table.id,
+                    range: KeyRange {
+                        start: start.clone(),
+                        end: range.end.clone(),
+                    },
+                    limit: CHUNK_ENTRIES,
+                },
+                exec.params.consistency,
+            )
+            .await?;
+        // The coordinator says when the range is done; an empty answer can only mean that.
+        let exhausted = result.exhausted || result.entries.is_empty();
+        if let Some((last, _)) = result.entries.last() {
+            start = successor(last);
+        }
+        out.extend(result.entries);
+        if exhausted {
+            return Ok(out);
+        }
+    }
+}
+
+pub(super) fn resolve_err(e: mosaic_rows::ResolveError) -> ErrorResponse {
+    ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored row: {e}"))
+}
+
+/// Reads one partition: its head, then its clustering ranges (after `after`, or before it
+/// when reversed), handing live rows to the run.
+pub(super) async fn read_partition<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    run: &mut Run<'_>,
+    prefix: &PartitionPrefix,
+    after: Option<&[u8]>,
+) -> Result<Next, ErrorResponse> {
+    let plan = run.plan;
+    let schema = &plan.schema;
+    let table = plan.table.as_ref();
+    let slices =
+        plan.restrictions.has_clustering() && plan.restrictions.clustering_problem(table).is_none();
+    if after.is_none() && !plan.reversed && !slices {
+        // The whole partition, head and rows, in one streamed range.
+        let whole = schema.partition_range(prefix);
+        return Ok(
+            match scan(coordinator, exec, run, whole.start, whole.end).await? {
+                Next::Stop => Next::Stop,
+                _ => Next::Continue,
+            },
+        );
+    }
+    let head = read_all(
+        coordinator,
+        exec,
+        table,
+        schema.partition_head_range(prefix),
+    )
+    .await?;
+    let mut resolver = PartitionResolver::new(schema, plan.now_secs);
+    let mut partition_key: Option<Vec<CqlValue>> = None;
+    for (k, v) in &head {
+        resolver.push(k, v).map_err(resolve_err)?;
+    }
+    let static_row = resolver.static_row().cloned();
+    let ranges: Vec<KeyRange> = if slices {
+        plan.restrictions
+            .clustering_bounds(schema)?
+            .iter()
+            .map(|(lo, hi)| {
+                schema
+                    .clustering_range(prefix, lo, hi)
+                    .map_err(|e| invalid(format!("Invalid clustering bound: {e}")))
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        vec![schema.rows_range(prefix)]
+    };
+    if after.is_none() {
+        run.partition_rows = 0;
+    }
+    let mut any_row = after.is_some();
+    let token = prefix.token();
+    if !plan.reversed {
+        for range in ranges {
+            let mut start = range.start.clone();
+            if let Some(a) = after {
+                let s = successor(a);
+                if s > start {
+                    start = s;
+                }
+            }
+            loop {
+                let r = KeyRange {
+                    start: start.clone(),
+                    end: range.end.clone(),
+                };
+                if r.is_empty() {
+                    break;
+                }
+                let result = coordinator
+                    .read(
+                        ReadCommand {
+                            table: table.id,
+                            range: r,
+                            limit: CHUNK_ENTRIES,
+                        },
+                        exec.params.consistency,
+                    )
+                    .await?;
+                // The coordinator says when the range is done; an empty answer can only mean that.
+                let exhausted = result.exhausted || result.entries.is_empty();
+                for (k, v) in &result.entries {
+                    start = successor(k);
+                    let Some(row) = resolver.push(k, v).map_err(resolve_err)? else {
+                        continue;
+                    };
+                    any_row = true;
+                    let pk = partition_key.get_or_insert_with(|| decode_pk(schema, k));
+                    let view = RowView {
+                        token,
+                        partition_key: pk,
+                        static_row: static_row.as_ref(),
+                        row: Some(&row),
+                    };
+                    match run.row(k, &view) {
+                        Next::Continue => {}
+                        Next::SkipPartition => return Ok(Next::Continue),
+                        Next::Stop => return Ok(Next::Stop),
+                    }
+                }
+                if exhausted {
+                    break;
+                }
+            }
+        }
+    } else {
+        let mut rows = Vec::new();
+        for range in ranges {
+            let mut range = range;
+            if let Some(a) = after {
+                if range.end.as_deref().is_none_or(|e| a < e) {
+                    range.end = Some(a.to_vec());
+                }
+                if range.is_empty() {
+                    continue;
+                }
+            }
+            for (k, v) in read_all(coordinator, exec, table, range).await? {
+                if let Some(row) = resolver.push(&k, &v).map_err(resolve_err)? {
+                    rows.push((k, row));
+                }
+            }
+        }
+        for (k, row) in rows.iter().rev() {
+            any_row = true;
+            let pk = partition_key.get_or_insert_with(|| decode_pk(schema, k));
+            let view = RowView {
+                token,
+                partition_key: pk,
+                static_row: static_row.as_ref(),
+                row: Some(row),
+            };
+            match run.row(k, &view) {
+                Next::Continue => {}
+                Next::SkipPartition => return Ok(Next::Continue),
+                Next::Stop => return Ok(Next::Stop),
+            }
+        }
+    }
+    // A partition with only a live static row shows as one row of its static columns,
+    // unless clustering columns are restricted.
+    if !any_row && !plan.restrictions.has_clustering() {
+        if let Some(st) = &static_row {
+            let key = schema.static_key(prefix);
+            let pk = partition_key.get_or_insert_with(|| decode_pk(schema, &key));
+            let view = RowView {
+                token,
+                partition_key: pk,
+                static_row: Some(st),
+                row: None,
+            };
+            if run.row(&key, &view) == Next::Stop {
+                return Ok(Next::Stop);
+            }
+        }
+    }
+    Ok(Next::Continue)
+}
+
+pub(super) fn decode_pk(schema: &KeySchema, key: &[u8]) -> Vec<CqlValue> {
+    schema
+        .decode_key(key)
+        .map(|d| d.partition_key)
+        .unwrap_or_default()
+}
+
+pub(super) fn prefix_of_key(
+    schema: &KeySchema,
+    key: &[u8],
+) -> Result<PartitionPrefix, ErrorResponse> {
+    let decoded = schema.decode_key(key).map_err(|e| {
+        ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+    })?;
+    schema
+        .partition_prefix_with_token(decoded.token, &decoded.partition_key)
+        .map_err(|e| ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}")))
+}
+
+/// The partition a range scan is in.
+pub(super) struct ScanPartition<'s> {
+    pub(super) prefix: Vec<u8>,
+    pub(super) token: Token,
+    pub(super) partition_key: Vec<CqlValue>,
+    pub(super) resolver: PartitionResolver<'s>,
+    pub(super) any_row: bool,
+}
+
+/// Shows a finished partition's static row if it had no live clustering row.
+pub(super) fn finish_partition(run: &mut Run<'_>, part: Option<ScanPartition<'_>>) -> Next {
+    let Some(part) = part else {
+        return Next::Continue;
+    };
+    if part.any_row || run.plan.restrictions.has_clustering() {
+        return Next::Continue;
+    }
+    let Some(st) = part.resolver.static_row() else {
+        return Next::Continue;
+    };
+    let mut key = part.prefix.clone();
+    // The static key: the prefix and the static tag, as `KeySchema::static_key` builds it.
+    if let Ok(prefix) = run
+        .plan
+        .schema
+        .partition_prefix_with_token(part.token, &part.partition_key)
+    {
+        key = run.plan.schema.static_key(&prefix);
+    }
+    let view = RowView {
+        token: part.token,
+        partition_key: &part.partition_key,
+        static_row: Some(st),
+        row: None,
+    };
+    match run.row(&key, &view) {
+        Next::Stop => Next::Stop,
+        _ => Next::Continue,
+    }
+}
+
+/// Scans `[start, end)` in key order, partition after partition, in chunks.
+pub(super) async fn scan<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    run: &mut Run<'_>,
+    mut start: Vec<u8>,
+    end: Option<Vec<u8>>,
+) -> Result<Next, ErrorResponse> {
+    let plan = run.plan;
+    let schema = &plan.schema;
+    let mut current: Option<ScanPartition<'_>> = None;
+    let mut round: u32 = 0;
+    loop {
+        let range = KeyRange {
+            start: start.clone(),
+            end: end.clone(),
+        };
+        if range.is_empty() {
+            break;
+        }
+        let result = coordinator
+            .read(
+                ReadCommand {
+                    table: plan.table.id,
+                    range,
+                    limit: run.chunk_entries(round),
+                },
+                exec.params.consistency,
+            )
+            .await?;
+        round = round.saturating_add(1);
+        // The coordinator says when the range is done; an empty answer can only mean that.
+        let exhausted = result.exhausted || result.entries.is_empty();
+        let mut jumped = false;
+        for (k, v) in &result.entries {
+            start = successor(k);
+            let prefix_len = schema.partition_prefix_len(k).map_err(|e| {
+                ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+            })?;
+            let prefix = k.get(..prefix_len).unwrap_or_default();
+            if current.as_ref().is_none_or(|c| c.prefix != prefix) {
+                if finish_partition(run, current.take()) == Next::Stop {
+                    return Ok(Next::Stop);
+                }
+                let decoded = schema.decode_key(k).map_err(|e| {
+                    ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+                })?;
+                run.partition_rows = 0;
+                current = Some(ScanPartition {
+                    prefix: prefix.to_vec(),
+                    token: decoded.token,
+                    partition_key: decoded.partition_key,
+                    resolver: PartitionResolver::new(schema, plan.now_secs),
+                    any_row: false,
+                });
+            }
+            let Some(part) = current.as_mut() else {
+                continue;
+            };
+            let Some(row) = part.resolver.push(k, v).map_err(resolve_err)? else {
+                continue;
+            };
+            part.any_row = true;
+            let view = RowView {
+                token: part.token,
+                partition_key: &part.partition_key,
+                static_row: part.resolver.static_row(),
+                row: Some(&row),
+            };
+            match run.row(k, &view) {
+                Next::Continue => {}
+                Next::Stop => return Ok(Next::Stop),
+                Next::SkipPartition => {
+                    // Jump past the rest of this partition.
+                    let mut past = part.prefix.clone();
+                    let full = prefix_of_key(schema, k)?;
+                    if let Some(e) = schema.partition_range(&full).end {
+                        past = e;
+                    }
+                    start = past;
+                    jumped = true;
+                    break;
+                }
+            }
+        }
+        if exhausted && !jumped {
+            break;
+        }
+    }
+    Ok(finish_partition(run, current.take()))
+}
+
+/// Reads what the plan selects, from `resume` on.
+pub(super) async fn read<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    run: &mut Run<'_>,
+    resume: Option<PagingState>,
+) -> Result<(), ErrorResponse> {
+    let plan = run.plan;
+    let schema = &plan.schema;
+    if let Some(r) = &resume {
+        run.partition_rows = r.partition_rows;
+    }
+    if let Some(keys) = plan.restrictions.partition_keys() {
+        let mut prefixes = keys
+            .iter()
+            .map(|k| {
+                if k.iter().map(|v| v.to_cql_bytes().len()).sum::<usize>() == 0 {
+                    return Err(invalid("Key may not be empty"));
+                }
+                schema
+                    .partition_prefix(k)
+                    .map_err(|e| invalid(format!("Invalid partition key: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        prefixes.sort();
+        prefixes.dedup();
+        let resume_key = resume.as_ref().map(|r| r.last_key.as_slice());
+        for prefix in &prefixes {
+            let after = match resume_key {
+                Some(key) if key.starts_with(prefix.as_bytes()) => Some(key),
+                Some(key) if key < prefix.as_bytes() => None,
+                Some(_) => continue,
+                None => None,
+            };
+            if read_partition(coordinator, exec, run, prefix, after).await? == Next::Stop {
+                return Ok(());
+            }
+        }
+        run.stop = false;
+        return Ok(());
+    }
+    // Range mode.
+    let (lo, hi) = plan
+        .restrictions
+        .token
+        .unwrap_or((Bound::Unbounded, Bound::Unbounded));
+    let range = token_range(lo, hi);
+    if range.is_empty() {
+        return Ok(());
+    }
+    let mut start = range.start.clone();
+    if let Some(r) = &resume {
+        // Finish the partition the last page stopped in, then scan on from its end.
+        let prefix = prefix_of_key(schema, &r.last_key)?;
+        if read_partition(coordinator, exec, run, &prefix, Some(&r.last_key)).await? == Next::Stop {
+            return Ok(());
+        }
+        let end = schema.partition_range(&prefix).end.unwrap_or_default();
+        if end > start {
+            start = end;
+        }
+    }
+    if scan(coordinator, exec, run, start, range.end).await? == Next::Stop {
+        return Ok(());
+    }
+    run.stop = false;
+    Ok(())
+}

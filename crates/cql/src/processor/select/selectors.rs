@@ -1,0 +1,317 @@
+//! The SELECT clause: output columns and their computation (columns, `writetime`/`ttl`,
+//! `token`, `CAST`, aggregates), each selector's type and name as Cassandra reports them.
+
+use super::*;
+
+/// One output column's computation.
+#[derive(Clone, Debug)]
+pub(crate) enum Expr {
+    /// A table column.
+    Column(usize),
+    /// `writetime(c)`.
+    WriteTime(usize),
+    /// `ttl(c)`.
+    Ttl(usize),
+    /// `token(pk…)`.
+    Token,
+    /// A constant.
+    Constant(Option<Bytes>),
+    /// `count(*)`.
+    CountRows,
+    /// An aggregate of a column.
+    Aggregate(Aggregate, usize),
+    /// `CAST(column AS type)`.
+    Cast(usize, CqlType),
+}
+
+/// The native aggregates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Aggregate {
+    /// `count(c)`: non-null values.
+    Count,
+    /// `sum(c)`.
+    Sum,
+    /// `min(c)`.
+    Min,
+    /// `max(c)`.
+    Max,
+    /// `avg(c)`.
+    Avg,
+}
+
+/// One output column.
+#[derive(Clone, Debug)]
+pub(crate) struct OutColumn {
+    /// Its name in the result metadata.
+    pub name: String,
+    /// Its type.
+    pub ty: ColumnType,
+    /// How it is computed.
+    pub expr: Expr,
+}
+
+/// The output columns of a SELECT on `table`.
+pub(crate) fn output_columns(
+    table: &TableMeta,
+    s: &SelectStatement,
+) -> Result<Vec<OutColumn>, ErrorResponse> {
+    let mut out = Vec::new();
+    match &s.selection {
+        Selection::Wildcard => {
+            for col in table.select_star_order() {
+                let index = restrict::column_index(table, &col.name)?;
+                out.push(OutColumn {
+                    name: col.name.clone(),
+                    ty: ColumnType::Native(col.ty),
+                    expr: Expr::Column(index),
+                });
+            }
+        }
+        Selection::Selectors(selectors) => {
+            for sel in selectors {
+                let (default_name, ty, expr) = selector(table, &sel.expr)?;
+                out.push(OutColumn {
+                    name: sel
+                        .alias
+                        .as_ref()
+                        .map_or(default_name, |a| a.as_str().to_owned()),
+                    ty,
+                    expr,
+                });
+            }
+        }
+    }
+    let aggregates = out
+        .iter()
+        .filter(|c| matches!(c.expr, Expr::CountRows | Expr::Aggregate(..)))
+        .count();
+    if aggregates > 0 && s.distinct {
+        return Err(invalid(
+            "Aggregate functions are not supported with SELECT DISTINCT",
+        ));
+    }
+    Ok(out)
+}
+
+pub(super) fn selector(
+    table: &TableMeta,
+    expr: &SelectorExpr,
+) -> Result<(String, ColumnType, Expr), ErrorResponse> {
+    let column = |name: &str| -> Result<(usize, CqlType, ColumnKind), ErrorResponse> {
+        let index = restrict::column_index(table, name)?;
+        let col = table
+            .columns
+            .get(index)
+            .ok_or_else(|| invalid("bad column"))?;
+        Ok((index, col.ty, col.kind))
+    };
+    match expr {
+        SelectorExpr::Column(ident) => {
+            let (index, ty, _) = column(ident.as_str())?;
+            Ok((
+                ident.as_str().to_owned(),
+                ColumnType::Native(ty),
+                Expr::Column(index),
+            ))
+        }
+        SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
+            let (index, _, kind) = column(ident.as_str())?;
+            let is_wt = matches!(expr, SelectorExpr::WriteTime(_));
+            let func = if is_wt { "writetime" } else { "ttl" };
+            if kind.is_primary_key() {
+                return Err(invalid(format!(
+                    "Cannot use selection function {} on PRIMARY KEY part {}",
+                    if is_wt { "writeTime" } else { "ttl" },
+                    ident.as_str()
+                )));
+            }
+            let name = format!("{func}({})", ident.as_str());
+            if is_wt {
+                Ok((name, CqlType::BigInt.into(), Expr::WriteTime(index)))
+            } else {
+                Ok((name, CqlType::Int.into(), Expr::Ttl(index)))
+            }
+        }
+        SelectorExpr::CountRows => {
+            Ok(("count".to_owned(), CqlType::BigInt.into(), Expr::CountRows))
+        }
+        SelectorExpr::Value(term) => {
+            let Term::Literal(lit) = term else {
+                return Err(invalid(
+                    "Bind markers are not supported in the selection clause",
+                ));
+            };
+            // Untyped constants are returned as text, as Cassandra 3.11 does for strings.
+            let value = match lit {
+                crate::ast::Literal::Integer(s) => {
+                    (CqlType::Int, s.parse::<i32>().ok().map(CqlValue::Int))
+                }
+                crate::ast::Literal::String(s) => (CqlType::Text, Some(CqlValue::Text(s.clone()))),
+                crate::ast::Literal::Boolean(b) => (CqlType::Boolean, Some(CqlValue::Boolean(*b))),
+                crate::ast::Literal::Float(s) => {
+                    (CqlType::Double, s.parse::<f64>().ok().map(CqlValue::Double))
+                }
+                _ => return Err(invalid("Unsupported constant in the selection clause")),
+            };
+            Ok((
+                format!("{term}"),
+                value.0.into(),
+                Expr::Constant(value.1.map(|v| Bytes::from(v.to_cql_bytes()))),
+            ))
+        }
+        SelectorExpr::Cast { expr, ty } => {
+            let SelectorExpr::Column(ident) = expr.as_ref() else {
+                return Err(invalid("CAST is only supported on columns"));
+            };
+            let (index, from, _) = column(ident.as_str())?;
+            if cast_value(&sample_of(from), *ty).is_none() && from != *ty {
+                return Err(invalid(format!("{from} cannot be cast to {ty}")));
+            }
+            Ok((
+                format!("cast({} as {ty})", ident.as_str()),
+                (*ty).into(),
+                Expr::Cast(index, *ty),
+            ))
+        }
+        SelectorExpr::Call { name, args } => {
+            let func = name.as_str();
+            if func == "token" {
+                let pk: Vec<String> = table
+                    .partition_key()
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect();
+                let given: Vec<String> = args
+                    .iter()
+                    .map(|a| match a {
+                        SelectorExpr::Column(c) => Ok(c.as_str().to_owned()),
+                        _ => Err(invalid("token() takes the partition key columns")),
+                    })
+                    .collect::<Result<_, _>>()?;
+                if given != pk {
+                    return Err(invalid(format!(
+                        "Invalid arguments for token(): expected the partition key columns ({})",
+                        pk.join(", ")
+                    )));
+                }
+                return Ok((
+                    format!("system.token({})", given.join(", ")),
+                    CqlType::BigInt.into(),
+                    Expr::Token,
+                ));
+            }
+            let agg = match func {
+                "count" => Aggregate::Count,
+                "sum" => Aggregate::Sum,
+                "min" => Aggregate::Min,
+                "max" => Aggregate::Max,
+                "avg" => Aggregate::Avg,
+                other => return Err(invalid(format!("Unknown function '{other}'"))),
+            };
+            let [SelectorExpr::Column(ident)] = args.as_slice() else {
+                return Err(invalid(format!(
+                    "Invalid arguments in call to function {func}: one column expected"
+                )));
+            };
+            let (index, ty, _) = column(ident.as_str())?;
+            let result_ty = match agg {
+                Aggregate::Count => CqlType::BigInt,
+                Aggregate::Min | Aggregate::Max => ty,
+                Aggregate::Sum | Aggregate::Avg => {
+                    if !matches!(
+                        ty,
+                        CqlType::Int
+                            | CqlType::BigInt
+                            | CqlType::SmallInt
+                            | CqlType::TinyInt
+                            | CqlType::Float
+                            | CqlType::Double
+                            | CqlType::Varint
+                            | CqlType::Decimal
+                    ) {
+                        return Err(invalid(format!(
+                            "Invalid call to function {func}, none of its type signatures match (column {} is {ty})",
+                            ident.as_str()
+                        )));
+                    }
+                    ty
+                }
+            };
+            Ok((
+                format!("system.{func}({})", ident.as_str()),
+                result_ty.into(),
+                Expr::Aggregate(agg, index),
+            ))
+        }
+    }
+}
+
+pub(super) fn sample_of(ty: CqlType) -> CqlValue {
+    match ty {
+        CqlType::Int => CqlValue::Int(0),
+        CqlType::BigInt => CqlValue::BigInt(0),
+        CqlType::SmallInt => CqlValue::SmallInt(0),
+        CqlType::TinyInt => CqlValue::TinyInt(0),
+        CqlType::Float => CqlValue::Float(0.0),
+        CqlType::Double => CqlValue::Double(0.0),
+        CqlType::Text => CqlValue::Text(String::new()),
+        CqlType::Ascii => CqlValue::Ascii(String::new()),
+        CqlType::Boolean => CqlValue::Boolean(false),
+        CqlType::Timestamp => CqlValue::Timestamp(0),
+        _ => CqlValue::Blob(Vec::new()),
+    }
+}
+
+/// CAST between numeric types and to text, as Cassandra supports.
+pub(super) fn cast_value(v: &CqlValue, to: CqlType) -> Option<CqlValue> {
+    let as_f64 = |v: &CqlValue| -> Option<f64> {
+        Some(match v {
+            CqlValue::Int(n) => f64::from(*n),
+            CqlValue::BigInt(n) => *n as f64,
+            CqlValue::SmallInt(n) => f64::from(*n),
+            CqlValue::TinyInt(n) => f64::from(*n),
+            CqlValue::Float(f) => f64::from(*f),
+            CqlValue::Double(d) => *d,
+            _ => return None,
+        })
+    };
+    let as_i64 = |v: &CqlValue| -> Option<i64> {
+        Some(match v {
+            CqlValue::Int(n) => i64::from(*n),
+            CqlValue::BigInt(n) => *n,
+            CqlValue::SmallInt(n) => i64::from(*n),
+            CqlValue::TinyInt(n) => i64::from(*n),
+            CqlValue::Float(f) => *f as i64,
+            CqlValue::Double(d) => *d as i64,
+            _ => return None,
+        })
+    };
+    Some(match to {
+        CqlType::Int => CqlValue::Int(as_i64(v)? as i32),
+        CqlType::BigInt => CqlValue::BigInt(as_i64(v)?),
+        CqlType::SmallInt => CqlValue::SmallInt(as_i64(v)? as i16),
+        CqlType::TinyInt => CqlValue::TinyInt(as_i64(v)? as i8),
+        CqlType::Float => CqlValue::Float(as_f64(v)? as f32),
+        CqlType::Double => CqlValue::Double(as_f64(v)?),
+        CqlType::Text => CqlValue::Text(display_value(v)),
+        CqlType::Ascii => CqlValue::Ascii(display_value(v)),
+        _ => return None,
+    })
+}
+
+pub(super) fn display_value(v: &CqlValue) -> String {
+    match v {
+        CqlValue::Ascii(s) | CqlValue::Text(s) => s.clone(),
+        CqlValue::Int(n) => n.to_string(),
+        CqlValue::BigInt(n) => n.to_string(),
+        CqlValue::SmallInt(n) => n.to_string(),
+        CqlValue::TinyInt(n) => n.to_string(),
+        CqlValue::Float(f) => f.to_string(),
+        CqlValue::Double(d) => d.to_string(),
+        CqlValue::Boolean(b) => b.to_string(),
+        CqlValue::Varint(v) => v.to_string(),
+        CqlValue::Decimal(d) => d.to_string(),
+        CqlValue::Timestamp(ms) => ms.to_string(),
+        other => format!("{other:?}"),
+    }
+}
