@@ -12,7 +12,7 @@ use std::ops::Bound;
 use mosaic_rows::{ClusteringBound, KeySchema, SliceOp};
 use mosaic_types::{CqlType, CqlValue, Token};
 
-use crate::ast::{Operator, Relation, Term};
+use crate::ast::{Ident, InValues, Operator, Relation, Term};
 use crate::frame::ErrorResponse;
 use crate::schema::{ClusteringOrder, ColumnKind, ColumnMeta, TableMeta};
 
@@ -202,228 +202,289 @@ fn set_values(
     Ok(())
 }
 
-/// Analyses a WHERE clause of `table`.
+/// Analyses a WHERE clause of `table`: one step per relation, each adding to the key
+/// restrictions and to the predicates rows are filtered by.
 pub(crate) fn analyse(
     table: &TableMeta,
     relations: &[Relation],
     ctx: &EvalContext<'_>,
 ) -> Result<Restrictions, ErrorResponse> {
-    let pk_len = table.partition_key().len();
-    let clustering = table.clustering();
     let mut r = Restrictions {
-        partition: vec![None; pk_len],
-        clustering: vec![None; clustering.len()],
+        partition: vec![None; table.partition_key().len()],
+        clustering: vec![None; table.clustering().len()],
         ..Restrictions::default()
     };
     for relation in relations {
         match relation {
             Relation::Compare { column, op, value } => {
-                let name = column.as_str();
-                let index = column_index(table, name)?;
-                let col = table
-                    .columns
-                    .get(index)
-                    .ok_or_else(|| invalid("bad column"))?;
-                if *op == Operator::Ne {
-                    return Err(invalid(format!(
-                        "Unsupported \"!=\" relation: {name} != {value}"
-                    )));
-                }
-                let v = eval(value, col.ty, name, ctx)?
-                    .required(name)
-                    .map_err(|_| {
-                        invalid(format!("Invalid null value in condition for column {name}"))
-                    })?;
-                r.predicates.push(Predicate::Column {
-                    column: index,
-                    op: *op,
-                    values: vec![v.clone()],
-                });
-                match col.kind {
-                    ColumnKind::PartitionKey { position } => {
-                        let slot = r
-                            .partition
-                            .get_mut(position)
-                            .ok_or_else(|| invalid("bad key"))?;
-                        if *op == Operator::Eq {
-                            set_values(slot, vec![v], name)?;
-                        } else {
-                            *slot = Some(merge_slice(slot.take(), *op, v, name)?);
-                        }
-                    }
-                    ColumnKind::Clustering { position, .. } => {
-                        let slot = r
-                            .clustering
-                            .get_mut(position)
-                            .ok_or_else(|| invalid("bad key"))?;
-                        if *op == Operator::Eq {
-                            set_values(slot, vec![v], name)?;
-                        } else {
-                            *slot = Some(merge_slice(slot.take(), *op, v, name)?);
-                        }
-                    }
-                    ColumnKind::Static | ColumnKind::Regular => r.on_regular.push(name.to_owned()),
-                }
+                add_compare(&mut r, table, column, op, value, ctx)?
             }
-            Relation::In { column, values } => {
-                let name = column.as_str();
-                let index = column_index(table, name)?;
-                let col = table
-                    .columns
-                    .get(index)
-                    .ok_or_else(|| invalid("bad column"))?;
-                let list = eval_in_list(values, col.ty, name, ctx)?;
-                r.predicates.push(Predicate::Column {
-                    column: index,
-                    op: Operator::Eq,
-                    values: list.clone(),
-                });
-                match col.kind {
-                    ColumnKind::PartitionKey { position } => {
-                        let slot = r
-                            .partition
-                            .get_mut(position)
-                            .ok_or_else(|| invalid("bad key"))?;
-                        set_values(slot, list, name)?;
-                    }
-                    ColumnKind::Clustering { position, .. } => {
-                        let slot = r
-                            .clustering
-                            .get_mut(position)
-                            .ok_or_else(|| invalid("bad key"))?;
-                        set_values(slot, list, name)?;
-                    }
-                    ColumnKind::Static | ColumnKind::Regular => {
-                        return Err(invalid(format!(
-                            "IN predicates on non-primary-key columns ({name}) is not yet supported"
-                        )))
-                    }
-                }
-            }
+            Relation::In { column, values } => add_in(&mut r, table, column, values, ctx)?,
             Relation::Token { columns, op, value } => {
-                let pk: Vec<&str> = table
-                    .partition_key()
-                    .iter()
-                    .map(|c| c.name.as_str())
-                    .collect();
-                let given: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
-                if pk != given {
-                    return Err(invalid(format!(
-                        "The token function arguments must be in the partition key order: {}",
-                        pk.join(", ")
-                    )));
-                }
-                let t = token_of_term(value, ctx, table)?;
-                // As Cassandra: one relation per side, and `=` alone, so the range is
-                // exactly the tokens the relations accept (scans size their reads by it).
-                let names = pk.join(", ");
-                let had_eq = r.predicates.iter().any(|p| {
-                    matches!(
-                        p,
-                        Predicate::Token {
-                            op: Operator::Eq,
-                            ..
-                        }
-                    )
-                });
-                if had_eq {
-                    return Err(invalid(format!(
-                        "{names} cannot be restricted by more than one relation if it includes an Equal"
-                    )));
-                }
-                if *op == Operator::Eq && r.token.is_some() {
-                    return Err(invalid(format!(
-                        "Columns \"{names}\" cannot be restricted by both an equality and an inequality relation"
-                    )));
-                }
-                r.predicates.push(Predicate::Token { op: *op, value: t });
-                let (mut lo, mut hi) = r
-                    .token
-                    .take()
-                    .unwrap_or((Bound::Unbounded, Bound::Unbounded));
-                let side = match op {
-                    Operator::Gt | Operator::Ge if !matches!(lo, Bound::Unbounded) => Some("start"),
-                    Operator::Lt | Operator::Le if !matches!(hi, Bound::Unbounded) => Some("end"),
-                    _ => None,
-                };
-                if let Some(side) = side {
-                    return Err(invalid(format!(
-                        "More than one restriction was found for the {side} bound on {names}"
-                    )));
-                }
-                match op {
-                    Operator::Gt => lo = Bound::Excluded(t),
-                    Operator::Ge => lo = Bound::Included(t),
-                    Operator::Lt => hi = Bound::Excluded(t),
-                    Operator::Le => hi = Bound::Included(t),
-                    Operator::Eq => {
-                        lo = Bound::Included(t);
-                        hi = Bound::Included(t);
-                    }
-                    Operator::Ne => {
-                        return Err(invalid("Unsupported \"!=\" relation on token"));
-                    }
-                }
-                r.token = Some((lo, hi));
+                add_token(&mut r, table, columns, op, value, ctx)?
             }
             Relation::MultiColumn { columns, op, value } => {
-                let (indexes, types, orders, first) = multi_columns(table, columns)?;
-                let tuple = eval_tuple(value, &types, columns, ctx)?;
-                r.predicates.push(Predicate::Tuple {
-                    columns: indexes,
-                    orders,
-                    op: *op,
-                    values: vec![tuple.clone()],
-                });
-                let restriction = match (op, r.multi.take()) {
-                    (Operator::Eq, None) => MultiRestriction::Values(vec![tuple]),
-                    (Operator::Ne, _) => return Err(invalid("Unsupported \"!=\" relation on a tuple")),
-                    (Operator::Eq, Some(_)) => {
-                        return Err(invalid("Clustering columns may not be restricted by more than one multi-column relation if one is an equality"))
-                    }
-                    (_, existing) => {
-                        let (mut lower, mut upper) = match existing {
-                            None => (None, None),
-                            Some((_, MultiRestriction::Slice { lower, upper })) => (lower, upper),
-                            Some((_, MultiRestriction::Values(_))) => {
-                                return Err(invalid("Clustering columns may not be restricted by both an equality and an inequality relation"))
-                            }
-                        };
-                        if matches!(op, Operator::Gt | Operator::Ge) {
-                            lower = Some((tuple, *op == Operator::Ge));
-                        } else {
-                            upper = Some((tuple, *op == Operator::Le));
-                        }
-                        MultiRestriction::Slice { lower, upper }
-                    }
-                };
-                r.multi = Some((first, restriction));
+                add_multi(&mut r, table, columns, op, value, ctx)?
             }
             Relation::MultiColumnIn { columns, values } => {
-                let (indexes, types, orders, first) = multi_columns(table, columns)?;
-                let tuples = match values {
-                    crate::ast::InValues::List(terms) => terms
-                        .iter()
-                        .map(|t| eval_tuple(t, &types, columns, ctx))
-                        .collect::<Result<Vec<_>, _>>()?,
-                    crate::ast::InValues::Bind(_) => {
-                        return Err(invalid("Multi-column IN with a single bind marker is not supported; bind each tuple"))
-                    }
-                };
-                r.predicates.push(Predicate::Tuple {
-                    columns: indexes,
-                    orders,
-                    op: Operator::Eq,
-                    values: tuples.clone(),
-                });
-                if r.multi.is_some() {
-                    return Err(invalid("Clustering columns may not be restricted by more than one multi-column relation if one is an IN"));
-                }
-                r.multi = Some((first, MultiRestriction::Values(tuples)));
+                add_multi_in(&mut r, table, columns, values, ctx)?
             }
         }
     }
     Ok(r)
+}
+
+/// `column op value` on one column: a partition-key or clustering slot, or a filter.
+fn add_compare(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    column: &Ident,
+    op: &Operator,
+    value: &Term,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let name = column.as_str();
+    let index = column_index(table, name)?;
+    let col = table
+        .columns
+        .get(index)
+        .ok_or_else(|| invalid("bad column"))?;
+    if *op == Operator::Ne {
+        return Err(invalid(format!(
+            "Unsupported \"!=\" relation: {name} != {value}"
+        )));
+    }
+    let v = eval(value, col.ty, name, ctx)?
+        .required(name)
+        .map_err(|_| invalid(format!("Invalid null value in condition for column {name}")))?;
+    r.predicates.push(Predicate::Column {
+        column: index,
+        op: *op,
+        values: vec![v.clone()],
+    });
+    match col.kind {
+        ColumnKind::PartitionKey { position } => {
+            let slot = r
+                .partition
+                .get_mut(position)
+                .ok_or_else(|| invalid("bad key"))?;
+            if *op == Operator::Eq {
+                set_values(slot, vec![v], name)?;
+            } else {
+                *slot = Some(merge_slice(slot.take(), *op, v, name)?);
+            }
+        }
+        ColumnKind::Clustering { position, .. } => {
+            let slot = r
+                .clustering
+                .get_mut(position)
+                .ok_or_else(|| invalid("bad key"))?;
+            if *op == Operator::Eq {
+                set_values(slot, vec![v], name)?;
+            } else {
+                *slot = Some(merge_slice(slot.take(), *op, v, name)?);
+            }
+        }
+        ColumnKind::Static | ColumnKind::Regular => r.on_regular.push(name.to_owned()),
+    }
+    Ok(())
+}
+
+/// `column IN (…)`: the key slot's values (refused on other columns).
+fn add_in(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    column: &Ident,
+    values: &InValues,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let name = column.as_str();
+    let index = column_index(table, name)?;
+    let col = table
+        .columns
+        .get(index)
+        .ok_or_else(|| invalid("bad column"))?;
+    let list = eval_in_list(values, col.ty, name, ctx)?;
+    r.predicates.push(Predicate::Column {
+        column: index,
+        op: Operator::Eq,
+        values: list.clone(),
+    });
+    match col.kind {
+        ColumnKind::PartitionKey { position } => {
+            let slot = r
+                .partition
+                .get_mut(position)
+                .ok_or_else(|| invalid("bad key"))?;
+            set_values(slot, list, name)?;
+        }
+        ColumnKind::Clustering { position, .. } => {
+            let slot = r
+                .clustering
+                .get_mut(position)
+                .ok_or_else(|| invalid("bad key"))?;
+            set_values(slot, list, name)?;
+        }
+        ColumnKind::Static | ColumnKind::Regular => {
+            return Err(invalid(format!(
+                "IN predicates on non-primary-key columns ({name}) is not yet supported"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `token(pk…) op value`: one bound of the scan's token range (one relation per side,
+/// or `=` alone, as Cassandra requires).
+fn add_token(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    columns: &[Ident],
+    op: &Operator,
+    value: &Term,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let pk: Vec<&str> = table
+        .partition_key()
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    let given: Vec<&str> = columns.iter().map(|c| c.as_str()).collect();
+    if pk != given {
+        return Err(invalid(format!(
+            "The token function arguments must be in the partition key order: {}",
+            pk.join(", ")
+        )));
+    }
+    let t = token_of_term(value, ctx, table)?;
+    // As Cassandra: one relation per side, and `=` alone, so the range is
+    // exactly the tokens the relations accept (scans size their reads by it).
+    let names = pk.join(", ");
+    let had_eq = r.predicates.iter().any(|p| {
+        matches!(
+            p,
+            Predicate::Token {
+                op: Operator::Eq,
+                ..
+            }
+        )
+    });
+    if had_eq {
+        return Err(invalid(format!(
+            "{names} cannot be restricted by more than one relation if it includes an Equal"
+        )));
+    }
+    if *op == Operator::Eq && r.token.is_some() {
+        return Err(invalid(format!(
+            "Columns \"{names}\" cannot be restricted by both an equality and an inequality relation"
+        )));
+    }
+    r.predicates.push(Predicate::Token { op: *op, value: t });
+    let (mut lo, mut hi) = r
+        .token
+        .take()
+        .unwrap_or((Bound::Unbounded, Bound::Unbounded));
+    let side = match op {
+        Operator::Gt | Operator::Ge if !matches!(lo, Bound::Unbounded) => Some("start"),
+        Operator::Lt | Operator::Le if !matches!(hi, Bound::Unbounded) => Some("end"),
+        _ => None,
+    };
+    if let Some(side) = side {
+        return Err(invalid(format!(
+            "More than one restriction was found for the {side} bound on {names}"
+        )));
+    }
+    match op {
+        Operator::Gt => lo = Bound::Excluded(t),
+        Operator::Ge => lo = Bound::Included(t),
+        Operator::Lt => hi = Bound::Excluded(t),
+        Operator::Le => hi = Bound::Included(t),
+        Operator::Eq => {
+            lo = Bound::Included(t);
+            hi = Bound::Included(t);
+        }
+        Operator::Ne => {
+            return Err(invalid("Unsupported \"!=\" relation on token"));
+        }
+    }
+    r.token = Some((lo, hi));
+    Ok(())
+}
+
+/// `(c1, c2) op (v1, v2)`: an equality or one bound of a clustering slice.
+fn add_multi(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    columns: &[Ident],
+    op: &Operator,
+    value: &Term,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let (indexes, types, orders, first) = multi_columns(table, columns)?;
+    let tuple = eval_tuple(value, &types, columns, ctx)?;
+    r.predicates.push(Predicate::Tuple {
+        columns: indexes,
+        orders,
+        op: *op,
+        values: vec![tuple.clone()],
+    });
+    let restriction = match (op, r.multi.take()) {
+        (Operator::Eq, None) => MultiRestriction::Values(vec![tuple]),
+        (Operator::Ne, _) => return Err(invalid("Unsupported \"!=\" relation on a tuple")),
+        (Operator::Eq, Some(_)) => {
+            return Err(invalid("Clustering columns may not be restricted by more than one multi-column relation if one is an equality"))
+        }
+        (_, existing) => {
+            let (mut lower, mut upper) = match existing {
+                None => (None, None),
+                Some((_, MultiRestriction::Slice { lower, upper })) => (lower, upper),
+                Some((_, MultiRestriction::Values(_))) => {
+                    return Err(invalid("Clustering columns may not be restricted by both an equality and an inequality relation"))
+                }
+            };
+            if matches!(op, Operator::Gt | Operator::Ge) {
+                lower = Some((tuple, *op == Operator::Ge));
+            } else {
+                upper = Some((tuple, *op == Operator::Le));
+            }
+            MultiRestriction::Slice { lower, upper }
+        }
+    };
+    r.multi = Some((first, restriction));
+    Ok(())
+}
+
+/// `(c1, c2) IN ((…), (…))`: clustering prefixes.
+fn add_multi_in(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    columns: &[Ident],
+    values: &InValues,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let (indexes, types, orders, first) = multi_columns(table, columns)?;
+    let tuples = match values {
+        crate::ast::InValues::List(terms) => terms
+            .iter()
+            .map(|t| eval_tuple(t, &types, columns, ctx))
+            .collect::<Result<Vec<_>, _>>()?,
+        crate::ast::InValues::Bind(_) => {
+            return Err(invalid(
+                "Multi-column IN with a single bind marker is not supported; bind each tuple",
+            ))
+        }
+    };
+    r.predicates.push(Predicate::Tuple {
+        columns: indexes,
+        orders,
+        op: Operator::Eq,
+        values: tuples.clone(),
+    });
+    if r.multi.is_some() {
+        return Err(invalid("Clustering columns may not be restricted by more than one multi-column relation if one is an IN"));
+    }
+    r.multi = Some((first, MultiRestriction::Values(tuples)));
+    Ok(())
 }
 
 type MultiColumns = (Vec<usize>, Vec<CqlType>, Vec<ClusteringOrder>, usize);
