@@ -6,10 +6,11 @@
 //! Drivers read these at connect and after every schema change to build their token and
 //! schema metadata, and they check column names and types, so every table has exactly
 //! Cassandra's columns and CQL types: 3.11's, with the 4.0 additions drivers' 4.0 schema
-//! parsers read (Mosaic reports a 4.0 release). Owns: the table definitions ([`tables`]),
-//! their rows ([`rows`]), the small query engine that answers drivers' SELECTs
-//! ([`query`]), and the schema elements and CQL text `DESCRIBE` shows ([`describe`]). Must not depend on storage or the cluster: it
-//! only reads a [`SystemView`], so it is a pure function of what it is given.
+//! parsers read (Mosaic reports a 4.0 release). Owns: the table definitions (`tables`),
+//! their rows (`rows`), the small query engine that answers drivers' SELECTs (`query`),
+//! and the schema elements and CQL text `DESCRIBE` shows (`describe`). Must not depend on
+//! storage or the cluster: it only reads a [`SystemView`], so it is a pure function of
+//! what it is given.
 //!
 //! # What is shown
 //! - `system.local` / `system.peers` / `system.peers_v2`: one row per node, `tokens` as
@@ -64,7 +65,7 @@ pub fn is_system_keyspace(keyspace: &str) -> bool {
 /// are the statement's bound values by marker index (`None` = null). Every matching row
 /// comes back in one page.
 ///
-/// Unknown tables answer Invalid "unconfigured table <name>", as Cassandra does: drivers
+/// Unknown tables answer Invalid "unconfigured table `name`", as Cassandra does: drivers
 /// rely on that to fall back (from `system.peers_v2` to `system.peers`, past
 /// `system_schema.scylla_tables`, …).
 pub fn select(
