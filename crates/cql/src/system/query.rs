@@ -87,161 +87,28 @@ impl Plan {
         })?;
         let table = tables::find(keyspace.as_str(), name)
             .ok_or_else(|| invalid(format!("unconfigured table {name}")))?;
-        if !stmt.group_by.is_empty() {
-            return Err(invalid("GROUP BY is not supported on system tables"));
-        }
-        if !stmt.order_by.is_empty() {
-            return Err(invalid("ORDER BY is not supported on system tables"));
-        }
-        if stmt.per_partition_limit.is_some() {
-            return Err(invalid(
-                "PER PARTITION LIMIT is not supported on system tables",
-            ));
-        }
-        let types = table
-            .columns
-            .iter()
-            .map(|c| {
-                tables::parse_type(c.ty).ok_or_else(|| {
-                    // The table definitions are checked by a test; this is a bug.
-                    ErrorResponse::new(
-                        ErrorKind::Server,
-                        format!("system column {}.{} has no type", table.name, c.name),
-                    )
-                })
-            })
-            .collect::<Result<Vec<ColumnType>, ErrorResponse>>()?;
-        let mut plan = Plan {
+        refuse_unsupported_clauses(stmt)?;
+        let mut b = PlanBuilder {
             table,
-            columns: Vec::new(),
-            binds: Vec::new(),
-            exprs: Vec::new(),
-            filters: Vec::new(),
-            limit: None,
-            distinct: stmt.distinct,
+            types: column_types(table)?,
+            binds: vec![None; stmt.bind_markers.len()],
         };
-        let mut binds: Vec<Option<ColumnSpec>> = vec![None; stmt.bind_markers.len()];
-        let spec =
-            |name: &str, ty: ColumnType| ColumnSpec::new(table.keyspace, table.name, name, ty);
-        let resolve = |name: &str| -> Result<(usize, &ColumnType), ErrorResponse> {
-            table
-                .column_index(name)
-                .and_then(|i| Some((i, types.get(i)?)))
-                .ok_or_else(|| invalid(format!("Undefined column name {name}")))
-        };
-
-        match &stmt.selection {
-            Selection::Wildcard => {
-                for (i, (c, ty)) in table.columns.iter().zip(&types).enumerate() {
-                    plan.columns.push(spec(c.name, ty.clone()));
-                    plan.exprs.push(Expr::Column(i));
-                }
-            }
-            Selection::Selectors(selectors) => {
-                for s in selectors {
-                    let alias = s.alias.as_ref().map(|a| a.as_str());
-                    let (default_name, ty, expr) = match &s.expr {
-                        SelectorExpr::Column(c) => {
-                            let (i, ty) = resolve(c.as_str())?;
-                            (c.as_str().to_owned(), ty.clone(), Expr::Column(i))
-                        }
-                        SelectorExpr::CountRows => (
-                            "count".to_owned(),
-                            ColumnType::Native(CqlType::BigInt),
-                            Expr::CountRows,
-                        ),
-                        SelectorExpr::Call { name, args } if name.as_str() == "count" => {
-                            match args.as_slice() {
-                                [SelectorExpr::Column(c)] => {
-                                    let (i, _) = resolve(c.as_str())?;
-                                    (
-                                        format!("system.count({})", c.as_str()),
-                                        ColumnType::Native(CqlType::BigInt),
-                                        Expr::CountColumn(i),
-                                    )
-                                }
-                                _ => {
-                                    return Err(invalid(format!(
-                                        "{} is not supported on system tables",
-                                        s.expr
-                                    )))
-                                }
-                            }
-                        }
-                        other => {
-                            return Err(invalid(format!(
-                                "Selecting {other} is not supported on system tables"
-                            )))
-                        }
-                    };
-                    plan.columns.push(spec(alias.unwrap_or(&default_name), ty));
-                    plan.exprs.push(expr);
-                }
-            }
-        }
-
-        let mut bind =
-            |m: &BindMarker, default_name: &str, ty: ColumnType| -> Result<(), ErrorResponse> {
-                let name = m.name.as_ref().map_or(default_name, |n| n.as_str());
-                let slot = binds
-                    .get_mut(m.index)
-                    .ok_or_else(|| invalid(format!("bind marker {} out of range", m.index)))?;
-                *slot = Some(spec(name, ty));
-                Ok(())
-            };
-
-        for relation in &stmt.where_clause {
-            match relation {
-                Relation::Compare {
-                    column,
-                    op: Operator::Eq,
-                    value,
-                } => {
-                    let (i, ty) = resolve(column.as_str())?;
-                    let target = target(value, column.as_str(), ty, &mut bind)?;
-                    plan.filters.push(Filter {
-                        column: i,
-                        accept: Accept::Any(vec![target]),
-                    });
-                }
-                Relation::In { column, values } => {
-                    let (i, ty) = resolve(column.as_str())?;
-                    let accept = match values {
-                        InValues::List(terms) => Accept::Any(
-                            terms
-                                .iter()
-                                .map(|t| target(t, column.as_str(), ty, &mut bind))
-                                .collect::<Result<_, _>>()?,
-                        ),
-                        InValues::Bind(m) => {
-                            bind(
-                                m,
-                                &format!("in({})", column.as_str()),
-                                ColumnType::List(Box::new(ty.clone())),
-                            )?;
-                            Accept::BoundList(m.index)
-                        }
-                    };
-                    plan.filters.push(Filter { column: i, accept });
-                }
-                other => {
-                    return Err(invalid(format!(
-                        "Unsupported restriction on a system table: {other} (only = and IN are)"
-                    )))
-                }
-            }
-        }
-
-        plan.limit = match &stmt.limit {
+        let (columns, exprs) = b.selection(&stmt.selection)?;
+        let filters = stmt
+            .where_clause
+            .iter()
+            .map(|r| b.filter(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let limit = match &stmt.limit {
             None => None,
             Some(IntValue::Literal(n)) => Some(Limit::Constant(*n)),
             Some(IntValue::Bind(m)) => {
-                bind(m, "[limit]", ColumnType::Native(CqlType::Int))?;
+                b.bind(m, "[limit]", ColumnType::Native(CqlType::Int))?;
                 Some(Limit::Bound(m.index))
             }
         };
-
-        plan.binds = binds
+        let binds = b
+            .binds
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
@@ -252,7 +119,15 @@ impl Plan {
                 })
             })
             .collect::<Result<_, _>>()?;
-        Ok(plan)
+        Ok(Plan {
+            table,
+            columns,
+            binds,
+            exprs,
+            filters,
+            limit,
+            distinct: stmt.distinct,
+        })
     }
 
     /// Runs the plan over every row of the table (in order) with the bound `values`.
@@ -382,6 +257,178 @@ fn count(n: usize) -> Cell {
 }
 
 /// The value a term stands for in a condition on `column`.
+/// Refuses what the system tables' small query engine does not do.
+fn refuse_unsupported_clauses(stmt: &SelectStatement) -> Result<(), ErrorResponse> {
+    if !stmt.group_by.is_empty() {
+        return Err(invalid("GROUP BY is not supported on system tables"));
+    }
+    if !stmt.order_by.is_empty() {
+        return Err(invalid("ORDER BY is not supported on system tables"));
+    }
+    if stmt.per_partition_limit.is_some() {
+        return Err(invalid(
+            "PER PARTITION LIMIT is not supported on system tables",
+        ));
+    }
+    Ok(())
+}
+
+/// The protocol types of `table`'s columns.
+fn column_types(table: &TableDef) -> Result<Vec<ColumnType>, ErrorResponse> {
+    table
+        .columns
+        .iter()
+        .map(|c| {
+            tables::parse_type(c.ty).ok_or_else(|| {
+                // The table definitions are checked by a test; this is a bug.
+                ErrorResponse::new(
+                    ErrorKind::Server,
+                    format!("system column {}.{} has no type", table.name, c.name),
+                )
+            })
+        })
+        .collect()
+}
+
+/// What [`Plan::new`] accumulates while it resolves a statement.
+struct PlanBuilder {
+    table: &'static TableDef,
+    types: Vec<ColumnType>,
+    /// The bind markers' specs, by index, as they are met.
+    binds: Vec<Option<ColumnSpec>>,
+}
+
+impl PlanBuilder {
+    fn spec(&self, name: &str, ty: ColumnType) -> ColumnSpec {
+        ColumnSpec::new(self.table.keyspace, self.table.name, name, ty)
+    }
+
+    fn resolve(&self, name: &str) -> Result<(usize, ColumnType), ErrorResponse> {
+        self.table
+            .column_index(name)
+            .and_then(|i| Some((i, self.types.get(i)?.clone())))
+            .ok_or_else(|| invalid(format!("Undefined column name {name}")))
+    }
+
+    fn bind(
+        &mut self,
+        m: &BindMarker,
+        default_name: &str,
+        ty: ColumnType,
+    ) -> Result<(), ErrorResponse> {
+        let name = m.name.as_ref().map_or(default_name, |n| n.as_str());
+        let spec = self.spec(name, ty);
+        let slot = self
+            .binds
+            .get_mut(m.index)
+            .ok_or_else(|| invalid(format!("bind marker {} out of range", m.index)))?;
+        *slot = Some(spec);
+        Ok(())
+    }
+
+    /// The result columns and how each is computed.
+    fn selection(
+        &self,
+        selection: &Selection,
+    ) -> Result<(Vec<ColumnSpec>, Vec<Expr>), ErrorResponse> {
+        let mut columns = Vec::new();
+        let mut exprs = Vec::new();
+        match selection {
+            Selection::Wildcard => {
+                for (i, (c, ty)) in self.table.columns.iter().zip(&self.types).enumerate() {
+                    columns.push(self.spec(c.name, ty.clone()));
+                    exprs.push(Expr::Column(i));
+                }
+            }
+            Selection::Selectors(selectors) => {
+                for s in selectors {
+                    let alias = s.alias.as_ref().map(|a| a.as_str());
+                    let (default_name, ty, expr) = self.selector(&s.expr)?;
+                    columns.push(self.spec(alias.unwrap_or(&default_name), ty));
+                    exprs.push(expr);
+                }
+            }
+        }
+        Ok((columns, exprs))
+    }
+
+    /// One selector: a column, `count(*)` or `count(column)`.
+    fn selector(&self, expr: &SelectorExpr) -> Result<(String, ColumnType, Expr), ErrorResponse> {
+        match expr {
+            SelectorExpr::Column(c) => {
+                let (i, ty) = self.resolve(c.as_str())?;
+                Ok((c.as_str().to_owned(), ty, Expr::Column(i)))
+            }
+            SelectorExpr::CountRows => Ok((
+                "count".to_owned(),
+                ColumnType::Native(CqlType::BigInt),
+                Expr::CountRows,
+            )),
+            SelectorExpr::Call { name, args } if name.as_str() == "count" => {
+                match args.as_slice() {
+                    [SelectorExpr::Column(c)] => {
+                        let (i, _) = self.resolve(c.as_str())?;
+                        Ok((
+                            format!("system.count({})", c.as_str()),
+                            ColumnType::Native(CqlType::BigInt),
+                            Expr::CountColumn(i),
+                        ))
+                    }
+                    _ => Err(invalid(format!("{expr} is not supported on system tables"))),
+                }
+            }
+            other => Err(invalid(format!(
+                "Selecting {other} is not supported on system tables"
+            ))),
+        }
+    }
+
+    /// One WHERE relation: `=` or `IN` on a column.
+    fn filter(&mut self, relation: &Relation) -> Result<Filter, ErrorResponse> {
+        match relation {
+            Relation::Compare {
+                column,
+                op: Operator::Eq,
+                value,
+            } => {
+                let (i, ty) = self.resolve(column.as_str())?;
+                let target = target(value, column.as_str(), &ty, &mut |m, n, t| {
+                    self.bind(m, n, t)
+                })?;
+                Ok(Filter {
+                    column: i,
+                    accept: Accept::Any(vec![target]),
+                })
+            }
+            Relation::In { column, values } => {
+                let (i, ty) = self.resolve(column.as_str())?;
+                let accept = match values {
+                    InValues::List(terms) => Accept::Any(
+                        terms
+                            .iter()
+                            .map(|t| {
+                                target(t, column.as_str(), &ty, &mut |m, n, ty| self.bind(m, n, ty))
+                            })
+                            .collect::<Result<_, _>>()?,
+                    ),
+                    InValues::Bind(m) => {
+                        self.bind(
+                            m,
+                            &format!("in({})", column.as_str()),
+                            ColumnType::List(Box::new(ty.clone())),
+                        )?;
+                        Accept::BoundList(m.index)
+                    }
+                };
+                Ok(Filter { column: i, accept })
+            }
+            other => Err(invalid(format!(
+                "Unsupported restriction on a system table: {other} (only = and IN are)"
+            ))),
+        }
+    }
+}
+
 fn target(
     term: &Term,
     column: &str,
