@@ -20,7 +20,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use mosaic_rows::{token_range, KeyRange, KeySchema, LiveRow, PartitionPrefix, PartitionResolver};
 use mosaic_types::{CqlType, CqlValue, Token};
 
-use crate::ast::{Order, SelectStatement, Selection, SelectorExpr, Term};
+use crate::ast::{Ident, IntValue, Order, SelectStatement, Selection, SelectorExpr, Term};
 use crate::coordinator::{Coordinator, ReadCommand};
 use crate::frame::{
     ColumnSpec, ColumnType, ErrorKind, ErrorResponse, ResultBody, Rows, RowsMetadata,
@@ -212,6 +212,8 @@ pub(crate) async fn execute<C: Coordinator>(
     }))
 }
 
+/// Analyses a SELECT against its table: restrictions, output columns, what needs ALLOW
+/// FILTERING, the order and the limits.
 fn plan(
     table: Arc<TableMeta>,
     s: &SelectStatement,
@@ -227,24 +229,78 @@ fn plan(
         return Err(invalid("GROUP BY is not supported yet"));
     }
     if s.distinct {
-        for c in &columns {
-            let ok = match c.expr {
-                Expr::Column(i) => table.columns.get(i).is_some_and(|c| {
-                    matches!(c.kind, ColumnKind::PartitionKey { .. } | ColumnKind::Static)
-                }),
-                Expr::Token => true,
-                _ => false,
-            };
-            if !ok {
-                return Err(invalid(format!(
-                    "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                    c.name
-                )));
-            }
-        }
+        check_distinct(&table, &columns)?;
     }
     let partition_mode = restrictions.partition_fully_restricted();
-    // What needs ALLOW FILTERING.
+    if let Some(message) = filtering_needed(&table, &restrictions, partition_mode)? {
+        if !s.allow_filtering {
+            return Err(invalid(message));
+        }
+    }
+    if partition_mode && restrictions.token.is_some() {
+        return Err(invalid("Columns of the partition key cannot be restricted with both token() and another relation"));
+    }
+    let (reversed, merge_sort) = if s.order_by.is_empty() {
+        (false, false)
+    } else {
+        if !partition_mode {
+            return Err(invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
+        }
+        (
+            order_reversed(&table, &s.order_by)?,
+            restrictions.partition_keys().is_some_and(|k| k.len() > 1),
+        )
+    };
+    let limit = positive_limit(s.limit.as_ref(), "[limit]", "LIMIT", "limit", ctx)?;
+    let per_partition_limit = positive_limit(
+        s.per_partition_limit.as_ref(),
+        "[per_partition_limit]",
+        "PER PARTITION LIMIT",
+        "per partition limit",
+        ctx,
+    )?;
+    let schema = table.key_schema();
+    Ok(Plan {
+        table,
+        schema,
+        restrictions,
+        columns,
+        aggregate,
+        distinct: s.distinct,
+        reversed,
+        merge_sort,
+        limit,
+        per_partition_limit,
+        now_secs,
+    })
+}
+
+/// SELECT DISTINCT may only ask for partition key and static columns (and the token).
+fn check_distinct(table: &TableMeta, columns: &[OutColumn]) -> Result<(), ErrorResponse> {
+    for c in columns {
+        let ok = match c.expr {
+            Expr::Column(i) => table.columns.get(i).is_some_and(|c| {
+                matches!(c.kind, ColumnKind::PartitionKey { .. } | ColumnKind::Static)
+            }),
+            Expr::Token => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                c.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Why the query needs ALLOW FILTERING (Cassandra's message), if it does.
+fn filtering_needed(
+    table: &TableMeta,
+    restrictions: &Restrictions,
+    partition_mode: bool,
+) -> Result<Option<String>, ErrorResponse> {
     let mut needs_filtering = None;
     if !partition_mode {
         let restricted = restrictions
@@ -275,91 +331,63 @@ fn plan(
             needs_filtering = Some(filtering_message());
         }
     }
-    if let Some(problem) = restrictions.clustering_problem(&table) {
+    if let Some(problem) = restrictions.clustering_problem(table) {
         needs_filtering.get_or_insert(problem);
     }
     if !restrictions.on_regular.is_empty() {
         needs_filtering.get_or_insert_with(filtering_message);
     }
-    if let Some(message) = needs_filtering {
-        if !s.allow_filtering {
-            return Err(invalid(message));
+    Ok(needs_filtering)
+}
+
+/// Whether ORDER BY reads the partition against its declared clustering order: the
+/// columns must follow the declared order, all one way.
+fn order_reversed(table: &TableMeta, order_by: &[(Ident, Order)]) -> Result<bool, ErrorResponse> {
+    let clustering = table.clustering();
+    let mut direction = None;
+    for (i, (ident, order)) in order_by.iter().enumerate() {
+        let Some(position) = clustering.iter().position(|c| c.name == ident.as_str()) else {
+            return Err(invalid(format!(
+                "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
+                ident.as_str()
+            )));
+        };
+        if position != i {
+            return Err(invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"));
         }
-    }
-    if partition_mode && restrictions.token.is_some() {
-        return Err(invalid("Columns of the partition key cannot be restricted with both token() and another relation"));
-    }
-    // ORDER BY.
-    let mut reversed = false;
-    let mut merge_sort = false;
-    if !s.order_by.is_empty() {
-        if !partition_mode {
-            return Err(invalid("ORDER BY is only supported when the partition key is restricted by an EQ or an IN."));
+        let declared = match clustering.get(position).map(|c| c.kind) {
+            Some(ColumnKind::Clustering { order, .. }) => order,
+            _ => crate::schema::ClusteringOrder::Asc,
+        };
+        let wants_desc = *order == Order::Desc;
+        let rev = wants_desc != (declared == crate::schema::ClusteringOrder::Desc);
+        if direction.is_some_and(|d| d != rev) {
+            return Err(invalid("Unsupported order by relation"));
         }
-        let clustering = table.clustering();
-        let mut direction = None;
-        for (i, (ident, order)) in s.order_by.iter().enumerate() {
-            let Some(position) = clustering.iter().position(|c| c.name == ident.as_str()) else {
-                return Err(invalid(format!(
-                    "Order by is currently only supported on the clustered columns of the PRIMARY KEY, got {}",
-                    ident.as_str()
-                )));
-            };
-            if position != i {
-                return Err(invalid("Order by currently only supports the ordering of columns following their declared order in the PRIMARY KEY"));
-            }
-            let declared = match clustering.get(position).map(|c| c.kind) {
-                Some(ColumnKind::Clustering { order, .. }) => order,
-                _ => crate::schema::ClusteringOrder::Asc,
-            };
-            let wants_desc = *order == Order::Desc;
-            let rev = wants_desc != (declared == crate::schema::ClusteringOrder::Desc);
-            if direction.is_some_and(|d| d != rev) {
-                return Err(invalid("Unsupported order by relation"));
-            }
-            direction = Some(rev);
-        }
-        reversed = direction.unwrap_or(false);
-        merge_sort = restrictions.partition_keys().is_some_and(|k| k.len() > 1);
+        direction = Some(rev);
     }
-    let limit = match &s.limit {
-        Some(v) => match eval_int(v, CqlType::Int, "[limit]", ctx)? {
-            Some(n) if n > 0 => Some(n as u64),
-            Some(n) => {
-                return Err(invalid(format!(
-                    "LIMIT must be strictly positive (got {n})"
-                )))
-            }
-            None => return Err(invalid("Invalid null value of limit")),
-        },
-        None => None,
+    Ok(direction.unwrap_or(false))
+}
+
+/// A LIMIT-like value: strictly positive, not null. `marker` names its bind marker,
+/// `clause` and `null_name` appear in Cassandra's messages.
+fn positive_limit(
+    value: Option<&IntValue>,
+    marker: &str,
+    clause: &str,
+    null_name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Option<u64>, ErrorResponse> {
+    let Some(v) = value else {
+        return Ok(None);
     };
-    let per_partition_limit = match &s.per_partition_limit {
-        Some(v) => match eval_int(v, CqlType::Int, "[per_partition_limit]", ctx)? {
-            Some(n) if n > 0 => Some(n as u64),
-            Some(n) => {
-                return Err(invalid(format!(
-                    "PER PARTITION LIMIT must be strictly positive (got {n})"
-                )))
-            }
-            None => return Err(invalid("Invalid null value of per partition limit")),
-        },
-        None => None,
-    };
-    let schema = table.key_schema();
-    Ok(Plan {
-        table,
-        schema,
-        restrictions,
-        columns,
-        aggregate,
-        distinct: s.distinct,
-        reversed,
-        merge_sort,
-        limit,
-        per_partition_limit,
-        now_secs,
-    })
+    match eval_int(v, CqlType::Int, marker, ctx)? {
+        Some(n) if n > 0 => Ok(Some(n as u64)),
+        Some(n) => Err(invalid(format!(
+            "{clause} must be strictly positive (got {n})"
+        ))),
+        None => Err(invalid(format!("Invalid null value of {null_name}"))),
+    }
 }
 
 fn filtering_message() -> String {
