@@ -82,30 +82,100 @@ pub(super) async fn read_partition<C: Coordinator>(
     )
     .await?;
     let mut resolver = PartitionResolver::new(schema, plan.now_secs);
-    let mut partition_key: Option<Vec<CqlValue>> = None;
     for (k, v) in &head {
         resolver.push(k, v).map_err(resolve_err)?;
     }
-    let static_row = resolver.static_row().cloned();
-    let ranges: Vec<KeyRange> = if slices {
-        plan.restrictions
-            .clustering_bounds(schema)?
-            .iter()
-            .map(|(lo, hi)| {
-                schema
-                    .clustering_range(prefix, lo, hi)
-                    .map_err(|e| invalid(format!("Invalid clustering bound: {e}")))
-            })
-            .collect::<Result<_, _>>()?
-    } else {
-        vec![schema.rows_range(prefix)]
-    };
+    let ranges = clustering_ranges(plan, prefix, slices)?;
     if after.is_none() {
         run.partition_rows = 0;
     }
-    let mut any_row = after.is_some();
-    let token = prefix.token();
-    if !plan.reversed {
+    let mut cursor = PartitionCursor {
+        schema,
+        token: prefix.token(),
+        static_row: resolver.static_row().cloned(),
+        resolver,
+        partition_key: None,
+        any_row: after.is_some(),
+    };
+    let next = if plan.reversed {
+        cursor
+            .backward(coordinator, exec, run, ranges, after)
+            .await?
+    } else {
+        cursor
+            .forward(coordinator, exec, run, ranges, after)
+            .await?
+    };
+    if let Some(next) = next {
+        return Ok(next);
+    }
+    Ok(cursor.static_only(run, prefix))
+}
+
+/// The key ranges of a partition's rows a read covers: the clustering slices the
+/// restrictions select, or all its rows.
+fn clustering_ranges(
+    plan: &Plan,
+    prefix: &PartitionPrefix,
+    slices: bool,
+) -> Result<Vec<KeyRange>, ErrorResponse> {
+    let schema = &plan.schema;
+    if !slices {
+        return Ok(vec![schema.rows_range(prefix)]);
+    }
+    plan.restrictions
+        .clustering_bounds(schema)?
+        .iter()
+        .map(|(lo, hi)| {
+            schema
+                .clustering_range(prefix, lo, hi)
+                .map_err(|e| invalid(format!("Invalid clustering bound: {e}")))
+        })
+        .collect()
+}
+
+/// One partition being read: its resolver (deletions and TTLs), static row and decoded key.
+struct PartitionCursor<'s> {
+    schema: &'s KeySchema,
+    token: Token,
+    static_row: Option<LiveRow>,
+    resolver: PartitionResolver<'s>,
+    partition_key: Option<Vec<CqlValue>>,
+    /// Whether a row was handed over (or the partition was entered mid-way).
+    any_row: bool,
+}
+
+impl PartitionCursor<'_> {
+    /// Hands a live row to the run; `Some` when the partition's read ends here.
+    fn emit(&mut self, run: &mut Run<'_>, key: &[u8], row: &LiveRow) -> Option<Next> {
+        self.any_row = true;
+        let schema = self.schema;
+        let pk = self
+            .partition_key
+            .get_or_insert_with(|| decode_pk(schema, key));
+        let view = RowView {
+            token: self.token,
+            partition_key: pk,
+            static_row: self.static_row.as_ref(),
+            row: Some(row),
+        };
+        match run.row(key, &view) {
+            Next::Continue => None,
+            Next::SkipPartition => Some(Next::Continue),
+            Next::Stop => Some(Next::Stop),
+        }
+    }
+
+    /// Reads the ranges in clustering order, chunk by chunk, from just after `after`.
+    async fn forward<C: Coordinator>(
+        &mut self,
+        coordinator: &C,
+        exec: &Exec<'_>,
+        run: &mut Run<'_>,
+        ranges: Vec<KeyRange>,
+        after: Option<&[u8]>,
+    ) -> Result<Option<Next>, ErrorResponse> {
+        let table = run.plan.table.id;
         for range in ranges {
             let mut start = range.start.clone();
             if let Some(a) = after {
@@ -125,7 +195,7 @@ pub(super) async fn read_partition<C: Coordinator>(
                 let result = coordinator
                     .read(
                         ReadCommand {
-                            table: table.id,
+                            table,
                             range: r,
                             limit: CHUNK_ENTRIES,
                         },
@@ -136,21 +206,11 @@ pub(super) async fn read_partition<C: Coordinator>(
                 let exhausted = result.exhausted || result.entries.is_empty();
                 for (k, v) in &result.entries {
                     start = successor(k);
-                    let Some(row) = resolver.push(k, v).map_err(resolve_err)? else {
+                    let Some(row) = self.resolver.push(k, v).map_err(resolve_err)? else {
                         continue;
                     };
-                    any_row = true;
-                    let pk = partition_key.get_or_insert_with(|| decode_pk(schema, k));
-                    let view = RowView {
-                        token,
-                        partition_key: pk,
-                        static_row: static_row.as_ref(),
-                        row: Some(&row),
-                    };
-                    match run.row(k, &view) {
-                        Next::Continue => {}
-                        Next::SkipPartition => return Ok(Next::Continue),
-                        Next::Stop => return Ok(Next::Stop),
+                    if let Some(next) = self.emit(run, k, &row) {
+                        return Ok(Some(next));
                     }
                 }
                 if exhausted {
@@ -158,7 +218,19 @@ pub(super) async fn read_partition<C: Coordinator>(
                 }
             }
         }
-    } else {
+        Ok(None)
+    }
+
+    /// Reads the ranges (up to `after`) whole, then hands the rows over last first.
+    async fn backward<C: Coordinator>(
+        &mut self,
+        coordinator: &C,
+        exec: &Exec<'_>,
+        run: &mut Run<'_>,
+        ranges: Vec<KeyRange>,
+        after: Option<&[u8]>,
+    ) -> Result<Option<Next>, ErrorResponse> {
+        let table = run.plan.table.as_ref();
         let mut rows = Vec::new();
         for range in ranges {
             let mut range = range;
@@ -171,45 +243,44 @@ pub(super) async fn read_partition<C: Coordinator>(
                 }
             }
             for (k, v) in read_all(coordinator, exec, table, range).await? {
-                if let Some(row) = resolver.push(&k, &v).map_err(resolve_err)? {
+                if let Some(row) = self.resolver.push(&k, &v).map_err(resolve_err)? {
                     rows.push((k, row));
                 }
             }
         }
         for (k, row) in rows.iter().rev() {
-            any_row = true;
-            let pk = partition_key.get_or_insert_with(|| decode_pk(schema, k));
-            let view = RowView {
-                token,
-                partition_key: pk,
-                static_row: static_row.as_ref(),
-                row: Some(row),
-            };
-            match run.row(k, &view) {
-                Next::Continue => {}
-                Next::SkipPartition => return Ok(Next::Continue),
-                Next::Stop => return Ok(Next::Stop),
+            if let Some(next) = self.emit(run, k, row) {
+                return Ok(Some(next));
             }
         }
+        Ok(None)
     }
-    // A partition with only a live static row shows as one row of its static columns,
-    // unless clustering columns are restricted.
-    if !any_row && !plan.restrictions.has_clustering() {
-        if let Some(st) = &static_row {
-            let key = schema.static_key(prefix);
-            let pk = partition_key.get_or_insert_with(|| decode_pk(schema, &key));
-            let view = RowView {
-                token,
-                partition_key: pk,
-                static_row: Some(st),
-                row: None,
-            };
-            if run.row(&key, &view) == Next::Stop {
-                return Ok(Next::Stop);
-            }
+
+    /// A partition with only a live static row shows as one row of its static columns,
+    /// unless clustering columns are restricted.
+    fn static_only(&mut self, run: &mut Run<'_>, prefix: &PartitionPrefix) -> Next {
+        if self.any_row || run.plan.restrictions.has_clustering() {
+            return Next::Continue;
         }
+        let Some(st) = &self.static_row else {
+            return Next::Continue;
+        };
+        let key = self.schema.static_key(prefix);
+        let schema = self.schema;
+        let pk = self
+            .partition_key
+            .get_or_insert_with(|| decode_pk(schema, &key));
+        let view = RowView {
+            token: self.token,
+            partition_key: pk,
+            static_row: Some(st),
+            row: None,
+        };
+        if run.row(&key, &view) == Next::Stop {
+            return Next::Stop;
+        }
+        Next::Continue
     }
-    Ok(Next::Continue)
 }
 
 pub(super) fn decode_pk(schema: &KeySchema, key: &[u8]) -> Vec<CqlValue> {
