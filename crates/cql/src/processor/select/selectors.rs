@@ -93,21 +93,14 @@ pub(crate) fn output_columns(
     Ok(out)
 }
 
-pub(super) fn selector(
-    table: &TableMeta,
-    expr: &SelectorExpr,
-) -> Result<(String, ColumnType, Expr), ErrorResponse> {
-    let column = |name: &str| -> Result<(usize, CqlType, ColumnKind), ErrorResponse> {
-        let index = restrict::column_index(table, name)?;
-        let col = table
-            .columns
-            .get(index)
-            .ok_or_else(|| invalid("bad column"))?;
-        Ok((index, col.ty, col.kind))
-    };
+/// A selector's output: its column name, type and computation.
+type Selected = (String, ColumnType, Expr);
+
+/// One selector of the SELECT clause.
+pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selected, ErrorResponse> {
     match expr {
         SelectorExpr::Column(ident) => {
-            let (index, ty, _) = column(ident.as_str())?;
+            let (index, ty, _) = column(table, ident.as_str())?;
             Ok((
                 ident.as_str().to_owned(),
                 ColumnType::Native(ty),
@@ -115,55 +108,18 @@ pub(super) fn selector(
             ))
         }
         SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
-            let (index, _, kind) = column(ident.as_str())?;
             let is_wt = matches!(expr, SelectorExpr::WriteTime(_));
-            let func = if is_wt { "writetime" } else { "ttl" };
-            if kind.is_primary_key() {
-                return Err(invalid(format!(
-                    "Cannot use selection function {} on PRIMARY KEY part {}",
-                    if is_wt { "writeTime" } else { "ttl" },
-                    ident.as_str()
-                )));
-            }
-            let name = format!("{func}({})", ident.as_str());
-            if is_wt {
-                Ok((name, CqlType::BigInt.into(), Expr::WriteTime(index)))
-            } else {
-                Ok((name, CqlType::Int.into(), Expr::Ttl(index)))
-            }
+            cell_metadata(table, ident.as_str(), is_wt)
         }
         SelectorExpr::CountRows => {
             Ok(("count".to_owned(), CqlType::BigInt.into(), Expr::CountRows))
         }
-        SelectorExpr::Value(term) => {
-            let Term::Literal(lit) = term else {
-                return Err(invalid(
-                    "Bind markers are not supported in the selection clause",
-                ));
-            };
-            // Untyped constants are returned as text, as Cassandra 3.11 does for strings.
-            let value = match lit {
-                crate::ast::Literal::Integer(s) => {
-                    (CqlType::Int, s.parse::<i32>().ok().map(CqlValue::Int))
-                }
-                crate::ast::Literal::String(s) => (CqlType::Text, Some(CqlValue::Text(s.clone()))),
-                crate::ast::Literal::Boolean(b) => (CqlType::Boolean, Some(CqlValue::Boolean(*b))),
-                crate::ast::Literal::Float(s) => {
-                    (CqlType::Double, s.parse::<f64>().ok().map(CqlValue::Double))
-                }
-                _ => return Err(invalid("Unsupported constant in the selection clause")),
-            };
-            Ok((
-                format!("{term}"),
-                value.0.into(),
-                Expr::Constant(value.1.map(|v| Bytes::from(v.to_cql_bytes()))),
-            ))
-        }
+        SelectorExpr::Value(term) => constant(term),
         SelectorExpr::Cast { expr, ty } => {
             let SelectorExpr::Column(ident) = expr.as_ref() else {
                 return Err(invalid("CAST is only supported on columns"));
             };
-            let (index, from, _) = column(ident.as_str())?;
+            let (index, from, _) = column(table, ident.as_str())?;
             if cast_value(&sample_of(from), *ty).is_none() && from != *ty {
                 return Err(invalid(format!("{from} cannot be cast to {ty}")));
             }
@@ -173,77 +129,138 @@ pub(super) fn selector(
                 Expr::Cast(index, *ty),
             ))
         }
-        SelectorExpr::Call { name, args } => {
-            let func = name.as_str();
-            if func == "token" {
-                let pk: Vec<String> = table
-                    .partition_key()
-                    .iter()
-                    .map(|c| c.name.clone())
-                    .collect();
-                let given: Vec<String> = args
-                    .iter()
-                    .map(|a| match a {
-                        SelectorExpr::Column(c) => Ok(c.as_str().to_owned()),
-                        _ => Err(invalid("token() takes the partition key columns")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                if given != pk {
-                    return Err(invalid(format!(
-                        "Invalid arguments for token(): expected the partition key columns ({})",
-                        pk.join(", ")
-                    )));
-                }
-                return Ok((
-                    format!("system.token({})", given.join(", ")),
-                    CqlType::BigInt.into(),
-                    Expr::Token,
-                ));
-            }
-            let agg = match func {
-                "count" => Aggregate::Count,
-                "sum" => Aggregate::Sum,
-                "min" => Aggregate::Min,
-                "max" => Aggregate::Max,
-                "avg" => Aggregate::Avg,
-                other => return Err(invalid(format!("Unknown function '{other}'"))),
-            };
-            let [SelectorExpr::Column(ident)] = args.as_slice() else {
-                return Err(invalid(format!(
-                    "Invalid arguments in call to function {func}: one column expected"
-                )));
-            };
-            let (index, ty, _) = column(ident.as_str())?;
-            let result_ty = match agg {
-                Aggregate::Count => CqlType::BigInt,
-                Aggregate::Min | Aggregate::Max => ty,
-                Aggregate::Sum | Aggregate::Avg => {
-                    if !matches!(
-                        ty,
-                        CqlType::Int
-                            | CqlType::BigInt
-                            | CqlType::SmallInt
-                            | CqlType::TinyInt
-                            | CqlType::Float
-                            | CqlType::Double
-                            | CqlType::Varint
-                            | CqlType::Decimal
-                    ) {
-                        return Err(invalid(format!(
-                            "Invalid call to function {func}, none of its type signatures match (column {} is {ty})",
-                            ident.as_str()
-                        )));
-                    }
-                    ty
-                }
-            };
-            Ok((
-                format!("system.{func}({})", ident.as_str()),
-                result_ty.into(),
-                Expr::Aggregate(agg, index),
-            ))
-        }
+        SelectorExpr::Call { name, args } if name.as_str() == "token" => token_call(table, args),
+        SelectorExpr::Call { name, args } => aggregate_call(table, name.as_str(), args),
     }
+}
+
+/// A column's index, type and kind.
+fn column(table: &TableMeta, name: &str) -> Result<(usize, CqlType, ColumnKind), ErrorResponse> {
+    let index = restrict::column_index(table, name)?;
+    let col = table
+        .columns
+        .get(index)
+        .ok_or_else(|| invalid("bad column"))?;
+    Ok((index, col.ty, col.kind))
+}
+
+/// `writetime(c)` or `ttl(c)`: refused on primary key columns, as Cassandra does.
+fn cell_metadata(table: &TableMeta, name: &str, is_wt: bool) -> Result<Selected, ErrorResponse> {
+    let (index, _, kind) = column(table, name)?;
+    let func = if is_wt { "writetime" } else { "ttl" };
+    if kind.is_primary_key() {
+        return Err(invalid(format!(
+            "Cannot use selection function {} on PRIMARY KEY part {name}",
+            if is_wt { "writeTime" } else { "ttl" },
+        )));
+    }
+    let out = format!("{func}({name})");
+    if is_wt {
+        Ok((out, CqlType::BigInt.into(), Expr::WriteTime(index)))
+    } else {
+        Ok((out, CqlType::Int.into(), Expr::Ttl(index)))
+    }
+}
+
+/// A constant selector. Untyped constants are returned as text, as Cassandra 3.11 does
+/// for strings.
+fn constant(term: &Term) -> Result<Selected, ErrorResponse> {
+    let Term::Literal(lit) = term else {
+        return Err(invalid(
+            "Bind markers are not supported in the selection clause",
+        ));
+    };
+    let value = match lit {
+        crate::ast::Literal::Integer(s) => (CqlType::Int, s.parse::<i32>().ok().map(CqlValue::Int)),
+        crate::ast::Literal::String(s) => (CqlType::Text, Some(CqlValue::Text(s.clone()))),
+        crate::ast::Literal::Boolean(b) => (CqlType::Boolean, Some(CqlValue::Boolean(*b))),
+        crate::ast::Literal::Float(s) => {
+            (CqlType::Double, s.parse::<f64>().ok().map(CqlValue::Double))
+        }
+        _ => return Err(invalid("Unsupported constant in the selection clause")),
+    };
+    Ok((
+        format!("{term}"),
+        value.0.into(),
+        Expr::Constant(value.1.map(|v| Bytes::from(v.to_cql_bytes()))),
+    ))
+}
+
+/// `token(pk…)`: the partition key columns, in order.
+fn token_call(table: &TableMeta, args: &[SelectorExpr]) -> Result<Selected, ErrorResponse> {
+    let pk: Vec<String> = table
+        .partition_key()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let given: Vec<String> = args
+        .iter()
+        .map(|a| match a {
+            SelectorExpr::Column(c) => Ok(c.as_str().to_owned()),
+            _ => Err(invalid("token() takes the partition key columns")),
+        })
+        .collect::<Result<_, _>>()?;
+    if given != pk {
+        return Err(invalid(format!(
+            "Invalid arguments for token(): expected the partition key columns ({})",
+            pk.join(", ")
+        )));
+    }
+    Ok((
+        format!("system.token({})", given.join(", ")),
+        CqlType::BigInt.into(),
+        Expr::Token,
+    ))
+}
+
+/// `count`, `sum`, `min`, `max`, `avg` of one column, with Cassandra's result types.
+fn aggregate_call(
+    table: &TableMeta,
+    func: &str,
+    args: &[SelectorExpr],
+) -> Result<Selected, ErrorResponse> {
+    let agg = match func {
+        "count" => Aggregate::Count,
+        "sum" => Aggregate::Sum,
+        "min" => Aggregate::Min,
+        "max" => Aggregate::Max,
+        "avg" => Aggregate::Avg,
+        other => return Err(invalid(format!("Unknown function '{other}'"))),
+    };
+    let [SelectorExpr::Column(ident)] = args else {
+        return Err(invalid(format!(
+            "Invalid arguments in call to function {func}: one column expected"
+        )));
+    };
+    let (index, ty, _) = column(table, ident.as_str())?;
+    let result_ty = match agg {
+        Aggregate::Count => CqlType::BigInt,
+        Aggregate::Min | Aggregate::Max => ty,
+        Aggregate::Sum | Aggregate::Avg => {
+            if !matches!(
+                ty,
+                CqlType::Int
+                    | CqlType::BigInt
+                    | CqlType::SmallInt
+                    | CqlType::TinyInt
+                    | CqlType::Float
+                    | CqlType::Double
+                    | CqlType::Varint
+                    | CqlType::Decimal
+            ) {
+                return Err(invalid(format!(
+                    "Invalid call to function {func}, none of its type signatures match (column {} is {ty})",
+                    ident.as_str()
+                )));
+            }
+            ty
+        }
+    };
+    Ok((
+        format!("system.{func}({})", ident.as_str()),
+        result_ty.into(),
+        Expr::Aggregate(agg, index),
+    ))
 }
 
 pub(super) fn sample_of(ty: CqlType) -> CqlValue {
