@@ -28,7 +28,7 @@ pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
 pub const FRAME_HEADER_LEN: usize = 8;
 
 /// A table's id (the schema's 16-byte UUID).
-pub type TableKey = [u8; 16];
+pub type TableKey = mosaic_types::TableId;
 
 /// One message between nodes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -365,7 +365,7 @@ mod tests {
             from: ep(),
             id: 42,
             body: Body::Write {
-                table: [7; 16],
+                table: mosaic_types::TableId([7; 16]),
                 mutations: keys
                     .into_iter()
                     .map(|k| WireMutation {
@@ -391,13 +391,25 @@ mod tests {
     }
 
     #[test]
+    fn a_table_id_is_its_sixteen_bytes_on_the_wire() {
+        // Hints on disk and peers of the previous version carry a bare `[u8; 16]`.
+        let id = mosaic_types::TableId([7; 16]);
+        assert_eq!(
+            postcard::to_allocvec(&id).unwrap(),
+            postcard::to_allocvec(&[7u8; 16]).unwrap()
+        );
+        let back: mosaic_types::TableId = postcard::from_bytes(&[7u8; 16]).unwrap();
+        assert_eq!(back, id);
+    }
+
+    #[test]
     fn reads_carry_their_tags() {
         let env = Envelope {
             version: PROTOCOL_VERSION,
             from: ep(),
             id: 7,
             body: Body::Read {
-                table: [1; 16],
+                table: mosaic_types::TableId([1; 16]),
                 range: WireRange {
                     start: b"a".to_vec(),
                     end: None,

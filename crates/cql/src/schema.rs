@@ -112,7 +112,7 @@ impl<'de> Deserialize<'de> for Uuid {
 
 /// A table's identity: stays the same across ALTER, changes when a table of the same name is
 /// dropped and created again (so old data never shows through).
-pub type TableId = Uuid;
+pub use mosaic_types::TableId;
 
 /// A keyspace's replication: the strategy class and its options, as given in CQL
 /// (`{'class': 'SimpleStrategy', 'replication_factor': '3'}`).
@@ -536,7 +536,7 @@ mod tests {
         let table = TableMeta {
             keyspace: "ks".into(),
             name: "t".into(),
-            id: Uuid::random(),
+            id: TableId(Uuid::random().0),
             columns: vec![
                 ColumnMeta {
                     name: "k".into(),

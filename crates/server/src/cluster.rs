@@ -205,7 +205,7 @@ impl Store for LocalStore {
         async move {
             let roles = self.roles(table);
             self.local
-                .apply(BTreeMap::from([(Uuid(table), mutations)]), &*roles)
+                .apply(BTreeMap::from([(table, mutations)]), &*roles)
                 .await
                 .map_err(failure)
         }
@@ -224,7 +224,7 @@ impl Store for LocalStore {
         async move {
             let roles = self.roles(table);
             self.local
-                .read_local(Uuid(table), range, limit, &*roles)
+                .read_local(table, range, limit, &*roles)
                 .await
                 .map(|r| (r.entries, r.exhausted))
                 .map_err(failure)
@@ -233,13 +233,7 @@ impl Store for LocalStore {
     }
 
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
-        async move {
-            self.local
-                .truncate_local(Uuid(table))
-                .await
-                .map_err(failure)
-        }
-        .boxed()
+        async move { self.local.truncate_local(table).await.map_err(failure) }.boxed()
     }
 
     fn store_hint(
@@ -274,7 +268,7 @@ impl Store for LocalStore {
 
     fn replication_factor(&self, table: TableKey) -> Option<usize> {
         let catalog = self.local.current_catalog();
-        let t = catalog.table_by_id(Uuid(table))?;
+        let t = catalog.table_by_id(table)?;
         let ks = catalog.keyspace(&t.keyspace)?;
         Some(ks.replication.factor() as usize)
     }
@@ -371,7 +365,7 @@ impl ClusterCoordinator {
                 data_present: false,
             },
             ClusterError::Overloaded(_) => ErrorKind::Overloaded,
-            ClusterError::UnknownTable(t) => return self.local.unknown_table(Uuid(t)),
+            ClusterError::UnknownTable(t) => return self.local.unknown_table(t),
             _ => ErrorKind::Server,
         };
         ErrorResponse::new(kind, message)
@@ -443,7 +437,7 @@ impl Coordinator for ClusterCoordinator {
             .into_iter()
             .map(|m| {
                 (
-                    m.table.0,
+                    m.table,
                     m.token,
                     WireMutation {
                         key: m.key,
@@ -467,7 +461,7 @@ impl Coordinator for ClusterCoordinator {
         let started = std::time::Instant::now();
         let result = self
             .node
-            .read(command.table.0, command.range, command.limit, consistency)
+            .read(command.table, command.range, command.limit, consistency)
             .await;
         record("read", consistency, started, result.as_ref().err());
         let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;
@@ -476,7 +470,7 @@ impl Coordinator for ClusterCoordinator {
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
         self.node
-            .truncate(table.0)
+            .truncate(table)
             .await
             .map_err(|e| self.error(e, Consistency::All))
     }

@@ -200,9 +200,11 @@ mod tests {
         {
             let h = HintStore::open(dir.path(), Options::default()).unwrap();
             for i in 0..5u8 {
-                h.store(a, [1; 16], vec![m(&[i])]).unwrap();
+                h.store(a, mosaic_types::TableId([1; 16]), vec![m(&[i])])
+                    .unwrap();
             }
-            h.store(b, [2; 16], vec![m(b"x")]).unwrap();
+            h.store(b, mosaic_types::TableId([2; 16]), vec![m(b"x")])
+                .unwrap();
             assert_eq!(h.count(), 6);
             h.close().unwrap();
         }
@@ -224,7 +226,8 @@ mod tests {
         assert!(h.oldest(a, 10).unwrap().is_empty());
         assert_eq!(h.targets(), vec![b]);
         // New hints after a reopen still sort after the old ones.
-        h.store(b, [2; 16], vec![m(b"y")]).unwrap();
+        h.store(b, mosaic_types::TableId([2; 16]), vec![m(b"y")])
+            .unwrap();
         let keys: Vec<_> = h
             .oldest(b, 10)
             .unwrap()

@@ -615,7 +615,13 @@ mod tests {
         let mut c = checker();
         // Never acknowledged (the coordinator timed out), but a QUORUM read saw it.
         let (w, _, bytes) = c.begin_write(0, 0, C::One, 10);
-        c.end_write(w, Some(Err(ClusterError::UnknownTable([0; 16]))), 11);
+        c.end_write(
+            w,
+            Some(Err(ClusterError::UnknownTable(mosaic_types::TableId(
+                [0; 16],
+            )))),
+            11,
+        );
         let r = c.begin_read(0, vec![0], 1, C::Quorum, 12);
         c.end_read(&r, answer(&c, 0, Some(bytes)), 13);
         assert!(c.violations().is_empty());
@@ -658,7 +664,13 @@ mod tests {
     fn invented_values_and_divergent_replicas_are_violations() {
         let mut c = checker();
         let (w, ts, bytes) = c.begin_write(0, 0, C::One, 10);
-        c.end_write(w, Some(Err(ClusterError::UnknownTable([0; 16]))), 11);
+        c.end_write(
+            w,
+            Some(Err(ClusterError::UnknownTable(mosaic_types::TableId(
+                [0; 16],
+            )))),
+            11,
+        );
         // Written (though failed), so allowed; under another key it was never written.
         let r = c.begin_read(0, vec![0, 1], 10, C::One, 12);
         let entries = vec![(c.engine_key(1).to_vec(), bytes.clone())];

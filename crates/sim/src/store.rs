@@ -34,7 +34,7 @@ pub fn table_key(index: usize) -> TableKey {
     let mut id = [0u8; 16];
     id[0] = 0x5e;
     id[15] = index as u8;
-    id
+    mosaic_types::TableId(id)
 }
 
 /// The simulated schema at `epoch`.

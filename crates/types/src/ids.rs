@@ -40,13 +40,36 @@ pub struct ParseIdError(pub String);
 macro_rules! uuid_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        // Serde sees the 16 bytes (a newtype struct), so wire formats that carried a bare
-        // `[u8; 16]` (postcard, internode messages) are unchanged.
-        #[derive(
-            Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord,
-            serde::Serialize, serde::Deserialize,
-        )]
+        // Serde: the hyphenated text in human-readable formats (JSON: the schema file, the
+        // admin API), the 16 bytes as a newtype elsewhere, so binary formats that carried a
+        // bare `[u8; 16]` (postcard: internode messages, hints) are unchanged.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub [u8; 16]);
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                if s.is_human_readable() {
+                    s.collect_str(self)
+                } else {
+                    s.serialize_newtype_struct(stringify!($name), &self.0)
+                }
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                if d.is_human_readable() {
+                    let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+                    text.parse().map_err(serde::de::Error::custom)
+                } else {
+                    /// The 16 bytes inside the newtype.
+                    #[derive(serde::Deserialize)]
+                    #[serde(rename = "Id")]
+                    struct Bytes([u8; 16]);
+                    Bytes::deserialize(d).map(|b| $name(b.0))
+                }
+            }
+        }
 
         impl $name {
             /// The id's 16 bytes (RFC 4122 byte order).
@@ -110,6 +133,14 @@ mod tests {
         assert_eq!(text.parse::<HostId>(), Ok(id));
         assert_eq!(text.replace('-', "").parse::<HostId>(), Ok(id));
         assert!("123e4567".parse::<TableId>().is_err());
+        // JSON (the schema file) keeps the text form.
+        let json = serde_json::to_string(&TableId(id.0)).unwrap();
+        assert_eq!(json, "\"123e4567-e89b-12d3-a456-426614174000\"");
+        assert_eq!(
+            serde_json::from_str::<TableId>(&json).unwrap(),
+            TableId(id.0)
+        );
+        assert!(serde_json::from_str::<TableId>("\"nope\"").is_err());
         assert!("zz3e4567-e89b-12d3-a456-426614174000"
             .parse::<TableId>()
             .is_err());

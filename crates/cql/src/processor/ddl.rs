@@ -19,7 +19,7 @@ use crate::frame::{
 };
 use crate::schema::{
     decode_blob_literal, is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, ColumnMeta,
-    KeyspaceMeta, Replication, TableMeta, TableParams, Uuid, DEFAULT_LAYOUT,
+    KeyspaceMeta, Replication, TableId, TableMeta, TableParams, Uuid, DEFAULT_LAYOUT,
 };
 use crate::system::LAYOUT_EXTENSION;
 
@@ -769,7 +769,7 @@ fn table_from_create(
     Ok(TableMeta {
         keyspace: keyspace.to_owned(),
         name,
-        id: Uuid::random(),
+        id: TableId(Uuid::random().0),
         columns,
         params,
         next_column_id: next_id,

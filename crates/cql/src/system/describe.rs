@@ -328,7 +328,7 @@ impl<'a> Table<'a> {
     fn id(&self) -> crate::schema::Uuid {
         match self {
             Table::System(t) => super::rows::system_table_id(t),
-            Table::User(t) => t.id,
+            Table::User(t) => crate::schema::Uuid(t.id.0),
         }
     }
 }

@@ -440,7 +440,7 @@ pub(crate) fn system_table_options(table: &TableDef) -> TableOptions {
 /// (normalized as Cassandra shows them), Cassandra's defaults for the rest, and the replica
 /// layout as an extension.
 pub(crate) fn user_table_options(table: &TableMeta) -> TableOptions {
-    params_options(&table.params, table.id)
+    params_options(&table.params, crate::schema::Uuid(table.id.0))
 }
 
 /// The options `params` give a table with id `id`.

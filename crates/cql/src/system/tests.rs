@@ -47,7 +47,7 @@ fn user_table(name: &str, params: TableParams) -> TableMeta {
     TableMeta {
         keyspace: "ks".into(),
         name: name.into(),
-        id: Uuid([0x42; 16]),
+        id: crate::schema::TableId([0x42; 16]),
         columns: vec![
             column(
                 "k",

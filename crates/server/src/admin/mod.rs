@@ -257,7 +257,7 @@ async fn repair(
         .tables()
         .filter(|t| keyspace.as_ref().is_none_or(|k| *k == t.keyspace))
         .filter(|t| table.as_ref().is_none_or(|n| *n == t.name))
-        .map(|t| t.id.0)
+        .map(|t| t.id)
         .collect();
     if tables.is_empty() && table.is_some() {
         let e = format!("Table {:?} does not exist", table.unwrap_or_default());

@@ -34,7 +34,7 @@ pub(super) fn parse_id_hex(s: &str) -> Option<TableId> {
     for (i, b) in bytes.iter_mut().enumerate() {
         *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
-    Some(Uuid(bytes))
+    Some(TableId(bytes))
 }
 
 /// The directory of `table` under `data_dir`.

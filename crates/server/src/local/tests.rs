@@ -61,7 +61,7 @@ fn path_components_are_plain_or_escaped() {
     assert_eq!(path_component("ks_1"), "ks_1");
     assert_eq!(path_component("../x"), "%2E%2E%2Fx");
     assert_eq!(path_component(""), "%");
-    let id = Uuid::random();
+    let id = TableId(Uuid::random().0);
     assert_eq!(parse_id_hex(&id_hex(id)), Some(id));
 }
 
@@ -360,7 +360,7 @@ fn orphan_directories_are_removed_at_start() {
     let orphan = dir
         .path()
         .join("ks")
-        .join(format!("t-{}", id_hex(Uuid::random())));
+        .join(format!("t-{}", id_hex(TableId(Uuid::random().0))));
     fs::create_dir_all(&orphan).unwrap();
     let keep = dir.path().join("ks").join("notes");
     fs::create_dir_all(&keep).unwrap();
