@@ -272,7 +272,7 @@ mod tests {
             generation,
             heartbeat,
             app: AppState {
-                host_id: [i; 16],
+                host_id: mosaic_types::HostId([i; 16]),
                 tokens: vec![i64::from(i)],
                 rpc_address: ep(i).ip(),
                 native_port: 9042,

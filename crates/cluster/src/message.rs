@@ -97,7 +97,7 @@ pub enum NodeStatus {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppState {
     /// Its host id.
-    pub host_id: [u8; 16],
+    pub host_id: mosaic_types::HostId,
     /// Its tokens.
     pub tokens: Vec<i64>,
     /// The address clients use.

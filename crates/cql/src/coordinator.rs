@@ -58,7 +58,7 @@ pub struct ReadResult {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
     /// Its host id.
-    pub host_id: Uuid,
+    pub host_id: mosaic_types::HostId,
     /// The address clients connect to (`rpc_address`, `native_address`).
     pub rpc_address: IpAddr,
     /// The native-protocol port.

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 
 use crate::coordinator::{ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult};
 use crate::frame::{Consistency, ErrorKind, ErrorResponse};
-use crate::schema::{Catalog, TableId, Uuid};
+use crate::schema::{Catalog, TableId};
 
 fn server_error(message: String) -> ErrorResponse {
     ErrorResponse::new(ErrorKind::Server, message)
@@ -151,7 +151,7 @@ impl Coordinator for MemoryCoordinator {
 
     fn local_node(&self) -> NodeInfo {
         NodeInfo {
-            host_id: Uuid([7; 16]),
+            host_id: mosaic_types::HostId([7; 16]),
             rpc_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             native_port: 9042,
             broadcast_address: IpAddr::V4(Ipv4Addr::LOCALHOST),

@@ -146,7 +146,7 @@ impl LocalStore {
         let hosts = node
             .states()
             .into_iter()
-            .map(|(s, _)| (s.endpoint, SourceId(s.app.host_id)))
+            .map(|(s, _)| (s.endpoint, SourceId(s.app.host_id.0)))
             .collect();
         self.local.ring_ranges().set(ring.tokens());
         let view = Arc::new(RingView {
@@ -397,7 +397,7 @@ fn record(
 pub fn node_info(state: &EndpointState, up: bool) -> NodeInfo {
     let app = &state.app;
     NodeInfo {
-        host_id: Uuid(app.host_id),
+        host_id: app.host_id,
         rpc_address: app.rpc_address,
         native_port: app.native_port,
         broadcast_address: state.endpoint.ip(),

@@ -49,7 +49,7 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 #[serde(deny_unknown_fields)]
 pub struct NodeIdentity {
     /// The host id (`host_id` in `system.local`).
-    pub host_id: Uuid,
+    pub host_id: mosaic_types::HostId,
     /// The tokens this node owns, ascending and distinct.
     pub tokens: Vec<i64>,
 }
@@ -73,7 +73,7 @@ impl NodeIdentity {
         }
         tokens.sort_unstable();
         NodeIdentity {
-            host_id: Uuid::random(),
+            host_id: mosaic_types::HostId(Uuid::random().0),
             tokens,
         }
     }

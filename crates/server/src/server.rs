@@ -208,7 +208,7 @@ fn start_node(
     node_config.replica_requests_max = config.cluster.replica_requests_max;
     node_config.hint_window_ms = config.cluster.max_hint_window_ms;
     let app = AppState {
-        host_id: me.host_id.0,
+        host_id: me.host_id,
         tokens: me.tokens.iter().map(|t| t.0).collect(),
         rpc_address: me.rpc_address,
         native_port: me.native_port,
@@ -418,7 +418,7 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
         return Ok(());
     };
     let identity = NodeIdentity {
-        host_id: mosaic_cql::schema::Uuid(state.app.host_id),
+        host_id: state.app.host_id,
         tokens: state.app.tokens.clone(),
     };
     identity

@@ -298,7 +298,7 @@ impl World {
         let mut host_id = [0u8; 16];
         host_id[0] = i as u8 + 1;
         let app = AppState {
-            host_id,
+            host_id: mosaic_types::HostId(host_id),
             tokens: self.tokens.get(i).cloned().unwrap_or_default(),
             rpc_address: ep.ip(),
             native_port: 9042,

@@ -474,7 +474,7 @@ mod tests {
 
     fn node(last_octet: u8, dc: &str, tokens: &[i64]) -> NodeInfo {
         NodeInfo {
-            host_id: Uuid([last_octet; 16]),
+            host_id: mosaic_types::HostId([last_octet; 16]),
             rpc_address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last_octet)),
             native_port: 9042,
             broadcast_address: IpAddr::V4(Ipv4Addr::new(127, 0, 0, last_octet)),

@@ -105,7 +105,7 @@ fn local(view: &SystemView<'_>) -> Row {
         .set("cluster_name", cell::text(&view.cluster.cluster_name))
         .set("cql_version", cell::text(CQL_VERSION))
         .set("data_center", cell::text(&node.data_center))
-        .set("host_id", cell::uuid(node.host_id))
+        .set("host_id", cell::uuid(Uuid(node.host_id.0)))
         .set("listen_address", cell::inet(node.broadcast_address))
         .set("listen_port", cell::int(i32::from(PEER_PORT)))
         .set(
@@ -133,7 +133,7 @@ fn peer(node: &NodeInfo, table: &'static TableDef, v2: bool) -> Row {
     let row = RowBuilder::new(table)
         .set("peer", cell::inet(node.broadcast_address))
         .set("data_center", cell::text(&node.data_center))
-        .set("host_id", cell::uuid(node.host_id))
+        .set("host_id", cell::uuid(Uuid(node.host_id.0)))
         .set("rack", cell::text(&node.rack))
         .set("release_version", cell::text(&node.release_version))
         .set("schema_version", cell::uuid(node.schema_version))

@@ -21,7 +21,7 @@ use crate::schema::{
 fn node(last_octet: u8, tokens: &[i64]) -> NodeInfo {
     let ip = IpAddr::V4(Ipv4Addr::new(127, 0, 0, last_octet));
     NodeInfo {
-        host_id: Uuid([last_octet; 16]),
+        host_id: mosaic_types::HostId([last_octet; 16]),
         rpc_address: ip,
         native_port: 9042,
         broadcast_address: ip,

@@ -133,7 +133,7 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
             rpc_address: s.app.rpc_address.to_string(),
             native_port: s.app.native_port,
             admin_port: s.app.admin_port,
-            host_id: mosaic_types::HostId(s.app.host_id).to_string(),
+            host_id: s.app.host_id.to_string(),
             data_center: s.app.data_center.clone(),
             rack: s.app.rack.clone(),
             up: *up,
