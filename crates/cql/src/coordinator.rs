@@ -142,9 +142,10 @@ pub trait Coordinator: Send + Sync + 'static {
     fn cluster_info(&self) -> ClusterInfo;
 
     /// The layout of tables created without a `layout` option (the cluster's default,
-    /// from the node's configuration).
-    fn default_layout(&self) -> String {
-        crate::schema::DEFAULT_LAYOUT.to_owned()
+    /// from the node's configuration, checked when it was loaded); an error when the
+    /// default names a layout this build does not store.
+    fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
+        Ok(crate::schema::DEFAULT_LAYOUT)
     }
 }
 

@@ -175,10 +175,18 @@ impl Coordinator for MemoryCoordinator {
         }
     }
 
-    fn default_layout(&self) -> String {
-        self.default_layout
-            .lock()
-            .clone()
-            .unwrap_or_else(|| crate::schema::DEFAULT_LAYOUT.to_owned())
+    fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
+        let Some(name) = self.default_layout.lock().clone() else {
+            return Ok(crate::schema::DEFAULT_LAYOUT);
+        };
+        mosaic_types::Layout::parse(&name).ok_or_else(|| {
+            ErrorResponse::new(
+                crate::frame::ErrorKind::Config,
+                format!(
+                    "Unknown layout '{name}'; this build stores: {}",
+                    mosaic_types::Layout::valid_names()
+                ),
+            )
+        })
     }
 }

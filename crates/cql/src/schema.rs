@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use mosaic_rows::{ColumnId, KeySchema, Order};
 use mosaic_types::CqlType;
+use mosaic_types::Layout;
 use serde::{Deserialize, Serialize};
 
 /// The version of the serialized catalog format.
@@ -266,8 +267,9 @@ mod column_id_serde {
 /// kept verbatim in `extra` so that `DESCRIBE` and drivers see what was set.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableParams {
-    /// How replicas of this table are stored: `uniform` (the default) or another layout.
-    pub layout: String,
+    /// How replicas of this table are stored: `uniform` (the default) or another layout
+    /// (persisted and shown by its name).
+    pub layout: Layout,
     /// `comment`.
     pub comment: String,
     /// `default_time_to_live`, seconds (0: none).
@@ -281,7 +283,7 @@ pub struct TableParams {
 impl Default for TableParams {
     fn default() -> Self {
         TableParams {
-            layout: DEFAULT_LAYOUT.to_owned(),
+            layout: DEFAULT_LAYOUT,
             comment: String::new(),
             default_time_to_live: 0,
             gc_grace_seconds: 864_000,
@@ -291,7 +293,7 @@ impl Default for TableParams {
 }
 
 /// The layout tables get when none is given.
-pub const DEFAULT_LAYOUT: &str = "uniform";
+pub const DEFAULT_LAYOUT: Layout = Layout::Uniform;
 
 /// The bytes of a CQL blob constant as written, `0x` then hex digits (either case); `None`
 /// if `text` is not one. Table extensions are kept in this form.

@@ -501,7 +501,7 @@ impl Coordinator for ClusterCoordinator {
         self.local.cluster_info()
     }
 
-    fn default_layout(&self) -> String {
+    fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
         Coordinator::default_layout(&*self.local)
     }
 }

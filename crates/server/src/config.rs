@@ -535,18 +535,6 @@ mod tests {
     }
 
     #[test]
-    fn every_cql_layout_is_a_replica_layout() {
-        for name in mosaic_cql::processor::LAYOUTS {
-            let layout = mosaic_replica::Layout::parse(name).unwrap();
-            assert_eq!(layout.name(), name);
-        }
-        assert_eq!(
-            mosaic_cql::processor::LAYOUTS.len(),
-            mosaic_replica::Layout::ALL.len()
-        );
-    }
-
-    #[test]
     fn bad_policy_names_fail_naming_the_valid_values() {
         let err = Config::parse("[storage]\nlayout = \"log\"\n").unwrap_err();
         let text = format!("{err:#}");

@@ -54,6 +54,13 @@ macro_rules! named_enum {
             }
         }
 
+        /// Compares with a name as config files and CQL options spell it.
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.name() == *other
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(self.name())

@@ -19,16 +19,12 @@ use crate::frame::{
 };
 use crate::schema::{
     decode_blob_literal, is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, ColumnMeta,
-    KeyspaceMeta, Replication, TableId, TableMeta, TableParams, Uuid, DEFAULT_LAYOUT,
+    KeyspaceMeta, Replication, TableId, TableMeta, TableParams, Uuid,
 };
 use crate::system::LAYOUT_EXTENSION;
+use mosaic_types::Layout;
 
 use super::{invalid, Exec, Processor};
-
-/// The replica layouts this build stores (`mosaic_replica::Layout`'s names; the server
-/// checks the two lists agree). Later layouts (erasure-tiered, heterogeneous) join this
-/// list as they are built.
-pub const LAYOUTS: [&str; 3] = [DEFAULT_LAYOUT, "multi-lsm", "decoupled"];
 
 /// Longest keyspace or table name, as in Cassandra.
 const NAME_LEN_MAX: usize = 48;
@@ -76,7 +72,7 @@ pub(crate) async fn execute<C: Coordinator>(
         }
         Statement::CreateTable(s) => {
             let keyspace = user_keyspace(exec, &s.name)?;
-            let table = table_from_create(&keyspace, &s, &coordinator.default_layout())?;
+            let table = table_from_create(&keyspace, &s, coordinator.default_layout()?)?;
             create_table(coordinator, keyspace, table, s.if_not_exists).await
         }
         Statement::AlterTable(s) => {
@@ -504,16 +500,15 @@ fn map_text<'e>(entries: impl IntoIterator<Item = (&'e str, &'e str)>) -> String
     crate::system::map_text(&map)
 }
 
-/// A layout name this build stores, lowercased.
-fn check_layout(layout: &str) -> Result<String, ErrorResponse> {
+/// The layout a `layout` option names (case-insensitively).
+fn check_layout(layout: &str) -> Result<Layout, ErrorResponse> {
     let layout = layout.to_ascii_lowercase();
-    if !LAYOUTS.contains(&layout.as_str()) {
-        return Err(config(format!(
+    Layout::parse(&layout).ok_or_else(|| {
+        config(format!(
             "Unknown layout '{layout}'; this build stores: {}",
-            LAYOUTS.join(", ")
-        )));
-    }
-    Ok(layout)
+            Layout::valid_names()
+        ))
+    })
 }
 
 /// `extensions = {'name': 0x…, …}`: blob values, as `DESCRIBE` prints them. The
@@ -641,7 +636,7 @@ fn apply_table_properties(
 fn table_from_create(
     keyspace: &str,
     s: &CreateTableStatement,
-    default_layout: &str,
+    default_layout: Layout,
 ) -> Result<TableMeta, ErrorResponse> {
     let name = s.name.name.as_str().to_owned();
     check_name("Table", &name)?;
@@ -762,7 +757,7 @@ fn table_from_create(
         next_id += 1;
     }
     let mut params = TableParams {
-        layout: check_layout(default_layout)?,
+        layout: default_layout,
         ..TableParams::default()
     };
     apply_table_properties(&mut params, &s.properties)?;

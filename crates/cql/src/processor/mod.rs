@@ -26,8 +26,6 @@ mod select;
 mod values;
 mod write;
 
-pub use ddl::LAYOUTS;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 

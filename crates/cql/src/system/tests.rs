@@ -90,7 +90,7 @@ impl Fixture {
         extra.insert("speculative_retry".to_owned(), "95percentile".to_owned());
         extra.insert("crc_check_chance".to_owned(), "0.5".to_owned());
         let tuned = TableParams {
-            layout: "uniform".into(),
+            layout: mosaic_types::Layout::Uniform,
             comment: "tuned".into(),
             default_time_to_live: 60,
             gc_grace_seconds: 10,

@@ -48,8 +48,8 @@ impl Coordinator for LocalCoordinator {
         LocalCoordinator::cluster_info(self)
     }
 
-    fn default_layout(&self) -> String {
-        self.default_layout.name().to_owned()
+    fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
+        Ok(self.default_layout)
     }
 
     async fn write(
