@@ -338,140 +338,105 @@ pub fn text(report: &Report) -> String {
     out
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// A float for the report (`null` when not finite: JSON has no NaN or infinity).
+fn finite(x: f64) -> serde_json::Value {
+    serde_json::Number::from_f64(x).map_or(serde_json::Value::Null, serde_json::Value::Number)
 }
 
-fn json_f(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.4}")
-    } else {
-        "null".to_owned()
-    }
-}
-
-fn phase_json(p: &PhaseResult) -> String {
+fn phase_json(p: &PhaseResult) -> serde_json::Value {
     let c = &p.counters;
     let io = &p.io;
-    format!(
-        "{{\"phase\":{},\"ops\":{},\"op_secs\":{},\"drain_secs\":{},\"ops_per_sec\":{},\
-         \"sustained_ops_per_sec\":{},\"cpu_secs\":{},\"cpu_micros_per_op\":{},\
-         \"latency_ns\":{{\"mean\":{},\"p50\":{},\"p99\":{},\"p999\":{},\"max\":{}}},\
-         \"user_bytes_written\":{},\"user_bytes_read\":{},\"entries_read\":{},\
-         \"write_amp_disk\":{},\"write_amp_engine\":{},\"read_amp_syscall\":{},\
-         \"read_amp_disk\":{},\"read_amp_engine\":{},\
-         \"proc_io\":{{\"rchar\":{},\"wchar\":{},\"read_bytes\":{},\"write_bytes\":{},\
-         \"cancelled_write_bytes\":{}}},\
-         \"engine_counters\":{{\"user_bytes_written\":{},\"wal_bytes\":{},\"flush_bytes\":{},\
-         \"compaction_write_bytes\":{},\"compaction_read_bytes\":{},\"user_read_file_bytes\":{},\
-         \"block_cache_hits\":{},\"block_cache_misses\":{},\"stall_micros\":{}}},\
-         \"db_bytes\":{},\"shape\":{},\"missing\":{},\"mismatched\":{}}}",
-        json_str(&p.label),
-        p.ops,
-        json_f(p.op_secs),
-        json_f(p.drain_secs),
-        json_f(p.ops_per_sec()),
-        json_f(p.sustained_ops_per_sec()),
-        json_f(p.cpu_secs),
-        json_f(p.cpu_micros_per_op()),
-        json_f(p.latency.mean),
-        p.latency.p50,
-        p.latency.p99,
-        p.latency.p999,
-        p.latency.max,
-        p.user_bytes_written,
-        p.user_bytes_read,
-        p.entries_read,
-        json_f(p.disk_write_amp()),
-        json_f(p.engine_write_amp()),
-        json_f(p.syscall_read_amp()),
-        json_f(p.disk_read_amp()),
-        json_f(p.engine_read_amp()),
-        io.rchar,
-        io.wchar,
-        io.read_bytes,
-        io.write_bytes,
-        io.cancelled_write_bytes,
-        c.user_bytes_written,
-        c.wal_bytes,
-        c.flush_bytes,
-        c.compaction_write_bytes,
-        c.compaction_read_bytes,
-        c.user_read_file_bytes,
-        c.block_cache_hits,
-        c.block_cache_misses,
-        c.stall_micros,
-        p.db_bytes,
-        json_str(&p.shape),
-        p.missing,
-        p.mismatched,
-    )
+    serde_json::json!({
+        "phase": p.label,
+        "ops": p.ops,
+        "op_secs": finite(p.op_secs),
+        "drain_secs": finite(p.drain_secs),
+        "ops_per_sec": finite(p.ops_per_sec()),
+        "sustained_ops_per_sec": finite(p.sustained_ops_per_sec()),
+        "cpu_secs": finite(p.cpu_secs),
+        "cpu_micros_per_op": finite(p.cpu_micros_per_op()),
+        "latency_ns": {
+            "mean": finite(p.latency.mean),
+            "p50": p.latency.p50,
+            "p99": p.latency.p99,
+            "p999": p.latency.p999,
+            "max": p.latency.max,
+        },
+        "user_bytes_written": p.user_bytes_written,
+        "user_bytes_read": p.user_bytes_read,
+        "entries_read": p.entries_read,
+        "write_amp_disk": finite(p.disk_write_amp()),
+        "write_amp_engine": finite(p.engine_write_amp()),
+        "read_amp_syscall": finite(p.syscall_read_amp()),
+        "read_amp_disk": finite(p.disk_read_amp()),
+        "read_amp_engine": finite(p.engine_read_amp()),
+        "proc_io": {
+            "rchar": io.rchar,
+            "wchar": io.wchar,
+            "read_bytes": io.read_bytes,
+            "write_bytes": io.write_bytes,
+            "cancelled_write_bytes": io.cancelled_write_bytes,
+        },
+        "engine_counters": {
+            "user_bytes_written": c.user_bytes_written,
+            "wal_bytes": c.wal_bytes,
+            "flush_bytes": c.flush_bytes,
+            "compaction_write_bytes": c.compaction_write_bytes,
+            "compaction_read_bytes": c.compaction_read_bytes,
+            "user_read_file_bytes": c.user_read_file_bytes,
+            "block_cache_hits": c.block_cache_hits,
+            "block_cache_misses": c.block_cache_misses,
+            "stall_micros": c.stall_micros,
+        },
+        "db_bytes": p.db_bytes,
+        "shape": p.shape,
+        "missing": p.missing,
+        "mismatched": p.mismatched,
+    })
 }
 
-/// The report as one JSON object.
+/// The report as one JSON object (one line).
 pub fn json(report: &Report) -> String {
     let c = &report.config;
     let e = &c.engine;
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "{{\"machine\":{},\"unix_time\":{},\"config\":{{\"keys\":{},\"key_bytes\":{},\
-         \"value_bytes\":{},\"reads\":{},\"seeks\":{},\"scan_len\":{},\"threads\":{},\
-         \"seed\":{},\"memtable_bytes\":{},\"immutable_memtables\":{},\"bloom_bits_per_key\":{},\
-         \"block_bytes\":{},\"cache_bytes\":{},\"direct_io\":{},\"l0_compaction_trigger\":{},\
-         \"l0_stop\":{},\"level1_bytes\":{},\"level_ratio\":{},\"table_bytes\":{},\"levels\":{},\
-         \"compaction_threads\":{},\"wal_sync_interval_ms\":{}}},\"runs\":[",
-        json_str(&report.machine),
-        report.unix_time,
-        c.keys,
-        c.key_bytes,
-        c.value_bytes,
-        c.reads,
-        c.seeks,
-        c.scan_len,
-        c.threads,
-        c.seed,
-        e.memtable_bytes,
-        e.immutable_memtables,
-        e.bloom_bits_per_key,
-        e.block_bytes,
-        e.cache_bytes,
-        e.direct_io,
-        e.l0_compaction_trigger,
-        e.l0_stop,
-        e.level1_bytes,
-        e.level_ratio,
-        e.table_bytes,
-        e.levels,
-        e.compaction_threads,
-        e.wal_sync_interval_ms,
-    );
-    for (i, run) in report.runs.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{{\"engine\":{},\"phases\":[", json_str(&run.engine));
-        for (j, p) in run.phases.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            out.push_str(&phase_json(p));
-        }
-        out.push_str("]}");
-    }
-    out.push_str("]}\n");
-    out
+    let runs: Vec<serde_json::Value> = report
+        .runs
+        .iter()
+        .map(|run| {
+            serde_json::json!({
+                "engine": run.engine,
+                "phases": run.phases.iter().map(phase_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let value = serde_json::json!({
+        "machine": report.machine,
+        "unix_time": report.unix_time,
+        "config": {
+            "keys": c.keys,
+            "key_bytes": c.key_bytes,
+            "value_bytes": c.value_bytes,
+            "reads": c.reads,
+            "seeks": c.seeks,
+            "scan_len": c.scan_len,
+            "threads": c.threads,
+            "seed": c.seed,
+            "memtable_bytes": e.memtable_bytes,
+            "immutable_memtables": e.immutable_memtables,
+            "bloom_bits_per_key": e.bloom_bits_per_key,
+            "block_bytes": e.block_bytes,
+            "cache_bytes": e.cache_bytes,
+            "direct_io": e.direct_io,
+            "l0_compaction_trigger": e.l0_compaction_trigger,
+            "l0_stop": e.l0_stop,
+            "level1_bytes": e.level1_bytes,
+            "level_ratio": e.level_ratio,
+            "table_bytes": e.table_bytes,
+            "levels": e.levels,
+            "compaction_threads": e.compaction_threads,
+            "wal_sync_interval_ms": e.wal_sync_interval_ms,
+        },
+        "runs": runs,
+    });
+    value.to_string() + "\n"
 }
