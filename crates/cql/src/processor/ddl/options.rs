@@ -1,0 +1,313 @@
+//! Keyspace and table options: replication, `durable_writes`, the `WITH` properties a
+//! table keeps (Cassandra's, verbatim where Mosaic does not use them), extensions and the
+//! replica layout, with Cassandra's validation and messages.
+
+use super::*;
+
+pub(super) fn s_props(s: &AlterKeyspaceStatement) -> Vec<Property> {
+    s.properties.clone()
+}
+
+pub(super) fn keyspace_from_create(
+    s: &CreateKeyspaceStatement,
+) -> Result<(String, KeyspaceMeta), ErrorResponse> {
+    let name = s.name.as_str().to_owned();
+    check_name("Keyspace", &name)?;
+    if is_system_keyspace(&name) {
+        return Err(not_modifiable(&name));
+    }
+    let (replication, durable) = keyspace_options(&s.properties, true)?;
+    let replication =
+        replication.ok_or_else(|| config("Missing mandatory replication strategy class"))?;
+    Ok((
+        name.clone(),
+        KeyspaceMeta {
+            name,
+            replication,
+            durable_writes: durable.unwrap_or(true),
+            tables: BTreeMap::new(),
+        },
+    ))
+}
+
+/// Parses `replication` and `durable_writes`.
+pub(super) fn keyspace_options(
+    properties: &[Property],
+    creating: bool,
+) -> Result<(Option<Replication>, Option<bool>), ErrorResponse> {
+    let mut replication = None;
+    let mut durable = None;
+    for p in properties {
+        match (p.name.as_str(), &p.value) {
+            ("replication", PropertyValue::Map(entries)) => {
+                replication = Some(parse_replication(entries)?);
+            }
+            ("durable_writes", PropertyValue::Constant(lit)) => {
+                durable = Some(
+                    property_bool(lit)
+                        .ok_or_else(|| invalid("Invalid boolean value for durable_writes"))?,
+                );
+            }
+            ("replication" | "durable_writes", _) => {
+                return Err(ErrorResponse::new(
+                    ErrorKind::Syntax,
+                    format!("Invalid value for property '{}'", p.name.as_str()),
+                ))
+            }
+            (other, _) => {
+                return Err(ErrorResponse::new(
+                    ErrorKind::Syntax,
+                    format!("Unknown property '{other}'"),
+                ))
+            }
+        }
+    }
+    if creating && replication.is_none() {
+        return Err(config("Missing mandatory replication strategy class"));
+    }
+    Ok((replication, durable))
+}
+
+pub(super) fn property_bool(lit: &Literal) -> Option<bool> {
+    match lit {
+        Literal::Boolean(b) => Some(*b),
+        Literal::String(s) => s.parse::<bool>().ok(),
+        _ => None,
+    }
+}
+
+pub(super) fn parse_replication(
+    entries: &[(String, String)],
+) -> Result<Replication, ErrorResponse> {
+    let mut class = None;
+    let mut options = BTreeMap::new();
+    for (k, v) in entries {
+        if k == "class" {
+            class = Some(v.clone());
+        } else {
+            options.insert(k.clone(), v.clone());
+        }
+    }
+    let class = class.ok_or_else(|| config("Missing replication strategy class"))?;
+    let short = class.rsplit('.').next().unwrap_or(&class);
+    let full = match short {
+        "SimpleStrategy" => "org.apache.cassandra.locator.SimpleStrategy",
+        "NetworkTopologyStrategy" => "org.apache.cassandra.locator.NetworkTopologyStrategy",
+        _ => {
+            return Err(config(format!(
+                "Unable to find replication strategy class '{}'",
+                if class.contains('.') {
+                    class.clone()
+                } else {
+                    format!("org.apache.cassandra.locator.{class}")
+                }
+            )))
+        }
+    };
+    let check_rf = |key: &str, v: &str| -> Result<(), ErrorResponse> {
+        match v.parse::<i64>() {
+            Ok(n) if n >= 0 => Ok(()),
+            _ => Err(config(format!(
+                "Replication factor must be non-negative integer; found {v} for {key}"
+            ))),
+        }
+    };
+    if short == "SimpleStrategy" {
+        let Some(rf) = options.get("replication_factor") else {
+            return Err(config(
+                "SimpleStrategy requires a replication_factor strategy option.",
+            ));
+        };
+        check_rf("replication_factor", rf)?;
+        if let Some(unknown) = options.keys().find(|k| *k != "replication_factor") {
+            return Err(config(format!(
+                "Unrecognized strategy option {{{unknown}}} passed to SimpleStrategy for keyspace"
+            )));
+        }
+    } else {
+        for (k, v) in &options {
+            check_rf(k, v)?;
+        }
+    }
+    Ok(Replication {
+        class: full.to_owned(),
+        options,
+    })
+}
+
+/// Table options Cassandra 4.0 accepts that Mosaic keeps verbatim without using them
+/// (shown in `system_schema.tables` and by `DESCRIBE`).
+pub(super) const KNOWN_TABLE_OPTIONS: [&str; 13] = [
+    "additional_write_policy",
+    "bloom_filter_fp_chance",
+    "caching",
+    "cdc",
+    "compaction",
+    "compression",
+    "crc_check_chance",
+    "max_index_interval",
+    "memtable_flush_period_in_ms",
+    "min_index_interval",
+    "read_repair",
+    "speculative_retry",
+    "id",
+];
+
+/// Cassandra 3.11's read repair chances, which Cassandra 4.0 no longer has: accepted so
+/// 3.11 schema dumps still load, and ignored.
+pub(super) const OBSOLETE_TABLE_OPTIONS: [&str; 2] =
+    ["dclocal_read_repair_chance", "read_repair_chance"];
+
+pub(super) fn literal_text(lit: &Literal) -> String {
+    match lit {
+        Literal::String(s) => s.clone(),
+        Literal::Integer(s) | Literal::Float(s) => s.clone(),
+        Literal::Boolean(b) => b.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The map text kept for map options (normalized later by
+/// [`crate::system::canonical_table_options`]); a repeated key keeps its last value.
+pub(super) fn map_text<'e>(entries: impl IntoIterator<Item = (&'e str, &'e str)>) -> String {
+    let map: BTreeMap<String, String> = entries
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    crate::system::map_text(&map)
+}
+
+/// The layout a `layout` option names (case-insensitively).
+pub(super) fn check_layout(layout: &str) -> Result<Layout, ErrorResponse> {
+    let layout = layout.to_ascii_lowercase();
+    Layout::parse(&layout).ok_or_else(|| {
+        config(format!(
+            "Unknown layout '{layout}'; this build stores: {}",
+            Layout::valid_names()
+        ))
+    })
+}
+
+/// `extensions = {'name': 0x…, …}`: blob values, as `DESCRIBE` prints them. The
+/// `mosaic.layout` extension is the table's layout (how `system_schema.tables` and
+/// `DESCRIBE` show it), so it sets the layout; the others are kept.
+pub(super) fn apply_extensions(
+    params: &mut TableParams,
+    entries: &[(String, String)],
+) -> Result<(), ErrorResponse> {
+    let mut kept = Vec::new();
+    for (name, value) in entries {
+        let invalid_value = || {
+            config(format!(
+                "Invalid value for extension '{name}': expected a blob constant such as 0x0102"
+            ))
+        };
+        let bytes = decode_blob_literal(value).ok_or_else(invalid_value)?;
+        if name == LAYOUT_EXTENSION {
+            let layout = String::from_utf8(bytes).map_err(|_| invalid_value())?;
+            params.layout = check_layout(&layout)?;
+        } else {
+            kept.push((name.as_str(), value.as_str()));
+        }
+    }
+    if kept.is_empty() {
+        params.extra.remove("extensions");
+    } else {
+        params.extra.insert("extensions".to_owned(), map_text(kept));
+    }
+    Ok(())
+}
+
+pub(super) fn int_property(
+    name: &str,
+    value: &PropertyValue,
+    min: i64,
+) -> Result<i32, ErrorResponse> {
+    let n = match value {
+        PropertyValue::Constant(Literal::Integer(s))
+        | PropertyValue::Constant(Literal::String(s)) => s.parse::<i64>().ok(),
+        _ => None,
+    };
+    match n.and_then(|n| i32::try_from(n).ok()) {
+        Some(n) if i64::from(n) >= min => Ok(n),
+        _ => Err(config(format!(
+            "Invalid value for {name}: must be an integer >= {min}"
+        ))),
+    }
+}
+
+/// Applies `WITH` properties to table params.
+pub(super) fn apply_table_properties(
+    params: &mut TableParams,
+    properties: &[Property],
+) -> Result<(), ErrorResponse> {
+    for p in properties {
+        let name = p.name.as_str();
+        match name {
+            "layout" => {
+                let PropertyValue::Constant(Literal::String(layout)) = &p.value else {
+                    return Err(config(
+                        "Invalid value for layout: expected a string such as 'uniform'",
+                    ));
+                };
+                params.layout = check_layout(layout)?;
+            }
+            "extensions" => {
+                let PropertyValue::Map(entries) = &p.value else {
+                    return Err(config(
+                        "Invalid value for extensions: expected a map such as {'name': 0x0102}",
+                    ));
+                };
+                apply_extensions(params, entries)?;
+            }
+            "read_repair" => {
+                let value = match &p.value {
+                    PropertyValue::Constant(Literal::String(s)) => s.to_ascii_uppercase(),
+                    _ => String::new(),
+                };
+                if !matches!(value.as_str(), "BLOCKING" | "NONE") {
+                    return Err(config(
+                        "Invalid value for read_repair: expected 'BLOCKING' or 'NONE'",
+                    ));
+                }
+                params.extra.insert(name.to_owned(), value);
+            }
+            obsolete if OBSOLETE_TABLE_OPTIONS.contains(&obsolete) => {}
+            "comment" => {
+                let PropertyValue::Constant(lit) = &p.value else {
+                    return Err(config("Invalid value for comment"));
+                };
+                params.comment = literal_text(lit);
+            }
+            "default_time_to_live" => {
+                let ttl = int_property(name, &p.value, 0)?;
+                if ttl > crate::processor::write::TTL_MAX {
+                    return Err(config(format!(
+                        "default_time_to_live must be less than or equal to {} (got {ttl})",
+                        crate::processor::write::TTL_MAX
+                    )));
+                }
+                params.default_time_to_live = ttl;
+            }
+            "gc_grace_seconds" => params.gc_grace_seconds = int_property(name, &p.value, 0)?,
+            known if KNOWN_TABLE_OPTIONS.contains(&known) => {
+                let text = match &p.value {
+                    PropertyValue::Constant(lit) => literal_text(lit),
+                    PropertyValue::Map(entries) => {
+                        map_text(entries.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    }
+                };
+                params.extra.insert(known.to_owned(), text);
+            }
+            other => {
+                return Err(ErrorResponse::new(
+                    ErrorKind::Syntax,
+                    format!("Unknown property '{other}'"),
+                ))
+            }
+        }
+    }
+    // Kept in normalized form, defaults left out: equal options, equal parameters.
+    params.extra = crate::system::canonical_table_options(params);
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! The table a `CREATE TABLE` defines and the one an `ALTER TABLE` leaves: columns,
+//! primary key, clustering order, column ids never reused.
+
+use super::*;
+
+/// The table `s` creates in `keyspace`; without a `layout` option it gets
+/// `default_layout` (the cluster's, from the coordinator).
+pub(super) fn table_from_create(
+    keyspace: &str,
+    s: &CreateTableStatement,
+    default_layout: Layout,
+) -> Result<TableMeta, ErrorResponse> {
+    let name = s.name.name.as_str().to_owned();
+    check_name("Table", &name)?;
+    let mut seen = std::collections::HashSet::new();
+    for c in &s.columns {
+        if !seen.insert(c.name.as_str()) {
+            return Err(invalid(format!(
+                "Multiple definition of identifier {}",
+                c.name.as_str()
+            )));
+        }
+    }
+    let find = |ident: &crate::ast::Ident| -> Result<&ColumnDefinition, ErrorResponse> {
+        s.columns.iter().find(|c| c.name == *ident).ok_or_else(|| {
+            invalid(format!(
+                "Unknown definition {} referenced in PRIMARY KEY",
+                ident.as_str()
+            ))
+        })
+    };
+    let mut key_names = std::collections::HashSet::new();
+    for ident in s
+        .primary_key
+        .partition_key
+        .iter()
+        .chain(&s.primary_key.clustering_columns)
+    {
+        if !key_names.insert(ident.as_str()) {
+            return Err(invalid(format!(
+                "Duplicate definition for column {} in PRIMARY KEY",
+                ident.as_str()
+            )));
+        }
+        let def = find(ident)?;
+        if def.is_static {
+            return Err(invalid(format!(
+                "Static column {} cannot be part of the PRIMARY KEY",
+                ident.as_str()
+            )));
+        }
+    }
+    let has_static = s.columns.iter().any(|c| c.is_static);
+    if has_static && s.primary_key.clustering_columns.is_empty() {
+        return Err(invalid(
+            "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
+        ));
+    }
+    // CLUSTERING ORDER BY: clustering columns only, in clustering order.
+    let mut orders = vec![ClusteringOrder::Asc; s.primary_key.clustering_columns.len()];
+    let mut last_position = None;
+    for (ident, order) in &s.clustering_order {
+        let Some(position) = s
+            .primary_key
+            .clustering_columns
+            .iter()
+            .position(|c| c == ident)
+        else {
+            return Err(invalid(format!(
+                "Only clustering key columns can be defined in CLUSTERING ORDER directive: {} is not a clustering column",
+                ident.as_str()
+            )));
+        };
+        if last_position.is_some_and(|last| position <= last) {
+            return Err(invalid(
+                "The order of columns in the CLUSTERING ORDER directive must match that of the clustering columns",
+            ));
+        }
+        last_position = Some(position);
+        if let Some(slot) = orders.get_mut(position) {
+            *slot = match order {
+                Order::Asc => ClusteringOrder::Asc,
+                Order::Desc => ClusteringOrder::Desc,
+            };
+        }
+    }
+    let mut columns = Vec::with_capacity(s.columns.len());
+    let mut next_id = 0u32;
+    for (position, ident) in s.primary_key.partition_key.iter().enumerate() {
+        let def = find(ident)?;
+        columns.push(ColumnMeta {
+            name: def.name.as_str().to_owned(),
+            ty: def.ty,
+            kind: ColumnKind::PartitionKey { position },
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    for (position, ident) in s.primary_key.clustering_columns.iter().enumerate() {
+        let def = find(ident)?;
+        columns.push(ColumnMeta {
+            name: def.name.as_str().to_owned(),
+            ty: def.ty,
+            kind: ColumnKind::Clustering {
+                position,
+                order: orders
+                    .get(position)
+                    .copied()
+                    .unwrap_or(ClusteringOrder::Asc),
+            },
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    for def in &s.columns {
+        if key_names.contains(def.name.as_str()) {
+            continue;
+        }
+        columns.push(ColumnMeta {
+            name: def.name.as_str().to_owned(),
+            ty: def.ty,
+            kind: if def.is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            id: ColumnId(next_id),
+        });
+        next_id += 1;
+    }
+    let mut params = TableParams {
+        layout: default_layout,
+        ..TableParams::default()
+    };
+    apply_table_properties(&mut params, &s.properties)?;
+    Ok(TableMeta {
+        keyspace: keyspace.to_owned(),
+        name,
+        id: TableId(Uuid::random().0),
+        columns,
+        params,
+        next_column_id: next_id,
+    })
+}
+
+pub(super) fn alter_table(
+    old: &TableMeta,
+    s: &AlterTableStatement,
+) -> Result<TableMeta, ErrorResponse> {
+    let mut table = old.clone();
+    match &s.operation {
+        AlterTableOperation::Add(defs) => {
+            let has_clustering = !table.clustering().is_empty();
+            for def in defs {
+                let name = def.name.as_str();
+                if table.column(name).is_some() {
+                    return Err(invalid(format!(
+                        "Invalid column name {name} because it conflicts with an existing column"
+                    )));
+                }
+                if def.is_static && !has_clustering {
+                    return Err(invalid(format!(
+                        "Static columns are not allowed in tables with no clustering columns (adding {name})"
+                    )));
+                }
+                table.columns.push(ColumnMeta {
+                    name: name.to_owned(),
+                    ty: def.ty,
+                    kind: if def.is_static {
+                        ColumnKind::Static
+                    } else {
+                        ColumnKind::Regular
+                    },
+                    id: ColumnId(table.next_column_id),
+                });
+                table.next_column_id += 1;
+            }
+        }
+        AlterTableOperation::Drop(names) => {
+            for ident in names {
+                let name = ident.as_str();
+                let Some(col) = table.column(name) else {
+                    return Err(invalid(format!(
+                        "Column {name} was not found in table {}",
+                        table.name
+                    )));
+                };
+                if col.kind.is_primary_key() {
+                    return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
+                }
+                table.columns.retain(|c| c.name != name);
+            }
+        }
+        AlterTableOperation::Rename(pairs) => {
+            for (from, to) in pairs {
+                let Some(index) = table.column_index(from.as_str()) else {
+                    return Err(invalid(format!(
+                        "Cannot rename unknown column {} in table {}",
+                        from.as_str(),
+                        table.name
+                    )));
+                };
+                if table.column(to.as_str()).is_some() {
+                    return Err(invalid(format!(
+                        "Cannot rename column {} to {} in table {}; another column of that name already exist",
+                        from.as_str(),
+                        to.as_str(),
+                        table.name
+                    )));
+                }
+                let Some(col) = table.columns.get_mut(index) else {
+                    continue;
+                };
+                if !col.kind.is_primary_key() {
+                    return Err(invalid(format!(
+                        "Cannot rename non PRIMARY KEY part {}",
+                        from.as_str()
+                    )));
+                }
+                col.name = to.as_str().to_owned();
+            }
+        }
+        AlterTableOperation::With(properties) => {
+            apply_table_properties(&mut table.params, properties)?;
+            // Each replica's data is stored in the layout's own structures; changing it
+            // would need every node to rewrite the table, which nothing does (yet).
+            if table.params.layout != old.params.layout {
+                return Err(config(format!(
+                    "Cannot change the layout of table {}.{} from '{}' to '{}': a table keeps \
+                     the layout it was created with (create a new table with the layout and \
+                     copy the data)",
+                    table.keyspace, table.name, old.params.layout, table.params.layout
+                )));
+            }
+        }
+    }
+    Ok(table)
+}
