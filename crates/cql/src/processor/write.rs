@@ -348,63 +348,14 @@ impl Writer<'_> {
         ctx: &EvalContext<'_>,
         out: &mut Vec<Mutation>,
     ) -> Result<(), ErrorResponse> {
-        let pk_cols = self.table.partition_key();
-        let ck_cols = self.table.clustering();
-        let mut pk: Vec<Option<CqlValue>> = vec![None; pk_cols.len()];
-        let mut ck: Vec<Option<CqlValue>> = vec![None; ck_cols.len()];
-        let mut regular = Fragment::new(FragmentKind::Row);
-        let mut statics = Fragment::new(FragmentKind::Static);
-        let mut seen = std::collections::HashSet::new();
-        for (ident, term) in s.columns.iter().zip(&s.values) {
-            let name = ident.as_str();
-            if !seen.insert(name) {
-                return Err(invalid(format!(
-                    "Multiple definitions found for column {name}"
-                )));
-            }
-            let col = restrict::column(self.table, name)?;
-            let value = eval(term, col.ty, name, ctx)?;
-            match col.kind {
-                ColumnKind::PartitionKey { position } => {
-                    let v = value.required(name).map_err(|_| {
-                        invalid(format!("Invalid null value in condition for column {name}"))
-                    })?;
-                    if let Some(slot) = pk.get_mut(position) {
-                        *slot = Some(v);
-                    }
-                }
-                ColumnKind::Clustering { position, .. } => {
-                    let v = value.required(name).map_err(|_| {
-                        invalid(format!("Invalid null value in condition for column {name}"))
-                    })?;
-                    if let Some(slot) = ck.get_mut(position) {
-                        *slot = Some(v);
-                    }
-                }
-                ColumnKind::Static | ColumnKind::Regular => {
-                    let target = if col.kind == ColumnKind::Static {
-                        &mut statics
-                    } else {
-                        &mut regular
-                    };
-                    match value {
-                        Eval::Unset => {}
-                        Eval::Null => {
-                            target.cells.insert(col.id, self.tombstone());
-                        }
-                        Eval::Value(v) => {
-                            target.cells.insert(col.id, self.cell(Some(v)));
-                        }
-                    }
-                }
-            }
-        }
-        let missing: Vec<&str> = pk_cols
-            .iter()
-            .zip(&pk)
-            .filter(|(_, v)| v.is_none())
-            .map(|(c, _)| c.name.as_str())
-            .collect();
+        let ck_len = self.table.clustering().len();
+        let InsertedRow {
+            pk,
+            ck,
+            mut regular,
+            statics,
+        } = self.inserted_row(s, ctx)?;
+        let missing = missing_names(&self.table.partition_key(), &pk);
         if !missing.is_empty() {
             return Err(invalid(format!(
                 "Some partition key parts are missing: {}",
@@ -413,15 +364,10 @@ impl Writer<'_> {
         }
         let pk: Vec<CqlValue> = pk.into_iter().flatten().collect();
         let prefix = self.prefix(&pk)?;
-        let missing_ck: Vec<&str> = ck_cols
-            .iter()
-            .zip(&ck)
-            .filter(|(_, v)| v.is_none())
-            .map(|(c, _)| c.name.as_str())
-            .collect();
+        let missing_ck = missing_names(&self.table.clustering(), &ck);
         let only_static = regular.cells.is_empty() && !statics.cells.is_empty();
         if !missing_ck.is_empty() {
-            if only_static && missing_ck.len() == ck_cols.len() {
+            if only_static && missing_ck.len() == ck_len {
                 self.push(out, &prefix, self.schema.static_key(&prefix), statics);
                 return Ok(());
             }
@@ -441,6 +387,62 @@ impl Writer<'_> {
         let key = self.row_key(&prefix, &ck)?;
         self.push(out, &prefix, key, regular);
         Ok(())
+    }
+
+    /// The INSERT's values by column: key parts (null refused), and cells (a null is a
+    /// tombstone, an unset value is left out) of the row and of the static row.
+    fn inserted_row(
+        &self,
+        s: &InsertStatement,
+        ctx: &EvalContext<'_>,
+    ) -> Result<InsertedRow, ErrorResponse> {
+        let mut row = InsertedRow {
+            pk: vec![None; self.table.partition_key().len()],
+            ck: vec![None; self.table.clustering().len()],
+            regular: Fragment::new(FragmentKind::Row),
+            statics: Fragment::new(FragmentKind::Static),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for (ident, term) in s.columns.iter().zip(&s.values) {
+            let name = ident.as_str();
+            if !seen.insert(name) {
+                return Err(invalid(format!(
+                    "Multiple definitions found for column {name}"
+                )));
+            }
+            let col = restrict::column(self.table, name)?;
+            let value = eval(term, col.ty, name, ctx)?;
+            let key_part = |slots: &mut Vec<Option<CqlValue>>, position: usize, value: Eval| {
+                let v = value.required(name).map_err(|_| {
+                    invalid(format!("Invalid null value in condition for column {name}"))
+                })?;
+                if let Some(slot) = slots.get_mut(position) {
+                    *slot = Some(v);
+                }
+                Ok::<(), ErrorResponse>(())
+            };
+            match col.kind {
+                ColumnKind::PartitionKey { position } => key_part(&mut row.pk, position, value)?,
+                ColumnKind::Clustering { position, .. } => key_part(&mut row.ck, position, value)?,
+                ColumnKind::Static | ColumnKind::Regular => {
+                    let target = if col.kind == ColumnKind::Static {
+                        &mut row.statics
+                    } else {
+                        &mut row.regular
+                    };
+                    match value {
+                        Eval::Unset => {}
+                        Eval::Null => {
+                            target.cells.insert(col.id, self.tombstone());
+                        }
+                        Eval::Value(v) => {
+                            target.cells.insert(col.id, self.cell(Some(v)));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(row)
     }
 
     /// The partitions a WHERE clause of an UPDATE or DELETE names.
@@ -627,4 +629,25 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// An INSERT's values, sorted by the role of their column.
+struct InsertedRow {
+    pk: Vec<Option<CqlValue>>,
+    ck: Vec<Option<CqlValue>>,
+    regular: Fragment,
+    statics: Fragment,
+}
+
+/// The names of the key columns that got no value.
+fn missing_names<'c>(
+    columns: &[&'c crate::schema::ColumnMeta],
+    values: &[Option<CqlValue>],
+) -> Vec<&'c str> {
+    columns
+        .iter()
+        .zip(values)
+        .filter(|(_, v)| v.is_none())
+        .map(|(c, _)| c.name.as_str())
+        .collect()
 }
