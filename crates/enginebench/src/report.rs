@@ -44,6 +44,7 @@ fn mib(x: f64) -> String {
     format!("{:.0}", x / MIB)
 }
 
+// Long on purpose: the report's table, one row per metric, in the order it is printed.
 fn rows(results: &[&PhaseResult]) -> Vec<Row> {
     let col = |f: &dyn Fn(&PhaseResult) -> f64| results.iter().map(|r| f(r)).collect::<Vec<_>>();
     let kind = results[0].kind;
@@ -209,6 +210,8 @@ fn pair(report: &Report) -> Option<(usize, usize)> {
 }
 
 /// The human-readable report.
+// Long on purpose: the report top to bottom (header, one table per phase, the summary and
+// the bar's verdicts), printed in the order a reader reads it.
 pub fn text(report: &Report) -> String {
     let c = &report.config;
     let mut out = String::new();

@@ -273,6 +273,8 @@ impl ErrorResponse {
 
 /// Appends an ERROR body. The message is cut to fit a `[string]`; the structured fields are
 /// ours (names of schema objects, a prepared id) and must fit.
+// Long on purpose: one exhaustive match over the protocol's error kinds, each arm the
+// bytes §9 of the spec lists for it, so a new kind cannot be forgotten.
 pub(crate) fn try_put_error_body(
     out: &mut BytesMut,
     error: &ErrorResponse,

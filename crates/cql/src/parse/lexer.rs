@@ -120,6 +120,8 @@ fn lex_error(text: &str, offset: usize, message: String) -> ParseError {
 }
 
 /// Splits `text` into tokens; the last one is always [`Kind::Eof`].
+// Long on purpose: one loop over the bytes with one arm per token class, which reads (and
+// is fuzzed) as a single state machine; helpers would only pass the cursor around.
 pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
     let b = text.as_bytes();
     let at = |i: usize| b.get(i).copied();

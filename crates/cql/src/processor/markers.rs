@@ -90,8 +90,16 @@ pub(crate) fn prepared_metadata(
             }
         }
     }
+    let out = specs_by_index(specs, statement.bind_markers().len())?;
+    Ok((out, pk_indexes(&pk_markers, pk_len), result))
+}
+
+/// The marker specs in marker order; every marker must have one.
+fn specs_by_index(
+    mut specs: Vec<(usize, ColumnSpec)>,
+    count: usize,
+) -> Result<Vec<ColumnSpec>, ErrorResponse> {
     specs.sort_by_key(|(i, _)| *i);
-    let count = statement.bind_markers().len();
     let mut out: Vec<ColumnSpec> = Vec::with_capacity(count);
     for index in 0..count {
         match specs.iter().find(|(i, _)| *i == index) {
@@ -103,24 +111,24 @@ pub(crate) fn prepared_metadata(
             }
         }
     }
-    // pk_indexes: one marker per partition key column, in key order.
+    Ok(out)
+}
+
+/// `pk_indexes`: one marker per partition key column, in key order, or none at all (a
+/// driver then cannot route the statement by token).
+fn pk_indexes(pk_markers: &[(usize, usize)], pk_len: usize) -> Vec<u16> {
     let mut pk_indexes = Vec::with_capacity(pk_len);
     for position in 0..pk_len {
-        match pk_markers.iter().find(|(p, _)| *p == position) {
-            Some((_, marker)) => match u16::try_from(*marker) {
-                Ok(m) => pk_indexes.push(m),
-                Err(_) => {
-                    pk_indexes.clear();
-                    break;
-                }
-            },
-            None => {
-                pk_indexes.clear();
-                break;
-            }
+        let marker = pk_markers
+            .iter()
+            .find(|(p, _)| *p == position)
+            .and_then(|(_, m)| u16::try_from(*m).ok());
+        match marker {
+            Some(m) => pk_indexes.push(m),
+            None => return Vec::new(),
         }
     }
-    Ok((out, pk_indexes, result))
+    pk_indexes
 }
 
 fn spec(table: &TableMeta, name: &str, ty: impl Into<ColumnType>) -> ColumnSpec {
@@ -216,60 +224,16 @@ fn relations(
                 }
             }
             Relation::MultiColumn { columns, value, .. } => {
-                let cols: Vec<_> = columns
-                    .iter()
-                    .map(|c| restrict::column(table, c.as_str()))
-                    .collect::<Result<_, _>>()?;
-                match value {
-                    Term::Tuple(items) => {
-                        for (t, c) in items.iter().zip(&cols) {
-                            term(table, t, &c.name, c.ty, specs);
-                        }
-                    }
-                    Term::Bind(m) => specs.push((
-                        m.index,
-                        spec(
-                            table,
-                            &format!(
-                                "({})",
-                                cols.iter()
-                                    .map(|c| c.name.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(",")
-                            ),
-                            ColumnType::Tuple(
-                                cols.iter().map(|c| ColumnType::Native(c.ty)).collect(),
-                            ),
-                        ),
-                    )),
-                    _ => {}
-                }
+                multi_column(table, columns, value, specs)?
             }
             Relation::MultiColumnIn { columns, values } => {
-                let cols: Vec<_> = columns
-                    .iter()
-                    .map(|c| restrict::column(table, c.as_str()))
-                    .collect::<Result<_, _>>()?;
+                // The columns must exist whatever the values are.
+                for c in columns {
+                    restrict::column(table, c.as_str())?;
+                }
                 if let InValues::List(terms) = values {
                     for t in terms {
-                        match t {
-                            Term::Tuple(items) => {
-                                for (item, c) in items.iter().zip(&cols) {
-                                    term(table, item, &c.name, c.ty, specs);
-                                }
-                            }
-                            Term::Bind(m) => specs.push((
-                                m.index,
-                                spec(
-                                    table,
-                                    "tuple",
-                                    ColumnType::Tuple(
-                                        cols.iter().map(|c| ColumnType::Native(c.ty)).collect(),
-                                    ),
-                                ),
-                            )),
-                            _ => {}
-                        }
+                        multi_column_tuple(table, columns, t, "tuple", specs)?;
                     }
                 }
             }
@@ -280,6 +244,54 @@ fn relations(
                 other => term(table, other, "partition key token", CqlType::BigInt, specs),
             },
         }
+    }
+    Ok(())
+}
+
+/// Markers of `(c1, c2) op value`: per element of a tuple, or one marker for the whole
+/// tuple (named after the columns).
+fn multi_column(
+    table: &TableMeta,
+    columns: &[crate::ast::Ident],
+    value: &Term,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) -> Result<(), ErrorResponse> {
+    let names = columns
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    multi_column_tuple(table, columns, value, &format!("({names})"), specs)
+}
+
+/// Markers of one tuple of a multi-column relation: per element, or one marker named
+/// `whole_name` for the whole tuple.
+fn multi_column_tuple(
+    table: &TableMeta,
+    columns: &[crate::ast::Ident],
+    value: &Term,
+    whole_name: &str,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) -> Result<(), ErrorResponse> {
+    let cols: Vec<_> = columns
+        .iter()
+        .map(|c| restrict::column(table, c.as_str()))
+        .collect::<Result<_, _>>()?;
+    match value {
+        Term::Tuple(items) => {
+            for (t, c) in items.iter().zip(&cols) {
+                term(table, t, &c.name, c.ty, specs);
+            }
+        }
+        Term::Bind(m) => specs.push((
+            m.index,
+            spec(
+                table,
+                whole_name,
+                ColumnType::Tuple(cols.iter().map(|c| ColumnType::Native(c.ty)).collect()),
+            ),
+        )),
+        _ => {}
     }
     Ok(())
 }

@@ -114,20 +114,7 @@ pub(crate) async fn execute<C: Coordinator>(
     let bindings = Bindings::new(&exec.params.values, &s.bind_markers)?;
     let keyspace = exec.keyspace_of(&s.table)?;
     if crate::system::is_system_keyspace(keyspace) {
-        let local = coordinator.local_node();
-        let peers = coordinator.peers();
-        let cluster = coordinator.cluster_info();
-        let view = crate::system::SystemView {
-            catalog: &catalog,
-            local: &local,
-            peers: &peers,
-            cluster: &cluster,
-        };
-        let mut qualified = s.clone();
-        qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
-        let mut rows = crate::system::select(&view, &qualified, &bindings.raw())?;
-        rows.metadata.no_metadata = exec.params.skip_metadata;
-        return Ok(ResultBody::Rows(rows));
+        return select_system(coordinator.as_ref(), exec, s, keyspace, &catalog, &bindings);
     }
     let table = exec.table(&catalog, &s.table)?;
     let ctx = EvalContext {
@@ -172,6 +159,41 @@ pub(crate) async fn execute<C: Coordinator>(
         ),
         _ => None,
     };
+    let rows = result_rows(&plan, &mut run);
+    let mut metadata = RowsMetadata::new(result_specs(&plan));
+    metadata.paging_state = paging_state;
+    metadata.no_metadata = exec.params.skip_metadata;
+    Ok(ResultBody::Rows(Rows { metadata, rows }))
+}
+
+/// A SELECT on a system keyspace: answered from the catalog and the coordinator's view.
+fn select_system<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    s: &SelectStatement,
+    keyspace: &str,
+    catalog: &crate::schema::Catalog,
+    bindings: &Bindings,
+) -> Result<ResultBody, ErrorResponse> {
+    let local = coordinator.local_node();
+    let peers = coordinator.peers();
+    let cluster = coordinator.cluster_info();
+    let view = crate::system::SystemView {
+        catalog,
+        local: &local,
+        peers: &peers,
+        cluster: &cluster,
+    };
+    let mut qualified = s.clone();
+    qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
+    let mut rows = crate::system::select(&view, &qualified, &bindings.raw())?;
+    rows.metadata.no_metadata = exec.params.skip_metadata;
+    Ok(ResultBody::Rows(rows))
+}
+
+/// The page's rows: merge-sorted across the partitions of an IN when ORDER BY asks for
+/// it, or the one row of aggregates.
+fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
     let mut out_rows = std::mem::take(&mut run.rows);
     if plan.merge_sort {
         let mut keyed: Vec<(Vec<u8>, Vec<Option<Bytes>>)> =
@@ -191,8 +213,12 @@ pub(crate) async fn execute<C: Coordinator>(
     if plan.aggregate {
         out_rows = vec![run.aggregates.finish(&plan.columns)];
     }
-    let specs: Vec<ColumnSpec> = plan
-        .columns
+    out_rows
+}
+
+/// The result's column specs.
+fn result_specs(plan: &Plan) -> Vec<ColumnSpec> {
+    plan.columns
         .iter()
         .map(|c| {
             ColumnSpec::new(
@@ -202,14 +228,7 @@ pub(crate) async fn execute<C: Coordinator>(
                 c.ty.clone(),
             )
         })
-        .collect();
-    let mut metadata = RowsMetadata::new(specs);
-    metadata.paging_state = paging_state;
-    metadata.no_metadata = exec.params.skip_metadata;
-    Ok(ResultBody::Rows(Rows {
-        metadata,
-        rows: out_rows,
-    }))
+        .collect()
 }
 
 /// Analyses a SELECT against its table: restrictions, output columns, what needs ALLOW
