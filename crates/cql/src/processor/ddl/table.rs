@@ -12,6 +12,43 @@ pub(super) fn table_from_create(
 ) -> Result<TableMeta, ErrorResponse> {
     let name = s.name.name.as_str().to_owned();
     check_name("Table", &name)?;
+    let key_names = check_columns(s)?;
+    let orders = clustering_orders(s)?;
+    let columns = column_metas(s, &key_names, &orders)?;
+    let next_column_id = columns.len() as u32;
+    let mut params = TableParams {
+        layout: default_layout,
+        ..TableParams::default()
+    };
+    apply_table_properties(&mut params, &s.properties)?;
+    Ok(TableMeta {
+        keyspace: keyspace.to_owned(),
+        name,
+        id: TableId(Uuid::random().0),
+        columns,
+        params,
+        next_column_id,
+    })
+}
+
+/// The definition of a column the PRIMARY KEY names.
+fn key_column<'s>(
+    s: &'s CreateTableStatement,
+    ident: &crate::ast::Ident,
+) -> Result<&'s ColumnDefinition, ErrorResponse> {
+    s.columns.iter().find(|c| c.name == *ident).ok_or_else(|| {
+        invalid(format!(
+            "Unknown definition {} referenced in PRIMARY KEY",
+            ident.as_str()
+        ))
+    })
+}
+
+/// Checks the column definitions against the PRIMARY KEY (no duplicates, key columns
+/// defined and not static, static columns only with clustering columns); the key's names.
+fn check_columns(
+    s: &CreateTableStatement,
+) -> Result<std::collections::HashSet<&str>, ErrorResponse> {
     let mut seen = std::collections::HashSet::new();
     for c in &s.columns {
         if !seen.insert(c.name.as_str()) {
@@ -21,14 +58,6 @@ pub(super) fn table_from_create(
             )));
         }
     }
-    let find = |ident: &crate::ast::Ident| -> Result<&ColumnDefinition, ErrorResponse> {
-        s.columns.iter().find(|c| c.name == *ident).ok_or_else(|| {
-            invalid(format!(
-                "Unknown definition {} referenced in PRIMARY KEY",
-                ident.as_str()
-            ))
-        })
-    };
     let mut key_names = std::collections::HashSet::new();
     for ident in s
         .primary_key
@@ -42,8 +71,7 @@ pub(super) fn table_from_create(
                 ident.as_str()
             )));
         }
-        let def = find(ident)?;
-        if def.is_static {
+        if key_column(s, ident)?.is_static {
             return Err(invalid(format!(
                 "Static column {} cannot be part of the PRIMARY KEY",
                 ident.as_str()
@@ -56,7 +84,12 @@ pub(super) fn table_from_create(
             "Static columns are only useful (and thus allowed) if the table has at least one clustering column",
         ));
     }
-    // CLUSTERING ORDER BY: clustering columns only, in clustering order.
+    Ok(key_names)
+}
+
+/// CLUSTERING ORDER BY: clustering columns only, in clustering order; ascending where
+/// not given.
+fn clustering_orders(s: &CreateTableStatement) -> Result<Vec<ClusteringOrder>, ErrorResponse> {
     let mut orders = vec![ClusteringOrder::Asc; s.primary_key.clustering_columns.len()];
     let mut last_position = None;
     for (ident, order) in &s.clustering_order {
@@ -84,63 +117,50 @@ pub(super) fn table_from_create(
             };
         }
     }
-    let mut columns = Vec::with_capacity(s.columns.len());
-    let mut next_id = 0u32;
-    for (position, ident) in s.primary_key.partition_key.iter().enumerate() {
-        let def = find(ident)?;
+    Ok(orders)
+}
+
+/// The columns in id order: partition key, clustering columns, then the others as
+/// declared; ids from 0.
+fn column_metas(
+    s: &CreateTableStatement,
+    key_names: &std::collections::HashSet<&str>,
+    orders: &[ClusteringOrder],
+) -> Result<Vec<ColumnMeta>, ErrorResponse> {
+    let mut columns: Vec<ColumnMeta> = Vec::with_capacity(s.columns.len());
+    let mut push = |def: &ColumnDefinition, kind: ColumnKind| {
+        let id = ColumnId(columns.len() as u32);
         columns.push(ColumnMeta {
             name: def.name.as_str().to_owned(),
             ty: def.ty,
-            kind: ColumnKind::PartitionKey { position },
-            id: ColumnId(next_id),
+            kind,
+            id,
         });
-        next_id += 1;
+    };
+    for (position, ident) in s.primary_key.partition_key.iter().enumerate() {
+        push(key_column(s, ident)?, ColumnKind::PartitionKey { position });
     }
     for (position, ident) in s.primary_key.clustering_columns.iter().enumerate() {
-        let def = find(ident)?;
-        columns.push(ColumnMeta {
-            name: def.name.as_str().to_owned(),
-            ty: def.ty,
-            kind: ColumnKind::Clustering {
-                position,
-                order: orders
-                    .get(position)
-                    .copied()
-                    .unwrap_or(ClusteringOrder::Asc),
-            },
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
+        let order = orders
+            .get(position)
+            .copied()
+            .unwrap_or(ClusteringOrder::Asc);
+        push(
+            key_column(s, ident)?,
+            ColumnKind::Clustering { position, order },
+        );
     }
     for def in &s.columns {
-        if key_names.contains(def.name.as_str()) {
-            continue;
-        }
-        columns.push(ColumnMeta {
-            name: def.name.as_str().to_owned(),
-            ty: def.ty,
-            kind: if def.is_static {
+        if !key_names.contains(def.name.as_str()) {
+            let kind = if def.is_static {
                 ColumnKind::Static
             } else {
                 ColumnKind::Regular
-            },
-            id: ColumnId(next_id),
-        });
-        next_id += 1;
+            };
+            push(def, kind);
+        }
     }
-    let mut params = TableParams {
-        layout: default_layout,
-        ..TableParams::default()
-    };
-    apply_table_properties(&mut params, &s.properties)?;
-    Ok(TableMeta {
-        keyspace: keyspace.to_owned(),
-        name,
-        id: TableId(Uuid::random().0),
-        columns,
-        params,
-        next_column_id: next_id,
-    })
+    Ok(columns)
 }
 
 pub(super) fn alter_table(
