@@ -163,83 +163,16 @@ fn column_metas(
     Ok(columns)
 }
 
+/// The table an `ALTER TABLE` leaves.
 pub(super) fn alter_table(
     old: &TableMeta,
     s: &AlterTableStatement,
 ) -> Result<TableMeta, ErrorResponse> {
     let mut table = old.clone();
     match &s.operation {
-        AlterTableOperation::Add(defs) => {
-            let has_clustering = !table.clustering().is_empty();
-            for def in defs {
-                let name = def.name.as_str();
-                if table.column(name).is_some() {
-                    return Err(invalid(format!(
-                        "Invalid column name {name} because it conflicts with an existing column"
-                    )));
-                }
-                if def.is_static && !has_clustering {
-                    return Err(invalid(format!(
-                        "Static columns are not allowed in tables with no clustering columns (adding {name})"
-                    )));
-                }
-                table.columns.push(ColumnMeta {
-                    name: name.to_owned(),
-                    ty: def.ty,
-                    kind: if def.is_static {
-                        ColumnKind::Static
-                    } else {
-                        ColumnKind::Regular
-                    },
-                    id: ColumnId(table.next_column_id),
-                });
-                table.next_column_id += 1;
-            }
-        }
-        AlterTableOperation::Drop(names) => {
-            for ident in names {
-                let name = ident.as_str();
-                let Some(col) = table.column(name) else {
-                    return Err(invalid(format!(
-                        "Column {name} was not found in table {}",
-                        table.name
-                    )));
-                };
-                if col.kind.is_primary_key() {
-                    return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
-                }
-                table.columns.retain(|c| c.name != name);
-            }
-        }
-        AlterTableOperation::Rename(pairs) => {
-            for (from, to) in pairs {
-                let Some(index) = table.column_index(from.as_str()) else {
-                    return Err(invalid(format!(
-                        "Cannot rename unknown column {} in table {}",
-                        from.as_str(),
-                        table.name
-                    )));
-                };
-                if table.column(to.as_str()).is_some() {
-                    return Err(invalid(format!(
-                        "Cannot rename column {} to {} in table {}; another column of that name already exist",
-                        from.as_str(),
-                        to.as_str(),
-                        table.name
-                    )));
-                }
-                let Some(col) = table.columns.get_mut(index) else {
-                    continue;
-                };
-                if !col.kind.is_primary_key() {
-                    return Err(invalid(format!(
-                        "Cannot rename non PRIMARY KEY part {}",
-                        from.as_str()
-                    )));
-                }
-                col.name = to.as_str().to_owned();
-            }
-        }
+        AlterTableOperation::Add(defs) => add_columns(&mut table, defs)?,
+        AlterTableOperation::Drop(names) => drop_columns(&mut table, names)?,
+        AlterTableOperation::Rename(pairs) => rename_columns(&mut table, pairs)?,
         AlterTableOperation::With(properties) => {
             apply_table_properties(&mut table.params, properties)?;
             // Each replica's data is stored in the layout's own structures; changing it
@@ -255,4 +188,87 @@ pub(super) fn alter_table(
         }
     }
     Ok(table)
+}
+
+/// `ADD`: new regular or static columns, with ids never used before in this table.
+fn add_columns(table: &mut TableMeta, defs: &[ColumnDefinition]) -> Result<(), ErrorResponse> {
+    let has_clustering = !table.clustering().is_empty();
+    for def in defs {
+        let name = def.name.as_str();
+        if table.column(name).is_some() {
+            return Err(invalid(format!(
+                "Invalid column name {name} because it conflicts with an existing column"
+            )));
+        }
+        if def.is_static && !has_clustering {
+            return Err(invalid(format!(
+                "Static columns are not allowed in tables with no clustering columns (adding {name})"
+            )));
+        }
+        table.columns.push(ColumnMeta {
+            name: name.to_owned(),
+            ty: def.ty,
+            kind: if def.is_static {
+                ColumnKind::Static
+            } else {
+                ColumnKind::Regular
+            },
+            id: ColumnId(table.next_column_id),
+        });
+        table.next_column_id += 1;
+    }
+    Ok(())
+}
+
+/// `DROP`: columns outside the primary key.
+fn drop_columns(table: &mut TableMeta, names: &[crate::ast::Ident]) -> Result<(), ErrorResponse> {
+    for ident in names {
+        let name = ident.as_str();
+        let Some(col) = table.column(name) else {
+            return Err(invalid(format!(
+                "Column {name} was not found in table {}",
+                table.name
+            )));
+        };
+        if col.kind.is_primary_key() {
+            return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
+        }
+        table.columns.retain(|c| c.name != name);
+    }
+    Ok(())
+}
+
+/// `RENAME`: primary key columns only, as Cassandra allows.
+fn rename_columns(
+    table: &mut TableMeta,
+    pairs: &[(crate::ast::Ident, crate::ast::Ident)],
+) -> Result<(), ErrorResponse> {
+    for (from, to) in pairs {
+        let Some(index) = table.column_index(from.as_str()) else {
+            return Err(invalid(format!(
+                "Cannot rename unknown column {} in table {}",
+                from.as_str(),
+                table.name
+            )));
+        };
+        if table.column(to.as_str()).is_some() {
+            return Err(invalid(format!(
+                "Cannot rename column {} to {} in table {}; another column of that name already exist",
+                from.as_str(),
+                to.as_str(),
+                table.name
+            )));
+        }
+        let Some(col) = table.columns.get_mut(index) else {
+            continue;
+        };
+        if !col.kind.is_primary_key() {
+            return Err(invalid(format!(
+                "Cannot rename non PRIMARY KEY part {}",
+                from.as_str()
+            )));
+        }
+        col.name = to.as_str().to_owned();
+    }
+    Ok(())
 }
