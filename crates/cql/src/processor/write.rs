@@ -571,45 +571,8 @@ impl Writer<'_> {
     ) -> Result<(), ErrorResponse> {
         let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
         let partitions = self.partitions(&r)?;
-        // DELETE c1, c2 FROM …: cell tombstones.
         if !s.columns.is_empty() {
-            let mut regular = BTreeMap::new();
-            let mut statics = BTreeMap::new();
-            for ident in &s.columns {
-                let name = ident.as_str();
-                let col = restrict::column(self.table, name)?;
-                if col.kind.is_primary_key() {
-                    return Err(invalid(format!(
-                        "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
-                    )));
-                }
-                if col.kind == ColumnKind::Static {
-                    statics.insert(col.id, self.tombstone());
-                } else {
-                    regular.insert(col.id, self.tombstone());
-                }
-            }
-            let rows = if regular.is_empty() {
-                Vec::new()
-            } else {
-                self.full_rows(&r).ok_or_else(|| {
-                    invalid("Range deletions are not supported for specific columns")
-                })?
-            };
-            for prefix in &partitions {
-                if !statics.is_empty() {
-                    let mut f = Fragment::new(FragmentKind::Static);
-                    f.cells = statics.clone();
-                    self.push(out, prefix, self.schema.static_key(prefix), f);
-                }
-                for ck in &rows {
-                    let mut f = Fragment::new(FragmentKind::Row);
-                    f.cells = regular.clone();
-                    let key = self.row_key(prefix, ck)?;
-                    self.push(out, prefix, key, f);
-                }
-            }
-            return Ok(());
+            return self.delete_cells(s, &r, &partitions, out);
         }
         if !r.has_clustering() {
             for prefix in &partitions {
@@ -640,6 +603,52 @@ impl Writer<'_> {
                     .range_tombstone_key(prefix, start, end)
                     .map_err(|e| invalid(format!("Invalid range deletion: {e}")))?;
                 let f = Fragment::range_deletion(self.deletion());
+                self.push(out, prefix, key, f);
+            }
+        }
+        Ok(())
+    }
+
+    /// `DELETE c1, c2 FROM …`: cell tombstones in the rows (and static rows) named.
+    fn delete_cells(
+        &self,
+        s: &DeleteStatement,
+        r: &Restrictions,
+        partitions: &[PartitionPrefix],
+        out: &mut Vec<Mutation>,
+    ) -> Result<(), ErrorResponse> {
+        let mut regular = BTreeMap::new();
+        let mut statics = BTreeMap::new();
+        for ident in &s.columns {
+            let name = ident.as_str();
+            let col = restrict::column(self.table, name)?;
+            if col.kind.is_primary_key() {
+                return Err(invalid(format!(
+                    "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
+                )));
+            }
+            if col.kind == ColumnKind::Static {
+                statics.insert(col.id, self.tombstone());
+            } else {
+                regular.insert(col.id, self.tombstone());
+            }
+        }
+        let rows = if regular.is_empty() {
+            Vec::new()
+        } else {
+            self.full_rows(r)
+                .ok_or_else(|| invalid("Range deletions are not supported for specific columns"))?
+        };
+        for prefix in partitions {
+            if !statics.is_empty() {
+                let mut f = Fragment::new(FragmentKind::Static);
+                f.cells = statics.clone();
+                self.push(out, prefix, self.schema.static_key(prefix), f);
+            }
+            for ck in &rows {
+                let mut f = Fragment::new(FragmentKind::Row);
+                f.cells = regular.clone();
+                let key = self.row_key(prefix, ck)?;
                 self.push(out, prefix, key, f);
             }
         }
