@@ -480,8 +480,8 @@ struct Shared {
     start: Instant,
 }
 
-/// Runs one phase and returns its report.
-pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
+/// Refuses a configuration no phase can run.
+fn check_config(config: &BenchConfig) -> anyhow::Result<()> {
     if config.concurrency == 0 {
         bail!("concurrency must be positive");
     }
@@ -493,6 +493,12 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
             bail!("rate must be a positive number of operations per second");
         }
     }
+    Ok(())
+}
+
+/// Runs one phase and returns its report.
+pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
+    check_config(&config)?;
     let session = connect(&config.hosts).await?;
     let (phase_name, total) = match &config.phase {
         Phase::Load { rf, layout } => {
