@@ -285,44 +285,11 @@ impl Parser<'_> {
                 "No PRIMARY KEY specifed (exactly one required)".to_owned(),
             ));
         };
-        let mut clustering_order = Vec::new();
-        let mut properties = Vec::new();
-        if self.accept_kw("WITH") {
-            loop {
-                let t = self.peek();
-                if self.is_kw("CLUSTERING") && self.is_kw_at(1, "ORDER") {
-                    self.bump();
-                    self.bump();
-                    self.expect_kw("BY")?;
-                    if !clustering_order.is_empty() {
-                        return Err(
-                            self.invalid(t, "Multiple CLUSTERING ORDER BY clauses".to_owned())
-                        );
-                    }
-                    self.expect(Kind::LParen)?;
-                    clustering_order = self.parse_orderings(true)?;
-                    self.expect(Kind::RParen)?;
-                } else if self.is_kw("COMPACT") && self.is_kw_at(1, "STORAGE") {
-                    return Err(self.unsupported(
-                        t,
-                        Feature::CompactStorage,
-                        "WITH COMPACT STORAGE",
-                    ));
-                } else {
-                    let property = self.parse_property()?;
-                    if properties
-                        .iter()
-                        .any(|p: &Property| p.name == property.name)
-                    {
-                        return Err(self.duplicate_property(t, &property.name));
-                    }
-                    properties.push(property);
-                }
-                if !self.accept_kw("AND") {
-                    break;
-                }
-            }
-        }
+        let (clustering_order, properties) = if self.accept_kw("WITH") {
+            self.parse_create_table_options()?
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(CreateTableStatement {
             name,
             if_not_exists,
@@ -331,6 +298,42 @@ impl Parser<'_> {
             clustering_order,
             properties,
         })
+    }
+
+    /// `CLUSTERING ORDER BY (…) AND name = value AND …` after `WITH` in a CREATE TABLE.
+    #[allow(clippy::type_complexity)] // The two lists CreateTableStatement keeps.
+    fn parse_create_table_options(&mut self) -> PResult<(Vec<(Ident, Order)>, Vec<Property>)> {
+        let mut clustering_order = Vec::new();
+        let mut properties = Vec::new();
+        loop {
+            let t = self.peek();
+            if self.is_kw("CLUSTERING") && self.is_kw_at(1, "ORDER") {
+                self.bump();
+                self.bump();
+                self.expect_kw("BY")?;
+                if !clustering_order.is_empty() {
+                    return Err(self.invalid(t, "Multiple CLUSTERING ORDER BY clauses".to_owned()));
+                }
+                self.expect(Kind::LParen)?;
+                clustering_order = self.parse_orderings(true)?;
+                self.expect(Kind::RParen)?;
+            } else if self.is_kw("COMPACT") && self.is_kw_at(1, "STORAGE") {
+                return Err(self.unsupported(t, Feature::CompactStorage, "WITH COMPACT STORAGE"));
+            } else {
+                let property = self.parse_property()?;
+                if properties
+                    .iter()
+                    .any(|p: &Property| p.name == property.name)
+                {
+                    return Err(self.duplicate_property(t, &property.name));
+                }
+                properties.push(property);
+            }
+            if !self.accept_kw("AND") {
+                break;
+            }
+        }
+        Ok((clustering_order, properties))
     }
 
     pub(super) fn multiple_primary_keys(&self, t: Token) -> ParseError {
