@@ -141,26 +141,7 @@ impl Plan {
             .iter()
             .map(|f| self.accepted(f, values).map(|set| (f.column, set)))
             .collect::<Result<Vec<_>, _>>()?;
-        let limit = match self.limit {
-            None => None,
-            Some(limit) => {
-                let n = match limit {
-                    Limit::Constant(n) => n,
-                    Limit::Bound(i) => match values.get(i).and_then(Option::as_ref) {
-                        Some(b) => i64::from(i32::from_be_bytes(
-                            b.as_ref()
-                                .try_into()
-                                .map_err(|_| invalid("Invalid LIMIT value: expected an int"))?,
-                        )),
-                        None => return Err(invalid("Invalid null value of limit")),
-                    },
-                };
-                if n <= 0 {
-                    return Err(invalid("LIMIT must be strictly positive"));
-                }
-                Some(usize::try_from(n).unwrap_or(usize::MAX))
-            }
-        };
+        let limit = self.limit_value(values)?;
         let matching: Vec<Row> = rows
             .into_iter()
             .filter(|row| {
@@ -176,37 +157,9 @@ impl Plan {
             .iter()
             .any(|e| matches!(e, Expr::CountRows | Expr::CountColumn(_)));
         let mut out: Vec<Row> = if aggregate {
-            // One row; plain columns take the first matching row's values, as Cassandra 3.x.
-            let first = matching.first();
-            let row = self
-                .exprs
-                .iter()
-                .map(|e| match e {
-                    Expr::Column(i) => first.and_then(|r| r.get(*i).cloned().flatten()),
-                    Expr::CountRows => count(matching.len()),
-                    Expr::CountColumn(i) => count(
-                        matching
-                            .iter()
-                            .filter(|r| r.get(*i).is_some_and(Option::is_some))
-                            .count(),
-                    ),
-                })
-                .collect();
-            vec![row]
+            vec![self.aggregate_row(&matching)]
         } else {
-            matching
-                .iter()
-                .map(|r| {
-                    self.exprs
-                        .iter()
-                        .map(|e| match e {
-                            Expr::Column(i) => r.get(*i).cloned().flatten(),
-                            // Not reached: aggregates take the other branch.
-                            Expr::CountRows | Expr::CountColumn(_) => None,
-                        })
-                        .collect()
-                })
-                .collect()
+            matching.iter().map(|r| self.output_row(r)).collect()
         };
         if self.distinct {
             let mut seen = std::collections::HashSet::new();
@@ -219,6 +172,59 @@ impl Plan {
             metadata: RowsMetadata::new(self.columns.clone()),
             rows: out,
         })
+    }
+
+    /// The LIMIT, as given or bound; strictly positive.
+    fn limit_value(&self, values: &[Option<Bytes>]) -> Result<Option<usize>, ErrorResponse> {
+        let Some(limit) = self.limit else {
+            return Ok(None);
+        };
+        let n = match limit {
+            Limit::Constant(n) => n,
+            Limit::Bound(i) => match values.get(i).and_then(Option::as_ref) {
+                Some(b) => i64::from(i32::from_be_bytes(
+                    b.as_ref()
+                        .try_into()
+                        .map_err(|_| invalid("Invalid LIMIT value: expected an int"))?,
+                )),
+                None => return Err(invalid("Invalid null value of limit")),
+            },
+        };
+        if n <= 0 {
+            return Err(invalid("LIMIT must be strictly positive"));
+        }
+        Ok(Some(usize::try_from(n).unwrap_or(usize::MAX)))
+    }
+
+    /// The one row of a query with counts; plain columns take the first matching row's
+    /// values, as Cassandra 3.x does.
+    fn aggregate_row(&self, matching: &[Row]) -> Row {
+        let first = matching.first();
+        self.exprs
+            .iter()
+            .map(|e| match e {
+                Expr::Column(i) => first.and_then(|r| r.get(*i).cloned().flatten()),
+                Expr::CountRows => count(matching.len()),
+                Expr::CountColumn(i) => count(
+                    matching
+                        .iter()
+                        .filter(|r| r.get(*i).is_some_and(Option::is_some))
+                        .count(),
+                ),
+            })
+            .collect()
+    }
+
+    /// One matching row's selected columns.
+    fn output_row(&self, r: &Row) -> Row {
+        self.exprs
+            .iter()
+            .map(|e| match e {
+                Expr::Column(i) => r.get(*i).cloned().flatten(),
+                // Not reached: aggregates take the other branch.
+                Expr::CountRows | Expr::CountColumn(_) => None,
+            })
+            .collect()
     }
 
     /// The serialized values a filter accepts.
