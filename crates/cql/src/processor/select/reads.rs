@@ -387,17 +387,8 @@ pub(super) async fn scan<C: Coordinator>(
                 if finish_partition(run, current.take()) == Next::Stop {
                     return Ok(Next::Stop);
                 }
-                let decoded = schema.decode_key(k).map_err(|e| {
-                    ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
-                })?;
                 run.partition_rows = 0;
-                current = Some(ScanPartition {
-                    prefix: prefix.to_vec(),
-                    token: decoded.token,
-                    partition_key: decoded.partition_key,
-                    resolver: PartitionResolver::new(schema, plan.now_secs),
-                    any_row: false,
-                });
+                current = Some(open_partition(schema, plan.now_secs, prefix, k)?);
             }
             let Some(part) = current.as_mut() else {
                 continue;
@@ -416,13 +407,7 @@ pub(super) async fn scan<C: Coordinator>(
                 Next::Continue => {}
                 Next::Stop => return Ok(Next::Stop),
                 Next::SkipPartition => {
-                    // Jump past the rest of this partition.
-                    let mut past = part.prefix.clone();
-                    let full = prefix_of_key(schema, k)?;
-                    if let Some(e) = schema.partition_range(&full).end {
-                        past = e;
-                    }
-                    start = past;
+                    start = past_partition(schema, &part.prefix, k)?;
                     jumped = true;
                     break;
                 }
@@ -433,6 +418,34 @@ pub(super) async fn scan<C: Coordinator>(
         }
     }
     Ok(finish_partition(run, current.take()))
+}
+
+/// The scan's state for the partition whose first entry is `key`.
+fn open_partition<'s>(
+    schema: &'s KeySchema,
+    now_secs: i64,
+    prefix: &[u8],
+    key: &[u8],
+) -> Result<ScanPartition<'s>, ErrorResponse> {
+    let decoded = schema.decode_key(key).map_err(|e| {
+        ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+    })?;
+    Ok(ScanPartition {
+        prefix: prefix.to_vec(),
+        token: decoded.token,
+        partition_key: decoded.partition_key,
+        resolver: PartitionResolver::new(schema, now_secs),
+        any_row: false,
+    })
+}
+
+/// The first key after the partition of `key` (whose encoded prefix is `prefix`).
+fn past_partition(schema: &KeySchema, prefix: &[u8], key: &[u8]) -> Result<Vec<u8>, ErrorResponse> {
+    let full = prefix_of_key(schema, key)?;
+    Ok(schema
+        .partition_range(&full)
+        .end
+        .unwrap_or_else(|| prefix.to_vec()))
 }
 
 /// Reads what the plan selects, from `resume` on.
