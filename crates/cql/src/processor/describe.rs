@@ -340,28 +340,35 @@ fn elements_of(
         DescribeTarget::Type(name) => missing(name, "User defined type"),
         DescribeTarget::Function(name) => missing(name, "User defined function"),
         DescribeTarget::Aggregate(name) => missing(name, "User defined aggregate"),
-        DescribeTarget::Generic(name) => {
-            // A keyspace first, then a table (Mosaic has no indexes or views), in the
-            // keyspace written, else the session's, else the name itself.
-            let element = name.name.as_str();
-            if name.keyspace.is_none() {
-                if let Some(k) = elements::keyspace(catalog, element) {
-                    return Ok(keyspace_elements(&k, false, internals));
-                }
-            }
-            let keyspace = match &name.keyspace {
-                Some(k) => k.as_str(),
-                None => session.unwrap_or(element),
-            };
-            let k = find_keyspace(catalog, keyspace)?;
-            match k.table(element) {
-                Some(t) => Ok(vec![Element::described_table(&t, internals)]),
-                None => Err(invalid(format!(
-                    "'{element}' not found in keyspace '{}'",
-                    k.name()
-                ))),
-            }
+        DescribeTarget::Generic(name) => generic_elements(catalog, session, name, internals),
+    }
+}
+
+/// `DESCRIBE name`: a keyspace first, then a table (Mosaic has no indexes or views), in
+/// the keyspace written, else the session's, else the name itself.
+fn generic_elements(
+    catalog: &Catalog,
+    session: Option<&str>,
+    name: &QualifiedName,
+    internals: bool,
+) -> Result<Vec<Element>, ErrorResponse> {
+    let element = name.name.as_str();
+    if name.keyspace.is_none() {
+        if let Some(k) = elements::keyspace(catalog, element) {
+            return Ok(keyspace_elements(&k, false, internals));
         }
+    }
+    let keyspace = match &name.keyspace {
+        Some(k) => k.as_str(),
+        None => session.unwrap_or(element),
+    };
+    let k = find_keyspace(catalog, keyspace)?;
+    match k.table(element) {
+        Some(t) => Ok(vec![Element::described_table(&t, internals)]),
+        None => Err(invalid(format!(
+            "'{element}' not found in keyspace '{}'",
+            k.name()
+        ))),
     }
 }
 
