@@ -1,0 +1,207 @@
+//! The simulated nodes: starting and crashing them, their views, schema changes and
+//! agreement, and running a task on one of them.
+
+use super::*;
+
+impl World {
+    /// Starts (or restarts) node `i` over its store, with a new incarnation and a larger
+    /// generation.
+    pub(super) fn start_node(&self, i: usize) {
+        let generation = {
+            let mut g = self.generations.lock();
+            let Some(slot) = g.get_mut(i) else {
+                return;
+            };
+            *slot += 1;
+            *slot
+        };
+        let Some(store) = self.stores.get(i).cloned() else {
+            return;
+        };
+        let owner = Owner(self.next_owner.fetch_add(1, Ordering::SeqCst));
+        let runtime = SimRuntime::new(
+            self.exec.clone(),
+            owner,
+            self.rng_root.fork(0x100 + owner.0),
+        );
+        let transport = SimTransport::new(self.net.clone(), i, owner);
+        let ep = endpoint(i);
+        let config = NodeConfig {
+            endpoint: ep,
+            seeds: (0..self.config.nodes.min(2)).map(endpoint).collect(),
+            gossip_interval_ms: self.config.gossip_interval_ms,
+            phi_convict_threshold: self.config.phi_convict_threshold,
+            write_timeout_ms: self.config.write_timeout_ms,
+            read_timeout_ms: self.config.read_timeout_ms,
+            schema_timeout_ms: 10_000,
+            replica_requests_max: self.config.replica_requests_max,
+            ..NodeConfig::new(ep)
+        };
+        let mut host_id = [0u8; 16];
+        host_id[0] = i as u8 + 1;
+        let app = AppState {
+            host_id: mosaic_types::HostId(host_id),
+            tokens: self.tokens.get(i).cloned().unwrap_or_default(),
+            rpc_address: ep.ip(),
+            native_port: 9042,
+            admin_port: 0,
+            data_center: "datacenter1".into(),
+            rack: "rack1".into(),
+            release_version: "mosaic-sim".into(),
+            schema_version: store.schema().version,
+            status: NodeStatus::Normal,
+            load_bytes: 0,
+        };
+        let node = Node::new(
+            config,
+            app,
+            generation,
+            Arc::new(runtime),
+            Arc::new(transport),
+            store.clone(),
+            Arc::new(DynamicSnitch::default()),
+        );
+        if !self.forget_peers {
+            let known = self.peers.lock().get(i).cloned().unwrap_or_default();
+            node.restore_peers(known);
+        }
+        self.net.install(i, node.clone(), owner);
+        if let Some(d) = self.down.lock().get_mut(i) {
+            *d = false;
+        }
+        node.start();
+        if let Durability::Periodic { interval_ms, .. } = self.config.durability {
+            let exec = self.exec.clone();
+            self.exec.spawn(
+                owner,
+                async move {
+                    loop {
+                        exec.sleep(interval_ms * 1000).await;
+                        store.sync();
+                    }
+                }
+                .boxed(),
+            );
+        }
+    }
+
+    /// Crashes node `i`: its tasks and in-flight messages die, and a lossy store loses a
+    /// seeded suffix of its unsynced writes.
+    pub(super) fn crash(&self, i: usize) {
+        let Some((node, owner)) = self.net.remove(i) else {
+            return;
+        };
+        let known: Vec<EndpointState> = node.states().into_iter().map(|(s, _)| s).collect();
+        if let Some(p) = self.peers.lock().get_mut(i) {
+            *p = known;
+        }
+        self.exec.kill(owner);
+        if let Some(d) = self.down.lock().get_mut(i) {
+            *d = true;
+        }
+        let lossy = matches!(
+            self.config.durability,
+            Durability::Periodic { lossy: true, .. }
+        );
+        let Some(store) = self.stores.get(i) else {
+            return;
+        };
+        let lost = {
+            let mut rng = self.fault_rng.lock();
+            store.crash(|n| {
+                if lossy {
+                    rng.below(n as u64 + 1) as usize
+                } else {
+                    n
+                }
+            })
+        };
+        let mut faults = self.faults.lock();
+        faults.crashes += 1;
+        faults.writes_lost += lost.len() as u64;
+        drop(faults);
+        let mut checker = self.checker.lock();
+        for (_, m) in &lost {
+            checker.record_loss(i, &m.fragment);
+        }
+    }
+
+    /// Node `i`'s view of the cluster, for reports: its ring and whom it believes alive.
+    pub(super) fn view_of(&self, i: usize) -> String {
+        let Some((node, _)) = self.net.node(i) else {
+            return format!("coordinator {i} down");
+        };
+        let alive: Vec<usize> = (0..self.config.nodes)
+            .filter(|j| node.is_alive(endpoint(*j)))
+            .collect();
+        format!(
+            "coordinator {i} at {} µs, ring of {} nodes, alive {alive:?}",
+            self.now(),
+            node.ring().nodes().len()
+        )
+    }
+
+    pub(super) fn is_down(&self, i: usize) -> bool {
+        self.down.lock().get(i).copied().unwrap_or(false)
+    }
+
+    /// Whether every node runs, sees every other alive, and has the full ring.
+    pub(super) fn converged(&self) -> bool {
+        let n = self.config.nodes;
+        (0..n).all(|i| {
+            self.net.node(i).is_some_and(|(node, _)| {
+                node.ring().nodes().len() == n && (0..n).all(|j| node.is_alive(endpoint(j)))
+            })
+        })
+    }
+
+    /// Runs `f` on node `i` as a task of its incarnation; `None` if it is down or crashes
+    /// before `f` finishes (the client's connection died).
+    pub(super) async fn on_node<T: Send + 'static>(
+        &self,
+        i: usize,
+        f: impl FnOnce(Node) -> BoxFuture<'static, T>,
+    ) -> Option<T> {
+        let (node, owner) = self.net.node(i)?;
+        let (tx, rx) = oneshot::channel();
+        let task = f(node);
+        self.exec.spawn(
+            owner,
+            async move {
+                let _ = tx.send(task.await);
+            }
+            .boxed(),
+        );
+        rx.await.ok()
+    }
+
+    /// A schema change on node `i`, pushed to the peers it believes alive.
+    pub(super) async fn change_schema(&self, i: usize) {
+        let Some(store) = self.stores.get(i) else {
+            return;
+        };
+        if self.net.node(i).is_none() {
+            return;
+        }
+        store.change_schema(i);
+        self.schema_changes.fetch_add(1, Ordering::SeqCst);
+        self.on_node(i, |node| async move { node.push_schema().await }.boxed())
+            .await;
+    }
+
+    /// Whether every store has the same schema and every node sees every node gossip
+    /// its version (the schema agreement drivers wait for).
+    pub(super) fn schema_agreed(&self) -> bool {
+        let Some(first) = self.stores.first().map(|s| s.schema()) else {
+            return true;
+        };
+        self.stores.iter().all(|s| s.schema() == first)
+            && (0..self.config.nodes).all(|i| {
+                self.net.node(i).is_some_and(|(node, _)| {
+                    node.states()
+                        .iter()
+                        .all(|(state, _)| state.app.schema_version == first.version)
+                })
+            })
+    }
+}
