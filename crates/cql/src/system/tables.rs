@@ -15,6 +15,9 @@
 //! Tables whose contents Mosaic has no counterpart for (batches, paxos, tracing, auth, …)
 //! are served empty: they exist so that drivers and `DESCRIBE` see the same schema as on
 //! Cassandra, and a query on them answers with no rows rather than an error.
+//!
+//! Long on purpose: declarations, one per table in Cassandra's keyspace order, read and
+//! checked against Cassandra's as one list; there is no logic here to split.
 
 use std::str::FromStr;
 
