@@ -43,6 +43,7 @@
 
 pub mod compaction;
 pub mod db;
+pub mod engine;
 pub mod error;
 pub mod iter;
 pub mod key;
@@ -56,6 +57,7 @@ pub mod version;
 pub mod wal;
 
 pub use db::{Db, Entry, LevelInfo, RecoveryReport, Scan, Snapshot, TableInfo};
+pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};
 pub use merge::{MergeOperator, PurgeContext, Resolved, Version};

@@ -81,22 +81,37 @@ pub struct MemVersion {
     pub value: Vec<u8>,
 }
 
-/// A memtable. The id is the id of the WAL file that holds its writes.
+/// The memory one entry is charged: its internal key, its value and the skiplist's
+/// overhead. The node engine's memtable budget reserves exactly this before a write.
+pub fn charge_bytes(key_len: usize, value_len: usize) -> usize {
+    key_len + crate::key::TRAILER_LEN + value_len + ENTRY_OVERHEAD_BYTES
+}
+
+/// A memtable. It remembers the oldest write-ahead log file holding one of its writes, so
+/// that file is kept until the memtable is flushed.
 pub struct Memtable {
     map: SkipMap<MemEntry, ()>,
-    wal_id: u64,
+    oldest_wal: AtomicU64,
+    max_seqno: AtomicU64,
     size_bytes: AtomicUsize,
     min_ts: AtomicU64,
     max_ts: AtomicU64,
     entries: AtomicU64,
 }
 
+impl Default for Memtable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Memtable {
-    /// An empty memtable whose writes are logged in WAL `wal_id`.
-    pub fn new(wal_id: u64) -> Self {
+    /// An empty memtable.
+    pub fn new() -> Self {
         Self {
             map: SkipMap::new(),
-            wal_id,
+            oldest_wal: AtomicU64::new(u64::MAX),
+            max_seqno: AtomicU64::new(0),
             size_bytes: AtomicUsize::new(0),
             min_ts: AtomicU64::new(u64::MAX),
             max_ts: AtomicU64::new(0),
@@ -104,9 +119,20 @@ impl Memtable {
         }
     }
 
-    /// The WAL holding this memtable's writes.
-    pub fn wal_id(&self) -> u64 {
-        self.wal_id
+    /// Records that WAL file `id` holds some of this memtable's writes.
+    pub fn note_wal(&self, id: u64) {
+        self.oldest_wal.fetch_min(id, AtomicOrdering::SeqCst);
+    }
+
+    /// The oldest WAL file holding one of this memtable's writes (`None`: none does).
+    pub fn oldest_wal(&self) -> Option<u64> {
+        let id = self.oldest_wal.load(AtomicOrdering::SeqCst);
+        (id != u64::MAX).then_some(id)
+    }
+
+    /// The largest sequence number inserted (0 when empty).
+    pub fn max_seqno(&self) -> u64 {
+        self.max_seqno.load(AtomicOrdering::SeqCst)
     }
 
     /// Approximate memory used, in bytes.
@@ -134,8 +160,16 @@ impl Memtable {
         self.max_ts.load(AtomicOrdering::Relaxed)
     }
 
-    /// Inserts one version. Safe to call from many threads.
-    pub fn insert(&self, key: &[u8], ts: u64, seqno: Seqno, kind: ValueKind, value: &[u8]) {
+    /// Inserts one version and returns the bytes it is charged ([`charge_bytes`]). Safe
+    /// to call from many threads.
+    pub fn insert(
+        &self,
+        key: &[u8],
+        ts: u64,
+        seqno: Seqno,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> usize {
         // Build the entry in a per-thread buffer so the shared allocation is the only one.
         let (data, key_len) = SCRATCH.with(|scratch| {
             let mut buf = scratch.borrow_mut();
@@ -155,6 +189,8 @@ impl Memtable {
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.min_ts.fetch_min(ts, AtomicOrdering::Relaxed);
         self.max_ts.fetch_max(ts, AtomicOrdering::Relaxed);
+        self.max_seqno.fetch_max(seqno.0, AtomicOrdering::SeqCst);
+        charge
     }
 
     /// Every version of `user_key` with a sequence number at most `snapshot`, in internal
@@ -289,7 +325,7 @@ mod tests {
 
     #[test]
     fn versions_come_back_newest_timestamp_first_and_respect_snapshots() {
-        let m = Memtable::new(1);
+        let m = Memtable::new();
         m.insert(b"k", 10, Seqno(1), ValueKind::Put, b"a");
         m.insert(b"k", 30, Seqno(2), ValueKind::Put, b"c");
         m.insert(b"k", 20, Seqno(3), ValueKind::Put, b"b");
@@ -307,7 +343,7 @@ mod tests {
 
     #[test]
     fn the_iterator_walks_every_entry_in_order() {
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new());
         for i in (0..100u32).rev() {
             m.insert(
                 &i.to_be_bytes(),
@@ -384,7 +420,7 @@ mod frozen_tests {
 
     #[test]
     fn the_frozen_iterator_matches_the_live_one() {
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new());
         for i in (0..500u32).rev() {
             m.insert(
                 &(i % 97).to_be_bytes(),

@@ -105,7 +105,11 @@ pub struct Options {
     pub fs: Arc<dyn Fs>,
     /// Clock for tombstone expiry and file creation times.
     pub clock: Arc<dyn Clock>,
-    /// When writes are synced.
+    /// The node engine this database is a partition of: it shares the engine's WAL,
+    /// workers, memtable budget and block cache. `None`: [`crate::Db::open`] opens a
+    /// private engine in the database's directory, configured from these options.
+    pub engine: Option<crate::Engine>,
+    /// When writes are synced (a private engine's; a node engine has its own).
     pub sync_mode: SyncMode,
     /// Memtable byte budget before it is frozen and flushed.
     pub memtable_size_bytes: usize,
@@ -113,12 +117,15 @@ pub struct Options {
     pub immutable_memtables_max: usize,
     /// Table format options (block size, Bloom bits, compression).
     pub table: TableOptions,
-    /// Block cache capacity in bytes (0 disables it).
+    /// Block cache capacity in bytes of a private engine (0 disables it).
     pub block_cache_bytes: u64,
     /// Read tables with O_DIRECT (bypassing the OS page cache) where supported.
     pub direct_io: bool,
     /// Level-0 tables that trigger a compaction into level 1.
     pub level0_compaction_trigger: usize,
+    /// Level-0 tables from which each write is delayed a little more per table (RocksDB's
+    /// `level0_slowdown_writes_trigger`), so latency rises gradually before the stall.
+    pub level0_slowdown_tables: usize,
     /// Level-0 tables at which writers stall until compaction catches up.
     pub level0_stall_tables: usize,
     /// Size ratio between adjacent levels.
@@ -129,7 +136,8 @@ pub struct Options {
     pub table_size_bytes: u64,
     /// Number of levels, level 0 included.
     pub levels_max: usize,
-    /// Background compaction threads.
+    /// Background compaction threads of a private engine (a partition of a node engine
+    /// uses the engine's).
     pub compaction_threads: usize,
     /// How long tombstones are kept before compaction may drop them (gc grace).
     pub gc_grace_micros: u64,
@@ -195,6 +203,7 @@ impl Default for Options {
         Self {
             fs: Arc::new(RealFs),
             clock: Arc::new(SystemClock),
+            engine: None,
             sync_mode: SyncMode::default(),
             memtable_size_bytes: 64 << 20,
             immutable_memtables_max: 2,
@@ -202,6 +211,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             direct_io: false,
             level0_compaction_trigger: 4,
+            level0_slowdown_tables: 12,
             level0_stall_tables: 20,
             level_size_ratio: 10,
             level1_size_bytes: 256 << 20,

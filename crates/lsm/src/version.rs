@@ -323,6 +323,9 @@ pub struct VersionEdit {
     pub next_file_id: Option<u64>,
     /// Largest sequence number persisted in tables.
     pub last_seqno: Option<u64>,
+    /// The largest sequence number of a write now in a table (a node engine partition's
+    /// shared-WAL replay starts after it).
+    pub flushed_seqno: Option<u64>,
     /// Tables added, with their level.
     pub added: Vec<(u32, TableMeta)>,
     /// Tables removed: (level, id).
@@ -334,6 +337,7 @@ const TAG_NEXT_FILE_ID: u8 = 2;
 const TAG_LAST_SEQNO: u8 = 3;
 const TAG_ADD: u8 = 4;
 const TAG_DELETE: u8 = 5;
+const TAG_FLUSHED_SEQNO: u8 = 6;
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
@@ -348,6 +352,7 @@ impl VersionEdit {
             (TAG_LOG_NUMBER, self.log_number),
             (TAG_NEXT_FILE_ID, self.next_file_id),
             (TAG_LAST_SEQNO, self.last_seqno),
+            (TAG_FLUSHED_SEQNO, self.flushed_seqno),
         ] {
             if let Some(v) = v {
                 out.push(tag);
@@ -401,6 +406,7 @@ impl VersionEdit {
                 TAG_LOG_NUMBER => edit.log_number = Some(u64_at(&mut pos)?),
                 TAG_NEXT_FILE_ID => edit.next_file_id = Some(u64_at(&mut pos)?),
                 TAG_LAST_SEQNO => edit.last_seqno = Some(u64_at(&mut pos)?),
+                TAG_FLUSHED_SEQNO => edit.flushed_seqno = Some(u64_at(&mut pos)?),
                 TAG_ADD => {
                     let level = u32_at(&mut pos)?;
                     let mut nums = [0u64; 7];
@@ -564,6 +570,7 @@ mod tests {
             log_number: Some(4),
             next_file_id: Some(10),
             last_seqno: Some(99),
+            flushed_seqno: Some(42),
             added: vec![(0, meta(5)), (2, meta(6))],
             deleted: vec![(1, 3)],
         };

@@ -241,7 +241,7 @@ impl WriteBatch {
         Self::default()
     }
 
-    fn push(&mut self, kind: ValueKind, key: &[u8], ts: u64, value: &[u8]) {
+    pub(crate) fn push(&mut self, kind: ValueKind, key: &[u8], ts: u64, value: &[u8]) {
         self.bytes += key.len() + value.len();
         self.ops.push(BatchOp {
             kind,
@@ -299,13 +299,88 @@ pub fn encode_batches<'a>(
     out.extend_from_slice(&first.0.to_le_bytes());
     out.extend_from_slice(&(count as u32).to_le_bytes());
     for op in batches.flat_map(|b| b.ops.iter()) {
-        out.push(op.kind as u8);
-        out.extend_from_slice(&op.ts.to_le_bytes());
-        out.extend_from_slice(&(op.key.len() as u32).to_le_bytes());
-        out.extend_from_slice(&op.key);
-        out.extend_from_slice(&(op.value.len() as u32).to_le_bytes());
-        out.extend_from_slice(&op.value);
+        encode_op(out, op);
     }
+}
+
+/// The first byte of a node engine's WAL record: its format's version. (Per-table WALs,
+/// the format before the node engine, live in the tables' directories and have none.)
+const PARTITIONED_TAG: u8 = 0xE1;
+
+/// Encodes the node engine's WAL payload for batches of several partitions, the first
+/// operation getting `first`: `u8 0xE1 ‖ u64 LE first seqno ‖ u32 LE batch count ‖` per
+/// batch `u32 LE partition id ‖ u32 LE op count ‖ ops` (ops as in [`encode_batches`]).
+pub fn encode_partitioned<'a>(
+    out: &mut Vec<u8>,
+    first: Seqno,
+    batches: impl Iterator<Item = (u32, &'a WriteBatch)> + Clone,
+) {
+    out.push(PARTITIONED_TAG);
+    out.extend_from_slice(&first.0.to_le_bytes());
+    out.extend_from_slice(&(batches.clone().count() as u32).to_le_bytes());
+    for (partition, batch) in batches {
+        out.extend_from_slice(&partition.to_le_bytes());
+        out.extend_from_slice(&(batch.ops.len() as u32).to_le_bytes());
+        for op in &batch.ops {
+            encode_op(out, op);
+        }
+    }
+}
+
+fn encode_op(out: &mut Vec<u8>, op: &BatchOp) {
+    out.push(op.kind as u8);
+    out.extend_from_slice(&op.ts.to_le_bytes());
+    out.extend_from_slice(&(op.key.len() as u32).to_le_bytes());
+    out.extend_from_slice(&op.key);
+    out.extend_from_slice(&(op.value.len() as u32).to_le_bytes());
+    out.extend_from_slice(&op.value);
+}
+
+/// Decodes a payload written by [`encode_partitioned`] into `(partition, op)` pairs in
+/// sequence order; `None` if it is malformed.
+pub fn decode_partitioned(payload: &[u8]) -> Option<Vec<(u32, DecodedOp<'_>)>> {
+    let mut c = Cursor {
+        data: payload,
+        pos: 0,
+    };
+    if *c.take(1)?.first()? != PARTITIONED_TAG {
+        return None;
+    }
+    let mut seqno = c.u64()?;
+    let batches = c.u32()? as usize;
+    // Each batch takes at least 8 bytes, each op 17: refuse counts the payload cannot hold.
+    if batches > payload.len() / 8 {
+        return None;
+    }
+    let mut ops = Vec::new();
+    for _ in 0..batches {
+        let partition = c.u32()?;
+        let count = c.u32()? as usize;
+        if count > payload.len() / 17 {
+            return None;
+        }
+        for _ in 0..count {
+            ops.push((partition, decode_op(&mut c, Seqno(seqno))?));
+            seqno = seqno.checked_add(1)?;
+        }
+    }
+    (c.pos == payload.len()).then_some(ops)
+}
+
+fn decode_op<'a>(c: &mut Cursor<'a>, seqno: Seqno) -> Option<DecodedOp<'a>> {
+    let kind = ValueKind::from_u8(*c.take(1)?.first()?)?;
+    let ts = c.u64()?;
+    let klen = c.u32()? as usize;
+    let key = c.take(klen)?;
+    let vlen = c.u32()? as usize;
+    let value = c.take(vlen)?;
+    Some(DecodedOp {
+        seqno,
+        kind,
+        ts,
+        key,
+        value,
+    })
 }
 
 /// One decoded operation, borrowing the payload.
@@ -357,19 +432,7 @@ pub fn decode_batches(payload: &[u8]) -> Option<Vec<DecodedOp<'_>>> {
     }
     let mut ops = Vec::with_capacity(count);
     for i in 0..count as u64 {
-        let kind = ValueKind::from_u8(*c.take(1)?.first()?)?;
-        let ts = c.u64()?;
-        let klen = c.u32()? as usize;
-        let key = c.take(klen)?;
-        let vlen = c.u32()? as usize;
-        let value = c.take(vlen)?;
-        ops.push(DecodedOp {
-            seqno: Seqno(first.checked_add(i)?),
-            kind,
-            ts,
-            key,
-            value,
-        });
+        ops.push(decode_op(&mut c, Seqno(first.checked_add(i)?))?);
     }
     (c.pos == payload.len()).then_some(ops)
 }

@@ -53,7 +53,11 @@ fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
     }
 }
 
@@ -262,7 +266,8 @@ fn build_wal_image(dir: &Path) -> (PathBuf, Vec<Vec<usize>>) {
         "the memtable must not have flushed"
     );
     db.close().unwrap();
-    let wals: Vec<PathBuf> = files_with(dir, |n| n.ends_with(".wal"))
+    // The shared WAL lives in the engine's `wal` directory.
+    let wals: Vec<PathBuf> = files_with(&dir.join("wal"), |n| n.ends_with(".wal"))
         .into_iter()
         .filter(|p| std::fs::metadata(p).unwrap().len() > 0)
         .collect();
@@ -306,7 +311,7 @@ fn check_wal_trial(
                 "{ctx}: the recovery report must list one drop in the WAL: {report:?}"
             );
             assert_eq!(drops[0].offset, offset, "{ctx}: drop offset: {report:?}");
-            let len = std::fs::metadata(dir.join(wal.file_name().unwrap()))
+            let len = std::fs::metadata(dir.join("wal").join(wal.file_name().unwrap()))
                 .map(|m| m.len())
                 .ok();
             if let Some(len) = len {
@@ -352,7 +357,7 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
     let bytes = std::fs::read(&wal).unwrap();
     let spans = record_spans(&bytes);
     let trial_dir = root.path().join("trial");
-    let trial_wal = trial_dir.join(wal.file_name().unwrap());
+    let trial_wal = trial_dir.join("wal").join(wal.file_name().unwrap());
 
     for trial in 0..150 {
         copy_dir(&pristine, &trial_dir);

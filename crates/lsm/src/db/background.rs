@@ -1,6 +1,7 @@
-//! Background work: the flush thread, the compaction threads, manual compaction, and the
-//! jobs they run (flush a memtable, compact tables into the next level, split a two-layer
-//! log's segments into range groups).
+//! Background work: what the engine's flush and compaction workers ask of a partition
+//! (is a job due, claim it, run it), manual compaction, and the jobs themselves (flush a
+//! memtable, compact tables into the next level, split a two-layer log's segments into
+//! range groups).
 //!
 //! *What* to compact is a pure decision made elsewhere ([`crate::compaction::pick`],
 //! [`crate::split::pick`]) from a read-only view of the version; this module claims the
@@ -20,7 +21,7 @@ use crate::memtable::Memtable;
 use crate::options::CompactionEvent;
 use crate::split;
 use crate::stats::{Counters, ReadPurpose};
-use crate::version::{wal_file_name, TableHandle, Version, VersionEdit};
+use crate::version::{TableHandle, Version, VersionEdit};
 
 use super::{Inner, State, STALL_WAIT};
 
@@ -78,34 +79,79 @@ impl Inner {
         }
     }
 
-    /// The `mosaic-flush` thread: flushes the oldest frozen memtable, one at a time, until
-    /// the engine closes.
-    pub(super) fn flush_loop(&self) {
-        loop {
-            let mem = {
-                let mut st = self.state.lock();
-                loop {
-                    if st.closing {
-                        return;
-                    }
-                    if st.poisoned.is_none() && !st.imm.is_empty() {
-                        break;
-                    }
-                    self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
-                }
-                st.flushing = true;
-                st.imm.first().cloned()
-            };
-            let Some(mem) = mem else { continue };
-            let result = self.flush_memtable(&mem);
-            let mut st = self.state.lock();
-            st.flushing = false;
-            self.after_background_job(&mut st, "flush", result);
-            if st.no_space.is_some() {
-                // Give the disk a moment before retrying.
-                self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
-            }
+    /// How much a flush of this partition is needed (the bytes of its frozen memtables),
+    /// or `None` if it has none to flush or is not to be served now.
+    pub(crate) fn flush_need(&self, now: u64) -> Option<usize> {
+        let st = self.state.lock();
+        if st.closing || st.poisoned.is_some() || st.flushing || st.retry_at > now {
+            return None;
         }
+        let bytes: usize = st.imm.iter().map(|m| m.size_bytes()).sum();
+        (!st.imm.is_empty()).then_some(bytes.max(1))
+    }
+
+    /// Claims this partition's oldest frozen memtable for a flush worker.
+    pub(crate) fn claim_flush(&self) -> Option<Arc<Memtable>> {
+        let mut st = self.state.lock();
+        if st.closing || st.poisoned.is_some() || st.flushing {
+            return None;
+        }
+        let mem = st.imm.first().cloned()?;
+        st.flushing = true;
+        Some(mem)
+    }
+
+    /// Flushes claimed memtable `mem`; returns whether it was flushed (and its memory
+    /// freed).
+    pub(crate) fn run_flush(&self, mem: &Arc<Memtable>) -> bool {
+        let result = self.flush_memtable(mem);
+        let mut st = self.state.lock();
+        st.flushing = false;
+        let ok = result.is_ok();
+        if !ok {
+            st.retry_at = mosaic_env::monotonic_micros() + NO_SPACE_RETRY.as_micros() as u64;
+        }
+        self.after_background_job(&mut st, "flush", result);
+        ok
+    }
+
+    /// How much a compaction of this partition is needed (its level-0 tables, plus one),
+    /// or `None` if none is due. Asks the picker only when the version changed since it
+    /// last found nothing.
+    pub(crate) fn compaction_need(&self, now: u64) -> Option<usize> {
+        let mut st = self.state.lock();
+        if st.closing || st.poisoned.is_some() || !st.maybe_work || st.retry_at > now {
+            return None;
+        }
+        if self.pick_task(&st).is_none() {
+            if !st.manual_compaction {
+                st.maybe_work = false;
+            }
+            return None;
+        }
+        Some(st.version.levels.first().map_or(0, Vec::len) + 1)
+    }
+
+    /// Claims the compaction (or split) the picker chooses now, if any.
+    pub(crate) fn claim_compaction(&self) -> Option<Task> {
+        let mut st = self.state.lock();
+        if st.closing || st.poisoned.is_some() {
+            return None;
+        }
+        let task = self.pick_task(&st)?;
+        claim(&mut st, &task);
+        Some(task)
+    }
+
+    /// Runs a claimed compaction and records its outcome.
+    pub(crate) fn run_claimed_compaction(&self, task: &Task) {
+        let result = self.run_compaction(task);
+        let mut st = self.state.lock();
+        release(&mut st, task);
+        if result.is_err() {
+            st.retry_at = mosaic_env::monotonic_micros() + NO_SPACE_RETRY.as_micros() as u64;
+        }
+        self.after_background_job(&mut st, "compaction", result);
     }
 
     /// Records a background job's outcome: a full disk refuses writes until a job
@@ -136,23 +182,20 @@ impl Inner {
         self.state_cv.notify_all();
     }
 
-    /// Writes the oldest frozen memtable as a level-0 table and retires its WAL.
+    /// Writes the oldest frozen memtable as a level-0 table; from then on the shared WAL's
+    /// replay into this partition starts past its writes.
     fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
         let outputs = self.write_memtable(mem)?;
-        // The oldest WAL still needed once this memtable is flushed.
-        let next_log = {
-            let st = self.state.lock();
-            st.imm.get(1).map_or(st.mem.wal_id(), |m| m.wal_id())
-        };
+        let flushed = mem.max_seqno();
         let edit = VersionEdit {
-            log_number: Some(next_log),
+            flushed_seqno: Some(flushed),
             added: outputs.iter().map(|h| (0, h.meta().clone())).collect(),
             ..VersionEdit::default()
         };
         let bytes: u64 = outputs.iter().map(|h| h.meta().size_bytes).sum();
-        let mem_id = mem.wal_id();
         let installed = self.install(edit, &outputs, |st| {
             st.imm.retain(|m| !Arc::ptr_eq(m, mem));
+            st.flushed_seqno = st.flushed_seqno.max(flushed);
         });
         if let Err(e) = installed {
             self.discard_outputs(&outputs);
@@ -160,8 +203,6 @@ impl Inner {
         }
         Counters::add(&self.counters.flush_bytes_written, bytes);
         Counters::inc(&self.counters.flushes);
-        let wal = self.dir.join(wal_file_name(mem_id));
-        let _ = self.fs.remove(&wal);
         Ok(())
     }
 
@@ -196,36 +237,6 @@ impl Inner {
         compaction::pick(&Self::table_views(st), &self.opts, &st.cursors)
     }
 
-    /// A `mosaic-compact-N` thread: runs the compactions (or splits) the picker chooses
-    /// until the engine closes.
-    pub(super) fn compaction_loop(&self) {
-        loop {
-            let task = {
-                let mut st = self.state.lock();
-                loop {
-                    if st.closing {
-                        return;
-                    }
-                    if st.poisoned.is_none() {
-                        if let Some(task) = self.pick_task(&st) {
-                            claim(&mut st, &task);
-                            break task;
-                        }
-                    }
-                    self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
-                }
-            };
-            let result = self.run_compaction(&task);
-            let mut st = self.state.lock();
-            release(&mut st, &task);
-            let failed = result.is_err();
-            self.after_background_job(&mut st, "compaction", result);
-            if failed {
-                self.state_cv.wait_for(&mut st, NO_SPACE_RETRY);
-            }
-        }
-    }
-
     /// Backs [`crate::Db::compact`]: compacts every table into the bottom level (for a
     /// log: splits every segment and merge-sorts every group), waiting for running
     /// compactions first.
@@ -240,6 +251,8 @@ impl Inner {
         let mut st = self.state.lock();
         release(&mut st, &task);
         st.manual_compaction = false;
+        st.maybe_work = true;
+        self.engine.signal_work();
         match result {
             // A full disk during a manual compaction is the caller's to retry; background
             // work is unaffected, so writes are not refused for it.

@@ -45,10 +45,12 @@ impl Inner {
                 .open(&meta.location)
                 .map_err(|e| Error::io("opening", &meta.location, e))?
         };
+        // The block cache may be the node's: keys must be unique across its partitions.
+        let cache_id = (u64::from(self.pid) << 40) | (meta.id & ((1 << 40) - 1));
         let reader = TableReader::open(
             file,
             path.clone(),
-            meta.id,
+            cache_id,
             self.cache.clone(),
             self.counters.clone(),
         )?;
@@ -67,6 +69,7 @@ impl Inner {
             log_number: Some(st.log_number),
             next_file_id: Some(st.next_file_id),
             last_seqno: Some(self.visible_seqno.load(Ordering::SeqCst)),
+            flushed_seqno: Some(st.flushed_seqno),
             ..VersionEdit::default()
         };
         add_all_tables(&mut edit, &st.version);
@@ -108,6 +111,7 @@ impl Inner {
                     log_number: Some(edit.log_number.unwrap_or(st.log_number)),
                     next_file_id: Some(st.next_file_id),
                     last_seqno: edit.last_seqno,
+                    flushed_seqno: Some(edit.flushed_seqno.unwrap_or(st.flushed_seqno)),
                     ..VersionEdit::default()
                 }
             };
@@ -131,6 +135,7 @@ impl Inner {
         st.version = Arc::new(new_version);
         also(&mut st);
         st.sv = None;
+        st.maybe_work = true;
         Ok(())
     }
 

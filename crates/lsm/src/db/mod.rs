@@ -1,27 +1,29 @@
-//! The engine: the public [`Db`] handle, the state its threads share, and the types it
-//! hands out ([`Entry`], [`Snapshot`], [`Scan`], [`LevelInfo`], [`RecoveryReport`]).
+//! A partition of the node engine: the public [`Db`] handle, the state it shares with the
+//! engine's workers, and the types it hands out ([`Entry`], [`Snapshot`], [`Scan`],
+//! [`LevelInfo`], [`RecoveryReport`]).
 //!
-//! Concurrency: one *leader* writer at a time appends a group of batches to the WAL, syncs
-//! per the sync mode, and applies them to the memtable; readers take an atomic snapshot of
-//! (memtable, frozen memtables, version) under the state lock and then read without locks.
-//! Background threads flush frozen memtables and run compactions; each result is recorded
-//! in the manifest before it becomes visible, and the files it replaces are deleted only
-//! when the last reader lets go of them.
+//! Each partition keeps its own memtables, levels (or two-layer log), manifest, snapshots
+//! and counters; the WAL, the group commit, the flush and compaction workers, the memtable
+//! budget and the block cache belong to the node's [`crate::Engine`] (see
+//! [`crate::engine`]). Readers take an atomic snapshot of (memtable, frozen memtables,
+//! version) under the state lock and then read without locks. Each flush or compaction is
+//! recorded in the partition's manifest before it becomes visible, and the files it
+//! replaces are deleted only when the last reader lets go of them.
 //!
 //! A two-layer log ([`crate::LogOptions`], DEPART's store of redundant replicas) is the same
-//! engine with another shape of version: flushes append global-log segments to level 0,
+//! partition with another shape of version: flushes append global-log segments to level 0,
 //! and instead of leveled compaction the splitter ([`crate::split`]) moves segments into
 //! range groups' sorted runs (level `1 + group`), merge-sorting a group when it would
-//! exceed its run bound. The WAL, memtable, manifest, recovery and counters are shared, so
+//! exceed its run bound. The memtable, manifest, recovery and counters are shared, so
 //! a split or merge-sort is crash-safe exactly as a compaction is: one manifest edit.
 //! A `LOG` marker file keeps such a directory from being opened as a leveled tree.
 //!
-//! Failures: a failed fsync or a failed non-`ENOSPC` write poisons the engine (writes are
-//! refused until reopen). `ENOSPC` refuses writes with [`Error::NoSpace`] and clears by itself
-//! once a retried flush or compaction (or a WAL switch) succeeds.
+//! Failures: a failed fsync or a failed non-`ENOSPC` write poisons the partition (or, for
+//! the WAL, the engine): writes are refused until reopen. `ENOSPC` refuses writes with
+//! [`Error::NoSpace`] and clears by itself once a retried flush or compaction succeeds.
 //!
 //! The work is split by role, each submodule an `impl` block on the shared state:
-//! `recovery` (open), `write` (group commit, memtable switching, stalls, WAL sync),
+//! `recovery` (open), `write` (admission, stalls and slowdowns, memtable switching),
 //! `read` (gets and scans), `background` (flush and compaction jobs), `output` (writing
 //! tables from a merged input, deciding which versions survive), `install` (recording
 //! version edits in the manifest and making them visible) and `props` (the table
@@ -29,6 +31,7 @@
 
 mod background;
 mod install;
+mod lifecycle;
 mod output;
 mod props;
 mod read;
@@ -42,13 +45,13 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
 use mosaic_env::Fs;
 
+use crate::engine::{Engine, Shared};
 use crate::error::{Error, Result};
 use crate::iter::MergingIter;
 use crate::key::{Seqno, ValueKind};
@@ -58,7 +61,7 @@ use crate::options::Options;
 use crate::stats::{CounterSnapshot, Counters};
 use crate::table::BlockCache;
 use crate::version::{ManifestWriter, Version};
-use crate::wal::{WalDrop, WalWriter, WriteBatch};
+use crate::wal::{WalDrop, WriteBatch};
 
 /// Upper bound on one wait of a stalled writer (or a caller waiting on background work)
 /// before it re-checks the state.
@@ -189,14 +192,20 @@ struct State {
     version: Arc<Version>,
     /// The next unused file id (WALs, tables and manifests share one sequence).
     next_file_id: u64,
-    /// The oldest WAL whose writes may not be in a table yet.
+    /// Per-table WALs (the format before the node engine) numbered below this are
+    /// superseded by the manifest.
     log_number: u64,
+    /// The largest sequence number of a write in a table: the shared WAL's replay into
+    /// this partition starts after it.
+    flushed_seqno: u64,
     /// Tables claimed by a running compaction or split.
     busy: HashSet<u64>,
     /// Per level, the largest key of the last table compacted out of it.
     cursors: Vec<Vec<u8>>,
-    /// A WAL append failed: never append to that WAL again; the next write switches first.
-    wal_broken: bool,
+    /// The version changed since the compaction picker last found nothing to do.
+    maybe_work: bool,
+    /// After a failed job, background work waits until this (monotonic) time.
+    retry_at: u64,
     /// The flush thread is writing a memtable.
     flushing: bool,
     /// Compactions and splits running, a manual one included.
@@ -207,43 +216,28 @@ struct State {
     no_space: Option<Error>,
     /// Why writes are refused until reopen (a failed fsync or write).
     poisoned: Option<String>,
-    /// The engine is shutting down: background threads exit, writes fail.
+    /// The partition is closed (or dropped): workers leave it alone, writes fail.
     closing: bool,
-}
-
-/// The group-commit queue.
-#[derive(Default)]
-struct WriterQueue {
-    /// Batches waiting for a leader, with their tickets, in arrival order.
-    queue: std::collections::VecDeque<(u64, WriteBatch)>,
-    /// Outcomes of committed batches, by ticket, until their writers collect them.
-    results: std::collections::HashMap<u64, Result<()>>,
-    next_ticket: u64,
-    /// Some writer is leading: committing a group, or freezing the memtable.
-    leader: bool,
 }
 
 /// The directory lock, held while the engine is open.
 type DirLock = Box<dyn std::any::Any + Send + Sync>;
 
-/// Everything the [`Db`] handles, the background threads, snapshots and scans share.
-struct Inner {
+/// Everything the [`Db`] handles, the engine's workers, snapshots and scans share.
+pub(crate) struct Inner {
     dir: PathBuf,
     opts: Options,
     fs: Arc<dyn Fs>,
     counters: Arc<Counters>,
     cache: Option<Arc<BlockCache>>,
+    /// The node engine this is a partition of.
+    engine: Arc<Shared>,
+    /// This partition's id in the engine's catalog (tags its WAL records).
+    pid: u32,
     state: Mutex<State>,
-    /// Wakes waiters on `state`: stalled writers, background threads, `flush` and
-    /// `wait_for_compactions` callers.
+    /// Wakes waiters on `state`: stalled writers, `flush` and `wait_for_compactions`
+    /// callers, a closing partition waiting for its jobs.
     state_cv: Condvar,
-    writers: Mutex<WriterQueue>,
-    /// Wakes writers when a leader finishes.
-    writers_cv: Condvar,
-    /// The WAL being appended to; `None` only while opening.
-    wal: Mutex<Option<WalWriter>>,
-    /// The leader writer's reusable buffer for framed WAL records.
-    frame_scratch: Mutex<Vec<u8>>,
     /// The manifest being appended to; `None` while opening or after a failed append (the
     /// next install writes a new one). Its lock serialises installs.
     manifest: Mutex<Option<ManifestWriter>>,
@@ -257,28 +251,29 @@ struct Inner {
     lock: Mutex<Option<DirLock>>,
 }
 
-/// Stops the background threads when the last [`Db`] handle goes away.
+/// Closes the partition when the last [`Db`] handle goes away.
 struct Closer {
     inner: Arc<Inner>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    engine: Engine,
+    /// The engine was opened for this database alone: it closes with it.
+    private: bool,
 }
 
 impl Closer {
-    /// Stops and joins the background threads, syncs the WAL (best effort) and releases
-    /// the directory lock. Idempotent: `Db::close` and the last drop both call it.
+    /// Takes the partition out of service: waits for its running jobs, hands its
+    /// unflushed memtables to the engine (their writes stay in the WAL) and releases the
+    /// directory lock; a private engine shuts down too. Idempotent: `Db::close` and the
+    /// last drop both call it.
     fn shutdown(&self) {
-        self.inner.state.lock().closing = true;
-        self.inner.state_cv.notify_all();
-        for t in self.threads.lock().drain(..) {
-            let _ = t.join();
-        }
-        if let Some(w) = self.inner.wal.lock().as_mut() {
-            // Best effort here; `Db::close` syncs first and reports a failure.
-            let _ = w.sync();
-        }
+        self.inner.mark_closing();
+        self.inner.wait_for_jobs();
+        self.inner.engine.detach(&self.inner);
         // Writes are refused from now on, so another process (or handle) may open the
         // directory; live scans keep reading their pinned files.
-        self.inner.lock.lock().take();
+        self.inner.unlock();
+        if self.private {
+            self.engine.shutdown();
+        }
     }
 }
 
@@ -342,8 +337,8 @@ impl Db {
         self.write(b)
     }
 
-    /// Applies a batch atomically. When this returns `Ok`, the batch is durable per the sync
-    /// mode.
+    /// Applies a batch atomically. When this returns `Ok`, the batch is durable per the
+    /// engine's sync mode.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.inner.commit(batch)
     }
@@ -447,7 +442,7 @@ impl Db {
         st.mem.size_bytes() + st.imm.iter().map(|m| m.size_bytes()).sum::<usize>()
     }
 
-    /// Bytes held by the block cache.
+    /// Bytes held by the block cache (the node's, when shared).
     pub fn block_cache_bytes(&self) -> u64 {
         self.inner.cache.as_ref().map_or(0, |c| c.usage_bytes())
     }
@@ -459,13 +454,15 @@ impl Db {
         self.inner.relocate_table(id, location)
     }
 
-    /// Stops background work and syncs the WAL. Data not yet flushed stays in the WAL and is
-    /// replayed at the next open.
+    /// The node engine this database is a partition of.
+    pub fn engine(&self) -> &Engine {
+        &self.closer.engine
+    }
+
+    /// Stops background work on this database and syncs the WAL. Data not yet flushed
+    /// stays in the WAL and is replayed at the next open.
     pub fn close(self) -> Result<()> {
-        let synced = match self.inner.wal.lock().as_mut() {
-            Some(w) => w.sync(),
-            None => Ok(()),
-        };
+        let synced = self.inner.engine.sync_wal();
         self.closer.shutdown();
         synced
     }

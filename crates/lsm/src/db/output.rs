@@ -231,6 +231,15 @@ impl Inner {
                 o.multi_version |= single.is_none() && emit.len() > 1;
                 o.add_versions(&key, single.into_iter().chain(emit.iter()), &mut key_buf)?;
             }
+            if ctx.purge {
+                // A compaction or split (not a flush): held to the node's compaction rate.
+                let bytes: usize = single
+                    .into_iter()
+                    .chain(emit.iter())
+                    .map(|v| key.len() + v.3.len())
+                    .sum();
+                self.engine.throttle_compaction(bytes as u64);
+            }
         }
         self.seal_output(out.take(), out_group, outputs, groups)
     }

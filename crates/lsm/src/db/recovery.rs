@@ -1,55 +1,92 @@
-//! Opening a database: crash recovery, step by step, then the background threads.
+//! Opening a partition: crash recovery, step by step, then attaching it to its engine.
 //!
-//! Recovery trusts only what is durable: the manifest names the live tables and the oldest
-//! WAL that still matters; the WALs after it are replayed (a torn or corrupt tail is
-//! dropped and reported — under `PerWrite` and `Batch` sync it was never acknowledged) and
-//! flushed into level-0 tables. Then a fresh WAL and a fresh manifest holding the whole
-//! state are written, and every file neither of them names — the leftovers of an
-//! interrupted flush or compaction — is removed. Each step is its own function below, in
-//! the order [`open`] runs them.
+//! Recovery trusts only what is durable: the manifest names the live tables and the
+//! highest sequence number flushed into them. A directory written by a per-table engine
+//! (the format before the node engine) still holds its own WALs: they are replayed into
+//! level-0 tables — migrated — and superseded by a fresh manifest holding the whole state.
+//! Every file the manifest does not name — leftovers of an interrupted flush or compaction,
+//! migrated WALs — is removed. Finally the engine hands over the writes its shared WAL
+//! holds for this partition past the flushed point, as frozen memtables. Each step is its
+//! own function below, in the order [`open`] runs them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
 use mosaic_env::Fs;
 
+use crate::engine::{partition_name, Engine, EngineOptions, Shared};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::Options;
 use crate::stats::Counters;
-use crate::table::BlockCache;
 use crate::version::{
     current_manifest, manifest_file_name, read_manifest, wal_file_name, ManifestWriter, TableMeta,
     VersionEdit, LOG_LEVELS_MAX,
 };
-use crate::wal::{decode_batches, Records, SyncMode, WalDrop, WalWriter};
+use crate::wal::{decode_batches, Records, WalDrop};
 
-use super::{empty_version, Closer, Db, DirLock, Inner, RecoveryReport, State, WriterQueue};
+use super::{empty_version, Closer, Db, DirLock, Inner, RecoveryReport, State};
 
 /// The file that marks a directory as a two-layer log.
 const LOG_MARKER: &str = "LOG";
 
-/// Backs [`Db::open`]: recovers the database in `dir` and starts its background threads.
+/// Backs [`Db::open`]: recovers the partition in `dir` — of `opts.engine`, or of a private
+/// engine opened in `dir` — and attaches it to its engine.
 pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
     opts.validate()?;
     let dir = dir.to_path_buf();
+    let (engine, private) = match &opts.engine {
+        Some(e) => (e.clone(), false),
+        None => (Engine::open(&dir, EngineOptions::private_for(&opts))?, true),
+    };
+    // The partition must not hold its engine's handle (the engine holds the partition).
+    let opts = Options {
+        engine: None,
+        ..opts
+    };
+    let shared = engine.shared.clone();
+    if shared.is_closing() {
+        return Err(Error::Closed);
+    }
+    let name = partition_name(shared.root(), &dir)?;
     let fs = opts.fs.clone();
     let lock = lock_and_check_marker(&fs, &dir, &opts)?;
     let manifest = RecoveredManifest::read(&fs, &dir)?;
     let names = fs.list(&dir).map_err(|e| Error::io("listing", &dir, e))?;
     let next_file_id = next_file_id_after(&names, manifest.next_file_id);
-    let mut inner = new_inner(dir, opts, lock, &manifest, next_file_id);
+    let pid = shared.register(&name)?;
+    let mut inner = new_inner(
+        dir,
+        opts,
+        lock,
+        &manifest,
+        next_file_id,
+        shared.clone(),
+        pid,
+    );
     inner.open_live_tables(&manifest)?;
-    let mut report = inner.replay_wals(&names, manifest.log_number, manifest.last_seqno)?;
-    let (wal_id, manifest_id) = inner.start_fresh_wal_and_manifest()?;
-    inner.remove_obsolete_files(wal_id, manifest_id, &mut report)?;
+    let mut report = inner.migrate_wals(&names, manifest.log_number, manifest.last_seqno)?;
+    let manifest_id = inner.start_fresh_manifest()?;
+    inner.remove_obsolete_files(manifest_id, &mut report)?;
+    if private {
+        let r = engine.recovery_report();
+        report.wal_files_replayed += r.wal_files_replayed;
+        report.records_replayed += r.records_replayed;
+        report.dropped.extend(r.dropped);
+    }
     inner.recovery = report;
-    start_background_threads(inner)
+    let inner = Arc::new(inner);
+    shared.attach(&inner, manifest.flushed_seqno)?;
+    let closer = Arc::new(Closer {
+        inner: inner.clone(),
+        engine,
+        private,
+    });
+    Ok(Db { inner, closer })
 }
 
 /// Step 1: creates the directory if needed, takes its lock (one opener at a time), and
@@ -88,8 +125,10 @@ fn lock_and_check_marker(fs: &Arc<dyn Fs>, dir: &Path, opts: &Options) -> Result
 struct RecoveredManifest {
     /// The manifest read; `None` for a new database.
     path: Option<PathBuf>,
-    /// The oldest WAL whose writes may not be in a table yet.
+    /// Per-table WALs numbered below this are superseded.
     log_number: u64,
+    /// The largest sequence number of a write in a table.
+    flushed_seqno: u64,
     /// The next unused file id the manifest knows of.
     next_file_id: u64,
     /// The largest sequence number written to a table.
@@ -104,6 +143,7 @@ impl RecoveredManifest {
         let mut m = RecoveredManifest {
             path: current_manifest(fs, dir)?,
             log_number: 0,
+            flushed_seqno: 0,
             next_file_id: 1,
             last_seqno: 0,
             tables: BTreeMap::new(),
@@ -118,6 +158,9 @@ impl RecoveredManifest {
                 }
                 if let Some(n) = edit.last_seqno {
                     m.last_seqno = m.last_seqno.max(n);
+                }
+                if let Some(n) = edit.flushed_seqno {
+                    m.flushed_seqno = m.flushed_seqno.max(n);
                 }
                 for (_, id) in &edit.deleted {
                     m.tables.remove(id);
@@ -154,32 +197,37 @@ fn file_id(name: &str) -> Option<(u64, &str)> {
     Some((stem.parse().ok()?, ext))
 }
 
-/// The engine's shared state as recovery starts: an empty version and memtable, no WAL
-/// and no manifest writer yet.
+/// The partition's state as recovery starts: an empty version and memtable, no manifest
+/// writer yet.
 fn new_inner(
     dir: PathBuf,
     opts: Options,
     lock: DirLock,
     manifest: &RecoveredManifest,
     next_file_id: u64,
+    engine: Arc<Shared>,
+    pid: u32,
 ) -> Inner {
     let counters = Arc::new(Counters::default());
-    let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
     Inner {
         fs: opts.fs.clone(),
         dir,
         counters,
-        cache,
+        cache: engine.cache.clone(),
+        engine,
+        pid,
         state: Mutex::new(State {
             sv: None,
-            mem: Arc::new(Memtable::new(0)),
+            mem: Arc::new(Memtable::new()),
             imm: Vec::new(),
             version: Arc::new(empty_version(&opts)),
             next_file_id,
             log_number: manifest.log_number,
+            flushed_seqno: manifest.flushed_seqno,
             busy: HashSet::new(),
             cursors: vec![Vec::new(); opts.levels_max],
-            wal_broken: false,
+            maybe_work: true,
+            retry_at: 0,
             flushing: false,
             compactions_running: 0,
             manual_compaction: false,
@@ -189,10 +237,6 @@ fn new_inner(
         }),
         opts,
         state_cv: Condvar::new(),
-        writers: Mutex::new(WriterQueue::default()),
-        writers_cv: Condvar::new(),
-        wal: Mutex::new(None),
-        frame_scratch: Mutex::new(Vec::new()),
         manifest: Mutex::new(None),
         visible_seqno: AtomicU64::new(manifest.last_seqno),
         snapshots: Mutex::new(BTreeMap::new()),
@@ -228,11 +272,11 @@ impl Inner {
         Ok(())
     }
 
-    /// Step 5: replays the WALs numbered `log_number` and up (listed in `names`), in
-    /// order, into memtables flushed as level-0 tables whenever they fill up and at the
-    /// end. A record that fails to decode ends its file's replay, as a torn tail does;
-    /// both are reported.
-    fn replay_wals(
+    /// Step 5 (only for a directory written by a per-table engine): replays its WALs
+    /// numbered `log_number` and up (listed in `names`), in order, into memtables flushed
+    /// as level-0 tables whenever they fill up and at the end. A record that fails to
+    /// decode ends its file's replay, as a torn tail does; both are reported.
+    fn migrate_wals(
         &mut self,
         names: &[String],
         log_number: u64,
@@ -246,7 +290,7 @@ impl Inner {
             .collect();
         wal_ids.sort_unstable();
         let mut report = RecoveryReport::default();
-        let mut mem = Arc::new(Memtable::new(0));
+        let mut mem = Arc::new(Memtable::new());
         let mut max_seqno = last_seqno;
         for id in &wal_ids {
             let path = self.dir.join(wal_file_name(*id));
@@ -273,7 +317,7 @@ impl Inner {
                 }
                 if mem.size_bytes() >= self.opts.memtable_size_bytes {
                     self.recover_flush(&mem, max_seqno)?;
-                    mem = Arc::new(Memtable::new(0));
+                    mem = Arc::new(Memtable::new());
                 }
             }
             if let Some(d) = records.dropped() {
@@ -302,35 +346,25 @@ impl Inner {
         Ok(())
     }
 
-    /// Step 6: starts a fresh WAL and a fresh manifest holding the whole recovered state;
-    /// from here on the old WALs and manifests are superseded. Returns their ids.
-    fn start_fresh_wal_and_manifest(&mut self) -> Result<(u64, u64)> {
-        let wal_id = self.alloc_file_id();
-        let wal_path = self.dir.join(wal_file_name(wal_id));
-        let wal_file = self
-            .fs
-            .create(&wal_path)
-            .map_err(|e| Error::io("creating", &wal_path, e))?;
-        *self.wal.get_mut() = Some(WalWriter::new(wal_file, wal_path));
+    /// Step 6: writes a fresh manifest holding the whole recovered state; from here on
+    /// the old manifests, and any per-table WALs, are superseded. Returns its id.
+    fn start_fresh_manifest(&mut self) -> Result<u64> {
         {
             let st = self.state.get_mut();
-            st.mem = Arc::new(Memtable::new(wal_id));
-            st.sv = None;
-            st.log_number = wal_id;
+            st.log_number = st.next_file_id;
         }
         let manifest_id = self.alloc_file_id();
         let snapshot = self.snapshot_edit();
         let writer = ManifestWriter::create(&self.fs, &self.dir, manifest_id, &snapshot)?;
         *self.manifest.get_mut() = Some(writer);
-        Ok((wal_id, manifest_id))
+        Ok(manifest_id)
     }
 
-    /// Step 7: removes what neither the new WAL nor the new manifest needs — tables no
-    /// manifest names (counted as orphans in `report`), older WALs and manifests, a
-    /// half-written `CURRENT.tmp` — and syncs the directory.
+    /// Step 7: removes what the new manifest does not need — tables it does not name
+    /// (counted as orphans in `report`), per-table WALs, older manifests, a half-written
+    /// `CURRENT.tmp` — and syncs the directory.
     fn remove_obsolete_files(
         &mut self,
-        wal_id: u64,
         manifest_id: u64,
         report: &mut RecoveryReport,
     ) -> Result<()> {
@@ -346,7 +380,7 @@ impl Inner {
         for name in fs.list(dir).map_err(|e| Error::io("listing", dir, e))? {
             let obsolete = match file_id(&name) {
                 Some((id, "sst")) => !live.contains(&id),
-                Some((id, "wal")) => id < wal_id,
+                Some((_, "wal")) => true,
                 _ => {
                     name.starts_with("MANIFEST-") && name != keep_manifest || name == "CURRENT.tmp"
                 }
@@ -362,41 +396,4 @@ impl Inner {
         fs.sync_dir(dir)
             .map_err(|e| Error::io("syncing directory", dir, e))
     }
-}
-
-/// Step 8: starts the flush thread, the compaction threads and (in periodic sync mode) the
-/// WAL sync thread, and hands out the first [`Db`] handle.
-fn start_background_threads(inner: Inner) -> Result<Db> {
-    let inner = Arc::new(inner);
-    let dir = inner.dir.clone();
-    let mut threads = Vec::new();
-    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-        mosaic_env::thread::spawn_named(name, f)
-            .map_err(|e| Error::io("spawning a thread for", &dir, e))
-    };
-    let i = inner.clone();
-    threads.push(spawn(
-        "mosaic-flush".into(),
-        Box::new(move || i.flush_loop()),
-    )?);
-    for n in 0..inner.opts.compaction_threads {
-        let i = inner.clone();
-        threads.push(spawn(
-            format!("mosaic-compact-{n}"),
-            Box::new(move || i.compaction_loop()),
-        )?);
-    }
-    if let SyncMode::Periodic { interval_ms } = inner.opts.sync_mode {
-        let i = inner.clone();
-        threads.push(spawn(
-            "mosaic-wal-sync".into(),
-            Box::new(move || i.periodic_sync_loop(Duration::from_millis(interval_ms))),
-        )?);
-    }
-    inner.state_cv.notify_all();
-    let closer = Arc::new(Closer {
-        inner: inner.clone(),
-        threads: Mutex::new(threads),
-    });
-    Ok(Db { inner, closer })
 }

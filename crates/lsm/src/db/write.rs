@@ -1,33 +1,35 @@
-//! The write path: group commit, the WAL append and its sync, memtable switching, write
-//! stalls, and the periodic WAL sync.
+//! A partition's write path: admission (the write stall, the level-0 slowdown, the node's
+//! memtable budget), then the engine's group commit (`crate::engine`), and memtable
+//! switching.
 //!
-//! Writers queue their batches; whoever finds no leader becomes one, takes a group of
-//! queued batches, appends them to the WAL as one record, syncs per the sync mode and only
-//! then applies them to the memtable and publishes their sequence numbers, so a reader
-//! never sees a write that a crash could take back (under `PerWrite` and `Batch`). Writers
-//! block here, and only here: behind the leader, or — the write stall — while frozen
-//! memtables or level-0 tables pile up faster than background work drains them.
+//! Writers block here, and only here: in the stall, while frozen memtables or level-0
+//! tables pile up faster than the workers drain them; in the slowdown before it, delayed a
+//! little more for each level-0 table past `level0_slowdown_tables`, so latency rises
+//! gradually instead of jumping when compaction falls behind; and when the node as a whole
+//! is out of memtable space. A memtable is switched only under the engine's write
+//! leadership, so no write lands in a memtable being flushed.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::engine::batch_charge;
 use crate::error::{Error, Result};
 use crate::key::Seqno;
 use crate::memtable::Memtable;
 use crate::stats::Counters;
-use crate::version::wal_file_name;
-use crate::wal::{encode_batches, frame_with, SyncMode, WalWriter, WriteBatch};
+use crate::wal::WriteBatch;
 
 use super::{Inner, State, STALL_WAIT};
 
-/// Bytes of batches one leader takes into a group commit.
-const GROUP_BYTES_MAX: usize = 4 << 20;
+/// The write rate at the first level-0 table past the slowdown trigger; it halves with
+/// each further table.
+const SLOWDOWN_BYTES_PER_SEC: u64 = 64 << 20;
 
 impl Inner {
-    /// Backs [`crate::Db::write`]: queues `batch` and waits until a leader (perhaps this
-    /// caller) has committed it with its group.
-    pub(super) fn commit(&self, batch: WriteBatch) -> Result<()> {
+    /// Backs [`crate::Db::write`]: admits the batch, reserves its memtable memory and
+    /// commits it through the engine.
+    pub(super) fn commit(self: &Arc<Self>, batch: WriteBatch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
@@ -38,145 +40,29 @@ impl Inner {
                 ));
             }
         }
-        let mut q = self.writers.lock();
-        let ticket = q.next_ticket;
-        q.next_ticket += 1;
-        q.queue.push_back((ticket, batch));
-        loop {
-            if let Some(r) = q.results.remove(&ticket) {
-                return r;
-            }
-            if q.leader {
-                self.writers_cv.wait(&mut q);
-                continue;
-            }
-            q.leader = true;
-            let mut group = Vec::new();
-            let mut bytes = 0;
-            while let Some((t, b)) = q.queue.pop_front() {
-                bytes += b.size_bytes();
-                group.push((t, b));
-                if self.opts.sync_mode == SyncMode::PerWrite || bytes >= GROUP_BYTES_MAX {
-                    break;
-                }
-            }
-            drop(q);
-            let result = self.write_group(group.iter().map(|(_, b)| b));
-            q = self.writers.lock();
-            for (t, _) in &group {
-                let r = match &result {
-                    Ok(()) => Ok(()),
-                    Err(e) => Err(e.duplicate()),
-                };
-                q.results.insert(*t, r);
-            }
-            q.leader = false;
-            self.writers_cv.notify_all();
-        }
+        let charge = batch_charge(&batch);
+        self.admit(charge)?;
+        self.engine.reserve(charge, &self.counters)?;
+        self.engine.commit(self, batch, charge)
     }
 
-    /// Freezes the memtable through the write path, as the leader, so the freeze is ordered
-    /// with writers.
-    pub(super) fn freeze_as_leader(&self) -> Result<()> {
-        let mut q = self.writers.lock();
-        while q.leader {
-            self.writers_cv.wait(&mut q);
-        }
-        q.leader = true;
-        drop(q);
-        let r = self.freeze_memtable();
-        let mut q = self.writers.lock();
-        q.leader = false;
-        self.writers_cv.notify_all();
-        drop(q);
-        r
-    }
-
-    /// Appends one group of batches to the WAL as one record, syncs it per the sync mode,
-    /// then applies it to the memtable and makes it visible. Called only by the leader.
-    fn write_group<'a>(&self, batches: impl Iterator<Item = &'a WriteBatch> + Clone) -> Result<()> {
-        let mem = self.make_room()?;
-        let count: u64 = batches.clone().map(|b| b.len() as u64).sum();
-        let first = Seqno(self.visible_seqno.load(Ordering::SeqCst) + 1);
-        if first.0 + count > crate::key::SEQNO_MAX {
-            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
-        }
-        let mut framed = std::mem::take(&mut *self.frame_scratch.lock());
-        framed.clear();
-        frame_with(&mut framed, |out| {
-            encode_batches(out, first, batches.clone())
-        });
-        {
-            let mut wal = self.wal.lock();
-            let w = wal.as_mut().ok_or_else(|| Error::Poisoned {
-                cause: "no WAL".into(),
-            })?;
-            if let Err(e) = w.append_framed(&framed) {
-                drop(wal);
-                // Never append after a failed write: the next write switches to a new WAL.
-                self.state.lock().wal_broken = true;
-                if !e.is_no_space() {
-                    self.poison(&e);
-                }
-                return Err(e);
-            }
-            Counters::add(&self.counters.wal_bytes_written, framed.len() as u64);
-            if !matches!(self.opts.sync_mode, SyncMode::Periodic { .. }) {
-                if let Err(e) = w.sync() {
-                    drop(wal);
-                    self.poison(&e);
-                    return Err(e);
-                }
-                Counters::inc(&self.counters.wal_syncs);
-            }
-        }
-        // Keep the buffer for the next group, unless one huge batch made it large.
-        if framed.capacity() <= 2 * GROUP_BYTES_MAX {
-            *self.frame_scratch.lock() = framed;
-        }
-        let mut seqno = first.0;
-        let mut user_bytes = 0u64;
-        for op in batches.flat_map(|b| b.ops()) {
-            mem.insert(&op.key, op.ts, Seqno(seqno), op.kind, &op.value);
-            user_bytes += (op.key.len() + op.value.len()) as u64;
-            seqno += 1;
-        }
-        Counters::add(&self.counters.user_bytes_written, user_bytes);
-        self.visible_seqno.store(seqno - 1, Ordering::SeqCst);
-        Ok(())
-    }
-
-    /// Returns the memtable to write into, switching memtables and stalling as needed.
-    /// Called only by the leader writer.
-    fn make_room(&self) -> Result<Arc<Memtable>> {
+    /// Waits out the write stall and the level-0 slowdown of this partition.
+    fn admit(&self, charge: usize) -> Result<()> {
         let mut st = self.state.lock();
-        // Real monotonic time: a stall is a real wait on a condvar, whatever the engine's clock.
         let mut stall_start: Option<u64> = None;
+        let mut slowed = false;
         loop {
-            if let Some(p) = &st.poisoned {
-                return Err(Error::Poisoned { cause: p.clone() });
-            }
-            if st.closing {
-                return Err(Error::Closed);
-            }
-            if let Some(e) = &st.no_space {
-                return Err(e.duplicate());
-            }
+            self.check_writable(&st)?;
             let l0 = st.version.levels.first().map_or(0, Vec::len);
             let full = st.mem.size_bytes() >= self.opts.memtable_size_bytes;
-            let must_wait = (full && st.imm.len() >= self.opts.immutable_memtables_max)
+            let stop = (full && st.imm.len() >= self.opts.immutable_memtables_max)
                 || l0 >= self.opts.level0_stall_tables;
-            if must_wait && !st.wal_broken {
+            if stop {
                 if stall_start.is_none() {
                     stall_start = Some(mosaic_env::monotonic_micros());
                     Counters::inc(&self.counters.write_stalls);
                 }
-                self.state_cv.notify_all();
                 self.state_cv.wait_for(&mut st, STALL_WAIT);
-                continue;
-            }
-            if full || st.wal_broken {
-                self.switch_memtable(&mut st)?;
                 continue;
             }
             if let Some(t) = stall_start {
@@ -185,75 +71,17 @@ impl Inner {
                     mosaic_env::monotonic_micros().saturating_sub(t),
                 );
             }
-            return Ok(st.mem.clone());
-        }
-    }
-
-    /// Freezes the memtable (if not empty) and starts a new WAL.
-    fn switch_memtable(&self, st: &mut State) -> Result<()> {
-        let id = st.next_file_id;
-        let path = self.dir.join(wal_file_name(id));
-        let file = match self.fs.create(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                let e = Error::io("creating", &path, e);
-                if e.is_no_space() {
-                    st.wal_broken = true;
-                    return Err(e);
-                }
-                st.poisoned = Some(e.to_string());
-                return Err(e);
-            }
-        };
-        st.next_file_id += 1;
-        let new_wal = WalWriter::new(file, path);
-        let old_wal = self.wal.lock().replace(new_wal);
-        if let Some(mut old) = old_wal {
-            // Even after a failed append the acknowledged prefix must become durable (it may
-            // be unsynced in periodic mode); the torn tail after it is dropped at recovery.
-            if let Err(e) = old.sync() {
-                st.poisoned = Some(e.to_string());
-                return Err(e);
-            }
-        }
-        let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(id)));
-        if old.is_empty() {
-            // Nothing acknowledged lives in that WAL (at most a torn record).
-            let _ = self.fs.remove(&self.dir.join(wal_file_name(old.wal_id())));
-        } else {
-            st.imm.push(old);
-        }
-        st.sv = None;
-        st.wal_broken = false;
-        self.state_cv.notify_all();
-        Ok(())
-    }
-
-    /// Freezes the memtable unless it is empty (and the WAL whole).
-    fn freeze_memtable(&self) -> Result<()> {
-        let mut st = self.state.lock();
-        if let Some(p) = &st.poisoned {
-            return Err(Error::Poisoned { cause: p.clone() });
-        }
-        if st.mem.is_empty() && !st.wal_broken {
-            return Ok(());
-        }
-        self.switch_memtable(&mut st)
-    }
-
-    /// The `mosaic-wal-sync` thread of [`SyncMode::Periodic`]: syncs the WAL every
-    /// `interval` until the engine closes; a failed sync poisons the engine.
-    pub(super) fn periodic_sync_loop(&self, interval: Duration) {
-        loop {
-            {
-                // The condvar is shared with other events: wait out the whole interval (real
-                // monotonic time, as the condvar waits in it).
-                let deadline = mosaic_env::monotonic_micros() + interval.as_micros() as u64;
-                let mut st = self.state.lock();
+            let slowdown = self.slowdown_trigger();
+            if !slowed && l0 >= slowdown {
+                slowed = true;
+                let halvings = (l0 - slowdown).min(16) as u32;
+                let rate = (SLOWDOWN_BYTES_PER_SEC >> halvings).max(1);
+                let delay = (charge as u64).saturating_mul(1_000_000) / rate;
+                let delay = delay.clamp(10, STALL_WAIT.as_micros() as u64);
+                Counters::inc(&self.counters.write_slowdowns);
+                Counters::add(&self.counters.write_slowdown_micros, delay);
+                let deadline = mosaic_env::monotonic_micros() + delay;
                 loop {
-                    if st.closing {
-                        return;
-                    }
                     let now = mosaic_env::monotonic_micros();
                     if now >= deadline {
                         break;
@@ -261,17 +89,106 @@ impl Inner {
                     self.state_cv
                         .wait_for(&mut st, Duration::from_micros(deadline - now));
                 }
+                continue;
             }
-            let mut wal = self.wal.lock();
-            if let Some(w) = wal.as_mut() {
-                match w.sync() {
-                    Ok(()) => Counters::inc(&self.counters.wal_syncs),
-                    Err(e) => {
-                        drop(wal);
-                        self.poison(&e);
-                    }
-                }
-            }
+            return Ok(());
         }
+    }
+
+    /// The level-0 table count from which writers are slowed: the configured one, but
+    /// never at or below where compaction (or a log's split) starts.
+    fn slowdown_trigger(&self) -> usize {
+        let floor = match &self.opts.log {
+            Some(log) => log.split_segments,
+            None => self.opts.level0_compaction_trigger,
+        };
+        self.opts.level0_slowdown_tables.max(floor + 1)
+    }
+
+    /// Why writes are refused, if they are.
+    fn check_writable(&self, st: &State) -> Result<()> {
+        if let Some(p) = &st.poisoned {
+            return Err(Error::Poisoned { cause: p.clone() });
+        }
+        if st.closing || self.engine.is_closing() {
+            return Err(Error::Closed);
+        }
+        if let Some(e) = &st.no_space {
+            return Err(e.duplicate());
+        }
+        if let Some(e) = self.engine.poisoned() {
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The memtable the engine's leader writes this partition's next batch into,
+    /// switching to a new one when it is full. Called only by the leader.
+    pub(crate) fn memtable_for_write(&self) -> Result<Arc<Memtable>> {
+        let mut st = self.state.lock();
+        self.check_writable(&st)?;
+        if st.mem.size_bytes() >= self.opts.memtable_size_bytes {
+            self.switch_memtable(&mut st);
+        }
+        Ok(st.mem.clone())
+    }
+
+    /// Makes the leader's writes up to `seqno` visible to readers.
+    pub(crate) fn publish(&self, seqno: Seqno) {
+        self.visible_seqno.store(seqno.0, Ordering::SeqCst);
+    }
+
+    /// Freezes the memtable through the write path, as the engine's leader, so the freeze
+    /// is ordered with writers.
+    pub(super) fn freeze_as_leader(&self) -> Result<()> {
+        self.engine.with_leadership(|| {
+            let mut st = self.state.lock();
+            if let Some(p) = &st.poisoned {
+                return Err(Error::Poisoned { cause: p.clone() });
+            }
+            self.switch_memtable(&mut st);
+            Ok(())
+        })
+    }
+
+    /// Freezes the active memtable for the engine (to free memory, or a WAL file); the
+    /// caller holds the leadership.
+    pub(crate) fn freeze_for_engine(&self) {
+        let mut st = self.state.lock();
+        if !st.closing {
+            self.switch_memtable(&mut st);
+        }
+    }
+
+    /// Freezes the memtable (if not empty) for the flush workers.
+    fn switch_memtable(&self, st: &mut State) {
+        if st.mem.is_empty() {
+            return;
+        }
+        let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
+        self.engine.froze(old.size_bytes());
+        st.imm.push(old);
+        st.sv = None;
+        self.state_cv.notify_all();
+        self.engine.signal_work();
+    }
+
+    /// Bytes in the active memtable.
+    pub(crate) fn active_memtable_bytes(&self) -> usize {
+        self.state.lock().mem.size_bytes()
+    }
+
+    /// Whether the active memtable holds a write logged in WAL file `id` or older.
+    pub(crate) fn active_memtable_pins(&self, id: u64) -> bool {
+        self.state.lock().mem.oldest_wal().is_some_and(|w| w <= id)
+    }
+
+    /// The oldest WAL file holding a write of one of this partition's memtables.
+    pub(crate) fn oldest_wal(&self) -> Option<u64> {
+        let st = self.state.lock();
+        std::iter::once(&st.mem)
+            .chain(st.imm.iter())
+            .filter_map(|m| m.oldest_wal())
+            .min()
     }
 }
