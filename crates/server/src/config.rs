@@ -83,23 +83,38 @@ pub enum EngineCalls {
     Offload,
 }
 
-/// `[storage]`: options of each table's engine.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `[storage]`: the node's storage engine (one per node: one write-ahead log, one pool of
+/// flush and compaction workers, one memtable budget and one block cache for every table)
+/// and the options of each table's partitions of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
-    /// Memtable budget per table before it is flushed.
+    /// Size at which one memtable (of one table, or one structure of its layout) is frozen
+    /// and flushed.
     pub memtable_size_bytes: u64,
+    /// Bytes all memtables of the node together may hold; past
+    /// `memtable_cleanup_threshold` of it the largest is flushed, and at the limit writes
+    /// wait for flushes (and time out as WriteTimeout rather than queue without bound).
+    pub memtable_space_bytes: u64,
+    /// Fraction of `memtable_space_bytes` the memtables not being flushed may hold before
+    /// the largest is flushed (Cassandra's `memtable_cleanup_threshold`).
+    pub memtable_cleanup_threshold: f64,
     /// When writes are synced.
     pub wal_sync: WalSync,
     /// The period of `wal_sync = "periodic"`.
     pub wal_sync_interval_ms: u64,
-    /// Block cache per table (0 disables it).
+    /// The node's block cache, shared by every table (0 disables it).
     pub block_cache_size_bytes: u64,
     /// Read tables with O_DIRECT, bypassing the OS page cache, so reads that miss the block
     /// cache reach the disk (where the file system supports it; otherwise buffered reads).
     pub direct_io: bool,
-    /// Background compaction threads per table.
+    /// Threads flushing memtables, for the whole node.
+    pub flush_threads: usize,
+    /// Threads running compactions, for the whole node.
     pub compaction_threads: usize,
+    /// Node-wide limit on what compactions write, in MiB per second (Cassandra's
+    /// `compaction_throughput`); 0 is unlimited.
+    pub compaction_throughput_mib_per_sec: u64,
     /// Where reads and writes run their engine calls.
     pub engine_calls: EngineCalls,
     /// The layout of tables created without a `layout` option: `uniform`, `multi-lsm` or
@@ -196,11 +211,15 @@ impl Default for StorageConfig {
     fn default() -> StorageConfig {
         StorageConfig {
             memtable_size_bytes: 64 << 20,
+            memtable_space_bytes: 512 << 20,
+            memtable_cleanup_threshold: 0.33,
             wal_sync: WalSync::Periodic,
             wal_sync_interval_ms: 10_000,
-            block_cache_size_bytes: 64 << 20,
+            block_cache_size_bytes: 256 << 20,
             direct_io: false,
-            compaction_threads: 1,
+            flush_threads: 2,
+            compaction_threads: 2,
+            compaction_throughput_mib_per_sec: 0,
             engine_calls: EngineCalls::Inline,
             layout: Layout::default(),
             sorted_runs_max: 20,
@@ -411,6 +430,9 @@ fn section_at(text: &str, offset: usize) -> Option<&str> {
 impl StorageConfig {
     /// Checks the engine options, the default layout and the decoupled layout's log.
     pub fn validate(&self) -> Result<()> {
+        self.node_engine_options()?
+            .validate()
+            .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
         let engine = self.engine_options()?;
         engine
             .validate()
@@ -443,18 +465,42 @@ impl StorageConfig {
         }
     }
 
-    /// Engine options for one table (the merge operator is added by the coordinator).
+    /// When the WAL is synced.
+    fn sync_mode(&self) -> SyncMode {
+        match self.wal_sync {
+            WalSync::PerWrite => SyncMode::PerWrite,
+            WalSync::Batch => SyncMode::Batch,
+            WalSync::Periodic => SyncMode::Periodic {
+                interval_ms: self.wal_sync_interval_ms,
+            },
+        }
+    }
+
+    /// The node engine's options.
+    pub fn node_engine_options(&self) -> Result<mosaic_lsm::EngineOptions> {
+        let memtable_space_bytes = usize::try_from(self.memtable_space_bytes)
+            .context("[storage] memtable_space_bytes does not fit this machine's address space")?;
+        Ok(mosaic_lsm::EngineOptions {
+            sync_mode: self.sync_mode(),
+            memtable_space_bytes,
+            memtable_cleanup_threshold: self.memtable_cleanup_threshold,
+            block_cache_bytes: self.block_cache_size_bytes,
+            flush_threads: self.flush_threads,
+            compaction_threads: self.compaction_threads,
+            compaction_bytes_per_sec: self
+                .compaction_throughput_mib_per_sec
+                .saturating_mul(1 << 20),
+            ..mosaic_lsm::EngineOptions::default()
+        })
+    }
+
+    /// Options of one table's partitions (the coordinator adds the node engine and the
+    /// merge operator).
     pub fn engine_options(&self) -> Result<Options> {
         let memtable_size_bytes = usize::try_from(self.memtable_size_bytes)
             .context("[storage] memtable_size_bytes does not fit this machine's address space")?;
         Ok(Options {
-            sync_mode: match self.wal_sync {
-                WalSync::PerWrite => SyncMode::PerWrite,
-                WalSync::Batch => SyncMode::Batch,
-                WalSync::Periodic => SyncMode::Periodic {
-                    interval_ms: self.wal_sync_interval_ms,
-                },
-            },
+            sync_mode: self.sync_mode(),
             memtable_size_bytes,
             block_cache_bytes: self.block_cache_size_bytes,
             direct_io: self.direct_io,

@@ -86,10 +86,7 @@ async fn serve(config: Config) -> Result<()> {
     let internode_listener = bind_internode(&mut config).await?;
     recover_identity(&config, &internode_listener).await?;
     let local = open_storage(&config, &mut signals).await?;
-    let hints = Arc::new(HintStore::open(
-        local.data_dir(),
-        config.storage.engine_options()?,
-    )?);
+    let hints = Arc::new(HintStore::open(local.data_dir(), local.engine_options())?);
     let node = start_node(&config, local.clone(), hints.clone())?;
     tokio::spawn(internode::serve(
         internode_listener,

@@ -65,7 +65,7 @@ use mosaic_cql::coordinator::{
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
 use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
-use mosaic_lsm::{Fs, Options, RealFs, WriteBatch};
+use mosaic_lsm::{Engine, Fs, Options, RealFs, WriteBatch};
 use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role};
 use mosaic_rows::{KeyRange, RowMerge};
 use mosaic_types::Token;
@@ -115,12 +115,17 @@ struct TableSlot {
     db: Arc<AsyncRwLock<Option<ReplicaStore>>>,
     /// Set when the table was dropped.
     dropped: AtomicBool,
+    /// The node engine the store's partitions live in (dropped with the table).
+    node_engine: Engine,
 }
 
 /// The single-node coordinator (see the module doc).
 pub struct LocalCoordinator {
     data_dir: PathBuf,
+    /// Options of every table's partitions; `engine.engine` is the node engine.
     engine: Options,
+    /// The node's storage engine: one WAL, one pool of workers, one memtable budget.
+    node_engine: Engine,
     /// The decoupled layout's log shape; its ring ranges are shared by every table and
     /// updated by the cluster store as the ring changes.
     log: LogSettings,
@@ -170,7 +175,10 @@ impl LocalCoordinator {
             Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Catalog::default()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
         };
+        let node_engine = Engine::open(&data_dir, config.storage.node_engine_options()?)
+            .with_context(|| format!("opening the storage engine in {}", data_dir.display()))?;
         let mut engine = config.storage.engine_options()?;
+        engine.engine = Some(node_engine.clone());
         engine.merge_operator = Some(Arc::new(RowMerge));
         // Every key of a partition starts with its token: Bloom filters over tokens let a
         // partition read skip tables that hold none of it (Cassandra's partition-key filter).
@@ -182,7 +190,7 @@ impl LocalCoordinator {
             .storage
             .log_settings(RingRanges::new(tokens.iter().copied()));
 
-        remove_orphans(&data_dir, &catalog)?;
+        remove_orphans(&data_dir, &catalog, &node_engine)?;
         let mut tables = HashMap::new();
         for t in catalog.tables() {
             let slot = open_slot(&data_dir, &engine, &log, t)
@@ -192,6 +200,7 @@ impl LocalCoordinator {
         Ok(LocalCoordinator {
             data_dir,
             engine,
+            node_engine,
             log,
             default_layout: config.storage.layout,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -265,10 +274,18 @@ impl LocalCoordinator {
                 Err(e) => failures.push(format!("{name} ({e})")),
             }
         }
+        if let Err(e) = self.node_engine.sync_wal() {
+            failures.push(format!("(syncing the write-ahead log: {e})"));
+        }
         if failures.is_empty() {
             self.lock.lock().take();
         }
         failures
+    }
+
+    /// Options for another store on the node engine (the hint store's).
+    pub fn engine_options(&self) -> Options {
+        self.engine.clone()
     }
 
     /// The storage of `table`, or the error for a table that is gone.

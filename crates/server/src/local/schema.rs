@@ -148,7 +148,7 @@ impl LocalCoordinator {
                             if let Some(db) = slot.db.try_write().ok().and_then(|mut g| g.take()) {
                                 let _ = db.close();
                             }
-                            let _ = delete_dir(&slot.dir);
+                            let _ = delete_dir(&slot.node_engine, &slot.dir);
                         }
                         Err(e)
                     }
@@ -194,11 +194,12 @@ impl LocalCoordinator {
 async fn delete_dropped(slot: Arc<TableSlot>) {
     let guard = slot.db.clone().write_owned().await;
     let dir = slot.dir.clone();
+    let engine = slot.node_engine.clone();
     let name = slot.name.clone();
     let deleted = tokio::task::spawn_blocking(move || -> io::Result<()> {
         let mut guard = guard;
         close_before_delete(&mut guard, &name, "drop");
-        delete_dir(&dir)?;
+        delete_dir(&engine, &dir)?;
         if let Some(ks_dir) = dir.parent() {
             // Remove the keyspace directory if this was its last table.
             if fs::remove_dir(ks_dir).is_ok() {

@@ -120,8 +120,13 @@ pub(super) fn close_before_delete(store: &mut Option<ReplicaStore>, table: &str,
     }
 }
 
-/// Moves `dir` aside and deletes it (see the module doc). A missing `dir` is fine.
-pub(super) fn delete_dir(dir: &Path) -> io::Result<()> {
+/// Drops the node engine's partitions in `dir` (so none of their logged writes is ever
+/// replayed), then moves `dir` aside and deletes it (see the module doc). A missing `dir`
+/// is fine.
+pub(super) fn delete_dir(engine: &Engine, dir: &Path) -> io::Result<()> {
+    engine
+        .drop_partitions_under(dir)
+        .map_err(|e| io::Error::other(e.to_string()))?;
     let mut aside = dir.as_os_str().to_os_string();
     aside.push(DELETING_SUFFIX);
     let aside = PathBuf::from(aside);
@@ -159,13 +164,17 @@ pub(super) fn open_slot(
         layout,
         db: Arc::new(AsyncRwLock::new(Some(db))),
         dropped: AtomicBool::new(false),
+        node_engine: engine
+            .engine
+            .clone()
+            .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("no node engine".into()))?,
     })
 }
 
 /// Removes table directories that the catalog does not list (and `*.deleting` leftovers),
 /// then keyspace directories left empty that the catalog does not list. Only names this
 /// module creates are touched.
-pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
+pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog, engine: &Engine) -> Result<()> {
     let live: std::collections::HashSet<PathBuf> =
         catalog.tables().map(|t| table_dir(data_dir, t)).collect();
     let keyspaces: std::collections::HashSet<String> = catalog
@@ -173,6 +182,16 @@ pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
         .keys()
         .map(|k| path_component(k))
         .collect();
+    // Partitions of the engine whose table is gone (a drop interrupted by a crash).
+    for dir in engine.partitions() {
+        let in_use = live.iter().any(|t| dir.starts_with(t))
+            || dir.starts_with(data_dir.join(crate::hints::HINTS_DIR));
+        if !in_use {
+            engine
+                .drop_partitions_under(&dir)
+                .with_context(|| format!("dropping the storage of {}", dir.display()))?;
+        }
+    }
     let entries =
         fs::read_dir(data_dir).with_context(|| format!("listing {}", data_dir.display()))?;
     for ks in entries {
@@ -198,6 +217,9 @@ pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog) -> Result<()> {
                     path = %path.display(),
                     "removing a table directory not in the schema"
                 );
+                engine
+                    .drop_partitions_under(&path)
+                    .with_context(|| format!("dropping the storage of {}", path.display()))?;
                 fs::remove_dir_all(&path)
                     .with_context(|| format!("removing {}", path.display()))?;
                 removed_any = true;
@@ -350,10 +372,11 @@ impl LocalCoordinator {
         let name = slot.name.clone();
         let layout = slot.layout;
         let engine = self.engine.clone();
+        let node_engine = self.node_engine.clone();
         let log = self.log.clone();
         tokio::task::spawn_blocking(move || {
             close_before_delete(&mut guard, &name, "truncate");
-            delete_dir(&dir).map_err(|e| {
+            delete_dir(&node_engine, &dir).map_err(|e| {
                 server_error(format!(
                     "Could not truncate {name}: deleting {}: {e}",
                     dir.display()
