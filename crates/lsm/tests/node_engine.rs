@@ -1,0 +1,237 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
+//! Scenario: one node engine holds many partitions — hundreds of tables — sharing one WAL,
+//! one pool of workers and one memtable budget. The threads stay few, the memtables stay
+//! within the budget, a dropped or truncated partition's logged writes never come back,
+//! a partition closed and reopened in the same engine keeps its unflushed writes, and a
+//! directory written by a per-table engine (its own WAL files) is migrated on open.
+
+mod common;
+
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use mosaic_lsm::wal::{encode_batches, frame_record};
+use mosaic_lsm::{Db, Engine, EngineOptions, Options, Seqno, SyncMode, WriteBatch};
+
+fn partition(engine: &Engine, name: &str) -> Db {
+    Db::open(
+        engine.path().join(name),
+        Options {
+            engine: Some(engine.clone()),
+            memtable_size_bytes: 64 << 10,
+            ..Options::default()
+        },
+    )
+    .unwrap()
+}
+
+fn all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.scan(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| {
+            let (k, e) = r.unwrap();
+            (k, e.value)
+        })
+        .collect()
+}
+
+/// Threads of this process.
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
+#[test]
+fn three_hundred_tables_share_a_few_threads_and_one_memtable_budget() {
+    let dir = common::scratch();
+    let space = 4 << 20;
+    let before = threads();
+    let engine = Engine::open(
+        dir.path(),
+        EngineOptions {
+            memtable_space_bytes: space,
+            flush_threads: 2,
+            compaction_threads: 2,
+            ..EngineOptions::default()
+        },
+    )
+    .unwrap();
+    let dbs: Vec<Db> = (0..300)
+        .map(|i| partition(&engine, &format!("ks/t{i:03}")))
+        .collect();
+    // Flush and compaction workers plus the WAL sync thread, whatever the table count.
+    let opened = threads() - before;
+    assert!(opened <= 5, "300 tables started {opened} threads");
+    let dbs = Arc::new(dbs);
+    let done = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let sampler = {
+        let (engine, done, peak, dbs) = (engine.clone(), done.clone(), peak.clone(), dbs.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                // The engine's own figure and the partitions' sum, each within the budget.
+                let sum: usize = dbs.iter().map(Db::memtable_bytes).sum();
+                let used = engine.memtable_bytes().max(sum);
+                peak.fetch_max(used, Ordering::SeqCst);
+                std::thread::yield_now();
+            }
+        })
+    };
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let dbs = dbs.clone();
+            std::thread::spawn(move || {
+                let value = vec![w as u8; 200];
+                for round in 0..40u64 {
+                    for (i, db) in dbs.iter().enumerate().filter(|(i, _)| i % 4 == w) {
+                        let key = format!("k{round:04}-{i}");
+                        db.put(key.as_bytes(), round + 1, &value).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::SeqCst);
+    sampler.join().unwrap();
+    let peak = peak.load(Ordering::SeqCst);
+    assert!(
+        peak <= space,
+        "memtables held {peak} bytes, over the {space}-byte budget"
+    );
+    assert!(threads() - before <= 5, "threads grew while writing");
+    for (i, db) in dbs.iter().enumerate() {
+        assert_eq!(all(db).len(), 40, "table {i}");
+    }
+}
+
+#[test]
+fn unflushed_writes_of_many_partitions_replay_from_the_shared_wal() {
+    let dir = common::scratch();
+    let opts = || EngineOptions {
+        sync_mode: SyncMode::Batch,
+        ..EngineOptions::default()
+    };
+    {
+        let engine = Engine::open(dir.path(), opts()).unwrap();
+        for i in 0..20 {
+            let db = partition(&engine, &format!("p{i}"));
+            for k in 0..=i {
+                db.put(format!("k{k}").as_bytes(), 1, format!("p{i}").as_bytes())
+                    .unwrap();
+            }
+        }
+        engine.close().unwrap();
+    }
+    let engine = Engine::open(dir.path(), opts()).unwrap();
+    assert!(engine.recovery_report().records_replayed > 0);
+    for i in 0..20 {
+        let db = partition(&engine, &format!("p{i}"));
+        let rows = all(&db);
+        assert_eq!(rows.len(), i + 1, "partition p{i}");
+        assert!(rows.iter().all(|(_, v)| v == format!("p{i}").as_bytes()));
+        db.flush().unwrap();
+    }
+}
+
+#[test]
+fn a_dropped_or_truncated_partition_never_resurrects_and_others_keep_their_data() {
+    let dir = common::scratch();
+    {
+        let engine = Engine::open(dir.path(), EngineOptions::default()).unwrap();
+        let keep = partition(&engine, "ks/keep");
+        let gone = partition(&engine, "ks/gone");
+        let trunc = partition(&engine, "ks/trunc");
+        for k in 0..100u32 {
+            let key = k.to_be_bytes();
+            keep.put(&key, 1, b"keep").unwrap();
+            gone.put(&key, 1, b"gone").unwrap();
+            trunc.put(&key, 1, b"old").unwrap();
+        }
+        trunc.flush().unwrap();
+        trunc.put(b"unflushed", 2, b"old").unwrap();
+        drop((gone, trunc));
+        assert_eq!(
+            engine
+                .drop_partitions_under(dir.path().join("ks/gone"))
+                .unwrap(),
+            1
+        );
+        // A truncate: drop, then a new partition in the same directory.
+        assert_eq!(
+            engine
+                .drop_partitions_under(dir.path().join("ks/trunc"))
+                .unwrap(),
+            1
+        );
+        let trunc = partition(&engine, "ks/trunc");
+        assert!(all(&trunc).is_empty(), "truncated data is visible");
+        trunc.put(b"new", 3, b"new").unwrap();
+        // No close: the writes are only in the WAL (synced by the last handle's drop).
+        drop((keep, trunc));
+        drop(engine);
+    }
+    let engine = Engine::open(dir.path(), EngineOptions::default()).unwrap();
+    let keep = partition(&engine, "ks/keep");
+    assert_eq!(all(&keep).len(), 100);
+    let trunc = partition(&engine, "ks/trunc");
+    assert_eq!(all(&trunc), vec![(b"new".to_vec(), b"new".to_vec())]);
+    let gone = partition(&engine, "ks/gone");
+    assert!(all(&gone).is_empty(), "a dropped partition came back");
+}
+
+#[test]
+fn a_partition_closed_and_reopened_in_the_same_engine_keeps_its_unflushed_writes() {
+    let dir = common::scratch();
+    let engine = Engine::open(dir.path(), EngineOptions::default()).unwrap();
+    let db = partition(&engine, "t");
+    db.put(b"a", 1, b"1").unwrap();
+    db.close().unwrap();
+    let db = partition(&engine, "t");
+    assert_eq!(db.get(b"a").unwrap().unwrap().value, b"1");
+    db.put(b"b", 2, b"2").unwrap();
+    db.flush().unwrap();
+    assert_eq!(all(&db).len(), 2);
+}
+
+/// Writes `dir` as the per-table engine before the node engine left it after a crash
+/// before its first flush: nothing but its own WAL file.
+fn write_per_table_wal(dir: &Path, rows: &[(&[u8], &[u8])]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut batch = WriteBatch::new();
+    for (k, v) in rows {
+        batch.put(k, 7, v);
+    }
+    let mut payload = Vec::new();
+    encode_batches(&mut payload, Seqno(1), std::iter::once(&batch));
+    let mut framed = Vec::new();
+    frame_record(&mut framed, &payload);
+    std::fs::write(dir.join("000003.wal"), framed).unwrap();
+}
+
+#[test]
+fn a_per_table_engine_directory_is_migrated_on_open() {
+    let dir = common::scratch();
+    let table = dir.path().join("ks/t-1");
+    write_per_table_wal(&table, &[(b"a", b"1"), (b"b", b"2")]);
+    let engine = Engine::open(dir.path(), EngineOptions::default()).unwrap();
+    let db = partition(&engine, "ks/t-1");
+    assert_eq!(db.recovery_report().records_replayed, 1);
+    assert_eq!(all(&db).len(), 2);
+    assert!(
+        !table.join("000003.wal").exists(),
+        "the per-table WAL must be gone once migrated"
+    );
+    // New writes get sequence numbers past the migrated ones, and everything survives.
+    db.put(b"a", 8, b"new").unwrap();
+    drop(db);
+    engine.close().unwrap();
+    let engine = Engine::open(dir.path(), EngineOptions::default()).unwrap();
+    let db = partition(&engine, "ks/t-1");
+    assert_eq!(db.get(b"a").unwrap().unwrap().value, b"new");
+    assert_eq!(db.get(b"b").unwrap().unwrap().value, b"2");
+}
