@@ -14,8 +14,12 @@
 //! segments in a global log, split into range groups of at most S sorted runs each
 //! ([`split`], [`LogOptions`]).
 //!
-//! Start at [`Db`]: `Db::open(dir, Options::default())`, then `put`/`delete`/`merge`/`write`
-//! with a timestamp, `get`, `scan`, `snapshot`, `flush`, `compact`, `counters`, `levels`.
+//! A node runs one [`Engine`] ([`engine`]): one shared WAL and group commit, one pool of
+//! flush and compaction workers, one memtable budget and one block cache; every table is a
+//! partition of it, opened as a [`Db`] with [`Options::engine`] set. Without an engine,
+//! `Db::open(dir, Options::default())` opens a private one with a single partition. Then
+//! `put`/`delete`/`merge`/`write` with a timestamp, `get`, `scan`, `snapshot`, `flush`,
+//! `compact`, `counters`, `levels`.
 //!
 //! # Invariants
 //!
@@ -27,11 +31,13 @@
 //!   synced and recorded in the manifest (itself synced) before readers see them, and a
 //!   WAL is deleted only once the manifest no longer needs it. Recovery replays what is
 //!   durable and reports any torn WAL tail it drops ([`RecoveryReport`]).
-//! - **Who may block.** Writers, and only writers: behind the group-commit leader, and in
-//!   a write stall while frozen memtables or level-0 tables pile up beyond
-//!   [`Options::immutable_memtables_max`] or [`Options::level0_stall_tables`]; a stall
-//!   waits on a condition with a bounded wait, never spins, and ends in an error if the
-//!   engine is poisoned, closing or out of space. `flush`, `compact` and
+//! - **Who may block.** Writers, and only writers: behind the group-commit leader, in a
+//!   write stall while frozen memtables or level-0 tables pile up beyond
+//!   [`Options::immutable_memtables_max`] or [`Options::level0_stall_tables`], in the
+//!   slowdown from [`Options::level0_slowdown_tables`], and while the node is out of
+//!   memtable space ([`EngineOptions::memtable_space_bytes`]); each waits on a condition
+//!   with a bounded wait, never spins, and ends in an error if the engine is poisoned,
+//!   closing or out of space. `flush`, `compact` and
 //!   `wait_for_compactions` wait for background work by design. Reads take one short
 //!   critical section and then never wait on writers or background work.
 //! - **Poisoning.** A failed fsync, or a failed write other than a full disk, poisons the

@@ -1,4 +1,5 @@
-//! The node's local storage: the catalog and one engine per table.
+//! The node's local storage: the catalog, the node's storage engine and each table's store
+//! (its partitions of that engine).
 //!
 //! Submodules by role: [`tables`] (each table's engine on disk, the write and read path),
 //! [`schema`] (the catalog file, installing schema changes), [`identity`] (this node as
@@ -16,16 +17,21 @@
 //! DATA/node.toml                             host id and tokens (crate::durable)
 //! DATA/schema.json                           the catalog and its epoch, replaced atomically
 //! DATA/peers.json                            peers known (crate::server), for a whole ring at start
+//! DATA/PARTITIONS, DATA/wal/                 the node engine's catalog and shared WAL (mosaic_lsm::Engine)
 //! DATA/.hints/                               hints for other nodes (crate::hints)
 //! DATA/<keyspace>/<table>-<table id hex>/    one mosaic_replica::ReplicaStore per table
 //! ```
 //!
-//! Why one store per table: dropping or truncating a table is then "close, delete a
-//! directory", with no range tombstones and no compaction work, and each table's levels
-//! reflect only its own data, in the layout the table chose (`params.layout`, opened by
-//! `mosaic-replica`: one engine for `uniform`, one per replica source for `multi-lsm`, a
-//! tree and a two-layer log for `decoupled`). The price is a memtable and background
-//! threads per engine; the `[storage]` budgets are per engine for that reason.
+//! One storage engine serves the node (`mosaic_lsm::Engine`): one WAL, one group commit,
+//! one pool of flush and compaction threads, one memtable budget and one block cache,
+//! whatever the number of tables. Each table's store is one or more *partitions* of it —
+//! one for `uniform`, one per replica source for `multi-lsm`, a tree and a two-layer log
+//! for `decoupled` (`params.layout`, opened by `mosaic-replica`) — each with its own
+//! memtables, levels and files in the table's directory. Dropping or truncating a table is
+//! then "close, drop its partitions from the engine's catalog (so none of its logged writes
+//! is ever replayed), delete a directory", with no range tombstones and no compaction work,
+//! and each table's levels reflect only its own data. A data directory written by the
+//! per-table engines of earlier versions is migrated as each table is opened.
 //!
 //! Every write and read names the replica role it acts under, decided by the caller from
 //! the ring ([`Roles`]): the cluster's store (`crate::cluster::LocalStore`) computes it per
