@@ -101,7 +101,10 @@ fn three_hundred_tables_share_a_few_threads_and_one_memtable_budget() {
     // No memtable reaches its own 64 KiB size (40 rows of ~300 bytes each): every flush
     // was the node's budget at work.
     let flushes: u64 = dbs.iter().map(|db| db.counters().flushes).sum();
-    assert!(flushes > 0, "15 MB written into a 4 MiB budget without a flush");
+    assert!(
+        flushes > 0,
+        "15 MB written into a 4 MiB budget without a flush"
+    );
     for (i, db) in dbs.iter().enumerate() {
         assert_eq!(count(db), 40, "table {i}");
     }
