@@ -327,6 +327,10 @@ pub fn encode_partitioned<'a>(
     }
 }
 
+/// Bytes an encoded operation takes besides its key and value: kind, timestamp and the two
+/// lengths.
+pub const OP_HEADER_BYTES: usize = 1 + 8 + 4 + 4;
+
 fn encode_op(out: &mut Vec<u8>, op: &BatchOp) {
     out.push(op.kind as u8);
     out.extend_from_slice(&op.ts.to_le_bytes());
@@ -348,7 +352,8 @@ pub fn decode_partitioned(payload: &[u8]) -> Option<Vec<(u32, DecodedOp<'_>)>> {
     }
     let mut seqno = c.u64()?;
     let batches = c.u32()? as usize;
-    // Each batch takes at least 8 bytes, each op 17: refuse counts the payload cannot hold.
+    // Each batch takes at least 8 bytes, each op OP_HEADER_BYTES: refuse counts the payload
+    // cannot hold.
     if batches > payload.len() / 8 {
         return None;
     }
@@ -356,7 +361,7 @@ pub fn decode_partitioned(payload: &[u8]) -> Option<Vec<(u32, DecodedOp<'_>)>> {
     for _ in 0..batches {
         let partition = c.u32()?;
         let count = c.u32()? as usize;
-        if count > payload.len() / 17 {
+        if count > payload.len() / OP_HEADER_BYTES {
             return None;
         }
         for _ in 0..count {
@@ -426,8 +431,8 @@ pub fn decode_batches(payload: &[u8]) -> Option<Vec<DecodedOp<'_>>> {
     };
     let first = c.u64()?;
     let count = c.u32()? as usize;
-    // Each op takes at least 17 bytes: refuse counts the payload cannot hold.
-    if count > payload.len() / 17 {
+    // Each op takes at least OP_HEADER_BYTES: refuse counts the payload cannot hold.
+    if count > payload.len() / OP_HEADER_BYTES {
         return None;
     }
     let mut ops = Vec::with_capacity(count);

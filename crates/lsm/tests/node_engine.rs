@@ -9,23 +9,13 @@
 
 mod common;
 
+use common::partition;
+
 use std::ops::Bound;
 use std::path::Path;
 
 use mosaic_lsm::wal::{encode_batches, frame_record};
-use mosaic_lsm::{Db, Engine, EngineOptions, Options, Seqno, SyncMode, WriteBatch};
-
-fn partition(engine: &Engine, name: &str) -> Db {
-    Db::open(
-        engine.path().join(name),
-        Options {
-            engine: Some(engine.clone()),
-            memtable_size_bytes: 64 << 10,
-            ..Options::default()
-        },
-    )
-    .unwrap()
-}
+use mosaic_lsm::{Db, Engine, EngineOptions, Seqno, SyncMode, WriteBatch};
 
 fn all(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.scan(Bound::Unbounded, Bound::Unbounded)

@@ -7,23 +7,13 @@
 
 mod common;
 
+use common::partition;
+
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use mosaic_lsm::{Db, Engine, EngineOptions, Options};
-
-fn partition(engine: &Engine, name: &str) -> Db {
-    Db::open(
-        engine.path().join(name),
-        Options {
-            engine: Some(engine.clone()),
-            memtable_size_bytes: 64 << 10,
-            ..Options::default()
-        },
-    )
-    .unwrap()
-}
+use mosaic_lsm::{Db, Engine, EngineOptions};
 
 fn count(db: &Db) -> usize {
     db.scan(Bound::Unbounded, Bound::Unbounded).unwrap().count()

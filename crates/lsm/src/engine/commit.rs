@@ -23,11 +23,11 @@ use crate::memtable::charge_bytes;
 use crate::stats::Counters;
 use crate::wal::{
     decode_partitioned, encode_partitioned, frame_with, Records, SyncMode, WalDrop, WalWriter,
-    WriteBatch,
+    WriteBatch, OP_HEADER_BYTES,
 };
 
 use super::catalog::Catalog;
-use super::{OwnedOp, PendingWrites, Shared, WAIT_STEP};
+use super::{Budget, OwnedOp, PendingWrites, Shared, WAIT_STEP};
 
 /// Bytes of batches one leader takes into a group commit.
 const GROUP_BYTES_MAX: usize = 4 << 20;
@@ -240,6 +240,10 @@ impl Shared {
     /// cleanup threshold (or nothing is being flushed and the write does not fit).
     pub(crate) fn reserve(&self, charge: usize, counters: &Counters) -> Result<()> {
         let space = self.opts.memtable_space_bytes;
+        let fits = |b: &Budget| {
+            let held = b.used + b.reserved;
+            space == 0 || held + charge <= space || held == 0
+        };
         let mut b = self.budget.lock();
         let mut stall_start: Option<u64> = None;
         loop {
@@ -249,41 +253,31 @@ impl Shared {
             if let Some(e) = self.poisoned() {
                 return Err(e);
             }
-            let held = b.used + b.reserved;
-            let fits = space == 0 || held + charge <= space || held == 0;
             let live = b.used.saturating_sub(b.frozen);
             let over_cleanup =
                 space != 0 && live as f64 > space as f64 * self.opts.memtable_cleanup_threshold;
-            if over_cleanup || (!fits && b.frozen == 0) {
+            if over_cleanup || (!fits(&b) && b.frozen == 0) {
                 drop(b);
                 self.relieve();
                 b = self.budget.lock();
-                let held = b.used + b.reserved;
-                if !(space == 0 || held + charge <= space || held == 0) {
-                    if stall_start.is_none() {
-                        stall_start = Some(mosaic_env::monotonic_micros());
-                        Counters::inc(&counters.write_stalls);
-                    }
-                    self.budget_cv.wait_for(&mut b, WAIT_STEP);
-                    continue;
-                }
-            } else if !fits {
-                if stall_start.is_none() {
-                    stall_start = Some(mosaic_env::monotonic_micros());
-                    Counters::inc(&counters.write_stalls);
-                }
-                self.budget_cv.wait_for(&mut b, WAIT_STEP);
-                continue;
             }
-            b.reserved += charge;
-            if let Some(t) = stall_start {
-                Counters::add(
-                    &counters.write_stall_micros,
-                    mosaic_env::monotonic_micros().saturating_sub(t),
-                );
+            if fits(&b) {
+                break;
             }
-            return Ok(());
+            if stall_start.is_none() {
+                stall_start = Some(mosaic_env::monotonic_micros());
+                Counters::inc(&counters.write_stalls);
+            }
+            self.budget_cv.wait_for(&mut b, WAIT_STEP);
         }
+        b.reserved += charge;
+        if let Some(t) = stall_start {
+            Counters::add(
+                &counters.write_stall_micros,
+                mosaic_env::monotonic_micros().saturating_sub(t),
+            );
+        }
+        Ok(())
     }
 
     /// Gives back a reservation that will not be inserted.
@@ -412,9 +406,10 @@ impl Shared {
             reserved += q.charge;
             let counters = q.part.counters();
             Counters::add(&counters.user_bytes_written, user_bytes);
+            // The batch's share of the record: its operations as encoded.
             Counters::add(
                 &counters.wal_bytes_written,
-                user_bytes + 17 * q.batch.len() as u64,
+                user_bytes + (OP_HEADER_BYTES * q.batch.len()) as u64,
             );
             if synced {
                 Counters::inc(&counters.wal_syncs);

@@ -13,3 +13,17 @@ pub fn scratch() -> tempfile::TempDir {
     }
     tempfile::tempdir().unwrap()
 }
+
+/// Opens partition `name` (a directory under the engine's root) of `engine`, with 64 KiB
+/// memtables.
+pub fn partition(engine: &mosaic_lsm::Engine, name: &str) -> mosaic_lsm::Db {
+    mosaic_lsm::Db::open(
+        engine.path().join(name),
+        mosaic_lsm::Options {
+            engine: Some(engine.clone()),
+            memtable_size_bytes: 64 << 10,
+            ..mosaic_lsm::Options::default()
+        },
+    )
+    .unwrap()
+}
