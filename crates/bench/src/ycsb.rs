@@ -188,6 +188,10 @@ pub struct Report {
     pub user_bytes_read: u64,
     /// Disk traffic of the server processes over the phase, when pids were given.
     pub server_io: Option<IoCounters>,
+    /// CPU seconds each server process (in `pids` order) used over the phase.
+    pub server_cpu_s: Vec<f64>,
+    /// CPU seconds this client used over the phase.
+    pub client_cpu_s: f64,
     /// One point per second: operations, errors, p50 and p99 latency.
     pub timeline: Vec<TimelinePoint>,
 }
@@ -216,6 +220,17 @@ impl Report {
             ratio(io.write_bytes, self.user_bytes_written),
             ratio(io.read_bytes, self.user_bytes_read),
         ))
+    }
+
+    /// CPU microseconds per successful operation: of each server process, and of the
+    /// client.
+    pub fn cpu_us_per_op(&self) -> (Vec<f64>, f64) {
+        let ops = self.succeeded().max(1) as f64;
+        let per_op = |s: f64| s * 1e6 / ops;
+        (
+            self.server_cpu_s.iter().map(|&s| per_op(s)).collect(),
+            per_op(self.client_cpu_s),
+        )
     }
 
     /// The human-readable report.
@@ -268,13 +283,22 @@ impl Report {
                 self.user_bytes_read,
             );
         }
+        let (servers, client) = self.cpu_us_per_op();
+        if !servers.is_empty() {
+            let nodes: Vec<String> = servers.iter().map(|us| format!("{us:.0}")).collect();
+            out += &format!(
+                "CPU per operation: servers {:.0} µs (per node {}), client {client:.0} µs\n",
+                servers.iter().sum::<f64>(),
+                nodes.join(" / "),
+            );
+        }
         out
     }
 
     /// The JSON report: `throughput_ops`, `operations.{kind}.{count, errors, mean_us,
     /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, `errors`,
     /// `errors_by_kind`, user bytes, and `server_io` with the amplification when pids were
-    /// given.
+    /// given, and `cpu_us_per_op` (`servers`, `per_node`, `client`).
     pub fn json(&self) -> Value {
         let operations: serde_json::Map<String, Value> = self
             .operations
@@ -308,6 +332,7 @@ impl Report {
             }),
             _ => Value::Null,
         };
+        let (servers_cpu, client_cpu) = self.cpu_us_per_op();
         json!({
             "phase": self.phase,
             "workload": self.workload,
@@ -323,6 +348,11 @@ impl Report {
             "user_bytes_written": self.user_bytes_written,
             "user_bytes_read": self.user_bytes_read,
             "server_io": server_io,
+            "cpu_us_per_op": {
+                "servers": servers_cpu.iter().sum::<f64>(),
+                "per_node": servers_cpu,
+                "client": client_cpu,
+            },
             "timeline": self.timeline,
         })
     }
@@ -497,6 +527,13 @@ fn check_config(config: &BenchConfig) -> anyhow::Result<()> {
 }
 
 /// Runs one phase and returns its report.
+/// CPU seconds used so far by each of `pids`.
+fn servers_cpu_seconds(pids: &[u32]) -> anyhow::Result<Vec<f64>> {
+    pids.iter()
+        .map(|&pid| Ok(mosaic_env::proc::cpu_seconds_of_pid(pid)?))
+        .collect()
+}
+
 pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     check_config(&config)?;
     let session = connect(&config.hosts).await?;
@@ -518,6 +555,8 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     let statements = Statements::prepare(&session, &config).await?;
     let pids = config.pids.clone();
     let io_before = IoCounters::of_pids(&pids)?;
+    let cpu_before = servers_cpu_seconds(&pids)?;
+    let client_cpu_before = mosaic_env::proc::cpu_seconds();
     let start = Instant::now();
     let monitor = Arc::new(Monitor::new(total, start)?);
     let shared = Arc::new(Shared {
@@ -553,6 +592,12 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     } else {
         Some(IoCounters::of_pids(&pids)?.since(&io_before))
     };
+    let server_cpu_s = servers_cpu_seconds(&pids)?
+        .iter()
+        .zip(&cpu_before)
+        .map(|(after, before)| (after - before).max(0.0))
+        .collect();
+    let client_cpu_s = mosaic_env::proc::cpu_seconds() - client_cpu_before;
     Ok(Report {
         phase: phase_name,
         workload: shared.config.workload.name.clone(),
@@ -566,6 +611,8 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         user_bytes_written: tally.user_bytes_written,
         user_bytes_read: tally.user_bytes_read,
         server_io,
+        server_cpu_s,
+        client_cpu_s,
         timeline,
     })
 }
@@ -794,6 +841,8 @@ mod tests {
                 read_bytes: 1000,
                 ..IoCounters::default()
             }),
+            server_cpu_s: vec![0.003, 0.0015],
+            client_cpu_s: 0.0006,
             timeline: vec![TimelinePoint {
                 t_s: 1.0,
                 ops: 3,
@@ -809,6 +858,11 @@ mod tests {
         assert_eq!(j["timeline"][0]["ops_per_s"].as_f64(), Some(3.0));
         assert_eq!(j["operations"]["read"]["count"].as_u64(), Some(2));
         assert_eq!(j["operations"]["read"]["max_us"].as_u64(), Some(300));
+        // 2 operations: 3 ms and 1.5 ms of server CPU, 0.6 ms of client CPU.
+        assert_eq!(j["cpu_us_per_op"]["per_node"][0].as_f64(), Some(1500.0));
+        assert_eq!(j["cpu_us_per_op"]["servers"].as_f64(), Some(2250.0));
+        assert_eq!(j["cpu_us_per_op"]["client"].as_f64(), Some(300.0));
+        assert!(report.text().contains("servers 2250 µs (per node 1500 / 750)"));
         for k in ["mean_us", "p50_us", "p99_us"] {
             assert!(j["operations"]["read"][k].is_number(), "{k}");
         }

@@ -151,6 +151,35 @@ pub fn cpu_seconds() -> f64 {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
+/// CPU seconds (user + system) every thread of `pid` has used so far, from
+/// `/proc/PID/stat` (the same yardstick for Mosaic and Cassandra nodes).
+pub fn cpu_seconds_of_pid(pid: u32) -> io::Result<f64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("reading {path}: {e}")))?;
+    parse_stat_cpu_ticks(&stat)
+        .map(|ticks| ticks as f64 / clock_ticks_per_second())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: no CPU times")))
+}
+
+/// `utime + stime` (fields 14 and 15) of a `/proc/PID/stat` line, in clock ticks. The fields
+/// are counted after the parenthesised command name, which may itself hold spaces and ')'.
+fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    // `rest` starts at field 3 (the state): utime is field 14, i.e. the 12th after it.
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The kernel's clock ticks per second (`_SC_CLK_TCK`, 100 on Linux unless configured).
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: `sysconf` reads a constant of the running system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
 /// A one-line description of this machine (CPU model, cores, memory), for benchmark
 /// reports.
 pub fn machine() -> String {
@@ -198,6 +227,18 @@ mod tests {
             }
         );
         assert!(ProcIo::parse("rchar: 1\n").is_err());
+    }
+
+    #[test]
+    fn parses_cpu_ticks_past_odd_command_names() {
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 3 0 1 2 3";
+        assert_eq!(parse_stat_cpu_ticks(stat), Some(280));
+        assert_eq!(parse_stat_cpu_ticks("42 (x) S 1 2"), None);
+        // This process has used some CPU by the time it reads its own stat.
+        let spin: u64 = (0..2_000_000u64).fold(0, |a, b| a ^ b.wrapping_mul(31));
+        assert!(spin != 1);
+        assert!(cpu_seconds_of_pid(std::process::id()).unwrap() >= 0.0);
+        assert!(cpu_seconds_of_pid(u32::MAX).is_err());
     }
 
     #[test]
