@@ -862,7 +862,9 @@ mod tests {
         assert_eq!(j["cpu_us_per_op"]["per_node"][0].as_f64(), Some(1500.0));
         assert_eq!(j["cpu_us_per_op"]["servers"].as_f64(), Some(2250.0));
         assert_eq!(j["cpu_us_per_op"]["client"].as_f64(), Some(300.0));
-        assert!(report.text().contains("servers 2250 µs (per node 1500 / 750)"));
+        assert!(report
+            .text()
+            .contains("servers 2250 µs (per node 1500 / 750)"));
         for k in ["mean_us", "p50_us", "p99_us"] {
             assert!(j["operations"]["read"][k].is_number(), "{k}");
         }

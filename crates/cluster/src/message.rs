@@ -82,6 +82,10 @@ pub enum Failure {
     UnknownTable,
     /// Its storage refused (disk full, failed fsync, corruption, shutting down).
     Storage(String),
+    /// It could not apply the write in time (its storage stalled past the write timeout)
+    /// and applied nothing. The coordinator counts it as a replica that did not answer:
+    /// a timeout, and a hint, never a failure.
+    TimedOut(String),
 }
 
 /// Whether a node is serving.

@@ -1,14 +1,16 @@
 //! A file system that fails on command, for tests of the engine's failure behaviour.
 //!
 //! Faults are injected only where the engine claims to survive them: a full disk (appends
-//! and creations fail with `ENOSPC`, possibly after a partial write) and failed `fsync`.
+//! and creations fail with `ENOSPC`, possibly after a partial write), failed `fsync`, and a
+//! disk too slow to take new files of one kind (their creation waits until released, so
+//! e.g. flushes never finish while writes keep arriving).
 //! Space is modelled as a byte budget shared by all files; deleting a file gives its bytes
 //! back, as on a real disk.
 
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::fs::{Fs, RandomAccessFile, WritableFile};
 
@@ -21,6 +23,9 @@ pub struct Faults {
     fail_sync: AtomicBool,
     /// Number of `ENOSPC` errors returned so far.
     no_space_errors: AtomicU64,
+    /// Files whose names end with this wait in `create` until it is cleared.
+    held_suffix: Mutex<Option<String>>,
+    held_cv: Condvar,
 }
 
 impl Default for Faults {
@@ -29,6 +34,8 @@ impl Default for Faults {
             space_bytes: AtomicU64::new(u64::MAX),
             fail_sync: AtomicBool::new(false),
             no_space_errors: AtomicU64::new(0),
+            held_suffix: Mutex::new(None),
+            held_cv: Condvar::new(),
         }
     }
 }
@@ -47,6 +54,27 @@ impl Faults {
     /// Makes every later sync fail (or succeed again).
     pub fn set_fail_sync(&self, fail: bool) {
         self.fail_sync.store(fail, Ordering::SeqCst);
+    }
+
+    /// Makes the creation of files whose names end with `suffix` wait until
+    /// [`Faults::release_creates`] (one suffix at a time).
+    pub fn hold_creates(&self, suffix: &str) {
+        *self.held_suffix.lock().unwrap_or_else(|e| e.into_inner()) = Some(suffix.to_owned());
+    }
+
+    /// Lets held and later creations through.
+    pub fn release_creates(&self) {
+        *self.held_suffix.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.held_cv.notify_all();
+    }
+
+    /// Waits while creations of `path` are held.
+    fn wait_for_create(&self, path: &Path) {
+        let name = path.to_string_lossy();
+        let mut held = self.held_suffix.lock().unwrap_or_else(|e| e.into_inner());
+        while held.as_deref().is_some_and(|s| name.ends_with(s)) {
+            held = self.held_cv.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// How many `ENOSPC` errors were returned.
@@ -134,6 +162,7 @@ impl WritableFile for FaultyWritable {
 
 impl Fs for FaultyFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.faults.wait_for_create(path);
         if self.faults.space_bytes.load(Ordering::SeqCst) == 0 {
             return Err(self.faults.no_space());
         }

@@ -177,7 +177,11 @@ fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
 fn clock_ticks_per_second() -> f64 {
     // SAFETY: `sysconf` reads a constant of the running system.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks > 0 { ticks as f64 } else { 100.0 }
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
 }
 
 /// A one-line description of this machine (CPU model, cores, memory), for benchmark

@@ -67,6 +67,16 @@ pub enum Error {
     /// The database was closed.
     #[error("the database is closed")]
     Closed,
+    /// A write waited in a stall longer than the engine's `write_stall_timeout` and was
+    /// not applied: the node is out of memtable space, or a partition's flushes or
+    /// level-0 compactions are behind. Nothing was written; retrying later is safe.
+    #[error("write not applied: stalled for {} ms ({reason})", waited.as_millis())]
+    WriteStalled {
+        /// How long the write waited.
+        waited: std::time::Duration,
+        /// What it waited for.
+        reason: &'static str,
+    },
 }
 
 /// The engine's result type.
@@ -100,6 +110,12 @@ impl Error {
             self,
             Error::ChecksumMismatch { .. } | Error::Corruption { .. }
         )
+    }
+
+    /// Whether this error is a write refused after waiting out its stall timeout
+    /// (temporary: nothing was written, retry later).
+    pub fn is_write_stalled(&self) -> bool {
+        matches!(self, Error::WriteStalled { .. })
     }
 
     /// Whether this error is a full disk (temporary: retry once space is freed).
@@ -144,6 +160,10 @@ impl Error {
             },
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Closed => Error::Closed,
+            Error::WriteStalled { waited, reason } => Error::WriteStalled {
+                waited: *waited,
+                reason,
+            },
         }
     }
 }

@@ -67,6 +67,8 @@ pub struct Counters {
     pub write_stalls: AtomicU64,
     /// Microseconds writers spent stalled.
     pub write_stall_micros: AtomicU64,
+    /// Writes refused because they stalled past the engine's `write_stall_timeout`.
+    pub write_stall_timeouts: AtomicU64,
     /// Writes delayed because level 0 passed the slowdown trigger.
     pub write_slowdowns: AtomicU64,
     /// Microseconds of those delays.
@@ -123,6 +125,7 @@ impl Counters {
             merge_sorts: r(&self.merge_sorts),
             write_stalls: r(&self.write_stalls),
             write_stall_micros: r(&self.write_stall_micros),
+            write_stall_timeouts: r(&self.write_stall_timeouts),
             write_slowdowns: r(&self.write_slowdowns),
             write_slowdown_micros: r(&self.write_slowdown_micros),
         }
@@ -181,6 +184,8 @@ pub struct CounterSnapshot {
     #[allow(missing_docs)]
     pub write_stall_micros: u64,
     #[allow(missing_docs)]
+    pub write_stall_timeouts: u64,
+    #[allow(missing_docs)]
     pub write_slowdowns: u64,
     #[allow(missing_docs)]
     pub write_slowdown_micros: u64,
@@ -217,7 +222,7 @@ impl CounterSnapshot {
     }
 
     fn zip_with(&mut self, o: &CounterSnapshot, f: impl Fn(u64, u64) -> u64) {
-        let pairs: [(&mut u64, u64); 26] = [
+        let pairs: [(&mut u64, u64); 27] = [
             (&mut self.user_bytes_written, o.user_bytes_written),
             (&mut self.wal_bytes_written, o.wal_bytes_written),
             (&mut self.wal_syncs, o.wal_syncs),
@@ -248,6 +253,7 @@ impl CounterSnapshot {
             (&mut self.merge_sorts, o.merge_sorts),
             (&mut self.write_stalls, o.write_stalls),
             (&mut self.write_stall_micros, o.write_stall_micros),
+            (&mut self.write_stall_timeouts, o.write_stall_timeouts),
             (&mut self.write_slowdowns, o.write_slowdowns),
             (&mut self.write_slowdown_micros, o.write_slowdown_micros),
         ];

@@ -153,3 +153,89 @@ fn a_per_table_engine_directory_is_migrated_on_open() {
     assert_eq!(db.get(b"a").unwrap().unwrap().value, b"new");
     assert_eq!(db.get(b"b").unwrap().unwrap().value, b"2");
 }
+
+/// A disk too slow to finish flushes (new SSTables cannot be created): writes fill the
+/// node's memtable budget, then stall, and a stalled write is refused with
+/// `WriteStalled` once it has waited `write_stall_timeout` — it is not applied, nothing
+/// acknowledged is lost, and writes go through again once flushes can finish.
+#[test]
+fn a_write_stalled_past_the_timeout_is_refused_and_nothing_acknowledged_is_lost() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use mosaic_lsm::{Error, Faults, FaultyFs, Options, RealFs};
+
+    let dir = common::scratch();
+    let faults = Arc::new(Faults::default());
+    let fs: Arc<dyn mosaic_lsm::Fs> = Arc::new(FaultyFs::new(Arc::new(RealFs), faults.clone()));
+    let timeout = Duration::from_millis(300);
+    let engine = Engine::open(
+        dir.path(),
+        EngineOptions {
+            fs: fs.clone(),
+            memtable_space_bytes: 256 << 10,
+            write_stall_timeout: Some(timeout),
+            ..EngineOptions::default()
+        },
+    )
+    .unwrap();
+    let db = Db::open(
+        dir.path().join("ks/t"),
+        Options {
+            fs,
+            engine: Some(engine.clone()),
+            memtable_size_bytes: 64 << 10,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    /// Lets flushes finish however the test ends, so the engine can shut down.
+    struct Release(Arc<Faults>);
+    impl Drop for Release {
+        fn drop(&mut self) {
+            self.0.release_creates();
+        }
+    }
+    let release = Release(faults.clone());
+    faults.hold_creates(".sst");
+    let value = vec![7u8; 4096];
+    let mut acked = Vec::new();
+    let mut refused = None;
+    for i in 0..1000u32 {
+        let key = format!("k{i:05}").into_bytes();
+        let mut b = WriteBatch::new();
+        b.put(&key, 1, &value);
+        let started = Instant::now();
+        match db.write(b) {
+            Ok(()) => acked.push(key),
+            Err(e) => {
+                refused = Some((key, e, started.elapsed()));
+                break;
+            }
+        }
+    }
+    let (key, err, waited) = refused.expect("writes never stalled with flushes held");
+    assert!(matches!(err, Error::WriteStalled { .. }), "{err}");
+    assert!(err.is_write_stalled());
+    assert!(waited >= timeout, "refused after {waited:?}");
+    assert!(waited < timeout * 10, "refused only after {waited:?}");
+    assert!(engine.is_stalling(), "a stalling engine says so");
+    assert!(db.counters().write_stall_timeouts >= 1);
+    assert!(
+        engine.memtable_bytes() <= 256 << 10,
+        "{} bytes held",
+        engine.memtable_bytes()
+    );
+    // The refused write was not applied; every acknowledged one is there.
+    let value_of = |k: &[u8]| db.get(k).unwrap().map(|e| e.value);
+    assert_eq!(value_of(&key), None);
+    for k in &acked {
+        assert_eq!(value_of(k).as_ref(), Some(&value));
+    }
+    // Once flushes can finish, writes are admitted again.
+    drop(release);
+    let mut b = WriteBatch::new();
+    b.put(&key, 1, &value);
+    db.write(b).unwrap();
+    assert_eq!(value_of(&key).as_ref(), Some(&value));
+}

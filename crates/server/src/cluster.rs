@@ -189,7 +189,9 @@ async fn on_hints<T: Send + 'static>(
 
 /// A local storage error as a replica's failure.
 fn failure(e: ErrorResponse) -> Failure {
-    if e.message.starts_with("unconfigured table") {
+    if matches!(e.kind, ErrorKind::WriteTimeout { .. }) {
+        Failure::TimedOut(e.message)
+    } else if e.message.starts_with("unconfigured table") {
         Failure::UnknownTable
     } else {
         Failure::Storage(e.message)
@@ -604,5 +606,24 @@ mod tests {
             end: Some(key(-10)),
         };
         assert_eq!(roles.pieces(inner.clone()), [(inner, Role::Primary)]);
+    }
+
+    /// A write the storage engine refused after stalling past the write timeout reaches
+    /// the coordinator as a replica that timed out (a WriteTimeout and a hint, never a
+    /// WriteFailure); other storage errors stay failures.
+    #[test]
+    fn a_stalled_write_is_a_replica_timeout_not_a_failure() {
+        let stalled = mosaic_lsm::Error::WriteStalled {
+            waited: std::time::Duration::from_millis(2000),
+            reason: "the node is out of memtable space",
+        };
+        let response = crate::local::engine_error("ks.t", stalled);
+        assert!(matches!(response.kind, ErrorKind::WriteTimeout { .. }));
+        match failure(response) {
+            Failure::TimedOut(why) => assert!(why.contains("memtable space"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let closed = crate::local::engine_error("ks.t", mosaic_lsm::Error::Closed);
+        assert!(matches!(failure(closed), Failure::Storage(_)));
     }
 }

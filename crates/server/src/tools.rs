@@ -149,6 +149,9 @@ pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
         let stats: Stats = serde_json::from_value(v)
             .with_context(|| format!("{name} answered /stats with an unexpected shape"))?;
         println!("{name}");
+        if let Some(e) = &stats.engine {
+            print_engine_stats(e);
+        }
         for t in &stats.tables {
             print_table_stats(t);
         }
@@ -157,6 +160,30 @@ pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
         println!("{}", Value::Object(all));
     }
     Ok(())
+}
+
+/// The node engine's line of `mosaic stats`: budgets in use, the shared log, stalls.
+fn print_engine_stats(e: &crate::admin::api::EngineStats) {
+    let space = match e.memtable_space_bytes {
+        0 => "unlimited".to_owned(),
+        n => bytes(n as u64),
+    };
+    println!(
+        "  engine: {} partitions, memtables {} of {space}, block cache {} of {}, commit log {}, \
+         {} flush + {} compaction threads, stalls {} ({:.1} s, {} timed out), slowdowns {} ({:.1} s)",
+        e.partitions,
+        bytes(e.memtable_bytes as u64),
+        bytes(e.block_cache_bytes),
+        bytes(e.block_cache_capacity_bytes),
+        bytes(e.wal_bytes),
+        e.flush_threads,
+        e.compaction_threads,
+        e.write_stalls,
+        e.write_stall_micros as f64 / 1e6,
+        e.write_stall_timeouts,
+        e.write_slowdowns,
+        e.write_slowdown_micros as f64 / 1e6,
+    );
 }
 
 /// One table of `mosaic stats`: a summary line, then one line per structure when the

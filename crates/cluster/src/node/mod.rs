@@ -542,7 +542,7 @@ fn failure_text(f: &Failure) -> String {
     match f {
         Failure::Overloaded => "replica overloaded".into(),
         Failure::UnknownTable => "table unknown on a replica (schema not yet agreed)".into(),
-        Failure::Storage(m) => m.clone(),
+        Failure::Storage(m) | Failure::TimedOut(m) => m.clone(),
     }
 }
 

@@ -239,6 +239,11 @@ impl WriteHandler {
                         *a += 1;
                     }
                 }
+                // Silence, as far as the consistency level goes: still unacknowledged
+                // (hinted if the deadline passes).
+                Some(Some((_, r, Ok(Body::Failed(Failure::TimedOut(why)))))) => {
+                    tracing::debug!(replica = %r, reason = %why, "replica timed out a write");
+                }
                 Some(Some((gi, _, Ok(Body::Failed(f))))) => self.replica_failed(gi, f)?,
                 // A reply of the wrong kind or a dropped message: no acknowledgement.
                 Some(Some(_)) => {}

@@ -49,7 +49,7 @@ impl Inner {
     /// Waits out the write stall and the level-0 slowdown of this partition.
     fn admit(&self, charge: usize) -> Result<()> {
         let mut st = self.state.lock();
-        let mut stall_start: Option<u64> = None;
+        let mut stall_start = None;
         let mut slowed = false;
         loop {
             self.check_writable(&st)?;
@@ -58,14 +58,19 @@ impl Inner {
             let stop = (full && st.imm.len() >= self.opts.immutable_memtables_max)
                 || l0 >= self.opts.level0_stall_tables;
             if stop {
-                if stall_start.is_none() {
-                    stall_start = Some(mosaic_env::monotonic_micros());
-                    Counters::inc(&self.counters.write_stalls);
-                }
-                self.state_cv.wait_for(&mut st, STALL_WAIT);
+                let (started, _) =
+                    stall_start.get_or_insert_with(|| self.engine.stall_begins(&self.counters));
+                let started = *started;
+                let reason = if l0 >= self.opts.level0_stall_tables {
+                    "level 0 is full: compaction is behind"
+                } else {
+                    "memtables are waiting to be flushed"
+                };
+                let step = self.engine.stall_step(started, &self.counters, reason)?;
+                self.state_cv.wait_for(&mut st, step.min(STALL_WAIT));
                 continue;
             }
-            if let Some(t) = stall_start {
+            if let Some((t, _)) = stall_start.take() {
                 Counters::add(
                     &self.counters.write_stall_micros,
                     mosaic_env::monotonic_micros().saturating_sub(t),

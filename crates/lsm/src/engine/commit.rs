@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use mosaic_env::Fs;
 
@@ -235,6 +236,37 @@ impl Shared {
         out
     }
 
+    /// A writer starts stalling: counted, and seen by [`super::Engine::is_stalling`]
+    /// until the returned guard is dropped. Returns when it started (monotonic µs).
+    pub(crate) fn stall_begins(&self, counters: &Counters) -> (u64, StallGuard<'_>) {
+        Counters::inc(&counters.write_stalls);
+        self.stalled_writers.fetch_add(1, Ordering::Relaxed);
+        let now = mosaic_env::monotonic_micros();
+        self.last_stall_micros.store(now, Ordering::Relaxed);
+        (now, StallGuard(self))
+    }
+
+    /// How long a write that started stalling at `started` (monotonic µs) may wait
+    /// next, or [`Error::WriteStalled`] (its stall time counted) once it has waited out
+    /// the engine's `write_stall_timeout`.
+    pub(crate) fn stall_step(
+        &self,
+        started: u64,
+        counters: &Counters,
+        reason: &'static str,
+    ) -> Result<Duration> {
+        let Some(limit) = self.opts.write_stall_timeout else {
+            return Ok(Duration::MAX);
+        };
+        let waited = Duration::from_micros(mosaic_env::monotonic_micros().saturating_sub(started));
+        if waited >= limit {
+            Counters::add(&counters.write_stall_micros, waited.as_micros() as u64);
+            Counters::inc(&counters.write_stall_timeouts);
+            return Err(Error::WriteStalled { waited, reason });
+        }
+        Ok(limit - waited)
+    }
+
     /// Waits until the node's memtables have room for `charge` more bytes, and reserves
     /// them. Freezes the largest memtable when the memory not yet being flushed passes the
     /// cleanup threshold (or nothing is being flushed and the write does not fit).
@@ -245,7 +277,7 @@ impl Shared {
             space == 0 || held + charge <= space || held == 0
         };
         let mut b = self.budget.lock();
-        let mut stall_start: Option<u64> = None;
+        let mut stall_start = None;
         loop {
             if self.is_closing() {
                 return Err(Error::Closed);
@@ -264,14 +296,12 @@ impl Shared {
             if fits(&b) {
                 break;
             }
-            if stall_start.is_none() {
-                stall_start = Some(mosaic_env::monotonic_micros());
-                Counters::inc(&counters.write_stalls);
-            }
-            self.budget_cv.wait_for(&mut b, WAIT_STEP);
+            let (started, _) = stall_start.get_or_insert_with(|| self.stall_begins(counters));
+            let step = self.stall_step(*started, counters, "the node is out of memtable space")?;
+            self.budget_cv.wait_for(&mut b, step.min(WAIT_STEP));
         }
         b.reserved += charge;
-        if let Some(t) = stall_start {
+        if let Some((t, _)) = stall_start {
             Counters::add(
                 &counters.write_stall_micros,
                 mosaic_env::monotonic_micros().saturating_sub(t),
@@ -602,5 +632,17 @@ impl Shared {
                 }
             }
         }
+    }
+}
+
+/// A writer in a stall (see [`Shared::stall_begins`]).
+pub(crate) struct StallGuard<'a>(&'a Shared);
+
+impl Drop for StallGuard<'_> {
+    fn drop(&mut self) {
+        self.0
+            .last_stall_micros
+            .store(mosaic_env::monotonic_micros(), Ordering::Relaxed);
+        self.0.stalled_writers.fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -39,7 +39,7 @@ mod workers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -90,6 +90,12 @@ pub struct EngineOptions {
     /// When the WAL files together pass this size, partitions whose memtables keep the
     /// oldest one alive are flushed (0: no limit).
     pub wal_space_bytes: u64,
+    /// How long a write may wait in a stall (the node out of memtable space, or a
+    /// partition's frozen memtables or level-0 tables piled up) before it is refused with
+    /// [`Error::WriteStalled`](crate::Error::WriteStalled); `None` waits as long as it
+    /// takes. A server sets its write timeout here, so a stalled write fails in time
+    /// instead of queueing without bound.
+    pub write_stall_timeout: Option<Duration>,
 }
 
 impl Default for EngineOptions {
@@ -105,6 +111,7 @@ impl Default for EngineOptions {
             compaction_bytes_per_sec: 0,
             wal_file_bytes: 64 << 20,
             wal_space_bytes: 1 << 30,
+            write_stall_timeout: None,
         }
     }
 }
@@ -117,6 +124,7 @@ impl std::fmt::Debug for EngineOptions {
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("flush_threads", &self.flush_threads)
             .field("compaction_threads", &self.compaction_threads)
+            .field("write_stall_timeout", &self.write_stall_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -229,6 +237,10 @@ pub(crate) struct Shared {
     pub(crate) budget_cv: Condvar,
     /// Some writer is freezing the largest memtable to free memory.
     relieving: AtomicBool,
+    /// Writers waiting in a stall right now (see [`Engine::is_stalling`]).
+    pub(crate) stalled_writers: AtomicUsize,
+    /// When a writer last waited in a stall (monotonic µs; 0: never).
+    pub(crate) last_stall_micros: AtomicU64,
     registry: Mutex<Registry>,
     work: Mutex<WorkSignal>,
     work_cv: Condvar,
@@ -329,6 +341,8 @@ impl Engine {
             budget: Mutex::new(Budget::default()),
             budget_cv: Condvar::new(),
             relieving: AtomicBool::new(false),
+            stalled_writers: AtomicUsize::new(0),
+            last_stall_micros: AtomicU64::new(0),
             registry: Mutex::new(Registry {
                 catalog,
                 pending: replay.pending,
@@ -376,6 +390,26 @@ impl Engine {
     /// Bytes held by every memtable of every partition.
     pub fn memtable_bytes(&self) -> usize {
         self.shared.budget.lock().used
+    }
+
+    /// Whether a write might wait now: some writer is stalled or was within the last
+    /// second, or the memtables hold (nearly) all of the node's budget. A server runs
+    /// writes on its network threads only while this is false, and hands them to a
+    /// blocking thread otherwise.
+    pub fn is_stalling(&self) -> bool {
+        if self.shared.stalled_writers.load(Ordering::Relaxed) > 0 {
+            return true;
+        }
+        let last = self.shared.last_stall_micros.load(Ordering::Relaxed);
+        if last != 0 && mosaic_env::monotonic_micros().saturating_sub(last) < 1_000_000 {
+            return true;
+        }
+        let space = self.shared.opts.memtable_space_bytes;
+        if space == 0 {
+            return false;
+        }
+        let b = self.shared.budget.lock();
+        (b.used + b.reserved) as f64 >= space as f64 * 0.9
     }
 
     /// Bytes held by the node's block cache.

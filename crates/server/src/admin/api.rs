@@ -70,6 +70,21 @@ pub struct Counters {
     pub merge_sort_bytes_written: u64,
     pub splits: u64,
     pub merge_sorts: u64,
+    /// Times a write waited in a stall (memtable budget, flushes or level 0 behind).
+    #[serde(default)]
+    pub write_stalls: u64,
+    /// Microseconds writes spent stalled.
+    #[serde(default)]
+    pub write_stall_micros: u64,
+    /// Writes refused after stalling past the write timeout (WriteTimeout in CQL).
+    #[serde(default)]
+    pub write_stall_timeouts: u64,
+    /// Writes delayed by the level-0 slowdown.
+    #[serde(default)]
+    pub write_slowdowns: u64,
+    /// Microseconds of those delays.
+    #[serde(default)]
+    pub write_slowdown_micros: u64,
     /// Bytes written to disk per user byte (0 before any).
     pub write_amplification: f64,
     /// Tables probed per get (0 before any get).
@@ -96,6 +111,11 @@ impl From<&CounterSnapshot> for Counters {
             merge_sort_bytes_written: c.merge_sort_bytes_written,
             splits: c.splits,
             merge_sorts: c.merge_sorts,
+            write_stalls: c.write_stalls,
+            write_stall_micros: c.write_stall_micros,
+            write_stall_timeouts: c.write_stall_timeouts,
+            write_slowdowns: c.write_slowdowns,
+            write_slowdown_micros: c.write_slowdown_micros,
             write_amplification: c.write_amplification(),
             tables_probed_per_get: c.tables_probed_per_get(),
             bytes_read_per_get: c.bytes_read_per_get(),
@@ -145,9 +165,40 @@ pub struct TableEntry {
     pub error: Option<String>,
 }
 
+/// The node's storage engine as a whole: its budgets and what they hold now, and the
+/// write stalls and slowdowns summed over every table.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct EngineStats {
+    /// Partitions (table structures) open in the engine.
+    pub partitions: usize,
+    /// Bytes all memtables hold now.
+    pub memtable_bytes: usize,
+    /// `[storage] memtable_space_bytes` (0: no node-wide limit).
+    pub memtable_space_bytes: usize,
+    /// Bytes the block cache holds now.
+    pub block_cache_bytes: u64,
+    /// `[storage] block_cache_size_bytes`.
+    pub block_cache_capacity_bytes: u64,
+    /// Bytes in the shared commit log's files.
+    pub wal_bytes: u64,
+    /// The shared flush and compaction workers.
+    pub flush_threads: usize,
+    pub compaction_threads: usize,
+    /// `[storage] compaction_throughput_mib_per_sec` in bytes (0: unlimited).
+    pub compaction_bytes_per_sec: u64,
+    pub write_stalls: u64,
+    pub write_stall_micros: u64,
+    pub write_stall_timeouts: u64,
+    pub write_slowdowns: u64,
+    pub write_slowdown_micros: u64,
+}
+
 /// `GET /stats`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stats {
+    /// The node engine (absent in answers of older nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineStats>,
     pub tables: Vec<TableEntry>,
 }
 

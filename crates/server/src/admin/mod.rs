@@ -202,8 +202,41 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
                 error: Some(e),
             },
         })
-        .collect();
-    Json(api::Stats { tables })
+        .collect::<Vec<_>>();
+    let mut engine = engine_stats(admin.local.node_engine());
+    for c in tables
+        .iter()
+        .filter_map(|t| t.stats.as_ref())
+        .map(|s| &s.counters)
+    {
+        engine.write_stalls += c.write_stalls;
+        engine.write_stall_micros += c.write_stall_micros;
+        engine.write_stall_timeouts += c.write_stall_timeouts;
+        engine.write_slowdowns += c.write_slowdowns;
+        engine.write_slowdown_micros += c.write_slowdown_micros;
+    }
+    Json(api::Stats {
+        engine: Some(engine),
+        tables,
+    })
+}
+
+/// The node engine's budgets and what they hold now (the stall counters, kept per
+/// partition, are summed by the caller).
+pub(crate) fn engine_stats(engine: &mosaic_lsm::Engine) -> api::EngineStats {
+    let o = engine.options();
+    api::EngineStats {
+        partitions: engine.partitions().len(),
+        memtable_bytes: engine.memtable_bytes(),
+        memtable_space_bytes: o.memtable_space_bytes,
+        block_cache_bytes: engine.block_cache_bytes(),
+        block_cache_capacity_bytes: o.block_cache_bytes,
+        wal_bytes: engine.wal_bytes(),
+        flush_threads: o.flush_threads,
+        compaction_threads: o.compaction_threads,
+        compaction_bytes_per_sec: o.compaction_bytes_per_sec,
+        ..api::EngineStats::default()
+    }
 }
 
 /// The keyspace and table a repair query names, or why the query is refused.

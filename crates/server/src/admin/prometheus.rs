@@ -78,6 +78,24 @@ pub async fn record(admin: &Admin) {
         metrics::gauge!("mosaic_layout_memtable_bytes", &labels).set(*mem as f64);
     }
     record_storage_sum(&sum);
+    record_engine(&super::engine_stats(admin.local.node_engine()));
+}
+
+/// The node engine's budgets and use (gauges).
+fn record_engine(e: &super::api::EngineStats) {
+    for (what, v) in [
+        ("memtable_bytes", e.memtable_bytes as f64),
+        ("memtable_space_bytes", e.memtable_space_bytes as f64),
+        ("block_cache_bytes", e.block_cache_bytes as f64),
+        (
+            "block_cache_capacity_bytes",
+            e.block_cache_capacity_bytes as f64,
+        ),
+        ("wal_bytes", e.wal_bytes as f64),
+        ("partitions", e.partitions as f64),
+    ] {
+        metrics::gauge!(format!("mosaic_engine_{what}")).set(v);
+    }
 }
 
 /// The node's storage counters summed over every table.
@@ -96,6 +114,19 @@ fn record_storage_sum(sum: &CounterSnapshot) {
         metrics::counter!("mosaic_storage_bytes_total", "kind" => what).absolute(v);
     }
     metrics::counter!("mosaic_storage_gets_total").absolute(sum.gets);
+    // The recorder's counters are integers: stall time in microseconds, not seconds.
+    for (what, v) in [
+        ("write_stalls_total", sum.write_stalls),
+        ("write_stall_microseconds_total", sum.write_stall_micros),
+        ("write_stall_timeouts_total", sum.write_stall_timeouts),
+        ("write_slowdowns_total", sum.write_slowdowns),
+        (
+            "write_slowdown_microseconds_total",
+            sum.write_slowdown_micros,
+        ),
+    ] {
+        metrics::counter!(format!("mosaic_storage_{what}")).absolute(v);
+    }
     metrics::gauge!("mosaic_storage_write_amplification").set(sum.write_amplification());
 }
 
@@ -149,6 +180,10 @@ mod tests {
             metrics::counter!("mosaic_requests_total", "op" => "read").increment(2);
             metrics::histogram!("mosaic_request_seconds", "op" => "read").record(0.003);
             record_storage_sum(&CounterSnapshot::default());
+            record_engine(&crate::admin::api::EngineStats {
+                memtable_space_bytes: 1 << 20,
+                ..Default::default()
+            });
         });
         let text = handle.render();
         assert!(
@@ -169,6 +204,15 @@ mod tests {
         );
         assert!(
             text.contains("# TYPE mosaic_storage_write_amplification gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE mosaic_engine_memtable_space_bytes gauge")
+                && text.contains("mosaic_engine_memtable_space_bytes 1048576"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE mosaic_storage_write_stall_timeouts_total counter"),
             "{text}"
         );
         // Every counter's name ends in `_total`.

@@ -39,7 +39,8 @@
 //!
 //! Engine calls may block (fsync, disk reads, write stalls). Reads and writes, the hot
 //! path, run where `[storage] engine_calls` says: `inline` on the network thread itself
-//! (except writes that wait for an fsync), or `offload` in `block_in_place`, which hands
+//! (except writes that wait for an fsync, and writes while the node engine is stalling
+//! or near its memtable budget), or `offload` in `block_in_place`, which hands
 //! the worker's other tasks to a fresh thread first. A handoff per request costs a
 //! quarter to a third of the node's throughput on 2 cores (BENCHMARKS.md), so inline is
 //! the default. Rare, long calls (opening, closing, deleting, truncating tables) always
@@ -90,6 +91,8 @@ mod tests;
 
 pub(crate) use identity::now_micros;
 use schema::read_schema_file;
+#[cfg(test)]
+pub(crate) use tables::engine_error;
 use tables::{open_slot, remove_orphans, server_error};
 pub use tables::{AllPrimary, Roles};
 
@@ -181,7 +184,14 @@ impl LocalCoordinator {
             Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Catalog::default()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
         };
-        let node_engine = Engine::open(&data_dir, config.storage.node_engine_options()?)
+        let mut node_options = config.storage.node_engine_options()?;
+        // A write stalled longer than a coordinator waits for it is refused (the
+        // coordinator answers WriteTimeout and hints the replica), never queued without
+        // bound.
+        node_options.write_stall_timeout = Some(Duration::from_millis(
+            config.cluster.write_request_timeout_ms,
+        ));
+        let node_engine = Engine::open(&data_dir, node_options)
             .with_context(|| format!("opening the storage engine in {}", data_dir.display()))?;
         let mut engine = config.storage.engine_options()?;
         engine.engine = Some(node_engine.clone());
@@ -292,6 +302,11 @@ impl LocalCoordinator {
     /// Options for another store on the node engine (the hint store's).
     pub fn engine_options(&self) -> Options {
         self.engine.clone()
+    }
+
+    /// The node's storage engine (its budgets and shared WAL, for `/stats`).
+    pub fn node_engine(&self) -> &Engine {
+        &self.node_engine
     }
 
     /// The storage of `table`, or the error for a table that is gone.

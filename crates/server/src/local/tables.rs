@@ -51,11 +51,14 @@ pub(super) fn server_error(message: impl Into<String>) -> ErrorResponse {
 }
 
 /// The client-facing error for an engine failure on `table`.
-pub(super) fn engine_error(table: &str, e: mosaic_lsm::Error) -> ErrorResponse {
+pub(crate) fn engine_error(table: &str, e: mosaic_lsm::Error) -> ErrorResponse {
     use mosaic_lsm::Error as E;
     // The engine's own failures (flush, compaction, fsync, corruption) reach the node
     // here, as the error of the next operation that meets them.
-    if !matches!(e, E::InvalidArgument(_) | E::Closed) {
+    if !matches!(
+        e,
+        E::InvalidArgument(_) | E::Closed | E::WriteStalled { .. }
+    ) {
         tracing::error!(target: "mosaic::storage", table, error = %e, "storage engine error");
     }
     match &e {
@@ -68,6 +71,18 @@ pub(super) fn engine_error(table: &str, e: mosaic_lsm::Error) -> ErrorResponse {
         )),
         E::InvalidArgument(m) => ErrorResponse::new(ErrorKind::Invalid, m.clone()),
         E::Closed => server_error("The node is shutting down"),
+        // Nothing was written; to the coordinator this replica timed out (see
+        // `crate::cluster`), as Cassandra's replicas drop mutations they cannot apply
+        // in time.
+        E::WriteStalled { .. } => ErrorResponse::new(
+            ErrorKind::WriteTimeout {
+                consistency: mosaic_cql::frame::Consistency::One,
+                received: 0,
+                block_for: 1,
+                write_type: mosaic_cql::frame::WriteType::Simple,
+            },
+            format!("Table {table} did not apply the write in time: {e}"),
+        ),
         _ if e.is_corruption() => server_error(format!("Corrupt data in table {table}: {e}")),
         _ => server_error(format!("Storage error in table {table}: {e}")),
     }
@@ -297,7 +312,10 @@ impl LocalCoordinator {
             }
             work.push((slot.name.clone(), guard, batch));
         }
-        run_engine_call(self.inline_writes, move || {
+        // A write that may stall (the node near its memtable budget) leaves the network
+        // thread, so the stall holds up no other connection.
+        let inline = self.inline_writes && !self.node_engine.is_stalling();
+        run_engine_call(inline, move || {
             for (name, guard, batches) in work {
                 if let Some(store) = guard.as_ref() {
                     for (role, batch) in batches {
