@@ -3,7 +3,7 @@
 #
 #   bench/compare.sh [--workload a] [--records 100000] [--operations 100000]
 #                    [--concurrency 16] [--out DIR] [--systems mosaic,cassandra]
-#                    [--nodes 1] [--rf 1]
+#                    [--nodes 1] [--rf 1] [--tables 1]
 #
 # For each system: start a fresh cluster of --nodes nodes on 127.0.0.1..N in
 # DIR/<system>-cluster, `mosaic-bench load` (keyspace at replication factor --rf)
@@ -14,11 +14,12 @@
 # workload's run in DIR/<workload>/ (E runs a tenth of --operations: its scans are slow). Needs a release build:
 # `cargo build --release -p mosaic-server -p mosaic-bench` ($CARGO_TARGET_DIR or ./target). CQL ports: $PORT
 # (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
-# after each system unless KEEP=1.
+# after each system unless KEEP=1. --tables N spreads the records over N tables (usertable0…):
+# the many-tables comparison runs the same workload at --tables 100 and --tables 1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
-systems=mosaic,cassandra nodes=1 rf=1
+systems=mosaic,cassandra nodes=1 rf=1 tables=1
 while [ $# -gt 0 ]; do
     case $1 in
         --workload) workload=$2; shift 2 ;;
@@ -29,7 +30,8 @@ while [ $# -gt 0 ]; do
         --systems) systems=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
         --rf) rf=$2; shift 2 ;;
-        *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+        --tables) tables=$2; shift 2 ;;
+        *) sed -n '2,17p' "$0" >&2; exit 2 ;;
     esac
 done
 . "$root/bench/lib.sh"
@@ -48,7 +50,7 @@ phase() { # system phase workload dir host pidfile extra...
     local system=$1 phase=$2 w=$3 dir=$4 host=$5 pidfile=$6; shift 6
     mkdir -p "$dir"
     "$bench" "$phase" --hosts "$host" --workload "$w" --records "$records" \
-        --concurrency "$concurrency" --pid-files "$pidfile" --quiet \
+        --concurrency "$concurrency" --tables "$tables" --pid-files "$pidfile" --quiet \
         --json "$dir/$system-$phase.json" "$@" | tee "$dir/$system-$phase.txt"
 }
 

@@ -57,6 +57,10 @@ pub struct CommonArgs {
     /// Seed of the random choices.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Tables the records are spread over: `usertable` when 1, else `usertable0` …
+    /// `usertable<N-1>`, record n in table n % N (the same N for load and run).
+    #[arg(long, default_value_t = 1)]
+    pub tables: usize,
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -204,6 +208,7 @@ fn config(common: &CommonArgs, phase: Phase, read_cl: &str) -> anyhow::Result<Be
         pids,
         progress: !common.quiet,
         seed: common.seed,
+        tables: common.tables,
     })
 }
 

@@ -86,6 +86,19 @@ pub struct BenchConfig {
     pub progress: bool,
     /// Seed of the workers' random number generators.
     pub seed: u64,
+    /// Tables the records are spread over (record `n` lives in table `n % tables`; see
+    /// [`table_name`]).
+    pub tables: usize,
+}
+
+/// The name of table `i` of `tables`: `usertable` when there is one (YCSB's), else
+/// `usertable0`, `usertable1`, ….
+pub fn table_name(i: usize, tables: usize) -> String {
+    if tables <= 1 {
+        TABLE.to_owned()
+    } else {
+        format!("{TABLE}{i}")
+    }
 }
 
 /// Parses a consistency level name (`ONE`, `quorum`, `LOCAL_ONE`, …).
@@ -377,10 +390,23 @@ struct Statements {
 }
 
 impl Statements {
-    async fn prepare(session: &Session, config: &BenchConfig) -> anyhow::Result<Statements> {
+    /// The statements of every table, by table index.
+    async fn prepare_all(session: &Session, config: &BenchConfig) -> anyhow::Result<Vec<Self>> {
+        let mut all = Vec::with_capacity(config.tables);
+        for i in 0..config.tables {
+            all.push(Self::prepare(session, config, &table_name(i, config.tables)).await?);
+        }
+        Ok(all)
+    }
+
+    async fn prepare(
+        session: &Session,
+        config: &BenchConfig,
+        table: &str,
+    ) -> anyhow::Result<Statements> {
         let fields = config.workload.field_count;
         let names: Vec<String> = (0..fields).map(field_name).collect();
-        let table = format!("{KEYSPACE}.{TABLE}");
+        let table = format!("{KEYSPACE}.{table}");
         let prepare = |cql: String, cl: Consistency| async move {
             let mut s = session
                 .prepare(cql.clone())
@@ -460,6 +486,7 @@ pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
 async fn create_schema(
     session: &Session,
     workload: &Workload,
+    tables: usize,
     rf: u32,
     layout: Option<&str>,
 ) -> anyhow::Result<()> {
@@ -481,15 +508,18 @@ async fn create_schema(
         Some(l) => format!(" WITH layout = '{l}'"),
         None => String::new(),
     };
-    session
-        .query_unpaged(
-            format!(
-                "CREATE TABLE IF NOT EXISTS {KEYSPACE}.{TABLE} (y_id text PRIMARY KEY{columns}){with}"
-            ),
-            &[],
-        )
-        .await
-        .context("creating table ycsb.usertable")?;
+    for i in 0..tables {
+        let table = table_name(i, tables);
+        session
+            .query_unpaged(
+                format!(
+                    "CREATE TABLE IF NOT EXISTS {KEYSPACE}.{table} (y_id text PRIMARY KEY{columns}){with}"
+                ),
+                &[],
+            )
+            .await
+            .with_context(|| format!("creating table {KEYSPACE}.{table}"))?;
+    }
     session
         .await_schema_agreement()
         .await
@@ -501,13 +531,23 @@ async fn create_schema(
 struct Shared {
     config: BenchConfig,
     session: Session,
-    statements: Statements,
+    /// Each table's statements, by table index.
+    statements: Vec<Statements>,
     /// Next operation index to take.
     next: AtomicU64,
     /// Progress and the timeline.
     monitor: Arc<Monitor>,
     total: u64,
     start: Instant,
+}
+
+impl Shared {
+    /// The statements of the table record `n` lives in.
+    fn statements(&self, n: u64) -> &Statements {
+        let i = (n % self.statements.len().max(1) as u64) as usize;
+        // prepare_all made one set per table, and check_config refused zero tables.
+        &self.statements[i]
+    }
 }
 
 /// Refuses a configuration no phase can run.
@@ -517,6 +557,9 @@ fn check_config(config: &BenchConfig) -> anyhow::Result<()> {
     }
     if config.records == 0 {
         bail!("records must be positive");
+    }
+    if config.tables == 0 {
+        bail!("tables must be positive");
     }
     if let Some(rate) = config.rate {
         if !(rate.is_finite() && rate > 0.0) {
@@ -539,7 +582,14 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     let session = connect(&config.hosts).await?;
     let (phase_name, total) = match &config.phase {
         Phase::Load { rf, layout } => {
-            create_schema(&session, &config.workload, *rf, layout.as_deref()).await?;
+            create_schema(
+                &session,
+                &config.workload,
+                config.tables,
+                *rf,
+                layout.as_deref(),
+            )
+            .await?;
             ("load", config.records)
         }
         Phase::Run { operations } => ("run", *operations),
@@ -552,7 +602,7 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
             })?,
         ),
     };
-    let statements = Statements::prepare(&session, &config).await?;
+    let statements = Statements::prepare_all(&session, &config).await?;
     let pids = config.pids.clone();
     let io_before = IoCounters::of_pids(&pids)?;
     let cpu_before = servers_cpu_seconds(&pids)?;
@@ -708,7 +758,7 @@ async fn insert(
     }
     shared
         .session
-        .execute_unpaged(&shared.statements.insert, &row)
+        .execute_unpaged(&shared.statements(n).insert, &row)
         .await?;
     Ok(Done {
         bytes_written: (key.len() + shared.config.workload.record_bytes()) as u64,
@@ -721,10 +771,12 @@ fn record_bytes(shared: &Shared, key: &str, rows: usize) -> u64 {
     (rows * (key.len() + shared.config.workload.record_bytes())) as u64
 }
 
-async fn read(shared: &Shared, key: &str) -> Result<Done, Failed> {
+/// Reads record `n`.
+async fn read(shared: &Shared, n: u64) -> Result<Done, Failed> {
+    let key = &key_name(n);
     let result = shared
         .session
-        .execute_unpaged(&shared.statements.read, (key,))
+        .execute_unpaged(&shared.statements(n).read, (key,))
         .await?;
     let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
     if rows == 0 {
@@ -736,15 +788,17 @@ async fn read(shared: &Shared, key: &str) -> Result<Done, Failed> {
     })
 }
 
+/// Updates one field of record `n`.
 async fn update(
     shared: &Shared,
     chooser: &Chooser,
     values: &ValuePool,
     rng: &mut StdRng,
-    key: &str,
+    n: u64,
 ) -> Result<Done, Failed> {
+    let key = &key_name(n);
     let field = chooser.field(rng);
-    let Some(statement) = shared.statements.update.get(field) else {
+    let Some(statement) = shared.statements(n).update.get(field) else {
         // The chooser draws below field_count, the number of statements prepared.
         unreachable!("field {field} has no prepared update");
     };
@@ -776,26 +830,28 @@ async fn operation(
             chooser.acknowledge(n);
             done
         }
-        Operation::Read => read(shared, &key_name(chooser.existing_key(rng))).await,
+        Operation::Read => read(shared, chooser.existing_key(rng)).await,
         Operation::Update => {
-            let key = key_name(chooser.existing_key(rng));
-            update(shared, chooser, values, rng, &key).await
+            let n = chooser.existing_key(rng);
+            update(shared, chooser, values, rng, n).await
         }
         Operation::ReadModifyWrite => {
-            let key = key_name(chooser.existing_key(rng));
-            let r = read(shared, &key).await?;
-            let w = update(shared, chooser, values, rng, &key).await?;
+            let n = chooser.existing_key(rng);
+            let r = read(shared, n).await?;
+            let w = update(shared, chooser, values, rng, n).await?;
             Ok(Done {
                 bytes_written: w.bytes_written,
                 bytes_read: r.bytes_read,
             })
         }
         Operation::Scan => {
-            let key = key_name(chooser.existing_key(rng));
+            // A scan runs in the table of the record it starts at.
+            let n = chooser.existing_key(rng);
+            let key = key_name(n);
             let length = i32::try_from(chooser.scan_length(rng)).unwrap_or(i32::MAX);
             let result = shared
                 .session
-                .execute_unpaged(&shared.statements.scan, (key.as_str(), length))
+                .execute_unpaged(&shared.statements(n).scan, (key.as_str(), length))
                 .await?;
             let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
             Ok(Done {

@@ -4,6 +4,18 @@
 //! skiplist orders entries by [`compare_internal`]. Writers insert concurrently with readers;
 //! a full memtable is frozen (made immutable) and flushed in the background while a new one
 //! takes writes.
+//!
+//! Under a merge operator a memtable is *cumulative*: a write to a key the memtable already
+//! holds is stored merged with that key's newest version there (its timestamp the newer
+//! of the two), so every version is the merge of all versions of its key in this memtable
+//! with a smaller sequence number, and the newest timestamp goes with the newest sequence
+//! number. A reader at sequence number `s` then needs only the first version at or below
+//! `s` of each key ([`Memtable::get`], [`MemIter::visible_at`]), however often the key was
+//! updated: a hot row updated thousands of times costs a read one version, not thousands
+//! (Cassandra's memtable merges updates into the row in place to the same end). Older
+//! versions stay for readers of older snapshots; flushes keep only what readers can need.
+//! Writes are inserted by one thread at a time (the engine's write leader, or recovery),
+//! which is what makes reading the newest version and inserting the merge safe.
 
 use std::cmp::Ordering;
 use std::collections::VecDeque;
@@ -14,6 +26,7 @@ use std::sync::Arc;
 use crossbeam_skiplist::SkipMap;
 
 use crate::key::{compare_internal, encode_internal, parse_internal, Seqno, ValueKind};
+use crate::merge::{MergeOperator, Version};
 
 /// Per-entry overhead charged against the byte budget: skiplist node, tower, Arc header.
 const ENTRY_OVERHEAD_BYTES: usize = 96;
@@ -91,6 +104,8 @@ pub fn charge_bytes(key_len: usize, value_len: usize) -> usize {
 /// that file is kept until the memtable is flushed.
 pub struct Memtable {
     map: SkipMap<MemEntry, ()>,
+    /// Set for a cumulative memtable (see the module doc).
+    merge: Option<Arc<dyn MergeOperator>>,
     oldest_wal: AtomicU64,
     max_seqno: AtomicU64,
     size_bytes: AtomicUsize,
@@ -106,10 +121,16 @@ impl Default for Memtable {
 }
 
 impl Memtable {
-    /// An empty memtable.
+    /// An empty memtable that keeps every version as written.
     pub fn new() -> Self {
+        Self::with_merge(None)
+    }
+
+    /// An empty memtable, cumulative under `merge` (see the module doc).
+    pub fn with_merge(merge: Option<Arc<dyn MergeOperator>>) -> Self {
         Self {
             map: SkipMap::new(),
+            merge,
             oldest_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
             size_bytes: AtomicUsize::new(0),
@@ -160,9 +181,62 @@ impl Memtable {
         self.max_ts.load(AtomicOrdering::Relaxed)
     }
 
-    /// Inserts one version and returns the bytes it is charged ([`charge_bytes`]). Safe
-    /// to call from many threads.
+    /// Whether every version of a key holds the older ones (see the module doc).
+    pub fn is_cumulative(&self) -> bool {
+        self.merge.is_some()
+    }
+
+    /// Inserts one version and returns the bytes it is charged ([`charge_bytes`]). In a
+    /// cumulative memtable the version stored is the merge with the key's newest one, and
+    /// writes must come from one thread at a time; otherwise safe from many threads.
     pub fn insert(
+        &self,
+        key: &[u8],
+        ts: u64,
+        seqno: Seqno,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> usize {
+        let Some(op) = &self.merge else {
+            return self.insert_version(key, ts, seqno, kind, value);
+        };
+        let probe = MemEntry::probe(&crate::key::seek_key(key));
+        let newest = self
+            .map
+            .lower_bound(Bound::Included(&probe))
+            .map(|e| e.key().clone());
+        let held = newest.as_ref().and_then(|e| {
+            let p = parse_internal(e.key())?;
+            (p.user_key == key).then_some(Version {
+                ts: p.ts,
+                kind: p.kind,
+                value: e.value(),
+            })
+        });
+        let Some(held) = held else {
+            return self.insert_version(key, ts, seqno, kind, value);
+        };
+        let new = Version { ts, kind, value };
+        let versions = if held.ts > ts {
+            [held, new]
+        } else {
+            [new, held]
+        };
+        let merged = op.merge(key, &versions);
+        // The merge carries the older timestamps of its cells; the memtable's oldest
+        // timestamp must still count this write's.
+        self.min_ts.fetch_min(ts, AtomicOrdering::Relaxed);
+        self.insert_version(
+            key,
+            merged.ts.max(held.ts),
+            seqno,
+            merged.kind,
+            &merged.value,
+        )
+    }
+
+    /// Inserts one version as it is.
+    fn insert_version(
         &self,
         key: &[u8],
         ts: u64,
@@ -194,7 +268,8 @@ impl Memtable {
     }
 
     /// Every version of `user_key` with a sequence number at most `snapshot`, in internal
-    /// order (newest timestamp first), appended to `out`.
+    /// order (newest timestamp first), appended to `out` — in a cumulative memtable only
+    /// the first, which holds the others.
     pub fn get(&self, user_key: &[u8], snapshot: Seqno, out: &mut Vec<MemVersion>) {
         let probe = MemEntry::probe(&crate::key::seek_key(user_key));
         for entry in self.map.range(probe..) {
@@ -212,6 +287,9 @@ impl Memtable {
                     kind: p.kind,
                     value: e.value().to_vec(),
                 });
+                if self.merge.is_some() {
+                    return;
+                }
             }
         }
     }
@@ -250,6 +328,9 @@ const MEM_AHEAD_MAX: usize = 128;
 /// than any snapshot the scan reads at.
 pub struct MemIter {
     mem: Arc<Memtable>,
+    /// For a cumulative memtable read at a sequence number: yield only the first version
+    /// at or below it of each key (which holds the others), skipping the rest.
+    visible: Option<Seqno>,
     /// The current entry first, then the ones read ahead.
     ahead: VecDeque<MemEntry>,
     /// Entries the next walk reads.
@@ -263,14 +344,31 @@ impl MemIter {
     pub fn new(mem: Arc<Memtable>) -> Self {
         Self {
             mem,
+            visible: None,
             ahead: VecDeque::new(),
             walk: MEM_AHEAD_MIN,
             walked_to_end: true,
         }
     }
 
-    /// Reads up to `self.walk` entries from `from` on into `ahead` (empty before).
-    fn walk_from(&mut self, from: Bound<&MemEntry>) {
+    /// An iterator over what a reader at `seqno` needs of `mem`: every version when the
+    /// memtable is not cumulative; else, of each key, only the first version at or below
+    /// `seqno` (versions above it are skipped, as the reader would skip them).
+    pub fn visible_at(mem: Arc<Memtable>, seqno: Seqno) -> Self {
+        let visible = mem.is_cumulative().then_some(seqno);
+        Self {
+            visible,
+            ..Self::new(mem)
+        }
+    }
+
+    /// Reads up to `self.walk` entries from `from` on into `ahead` (empty before), after
+    /// `last`, the entry the reader just passed (whose key's other versions a cumulative
+    /// walk skips).
+    fn walk_from(&mut self, from: Bound<&MemEntry>, last: Option<&MemEntry>) {
+        if let Some(seqno) = self.visible {
+            return self.walk_visible(from, last, seqno);
+        }
         debug_assert!(self.ahead.is_empty());
         self.ahead.extend(
             self.mem
@@ -282,6 +380,57 @@ impl MemIter {
         self.walked_to_end = self.ahead.len() < self.walk;
         self.walk = (self.walk * 2).min(MEM_AHEAD_MAX);
     }
+
+    /// [`Self::walk_from`] for a cumulative memtable read at `seqno`: per key, the first
+    /// version at or below `seqno`; the key's other versions are jumped over with one
+    /// skiplist search, not stepped through.
+    fn walk_visible(&mut self, from: Bound<&MemEntry>, last: Option<&MemEntry>, seqno: Seqno) {
+        debug_assert!(self.ahead.is_empty());
+        let mut start: Bound<MemEntry> = from.cloned();
+        // The user key whose version was taken last: its other versions are skipped.
+        let mut taken: Option<MemEntry> = last.cloned();
+        'walk: loop {
+            let mut jump = None;
+            for e in self.mem.map.range((start.as_ref(), Bound::Unbounded)) {
+                let entry = e.key();
+                let Some(p) = parse_internal(entry.key()) else {
+                    // Not written by this engine's insert; handed on as it is.
+                    self.ahead.push_back(entry.clone());
+                    continue;
+                };
+                let same_key = taken
+                    .as_ref()
+                    .and_then(|t| parse_internal(t.key()))
+                    .is_some_and(|t| t.user_key == p.user_key);
+                if same_key {
+                    // Past the last version of this key: its largest internal key.
+                    let mut end = p.user_key.to_vec();
+                    end.extend_from_slice(&[0xff; crate::key::TRAILER_LEN]);
+                    jump = Some(MemEntry::probe(&end));
+                    break;
+                }
+                if p.seqno > seqno {
+                    continue;
+                }
+                self.ahead.push_back(entry.clone());
+                taken = Some(entry.clone());
+                if self.ahead.len() >= self.walk {
+                    self.walked_to_end = false;
+                    self.walk = (self.walk * 2).min(MEM_AHEAD_MAX);
+                    return;
+                }
+            }
+            match jump {
+                Some(j) => {
+                    start = Bound::Excluded(j);
+                    taken = None;
+                    continue 'walk;
+                }
+                None => break 'walk,
+            }
+        }
+        self.walked_to_end = true;
+    }
 }
 
 impl crate::iter::InternalIter for MemIter {
@@ -289,13 +438,13 @@ impl crate::iter::InternalIter for MemIter {
         self.ahead.clear();
         self.walk = MEM_AHEAD_MIN;
         let probe = MemEntry::probe(target);
-        self.walk_from(Bound::Included(&probe));
+        self.walk_from(Bound::Included(&probe), None);
         Ok(())
     }
     fn seek_to_first(&mut self) -> crate::Result<()> {
         self.ahead.clear();
         self.walk = MEM_AHEAD_MIN;
-        self.walk_from(Bound::Unbounded);
+        self.walk_from(Bound::Unbounded, None);
         Ok(())
     }
     fn next(&mut self) -> crate::Result<()> {
@@ -303,7 +452,7 @@ impl crate::iter::InternalIter for MemIter {
             return Ok(());
         };
         if self.ahead.is_empty() && !self.walked_to_end {
-            self.walk_from(Bound::Excluded(&cur));
+            self.walk_from(Bound::Excluded(&cur), Some(&cur));
         }
         Ok(())
     }
@@ -456,5 +605,103 @@ mod frozen_tests {
         }
         assert!(!live.valid());
         assert!(steps > MEM_AHEAD_MAX);
+    }
+
+    /// Set union of bytes: associative, commutative and idempotent, as merges must be.
+    struct Union;
+    impl MergeOperator for Union {
+        fn name(&self) -> &str {
+            "union"
+        }
+        fn merge(&self, _key: &[u8], versions: &[Version<'_>]) -> crate::merge::Resolved {
+            let mut bytes: Vec<u8> = versions.iter().flat_map(|v| v.value.to_vec()).collect();
+            bytes.sort_unstable();
+            bytes.dedup();
+            crate::merge::Resolved {
+                ts: versions.iter().map(|v| v.ts).max().unwrap_or(0),
+                kind: ValueKind::Put,
+                value: bytes,
+            }
+        }
+    }
+
+    fn walk(it: &mut MemIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        while it.valid() {
+            let p = parse_internal(it.key()).unwrap();
+            out.push((p.user_key.to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn a_cumulative_memtable_answers_every_snapshot_with_one_version_per_key() {
+        let m = Arc::new(Memtable::with_merge(Some(Arc::new(Union))));
+        // Key b updated often, once with an older timestamp arriving late.
+        m.insert(b"a", 5, Seqno(1), ValueKind::Put, b"a");
+        for (i, v) in [b'1', b'2', b'3', b'4'].iter().enumerate() {
+            m.insert(
+                b"b",
+                10 + i as u64,
+                Seqno(2 + i as u64),
+                ValueKind::Put,
+                &[*v],
+            );
+        }
+        m.insert(b"b", 1, Seqno(6), ValueKind::Put, b"0");
+        m.insert(b"c", 7, Seqno(7), ValueKind::Put, b"c");
+        let at = |seqno: u64| {
+            let mut out = Vec::new();
+            m.get(b"b", Seqno(seqno), &mut out);
+            out.iter()
+                .map(|v| (v.ts, v.value.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(at(1), vec![]);
+        assert_eq!(at(2), vec![(10, b"1".to_vec())]);
+        assert_eq!(at(4), vec![(12, b"123".to_vec())]);
+        // The late write's older timestamp does not hide it: the newest version holds it.
+        assert_eq!(at(6), vec![(13, b"01234".to_vec())]);
+        assert_eq!(m.min_ts(), 1);
+        // The iterator yields one version per key, as of its sequence number.
+        let mut it = MemIter::visible_at(m.clone(), Seqno(7));
+        it.seek_to_first().unwrap();
+        assert_eq!(
+            walk(&mut it),
+            vec![
+                (b"a".to_vec(), b"a".to_vec()),
+                (b"b".to_vec(), b"01234".to_vec()),
+                (b"c".to_vec(), b"c".to_vec()),
+            ]
+        );
+        let mut it = MemIter::visible_at(m.clone(), Seqno(3));
+        it.seek(&crate::key::seek_key(b"b")).unwrap();
+        assert_eq!(walk(&mut it), vec![(b"b".to_vec(), b"12".to_vec())]);
+        // Every version stays for readers that want them all (flush, older snapshots).
+        let mut all = MemIter::new(m.clone());
+        all.seek_to_first().unwrap();
+        assert_eq!(walk(&mut all).len(), 7);
+    }
+
+    #[test]
+    fn a_cumulative_walk_skips_many_versions_and_keeps_reading_ahead() {
+        let m = Arc::new(Memtable::with_merge(Some(Arc::new(Union))));
+        let mut seqno = 0;
+        for k in 0..50u8 {
+            for v in 0..20u8 {
+                seqno += 1;
+                m.insert(&[k], u64::from(v) + 1, Seqno(seqno), ValueKind::Put, &[v]);
+            }
+        }
+        let mut it = MemIter::visible_at(m.clone(), Seqno(seqno));
+        it.seek_to_first().unwrap();
+        let got = walk(&mut it);
+        assert_eq!(got.len(), 50);
+        let every: Vec<u8> = (0..20).collect();
+        for (i, (k, v)) in got.iter().enumerate() {
+            assert_eq!(k, &vec![i as u8]);
+            assert_eq!(v, &every);
+        }
     }
 }

@@ -25,6 +25,11 @@ impl Inner {
         self.opts.memtable_size_bytes
     }
 
+    /// A new, empty memtable for this partition: cumulative under its merge operator.
+    pub(crate) fn new_memtable(&self) -> Arc<Memtable> {
+        Arc::new(Memtable::with_merge(self.opts.merge_operator.clone()))
+    }
+
     /// Takes `memtables` (writes the engine kept for this partition, oldest first) as
     /// frozen memtables to flush; returns the newest sequence number the partition holds.
     /// Called under the engine's leadership, before the partition takes writes.
@@ -45,7 +50,7 @@ impl Inner {
     pub(crate) fn take_memtables(&self) -> (Vec<Arc<Memtable>>, usize) {
         let mut st = self.state.lock();
         let mut out: Vec<Arc<Memtable>> = std::mem::take(&mut st.imm);
-        let active = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
+        let active = std::mem::replace(&mut st.mem, self.new_memtable());
         let active_bytes = active.size_bytes();
         if !active.is_empty() {
             out.push(active);

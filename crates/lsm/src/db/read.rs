@@ -280,9 +280,9 @@ impl Inner {
     ) -> Result<Scan> {
         let sv = self.super_version();
         let mut children: Vec<Box<dyn InternalIter>> = Vec::new();
-        children.push(Box::new(MemIter::new(sv.mem.clone())));
+        children.push(Box::new(MemIter::visible_at(sv.mem.clone(), seqno)));
         for m in sv.imm.iter().rev() {
-            children.push(Box::new(MemIter::new(m.clone())));
+            children.push(Box::new(MemIter::visible_at(m.clone(), seqno)));
         }
         let lo = match start {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),

@@ -218,7 +218,7 @@ fn new_inner(
         pid,
         state: Mutex::new(State {
             sv: None,
-            mem: Arc::new(Memtable::new()),
+            mem: Arc::new(Memtable::with_merge(opts.merge_operator.clone())),
             imm: Vec::new(),
             version: Arc::new(empty_version(&opts)),
             next_file_id,
@@ -290,7 +290,7 @@ impl Inner {
             .collect();
         wal_ids.sort_unstable();
         let mut report = RecoveryReport::default();
-        let mut mem = Arc::new(Memtable::new());
+        let mut mem = self.new_memtable();
         let mut max_seqno = last_seqno;
         for id in &wal_ids {
             let path = self.dir.join(wal_file_name(*id));
@@ -317,7 +317,7 @@ impl Inner {
                 }
                 if mem.size_bytes() >= self.opts.memtable_size_bytes {
                     self.recover_flush(&mem, max_seqno)?;
-                    mem = Arc::new(Memtable::new());
+                    mem = self.new_memtable();
                 }
             }
             if let Some(d) = records.dropped() {

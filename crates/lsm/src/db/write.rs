@@ -170,7 +170,7 @@ impl Inner {
         if st.mem.is_empty() {
             return;
         }
-        let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new()));
+        let old = std::mem::replace(&mut st.mem, self.new_memtable());
         self.engine.froze(old.size_bytes());
         st.imm.push(old);
         st.sv = None;

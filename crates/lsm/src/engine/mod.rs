@@ -561,12 +561,12 @@ impl Shared {
             let mut memtables = parked;
             let mut added = 0usize;
             if let Some(p) = pending {
-                let mut mem = Arc::new(Memtable::new());
+                let mut mem = inner.new_memtable();
                 for op in p.ops.iter().filter(|op| op.seqno.0 > flushed_seqno) {
                     mem.note_wal(p.oldest_wal);
                     added += mem.insert(&op.key, op.ts, op.seqno, op.kind, &op.value);
                     if mem.size_bytes() >= inner.memtable_size_bytes() {
-                        memtables.push(std::mem::replace(&mut mem, Arc::new(Memtable::new())));
+                        memtables.push(std::mem::replace(&mut mem, inner.new_memtable()));
                     }
                 }
                 if !mem.is_empty() {
