@@ -98,6 +98,16 @@ impl Roles for RingRoles {
     }
 
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+        // A partition read: every key of the range has one token, so one role (without
+        // walking the ring's segments, which allocates per read).
+        if let (Ok(token), Some(end)) = (mosaic_rows::decode_token(&range.start), &range.end) {
+            if end.len() >= mosaic_rows::key::TOKEN_LEN
+                && mosaic_rows::decode_token(end).is_ok_and(|t| t == token)
+                && range.start < *end
+            {
+                return vec![(range, self.role(token))];
+            }
+        }
         let v = &self.view;
         let mut out: Vec<(KeyRange, Role)> = Vec::new();
         for segment in v.ring.segments(&range, self.rf) {
@@ -606,6 +616,36 @@ mod tests {
             end: Some(key(-10)),
         };
         assert_eq!(roles.pieces(inner.clone()), [(inner, Role::Primary)]);
+    }
+
+    /// A range within one token (a partition read) is one piece with that token's role,
+    /// as the general walk over the ring's segments would give.
+    #[test]
+    fn a_partition_range_is_one_piece_with_its_tokens_role() {
+        let roles = RingRoles {
+            view: view(2),
+            rf: 2,
+        };
+        for t in [-100i64, -50, 0, 50, 100, 101] {
+            let mut start = key(t);
+            start.extend_from_slice(b"pk");
+            let mut end = start.clone();
+            end.push(0xff);
+            let range = KeyRange {
+                start: start.clone(),
+                end: Some(end.clone()),
+            };
+            assert_eq!(
+                roles.pieces(range.clone()),
+                vec![(range, roles.role(Token(t)))]
+            );
+        }
+        // A range over several tokens still splits where the role changes.
+        let wide = KeyRange {
+            start: key(-150),
+            end: Some(key(150)),
+        };
+        assert!(roles.pieces(wide).len() > 1);
     }
 
     /// A write the storage engine refused after stalling past the write timeout reaches
