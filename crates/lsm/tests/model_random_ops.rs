@@ -8,6 +8,10 @@
 //! snapshot reads, flushes, compactions and reopens. Every read is compared with a model that
 //! implements the engine's rules (last-write-wins; a merge operator; tombstone purging).
 //!
+//! A third of the cases run the database as one partition of a node engine shared with 1–3
+//! neighbour partitions that take the same writes, interleaved in the one shared WAL: each
+//! neighbour must match the model too, after every reopen (a replay of the shared WAL).
+//!
 //! Variants:
 //! - `lww_*`: last-write-wins, ties go to the tombstone, then to the larger value.
 //! - `merge_*`: a set-union merge operator with Put/Delete "floors", associative and
@@ -26,8 +30,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mosaic_lsm::{
-    Clock, Compression, Db, DynamicLevels, LevelPolicy, ManualClock, MergeOperator, Options,
-    Resolved, StaticLevels, SyncMode, TableOptions, ValueKind, Version, WriteBatch,
+    Clock, Compression, Db, DynamicLevels, Engine, EngineOptions, LevelPolicy, ManualClock,
+    MergeOperator, Options, Resolved, StaticLevels, SyncMode, TableOptions, ValueKind, Version,
+    WriteBatch,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
@@ -100,6 +105,8 @@ struct Setup {
     log: Option<(usize, usize)>,
     /// Bloom filters over key prefixes of this length (0: whole keys).
     filter_prefix_bytes: usize,
+    /// Neighbour partitions sharing the database's node engine (0: a standalone database).
+    neighbours: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -467,6 +474,7 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
             1 => (1usize..=3, 1usize..=4).prop_map(Some),
         ],
         prop_oneof![Just(0usize), Just(2), Just(4)],
+        prop_oneof![2 => Just(0usize), 1 => 1usize..=3],
     )
         .prop_map(
             |(
@@ -479,8 +487,10 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
                 st,
                 log,
                 fp,
+                neighbours,
             )| {
                 Setup {
+                    neighbours,
                     filter_prefix_bytes: fp,
                     memtable_size_bytes,
                     block_size_bytes,
@@ -634,6 +644,48 @@ fn options(mode: Mode, space: KeySpace, setup: &Setup, clock: &Arc<ManualClock>)
     }
 }
 
+/// Opens the database in `dir` — standalone, or as partition `main` of a node engine with
+/// `setup.neighbours` neighbour partitions `n0`, `n1`, … (same options) — and the rest.
+fn open_all(
+    dir: &Path,
+    mode: Mode,
+    space: KeySpace,
+    setup: &Setup,
+    clock: &Arc<ManualClock>,
+    what: &str,
+) -> Result<(Db, Option<Engine>, Vec<Db>), TestCaseError> {
+    let opts = options(mode, space, setup, clock);
+    if setup.neighbours == 0 {
+        return Ok((engine(Db::open(dir, opts), what)?, None, Vec::new()));
+    }
+    let node = engine(
+        Engine::open(
+            dir,
+            EngineOptions {
+                sync_mode: setup.sync_mode,
+                memtable_space_bytes: 0,
+                block_cache_bytes: 64 << 10,
+                flush_threads: 1,
+                compaction_threads: 1,
+                ..EngineOptions::default()
+            },
+        ),
+        what,
+    )?;
+    let open = |name: &str| {
+        let opts = Options {
+            engine: Some(node.clone()),
+            ..opts.clone()
+        };
+        engine(Db::open(dir.join(name), opts), what)
+    };
+    let db = open("main")?;
+    let neighbours = (0..setup.neighbours)
+        .map(|i| open(&format!("n{i}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((db, Some(node), neighbours))
+}
+
 fn engine<T>(r: mosaic_lsm::Result<T>, what: &str) -> Result<T, TestCaseError> {
     r.map_err(|e| TestCaseError::fail(format!("{what}: engine error: {e}")))
 }
@@ -649,6 +701,10 @@ struct Run {
     clock: Arc<ManualClock>,
     dir: tempfile::TempDir,
     db: Option<Db>,
+    /// The node engine `db` and `neighbours` share, when the setup has neighbours.
+    node: Option<Engine>,
+    /// Partitions of `node` taking the same writes as `db`.
+    neighbours: Vec<Db>,
     model: Model,
     /// Open snapshots and the model as of each.
     snapshots: Vec<(mosaic_lsm::Snapshot, Model)>,
@@ -679,10 +735,7 @@ impl Run {
     fn new(mode: Mode, space: KeySpace, setup: Setup) -> Result<Self, TestCaseError> {
         let clock = Arc::new(ManualClock::new(CLOCK_START_MICROS));
         let dir = scratch_dir();
-        let db = engine(
-            Db::open(dir.path(), options(mode, space, &setup, &clock)),
-            "open",
-        )?;
+        let (db, node, neighbours) = open_all(dir.path(), mode, space, &setup, &clock, "open")?;
         Ok(Self {
             mode,
             space,
@@ -691,6 +744,8 @@ impl Run {
             clock,
             dir,
             db: Some(db),
+            node,
+            neighbours,
             model: Model::new(mode),
             snapshots: Vec::new(),
             scans: Vec::new(),
@@ -865,6 +920,12 @@ impl Run {
     }
 
     fn check_everything(&mut self) -> Result<(), TestCaseError> {
+        for n in &self.neighbours {
+            for k in &self.keys {
+                self.check_get(n, k, None, "neighbour get")?;
+            }
+            self.check_scan(n, &BoundSpec::Unbounded, &BoundSpec::Unbounded, None)?;
+        }
         let db = self.db();
         for k in &self.keys {
             self.check_get(db, k, None, "final get")?;
@@ -921,17 +982,13 @@ impl Run {
         // Scans and snapshots do not survive a reopen (and would keep the engine alive).
         self.drain_scans()?;
         self.snapshots.clear();
-        let db = self.db.take().expect("open");
-        if close {
-            engine(db.close(), "close")?;
-        } else {
-            drop(db);
-        }
-        let db = engine(
-            Db::open(
-                self.dir.path(),
-                options(self.mode, self.space, &self.setup, &self.clock),
-            ),
+        self.close_all(close)?;
+        let (db, node, neighbours) = open_all(
+            self.dir.path(),
+            self.mode,
+            self.space,
+            &self.setup,
+            &self.clock,
             if close {
                 "open after close"
             } else {
@@ -939,6 +996,53 @@ impl Run {
             },
         )?;
         self.db = Some(db);
+        self.node = node;
+        self.neighbours = neighbours;
+        Ok(())
+    }
+
+    /// Closes (or just drops) the database, its neighbours and their node engine.
+    fn close_all(&mut self, close: bool) -> Result<(), TestCaseError> {
+        let dbs = self.db.take().into_iter().chain(self.neighbours.drain(..));
+        for db in dbs {
+            if close {
+                engine(db.close(), "close")?;
+            }
+        }
+        if let Some(node) = self.node.take() {
+            if close {
+                engine(node.close(), "close the node engine")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `concrete` to `db`, as one batch or write by write.
+    fn write_to(
+        db: &Db,
+        concrete: &[(Vec<u8>, Write)],
+        as_batch: bool,
+    ) -> Result<(), TestCaseError> {
+        if as_batch {
+            let mut batch = WriteBatch::new();
+            for (k, w) in concrete {
+                match w {
+                    Write::Put(ts, v) => batch.put(k, *ts, v),
+                    Write::Delete(ts) => batch.delete(k, *ts),
+                    Write::Merge(ts, v) => batch.merge(k, *ts, v),
+                }
+            }
+            prop_assert_eq!(batch.len(), concrete.len());
+            engine(db.write(batch), "write batch")?;
+        } else {
+            for (k, w) in concrete {
+                match w {
+                    Write::Put(ts, v) => engine(db.put(k, *ts, v), "put")?,
+                    Write::Delete(ts) => engine(db.delete(k, *ts), "delete")?,
+                    Write::Merge(ts, v) => engine(db.merge(k, *ts, v), "merge")?,
+                }
+            }
+        }
         Ok(())
     }
 
@@ -946,26 +1050,9 @@ impl Run {
         match op {
             Op::Write { writes, as_batch } => {
                 let concrete: Vec<_> = writes.iter().map(|w| self.concrete(w)).collect();
-                let db = self.db();
-                if *as_batch {
-                    let mut batch = WriteBatch::new();
-                    for (k, w) in &concrete {
-                        match w {
-                            Write::Put(ts, v) => batch.put(k, *ts, v),
-                            Write::Delete(ts) => batch.delete(k, *ts),
-                            Write::Merge(ts, v) => batch.merge(k, *ts, v),
-                        }
-                    }
-                    prop_assert_eq!(batch.len(), concrete.len());
-                    engine(db.write(batch), "write batch")?;
-                } else {
-                    for (k, w) in &concrete {
-                        match w {
-                            Write::Put(ts, v) => engine(db.put(k, *ts, v), "put")?,
-                            Write::Delete(ts) => engine(db.delete(k, *ts), "delete")?,
-                            Write::Merge(ts, v) => engine(db.merge(k, *ts, v), "merge")?,
-                        }
-                    }
+                Self::write_to(self.db(), &concrete, *as_batch)?;
+                for n in &self.neighbours {
+                    Self::write_to(n, &concrete, *as_batch)?;
                 }
                 for (k, w) in &concrete {
                     self.model.apply(k, w);
@@ -1085,8 +1172,7 @@ impl Run {
         self.reopen(true)?;
         self.check_everything()?;
         self.snapshots.clear();
-        let db = self.db.take().expect("open");
-        engine(db.close(), "final close")?;
+        self.close_all(true)?;
         Ok(self.levels_nonempty_max)
     }
 }
@@ -1198,6 +1284,7 @@ fn background_compaction_builds_several_levels() {
         },
         static_levels: false,
         log: None,
+        neighbours: 0,
         filter_prefix_bytes: 0,
     };
     let space = KeySpace::Wide(400);
@@ -1245,6 +1332,7 @@ fn gc_setup() -> Setup {
         },
         static_levels: false,
         log: None,
+        neighbours: 0,
         filter_prefix_bytes: 3,
     }
 }
