@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
 
-use mosaic_lsm::{Compression, Db, Error, Options, SyncMode, TableOptions, WriteBatch};
+use mosaic_lsm::{
+    Compression, Db, Engine, EngineOptions, Error, Options, SyncMode, TableOptions, WriteBatch,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -393,6 +395,198 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
             bytes.len()
         );
         check_wal_trial(&trial_dir, &wal, &records, survivors, drop_at, &ctx);
+    }
+    assert_eq!(
+        ENGINE_PANICS.load(Ordering::SeqCst),
+        0,
+        "an engine thread panicked"
+    );
+}
+
+/// Partitions sharing one node engine (and its WAL) in the shared-WAL damage test.
+const PARTS: usize = 3;
+
+/// Opens the node engine in `dir` and its partitions `p0`, `p1`, ….
+fn open_parts(dir: &Path) -> (Engine, Vec<Db>) {
+    let engine = Engine::open(
+        dir,
+        EngineOptions {
+            sync_mode: SyncMode::PerWrite,
+            memtable_space_bytes: 0,
+            ..EngineOptions::default()
+        },
+    )
+    .unwrap();
+    let dbs = (0..PARTS)
+        .map(|j| {
+            let opts = Options {
+                engine: Some(engine.clone()),
+                ..options()
+            };
+            Db::open(dir.join(format!("p{j}")), opts).unwrap()
+        })
+        .collect();
+    (engine, dbs)
+}
+
+fn close_parts(engine: Engine, dbs: Vec<Db>) {
+    for db in dbs {
+        db.close().unwrap();
+    }
+    engine.close().unwrap();
+}
+
+/// Builds a node engine whose partitions' only data is in the shared WAL: record `r` wrote
+/// the keys `records[r].1` to partition `records[r].0` (records alternate partitions).
+fn build_shared_wal_image(dir: &Path) -> (PathBuf, Vec<(usize, Vec<usize>)>) {
+    let (engine, dbs) = open_parts(dir);
+    let mut records = Vec::new();
+    let mut next = 0;
+    for r in 0..150 {
+        let j = (r * 7 + r / 5) % PARTS;
+        let db = &dbs[j];
+        if r % 5 == 2 {
+            let mut b = WriteBatch::new();
+            let keys: Vec<usize> = (next..next + 3).collect();
+            for &i in &keys {
+                b.put(&key(i), ts(i), &value(i));
+            }
+            db.write(b).unwrap();
+            next += 3;
+            records.push((j, keys));
+        } else {
+            db.put(&key(next), ts(next), &value(next)).unwrap();
+            records.push((j, vec![next]));
+            next += 1;
+        }
+    }
+    close_parts(engine, dbs);
+    let wals: Vec<PathBuf> = files_with(&dir.join("wal"), |n| n.ends_with(".wal"))
+        .into_iter()
+        .filter(|p| std::fs::metadata(p).unwrap().len() > 0)
+        .collect();
+    assert_eq!(
+        wals.len(),
+        1,
+        "one WAL holds every partition's writes: {wals:?}"
+    );
+    let wal = wals[0].clone();
+    let spans = record_spans(&std::fs::read(&wal).unwrap());
+    assert_eq!(spans.len(), records.len(), "one WAL record per write");
+    (wal, records)
+}
+
+/// The keys partition `j` must hold once records `..survivors` replayed.
+fn partition_keys(records: &[(usize, Vec<usize>)], survivors: usize, j: usize) -> Vec<usize> {
+    let mut keys: Vec<usize> = records[..survivors]
+        .iter()
+        .filter(|(p, _)| *p == j)
+        .flat_map(|(_, k)| k.iter().copied())
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Opens a damaged copy of the shared-WAL image: every partition must hold exactly the
+/// writes of the records before the damage, the engine's report must name the drop, and
+/// after a new write and a clean reopen nothing dropped comes back in any partition.
+fn check_shared_wal_trial(
+    dir: &Path,
+    wal: &Path,
+    records: &[(usize, Vec<usize>)],
+    survivors: usize,
+    drop_at: Option<u64>,
+    ctx: &str,
+) {
+    let n: usize = records.iter().map(|(_, k)| k.len()).sum();
+    let (engine, dbs) = open_parts(dir);
+    let report = engine.recovery_report();
+    let drops: Vec<_> = report
+        .dropped
+        .iter()
+        .filter(|d| d.file.file_name() == wal.file_name())
+        .collect();
+    match drop_at {
+        Some(offset) => {
+            assert_eq!(drops.len(), 1, "{ctx}: one drop expected: {report:?}");
+            assert_eq!(drops[0].offset, offset, "{ctx}: drop offset: {report:?}");
+        }
+        None => assert!(drops.is_empty(), "{ctx}: unexpected drop: {report:?}"),
+    }
+    for (j, db) in dbs.iter().enumerate() {
+        let got = read_all(db, n, None, ctx);
+        assert_eq!(
+            got.present,
+            partition_keys(records, survivors, j),
+            "{ctx}: partition {j} does not hold exactly its records before the damage"
+        );
+    }
+    dbs[0].put(&key(n), ts(n), &value(n)).unwrap();
+    close_parts(engine, dbs);
+    let (engine, dbs) = open_parts(dir);
+    assert!(
+        engine.recovery_report().dropped.is_empty(),
+        "{ctx}: the second open dropped data again: {:?}",
+        engine.recovery_report()
+    );
+    for (j, db) in dbs.iter().enumerate() {
+        let mut want = partition_keys(records, survivors, j);
+        if j == 0 {
+            want.push(n);
+        }
+        assert_eq!(
+            read_all(db, n + 1, None, ctx).present,
+            want,
+            "{ctx}: partition {j} changed after a second reopen"
+        );
+    }
+    close_parts(engine, dbs);
+}
+
+/// The WAL damage test over a node engine's shared WAL with several partitions: damage in
+/// one record loses that record and the later ones in every partition — never an earlier
+/// record of any partition, never a value in the wrong partition.
+#[test]
+fn shared_wal_damage_replays_every_partition_up_to_the_damaged_record() {
+    count_engine_panics();
+    let seed = seed();
+    println!("shared wal corruption: MOSAIC_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let root = scratch();
+    let pristine = root.path().join("pristine");
+    let (wal, records) = build_shared_wal_image(&pristine);
+    let bytes = std::fs::read(&wal).unwrap();
+    let spans = record_spans(&bytes);
+    let trial_dir = root.path().join("trial");
+    let trial_wal = trial_dir.join("wal").join(wal.file_name().unwrap());
+    for trial in 0..60 {
+        copy_dir(&pristine, &trial_dir);
+        let pos = rng.gen_range(0..bytes.len());
+        let mask = rng.gen_range(1..=255u8);
+        flip(&trial_wal, pos, mask);
+        let r = spans.iter().position(|(s, l)| pos < s + l).unwrap();
+        let ctx =
+            format!("MOSAIC_SEED={seed} trial {trial}: byte {pos} ^= {mask:#04x} (record {r})");
+        check_shared_wal_trial(&trial_dir, &wal, &records, r, Some(spans[r].0 as u64), &ctx);
+    }
+    for trial in 0..20 {
+        copy_dir(&pristine, &trial_dir);
+        let cut = match trial {
+            0 => 0,
+            1 => bytes.len() - 1,
+            _ => rng.gen_range(0..bytes.len()),
+        };
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&trial_wal)
+            .unwrap();
+        f.set_len(cut as u64).unwrap();
+        drop(f);
+        let survivors = spans.iter().take_while(|(s, l)| s + l <= cut).count();
+        let at_boundary = cut == 0 || spans.iter().any(|(s, l)| s + l == cut);
+        let drop_at = (!at_boundary).then(|| spans[survivors].0 as u64);
+        let ctx = format!("MOSAIC_SEED={seed} truncation {trial}: cut at {cut}");
+        check_shared_wal_trial(&trial_dir, &wal, &records, survivors, drop_at, &ctx);
     }
     assert_eq!(
         ENGINE_PANICS.load(Ordering::SeqCst),
