@@ -37,7 +37,8 @@
 //!   slowdown from [`Options::level0_slowdown_tables`], and while the node is out of
 //!   memtable space ([`EngineOptions::memtable_space_bytes`]); each waits on a condition
 //!   with a bounded wait, never spins, and ends in an error if the engine is poisoned,
-//!   closing or out of space. `flush`, `compact` and
+//!   closing or out of space, or — past [`EngineOptions::write_stall_timeout`] — with
+//!   [`Error::WriteStalled`], the write not applied. `flush`, `compact` and
 //!   `wait_for_compactions` wait for background work by design. Reads take one short
 //!   critical section and then never wait on writers or background work.
 //! - **Poisoning.** A failed fsync, or a failed write other than a full disk, poisons the
