@@ -22,6 +22,9 @@ pub struct EngineConfig {
     pub direct_io: bool,
     /// Level-0 files that trigger a compaction.
     pub l0_compaction_trigger: usize,
+    /// Level-0 files from which writers are slowed (RocksDB
+    /// `level0_slowdown_writes_trigger`, Mosaic `level0_slowdown_tables`).
+    pub l0_slowdown: usize,
     /// Level-0 files at which writers stop until compaction catches up.
     pub l0_stop: usize,
     /// Target size of level 1 (RocksDB `max_bytes_for_level_base`).
@@ -50,6 +53,7 @@ impl Default for EngineConfig {
             cache_bytes: 64 << 20,
             direct_io: false,
             l0_compaction_trigger: 4,
+            l0_slowdown: 20,
             l0_stop: 20,
             level1_bytes: 256 << 20,
             level_ratio: 10,

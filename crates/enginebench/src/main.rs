@@ -74,6 +74,10 @@ struct Args {
     /// Target table size in MiB.
     #[arg(long, default_value_t = 64)]
     table_mib: u64,
+    /// Level-0 files from which writers are slowed (both engines; at or above --l0-stop
+    /// there is no slowdown stage, only the stop).
+    #[arg(long, default_value_t = 20)]
+    l0_slowdown: usize,
     /// Level-0 files at which writers stop.
     #[arg(long, default_value_t = 20)]
     l0_stop: usize,
@@ -129,6 +133,7 @@ fn main() -> Result<()> {
             direct_io: args.direct_io,
             level1_bytes: args.level1_mib << 20,
             table_bytes: args.table_mib << 20,
+            l0_slowdown: args.l0_slowdown,
             l0_stop: args.l0_stop,
             compaction_threads: args.compaction_threads,
             compaction_stats: args.compaction_stats,

@@ -141,6 +141,7 @@ impl MosaicEngine {
             block_cache_bytes: cfg.cache_bytes,
             direct_io: cfg.direct_io,
             level0_compaction_trigger: cfg.l0_compaction_trigger,
+            level0_slowdown_tables: cfg.l0_slowdown,
             level0_stall_tables: cfg.l0_stop,
             level_size_ratio: cfg.level_ratio,
             level1_size_bytes: cfg.level1_bytes,

@@ -233,7 +233,7 @@ pub fn text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "memtable {} MiB ×{} immutable, bloom {} bits/key, block {} B, cache {} MiB, \
-         compression off, direct reads {}, L0 trigger {} / stop {}, L1 {} MiB × {}, \
+         compression off, direct reads {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
          tables {} MiB, {} levels, {} compaction thread(s)",
         e.memtable_bytes >> 20,
         e.immutable_memtables,
@@ -242,6 +242,7 @@ pub fn text(report: &Report) -> String {
         e.cache_bytes >> 20,
         e.direct_io,
         e.l0_compaction_trigger,
+        e.l0_slowdown,
         e.l0_stop,
         e.level1_bytes >> 20,
         e.level_ratio,
@@ -308,15 +309,20 @@ pub fn text(report: &Report) -> String {
                 wb
             );
         }
-        for kind in [PhaseKind::FillRandom, PhaseKind::ReadRandom] {
+        // The node-engine issue's bar: each of these at least RocksDB's throughput.
+        for kind in [
+            PhaseKind::FillRandom,
+            PhaseKind::ReadRandom,
+            PhaseKind::Overwrite,
+        ] {
             let a = mr.phases.iter().find(|p| p.kind == kind);
             let b = rr.phases.iter().find(|p| p.kind == kind);
             if let (Some(a), Some(b)) = (a, b) {
                 let ratio = a.ops_per_sec() / b.ops_per_sec().max(1e-9);
                 let _ = writeln!(
                     out,
-                    "bar: {kind} throughput ≥ 0.8× RocksDB: {} ({ratio:.2}×)",
-                    if ratio >= 0.8 { "met" } else { "NOT met" }
+                    "bar: {kind} throughput ≥ 1.0× RocksDB: {} ({ratio:.2}×)",
+                    if ratio >= 1.0 { "met" } else { "NOT met" }
                 );
             }
         }
@@ -431,6 +437,7 @@ pub fn json(report: &Report) -> String {
             "cache_bytes": e.cache_bytes,
             "direct_io": e.direct_io,
             "l0_compaction_trigger": e.l0_compaction_trigger,
+            "l0_slowdown": e.l0_slowdown,
             "l0_stop": e.l0_stop,
             "level1_bytes": e.level1_bytes,
             "level_ratio": e.level_ratio,

@@ -33,9 +33,9 @@ impl RocksEngine {
         opts.set_max_bytes_for_level_multiplier(cfg.level_ratio as f64);
         opts.set_target_file_size_base(cfg.table_bytes);
         opts.set_level_zero_file_num_compaction_trigger(i32::try_from(cfg.l0_compaction_trigger)?);
-        // Mosaic has one threshold (writers stop); RocksDB's slowdown is set to the same value
-        // so neither engine throttles writers before the other.
-        opts.set_level_zero_slowdown_writes_trigger(i32::try_from(cfg.l0_stop)?);
+        // The same slowdown and stop triggers as Mosaic's, so neither engine throttles
+        // writers before the other.
+        opts.set_level_zero_slowdown_writes_trigger(i32::try_from(cfg.l0_slowdown)?);
         opts.set_level_zero_stop_writes_trigger(i32::try_from(cfg.l0_stop)?);
         // One flush thread + `compaction_threads` compaction threads, no subcompactions.
         opts.set_max_background_jobs(i32::try_from(cfg.compaction_threads + 1)?);
