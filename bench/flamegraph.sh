@@ -7,8 +7,8 @@
 # Needs a release build (`cargo build --release -p mosaic-server -p mosaic-bench`), `perf`
 # (linux-perf) and inferno (`cargo install inferno`). Stacks are unwound with DWARF
 # (`perf record --call-graph dwarf`), so the release profile needs no frame pointers.
-# Writes write-path-3node-rf3.svg and read-path-3node-rf3.svg (and their .folded stacks)
-# under --out, and the two runs' reports (CPU per operation included) beside them.
+# Writes write-path-3node-rf3.svg and read-path-3node-rf3.svg under --out, and the two runs'
+# reports (CPU per operation included) beside them as .txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 records=100000 out=$root/docs/flamegraphs seconds=5
@@ -47,8 +47,8 @@ profile() {
     perf record -F 299 --call-graph dwarf,16384 -p "$node1" -o "$dir/$name.data" \
         -- sleep "$seconds" >/dev/null 2>&1
     wait $client
-    perf script -i "$dir/$name.data" 2>/dev/null | inferno-collapse-perf > "$out/$name.folded"
-    inferno-flamegraph --title "$title" --minwidth 0.2 "$out/$name.folded" > "$out/$name.svg"
+    perf script -i "$dir/$name.data" 2>/dev/null | inferno-collapse-perf > "$dir/$name.folded"
+    inferno-flamegraph --title "$title" --minwidth 0.2 "$dir/$name.folded" > "$out/$name.svg"
     echo "$out/$name.svg"; grep -E "ops/s|CPU per" "$out/$name.txt"
 }
 profile write-path-3node-rf3 "Mosaic node 1 of 3 (RF 3), YCSB load: the CQL INSERT path" \
