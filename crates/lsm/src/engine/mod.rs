@@ -92,7 +92,7 @@ pub struct EngineOptions {
     pub wal_space_bytes: u64,
     /// How long a write may wait in a stall (the node out of memtable space, or a
     /// partition's frozen memtables or level-0 tables piled up) before it is refused with
-    /// [`Error::WriteStalled`](crate::Error::WriteStalled); `None` waits as long as it
+    /// [`Error::WriteStalled`]; `None` waits as long as it
     /// takes. A server sets its write timeout here, so a stalled write fails in time
     /// instead of queueing without bound.
     pub write_stall_timeout: Option<Duration>,
