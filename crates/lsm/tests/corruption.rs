@@ -347,22 +347,27 @@ fn check_wal_trial(
     db.close().unwrap();
 }
 
-#[test]
-fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
+/// Damages copies of `pristine`'s WAL `wal` — `flips` single-byte flips, then `cuts` torn
+/// tails — and hands each damaged copy (in `trial_dir`) to `check` with how many records
+/// must survive, where the drop must be reported, and a context naming the damage.
+fn wal_damage_trials(
+    name: &str,
+    pristine: &Path,
+    wal: &Path,
+    flips: usize,
+    cuts: usize,
+    mut check: impl FnMut(&Path, usize, Option<u64>, &str),
+) {
     count_engine_panics();
     let seed = seed();
-    println!("wal corruption: MOSAIC_SEED={seed}");
+    println!("{name}: MOSAIC_SEED={seed}");
     let mut rng = StdRng::seed_from_u64(seed);
-    let root = scratch();
-    let pristine = root.path().join("pristine");
-    let (wal, records) = build_wal_image(&pristine);
-    let bytes = std::fs::read(&wal).unwrap();
+    let bytes = std::fs::read(wal).unwrap();
     let spans = record_spans(&bytes);
-    let trial_dir = root.path().join("trial");
+    let trial_dir = pristine.with_file_name("trial");
     let trial_wal = trial_dir.join("wal").join(wal.file_name().unwrap());
-
-    for trial in 0..150 {
-        copy_dir(&pristine, &trial_dir);
+    for trial in 0..flips {
+        copy_dir(pristine, &trial_dir);
         // Flip one byte: the record holding it and every later one are dropped.
         let pos = rng.gen_range(0..bytes.len());
         let mask = rng.gen_range(1..=255u8);
@@ -370,10 +375,10 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
         let r = spans.iter().position(|(s, l)| pos < s + l).unwrap();
         let ctx =
             format!("MOSAIC_SEED={seed} trial {trial}: byte {pos} ^= {mask:#04x} (record {r})");
-        check_wal_trial(&trial_dir, &wal, &records, r, Some(spans[r].0 as u64), &ctx);
+        check(&trial_dir, r, Some(spans[r].0 as u64), &ctx);
     }
-    for trial in 0..60 {
-        copy_dir(&pristine, &trial_dir);
+    for trial in 0..cuts {
+        copy_dir(pristine, &trial_dir);
         // Truncate (a torn tail): whole records before the cut survive.
         let cut = match trial {
             0 => 0,
@@ -394,12 +399,29 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
             "MOSAIC_SEED={seed} truncation {trial}: cut at {cut} of {}",
             bytes.len()
         );
-        check_wal_trial(&trial_dir, &wal, &records, survivors, drop_at, &ctx);
+        check(&trial_dir, survivors, drop_at, &ctx);
     }
     assert_eq!(
         ENGINE_PANICS.load(Ordering::SeqCst),
         0,
         "an engine thread panicked"
+    );
+}
+
+#[test]
+fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
+    let root = scratch();
+    let pristine = root.path().join("pristine");
+    let (wal, records) = build_wal_image(&pristine);
+    wal_damage_trials(
+        "wal corruption",
+        &pristine,
+        &wal,
+        150,
+        60,
+        |dir, survivors, drop_at, ctx| {
+            check_wal_trial(dir, &wal, &records, survivors, drop_at, ctx)
+        },
     );
 }
 
@@ -548,50 +570,18 @@ fn check_shared_wal_trial(
 /// record of any partition, never a value in the wrong partition.
 #[test]
 fn shared_wal_damage_replays_every_partition_up_to_the_damaged_record() {
-    count_engine_panics();
-    let seed = seed();
-    println!("shared wal corruption: MOSAIC_SEED={seed}");
-    let mut rng = StdRng::seed_from_u64(seed);
     let root = scratch();
     let pristine = root.path().join("pristine");
     let (wal, records) = build_shared_wal_image(&pristine);
-    let bytes = std::fs::read(&wal).unwrap();
-    let spans = record_spans(&bytes);
-    let trial_dir = root.path().join("trial");
-    let trial_wal = trial_dir.join("wal").join(wal.file_name().unwrap());
-    for trial in 0..60 {
-        copy_dir(&pristine, &trial_dir);
-        let pos = rng.gen_range(0..bytes.len());
-        let mask = rng.gen_range(1..=255u8);
-        flip(&trial_wal, pos, mask);
-        let r = spans.iter().position(|(s, l)| pos < s + l).unwrap();
-        let ctx =
-            format!("MOSAIC_SEED={seed} trial {trial}: byte {pos} ^= {mask:#04x} (record {r})");
-        check_shared_wal_trial(&trial_dir, &wal, &records, r, Some(spans[r].0 as u64), &ctx);
-    }
-    for trial in 0..20 {
-        copy_dir(&pristine, &trial_dir);
-        let cut = match trial {
-            0 => 0,
-            1 => bytes.len() - 1,
-            _ => rng.gen_range(0..bytes.len()),
-        };
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&trial_wal)
-            .unwrap();
-        f.set_len(cut as u64).unwrap();
-        drop(f);
-        let survivors = spans.iter().take_while(|(s, l)| s + l <= cut).count();
-        let at_boundary = cut == 0 || spans.iter().any(|(s, l)| s + l == cut);
-        let drop_at = (!at_boundary).then(|| spans[survivors].0 as u64);
-        let ctx = format!("MOSAIC_SEED={seed} truncation {trial}: cut at {cut}");
-        check_shared_wal_trial(&trial_dir, &wal, &records, survivors, drop_at, &ctx);
-    }
-    assert_eq!(
-        ENGINE_PANICS.load(Ordering::SeqCst),
-        0,
-        "an engine thread panicked"
+    wal_damage_trials(
+        "shared wal corruption",
+        &pristine,
+        &wal,
+        60,
+        20,
+        |dir, survivors, drop_at, ctx| {
+            check_shared_wal_trial(dir, &wal, &records, survivors, drop_at, ctx)
+        },
     );
 }
 

@@ -392,24 +392,16 @@ impl Engine {
         self.shared.budget.lock().used
     }
 
-    /// Whether a write might wait now: some writer is stalled or was within the last
-    /// second, or the memtables hold (nearly) all of the node's budget. A server runs
-    /// writes on its network threads only while this is false, and hands them to a
-    /// blocking thread otherwise.
+    /// Whether a write might wait now: some writer is stalled, or was within the last
+    /// second. Two atomic loads, no lock: a server asks before every write, runs it on its
+    /// network thread only while this is false, and hands it to a blocking thread
+    /// otherwise.
     pub fn is_stalling(&self) -> bool {
         if self.shared.stalled_writers.load(Ordering::Relaxed) > 0 {
             return true;
         }
         let last = self.shared.last_stall_micros.load(Ordering::Relaxed);
-        if last != 0 && mosaic_env::monotonic_micros().saturating_sub(last) < 1_000_000 {
-            return true;
-        }
-        let space = self.shared.opts.memtable_space_bytes;
-        if space == 0 {
-            return false;
-        }
-        let b = self.shared.budget.lock();
-        (b.used + b.reserved) as f64 >= space as f64 * 0.9
+        last != 0 && mosaic_env::monotonic_micros().saturating_sub(last) < 1_000_000
     }
 
     /// Bytes held by the node's block cache.

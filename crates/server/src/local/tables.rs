@@ -312,8 +312,8 @@ impl LocalCoordinator {
             }
             work.push((slot.name.clone(), guard, batch));
         }
-        // A write that may stall (the node near its memtable budget) leaves the network
-        // thread, so the stall holds up no other connection.
+        // A write that may stall (the engine stalled a write within the last second)
+        // leaves the network thread, so the stall holds up no other connection.
         let inline = self.inline_writes && !self.node_engine.is_stalling();
         run_engine_call(inline, move || {
             for (name, guard, batches) in work {

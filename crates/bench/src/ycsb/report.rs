@@ -1,0 +1,268 @@
+//! What a phase measured: per-operation latency histograms and error counts (merged from
+//! every worker), and the report printed as text and written as JSON.
+
+use super::*;
+
+/// Latency and outcome of one kind of operation.
+#[derive(Clone, Debug)]
+pub struct OperationStats {
+    /// Latency of successful operations, in microseconds.
+    pub latency_us: Histogram<u64>,
+    /// Failed operations.
+    pub errors: u64,
+}
+
+impl OperationStats {
+    pub(super) fn new() -> anyhow::Result<OperationStats> {
+        Ok(OperationStats {
+            latency_us: Histogram::new_with_bounds(1, LATENCY_US_MAX, 3)
+                .map_err(|e| anyhow!("histogram: {e}"))?,
+            errors: 0,
+        })
+    }
+
+    fn merge(&mut self, o: &OperationStats) -> anyhow::Result<()> {
+        self.latency_us
+            .add(&o.latency_us)
+            .map_err(|e| anyhow!("histogram: {e}"))?;
+        self.errors += o.errors;
+        Ok(())
+    }
+}
+
+/// What one worker (or the whole phase, after merging) measured.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tally {
+    pub(super) operations: BTreeMap<Operation, OperationStats>,
+    pub(super) errors_by_kind: BTreeMap<String, u64>,
+    pub(super) user_bytes_written: u64,
+    pub(super) user_bytes_read: u64,
+}
+
+impl Tally {
+    pub(super) fn stats(&mut self, op: Operation) -> anyhow::Result<&mut OperationStats> {
+        Ok(match self.operations.entry(op) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(OperationStats::new()?),
+        })
+    }
+
+    pub(super) fn merge(&mut self, o: &Tally) -> anyhow::Result<()> {
+        for (op, s) in &o.operations {
+            self.stats(*op)?.merge(s)?;
+        }
+        for (kind, n) in &o.errors_by_kind {
+            *self.errors_by_kind.entry(kind.clone()).or_default() += n;
+        }
+        self.user_bytes_written += o.user_bytes_written;
+        self.user_bytes_read += o.user_bytes_read;
+        Ok(())
+    }
+}
+
+/// The result of a phase.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// `load` or `run`.
+    pub phase: &'static str,
+    /// The workload's name.
+    pub workload: String,
+    /// Records of the key space.
+    pub records: u64,
+    /// Operations attempted.
+    pub attempted: u64,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Target rate (open loop), if any.
+    pub rate: Option<f64>,
+    /// Wall time of the phase.
+    pub elapsed: Duration,
+    /// Per kind of operation.
+    pub operations: BTreeMap<Operation, OperationStats>,
+    /// Failures by kind (`not_found`, `ReadTimeout`, `client_timeout`, …).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Key and field bytes sent in inserts and updates.
+    pub user_bytes_written: u64,
+    /// Key and field bytes of the rows reads and scans returned.
+    pub user_bytes_read: u64,
+    /// Disk traffic of the server processes over the phase, when pids were given.
+    pub server_io: Option<IoCounters>,
+    /// CPU seconds each server process (in `pids` order) used over the phase.
+    pub server_cpu_s: Vec<f64>,
+    /// CPU seconds this client used over the phase.
+    pub client_cpu_s: f64,
+    /// One point per second: operations, errors, p50 and p99 latency.
+    pub timeline: Vec<TimelinePoint>,
+}
+
+impl Report {
+    /// Successful operations.
+    pub fn succeeded(&self) -> u64 {
+        self.operations.values().map(|s| s.latency_us.len()).sum()
+    }
+
+    /// Failed operations.
+    pub fn errors(&self) -> u64 {
+        self.operations.values().map(|s| s.errors).sum()
+    }
+
+    /// Successful operations per second.
+    pub fn throughput(&self) -> f64 {
+        self.succeeded() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Disk bytes written per user byte written, and read per user byte read.
+    pub fn amplification(&self) -> Option<(Option<f64>, Option<f64>)> {
+        let io = self.server_io?;
+        let ratio = |disk: u64, user: u64| (user > 0).then(|| disk as f64 / user as f64);
+        Some((
+            ratio(io.write_bytes, self.user_bytes_written),
+            ratio(io.read_bytes, self.user_bytes_read),
+        ))
+    }
+
+    /// CPU microseconds per successful operation: of each server process, and of the
+    /// client.
+    pub fn cpu_us_per_op(&self) -> (Vec<f64>, f64) {
+        let ops = self.succeeded().max(1) as f64;
+        let per_op = |s: f64| s * 1e6 / ops;
+        (
+            self.server_cpu_s.iter().map(|&s| per_op(s)).collect(),
+            per_op(self.client_cpu_s),
+        )
+    }
+
+    /// The human-readable report.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "{} workload {}: {} records, {} operations, {} in flight{}\n{:.1} s, {:.0} ops/s, {} errors\n",
+            self.phase,
+            self.workload,
+            self.records,
+            self.attempted,
+            self.concurrency,
+            self.rate
+                .map(|r| format!(", open loop at {r} ops/s"))
+                .unwrap_or_default(),
+            self.elapsed.as_secs_f64(),
+            self.throughput(),
+            self.errors(),
+        );
+        out += &format!(
+            "{:<18} {:>9} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            "operation", "count", "errors", "mean µs", "p50", "p95", "p99", "p99.9", "max"
+        );
+        for (op, s) in &self.operations {
+            let h = &s.latency_us;
+            out += &format!(
+                "{:<18} {:>9} {:>7} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+                op.name(),
+                h.len(),
+                s.errors,
+                h.mean(),
+                h.value_at_quantile(0.50),
+                h.value_at_quantile(0.95),
+                h.value_at_quantile(0.99),
+                h.value_at_quantile(0.999),
+                h.max()
+            );
+        }
+        for (kind, n) in &self.errors_by_kind {
+            out += &format!("error {kind}: {n}\n");
+        }
+        if let (Some(io), Some((write_amp, read_amp))) = (self.server_io, self.amplification()) {
+            let fmt = |a: Option<f64>| a.map_or("-".to_string(), |a| format!("{a:.2}"));
+            out += &format!(
+                "server disk: {} B written ({} per user byte of {} B), {} B read ({} per user byte of {} B)\n",
+                io.write_bytes,
+                fmt(write_amp),
+                self.user_bytes_written,
+                io.read_bytes,
+                fmt(read_amp),
+                self.user_bytes_read,
+            );
+        }
+        let (servers, client) = self.cpu_us_per_op();
+        if !servers.is_empty() {
+            let nodes: Vec<String> = servers.iter().map(|us| format!("{us:.0}")).collect();
+            out += &format!(
+                "CPU per operation: servers {:.0} µs (per node {}), client {client:.0} µs\n",
+                servers.iter().sum::<f64>(),
+                nodes.join(" / "),
+            );
+        }
+        out
+    }
+
+    /// The JSON report: `throughput_ops`, `operations.{kind}.{count, errors, mean_us,
+    /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, `errors`,
+    /// `errors_by_kind`, user bytes, and `server_io` with the amplification when pids were
+    /// given, and `cpu_us_per_op` (`servers`, `per_node`, `client`).
+    pub fn json(&self) -> Value {
+        let operations: serde_json::Map<String, Value> = self
+            .operations
+            .iter()
+            .map(|(op, s)| {
+                let h = &s.latency_us;
+                (
+                    op.name().to_string(),
+                    json!({
+                        "count": h.len(),
+                        "errors": s.errors,
+                        "mean_us": h.mean(),
+                        "p50_us": h.value_at_quantile(0.50),
+                        "p95_us": h.value_at_quantile(0.95),
+                        "p99_us": h.value_at_quantile(0.99),
+                        "p999_us": h.value_at_quantile(0.999),
+                        "max_us": h.max(),
+                        "latency_cdf_us": latency_cdf(h),
+                    }),
+                )
+            })
+            .collect();
+        let server_io = match (self.server_io, self.amplification()) {
+            (Some(io), Some((write_amp, read_amp))) => json!({
+                "write_bytes": io.write_bytes,
+                "read_bytes": io.read_bytes,
+                "wchar": io.wchar,
+                "rchar": io.rchar,
+                "write_amplification": write_amp,
+                "read_amplification": read_amp,
+            }),
+            _ => Value::Null,
+        };
+        let (servers_cpu, client_cpu) = self.cpu_us_per_op();
+        json!({
+            "phase": self.phase,
+            "workload": self.workload,
+            "records": self.records,
+            "attempted": self.attempted,
+            "concurrency": self.concurrency,
+            "target_rate_ops": self.rate,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "throughput_ops": self.throughput(),
+            "operations": operations,
+            "errors": self.errors(),
+            "errors_by_kind": self.errors_by_kind,
+            "user_bytes_written": self.user_bytes_written,
+            "user_bytes_read": self.user_bytes_read,
+            "server_io": server_io,
+            "cpu_us_per_op": {
+                "servers": servers_cpu.iter().sum::<f64>(),
+                "per_node": servers_cpu,
+                "client": client_cpu,
+            },
+            "timeline": self.timeline,
+        })
+    }
+}
+
+/// `[quantile, latency µs]` points of a latency distribution for plotting its CDF: every
+/// percentile, then the tail (99.5, 99.9, 99.95, 99.99, 100).
+fn latency_cdf(h: &Histogram<u64>) -> Vec<(f64, u64)> {
+    (0..100)
+        .map(|p| f64::from(p) / 100.0)
+        .chain([0.995, 0.999, 0.9995, 0.9999, 1.0])
+        .map(|q| (q, h.value_at_quantile(q)))
+        .collect()
+}
