@@ -2,22 +2,24 @@
 # CPU flame graphs of one node of a 3-node, RF 3 Mosaic cluster under mosaic-bench: the CQL
 # write path (during the YCSB load) and the read path (during workload C), as SVG.
 #
-#   bench/flamegraph.sh [--records 100000] [--out docs/flamegraphs] [--seconds 5]
+#   bench/flamegraph.sh [--records 100000] [--out docs/flamegraphs] [--seconds 5] [--folded DIR]
 #
 # Needs a release build (`cargo build --release -p mosaic-server -p mosaic-bench`), `perf`
 # (linux-perf) and inferno (`cargo install inferno`). Stacks are unwound with DWARF
 # (`perf record --call-graph dwarf`), so the release profile needs no frame pointers.
 # Writes write-path-3node-rf3.svg and read-path-3node-rf3.svg under --out, and the two runs'
-# reports (CPU per operation included) beside them as .txt.
+# reports (CPU per operation included) beside them as .txt; --folded DIR also keeps the
+# folded stacks (inferno-collapse-perf's output, for scripts that break the time down).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-records=100000 out=$root/docs/flamegraphs seconds=5
+records=100000 out=$root/docs/flamegraphs seconds=5 folded=
 while [ $# -gt 0 ]; do
     case $1 in
         --records) records=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --seconds) seconds=$2; shift 2 ;;
-        *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+        --folded) folded=$2; shift 2 ;;
+        *) sed -n '2,12p' "$0" >&2; exit 2 ;;
     esac
 done
 . "$root/bench/lib.sh"
@@ -49,6 +51,7 @@ profile() {
     wait $client
     perf script -i "$dir/$name.data" 2>/dev/null | inferno-collapse-perf > "$dir/$name.folded"
     inferno-flamegraph --title "$title" --minwidth 0.2 "$dir/$name.folded" > "$out/$name.svg"
+    [ -z "$folded" ] || { mkdir -p "$folded" && cp "$dir/$name.folded" "$folded/"; }
     echo "$out/$name.svg"; grep -E "ops/s|CPU per" "$out/$name.txt"
 }
 profile write-path-3node-rf3 "Mosaic node 1 of 3 (RF 3), YCSB load: the CQL INSERT path" \

@@ -19,8 +19,30 @@ pub trait Runtime: Send + Sync + 'static {
     fn sleep(&self, ms: u64) -> BoxFuture<'static, ()>;
     /// Runs `task` to completion in the background.
     fn spawn(&self, task: BoxFuture<'static, ()>);
+    /// Runs `task` here until it first has to wait, and only then in the background: see
+    /// [`run_or_spawn`].
+    fn run_or_spawn(&self, task: BoxFuture<'static, ()>) {
+        run_or_spawn(task, |rest| self.spawn(rest));
+    }
     /// A random number (seeded in simulation).
     fn random(&self) -> u64;
+}
+
+/// Polls `task` once, here, and hands it to `spawn` only if it has to wait.
+///
+/// Most requests finish without waiting (a read served from memory, a write acknowledged
+/// in-process); spawning each of them costs an allocation, a scheduler round and often the
+/// wake-up of another worker thread. The first poll uses a waker that does nothing, which
+/// is sound because every future registers the waker of its latest poll, and the spawned
+/// task polls it again with its own. A panic in the first poll ends the task as it would
+/// end a spawned one (reported by the panic hook, the task dropped), not the caller.
+pub fn run_or_spawn(mut task: BoxFuture<'static, ()>, spawn: impl FnOnce(BoxFuture<'static, ()>)) {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let first =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.as_mut().poll(&mut cx)));
+    if let Ok(std::task::Poll::Pending) = first {
+        spawn(task);
+    }
 }
 
 /// Sends envelopes to peers. Never blocks: a message that cannot be queued (peer queue
@@ -87,4 +109,81 @@ pub trait Store: Send + Sync + 'static {
     fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>>;
     /// Bytes stored (reported through gossip).
     fn load_bytes(&self) -> u64;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use futures::FutureExt;
+
+    use super::*;
+
+    #[test]
+    fn run_or_spawn_spawns_only_what_waits() {
+        let done = Arc::new(AtomicUsize::new(0));
+        let mut spawned = Vec::new();
+
+        let d = done.clone();
+        run_or_spawn(
+            async move {
+                d.fetch_add(1, Ordering::SeqCst);
+            }
+            .boxed(),
+            |t| spawned.push(t),
+        );
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            1,
+            "a task that never waits runs here"
+        );
+        assert!(spawned.is_empty());
+
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let d = done.clone();
+        run_or_spawn(
+            async move {
+                let _ = rx.await;
+                d.fetch_add(1, Ordering::SeqCst);
+            }
+            .boxed(),
+            |t| spawned.push(t),
+        );
+        assert_eq!(spawned.len(), 1, "a task that waits is handed on");
+        assert_eq!(done.load(Ordering::SeqCst), 1);
+        tx.send(()).unwrap();
+        // The spawned task registers its own waker and finishes once polled again.
+        let mut rest = spawned.pop().unwrap();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(rest.as_mut().poll(&mut cx).is_ready());
+        assert_eq!(done.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn run_or_spawn_contains_a_panic() {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        struct Guard(Arc<AtomicUsize>);
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let guard = Guard(dropped.clone());
+        let mut spawned = 0;
+        run_or_spawn(
+            async move {
+                let _guard = guard;
+                panic!("statement layer bug");
+            }
+            .boxed(),
+            |_| spawned += 1,
+        );
+        assert_eq!(spawned, 0);
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the task's state is dropped"
+        );
+    }
 }

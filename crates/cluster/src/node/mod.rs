@@ -384,7 +384,7 @@ impl Node {
                     return;
                 }
                 let node = self.clone();
-                self.inner.runtime.spawn(
+                self.inner.runtime.run_or_spawn(
                     async move {
                         let answer = node.serve(body).await;
                         node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);

@@ -521,7 +521,8 @@ impl<C: Coordinator> Connection<C> {
         }
     }
 
-    /// Runs a statement request on its own task, once the connection has an in-flight slot.
+    /// Runs a statement request once the connection has an in-flight slot: here until it
+    /// first waits, then on its own task.
     async fn dispatch(&mut self, encoder: ResponseEncoder, stream: i16, request: Request) -> Flow {
         // Requests still buffered when shutdown begins are not started (the client sees
         // the connection close without their answers, and may retry them elsewhere).
@@ -545,7 +546,13 @@ impl<C: Coordinator> Connection<C> {
             stream,
             _permit: permit,
         };
-        tokio::spawn(execute(shared, session, request, reply));
+        // Most statements finish without waiting: run them here, spawn only those that wait.
+        mosaic_cluster::env::run_or_spawn(
+            Box::pin(execute(shared, session, request, reply)),
+            |rest| {
+                tokio::spawn(rest);
+            },
+        );
         Flow::Continue
     }
 }
