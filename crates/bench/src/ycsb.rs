@@ -154,6 +154,10 @@ impl Statements {
                 .await
                 .with_context(|| format!("preparing {cql}"))?;
             s.set_consistency(cl);
+            // The result's columns are the ones PREPARE returned (the schema does not change
+            // during a run): rows come without metadata, as the Java and Python drivers
+            // ask for them too.
+            s.set_use_cached_result_metadata(true);
             anyhow::Ok(s)
         };
         let (r, w) = (config.read_cl, config.write_cl);

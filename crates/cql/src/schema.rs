@@ -341,6 +341,50 @@ pub struct TableMeta {
     pub params: TableParams,
     /// The next column id to hand out.
     pub next_column_id: u32,
+    /// What statements derive from the definition, computed on first use.
+    #[serde(skip)]
+    pub derived: Derived,
+}
+
+/// What statements derive from a table's definition (the output columns of `SELECT *`),
+/// computed once per definition instead of at every execution. A clone starts empty, so an
+/// altered copy of a table never sees what was derived from the original; it compares
+/// equal to any other (it is a cache, not part of the definition).
+#[derive(Default)]
+pub struct Derived {
+    select_star: std::sync::OnceLock<Arc<[crate::processor::OutColumn]>>,
+}
+
+impl Derived {
+    /// The output columns of `SELECT *` on the table, made by `make` the first time.
+    pub(crate) fn select_star<E>(
+        &self,
+        make: impl FnOnce() -> Result<Vec<crate::processor::OutColumn>, E>,
+    ) -> Result<Arc<[crate::processor::OutColumn]>, E> {
+        if let Some(columns) = self.select_star.get() {
+            return Ok(columns.clone());
+        }
+        let columns: Arc<[_]> = make()?.into();
+        Ok(self.select_star.get_or_init(|| columns).clone())
+    }
+}
+
+impl Clone for Derived {
+    fn clone(&self) -> Derived {
+        Derived::default()
+    }
+}
+
+impl PartialEq for Derived {
+    fn eq(&self, _: &Derived) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for Derived {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Derived")
+    }
 }
 
 /// One column.
@@ -564,6 +608,7 @@ mod tests {
             ],
             params: TableParams::default(),
             next_column_id: 3,
+            derived: Derived::default(),
         };
         let ks = KeyspaceMeta {
             name: "ks".into(),

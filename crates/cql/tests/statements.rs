@@ -50,6 +50,9 @@ fn keyspace_and_table_ddl_follow_cassandra() {
     let e = h.err("SELECT * FROM nope");
     assert_eq!(code(&e), error_code::INVALID);
     assert!(e.message.contains("unconfigured table nope"));
+    h.ok("INSERT INTO t (k, v) VALUES (1, 'a')");
+    // SELECT *'s columns are derived once per definition: an ALTER brings new ones.
+    assert_eq!(h.rows("SELECT * FROM t"), vec![vec![int(1), text("a")]]);
     h.ok("ALTER TABLE t ADD w int");
     h.ok("INSERT INTO t (k, v, w) VALUES (1, 'a', 2)");
     assert_eq!(

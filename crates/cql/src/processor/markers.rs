@@ -53,8 +53,8 @@ pub(crate) fn prepared_metadata(
                 &mut specs,
             );
             let columns = super::select::output_columns(&table, s)?
-                .into_iter()
-                .map(|c| ColumnSpec::new(&table.keyspace, &table.name, c.name, c.ty))
+                .iter()
+                .map(|c| ColumnSpec::new(&table.keyspace, &table.name, &c.name, c.ty.clone()))
                 .collect();
             result = Some(RowsMetadata::new(columns));
         }

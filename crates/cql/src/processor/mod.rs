@@ -26,6 +26,8 @@ mod select;
 mod values;
 mod write;
 
+pub(crate) use select::OutColumn;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

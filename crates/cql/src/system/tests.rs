@@ -69,6 +69,7 @@ fn user_table(name: &str, params: TableParams) -> TableMeta {
         ],
         params,
         next_column_id: 4,
+        derived: Default::default(),
     }
 }
 

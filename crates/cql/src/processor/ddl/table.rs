@@ -28,6 +28,7 @@ pub(super) fn table_from_create(
         columns,
         params,
         next_column_id,
+        derived: Default::default(),
     })
 }
 

@@ -37,8 +37,8 @@ mod selectors;
 
 use aggregate::*;
 use reads::*;
-pub(crate) use selectors::output_columns;
 use selectors::*;
+pub(crate) use selectors::{output_columns, OutColumn};
 
 /// Entries asked of the coordinator per read.
 const CHUNK_ENTRIES: usize = 1000;
@@ -48,7 +48,7 @@ struct Plan {
     table: Arc<TableMeta>,
     schema: KeySchema,
     restrictions: Restrictions,
-    columns: Vec<OutColumn>,
+    columns: Arc<[OutColumn]>,
     aggregate: bool,
     distinct: bool,
     reversed: bool,
@@ -160,7 +160,7 @@ pub(crate) async fn execute<C: Coordinator>(
         _ => None,
     };
     let rows = result_rows(&plan, &mut run);
-    let mut metadata = RowsMetadata::new(result_specs(&plan));
+    let mut metadata = RowsMetadata::new(result_specs(&plan, exec.params.skip_metadata));
     metadata.paging_state = paging_state;
     metadata.no_metadata = exec.params.skip_metadata;
     Ok(ResultBody::Rows(Rows { metadata, rows }))
@@ -217,7 +217,16 @@ fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
 }
 
 /// The result's column specs.
-fn result_specs(plan: &Plan) -> Vec<ColumnSpec> {
+/// The result's column specs; with `count_only` (the client skips the metadata, and only
+/// their count is sent) without their names.
+fn result_specs(plan: &Plan, count_only: bool) -> Vec<ColumnSpec> {
+    if count_only {
+        return plan
+            .columns
+            .iter()
+            .map(|c| ColumnSpec::new(String::new(), String::new(), String::new(), c.ty.clone()))
+            .collect();
+    }
     plan.columns
         .iter()
         .map(|c| {

@@ -51,35 +51,41 @@ pub(crate) struct OutColumn {
 }
 
 /// The output columns of a SELECT on `table`.
+///
+/// `SELECT *`'s are derived once per table definition (they depend on nothing else).
 pub(crate) fn output_columns(
     table: &TableMeta,
     s: &SelectStatement,
-) -> Result<Vec<OutColumn>, ErrorResponse> {
-    let mut out = Vec::new();
-    match &s.selection {
+) -> Result<Arc<[OutColumn]>, ErrorResponse> {
+    let selectors = match &s.selection {
         Selection::Wildcard => {
-            for col in table.select_star_order() {
-                let index = restrict::column_index(table, &col.name)?;
-                out.push(OutColumn {
-                    name: col.name.clone(),
-                    ty: ColumnType::Native(col.ty),
-                    expr: Expr::Column(index),
-                });
-            }
+            return table.derived.select_star(|| {
+                table
+                    .select_star_order()
+                    .into_iter()
+                    .map(|col| {
+                        Ok(OutColumn {
+                            name: col.name.clone(),
+                            ty: ColumnType::Native(col.ty),
+                            expr: Expr::Column(restrict::column_index(table, &col.name)?),
+                        })
+                    })
+                    .collect()
+            });
         }
-        Selection::Selectors(selectors) => {
-            for sel in selectors {
-                let (default_name, ty, expr) = selector(table, &sel.expr)?;
-                out.push(OutColumn {
-                    name: sel
-                        .alias
-                        .as_ref()
-                        .map_or(default_name, |a| a.as_str().to_owned()),
-                    ty,
-                    expr,
-                });
-            }
-        }
+        Selection::Selectors(selectors) => selectors,
+    };
+    let mut out = Vec::with_capacity(selectors.len());
+    for sel in selectors {
+        let (default_name, ty, expr) = selector(table, &sel.expr)?;
+        out.push(OutColumn {
+            name: sel
+                .alias
+                .as_ref()
+                .map_or(default_name, |a| a.as_str().to_owned()),
+            ty,
+            expr,
+        });
     }
     let aggregates = out
         .iter()
@@ -90,7 +96,7 @@ pub(crate) fn output_columns(
             "Aggregate functions are not supported with SELECT DISTINCT",
         ));
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 /// A selector's output: its column name, type and computation.
