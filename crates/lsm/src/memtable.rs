@@ -335,8 +335,22 @@ pub struct MemIter {
     ahead: VecDeque<MemEntry>,
     /// Entries the next walk reads.
     walk: usize,
-    /// The last walk reached the end of the memtable.
+    /// The last walk reached the end of the memtable (or of [`MemIter::until`]'s range).
     walked_to_end: bool,
+    /// Where the reader stops: a user key, and whether it is included.
+    until: Option<(Box<[u8]>, bool)>,
+}
+
+/// Whether `entry` is before the reader's end (`until`).
+fn before_end(until: &Option<(Box<[u8]>, bool)>, entry: &MemEntry) -> bool {
+    until.as_ref().is_none_or(|(end, included)| {
+        let user_key = crate::key::user_key(entry.key());
+        if *included {
+            user_key <= &end[..]
+        } else {
+            user_key < &end[..]
+        }
+    })
 }
 
 impl MemIter {
@@ -348,7 +362,19 @@ impl MemIter {
             ahead: VecDeque::new(),
             walk: MEM_AHEAD_MIN,
             walked_to_end: true,
+            until: None,
         }
+    }
+
+    /// Stops the iterator at user key `end`: a walk ahead never reads past it (a scan of one
+    /// partition otherwise read a few entries of the next ones from every memtable).
+    pub fn until(mut self, end: Bound<&[u8]>) -> Self {
+        self.until = match end {
+            Bound::Included(k) => Some((k.into(), true)),
+            Bound::Excluded(k) => Some((k.into(), false)),
+            Bound::Unbounded => None,
+        };
+        self
     }
 
     /// An iterator over what a reader at `seqno` needs of `mem`: every version when the
@@ -370,14 +396,15 @@ impl MemIter {
             return self.walk_visible(from, last, seqno);
         }
         debug_assert!(self.ahead.is_empty());
-        self.ahead.extend(
-            self.mem
-                .map
-                .range((from, Bound::Unbounded))
-                .take(self.walk)
-                .map(|e| e.key().clone()),
-        );
-        self.walked_to_end = self.ahead.len() < self.walk;
+        let mut past_end = false;
+        for e in self.mem.map.range((from, Bound::Unbounded)).take(self.walk) {
+            if !before_end(&self.until, e.key()) {
+                past_end = true;
+                break;
+            }
+            self.ahead.push_back(e.key().clone());
+        }
+        self.walked_to_end = past_end || self.ahead.len() < self.walk;
         self.walk = (self.walk * 2).min(MEM_AHEAD_MAX);
     }
 
@@ -393,6 +420,9 @@ impl MemIter {
             let mut jump = None;
             for e in self.mem.map.range((start.as_ref(), Bound::Unbounded)) {
                 let entry = e.key();
+                if !before_end(&self.until, entry) {
+                    break 'walk;
+                }
                 let Some(p) = parse_internal(entry.key()) else {
                     // Not written by this engine's insert; handed on as it is.
                     self.ahead.push_back(entry.clone());
@@ -511,6 +541,41 @@ mod tests {
             it.next().unwrap();
         }
         assert_eq!(n, 100);
+    }
+
+    #[test]
+    fn an_iterator_with_an_end_stops_there() {
+        let m = Arc::new(Memtable::new());
+        for i in 0..50u32 {
+            m.insert(
+                &i.to_be_bytes(),
+                1,
+                Seqno(u64::from(i) + 1),
+                ValueKind::Put,
+                b"v",
+            );
+        }
+        let keys = |mut it: MemIter, from: u32| {
+            it.seek(&crate::key::seek_key(&from.to_be_bytes())).unwrap();
+            let mut out = Vec::new();
+            while it.valid() {
+                out.push(crate::key::user_key(it.key()).to_vec());
+                it.next().unwrap();
+            }
+            out
+        };
+        let end = 20u32.to_be_bytes();
+        let excluded = keys(MemIter::new(m.clone()).until(Bound::Excluded(&end)), 3);
+        assert_eq!(excluded.len(), 17);
+        assert_eq!(
+            excluded.last().map(Vec::as_slice),
+            Some(&19u32.to_be_bytes()[..])
+        );
+        let included = keys(MemIter::new(m.clone()).until(Bound::Included(&end)), 3);
+        assert_eq!(included.len(), 18);
+        let visible = MemIter::visible_at(m.clone(), Seqno(100)).until(Bound::Excluded(&end));
+        assert_eq!(keys(visible, 19).len(), 1);
+        assert_eq!(keys(MemIter::new(m).until(Bound::Unbounded), 40).len(), 10);
     }
 }
 

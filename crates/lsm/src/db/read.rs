@@ -280,9 +280,11 @@ impl Inner {
     ) -> Result<Scan> {
         let sv = self.super_version();
         let mut children: Vec<Box<dyn InternalIter>> = Vec::new();
-        children.push(Box::new(MemIter::visible_at(sv.mem.clone(), seqno)));
+        children.push(Box::new(
+            MemIter::visible_at(sv.mem.clone(), seqno).until(end),
+        ));
         for m in sv.imm.iter().rev() {
-            children.push(Box::new(MemIter::visible_at(m.clone(), seqno)));
+            children.push(Box::new(MemIter::visible_at(m.clone(), seqno).until(end)));
         }
         let lo = match start {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
