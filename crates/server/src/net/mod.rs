@@ -8,8 +8,10 @@
 //! # One connection
 //! A reader (the connection's task) decodes frames from a `BytesMut`. Connection-level
 //! requests are answered in order by the reader itself; QUERY, PREPARE, EXECUTE and BATCH
-//! each run as their own task, so requests on different streams proceed concurrently and
-//! their responses go out in completion order, each on its request's stream. A writer task
+//! run in the reader until they first wait (most finish there: a read served from memory,
+//! a write applied in place), then as their own task, so requests on different streams
+//! proceed concurrently and their responses go out in completion order, each on its
+//! request's stream. A writer task
 //! ([`writer`]) owns the socket's write half: it takes encoded frames from a bounded channel and writes
 //! as many as are ready with one `write` call.
 //!
@@ -373,8 +375,8 @@ impl<C: Coordinator> Connection<C> {
             .await;
     }
 
-    /// Answers one frame: connection-level requests here, in order; statements on their
-    /// own tasks ([`Self::dispatch`]).
+    /// Answers one frame: connection-level requests here, in order; statements here until
+    /// they first wait, then on their own tasks ([`Self::dispatch`]).
     async fn handle_frame(&mut self, frame: RequestFrame) -> Flow {
         let version = match self.check_version(&frame).await {
             Ok(v) => v,
