@@ -397,6 +397,11 @@ def test_read_your_writes_at_two_while_splits_and_merge_sorts_run(make_cluster, 
             assert row is not None and row.v == v, f"key {k} round {round_}: read {row}"
     got = read(s, "ryw", latest, CL.TWO)
     assert got == latest, diff(latest, got)
+    # Every statement above was counted, with its latency, by the node that coordinated it.
+    statements = 3 * 2000 * 2
+    for name in ("mosaic_requests_total", "mosaic_request_seconds_count"):
+        counted = sum(c.metric(node, name) for node in range(1, 4))
+        assert counted >= statements, f"{name}: {counted} < {statements}"
     for node in range(1, 4):
         metrics = c.http(node, "/metrics")
         assert storage_bytes(metrics, "flush_written") > 0, metrics
