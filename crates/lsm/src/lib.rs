@@ -54,6 +54,7 @@ pub mod engine;
 pub mod error;
 pub mod iter;
 pub mod key;
+pub mod memfilter;
 pub mod memtable;
 pub mod merge;
 pub mod options;

@@ -112,6 +112,8 @@ pub struct Memtable {
     min_ts: AtomicU64,
     max_ts: AtomicU64,
     entries: AtomicU64,
+    /// Which key prefixes it may hold (see [`Memtable::with_prefix_filter`]).
+    prefixes: Option<crate::memfilter::PrefixFilter>,
 }
 
 impl Default for Memtable {
@@ -137,7 +139,22 @@ impl Memtable {
             min_ts: AtomicU64::new(u64::MAX),
             max_ts: AtomicU64::new(0),
             entries: AtomicU64::new(0),
+            prefixes: None,
         }
+    }
+
+    /// The memtable, keeping a filter over the first `prefix_bytes` bytes of its keys (none
+    /// for 0), which [`Memtable::may_hold_prefix`] answers from.
+    pub fn with_prefix_filter(mut self, prefix_bytes: usize) -> Self {
+        self.prefixes =
+            (prefix_bytes > 0).then(|| crate::memfilter::PrefixFilter::new(prefix_bytes));
+        self
+    }
+
+    /// Whether the memtable may hold keys starting with `prefix` (always, without a filter
+    /// over prefixes of that length).
+    pub fn may_hold_prefix(&self, prefix: &[u8]) -> bool {
+        self.prefixes.as_ref().is_none_or(|f| f.may_contain(prefix))
     }
 
     /// Records that WAL file `id` holds some of this memtable's writes.
@@ -258,6 +275,10 @@ impl Memtable {
             (data, key_len)
         });
         let charge = data.len() + ENTRY_OVERHEAD_BYTES;
+        // Before the skiplist: whoever can see the entry sees its prefix noted.
+        if let Some(f) = &self.prefixes {
+            f.insert_key(key);
+        }
         self.map.insert(MemEntry { data, key_len }, ());
         self.size_bytes.fetch_add(charge, AtomicOrdering::Relaxed);
         self.entries.fetch_add(1, AtomicOrdering::Relaxed);

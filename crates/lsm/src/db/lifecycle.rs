@@ -27,7 +27,10 @@ impl Inner {
 
     /// A new, empty memtable for this partition: cumulative under its merge operator.
     pub(crate) fn new_memtable(&self) -> Arc<Memtable> {
-        Arc::new(Memtable::with_merge(self.opts.merge_operator.clone()))
+        Arc::new(
+            Memtable::with_merge(self.opts.merge_operator.clone())
+                .with_prefix_filter(self.opts.table.filter_prefix_bytes),
+        )
     }
 
     /// Takes `memtables` (writes the engine kept for this partition, oldest first) as

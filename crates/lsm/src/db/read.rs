@@ -279,13 +279,6 @@ impl Inner {
         end: Bound<&[u8]>,
     ) -> Result<Scan> {
         let sv = self.super_version();
-        let mut children: Vec<Box<dyn InternalIter>> = Vec::new();
-        children.push(Box::new(
-            MemIter::visible_at(sv.mem.clone(), seqno).until(end),
-        ));
-        for m in sv.imm.iter().rev() {
-            children.push(Box::new(MemIter::visible_at(m.clone(), seqno).until(end)));
-        }
         let lo = match start {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
@@ -294,6 +287,14 @@ impl Inner {
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
             Bound::Unbounded => None,
         };
+        // A scan of one filter prefix (a partition) skips the memtables that cannot hold it.
+        let prefix = shared_prefix(lo, hi, self.opts.table.filter_prefix_bytes);
+        let mut children: Vec<Box<dyn InternalIter>> = Vec::new();
+        for m in std::iter::once(&sv.mem).chain(sv.imm.iter().rev()) {
+            if prefix.is_none_or(|p| m.may_hold_prefix(p)) {
+                children.push(Box::new(MemIter::visible_at(m.clone(), seqno).until(end)));
+            }
+        }
         self.add_table_iters(&sv.version, lo, hi, &mut children);
         let mut iter = MergingIter::new(children);
         let skip = match start {

@@ -218,7 +218,10 @@ fn new_inner(
         pid,
         state: Mutex::new(State {
             sv: None,
-            mem: Arc::new(Memtable::with_merge(opts.merge_operator.clone())),
+            mem: Arc::new(
+                Memtable::with_merge(opts.merge_operator.clone())
+                    .with_prefix_filter(opts.table.filter_prefix_bytes),
+            ),
             imm: Vec::new(),
             version: Arc::new(empty_version(&opts)),
             next_file_id,
