@@ -270,6 +270,10 @@ pub struct TableParams {
     /// How replicas of this table are stored: `uniform` (the default) or another layout
     /// (persisted and shown by its name).
     pub layout: Layout,
+    /// The layout's own options, from the map form `layout = {'class': …, 'name': 'value'}`
+    /// (validated against [`Layout::option_names`]; empty for the string form).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub layout_options: BTreeMap<String, String>,
     /// `comment`.
     pub comment: String,
     /// `default_time_to_live`, seconds (0: none).
@@ -284,11 +288,25 @@ impl Default for TableParams {
     fn default() -> Self {
         TableParams {
             layout: DEFAULT_LAYOUT,
+            layout_options: BTreeMap::new(),
             comment: String::new(),
             default_time_to_live: 0,
             gc_grace_seconds: 864_000,
             extra: BTreeMap::new(),
         }
+    }
+}
+
+impl TableParams {
+    /// The layout as the `layout` option and the `mosaic.layout` extension spell it: its
+    /// name, or with options the map `{'class': 'decoupled', 'sorted_runs_max': '20'}`.
+    pub fn layout_text(&self) -> String {
+        if self.layout_options.is_empty() {
+            return self.layout.name().to_owned();
+        }
+        let mut map = self.layout_options.clone();
+        map.insert("class".to_owned(), self.layout.name().to_owned());
+        crate::system::map_text(&map)
     }
 }
 

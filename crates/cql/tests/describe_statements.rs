@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use bytes::Bytes;
 use common::{text, Harness};
 use mosaic_cql::coordinator::Coordinator;
@@ -513,6 +515,69 @@ fn layouts_are_chosen_at_create_and_kept_for_life() {
     h.ok("ALTER TABLE d WITH layout = 'decoupled' AND comment = 'same layout'");
     assert_eq!(table(&h, "ks", "d").params.layout, "decoupled");
     assert_eq!(table(&h, "ks", "d").params.comment, "same layout");
+}
+
+#[test]
+fn every_layout_takes_the_map_form_with_its_own_options() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE d (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'sorted_runs_max': '20'}");
+    let d = table(&h, "ks", "d").params;
+    assert_eq!(d.layout, "decoupled");
+    assert_eq!(
+        d.layout_options,
+        BTreeMap::from([("sorted_runs_max".to_owned(), "20".to_owned())])
+    );
+    assert_eq!(
+        d.layout_text(),
+        "{'class': 'decoupled', 'sorted_runs_max': '20'}"
+    );
+    // The map form without options is the string form.
+    h.ok("CREATE TABLE u (k int PRIMARY KEY) WITH layout = {'class': 'Uniform'}");
+    h.ok("CREATE TABLE m (k int PRIMARY KEY) WITH layout = {'class': 'multi-lsm'}");
+    h.ok("CREATE TABLE plain (k int PRIMARY KEY) WITH layout = 'uniform'");
+    assert_eq!(table(&h, "ks", "u").params, table(&h, "ks", "plain").params);
+    assert_eq!(table(&h, "ks", "m").params.layout_text(), "multi-lsm");
+    // system_schema.tables and DESCRIBE show it; the statement DESCRIBE prints creates
+    // the same table again.
+    let create = create_statement(&mut h, "DESCRIBE TABLE ks.d");
+    let hex: String = d
+        .layout_text()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(create.contains(&hex), "{create}");
+    h.ok("DROP TABLE d");
+    h.ok(&create);
+    assert_eq!(table(&h, "ks", "d").params, d);
+    // What is refused, with Cassandra's ConfigurationException.
+    for (cql, says) in [
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'sorted_runs_max': '20'}", "Missing 'class'"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'uniform', 'sorted_runs_max': '2'}", "takes no options"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'runs': '2'}", "it takes: sorted_runs_max, split_segments"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'sorted_runs_max': '0'}", "integer >= 1"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'split_segments': 'many'}", "integer >= 1"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'erasure-coded'}", "Unknown layout"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = 3", "Invalid value for layout"),
+    ] {
+        let e = h.err(cql);
+        assert_eq!(e.kind.code(), error_code::CONFIG, "{cql}");
+        assert!(e.message.contains(says), "{cql}: {}", e.message);
+    }
+    // The options are part of the layout: they cannot change either, but restating them can.
+    let e = h.err("ALTER TABLE d WITH layout = {'class': 'decoupled', 'sorted_runs_max': '5'}");
+    assert!(
+        e.message.contains("Cannot change the layout"),
+        "{}",
+        e.message
+    );
+    let e = h.err("ALTER TABLE d WITH layout = 'decoupled'");
+    assert!(
+        e.message.contains("Cannot change the layout"),
+        "{}",
+        e.message
+    );
+    h.ok("ALTER TABLE d WITH layout = {'sorted_runs_max': '20', 'class': 'decoupled'} AND comment = 'c'");
+    assert_eq!(table(&h, "ks", "d").params.layout_options, d.layout_options);
 }
 
 #[test]

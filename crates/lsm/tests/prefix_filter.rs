@@ -139,7 +139,11 @@ fn memtable_prefix_filters_never_hide_a_partition() {
             let k = key(p, round);
             db.put(&k, 1, &[7u8; 100]).unwrap();
             written[p as usize].push(k);
-            assert_eq!(partition(&db, p), written[p as usize], "partition {p} round {round}");
+            assert_eq!(
+                partition(&db, p),
+                written[p as usize],
+                "partition {p} round {round}"
+            );
         }
     }
     for (p, rows) in written.iter().enumerate() {

@@ -108,6 +108,18 @@ named_enum!(
     }
 );
 
+impl Layout {
+    /// The options a table's `layout = {'class': …, …}` map may give this layout, each an
+    /// integer of at least 1.
+    pub fn option_names(self) -> &'static [&'static str] {
+        match self {
+            Layout::Uniform | Layout::MultiLsm => &[],
+            // DEPART's S, and the global-log segments a split takes (`[storage]`'s defaults).
+            Layout::Decoupled => &["sorted_runs_max", "split_segments"],
+        }
+    }
+}
+
 named_enum!(
     /// How a coordinator orders the replicas of a read (`[cluster] replica_selection`).
     ReplicaSelection, "replica_selection", {

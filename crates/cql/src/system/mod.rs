@@ -41,7 +41,7 @@ use crate::frame::{ColumnSpec, ErrorResponse, Rows};
 use crate::schema::Catalog;
 
 pub use rows::LAYOUT_EXTENSION;
-pub(crate) use rows::{canonical_table_options, map_text, PEER_PORT};
+pub(crate) use rows::{canonical_table_options, map_text, parse_map, PEER_PORT};
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {

@@ -505,7 +505,7 @@ fn params_options(params: &TableParams, id: Uuid) -> TableOptions {
     }
     o.extensions.insert(
         LAYOUT_EXTENSION.to_owned(),
-        params.layout.name().as_bytes().to_vec(),
+        params.layout_text().into_bytes(),
     );
     o
 }

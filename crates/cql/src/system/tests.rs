@@ -92,6 +92,7 @@ impl Fixture {
         extra.insert("crc_check_chance".to_owned(), "0.5".to_owned());
         let tuned = TableParams {
             layout: mosaic_types::Layout::Uniform,
+            layout_options: BTreeMap::new(),
             comment: "tuned".into(),
             default_time_to_live: 60,
             gc_grace_seconds: 10,

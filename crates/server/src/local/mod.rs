@@ -120,6 +120,8 @@ struct TableSlot {
     dir: PathBuf,
     /// The table's layout.
     layout: Layout,
+    /// Its log's shape (decoupled): the node's, with the table's layout options applied.
+    log: LogSettings,
     /// The store; `None` once closed (dropped, shut down, or a failed truncate).
     db: Arc<AsyncRwLock<Option<ReplicaStore>>>,
     /// Set when the table was dropped.

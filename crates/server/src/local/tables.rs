@@ -162,6 +162,25 @@ pub(super) fn table_layout(table: &TableMeta) -> mosaic_lsm::Result<Layout> {
     Ok(table.params.layout)
 }
 
+/// The node's log settings with `table`'s layout options (`sorted_runs_max`,
+/// `split_segments`) applied; `CREATE TABLE` checked them.
+pub(super) fn table_log(log: &LogSettings, table: &TableMeta) -> LogSettings {
+    let option = |name: &str, default: usize| {
+        table
+            .params
+            .layout_options
+            .get(name)
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(default)
+    };
+    LogSettings {
+        runs_max: option("sorted_runs_max", log.runs_max),
+        split_segments: option("split_segments", log.split_segments),
+        ring: log.ring.clone(),
+    }
+}
+
 /// Opens (creating) the store of `table`, in its layout.
 pub(super) fn open_slot(
     data_dir: &Path,
@@ -171,12 +190,14 @@ pub(super) fn open_slot(
 ) -> mosaic_lsm::Result<TableSlot> {
     let dir = table_dir(data_dir, table);
     let layout = table_layout(table)?;
+    let log = table_log(log, table);
     let db = ReplicaStore::open(&dir, layout, engine.clone(), log.clone())?;
     Ok(TableSlot {
         name: format!("{}.{}", table.keyspace, table.name),
         table: table.name.clone(),
         dir,
         layout,
+        log,
         db: Arc::new(AsyncRwLock::new(Some(db))),
         dropped: AtomicBool::new(false),
         node_engine: engine
@@ -391,7 +412,7 @@ impl LocalCoordinator {
         let layout = slot.layout;
         let engine = self.engine.clone();
         let node_engine = self.node_engine.clone();
-        let log = self.log.clone();
+        let log = slot.log.clone();
         tokio::task::spawn_blocking(move || {
             close_before_delete(&mut guard, &name, "truncate");
             delete_dir(&node_engine, &dir).map_err(|e| {

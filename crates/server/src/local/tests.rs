@@ -234,6 +234,41 @@ fn tables_of_every_layout_store_read_and_survive_restart() {
 }
 
 #[test]
+fn a_tables_layout_options_shape_its_log_across_restarts_and_truncates() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let log_of = |c: &LocalCoordinator, t: &str| {
+        let id = c.catalog().table("ks", t).unwrap().id;
+        let slot = c.slot(id).unwrap();
+        (slot.log.runs_max, slot.log.split_segments)
+    };
+    let defaults = {
+        let s = &config(dir.path()).storage;
+        (s.sorted_runs_max, s.split_segments)
+    };
+    rt.block_on(async {
+        let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+        let p = Processor::new(c.clone());
+        let mut s = Session::new(ProtocolVersion::V4);
+        run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        run_ok(&p, &mut s, "CREATE TABLE ks.tuned (k int PRIMARY KEY, v text) WITH layout = {'class': 'decoupled', 'sorted_runs_max': '3', 'split_segments': '2'}").await;
+        run_ok(&p, &mut s, "CREATE TABLE ks.plain (k int PRIMARY KEY, v text) WITH layout = 'decoupled'").await;
+        assert_eq!(log_of(&c, "tuned"), (3, 2));
+        assert_eq!(log_of(&c, "plain"), defaults);
+        run_ok(&p, &mut s, "INSERT INTO ks.tuned (k, v) VALUES (1, 'a')").await;
+        run_ok(&p, &mut s, "TRUNCATE ks.tuned").await;
+        assert_eq!(log_of(&c, "tuned"), (3, 2));
+        assert!(c.close(Duration::from_secs(10)).await.is_empty());
+    });
+    rt.block_on(async {
+        let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+        assert_eq!(log_of(&c, "tuned"), (3, 2));
+        assert_eq!(log_of(&c, "plain"), defaults);
+        assert!(c.close(Duration::from_secs(10)).await.is_empty());
+    });
+}
+
+#[test]
 fn the_configured_layout_applies_to_tables_created_without_one() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());

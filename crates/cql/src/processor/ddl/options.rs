@@ -188,6 +188,61 @@ pub(super) fn check_layout(layout: &str) -> Result<Layout, ErrorResponse> {
     })
 }
 
+/// Sets `params`' layout from the map form `{'class': 'decoupled', 'sorted_runs_max': '20'}`:
+/// the class is required, and every other entry must be one of the layout's options, an
+/// integer of at least 1.
+pub(super) fn apply_layout_map<'e>(
+    params: &mut TableParams,
+    entries: impl IntoIterator<Item = (&'e str, &'e str)>,
+) -> Result<(), ErrorResponse> {
+    let mut class = None;
+    let mut options = BTreeMap::new();
+    for (name, value) in entries {
+        if name == "class" {
+            class = Some(check_layout(value)?);
+        } else {
+            options.insert(name.to_owned(), value.trim().to_owned());
+        }
+    }
+    let layout = class.ok_or_else(|| {
+        config("Missing 'class' in layout: expected a map such as {'class': 'decoupled', 'sorted_runs_max': '20'}")
+    })?;
+    let known = layout.option_names();
+    for (name, value) in &options {
+        if !known.contains(&name.as_str()) {
+            let takes = if known.is_empty() {
+                "it takes no options".to_owned()
+            } else {
+                format!("it takes: {}", known.join(", "))
+            };
+            return Err(config(format!(
+                "Unknown option '{name}' for layout '{layout}'; {takes}"
+            )));
+        }
+        if !value.parse::<u32>().is_ok_and(|n| n >= 1) {
+            return Err(config(format!(
+                "Invalid value '{value}' for layout option '{name}': must be an integer >= 1"
+            )));
+        }
+    }
+    params.layout = layout;
+    params.layout_options = options;
+    Ok(())
+}
+
+/// Sets `params`' layout from its text: a name, or the map form's text (as the
+/// `mosaic.layout` extension keeps it).
+pub(super) fn apply_layout_text(params: &mut TableParams, text: &str) -> Result<(), ErrorResponse> {
+    if text.trim_start().starts_with('{') {
+        let map = crate::system::parse_map(text)
+            .ok_or_else(|| config(format!("Invalid layout map {text}")))?;
+        return apply_layout_map(params, map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    }
+    params.layout = check_layout(text)?;
+    params.layout_options.clear();
+    Ok(())
+}
+
 /// `extensions = {'name': 0x…, …}`: blob values, as `DESCRIBE` prints them. The
 /// `mosaic.layout` extension is the table's layout (how `system_schema.tables` and
 /// `DESCRIBE` show it), so it sets the layout; the others are kept.
@@ -205,7 +260,7 @@ pub(super) fn apply_extensions(
         let bytes = decode_blob_literal(value).ok_or_else(invalid_value)?;
         if name == LAYOUT_EXTENSION {
             let layout = String::from_utf8(bytes).map_err(|_| invalid_value())?;
-            params.layout = check_layout(&layout)?;
+            apply_layout_text(params, &layout)?;
         } else {
             kept.push((name.as_str(), value.as_str()));
         }
@@ -244,14 +299,21 @@ pub(super) fn apply_table_properties(
     for p in properties {
         let name = p.name.as_str();
         match name {
-            "layout" => {
-                let PropertyValue::Constant(Literal::String(layout)) = &p.value else {
+            "layout" => match &p.value {
+                PropertyValue::Constant(Literal::String(layout)) => {
+                    params.layout = check_layout(layout)?;
+                    params.layout_options.clear();
+                }
+                PropertyValue::Map(entries) => apply_layout_map(
+                    params,
+                    entries.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                )?,
+                PropertyValue::Constant(_) => {
                     return Err(config(
-                        "Invalid value for layout: expected a string such as 'uniform'",
+                        "Invalid value for layout: expected a string such as 'uniform' or a map such as {'class': 'decoupled', 'sorted_runs_max': '20'}",
                     ));
-                };
-                params.layout = check_layout(layout)?;
-            }
+                }
+            },
             "extensions" => {
                 let PropertyValue::Map(entries) = &p.value else {
                     return Err(config(

@@ -178,17 +178,30 @@ pub(super) fn alter_table(
             apply_table_properties(&mut table.params, properties)?;
             // Each replica's data is stored in the layout's own structures; changing it
             // would need every node to rewrite the table, which nothing does (yet).
-            if table.params.layout != old.params.layout {
+            // Its options shape those structures (and are read when the table opens).
+            if table.params.layout_text() != old.params.layout_text() {
                 return Err(config(format!(
-                    "Cannot change the layout of table {}.{} from '{}' to '{}': a table keeps \
+                    "Cannot change the layout of table {}.{} from {} to {}: a table keeps \
                      the layout it was created with (create a new table with the layout and \
                      copy the data)",
-                    table.keyspace, table.name, old.params.layout, table.params.layout
+                    table.keyspace,
+                    table.name,
+                    layout_literal(&old.params),
+                    layout_literal(&table.params)
                 )));
             }
         }
     }
     Ok(table)
+}
+
+/// The layout as a `layout = …` value: `'name'`, or the map.
+fn layout_literal(params: &TableParams) -> String {
+    if params.layout_options.is_empty() {
+        format!("'{}'", params.layout)
+    } else {
+        params.layout_text()
+    }
 }
 
 /// `ADD`: new regular or static columns, with ids never used before in this table.
