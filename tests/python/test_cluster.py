@@ -359,18 +359,27 @@ def test_tables_take_the_configured_layout_and_keep_it_across_restarts(make_clus
     s = c.session()
     create_table(c, s, "lay", 3)
     s.execute("CREATE TABLE lay.u (k int PRIMARY KEY, v text) WITH layout = 'uniform'")
+    # The map form, with the decoupled layout's own S for this table.
+    s.execute("CREATE TABLE lay.tuned (k int PRIMARY KEY, v text) "
+              "WITH layout = {'class': 'decoupled', 'sorted_runs_max': '3'}")
     c.wait_schema_agreement()
     write(s, "lay", {k: f"v{k}" for k in range(50)}, CL.ALL)
+    for k in range(50):
+        s.execute(SimpleStatement("INSERT INTO lay.tuned (k, v) VALUES (%s, %s)", consistency_level=CL.ALL),
+                  (k, f"t{k}"))
 
     def layouts():
         rows = s.execute("SELECT table_name, extensions FROM system_schema.tables WHERE keyspace_name = 'lay'")
         return {r.table_name: r.extensions["mosaic.layout"].decode() for r in rows}
 
-    assert layouts() == {"t": layout, "u": "uniform"}
+    expected = {"t": layout, "u": "uniform", "tuned": "{'class': 'decoupled', 'sorted_runs_max': '3'}"}
+    assert layouts() == expected
     c.stop(1, 2, 3)
     c.restart()
     s = c.session()
-    assert layouts() == {"t": layout, "u": "uniform"}
+    assert layouts() == expected
+    tuned = s.execute(SimpleStatement("SELECT k, v FROM lay.tuned", consistency_level=CL.ALL))
+    assert {r.k: r.v for r in tuned} == {k: f"t{k}" for k in range(50)}
     assert read(s, "lay", range(50), CL.ALL) == {k: f"v{k}" for k in range(50)}
     with pytest.raises(Exception, match="layout"):
         s.execute("ALTER TABLE lay.t WITH layout = 'uniform'" if layout != "uniform"
