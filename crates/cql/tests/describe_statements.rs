@@ -576,7 +576,7 @@ fn every_layout_takes_the_map_form_with_its_own_options() {
         "{}",
         e.message
     );
-    h.ok("ALTER TABLE d WITH layout = {'sorted_runs_max': '20', 'class': 'decoupled'} AND comment = 'c'");
+    h.ok("ALTER TABLE d WITH layout = {'sorted_runs_max': '020', 'class': 'decoupled'} AND comment = 'c'");
     assert_eq!(table(&h, "ks", "d").params.layout_options, d.layout_options);
 }
 

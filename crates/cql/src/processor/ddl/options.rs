@@ -208,7 +208,7 @@ pub(super) fn apply_layout_map<'e>(
         config("Missing 'class' in layout: expected a map such as {'class': 'decoupled', 'sorted_runs_max': '20'}")
     })?;
     let known = layout.option_names();
-    for (name, value) in &options {
+    for (name, value) in options.iter_mut() {
         if !known.contains(&name.as_str()) {
             let takes = if known.is_empty() {
                 "it takes no options".to_owned()
@@ -219,10 +219,14 @@ pub(super) fn apply_layout_map<'e>(
                 "Unknown option '{name}' for layout '{layout}'; {takes}"
             )));
         }
-        if !value.parse::<u32>().is_ok_and(|n| n >= 1) {
-            return Err(config(format!(
-                "Invalid value '{value}' for layout option '{name}': must be an integer >= 1"
-            )));
+        match value.parse::<u32>() {
+            // Kept as the number it is, so '020' and '20' are the same option.
+            Ok(n) if n >= 1 => *value = n.to_string(),
+            _ => {
+                return Err(config(format!(
+                    "Invalid value '{value}' for layout option '{name}': must be an integer >= 1"
+                )))
+            }
         }
     }
     params.layout = layout;
