@@ -242,12 +242,16 @@ impl WriteBatch {
     }
 
     pub(crate) fn push(&mut self, kind: ValueKind, key: &[u8], ts: u64, value: &[u8]) {
+        self.push_owned(kind, key.to_vec(), ts, value.to_vec());
+    }
+
+    fn push_owned(&mut self, kind: ValueKind, key: Vec<u8>, ts: u64, value: Vec<u8>) {
         self.bytes += key.len() + value.len();
         self.ops.push(BatchOp {
             kind,
             ts,
-            key: key.to_vec(),
-            value: value.to_vec(),
+            key,
+            value,
         });
     }
 
@@ -264,6 +268,11 @@ impl WriteBatch {
     /// Adds a merge operand for `key` at `ts`.
     pub fn merge(&mut self, key: &[u8], ts: u64, operand: &[u8]) {
         self.push(ValueKind::Merge, key, ts, operand);
+    }
+
+    /// [`WriteBatch::merge`] taking the key and operand as they are, without copying them.
+    pub fn merge_owned(&mut self, key: Vec<u8>, ts: u64, operand: Vec<u8>) {
+        self.push_owned(ValueKind::Merge, key, ts, operand);
     }
 
     /// Number of operations.
@@ -446,6 +455,16 @@ pub fn decode_batches(payload: &[u8]) -> Option<Vec<DecodedOp<'_>>> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_owned_merge_is_the_same_batch_entry() {
+        let mut copied = WriteBatch::new();
+        copied.merge(b"key", 7, b"operand");
+        let mut owned = WriteBatch::new();
+        owned.merge_owned(b"key".to_vec(), 7, b"operand".to_vec());
+        assert_eq!(owned, copied);
+        assert_eq!(owned.size_bytes(), 10);
+    }
 
     fn framed(payloads: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -291,8 +291,8 @@ impl LocalCoordinator {
         roles: &dyn Roles,
     ) -> Result<(), ErrorResponse> {
         let mut batches: BTreeMap<TableId, Vec<(Role, WriteBatch)>> = BTreeMap::new();
-        for (table, ms) in &mutations {
-            let batches = batches.entry(*table).or_default();
+        for (table, ms) in mutations {
+            let batches = batches.entry(table).or_default();
             // Rows of one partition arrive together: one ring lookup per token.
             let mut last: Option<(Token, Role)> = None;
             for m in ms {
@@ -317,11 +317,10 @@ impl LocalCoordinator {
                     }
                 };
                 if let Some((_, batch)) = batches.get_mut(i) {
-                    batch.merge(&m.key, m.ts, &m.fragment);
+                    batch.merge_owned(m.key, m.ts, m.fragment);
                 }
             }
         }
-        drop(mutations);
         // Locks in table-id order (the BTreeMap's), so concurrent writers never wait on
         // each other in a cycle.
         let mut work = Vec::with_capacity(batches.len());
