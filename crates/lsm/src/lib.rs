@@ -10,6 +10,10 @@
 //! reached only through `mosaic-env` ([`Fs`], [`Clock`], `mosaic_env::thread`), so tests
 //! inject full disks and failed fsyncs, and `clippy.toml` forbids the direct calls.
 //!
+//! Reads of one key prefix (a partition, with [`TableOptions::filter_prefix_bytes`] set)
+//! consult Bloom filters over prefixes in every SSTable and every memtable ([`memfilter`])
+//! and skip what cannot hold the prefix.
+//!
 //! The same engine is DEPART's two-layer log when opened with [`Options::log`]: flushed
 //! segments in a global log, split into range groups of at most S sorted runs each
 //! ([`split`], [`LogOptions`]).
