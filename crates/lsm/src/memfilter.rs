@@ -64,6 +64,11 @@ impl Layer {
     fn bytes(&self) -> usize {
         self.words.len() * 8
     }
+
+    /// Whether it holds fewer prefixes than it was sized for.
+    fn has_room(&self) -> bool {
+        self.inserted.load(Ordering::Relaxed) < self.capacity
+    }
 }
 
 /// A growing filter over the first `prefix_bytes` bytes of keys.
@@ -97,25 +102,21 @@ impl PrefixFilter {
             return;
         };
         let hash = PrefixFilter::hash(prefix);
-        let last = {
+        {
             let layers = self.layers.read();
-            let last = layers.last().cloned();
-            match last {
-                Some(l) if l.inserted.load(Ordering::Relaxed) < l.capacity => l,
-                _ => {
-                    drop(layers);
-                    self.grow()
-                }
+            if let Some(last) = layers.last().filter(|l| l.has_room()) {
+                last.insert(hash);
+                return;
             }
-        };
-        last.insert(hash);
+        }
+        self.grow().insert(hash);
     }
 
     /// Adds a layer unless another writer just did; returns the newest layer.
     fn grow(&self) -> Arc<Layer> {
         let mut layers = self.layers.write();
         match layers.last() {
-            Some(l) if l.inserted.load(Ordering::Relaxed) < l.capacity => l.clone(),
+            Some(l) if l.has_room() => l.clone(),
             last => {
                 let capacity = last.map_or(FIRST_CAPACITY, |l| l.capacity.saturating_mul(GROWTH));
                 let layer = Arc::new(Layer::new(capacity));

@@ -242,7 +242,12 @@ pub(super) fn apply_layout_text(params: &mut TableParams, text: &str) -> Result<
             .ok_or_else(|| config(format!("Invalid layout map {text}")))?;
         return apply_layout_map(params, map.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     }
-    params.layout = check_layout(text)?;
+    set_layout_name(params, text)
+}
+
+/// Sets `params`' layout from its name alone (the string form: no options).
+fn set_layout_name(params: &mut TableParams, name: &str) -> Result<(), ErrorResponse> {
+    params.layout = check_layout(name)?;
     params.layout_options.clear();
     Ok(())
 }
@@ -305,8 +310,7 @@ pub(super) fn apply_table_properties(
         match name {
             "layout" => match &p.value {
                 PropertyValue::Constant(Literal::String(layout)) => {
-                    params.layout = check_layout(layout)?;
-                    params.layout_options.clear();
+                    set_layout_name(params, layout)?
                 }
                 PropertyValue::Map(entries) => apply_layout_map(
                     params,
