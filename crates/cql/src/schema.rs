@@ -271,7 +271,7 @@ pub struct TableParams {
     /// (persisted and shown by its name).
     pub layout: Layout,
     /// The layout's own options, from the map form `layout = {'class': …, 'name': 'value'}`
-    /// (validated against [`Layout::option_names`]; empty for the string form).
+    /// (checked by [`Layout::check_options`]; empty for the string form).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub layout_options: BTreeMap<String, String>,
     /// `comment`.

@@ -589,7 +589,7 @@ fn tables_created_without_a_layout_get_the_coordinators_default() {
     assert_eq!(table(&h, "ks", "t").params.layout, "multi-lsm");
     assert_eq!(table(&h, "ks", "v").params.layout, "uniform");
     // A default this build cannot store is refused, not silently replaced.
-    *h.coordinator.default_layout.lock() = Some("erasure-tiered".to_owned());
+    *h.coordinator.default_layout.lock() = Some("hybrid-tiered".to_owned());
     let e = h.err("CREATE TABLE w (k int PRIMARY KEY)");
     assert_eq!(e.kind.code(), error_code::CONFIG);
 }

@@ -91,11 +91,17 @@ pub trait CompactionListener: Send + Sync + 'static {
     }
 }
 
-/// Opens the data component of a table that does not live in the local file
-/// (`TableMeta::location` non-empty), e.g. an object in the cold tier.
+/// Holds the data component of tables that do not live in the local file
+/// (`TableMeta::location` non-empty), e.g. objects in the cold tier. The engine keeps such a
+/// table's metadata (filter, index, properties, footer) in a local sidecar, so it reads from
+/// the store only the data blocks a read or compaction needs.
 pub trait TableStore: Send + Sync + 'static {
     /// Opens the data at `location` for random reads.
     fn open(&self, location: &str) -> io::Result<Arc<dyn RandomAccessFile>>;
+
+    /// Deletes the data at `location`, once no version of the engine references it; a
+    /// missing object is not an error.
+    fn remove(&self, location: &str) -> io::Result<()>;
 }
 
 /// Engine configuration.

@@ -69,6 +69,12 @@ pub fn table_file_name(id: u64) -> String {
     format!("{id:06}.sst")
 }
 
+/// File name of the local sidecar of relocated table `id`: its metadata (filter, index,
+/// properties, footer) while its data blocks live in the cold tier.
+pub fn table_sidecar_name(id: u64) -> String {
+    format!("{id:06}.meta")
+}
+
 /// File name of WAL `id`.
 pub fn wal_file_name(id: u64) -> String {
     format!("{id:06}.wal")
@@ -87,10 +93,13 @@ pub struct TableHandle {
     obsolete: AtomicBool,
     fs: Arc<dyn Fs>,
     path: PathBuf,
+    /// Where a relocated table's data lives, to delete it once obsolete.
+    store: Option<Arc<dyn crate::TableStore>>,
 }
 
 impl TableHandle {
-    /// Wraps an open table.
+    /// Wraps an open table; `path` is its local file (for a relocated table, the local
+    /// file it had, beside which its sidecar lies).
     pub fn new(meta: TableMeta, reader: Arc<TableReader>, fs: Arc<dyn Fs>, path: PathBuf) -> Self {
         Self {
             meta,
@@ -99,6 +108,22 @@ impl TableHandle {
             obsolete: AtomicBool::new(false),
             fs,
             path,
+            store: None,
+        }
+    }
+
+    /// The table store a relocated table's data lives in (deleted from it once obsolete).
+    pub fn with_store(mut self, store: Arc<dyn crate::TableStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Bytes the table keeps on local disk: its file, or a relocated table's sidecar.
+    pub fn local_bytes(&self) -> u64 {
+        if self.meta.location.is_empty() {
+            self.meta.size_bytes
+        } else {
+            self.meta.size_bytes.saturating_sub(self.reader.data_end())
         }
     }
 
@@ -130,9 +155,20 @@ impl TableHandle {
 
 impl Drop for TableHandle {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::SeqCst) && self.meta.location.is_empty() {
-            // Failing to delete leaves an orphan that the next open removes; nothing is lost.
+        if !self.obsolete.load(Ordering::SeqCst) {
+            return;
+        }
+        // Failing to delete leaves an orphan that the next open removes (a cold object: that
+        // the cold tier's sweep removes); nothing is lost.
+        if self.meta.location.is_empty() {
             let _ = self.fs.remove(&self.path);
+        } else {
+            let _ = self
+                .fs
+                .remove(&self.path.with_file_name(table_sidecar_name(self.meta.id)));
+            if let Some(store) = &self.store {
+                let _ = store.remove(&self.meta.location);
+            }
         }
     }
 }

@@ -54,7 +54,7 @@ mod tests {
             assert_eq!(Layout::parse(l.name()), Some(l));
         }
         assert_eq!(Layout::parse("Uniform"), None);
-        assert_eq!(Layout::parse("erasure-tiered"), None);
+        assert_eq!(Layout::parse("erasure_tiered"), None);
     }
 
     #[test]

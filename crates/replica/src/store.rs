@@ -7,6 +7,7 @@
 //! | uniform | the one tree (`DIR`) | the one tree (`DIR`) |
 //! | multi-lsm | `DIR/primary/` | `DIR/src-<S>/` |
 //! | decoupled | `DIR/primary/` | `DIR/log/` (two-layer log) |
+//! | erasure-tiered | `DIR/primary/` | `DIR/src-<S>/` (ELECT's per-source trees) |
 //!
 //! Reads under a role see what was written under that role (uniform: everything). A key's
 //! role follows from its token, so the caller splits a range read where the role changes
@@ -185,7 +186,9 @@ impl ReplicaStore {
         check_and_mark(&engine, &dir, layout)?;
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
-            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
+            Layout::MultiLsm | Layout::ErasureTiered => {
+                Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?))
+            }
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
         Ok(ReplicaStore {

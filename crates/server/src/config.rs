@@ -569,7 +569,7 @@ mod tests {
         assert!(Config::parse("[storage]\nlayout = \"multi-lsm\"\n").is_ok());
         for bad in [
             "layout = \"Uniform\"",
-            "layout = \"erasure-tiered\"",
+            "layout = \"erasure_tiered\"",
             "sorted_runs_max = 0",
             "split_segments = 0",
             // A split must fit below the engine's write stall (20 level-0 tables).

@@ -4,6 +4,7 @@
 //! Each is parsed once, where the text enters (config, `WITH layout = …`), into an enum; the
 //! parse error names the valid values. Past that edge nobody compares strings.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -105,17 +106,179 @@ named_enum!(
         MultiLsm => "multi-lsm",
         /// DEPART: primary copies in an LSM-tree, redundant copies in a two-layer log.
         Decoupled => "decoupled",
+        /// ELECT: one tree per source, the cold last level of each node's primary tree
+        /// Reed-Solomon-coded across nodes and offloaded to the cold tier.
+        ErasureTiered => "erasure-tiered",
     }
 );
 
+/// The values one layout option takes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OptionKind {
+    /// An integer in `min..=max`.
+    Integer {
+        /// The smallest value.
+        min: u32,
+        /// The largest value.
+        max: u32,
+    },
+    /// A fraction in `0.0..=max`.
+    Fraction {
+        /// The largest value.
+        max: f64,
+    },
+}
+
+/// One option a table's `layout = {'class': …, …}` map may give a layout.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LayoutOption {
+    /// Its name in the map.
+    pub name: &'static str,
+    /// The values it takes.
+    pub kind: OptionKind,
+    /// Its value when the map does not give it (`None`: the node's `[storage]` setting).
+    pub default: Option<&'static str>,
+}
+
+const fn integer(
+    name: &'static str,
+    min: u32,
+    max: u32,
+    default: Option<&'static str>,
+) -> LayoutOption {
+    LayoutOption {
+        name,
+        kind: OptionKind::Integer { min, max },
+        default,
+    }
+}
+
+/// DEPART's S, and the global-log segments a split takes (`[storage]`'s defaults).
+const DECOUPLED_OPTIONS: [LayoutOption; 2] = [
+    integer("sorted_runs_max", 1, u32::MAX, None),
+    integer("split_segments", 1, u32::MAX, None),
+];
+
+/// ELECT's code (k data shards of n) and storage saving target α.
+const ERASURE_TIERED_OPTIONS: [LayoutOption; 3] = [
+    integer("ec_k", 1, 64, Some("4")),
+    integer("ec_n", 2, 96, Some("6")),
+    LayoutOption {
+        name: "storage_saving_target",
+        kind: OptionKind::Fraction { max: 1.0 },
+        default: Some("0.6"),
+    },
+];
+
 impl Layout {
-    /// The options a table's `layout = {'class': …, …}` map may give this layout, each an
-    /// integer of at least 1.
-    pub fn option_names(self) -> &'static [&'static str] {
+    /// The options a table's `layout = {'class': …, …}` map may give this layout.
+    pub fn options(self) -> &'static [LayoutOption] {
         match self {
             Layout::Uniform | Layout::MultiLsm => &[],
-            // DEPART's S, and the global-log segments a split takes (`[storage]`'s defaults).
-            Layout::Decoupled => &["sorted_runs_max", "split_segments"],
+            Layout::Decoupled => &DECOUPLED_OPTIONS,
+            Layout::ErasureTiered => &ERASURE_TIERED_OPTIONS,
+        }
+    }
+
+    /// The names of [`Layout::options`].
+    pub fn option_names(self) -> Vec<&'static str> {
+        self.options().iter().map(|o| o.name).collect()
+    }
+
+    /// Checks a map's options for this layout and returns them in canonical form (numbers
+    /// as the numbers they are, so `'020'` and `'20'` are one value); the error says what
+    /// is wrong in the words a user reads.
+    pub fn check_options(
+        self,
+        given: &BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, String> {
+        let known = self.options();
+        let mut out = BTreeMap::new();
+        for (name, value) in given {
+            let Some(option) = known.iter().find(|o| o.name == name) else {
+                let takes = if known.is_empty() {
+                    "it takes no options".to_owned()
+                } else {
+                    format!("it takes: {}", self.option_names().join(", "))
+                };
+                return Err(format!(
+                    "Unknown option '{name}' for layout '{self}'; {takes}"
+                ));
+            };
+            let value = value.trim();
+            let canonical = match option.kind {
+                OptionKind::Integer { min, max } => match value.parse::<u32>() {
+                    Ok(n) if (min..=max).contains(&n) => n.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "Invalid value '{value}' for layout option '{name}': must be an \
+                             integer {}",
+                            if max == u32::MAX {
+                                format!(">= {min}")
+                            } else {
+                                format!("from {min} to {max}")
+                            }
+                        ))
+                    }
+                },
+                OptionKind::Fraction { max } => match value.parse::<f64>() {
+                    Ok(x) if (0.0..=max).contains(&x) => x.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "Invalid value '{value}' for layout option '{name}': must be a \
+                             number from 0 to {max}"
+                        ))
+                    }
+                },
+            };
+            out.insert(name.clone(), canonical);
+        }
+        if self == Layout::ErasureTiered {
+            let code = ErasureCode::from_options(&out);
+            if code.k >= code.n {
+                return Err(format!(
+                    "Invalid erasure code for layout 'erasure-tiered': ec_k ({}) must be \
+                     smaller than ec_n ({})",
+                    code.k, code.n
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An `erasure-tiered` table's code and saving target, from its layout options.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErasureCode {
+    /// Data shards per coding group (`ec_k`).
+    pub k: usize,
+    /// Shards per coding group, data and parity (`ec_n`).
+    pub n: usize,
+    /// The storage saving target α (`storage_saving_target`).
+    pub alpha: f64,
+}
+
+impl Default for ErasureCode {
+    fn default() -> Self {
+        ErasureCode::from_options(&BTreeMap::new())
+    }
+}
+
+impl ErasureCode {
+    /// The code a table's (checked) layout options give, defaults filled in.
+    pub fn from_options(options: &BTreeMap<String, String>) -> ErasureCode {
+        let get = |name: &str| {
+            let default = ERASURE_TIERED_OPTIONS
+                .iter()
+                .find(|o| o.name == name)
+                .and_then(|o| o.default)
+                .unwrap_or("0");
+            options.get(name).map_or(default, String::as_str).to_owned()
+        };
+        ErasureCode {
+            k: get("ec_k").parse().unwrap_or(4),
+            n: get("ec_n").parse().unwrap_or(6),
+            alpha: get("storage_saving_target").parse().unwrap_or(0.6),
         }
     }
 }
@@ -143,12 +306,75 @@ mod tests {
         let e = "lsm".parse::<Layout>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown layout `lsm`; valid values: uniform, multi-lsm, decoupled"
+            "unknown layout `lsm`; valid values: uniform, multi-lsm, decoupled, erasure-tiered"
         );
         assert_eq!(
             "primary-first".parse::<ReplicaSelection>(),
             Ok(ReplicaSelection::PrimaryFirst)
         );
         assert!("Primary-First".parse::<ReplicaSelection>().is_err());
+    }
+
+    fn map(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn layout_options_are_checked_and_kept_canonical() {
+        let d = Layout::Decoupled;
+        assert_eq!(
+            d.check_options(&map(&[("sorted_runs_max", " 020")])),
+            Ok(map(&[("sorted_runs_max", "20")]))
+        );
+        let e = d
+            .check_options(&map(&[("sorted_runs_max", "0")]))
+            .unwrap_err();
+        assert!(e.contains("must be an integer >= 1"), "{e}");
+        let e = d.check_options(&map(&[("ec_k", "4")])).unwrap_err();
+        assert!(
+            e.contains("it takes: sorted_runs_max, split_segments"),
+            "{e}"
+        );
+        let e = Layout::Uniform
+            .check_options(&map(&[("x", "1")]))
+            .unwrap_err();
+        assert!(e.contains("it takes no options"), "{e}");
+
+        let et = Layout::ErasureTiered;
+        let ok = et
+            .check_options(&map(&[
+                ("ec_k", "6"),
+                ("ec_n", "8"),
+                ("storage_saving_target", "0.50"),
+            ]))
+            .unwrap();
+        assert_eq!(ok["storage_saving_target"], "0.5");
+        assert_eq!(
+            ErasureCode::from_options(&ok),
+            ErasureCode {
+                k: 6,
+                n: 8,
+                alpha: 0.5
+            }
+        );
+        assert_eq!(
+            ErasureCode::default(),
+            ErasureCode {
+                k: 4,
+                n: 6,
+                alpha: 0.6
+            }
+        );
+        let e = et.check_options(&map(&[("ec_k", "6")])).unwrap_err();
+        assert!(e.contains("ec_k (6) must be smaller than ec_n (6)"), "{e}");
+        let e = et
+            .check_options(&map(&[("storage_saving_target", "1.5")]))
+            .unwrap_err();
+        assert!(e.contains("must be a number from 0 to 1"), "{e}");
+        let e = et.check_options(&map(&[("ec_n", "1000")])).unwrap_err();
+        assert!(e.contains("from 2 to 96"), "{e}");
     }
 }

@@ -31,7 +31,9 @@ pub mod value;
 pub use consistency::{ConsistencyLevel, ParseConsistencyError};
 pub use cql_type::{CqlType, ParseTypeError};
 pub use ids::{HostId, ParseIdError, TableId};
-pub use layout::{Layout, ParsePolicyError, ReplicaSelection};
+pub use layout::{
+    ErasureCode, Layout, LayoutOption, OptionKind, ParsePolicyError, ReplicaSelection,
+};
 pub use number::{Decimal, DecimalParts, NumberError, Varint};
 pub use time::{secs_from_micros, Timestamp, MICROS_PER_SEC};
 pub use token::{compose_partition_key, token_of, Token, PARTITION_KEY_LEN_MAX};

@@ -10,10 +10,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::table::TableReader;
+use crate::table::{TableReader, TieredFile};
 use crate::version::{
-    manifest_file_name, table_file_name, ManifestWriter, TableHandle, TableMeta, Version,
-    VersionEdit,
+    manifest_file_name, table_file_name, table_sidecar_name, ManifestWriter, TableHandle,
+    TableMeta, Version, VersionEdit,
 };
 
 use super::{Inner, State};
@@ -30,20 +30,39 @@ impl Inner {
     /// Opens table `meta` for reading, from the local file or the configured table store.
     pub(super) fn open_table(&self, meta: TableMeta) -> Result<TableHandle> {
         let path = self.dir.join(table_file_name(meta.id));
+        let mut store = None;
         let file = if meta.location.is_empty() {
             self.fs
                 .open_read(&path, self.opts.direct_io)
                 .map_err(|e| Error::io("opening", &path, e))?
         } else {
-            let store = self.opts.table_store.as_ref().ok_or_else(|| {
+            let table_store = self.opts.table_store.clone().ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "table {} lives at {:?} but no table store is configured",
                     meta.id, meta.location
                 ))
             })?;
-            store
+            let remote = table_store
                 .open(&meta.location)
-                .map_err(|e| Error::io("opening", &meta.location, e))?
+                .map_err(|e| Error::io("opening", &meta.location, e))?;
+            store = Some(table_store);
+            let sidecar = self.dir.join(table_sidecar_name(meta.id));
+            if self.fs.exists(&sidecar) {
+                let tail = self
+                    .fs
+                    .open_read(&sidecar, false)
+                    .map_err(|e| Error::io("opening", &sidecar, e))?;
+                let tail_start = meta.size_bytes.checked_sub(tail.len()).ok_or_else(|| {
+                    Error::corruption(&sidecar, 0, "sidecar is larger than its table")
+                })?;
+                Arc::new(
+                    TieredFile::new(remote, tail, tail_start)
+                        .map_err(|e| Error::io("opening", &meta.location, e))?,
+                )
+            } else {
+                // Relocated without a sidecar (before sidecars existed): all from the store.
+                remote
+            }
         };
         // The block cache may be the node's: keys must be unique across its partitions.
         let cache_id = (u64::from(self.pid) << 40) | (meta.id & ((1 << 40) - 1));
@@ -54,12 +73,11 @@ impl Inner {
             self.cache.clone(),
             self.counters.clone(),
         )?;
-        Ok(TableHandle::new(
-            meta,
-            Arc::new(reader),
-            self.fs.clone(),
-            path,
-        ))
+        let handle = TableHandle::new(meta, Arc::new(reader), self.fs.clone(), path);
+        Ok(match store {
+            Some(store) => handle.with_store(store),
+            None => handle,
+        })
     }
 
     /// The whole current state as one edit (the first record of a new manifest).
@@ -175,8 +193,9 @@ impl Inner {
         self.state_cv.notify_all();
     }
 
-    /// Backs [`crate::Db::relocate_table`]: swaps table `id` for the same table read from
-    /// `location`, in one manifest edit.
+    /// Backs [`crate::Db::relocate_table`]: swaps table `id` for the same table whose data
+    /// blocks are read from `location`, in one manifest edit. The table's metadata is first
+    /// copied to a local sidecar (synced), so the relocated table opens without the store.
     pub(super) fn relocate_table(&self, id: u64, location: &str) -> Result<()> {
         if location.is_empty() {
             return Err(Error::InvalidArgument("location must not be empty".into()));
@@ -195,6 +214,17 @@ impl Inner {
                 })
         };
         let (level, old) = found.ok_or_else(|| Error::InvalidArgument(format!("no table {id}")))?;
+        if !old.meta().location.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "table {id} already lives at {:?}",
+                old.meta().location
+            )));
+        }
+        let reader = old.reader();
+        let tail_len = usize::try_from(reader.size_bytes().saturating_sub(reader.data_end()))
+            .map_err(|_| Error::InvalidArgument("table metadata too large".into()))?;
+        let tail = reader.read_raw(reader.data_end(), tail_len)?;
+        self.write_file_durably(&table_sidecar_name(id), &tail)?;
         let mut meta = old.meta().clone();
         meta.location = location.to_owned();
         let handle = Arc::new(self.open_table(meta.clone())?);
@@ -206,6 +236,27 @@ impl Inner {
         self.install(edit, &[handle], |_| {})?;
         old.mark_obsolete();
         Ok(())
+    }
+
+    /// Writes `name` in the partition's directory: a temporary file synced, renamed into
+    /// place, the directory synced.
+    fn write_file_durably(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(format!("{name}.tmp"));
+        let mut f = self
+            .fs
+            .create(&tmp)
+            .map_err(|e| Error::io("creating", &tmp, e))?;
+        f.append(bytes)
+            .and_then(|()| f.sync_data())
+            .map_err(|e| Error::io("writing", &tmp, e))?;
+        drop(f);
+        self.fs
+            .rename(&tmp, &path)
+            .map_err(|e| Error::io("renaming", &tmp, e))?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("syncing directory", &self.dir, e))
     }
 }
 

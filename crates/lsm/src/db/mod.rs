@@ -136,6 +136,8 @@ pub struct TableInfo {
     pub reads: u64,
     /// Where the data lives (empty: the local file).
     pub location: String,
+    /// Bytes on local disk: `size_bytes`, or a relocated table's metadata sidecar.
+    pub local_bytes: u64,
 }
 
 /// The tables of one level.
@@ -429,6 +431,7 @@ impl Db {
                             created_micros: m.created_micros,
                             reads: t.reads(),
                             location: m.location.clone(),
+                            local_bytes: t.local_bytes(),
                         }
                     })
                     .collect(),

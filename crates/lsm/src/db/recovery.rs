@@ -372,18 +372,20 @@ impl Inner {
         report: &mut RecoveryReport,
     ) -> Result<()> {
         let (fs, dir) = (&self.fs, &self.dir);
-        let live: HashSet<u64> = self
-            .state
-            .get_mut()
-            .version
+        let version = &self.state.get_mut().version;
+        let live: HashSet<u64> = version.all_tables().map(|t| t.meta().id).collect();
+        let relocated: HashSet<u64> = version
             .all_tables()
+            .filter(|t| !t.meta().location.is_empty())
             .map(|t| t.meta().id)
             .collect();
         let keep_manifest = manifest_file_name(manifest_id);
         for name in fs.list(dir).map_err(|e| Error::io("listing", dir, e))? {
             let obsolete = match file_id(&name) {
-                Some((id, "sst")) => !live.contains(&id),
+                Some((id, "sst")) => !live.contains(&id) || relocated.contains(&id),
+                Some((id, "meta")) => !relocated.contains(&id),
                 Some((_, "wal")) => true,
+                Some((_, "meta.tmp")) => true,
                 _ => {
                     name.starts_with("MANIFEST-") && name != keep_manifest || name == "CURRENT.tmp"
                 }

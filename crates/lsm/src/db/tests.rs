@@ -107,35 +107,65 @@ fn snapshots_see_the_past_even_after_compaction() {
 
 mod relocation_tests {
     use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
 
     use mosaic_env::{Fs, RandomAccessFile, RealFs};
 
     use crate::options::{Options, TableStore};
-    use crate::version::table_file_name;
+    use crate::version::{table_file_name, table_sidecar_name};
 
     use super::Db;
 
-    /// A "cold tier" that is just another directory.
-    struct DirStore(PathBuf);
+    /// A "cold tier" that is just another directory, counting the bytes read from it.
+    struct DirStore {
+        dir: PathBuf,
+        bytes_read: Arc<AtomicU64>,
+    }
+
+    struct Counted(Arc<dyn RandomAccessFile>, Arc<AtomicU64>);
+
+    impl RandomAccessFile for Counted {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            self.1.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            self.0.read_exact_at(buf, offset)
+        }
+
+        fn len(&self) -> u64 {
+            self.0.len()
+        }
+    }
 
     impl TableStore for DirStore {
         fn open(&self, location: &str) -> std::io::Result<Arc<dyn RandomAccessFile>> {
-            RealFs.open_read(&self.0.join(location), false)
+            let f = RealFs.open_read(&self.dir.join(location), false)?;
+            Ok(Arc::new(Counted(f, self.bytes_read.clone())))
+        }
+
+        fn remove(&self, location: &str) -> std::io::Result<()> {
+            match std::fs::remove_file(self.dir.join(location)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
         }
     }
 
     #[test]
-    fn a_relocated_table_is_read_from_its_new_location_across_reopen() {
+    fn a_relocated_table_reads_only_data_blocks_from_its_store_and_is_removed_when_obsolete() {
         let dir = tempfile::tempdir().unwrap();
         let cold = tempfile::tempdir().unwrap();
+        let bytes_read = Arc::new(AtomicU64::new(0));
         let opts = Options {
-            table_store: Some(Arc::new(DirStore(cold.path().to_path_buf()))),
+            table_store: Some(Arc::new(DirStore {
+                dir: cold.path().to_path_buf(),
+                bytes_read: bytes_read.clone(),
+            })),
+            block_cache_bytes: 0,
             ..Options::default()
         };
         let db = Db::open(dir.path(), opts.clone()).unwrap();
-        for i in 0..100u32 {
-            db.put(format!("k{i:03}").as_bytes(), 1, &i.to_le_bytes())
+        for i in 0..2000u32 {
+            db.put(format!("k{i:05}").as_bytes(), 1, &[i as u8; 200])
                 .unwrap();
         }
         db.flush().unwrap();
@@ -146,15 +176,31 @@ mod relocation_tests {
             .next()
             .unwrap();
         let local = dir.path().join(table_file_name(table.id));
-        std::fs::copy(&local, cold.path().join("obj-1")).unwrap();
+        let object = cold.path().join("obj-1");
+        std::fs::copy(&local, &object).unwrap();
         db.relocate_table(table.id, "obj-1").unwrap();
         assert!(
             !local.exists(),
             "the local data file is removed once relocated"
         );
-        assert_eq!(db.get(b"k042").unwrap().unwrap().value, 42u32.to_le_bytes());
+        let sidecar = dir.path().join(table_sidecar_name(table.id));
+        let sidecar_len = std::fs::metadata(&sidecar).unwrap().len();
+        assert!(
+            sidecar_len > 0 && sidecar_len < table.size_bytes / 10,
+            "{sidecar_len}"
+        );
+        let err = db.relocate_table(table.id, "obj-2").unwrap_err();
+        assert!(err.to_string().contains("already lives at"), "{err}");
         db.close().unwrap();
-        let db = Db::open(dir.path(), opts).unwrap();
+
+        // Reopening reads the metadata from the sidecar: nothing from the store.
+        bytes_read.store(0, Ordering::Relaxed);
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        assert_eq!(
+            bytes_read.load(Ordering::Relaxed),
+            0,
+            "open fetched from the cold tier"
+        );
         let t = db
             .levels()
             .into_iter()
@@ -162,8 +208,75 @@ mod relocation_tests {
             .next()
             .unwrap();
         assert_eq!(t.location, "obj-1");
-        assert_eq!(db.get(b"k099").unwrap().unwrap().value, 99u32.to_le_bytes());
-        // Without a table store, a relocated table cannot be opened: a clear error.
+        // A point read fetches one data block, not the object.
+        assert_eq!(
+            db.get(b"k01234").unwrap().unwrap().value,
+            [1234u32 as u8; 200]
+        );
+        let fetched = bytes_read.load(Ordering::Relaxed);
+        assert!(
+            fetched > 0 && fetched < 8192,
+            "a get fetched {fetched} bytes"
+        );
+
+        // Compaction rewrites the table locally; the cold object and the sidecar go with it.
+        db.put(b"k00000", 2, b"new").unwrap();
+        db.flush().unwrap();
+        db.compact().unwrap();
+        assert_eq!(db.get(b"k00000").unwrap().unwrap().value, b"new");
+        assert_eq!(
+            db.get(b"k01999").unwrap().unwrap().value,
+            [1999u32 as u8; 200]
+        );
+        assert!(!object.exists(), "the obsolete cold object is deleted");
+        assert!(!sidecar.exists(), "the obsolete sidecar is deleted");
+        assert!(db
+            .levels()
+            .iter()
+            .flat_map(|l| &l.tables)
+            .all(|t| t.location.is_empty()));
+        db.close().unwrap();
+    }
+
+    #[test]
+    fn a_relocated_table_needs_a_table_store_and_recovery_drops_leftover_local_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = tempfile::tempdir().unwrap();
+        let opts = Options {
+            table_store: Some(Arc::new(DirStore {
+                dir: cold.path().to_path_buf(),
+                bytes_read: Arc::default(),
+            })),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts.clone()).unwrap();
+        for i in 0..100u32 {
+            db.put(format!("k{i:03}").as_bytes(), 1, &i.to_le_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+        let id = db
+            .levels()
+            .into_iter()
+            .flat_map(|l| l.tables)
+            .next()
+            .unwrap()
+            .id;
+        let local = dir.path().join(table_file_name(id));
+        std::fs::copy(&local, cold.path().join("obj-1")).unwrap();
+        // Keep a copy of the local file, as a crash before its deletion would.
+        let kept = dir.path().join("kept");
+        std::fs::copy(&local, &kept).unwrap();
+        db.relocate_table(id, "obj-1").unwrap();
+        db.close().unwrap();
+        std::fs::rename(&kept, &local).unwrap();
+        let db = Db::open(dir.path(), opts).unwrap();
+        assert!(db.recovery_report().orphans_removed >= 1);
+        assert!(
+            !local.exists(),
+            "recovery removes the local copy of a relocated table"
+        );
+        assert_eq!(db.get(b"k042").unwrap().unwrap().value, 42u32.to_le_bytes());
         drop(db);
         let err = Db::open(dir.path(), Options::default()).unwrap_err();
         assert!(err.to_string().contains("no table store"), "{err}");

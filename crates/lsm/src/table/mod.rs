@@ -21,6 +21,7 @@ mod coding;
 mod filter;
 mod format;
 mod reader;
+mod tiered;
 mod writer;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ mod tests;
 
 pub use cache::BlockCache;
 pub use reader::{TableIter, TableReader};
+pub use tiered::TieredFile;
 pub use writer::{TableSummary, TableWriter};
 
 use crate::key::KeyOrder;

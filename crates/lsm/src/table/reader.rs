@@ -167,6 +167,21 @@ impl TableReader {
         self.size_bytes
     }
 
+    /// Where the data blocks end and the metadata (filter, index, properties, footer)
+    /// begins: what a relocated table keeps local.
+    pub fn data_end(&self) -> u64 {
+        self.data_end
+    }
+
+    /// Reads `len` raw bytes at `offset` of the file (for copying a part of it elsewhere).
+    pub fn read_raw(&self, offset: u64, len: usize) -> Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| Error::io("reading", &self.path, e))?;
+        Ok(buf)
+    }
+
     /// The caller's opaque properties written by [`super::TableWriter::finish`].
     pub fn properties(&self) -> &[u8] {
         &self.properties

@@ -189,8 +189,8 @@ pub(super) fn check_layout(layout: &str) -> Result<Layout, ErrorResponse> {
 }
 
 /// Sets `params`' layout from the map form `{'class': 'decoupled', 'sorted_runs_max': '20'}`:
-/// the class is required, and every other entry must be one of the layout's options, an
-/// integer of at least 1.
+/// the class is required, and every other entry must be one of the layout's options
+/// ([`Layout::check_options`]).
 pub(super) fn apply_layout_map<'e>(
     params: &mut TableParams,
     entries: impl IntoIterator<Item = (&'e str, &'e str)>,
@@ -207,28 +207,7 @@ pub(super) fn apply_layout_map<'e>(
     let layout = class.ok_or_else(|| {
         config("Missing 'class' in layout: expected a map such as {'class': 'decoupled', 'sorted_runs_max': '20'}")
     })?;
-    let known = layout.option_names();
-    for (name, value) in options.iter_mut() {
-        if !known.contains(&name.as_str()) {
-            let takes = if known.is_empty() {
-                "it takes no options".to_owned()
-            } else {
-                format!("it takes: {}", known.join(", "))
-            };
-            return Err(config(format!(
-                "Unknown option '{name}' for layout '{layout}'; {takes}"
-            )));
-        }
-        match value.parse::<u32>() {
-            // Kept as the number it is, so '020' and '20' are the same option.
-            Ok(n) if n >= 1 => *value = n.to_string(),
-            _ => {
-                return Err(config(format!(
-                    "Invalid value '{value}' for layout option '{name}': must be an integer >= 1"
-                )))
-            }
-        }
-    }
+    let options = layout.check_options(&options).map_err(config)?;
     params.layout = layout;
     params.layout_options = options;
     Ok(())
