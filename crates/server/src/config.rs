@@ -52,6 +52,8 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// The storage engine of every table.
     pub storage: StorageConfig,
+    /// Where the `erasure-tiered` layout offloads cold data.
+    pub cold_tier: ColdTierConfig,
     /// Bounds on what clients can make the node hold.
     pub limits: LimitsConfig,
     /// What the node logs.
@@ -168,6 +170,21 @@ pub struct LogConfig {
     pub slow_query_ms: u64,
 }
 
+/// `[cold_tier]`: the object store the `erasure-tiered` layout offloads cold tables and
+/// parity to (ELECT's cold tier).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ColdTierConfig {
+    /// `file:///absolute/dir` or `s3://bucket/prefix` (S3 needs a build with the `s3`
+    /// feature; credentials and endpoint come from the usual `AWS_*` variables). Empty: a
+    /// `cold/` directory beside the data directory. Objects are named under the node's
+    /// host id, so nodes may share one.
+    pub url: String,
+    /// Milliseconds added to every cold-tier request, to emulate an edge-to-cloud link
+    /// (ELECT measured at least 45 ms).
+    pub request_latency_ms: u64,
+}
+
 /// `[limits]`: back-pressure bounds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -201,6 +218,7 @@ impl Default for Config {
             seeds: Vec::new(),
             cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
+            cold_tier: ColdTierConfig::default(),
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
         }
@@ -329,6 +347,9 @@ impl Config {
         }
         if self.data_dir.as_os_str().is_empty() {
             bail!("data_dir must not be empty");
+        }
+        if !self.cold_tier.url.is_empty() {
+            crate::cold::ColdTierUrl::parse(&self.cold_tier.url, &self.data_dir)?;
         }
         if self.num_tokens == 0 || self.num_tokens > 1536 {
             bail!("num_tokens must be between 1 and 1536");

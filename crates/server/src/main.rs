@@ -33,6 +33,7 @@
 mod admin;
 mod auth;
 mod cluster;
+mod cold;
 mod config;
 mod durable;
 mod hints;

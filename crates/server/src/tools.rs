@@ -199,7 +199,7 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
         .map(|l| format!("L{}:{}", l.level, l.files))
         .collect();
     println!(
-        "  {} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}",
+        "  {} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}, hot {}, cold {}",
         t.table,
         s.layout,
         bytes(s.counters.user_bytes_written),
@@ -208,6 +208,8 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
         s.counters.bytes_read_per_get,
         bytes(s.memtable_bytes as u64),
         levels.join(" "),
+        bytes(s.hot_bytes),
+        bytes(s.cold_bytes),
     );
     // A uniform table is one structure, already shown in full above.
     if s.structures.len() < 2 {

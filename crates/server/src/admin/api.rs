@@ -151,6 +151,12 @@ pub struct TableStats {
     pub memtable_bytes: usize,
     /// Levels of all structures merged by number.
     pub levels: Vec<Level>,
+    /// Bytes of the table's files on local disk (a cold table's metadata sidecar counts).
+    #[serde(default)]
+    pub hot_bytes: u64,
+    /// Bytes of the table's data blocks offloaded to the cold tier.
+    #[serde(default)]
+    pub cold_bytes: u64,
     pub structures: Vec<StructureStats>,
 }
 

@@ -174,11 +174,18 @@ fn table_stats(store: &ReplicaStore) -> TableStats {
             levels: levels(&st.levels),
         });
     }
+    let tables = || merged.iter().flat_map(|l| &l.tables);
+    let hot_bytes = tables().map(|t| t.local_bytes).sum::<u64>();
+    let cold_bytes = tables()
+        .map(|t| t.size_bytes.saturating_sub(t.local_bytes))
+        .sum::<u64>();
     TableStats {
         layout: store.layout().name().to_owned(),
         counters: (&sum).into(),
         memtable_bytes,
         levels: levels(&merged),
+        hot_bytes,
+        cold_bytes,
         structures: per_structure,
     }
 }

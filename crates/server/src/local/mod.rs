@@ -54,7 +54,7 @@
 //! start. Deletions first rename the directory to `*.deleting` so a crash midway never
 //! leaves a half-deleted engine that would replay part of its log.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::net::IpAddr;
@@ -78,6 +78,8 @@ use mosaic_rows::{KeyRange, RowMerge};
 use mosaic_types::Token;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::RwLock as AsyncRwLock;
+
+use crate::cold::ColdTier;
 
 use crate::config::{Config, EngineCalls, WalSync};
 use crate::durable::{sync_dir, write_atomic, NodeIdentity};
@@ -195,8 +197,14 @@ impl LocalCoordinator {
         ));
         let node_engine = Engine::open(&data_dir, node_options)
             .with_context(|| format!("opening the storage engine in {}", data_dir.display()))?;
+        let cold = Arc::new(ColdTier::open(
+            &config.cold_tier,
+            &data_dir,
+            &identity.host_id.to_string(),
+        )?);
         let mut engine = config.storage.engine_options()?;
         engine.engine = Some(node_engine.clone());
+        engine.table_store = Some(cold.clone());
         engine.merge_operator = Some(Arc::new(RowMerge));
         // Every key of a partition starts with its token: Bloom filters over tokens let a
         // partition read skip tables that hold none of it (Cassandra's partition-key filter).
@@ -215,6 +223,9 @@ impl LocalCoordinator {
                 .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
             tables.insert(t.id, Arc::new(slot));
         }
+        // The engine's options hold the cold tier from here on.
+        tables::sweep_cold_tier(&cold, &tables);
+        tracing::info!(target: "mosaic::storage", cold_tier = cold.description(), "cold tier");
         Ok(LocalCoordinator {
             data_dir,
             engine,

@@ -181,6 +181,48 @@ pub(super) fn table_log(log: &LogSettings, table: &TableMeta) -> LogSettings {
     }
 }
 
+/// Deletes this node's cold-tier objects that no table references: left by a crash between
+/// an upload and the manifest edit adopting it, or by tables dropped since (their files go
+/// with their directory; their cold objects are found here). Runs at open, before anything
+/// offloads, so no upload is in flight. A cold tier that cannot be listed is logged and
+/// left alone.
+pub(super) fn sweep_cold_tier(cold: &ColdTier, tables: &HashMap<TableId, Arc<TableSlot>>) {
+    let mut live = HashSet::new();
+    for slot in tables.values() {
+        let Ok(guard) = slot.db.try_read() else {
+            tracing::warn!(target: "mosaic::storage", table = slot.name, "cold-tier sweep skipped: table busy");
+            return;
+        };
+        for st in guard.iter().flat_map(|store| store.structures()) {
+            for t in st.levels.into_iter().flat_map(|l| l.tables) {
+                if !t.location.is_empty() {
+                    live.insert(t.location);
+                }
+            }
+        }
+    }
+    let objects = match cold.list("") {
+        Ok(objects) => objects,
+        Err(e) => {
+            tracing::warn!(target: "mosaic::storage", cold_tier = cold.description(), error = %e, "listing the cold tier failed; its unreferenced objects stay");
+            return;
+        }
+    };
+    for (location, size) in objects {
+        if live.contains(&location) {
+            continue;
+        }
+        match mosaic_lsm::TableStore::remove(cold, &location) {
+            Ok(()) => {
+                tracing::info!(target: "mosaic::storage", location, size, "deleted an unreferenced cold-tier object")
+            }
+            Err(e) => {
+                tracing::warn!(target: "mosaic::storage", location, error = %e, "deleting an unreferenced cold-tier object failed")
+            }
+        }
+    }
+}
+
 /// Opens (creating) the store of `table`, in its layout.
 pub(super) fn open_slot(
     data_dir: &Path,

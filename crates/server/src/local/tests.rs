@@ -411,3 +411,51 @@ fn a_second_process_cannot_open_a_locked_data_dir() {
     let _c = LocalCoordinator::open(&config(dir.path())).unwrap();
     assert!(LocalCoordinator::open(&config(dir.path())).is_err());
 }
+
+#[test]
+fn an_erasure_tiered_table_keeps_per_source_trees_and_unreferenced_cold_objects_are_swept() {
+    let dir = tempfile::tempdir().unwrap();
+    let cold = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.cold_tier.url = format!("file://{}", cold.path().display());
+    let rt = rt();
+    let host = rt.block_on(async {
+        let c = Arc::new(LocalCoordinator::open(&cfg).unwrap());
+        let p = Processor::new(c.clone());
+        let mut s = Session::new(ProtocolVersion::V4);
+        run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        run_ok(&p, &mut s, "CREATE TABLE ks.t (k int PRIMARY KEY, v text) WITH layout = {'class': 'erasure-tiered', 'ec_k': '2', 'ec_n': '3', 'storage_saving_target': '0.5'}").await;
+        let t = c.catalog().table("ks", "t").unwrap().clone();
+        assert_eq!(t.params.layout, "erasure-tiered");
+        let marker = fs::read_to_string(table_dir(dir.path(), &t).join("LAYOUT")).unwrap();
+        assert_eq!(marker, "erasure-tiered");
+        assert!(table_dir(dir.path(), &t).join("primary").is_dir());
+        run_ok(&p, &mut s, "INSERT INTO ks.t (k, v) VALUES (1, 'a')").await;
+        assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 1);
+        let host = c.identity.host_id.to_string();
+        assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        host
+    });
+    // An object no table references (an upload whose adoption a crash cut short).
+    let tier = crate::cold::ColdTier::open(&cfg.cold_tier, dir.path(), &host).unwrap();
+    tier.put("ks/t/primary/000042.sst", vec![0; 100]).unwrap();
+    let other = crate::cold::ColdTier::open(&cfg.cold_tier, dir.path(), "another-node").unwrap();
+    other.put("ks/t/primary/000042.sst", vec![0; 100]).unwrap();
+    assert_eq!(tier.list("").unwrap().len(), 1);
+    rt.block_on(async {
+        let c = Arc::new(LocalCoordinator::open(&cfg).unwrap());
+        assert!(
+            tier.list("").unwrap().is_empty(),
+            "the unreferenced object is swept"
+        );
+        assert_eq!(
+            other.list("").unwrap().len(),
+            1,
+            "another node's objects are not touched"
+        );
+        let p = Processor::new(c.clone());
+        let mut s = Session::new(ProtocolVersion::V4);
+        assert_eq!(rows(&run(&p, &mut s, "SELECT * FROM ks.t").await), 1);
+        assert!(c.close(Duration::from_secs(10)).await.is_empty());
+    });
+}
