@@ -64,6 +64,28 @@ pub trait Fs: Send + Sync + 'static {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>>;
 }
 
+/// Replaces `path` with `bytes` atomically and durably: `<path>.tmp` is written and synced,
+/// renamed over `path`, and the directory synced. A crash leaves the old file or the new
+/// one (and perhaps the temporary, for the owner to remove at its next open). The error
+/// names the step that failed.
+pub fn write_atomically(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_os_string();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    let step = |what: &str, p: &Path, e: io::Error| {
+        io::Error::new(e.kind(), format!("{what} {}: {e}", p.display()))
+    };
+    let mut f = fs.create(&tmp).map_err(|e| step("creating", &tmp, e))?;
+    f.append(bytes)
+        .and_then(|()| f.sync_data())
+        .map_err(|e| step("writing", &tmp, e))?;
+    drop(f);
+    fs.rename(&tmp, path)
+        .map_err(|e| step("renaming", &tmp, e))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs.sync_dir(dir).map_err(|e| step("syncing", dir, e))
+}
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;

@@ -18,5 +18,5 @@ pub mod rng;
 pub mod thread;
 
 pub use clock::{monotonic_micros, Clock, ManualClock, SystemClock};
-pub use fs::{Fs, RandomAccessFile, RealFs, WritableFile};
+pub use fs::{write_atomically, Fs, RandomAccessFile, RealFs, WritableFile};
 pub use rng::SplitMix64;

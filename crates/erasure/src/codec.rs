@@ -281,6 +281,22 @@ impl Codec {
         Ok(parity.to_vec())
     }
 
+    /// What the data shard at `position` changing from `old` to `new` adds (by XOR) to each
+    /// of the group's `n − k` parity shards, each of the coded length of the longer of the
+    /// two: the leader computes it once and sends each parity node its part, so no parity
+    /// node needs the data.
+    pub fn parity_delta(
+        &self,
+        position: usize,
+        old: &[u8],
+        new: &[u8],
+    ) -> Result<Vec<Vec<u8>>, CodecError> {
+        let coded = Codec::coded_len(old.len().max(new.len()));
+        let mut parity = vec![vec![0; coded]; self.parity_count()];
+        self.update_parity(&mut parity, position, old, new)?;
+        Ok(parity)
+    }
+
     /// Updates `parity` (the group's `n − k` parity shards) for the data shard at
     /// `position` changing from `old` to `new` (empty: the shard leaves the group and
     /// becomes a zero dummy). The parity grows, with zeros, when `new` is longer than it.

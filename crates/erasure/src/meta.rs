@@ -15,8 +15,8 @@ use crate::codec::{Codec, CodecError, MAX_SHARDS};
 const VERSION: u8 = 1;
 /// Bytes of one shard's entry: hash, size, node, position.
 const SHARD_BYTES: usize = 32 + 8 + 16 + 1;
-/// Bytes before the shards: version, group id, k, n, stripe, coded length.
-const HEADER_BYTES: usize = 1 + 16 + 1 + 1 + 4 + 8;
+/// Bytes before the shards: version, group id, epoch, k, n, stripe, coded length.
+const HEADER_BYTES: usize = 1 + 16 + 8 + 1 + 1 + 4 + 8;
 
 /// One shard of a coding group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,9 @@ pub struct ShardMeta {
 pub struct EcMeta {
     /// The group's id (chosen by its leader parity node).
     pub group: [u8; 16],
+    /// The group's epoch: bumped by every change of a slot's content, so each step of a
+    /// change names the state it applies to (and a repeated step is recognised).
+    pub epoch: u64,
     /// Data shards.
     pub k: u8,
     /// All shards.
@@ -98,6 +101,7 @@ impl EcMeta {
         let mut out = Vec::with_capacity(HEADER_BYTES + self.shards.len() * SHARD_BYTES + 4);
         out.push(VERSION);
         out.extend_from_slice(&self.group);
+        out.extend_from_slice(&self.epoch.to_le_bytes());
         out.push(self.k);
         out.push(self.n);
         out.extend_from_slice(&self.stripe_bytes.to_le_bytes());
@@ -127,6 +131,7 @@ impl EcMeta {
             return Err(MetaError::Version(version));
         }
         let group = r.array::<16>()?;
+        let epoch = u64::from_le_bytes(r.array()?);
         let [k] = r.array::<1>()?;
         let [n] = r.array::<1>()?;
         let stripe_bytes = u32::from_le_bytes(r.array()?);
@@ -152,6 +157,7 @@ impl EcMeta {
         }
         let meta = EcMeta {
             group,
+            epoch,
             k,
             n,
             stripe_bytes,
@@ -230,6 +236,7 @@ mod tests {
             .collect();
         EcMeta {
             group: [7; 16],
+            epoch: 3,
             k: 4,
             n: 6,
             stripe_bytes: 128,

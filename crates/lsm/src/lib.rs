@@ -74,7 +74,7 @@ pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};
 pub use merge::{MergeOperator, PurgeContext, Resolved, Version};
 pub use mosaic_env::fault::{Faults, FaultyFs};
-pub use mosaic_env::{Clock, Fs, ManualClock, RealFs, SystemClock};
+pub use mosaic_env::{write_atomically, Clock, Fs, ManualClock, RealFs, SystemClock};
 pub use options::{
     CompactionEvent, CompactionListener, DynamicLevels, GroupOf, LevelPolicy, LogOptions, Options,
     StaticLevels, TableStore,

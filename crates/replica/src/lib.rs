@@ -21,6 +21,7 @@
 
 pub mod decoupled;
 pub mod multi_lsm;
+pub mod parity;
 pub mod ranges;
 pub mod role;
 pub mod store;

@@ -147,18 +147,9 @@ fn check_and_mark(engine: &Options, dir: &Path, layout: Layout) -> Result<()> {
         (_, None) => {
             fs.create_dir_all(dir)
                 .map_err(|e| Error::io("creating directory", dir, e))?;
-            let tmp = dir.join(format!("{LAYOUT_FILE}.tmp"));
             let path = dir.join(LAYOUT_FILE);
-            let mut f = fs
-                .create(&tmp)
-                .map_err(|e| Error::io("creating", &tmp, e))?;
-            f.append(layout.name().as_bytes())
-                .and_then(|()| f.sync_data())
-                .map_err(|e| Error::io("writing", &tmp, e))?;
-            drop(f);
-            fs.rename(&tmp, &path)
-                .map_err(|e| Error::io("renaming", &tmp, e))?;
-            fs.sync_dir(dir).map_err(|e| Error::io("syncing", dir, e))?;
+            mosaic_lsm::write_atomically(&**fs, &path, layout.name().as_bytes())
+                .map_err(|e| Error::io("writing", &path, e))?;
             if let Some(parent) = dir.parent() {
                 fs.sync_dir(parent)
                     .map_err(|e| Error::io("syncing", parent, e))?;

@@ -224,7 +224,9 @@ impl Inner {
         let tail_len = usize::try_from(reader.size_bytes().saturating_sub(reader.data_end()))
             .map_err(|_| Error::InvalidArgument("table metadata too large".into()))?;
         let tail = reader.read_raw(reader.data_end(), tail_len)?;
-        self.write_file_durably(&table_sidecar_name(id), &tail)?;
+        let sidecar = self.dir.join(table_sidecar_name(id));
+        mosaic_env::write_atomically(&*self.fs, &sidecar, &tail)
+            .map_err(|e| Error::io("writing", &sidecar, e))?;
         let mut meta = old.meta().clone();
         meta.location = location.to_owned();
         let handle = Arc::new(self.open_table(meta.clone())?);
@@ -236,27 +238,6 @@ impl Inner {
         self.install(edit, &[handle], |_| {})?;
         old.mark_obsolete();
         Ok(())
-    }
-
-    /// Writes `name` in the partition's directory: a temporary file synced, renamed into
-    /// place, the directory synced.
-    fn write_file_durably(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        let path = self.dir.join(name);
-        let tmp = self.dir.join(format!("{name}.tmp"));
-        let mut f = self
-            .fs
-            .create(&tmp)
-            .map_err(|e| Error::io("creating", &tmp, e))?;
-        f.append(bytes)
-            .and_then(|()| f.sync_data())
-            .map_err(|e| Error::io("writing", &tmp, e))?;
-        drop(f);
-        self.fs
-            .rename(&tmp, &path)
-            .map_err(|e| Error::io("renaming", &tmp, e))?;
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(|e| Error::io("syncing directory", &self.dir, e))
     }
 }
 

@@ -1,0 +1,525 @@
+//! The parity shards a node holds for an `erasure-tiered` table, outside its LSM-trees
+//! (ELECT §4.1.3), and the ECMeta of every coding group the node takes part in.
+//!
+//! ```text
+//! DIR/parity/<group hex>-<position>.par   one parity shard: its epoch and its bytes
+//! DIR/parity/<group hex>.ecm              the group's ECMeta (mosaic_erasure::EcMeta)
+//! ```
+//!
+//! A parity shard changes only by a *delta* from one epoch of its group to the next (see
+//! `docs/layouts.md`, "Erasure-tiered"): [`ParityStore::apply_delta`] applies it only to the
+//! epoch it names, answers [`Applied::Already`] when the shard is at the target epoch (a
+//! retried or duplicated message), and writes the new shard to a temporary file, syncs it
+//! and renames it into place — so a crash at any point leaves the shard at the old epoch or
+//! the new one, never half of each, and a delta is never XORed in twice. ECMeta files only
+//! move forward in epoch the same way.
+//!
+//! Every file carries a crc32c; a damaged file is an error naming it, never wrong parity.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mosaic_erasure::EcMeta;
+use mosaic_lsm::{Error, Fs, Result};
+use parking_lot::Mutex;
+
+/// The parity directory's name under a table's directory.
+pub const PARITY_DIR: &str = "parity";
+
+/// The first bytes of a parity file.
+const MAGIC: &[u8; 4] = b"MPAR";
+/// The parity file format's version.
+const FORMAT: u8 = 1;
+/// Bytes before a parity file's content: magic, format, epoch, position, length.
+const HEADER: usize = 4 + 1 + 8 + 1 + 8;
+
+/// A coding group's id, chosen by its leader parity node.
+pub type GroupId = [u8; 16];
+
+/// One parity shard at one epoch of its group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParityShard {
+    /// The group epoch the bytes belong to.
+    pub epoch: u64,
+    /// The shard (the group's coded length).
+    pub bytes: Vec<u8>,
+}
+
+/// What [`ParityStore::apply_delta`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// The delta moved the shard to the target epoch.
+    Now,
+    /// The shard was already at the target epoch (the delta had been applied before).
+    Already,
+}
+
+/// A node's parity shards and ECMetas of one table (see the module doc).
+pub struct ParityStore {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    /// One change at a time: a read-modify-write of a shard must not interleave with another.
+    lock: Mutex<()>,
+}
+
+impl std::fmt::Debug for ParityStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParityStore")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn hex(group: &GroupId) -> String {
+    group.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_hex(s: &str) -> Option<GroupId> {
+    if s.len() != 32 || !s.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl ParityStore {
+    /// Opens (creating) the parity directory `dir`, removing temporary files a crash left.
+    pub fn open(fs: Arc<dyn Fs>, dir: impl AsRef<Path>) -> Result<ParityStore> {
+        let dir = dir.as_ref().to_path_buf();
+        fs.create_dir_all(&dir)
+            .map_err(|e| Error::io("creating directory", &dir, e))?;
+        for name in fs.list(&dir).map_err(|e| Error::io("listing", &dir, e))? {
+            if name.ends_with(".tmp") {
+                let path = dir.join(&name);
+                fs.remove(&path)
+                    .map_err(|e| Error::io("removing", &path, e))?;
+            }
+        }
+        Ok(ParityStore {
+            fs,
+            dir,
+            lock: Mutex::new(()),
+        })
+    }
+
+    fn shard_path(&self, group: &GroupId, position: u8) -> PathBuf {
+        self.dir.join(format!("{}-{position}.par", hex(group)))
+    }
+
+    fn meta_path(&self, group: &GroupId) -> PathBuf {
+        self.dir.join(format!("{}.ecm", hex(group)))
+    }
+
+    /// Parity shard `position` of `group`, or `None` if this node holds none.
+    pub fn shard(&self, group: &GroupId, position: u8) -> Result<Option<ParityShard>> {
+        let path = self.shard_path(group, position);
+        let Some(bytes) = self.read(&path)? else {
+            return Ok(None);
+        };
+        decode_shard(&bytes, position)
+            .map(Some)
+            .map_err(|why| Error::corruption(&path, 0, why))
+    }
+
+    /// Moves parity shard `position` of `group` from epoch `from` to `to` by XORing in
+    /// `delta` (growing the shard with zeros when `delta` is longer). A shard this node
+    /// does not hold yet is the all-zero shard of epoch 0. Fails, changing nothing, when the
+    /// shard is at neither `from` nor `to`.
+    pub fn apply_delta(
+        &self,
+        group: &GroupId,
+        position: u8,
+        from: u64,
+        to: u64,
+        delta: &[u8],
+    ) -> Result<Applied> {
+        if to <= from {
+            return Err(Error::InvalidArgument(format!(
+                "a parity update must move the epoch forward, not {from} → {to}"
+            )));
+        }
+        let _guard = self.lock.lock();
+        let current = self.shard(group, position)?.unwrap_or(ParityShard {
+            epoch: 0,
+            bytes: Vec::new(),
+        });
+        if current.epoch == to {
+            return Ok(Applied::Already);
+        }
+        if current.epoch != from {
+            return Err(Error::InvalidArgument(format!(
+                "parity {}-{position} is at epoch {}, not {from}: the update to {to} does not \
+                 apply",
+                hex(group),
+                current.epoch
+            )));
+        }
+        let mut bytes = current.bytes;
+        if bytes.len() < delta.len() {
+            bytes.resize(delta.len(), 0);
+        }
+        for (b, d) in bytes.iter_mut().zip(delta) {
+            *b ^= d;
+        }
+        let file = encode_shard(to, position, &bytes);
+        self.write_durably(&self.shard_path(group, position), &file)?;
+        Ok(Applied::Now)
+    }
+
+    /// Records `meta` unless a meta of the same or a later epoch is already recorded (so
+    /// a repeated or late message cannot move a group back). Returns whether it was written.
+    pub fn record_meta(&self, meta: &EcMeta) -> Result<bool> {
+        let _guard = self.lock.lock();
+        if let Some(held) = self.meta(&meta.group)? {
+            if held.epoch >= meta.epoch {
+                return Ok(false);
+            }
+        }
+        self.write_durably(&self.meta_path(&meta.group), &meta.encode())?;
+        Ok(true)
+    }
+
+    /// The recorded ECMeta of `group`.
+    pub fn meta(&self, group: &GroupId) -> Result<Option<EcMeta>> {
+        let path = self.meta_path(group);
+        let Some(bytes) = self.read(&path)? else {
+            return Ok(None);
+        };
+        EcMeta::decode(&bytes)
+            .map(Some)
+            .map_err(|e| Error::corruption(&path, 0, e.to_string()))
+    }
+
+    /// The groups with a recorded ECMeta.
+    pub fn groups(&self) -> Result<Vec<GroupId>> {
+        let mut out: Vec<GroupId> = self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .iter()
+            .filter_map(|name| parse_hex(name.strip_suffix(".ecm")?))
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// Bytes of parity held (every `.par` file's size).
+    pub fn parity_bytes(&self) -> Result<u64> {
+        let mut total = 0;
+        for name in self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+        {
+            if name.ends_with(".par") {
+                let path = self.dir.join(&name);
+                total += self
+                    .fs
+                    .open_read(&path, false)
+                    .map_err(|e| Error::io("opening", &path, e))?
+                    .len();
+            }
+        }
+        Ok(total)
+    }
+
+    /// Writes `path` atomically and durably.
+    fn write_durably(&self, path: &Path, bytes: &[u8]) -> Result<()> {
+        mosaic_lsm::write_atomically(&*self.fs, path, bytes)
+            .map_err(|e| Error::io("writing", path, e))
+    }
+
+    /// The bytes of `path`, or `None` when it does not exist.
+    fn read(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        if !self.fs.exists(path) {
+            return Ok(None);
+        }
+        self.fs
+            .read_all(path)
+            .map(Some)
+            .map_err(|e| Error::io("reading", path, e))
+    }
+}
+
+fn encode_shard(epoch: u64, position: u8, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + bytes.len() + 4);
+    out.extend_from_slice(MAGIC);
+    out.push(FORMAT);
+    out.extend_from_slice(&epoch.to_le_bytes());
+    out.push(position);
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(bytes);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn decode_shard(file: &[u8], position: u8) -> std::result::Result<ParityShard, String> {
+    let (body, crc) = file
+        .split_last_chunk::<4>()
+        .ok_or_else(|| format!("parity file of {} bytes", file.len()))?;
+    if crc32c::crc32c(body) != u32::from_le_bytes(*crc) {
+        return Err("parity file checksum mismatch".into());
+    }
+    let (header, content) = body
+        .split_at_checked(HEADER)
+        .ok_or_else(|| format!("parity file of {} bytes", file.len()))?;
+    let field = |range: std::ops::Range<usize>| header.get(range).unwrap_or_default();
+    if field(0..4) != MAGIC || field(4..5) != [FORMAT] {
+        return Err("not a parity file of a known format".into());
+    }
+    let epoch = u64::from_le_bytes(field(5..13).try_into().unwrap_or_default());
+    if field(13..14) != [position] {
+        return Err(format!("parity file of position {:?}", field(13..14)));
+    }
+    let len = u64::from_le_bytes(field(14..22).try_into().unwrap_or_default());
+    if len != content.len() as u64 {
+        return Err(format!(
+            "parity file says {len} bytes, holds {}",
+            content.len()
+        ));
+    }
+    Ok(ParityShard {
+        epoch,
+        bytes: content.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use mosaic_env::{RandomAccessFile, RealFs, WritableFile};
+    use mosaic_erasure::Codec;
+
+    use super::*;
+
+    const G: GroupId = [0xab; 16];
+
+    #[test]
+    fn deltas_apply_once_in_epoch_order_and_reproduce_a_fresh_encode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+        let codec = Codec::new(2, 4).unwrap();
+        let a: Vec<u8> = (0..300u32).map(|i| (i * 7) as u8).collect();
+        let b: Vec<u8> = (0..200u32).map(|i| (i * 13 + 1) as u8).collect();
+        // Fill slot 0 with a (epoch 0 → 1), then slot 1 with b (1 → 2): the leader's deltas
+        // are the parity update of each change against zero parity.
+        let delta =
+            |slot: usize, old: &[u8], new: &[u8]| codec.parity_delta(slot, old, new).unwrap();
+        for (slot, new, from) in [(0, &a, 0u64), (1, &b, 1)] {
+            for (p, d) in delta(slot, &[], new).iter().enumerate() {
+                let pos = 2 + p as u8;
+                assert_eq!(
+                    store.apply_delta(&G, pos, from, from + 1, d).unwrap(),
+                    Applied::Now
+                );
+                // A repeat is recognised, not applied twice.
+                assert_eq!(
+                    store.apply_delta(&G, pos, from, from + 1, d).unwrap(),
+                    Applied::Already
+                );
+            }
+        }
+        let fresh = codec.encode(&[&a, &b]).unwrap();
+        for (p, expected) in fresh.iter().enumerate() {
+            let shard = store.shard(&G, 2 + p as u8).unwrap().unwrap();
+            assert_eq!(shard.epoch, 2);
+            assert_eq!(&shard.bytes, expected);
+        }
+        // An update naming another epoch is refused and changes nothing.
+        let e = store.apply_delta(&G, 2, 5, 6, &[1]).unwrap_err();
+        assert!(e.to_string().contains("is at epoch 2, not 5"), "{e}");
+        assert!(store.apply_delta(&G, 2, 2, 2, &[1]).is_err());
+        assert_eq!(store.shard(&G, 2).unwrap().unwrap().bytes, fresh[0]);
+        // Replacing a by zeros (the slot emptied) leaves b's parity alone.
+        for (p, d) in delta(0, &a, &[]).iter().enumerate() {
+            store.apply_delta(&G, 2 + p as u8, 2, 3, d).unwrap();
+        }
+        let only_b = codec.encode(&[&[], &b]).unwrap();
+        for (p, expected) in only_b.iter().enumerate() {
+            let got = store.shard(&G, 2 + p as u8).unwrap().unwrap().bytes;
+            assert_eq!(&got[..expected.len()], &expected[..]);
+            assert!(got[expected.len()..].iter().all(|&x| x == 0));
+        }
+        assert!(store.parity_bytes().unwrap() >= 2 * only_b[0].len() as u64);
+    }
+
+    #[test]
+    fn metas_only_move_forward_and_damaged_files_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+        let codec = Codec::new(2, 3).unwrap();
+        let mut meta = EcMeta {
+            group: G,
+            epoch: 4,
+            k: 2,
+            n: 3,
+            stripe_bytes: codec.stripe_bytes() as u32,
+            coded_len: 0,
+            shards: (0..3)
+                .map(|i| mosaic_erasure::meta::ShardMeta {
+                    hash: [0; 32],
+                    size: 0,
+                    node: mosaic_types::HostId([i; 16]),
+                    position: i,
+                })
+                .collect(),
+        };
+        assert!(store.record_meta(&meta).unwrap());
+        meta.epoch = 3;
+        assert!(
+            !store.record_meta(&meta).unwrap(),
+            "an older epoch is ignored"
+        );
+        assert_eq!(store.meta(&G).unwrap().unwrap().epoch, 4);
+        assert_eq!(store.groups().unwrap(), vec![G]);
+        store.apply_delta(&G, 2, 0, 1, &[1, 2, 3]).unwrap();
+        // Flip a byte of each file: reading it is an error naming the file.
+        for name in [
+            "abababababababababababababababab-2.par",
+            "abababababababababababababababab.ecm",
+        ] {
+            let path = dir.path().join(name);
+            let mut bytes = std::fs::read(&path).unwrap();
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 1;
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let e = store.shard(&G, 2).unwrap_err().to_string();
+        assert!(e.contains("-2.par"), "{e}");
+        assert!(store.meta(&G).is_err());
+    }
+
+    /// A file system that fails every change after a budget of them: a crash at that step.
+    struct CrashAfter {
+        inner: RealFs,
+        budget: Arc<AtomicI64>,
+    }
+
+    impl CrashAfter {
+        fn spend(&self) -> io::Result<()> {
+            if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+                return Err(io::Error::other("crashed"));
+            }
+            Ok(())
+        }
+    }
+
+    struct CrashFile {
+        inner: Box<dyn WritableFile>,
+        budget: Arc<AtomicI64>,
+    }
+
+    impl WritableFile for CrashFile {
+        fn append(&mut self, data: &[u8]) -> io::Result<()> {
+            if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+                // A torn write: half the bytes reach the file.
+                let _ = self.inner.append(&data[..data.len() / 2]);
+                return Err(io::Error::other("crashed"));
+            }
+            self.inner.append(data)
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            if self.budget.fetch_sub(1, Ordering::SeqCst) <= 0 {
+                return Err(io::Error::other("crashed"));
+            }
+            self.inner.sync_data()
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+    }
+
+    impl Fs for CrashAfter {
+        fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+            self.spend()?;
+            Ok(Box::new(CrashFile {
+                inner: self.inner.create(path)?,
+                budget: self.budget.clone(),
+            }))
+        }
+        fn open_read(&self, path: &Path, direct: bool) -> io::Result<Arc<dyn RandomAccessFile>> {
+            self.inner.open_read(path, direct)
+        }
+        fn read_all(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.inner.read_all(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            self.spend()?;
+            self.inner.rename(from, to)
+        }
+        fn remove(&self, path: &Path) -> io::Result<()> {
+            self.spend()?;
+            self.inner.remove(path)
+        }
+        fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+            self.inner.list(dir)
+        }
+        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+            self.inner.create_dir_all(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            self.spend()?;
+            self.inner.sync_dir(dir)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.inner.exists(path)
+        }
+        fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+            self.inner.lock(path)
+        }
+    }
+
+    #[test]
+    fn a_crash_at_any_step_of_an_update_leaves_the_old_epoch_or_the_new() {
+        let old: Vec<u8> = (0..256u32).map(|i| i as u8).collect();
+        let delta: Vec<u8> = (0..320u32).map(|i| (i * 3 + 1) as u8).collect();
+        let mut new = old.clone();
+        new.resize(delta.len(), 0);
+        for (b, d) in new.iter_mut().zip(&delta) {
+            *b ^= d;
+        }
+        let mut saw = (false, false);
+        for budget in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let setup = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+            setup.apply_delta(&G, 3, 0, 1, &old).unwrap();
+            let crashing = ParityStore::open(
+                Arc::new(CrashAfter {
+                    inner: RealFs,
+                    budget: Arc::new(AtomicI64::new(budget)),
+                }),
+                dir.path(),
+            )
+            .unwrap();
+            let _ = crashing.apply_delta(&G, 3, 1, 2, &delta);
+            // Restart: the shard is whole at epoch 1 or 2, and the update can be retried.
+            let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+            let shard = store.shard(&G, 3).unwrap().unwrap();
+            match shard.epoch {
+                1 => {
+                    assert_eq!(shard.bytes, old, "budget {budget}");
+                    saw.0 = true;
+                }
+                2 => {
+                    assert_eq!(shard.bytes, new, "budget {budget}");
+                    saw.1 = true;
+                }
+                e => panic!("epoch {e} after a crash at step {budget}"),
+            }
+            store.apply_delta(&G, 3, 1, 2, &delta).unwrap();
+            assert_eq!(store.shard(&G, 3).unwrap().unwrap().bytes, new);
+            assert!(std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")));
+        }
+        assert_eq!(saw, (true, true), "both outcomes were reached");
+    }
+}
