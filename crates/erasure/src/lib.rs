@@ -19,9 +19,11 @@ pub mod codec;
 pub mod hotness;
 pub mod meta;
 pub mod placement;
+pub mod protocol;
 pub mod target;
 
 pub use codec::{Codec, CodecError};
 pub use meta::{EcMeta, MetaError, ShardMeta};
-pub use placement::{Placement, PlacementError};
+pub use placement::{Group, Placement, PlacementError};
+pub use protocol::{Fill, GroupId};
 pub use target::{Counts, Plan};

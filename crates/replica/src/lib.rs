@@ -20,6 +20,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod decoupled;
+pub mod elect;
 pub mod multi_lsm;
 pub mod parity;
 pub mod ranges;

@@ -33,8 +33,7 @@ const FORMAT: u8 = 1;
 /// Bytes before a parity file's content: magic, format, epoch, position, length.
 const HEADER: usize = 4 + 1 + 8 + 1 + 8;
 
-/// A coding group's id, chosen by its leader parity node.
-pub type GroupId = [u8; 16];
+pub use mosaic_erasure::GroupId;
 
 /// One parity shard at one epoch of its group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +71,11 @@ impl std::fmt::Debug for ParityStore {
 
 fn hex(group: &GroupId) -> String {
     group.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses a group id from its 32 hex digits.
+pub fn parse_group(s: &str) -> Option<GroupId> {
+    parse_hex(s)
 }
 
 fn parse_hex(s: &str) -> Option<GroupId> {
@@ -206,6 +210,52 @@ impl ParityStore {
         Ok(out)
     }
 
+    /// Records `intent` (the leader's record of a slot change under way) durably, replacing
+    /// any earlier intent of its group.
+    pub fn record_intent(&self, intent: &FillIntent) -> Result<()> {
+        self.write_durably(&self.intent_path(&intent.group), &intent.encode())
+    }
+
+    /// Every recorded intent, by group.
+    pub fn intents(&self) -> Result<Vec<FillIntent>> {
+        let mut out = Vec::new();
+        for name in self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+        {
+            let Some(group) = name.strip_suffix(".fill").and_then(parse_hex) else {
+                continue;
+            };
+            let path = self.intent_path(&group);
+            if let Some(bytes) = self.read(&path)? {
+                out.push(
+                    FillIntent::decode(&bytes).map_err(|why| Error::corruption(&path, 0, why))?,
+                );
+            }
+        }
+        out.sort_by_key(|i| i.group);
+        Ok(out)
+    }
+
+    /// Forgets `group`'s intent (after its change was committed).
+    pub fn clear_intent(&self, group: &GroupId) -> Result<()> {
+        let path = self.intent_path(group);
+        if self.fs.exists(&path) {
+            self.fs
+                .remove(&path)
+                .map_err(|e| Error::io("removing", &path, e))?;
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io("syncing directory", &self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    fn intent_path(&self, group: &GroupId) -> PathBuf {
+        self.dir.join(format!("{}.fill", hex(group)))
+    }
+
     /// Bytes of parity held (every `.par` file's size).
     pub fn parity_bytes(&self) -> Result<u64> {
         let mut total = 0;
@@ -241,6 +291,62 @@ impl ParityStore {
             .read_all(path)
             .map(Some)
             .map_err(|e| Error::io("reading", path, e))
+    }
+}
+
+/// A leader's durable record of filling one slot of a group: kept from before the first
+/// parity update until the group's next ECMeta is committed, so a leader that crashed in
+/// between finishes the change after restarting (its deltas are recomputed from `content`;
+/// parity nodes that already applied them say so).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FillIntent {
+    /// The group.
+    pub group: GroupId,
+    /// The group as it was (epoch `from`), with the nodes of every position.
+    pub base: EcMeta,
+    /// The slot being filled.
+    pub slot: u8,
+    /// The new content of the slot (the data node's SSTable).
+    pub content: Vec<u8>,
+}
+
+impl FillIntent {
+    fn encode(&self) -> Vec<u8> {
+        let meta = self.base.encode();
+        let mut out = Vec::with_capacity(meta.len() + self.content.len() + 32);
+        out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+        out.extend_from_slice(&meta);
+        out.push(self.slot);
+        out.extend_from_slice(&self.content);
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    fn decode(file: &[u8]) -> std::result::Result<FillIntent, String> {
+        let (body, crc) = file
+            .split_last_chunk::<4>()
+            .ok_or_else(|| format!("intent of {} bytes", file.len()))?;
+        if crc32c::crc32c(body) != u32::from_le_bytes(*crc) {
+            return Err("intent checksum mismatch".into());
+        }
+        let (len, rest) = body
+            .split_first_chunk::<4>()
+            .ok_or("intent without a header")?;
+        let (meta, rest) = rest
+            .split_at_checked(u32::from_le_bytes(*len) as usize)
+            .ok_or("intent shorter than its ECMeta")?;
+        let base = EcMeta::decode(meta).map_err(|e| e.to_string())?;
+        let (&slot, content) = rest.split_first().ok_or("intent without a slot")?;
+        if slot >= base.k {
+            return Err(format!("intent for slot {slot} of a group of {} data shards", base.k));
+        }
+        Ok(FillIntent {
+            group: base.group,
+            base,
+            slot,
+            content: content.to_vec(),
+        })
     }
 }
 

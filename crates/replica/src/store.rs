@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use mosaic_lsm::{CounterSnapshot, Db, Entry, Error, LevelInfo, Options, Result, Scan, WriteBatch};
 
 use crate::decoupled::Decoupled;
+use crate::elect::Elect;
 use crate::multi_lsm::MultiLsm;
 use crate::ranges::LogSettings;
 use crate::role::{Layout, Role, SourceId};
@@ -78,6 +79,7 @@ enum Engines {
     Uniform(Db),
     MultiLsm(Box<MultiLsm>),
     Decoupled(Decoupled),
+    ErasureTiered(Box<MultiLsm>, Box<Elect>),
 }
 
 /// One table's storage under one layout (see the module doc).
@@ -177,9 +179,11 @@ impl ReplicaStore {
         check_and_mark(&engine, &dir, layout)?;
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
-            Layout::MultiLsm | Layout::ErasureTiered => {
-                Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?))
-            }
+            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
+            Layout::ErasureTiered => Engines::ErasureTiered(
+                Box::new(MultiLsm::open(&dir, engine.clone())?),
+                Box::new(Elect::open(engine.fs.clone(), &dir)?),
+            ),
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
         Ok(ReplicaStore {
@@ -206,7 +210,9 @@ impl ReplicaStore {
         }
         match &self.engines {
             Engines::Uniform(db) => db.write(batch),
-            Engines::MultiLsm(m) => m.tree_or_create(role)?.write(batch),
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => {
+                m.tree_or_create(role)?.write(batch)
+            }
             Engines::Decoupled(d) => d.engine(role).write(batch),
         }
     }
@@ -215,7 +221,7 @@ impl ReplicaStore {
     pub fn get(&self, role: Role, key: &[u8]) -> Result<Option<Entry>> {
         match &self.engines {
             Engines::Uniform(db) => db.get(key),
-            Engines::MultiLsm(m) => match m.tree(role) {
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => match m.tree(role) {
                 Some(db) => db.get(key),
                 None => Ok(None),
             },
@@ -227,7 +233,7 @@ impl ReplicaStore {
     pub fn scan(&self, role: Role, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<ReplicaScan> {
         let scan = match &self.engines {
             Engines::Uniform(db) => Some(db.scan(start, end)?),
-            Engines::MultiLsm(m) => match m.tree(role) {
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => match m.tree(role) {
                 Some(db) => Some(db.scan(start, end)?),
                 None => None,
             },
@@ -236,11 +242,102 @@ impl ReplicaStore {
         Ok(ReplicaScan { scan })
     }
 
+    /// The coding state of an `erasure-tiered` table.
+    pub fn elect(&self) -> Option<&Elect> {
+        match &self.engines {
+            Engines::ErasureTiered(_, e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// ELECT's choice of what to code next (§4.2, §4.3): with `r` replicas and the table's
+    /// `code`, the α plan of the primary tree's counts says how many bytes of its last level
+    /// to code; the coldest uncoded tables of that level (fewest reads, then oldest) make up
+    /// the difference, at most `limit` of them and none larger than `size_max`. Returns
+    /// each table's id and its file's bytes (the shard). Tables recorded as coded that
+    /// compaction has since replaced are forgotten first.
+    pub fn ec_pick(
+        &self,
+        code: mosaic_types::ErasureCode,
+        r: u32,
+        size_max: u64,
+        limit: usize,
+    ) -> Result<Vec<(u64, Vec<u8>)>> {
+        let (Engines::ErasureTiered(_, elect), Some(primary)) = (&self.engines, self.primary())
+        else {
+            return Ok(Vec::new());
+        };
+        let levels = primary.levels();
+        let all: u64 = levels.iter().flat_map(|l| &l.tables).map(|t| t.size_bytes).sum();
+        let Some(last) = levels.iter().rev().find(|l| l.level > 0 && !l.tables.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let live: std::collections::HashSet<u64> =
+            levels.iter().flat_map(|l| &l.tables).map(|t| t.id).collect();
+        let coded = elect.coded();
+        let gone: Vec<u64> = coded.keys().filter(|id| !live.contains(id)).copied().collect();
+        elect.forget_coded(&gone)?;
+        let last_bytes: u64 = last.tables.iter().map(|t| t.size_bytes).sum();
+        let plan = mosaic_erasure::target::plan(
+            code.alpha,
+            r,
+            code.k,
+            code.n,
+            mosaic_erasure::Counts {
+                all: all as f64,
+                last: last_bytes as f64,
+            },
+        );
+        let coded_bytes: u64 = last
+            .tables
+            .iter()
+            .filter(|t| coded.contains_key(&t.id))
+            .map(|t| t.size_bytes)
+            .sum();
+        let want = (plan.code - coded_bytes as f64).max(0.0) as u64;
+        if want == 0 {
+            return Ok(Vec::new());
+        }
+        let candidates = last
+            .tables
+            .iter()
+            .filter(|t| !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty())
+            .map(|t| mosaic_erasure::hotness::Candidate {
+                id: t.id,
+                reads: t.reads as f64,
+                created_micros: t.created_micros,
+                bytes: t.size_bytes,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for c in mosaic_erasure::hotness::take_coldest(candidates, want)
+            .into_iter()
+            .take(limit)
+        {
+            match primary.read_table_file(c.id) {
+                Ok(bytes) => out.push((c.id, bytes)),
+                // Compacted away since the listing: the next round picks again.
+                Err(Error::InvalidArgument(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tree of primary copies (every layout but uniform).
+    fn primary(&self) -> Option<Db> {
+        match &self.engines {
+            Engines::Uniform(_) => None,
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.tree(Role::Primary),
+            Engines::Decoupled(d) => Some(d.engine(Role::Primary).clone()),
+        }
+    }
+
     /// Every engine of the store with its structure.
     fn engines(&self) -> Vec<(Structure, Db)> {
         match &self.engines {
             Engines::Uniform(db) => vec![(Structure::Shared, db.clone())],
-            Engines::MultiLsm(m) => m.trees(),
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.trees(),
             Engines::Decoupled(d) => d.engines(),
         }
     }
@@ -317,7 +414,7 @@ impl ReplicaStore {
     pub fn close(self) -> Result<()> {
         match self.engines {
             Engines::Uniform(db) => db.close(),
-            Engines::MultiLsm(m) => (*m).close(),
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => (*m).close(),
             Engines::Decoupled(d) => d.close(),
         }
     }

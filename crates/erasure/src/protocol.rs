@@ -1,0 +1,27 @@
+//! The steps of changing a coding group's slot, as the node layer and the storage layer
+//! hand them to each other (see `docs/layouts.md`, "Erasure-tiered").
+
+use mosaic_types::HostId;
+
+use crate::EcMeta;
+
+/// A coding group's id, chosen by its leader parity node.
+pub type GroupId = [u8; 16];
+
+/// What a leader does with a request to fill a slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fill {
+    /// The slot already holds this content at the committed epoch: answer with it.
+    Committed(EcMeta),
+    /// Apply `deltas` (one per parity position, with the node holding it), then commit.
+    Pending {
+        /// The group.
+        group: GroupId,
+        /// The epoch the deltas apply to.
+        from: u64,
+        /// The epoch they produce.
+        to: u64,
+        /// `(position, node, delta)` for every parity shard.
+        deltas: Vec<(u8, HostId, Vec<u8>)>,
+    },
+}

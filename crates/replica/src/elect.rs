@@ -1,0 +1,526 @@
+//! The `erasure-tiered` layout's coding state on one node (ELECT §4.1): what this node
+//! does as a *data node* (which of its primary tree's tables are coded, in which group and
+//! slot; the sequence number Q of Eq. (1)) and as a *parity node* (parity shards, ECMetas
+//! and a leader's intents, in [`ParityStore`]).
+//!
+//! ```text
+//! DIR/CODED     the data node's state: Q, and table id → (group, slot, epoch); crc-checked
+//! DIR/parity/   ParityStore: parity shards, ECMetas, intents
+//! ```
+//!
+//! A slot change follows `docs/layouts.md` ("Erasure-tiered"): the leader records a
+//! [`FillIntent`] before any parity changes ([`Elect::prepare_fill`]), every parity node
+//! applies its epoch-guarded delta ([`Elect::apply_parity`]), and only then the leader
+//! commits the group's next ECMeta ([`Elect::commit_fill`]) and answers the data node, which
+//! records the table as coded ([`Elect::mark_coded`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mosaic_erasure::meta::ShardMeta;
+use mosaic_erasure::placement::Group;
+use mosaic_erasure::{Codec, EcMeta, Fill};
+use mosaic_lsm::{Error, Fs, Result};
+use parking_lot::Mutex;
+
+use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
+
+/// The data node's state file.
+pub const CODED_FILE: &str = "CODED";
+
+/// One table of the primary tree that is a data shard of a coding group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodedTable {
+    /// The group.
+    pub group: GroupId,
+    /// Its slot (position `0..k`).
+    pub slot: u8,
+    /// The group epoch that made it a member.
+    pub epoch: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct DataState {
+    /// ELECT's Q: tables this node has sent for coding.
+    seq: u64,
+    coded: BTreeMap<u64, CodedTable>,
+}
+
+/// A node's coding state of one `erasure-tiered` table (see the module doc).
+pub struct Elect {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    parity: ParityStore,
+    data: Mutex<DataState>,
+    /// Serializes the leader's slot changes (one group epoch at a time).
+    leading: Mutex<()>,
+}
+
+impl std::fmt::Debug for Elect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elect")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Elect {
+    /// Opens the state in the table directory `dir`.
+    pub(crate) fn open(fs: Arc<dyn Fs>, dir: &Path) -> Result<Elect> {
+        let parity = ParityStore::open(fs.clone(), dir.join(PARITY_DIR))?;
+        let path = dir.join(CODED_FILE);
+        let data = if fs.exists(&path) {
+            let bytes = fs
+                .read_all(&path)
+                .map_err(|e| Error::io("reading", &path, e))?;
+            decode_state(&bytes).map_err(|why| Error::corruption(&path, 0, why))?
+        } else {
+            DataState::default()
+        };
+        Ok(Elect {
+            fs,
+            dir: dir.to_path_buf(),
+            parity,
+            data: Mutex::new(data),
+            leading: Mutex::new(()),
+        })
+    }
+
+    /// The parity shards, ECMetas and intents this node holds.
+    pub fn parity(&self) -> &ParityStore {
+        &self.parity
+    }
+
+    fn save(&self, state: &DataState) -> Result<()> {
+        let path = self.dir.join(CODED_FILE);
+        mosaic_lsm::write_atomically(&*self.fs, &path, &encode_state(state))
+            .map_err(|e| Error::io("writing", &path, e))
+    }
+
+    /// Takes the next sequence number Q (durably, so Eq. (1) keeps rotating leaders across
+    /// restarts).
+    pub fn next_seq(&self) -> Result<u64> {
+        let mut data = self.data.lock();
+        let mut next = data.clone();
+        next.seq += 1;
+        self.save(&next)?;
+        *data = next;
+        Ok(data.seq - 1)
+    }
+
+    /// The primary tree's tables that are data shards, by table id.
+    pub fn coded(&self) -> BTreeMap<u64, CodedTable> {
+        self.data.lock().coded.clone()
+    }
+
+    /// Records table `id` as the data shard at `slot` of the committed group `meta`, and
+    /// keeps `meta`.
+    pub fn mark_coded(&self, id: u64, slot: u8, meta: &EcMeta) -> Result<()> {
+        self.parity.record_meta(meta)?;
+        let shard = meta
+            .shards
+            .get(usize::from(slot))
+            .ok_or_else(|| Error::InvalidArgument(format!("slot {slot} of a group of {}", meta.n)))?;
+        let mut data = self.data.lock();
+        let mut next = data.clone();
+        next.coded.insert(
+            id,
+            CodedTable {
+                group: meta.group,
+                slot,
+                epoch: meta.epoch,
+                bytes: shard.size,
+            },
+        );
+        self.save(&next)?;
+        *data = next;
+        Ok(())
+    }
+
+    /// Forgets table `id` as a data shard (compaction replaced it; see the note on
+    /// compaction in `docs/layouts.md`).
+    pub fn forget_coded(&self, ids: &[u64]) -> Result<()> {
+        let mut data = self.data.lock();
+        if !ids.iter().any(|id| data.coded.contains_key(id)) {
+            return Ok(());
+        }
+        let mut next = data.clone();
+        for id in ids {
+            next.coded.remove(id);
+        }
+        self.save(&next)?;
+        *data = next;
+        Ok(())
+    }
+
+    /// The leader's first step for `source`'s table `content`, to take slot `slot` of a
+    /// group whose nodes are `nodes` (`k` data, `n − k` parity; this node is the first
+    /// parity node): a group already holding it answers at once; an interrupted fill of
+    /// it resumes; otherwise a group with that slot empty (or a new group) is chosen, the
+    /// intent recorded, and the parity deltas returned.
+    pub fn prepare_fill(&self, nodes: &Group, slot: u8, content: Vec<u8>) -> Result<Fill> {
+        let _leading = self.leading.lock();
+        let k = nodes.data.len();
+        let n = k + nodes.parity.len();
+        let codec = Codec::new(k, n).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let source = *nodes
+            .data
+            .get(usize::from(slot))
+            .ok_or_else(|| Error::InvalidArgument(format!("slot {slot} of {k}")))?;
+        let hash = EcMeta::content_hash(&content);
+        let holds = |m: &EcMeta| {
+            m.shards.get(usize::from(slot)).is_some_and(|s| {
+                s.node == source && s.hash == hash && s.size == content.len() as u64
+            })
+        };
+        let same_nodes = |m: &EcMeta| m.shards.iter().map(|s| s.node).eq(nodes.nodes());
+        let intents = self.parity.intents()?;
+        if let Some(intent) = intents
+            .iter()
+            .find(|i| i.slot == slot && EcMeta::content_hash(&i.content) == hash)
+        {
+            return self.pending(&codec, intent);
+        }
+        let mut base = None;
+        for group in self.parity.groups()? {
+            let Some(meta) = self.parity.meta(&group)? else {
+                continue;
+            };
+            if !same_nodes(&meta) {
+                continue;
+            }
+            if holds(&meta) {
+                return Ok(Fill::Committed(meta));
+            }
+            let empty = meta
+                .shards
+                .get(usize::from(slot))
+                .is_some_and(|s| s.size == 0 && s.hash == [0; 32]);
+            if empty && base.is_none() && !intents.iter().any(|i| i.group == group) {
+                base = Some(meta);
+            }
+        }
+        let base = match base {
+            Some(meta) => meta,
+            None => {
+                // A new group, named by what first fills it (a retry names the same one).
+                let mut seed = Vec::with_capacity(64);
+                seed.extend_from_slice(&nodes.leader().0);
+                seed.extend_from_slice(&hash);
+                let digest = EcMeta::content_hash(&seed);
+                let mut group = [0u8; 16];
+                group.copy_from_slice(&digest[..16]);
+                EcMeta {
+                    group,
+                    epoch: 0,
+                    k: k as u8,
+                    n: n as u8,
+                    stripe_bytes: codec.stripe_bytes() as u32,
+                    coded_len: 0,
+                    shards: nodes
+                        .nodes()
+                        .enumerate()
+                        .map(|(i, node)| ShardMeta {
+                            hash: [0; 32],
+                            size: 0,
+                            node,
+                            position: i as u8,
+                        })
+                        .collect(),
+                }
+            }
+        };
+        let intent = FillIntent {
+            group: base.group,
+            base,
+            slot,
+            content,
+        };
+        self.parity.record_intent(&intent)?;
+        self.pending(&codec, &intent)
+    }
+
+    fn pending(&self, codec: &Codec, intent: &FillIntent) -> Result<Fill> {
+        let deltas = codec
+            .parity_delta(usize::from(intent.slot), &[], &intent.content)
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let k = usize::from(intent.base.k);
+        Ok(Fill::Pending {
+            group: intent.group,
+            from: intent.base.epoch,
+            to: intent.base.epoch + 1,
+            deltas: deltas
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, d)| {
+                    let shard = intent.base.shards.get(k + i)?;
+                    Some((shard.position, shard.node, d))
+                })
+                .collect(),
+        })
+    }
+
+    /// A parity node's step: applies `delta` to its shard at `position` of `group`, and
+    /// returns the SHA-256 of the shard at epoch `to`.
+    pub fn apply_parity(
+        &self,
+        group: &GroupId,
+        position: u8,
+        from: u64,
+        to: u64,
+        delta: &[u8],
+    ) -> Result<[u8; 32]> {
+        let _: Applied = self.parity.apply_delta(group, position, from, to, delta)?;
+        let shard = self
+            .parity
+            .shard(group, position)?
+            .ok_or_else(|| Error::InvalidArgument("parity vanished after its update".into()))?;
+        Ok(EcMeta::content_hash(&shard.bytes))
+    }
+
+    /// The leader's last step, once every parity node applied its delta (`parity_hashes`:
+    /// each parity position's new hash): commits the group's next ECMeta and forgets the
+    /// intent. Committing again (a retry) returns the committed ECMeta.
+    pub fn commit_fill(&self, group: &GroupId, parity_hashes: &[(u8, [u8; 32])]) -> Result<EcMeta> {
+        let _leading = self.leading.lock();
+        let Some(intent) = self
+            .parity
+            .intents()?
+            .into_iter()
+            .find(|i| i.group == *group)
+        else {
+            return self
+                .parity
+                .meta(group)?
+                .ok_or_else(|| Error::InvalidArgument("no such group".into()));
+        };
+        let mut meta = intent.base.clone();
+        meta.epoch += 1;
+        let size = intent.content.len() as u64;
+        meta.coded_len = meta.coded_len.max(Codec::coded_len(intent.content.len()) as u64);
+        let slot = usize::from(intent.slot);
+        if let Some(s) = meta.shards.get_mut(slot) {
+            s.hash = EcMeta::content_hash(&intent.content);
+            s.size = size;
+        }
+        let k = usize::from(meta.k);
+        let coded_len = meta.coded_len;
+        for s in meta.shards.iter_mut().skip(k) {
+            s.size = coded_len;
+            if let Some((_, h)) = parity_hashes.iter().find(|(p, _)| *p == s.position) {
+                s.hash = *h;
+            }
+        }
+        meta.check()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        self.parity.record_meta(&meta)?;
+        self.parity.clear_intent(group)?;
+        Ok(meta)
+    }
+}
+
+fn encode_state(state: &DataState) -> Vec<u8> {
+    let mut text = format!("mosaic-coded 1\nseq {}\n", state.seq);
+    for (id, c) in &state.coded {
+        let group: String = c.group.iter().map(|b| format!("{b:02x}")).collect();
+        text.push_str(&format!("{id} {group} {} {} {}\n", c.slot, c.epoch, c.bytes));
+    }
+    let crc = crc32c::crc32c(text.as_bytes());
+    text.push_str(&format!("crc {crc:08x}\n"));
+    text.into_bytes()
+}
+
+fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
+    let body_end = text
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map(|i| i + 1)
+        .ok_or("no checksum line")?;
+    let (body, crc_line) = text.split_at(body_end);
+    let crc = crc_line
+        .trim()
+        .strip_prefix("crc ")
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or("bad checksum line")?;
+    if crc32c::crc32c(body.as_bytes()) != crc {
+        return Err("checksum mismatch".into());
+    }
+    let mut lines = body.lines();
+    if lines.next() != Some("mosaic-coded 1") {
+        return Err("unknown format".into());
+    }
+    let seq = lines
+        .next()
+        .and_then(|l| l.strip_prefix("seq "))
+        .and_then(|s| s.parse().ok())
+        .ok_or("bad seq line")?;
+    let mut coded = BTreeMap::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(' ').collect();
+        let parse = || -> Option<(u64, CodedTable)> {
+            let [id, group, slot, epoch, bytes] = f.as_slice() else {
+                return None;
+            };
+            let group = crate::parity::parse_group(group)?;
+            Some((
+                id.parse().ok()?,
+                CodedTable {
+                    group,
+                    slot: slot.parse().ok()?,
+                    epoch: epoch.parse().ok()?,
+                    bytes: bytes.parse().ok()?,
+                },
+            ))
+        };
+        let (id, c) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
+        coded.insert(id, c);
+    }
+    Ok(DataState { seq, coded })
+}
+
+#[cfg(test)]
+mod tests {
+    use mosaic_lsm::RealFs;
+
+    use mosaic_types::HostId;
+
+    use super::*;
+
+    fn host(i: u8) -> HostId {
+        HostId([i; 16])
+    }
+
+    #[test]
+    fn fills_from_k_nodes_make_the_parity_a_fresh_encode_would() {
+        let dir = tempfile::tempdir().unwrap();
+        // One process plays the leader (host 3) and the other parity node (host 4).
+        let leader = Elect::open(Arc::new(RealFs), &dir.path().join("leader")).unwrap();
+        let other = Elect::open(Arc::new(RealFs), &dir.path().join("other")).unwrap();
+        let nodes = Group {
+            data: vec![host(0), host(1), host(2)],
+            parity: vec![host(3), host(4)],
+        };
+        let contents: Vec<Vec<u8>> = (0..3u8)
+            .map(|i| (0..(500 + 300 * i as usize)).map(|b| (b as u8) ^ i).collect())
+            .collect();
+        let mut meta = None;
+        for (slot, content) in contents.iter().enumerate() {
+            let Fill::Pending {
+                group,
+                from,
+                to,
+                deltas,
+            } = leader
+                .prepare_fill(&nodes, slot as u8, content.clone())
+                .unwrap()
+            else {
+                panic!("a new fill is pending");
+            };
+            assert_eq!((from, to), (slot as u64, slot as u64 + 1), "one group fills up");
+            let mut hashes = Vec::new();
+            for (position, node, delta) in deltas {
+                let at = if node == host(3) { &leader } else { &other };
+                hashes.push((position, at.apply_parity(&group, position, from, to, &delta).unwrap()));
+            }
+            let committed = leader.commit_fill(&group, &hashes).unwrap();
+            assert_eq!(committed.epoch, to);
+            // A retried request finds the committed group.
+            let Fill::Committed(again) = leader.prepare_fill(&nodes, slot as u8, content.clone()).unwrap()
+            else {
+                panic!("a committed fill is answered at once");
+            };
+            assert_eq!(again, committed);
+            meta = Some(committed);
+        }
+        let meta = meta.unwrap();
+        let refs: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
+        let fresh = Codec::new(3, 5).unwrap().encode(&refs).unwrap();
+        let p3 = leader.parity().shard(&meta.group, 3).unwrap().unwrap();
+        let p4 = other.parity().shard(&meta.group, 4).unwrap().unwrap();
+        assert_eq!(p3.bytes, fresh[0]);
+        assert_eq!(p4.bytes, fresh[1]);
+        assert!(meta.verify(3, &p3.bytes) && meta.verify(4, &p4.bytes));
+        for (slot, content) in contents.iter().enumerate() {
+            assert!(meta.verify(slot, content));
+        }
+    }
+
+    #[test]
+    fn an_interrupted_fill_resumes_with_the_same_group_and_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = Group {
+            data: vec![host(0), host(1)],
+            parity: vec![host(2)],
+        };
+        let content = vec![7u8; 1000];
+        let first = {
+            let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+            let Fill::Pending { group, deltas, .. } =
+                leader.prepare_fill(&nodes, 1, content.clone()).unwrap()
+            else {
+                panic!()
+            };
+            // The leader applies its own delta, then "crashes" before committing.
+            let (pos, _, d) = &deltas[0];
+            leader.apply_parity(&group, *pos, 0, 1, d).unwrap();
+            group
+        };
+        let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        assert_eq!(leader.parity().intents().unwrap().len(), 1);
+        let Fill::Pending {
+            group,
+            from,
+            to,
+            deltas,
+        } = leader.prepare_fill(&nodes, 1, content.clone()).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((group, from, to), (first, 0, 1));
+        let (pos, _, d) = &deltas[0];
+        let hash = leader.apply_parity(&group, *pos, from, to, d).unwrap();
+        let meta = leader.commit_fill(&group, &[(*pos, hash)]).unwrap();
+        assert!(leader.parity().intents().unwrap().is_empty());
+        let single = Codec::new(2, 3).unwrap().encode(&[&[], &content]).unwrap();
+        assert!(meta.verify(2, &single[0]), "the delta was applied once");
+    }
+
+    #[test]
+    fn the_data_state_survives_reopen_and_damage_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        assert_eq!(e.next_seq().unwrap(), 0);
+        assert_eq!(e.next_seq().unwrap(), 1);
+        let meta = EcMeta {
+            group: [9; 16],
+            epoch: 1,
+            k: 1,
+            n: 2,
+            stripe_bytes: Codec::new(1, 2).unwrap().stripe_bytes() as u32,
+            coded_len: 64,
+            shards: vec![
+                ShardMeta { hash: [1; 32], size: 10, node: host(0), position: 0 },
+                ShardMeta { hash: [2; 32], size: 64, node: host(1), position: 1 },
+            ],
+        };
+        e.mark_coded(42, 0, &meta).unwrap();
+        drop(e);
+        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        assert_eq!(e.next_seq().unwrap(), 2);
+        assert_eq!(
+            e.coded()[&42],
+            CodedTable { group: [9; 16], slot: 0, epoch: 1, bytes: 10 }
+        );
+        e.forget_coded(&[42]).unwrap();
+        assert!(e.coded().is_empty());
+        let path = dir.path().join(CODED_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[5] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        assert!(Elect::open(Arc::new(RealFs), dir.path()).is_err());
+    }
+}
