@@ -6,7 +6,9 @@
 //! node never reaches anything else, which is what makes a simulated run replayable.
 
 use futures::future::BoxFuture;
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId};
 use mosaic_rows::KeyRange;
+use mosaic_types::ErasureCode;
 
 use crate::message::{Envelope, Failure, SchemaSnapshot, TableKey, Tag, WireMutation};
 use crate::Endpoint;
@@ -51,6 +53,9 @@ pub trait Transport: Send + Sync + 'static {
     /// Queues `env` for `to`; false if it was dropped.
     fn send(&self, to: Endpoint, env: Envelope) -> bool;
 }
+
+/// Tables a data node chose to code: `(table id, the table's file)`.
+pub type Shards = Vec<(u64, Vec<u8>)>;
 
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
@@ -109,6 +114,73 @@ pub trait Store: Send + Sync + 'static {
     fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>>;
     /// Bytes stored (reported through gossip).
     fn load_bytes(&self) -> u64;
+
+    /// The tables stored `erasure-tiered`, with their codes (ELECT). The default: none.
+    fn ec_tables(&self) -> Vec<(TableKey, ErasureCode)> {
+        Vec::new()
+    }
+    /// ELECT's data-node choice of tables to code now (`rf`: the keyspace's replication
+    /// factor): `(table id, its file)`.
+    fn ec_pick(&self, table: TableKey, rf: usize) -> BoxFuture<'_, Result<Shards, Failure>> {
+        let _ = (table, rf);
+        unsupported()
+    }
+    /// Takes the data node's next sequence number Q of Eq. (1).
+    fn ec_next_seq(&self, table: TableKey) -> BoxFuture<'_, Result<u64, Failure>> {
+        let _ = table;
+        unsupported()
+    }
+    /// The leader's first step of filling `slot` of the group `nodes` with `content`.
+    fn ec_prepare_fill(
+        &self,
+        table: TableKey,
+        nodes: Group,
+        slot: u8,
+        content: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Fill, Failure>> {
+        let _ = (table, nodes, slot, content);
+        unsupported()
+    }
+    /// A parity node's step: applies a delta, returns the shard's new hash.
+    fn ec_apply_parity(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+        epochs: (u64, u64),
+        delta: Vec<u8>,
+    ) -> BoxFuture<'_, Result<[u8; 32], Failure>> {
+        let _ = (table, group, position, epochs, delta);
+        unsupported()
+    }
+    /// The leader's last step: commits the group's next ECMeta.
+    fn ec_commit_fill(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        parity_hashes: Vec<(u8, [u8; 32])>,
+    ) -> BoxFuture<'_, Result<EcMeta, Failure>> {
+        let _ = (table, group, parity_hashes);
+        unsupported()
+    }
+    /// The data node records its table `id` as the shard at `slot` of `meta`.
+    fn ec_mark_coded(
+        &self,
+        table: TableKey,
+        id: u64,
+        slot: u8,
+        meta: EcMeta,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id, slot, meta);
+        unsupported()
+    }
+}
+
+/// The answer of a store without erasure coding.
+fn unsupported<T: Send + 'static>() -> BoxFuture<'static, Result<T, Failure>> {
+    Box::pin(futures::future::ready(Err(Failure::Storage(
+        "this node does not store erasure-tiered tables".into(),
+    ))))
 }
 
 #[cfg(test)]

@@ -31,7 +31,9 @@ pub mod snitch;
 
 pub use consistency::{ClusterError, ConsistencyLevel};
 pub use env::{Runtime, Store, Transport};
-pub use message::{Body, Envelope, Failure, SchemaSnapshot, TableKey, WireMutation};
+pub use message::{
+    Body, Envelope, Failure, SchemaSnapshot, TableKey, WireMutation, EC_SHARD_BYTES_MAX,
+};
 pub use node::{Node, NodeConfig};
 pub use ring::{ReplicaRole, Ring};
 

@@ -24,6 +24,10 @@ use crate::Endpoint;
 pub const PROTOCOL_VERSION: u16 = 1;
 /// Largest payload accepted (a page of reads or a batch of writes is far smaller).
 pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
+
+/// The largest table ELECT sends as one shard: an `EcFill` carries it whole, with room to
+/// spare below [`FRAME_PAYLOAD_MAX`].
+pub const EC_SHARD_BYTES_MAX: u64 = (FRAME_PAYLOAD_MAX as u64) / 4 * 3;
 /// Bytes before the payload.
 pub const FRAME_HEADER_LEN: usize = 8;
 
@@ -245,6 +249,41 @@ pub enum Body {
     },
     /// The tree.
     Tree(WireTree),
+    /// ELECT: a data node asks the leader parity node of its group to code one of its
+    /// primary tree's tables (`content`, the table's file) into data slot `slot`.
+    EcFill {
+        /// The table.
+        table: TableKey,
+        /// The slot, `0..k`: the sender's position in the leader's group.
+        slot: u8,
+        /// The shard.
+        content: Vec<u8>,
+    },
+    /// The group's committed ECMeta (binary form) naming the shard.
+    EcFilled {
+        /// `mosaic_erasure::EcMeta::encode`.
+        meta: Vec<u8>,
+    },
+    /// ELECT: a leader's parity delta for one parity shard, from epoch `from` to `to`.
+    EcParity {
+        /// The table.
+        table: TableKey,
+        /// The group.
+        group: [u8; 16],
+        /// The parity position, `k..n`.
+        position: u8,
+        /// The epoch the delta applies to.
+        from: u64,
+        /// The epoch it produces.
+        to: u64,
+        /// XORed into the shard.
+        delta: Vec<u8>,
+    },
+    /// The parity shard is at the new epoch; its SHA-256.
+    EcParityAck {
+        /// The shard's hash.
+        hash: [u8; 32],
+    },
 }
 
 impl Body {
@@ -259,6 +298,8 @@ impl Body {
                 | Body::Failed(_)
                 | Body::SchemaAck
                 | Body::Tree(_)
+                | Body::EcFilled { .. }
+                | Body::EcParityAck { .. }
         )
     }
 }

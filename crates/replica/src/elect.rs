@@ -120,10 +120,9 @@ impl Elect {
     /// keeps `meta`.
     pub fn mark_coded(&self, id: u64, slot: u8, meta: &EcMeta) -> Result<()> {
         self.parity.record_meta(meta)?;
-        let shard = meta
-            .shards
-            .get(usize::from(slot))
-            .ok_or_else(|| Error::InvalidArgument(format!("slot {slot} of a group of {}", meta.n)))?;
+        let shard = meta.shards.get(usize::from(slot)).ok_or_else(|| {
+            Error::InvalidArgument(format!("slot {slot} of a group of {}", meta.n))
+        })?;
         let mut data = self.data.lock();
         let mut next = data.clone();
         next.coded.insert(
@@ -300,7 +299,9 @@ impl Elect {
         let mut meta = intent.base.clone();
         meta.epoch += 1;
         let size = intent.content.len() as u64;
-        meta.coded_len = meta.coded_len.max(Codec::coded_len(intent.content.len()) as u64);
+        meta.coded_len = meta
+            .coded_len
+            .max(Codec::coded_len(intent.content.len()) as u64);
         let slot = usize::from(intent.slot);
         if let Some(s) = meta.shards.get_mut(slot) {
             s.hash = EcMeta::content_hash(&intent.content);
@@ -326,7 +327,10 @@ fn encode_state(state: &DataState) -> Vec<u8> {
     let mut text = format!("mosaic-coded 1\nseq {}\n", state.seq);
     for (id, c) in &state.coded {
         let group: String = c.group.iter().map(|b| format!("{b:02x}")).collect();
-        text.push_str(&format!("{id} {group} {} {} {}\n", c.slot, c.epoch, c.bytes));
+        text.push_str(&format!(
+            "{id} {group} {} {} {}\n",
+            c.slot, c.epoch, c.bytes
+        ));
     }
     let crc = crc32c::crc32c(text.as_bytes());
     text.push_str(&format!("crc {crc:08x}\n"));
@@ -405,7 +409,11 @@ mod tests {
             parity: vec![host(3), host(4)],
         };
         let contents: Vec<Vec<u8>> = (0..3u8)
-            .map(|i| (0..(500 + 300 * i as usize)).map(|b| (b as u8) ^ i).collect())
+            .map(|i| {
+                (0..(500 + 300 * i as usize))
+                    .map(|b| (b as u8) ^ i)
+                    .collect()
+            })
             .collect();
         let mut meta = None;
         for (slot, content) in contents.iter().enumerate() {
@@ -420,16 +428,25 @@ mod tests {
             else {
                 panic!("a new fill is pending");
             };
-            assert_eq!((from, to), (slot as u64, slot as u64 + 1), "one group fills up");
+            assert_eq!(
+                (from, to),
+                (slot as u64, slot as u64 + 1),
+                "one group fills up"
+            );
             let mut hashes = Vec::new();
             for (position, node, delta) in deltas {
                 let at = if node == host(3) { &leader } else { &other };
-                hashes.push((position, at.apply_parity(&group, position, from, to, &delta).unwrap()));
+                hashes.push((
+                    position,
+                    at.apply_parity(&group, position, from, to, &delta).unwrap(),
+                ));
             }
             let committed = leader.commit_fill(&group, &hashes).unwrap();
             assert_eq!(committed.epoch, to);
             // A retried request finds the committed group.
-            let Fill::Committed(again) = leader.prepare_fill(&nodes, slot as u8, content.clone()).unwrap()
+            let Fill::Committed(again) = leader
+                .prepare_fill(&nodes, slot as u8, content.clone())
+                .unwrap()
             else {
                 panic!("a committed fill is answered at once");
             };
@@ -503,8 +520,18 @@ mod tests {
             stripe_bytes: Codec::new(1, 2).unwrap().stripe_bytes() as u32,
             coded_len: 64,
             shards: vec![
-                ShardMeta { hash: [1; 32], size: 10, node: host(0), position: 0 },
-                ShardMeta { hash: [2; 32], size: 64, node: host(1), position: 1 },
+                ShardMeta {
+                    hash: [1; 32],
+                    size: 10,
+                    node: host(0),
+                    position: 0,
+                },
+                ShardMeta {
+                    hash: [2; 32],
+                    size: 64,
+                    node: host(1),
+                    position: 1,
+                },
             ],
         };
         e.mark_coded(42, 0, &meta).unwrap();
@@ -513,7 +540,12 @@ mod tests {
         assert_eq!(e.next_seq().unwrap(), 2);
         assert_eq!(
             e.coded()[&42],
-            CodedTable { group: [9; 16], slot: 0, epoch: 1, bytes: 10 }
+            CodedTable {
+                group: [9; 16],
+                slot: 0,
+                epoch: 1,
+                bytes: 10
+            }
         );
         e.forget_coded(&[42]).unwrap();
         assert!(e.coded().is_empty());

@@ -339,7 +339,10 @@ impl FillIntent {
         let base = EcMeta::decode(meta).map_err(|e| e.to_string())?;
         let (&slot, content) = rest.split_first().ok_or("intent without a slot")?;
         if slot >= base.k {
-            return Err(format!("intent for slot {slot} of a group of {} data shards", base.k));
+            return Err(format!(
+                "intent for slot {slot} of a group of {} data shards",
+                base.k
+            ));
         }
         Ok(FillIntent {
             group: base.group,

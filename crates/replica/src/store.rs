@@ -268,14 +268,29 @@ impl ReplicaStore {
             return Ok(Vec::new());
         };
         let levels = primary.levels();
-        let all: u64 = levels.iter().flat_map(|l| &l.tables).map(|t| t.size_bytes).sum();
-        let Some(last) = levels.iter().rev().find(|l| l.level > 0 && !l.tables.is_empty()) else {
+        let all: u64 = levels
+            .iter()
+            .flat_map(|l| &l.tables)
+            .map(|t| t.size_bytes)
+            .sum();
+        let Some(last) = levels
+            .iter()
+            .rev()
+            .find(|l| l.level > 0 && !l.tables.is_empty())
+        else {
             return Ok(Vec::new());
         };
-        let live: std::collections::HashSet<u64> =
-            levels.iter().flat_map(|l| &l.tables).map(|t| t.id).collect();
+        let live: std::collections::HashSet<u64> = levels
+            .iter()
+            .flat_map(|l| &l.tables)
+            .map(|t| t.id)
+            .collect();
         let coded = elect.coded();
-        let gone: Vec<u64> = coded.keys().filter(|id| !live.contains(id)).copied().collect();
+        let gone: Vec<u64> = coded
+            .keys()
+            .filter(|id| !live.contains(id))
+            .copied()
+            .collect();
         elect.forget_coded(&gone)?;
         let last_bytes: u64 = last.tables.iter().map(|t| t.size_bytes).sum();
         let plan = mosaic_erasure::target::plan(
@@ -301,7 +316,9 @@ impl ReplicaStore {
         let candidates = last
             .tables
             .iter()
-            .filter(|t| !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty())
+            .filter(|t| {
+                !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty()
+            })
             .map(|t| mosaic_erasure::hotness::Candidate {
                 id: t.id,
                 reads: t.reads as f64,

@@ -18,20 +18,23 @@ use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use mosaic_cluster::env::{Entries, Hint};
+use mosaic_cluster::env::{Entries, Hint, Shards};
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
     ClusterError, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey, WireMutation,
+    EC_SHARD_BYTES_MAX,
 };
 use mosaic_cql::coordinator::{
     ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
 use mosaic_cql::schema::{Catalog, TableId, Uuid};
-use mosaic_replica::{Role, SourceId};
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId};
+use mosaic_replica::elect::Elect;
+use mosaic_replica::{ReplicaStore, Role, SourceId};
 use mosaic_rows::KeyRange;
-use mosaic_types::Token;
+use mosaic_types::{ErasureCode, Token};
 use parking_lot::RwLock;
 
 use crate::hints::HintStore;
@@ -296,6 +299,100 @@ impl Store for LocalStore {
 
     fn load_bytes(&self) -> u64 {
         self.local.load_bytes()
+    }
+
+    fn ec_tables(&self) -> Vec<(TableKey, ErasureCode)> {
+        self.local.erasure_tables()
+    }
+
+    fn ec_pick(&self, table: TableKey, rf: usize) -> BoxFuture<'_, Result<Shards, Failure>> {
+        let code = self.ec_code(table);
+        self.on_elect(table, move |s, _| {
+            s.ec_pick(code?, rf as u32, EC_SHARD_BYTES_MAX, FILLS_PER_PICK)
+        })
+    }
+
+    fn ec_next_seq(&self, table: TableKey) -> BoxFuture<'_, Result<u64, Failure>> {
+        self.on_elect(table, |_, e| e?.next_seq())
+    }
+
+    fn ec_prepare_fill(
+        &self,
+        table: TableKey,
+        nodes: Group,
+        slot: u8,
+        content: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Fill, Failure>> {
+        self.on_elect(table, move |_, e| e?.prepare_fill(&nodes, slot, content))
+    }
+
+    fn ec_apply_parity(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+        (from, to): (u64, u64),
+        delta: Vec<u8>,
+    ) -> BoxFuture<'_, Result<[u8; 32], Failure>> {
+        self.on_elect(table, move |_, e| {
+            e?.apply_parity(&group, position, from, to, &delta)
+        })
+    }
+
+    fn ec_commit_fill(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        parity_hashes: Vec<(u8, [u8; 32])>,
+    ) -> BoxFuture<'_, Result<EcMeta, Failure>> {
+        self.on_elect(table, move |_, e| e?.commit_fill(&group, &parity_hashes))
+    }
+
+    fn ec_mark_coded(
+        &self,
+        table: TableKey,
+        id: u64,
+        slot: u8,
+        meta: EcMeta,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |_, e| e?.mark_coded(id, slot, &meta))
+    }
+}
+
+/// Tables a data node reads for coding per table and round.
+const FILLS_PER_PICK: usize = 4;
+
+impl LocalStore {
+    /// `table`'s code, if it is `erasure-tiered`.
+    fn ec_code(&self, table: TableKey) -> mosaic_lsm::Result<ErasureCode> {
+        self.local
+            .erasure_tables()
+            .into_iter()
+            .find(|(t, _)| *t == table)
+            .map(|(_, code)| code)
+            .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("not an erasure-tiered table".into()))
+    }
+
+    /// Runs an ELECT step on `table`'s store (and its coding state) on a blocking thread.
+    fn on_elect<T: Send + 'static>(
+        &self,
+        table: TableKey,
+        f: impl FnOnce(&ReplicaStore, mosaic_lsm::Result<&Elect>) -> mosaic_lsm::Result<T>
+            + Send
+            + 'static,
+    ) -> BoxFuture<'_, Result<T, Failure>> {
+        async move {
+            self.local
+                .with_store(table, move |store| {
+                    let elect = store.elect().ok_or_else(|| {
+                        mosaic_lsm::Error::InvalidArgument("not an erasure-tiered table".into())
+                    });
+                    f(store, elect)
+                })
+                .await
+                .map_err(failure)
+        }
+        .boxed()
     }
 }
 

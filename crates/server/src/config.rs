@@ -156,6 +156,9 @@ pub struct ClusterConfig {
     /// observed latency) or `primary-first` (the token's primary replica, then ring order:
     /// DEPART's replica-aware reads).
     pub replica_selection: ReplicaSelection,
+    /// Milliseconds between a node's rounds of erasure-coding the cold last level of its
+    /// `erasure-tiered` tables (ELECT's redundancy transitioning); 0 turns coding off.
+    pub erasure_coding_interval_ms: u64,
 }
 
 /// `[log]`: what the node logs, and where a request counts as slow.
@@ -258,6 +261,7 @@ impl Default for ClusterConfig {
             peer_queue_max: 16_384,
             max_hint_window_ms: 3 * 3600 * 1000,
             replica_selection: ReplicaSelection::default(),
+            erasure_coding_interval_ms: 60_000,
         }
     }
 }

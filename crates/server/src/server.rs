@@ -234,6 +234,7 @@ fn start_node(
     store.set_node(node.downgrade());
     persist_peers_on_join(&node, config.data_dir.clone());
     node.start();
+    node.start_erasure_coding(config.cluster.erasure_coding_interval_ms);
     Ok(node)
 }
 

@@ -211,6 +211,13 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
         bytes(s.hot_bytes),
         bytes(s.cold_bytes),
     );
+    if s.layout == "erasure-tiered" {
+        println!(
+            "    erasure coding: {} of the primary tree coded, {} of parity held",
+            bytes(s.coded_bytes),
+            bytes(s.parity_bytes)
+        );
+    }
     // A uniform table is one structure, already shown in full above.
     if s.structures.len() < 2 {
         return;

@@ -48,6 +48,7 @@ use crate::snitch::{ReadInfo, ReplicaSelector};
 use crate::Endpoint;
 
 mod anti_entropy;
+mod elect;
 mod hints;
 mod membership;
 mod read;
@@ -376,7 +377,9 @@ impl Node {
             | Body::Truncate { .. }
             | Body::Read { .. }
             | Body::SchemaPush(_)
-            | Body::TreeRequest { .. }) => {
+            | Body::TreeRequest { .. }
+            | Body::EcFill { .. }
+            | Body::EcParity { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {
                     self.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);

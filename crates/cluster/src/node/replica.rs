@@ -60,6 +60,25 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            Body::EcFill {
+                table,
+                slot,
+                content,
+            } => self.lead_fill(table, slot, content).await,
+            Body::EcParity {
+                table,
+                group,
+                position,
+                from,
+                to,
+                delta,
+            } => match store
+                .ec_apply_parity(table, group, position, (from, to), delta)
+                .await
+            {
+                Ok(hash) => Body::EcParityAck { hash },
+                Err(f) => Body::Failed(f),
+            },
             other => Body::Failed(Failure::Storage(format!(
                 "not a request: {}",
                 body_name(&other)
@@ -85,5 +104,9 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::Truncate { .. } => "Truncate",
         Body::TruncateAck => "TruncateAck",
         Body::Tree(_) => "Tree",
+        Body::EcFill { .. } => "EcFill",
+        Body::EcFilled { .. } => "EcFilled",
+        Body::EcParity { .. } => "EcParity",
+        Body::EcParityAck { .. } => "EcParityAck",
     }
 }

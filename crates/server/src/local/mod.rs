@@ -330,6 +330,46 @@ impl LocalCoordinator {
         Err(self.unconfigured(table))
     }
 
+    /// Runs `f` on table `table`'s store on a blocking thread (ELECT's steps read and
+    /// write whole tables and parity shards).
+    pub async fn with_store<T: Send + 'static>(
+        &self,
+        table: TableId,
+        f: impl FnOnce(&ReplicaStore) -> mosaic_lsm::Result<T> + Send + 'static,
+    ) -> Result<T, ErrorResponse> {
+        let slot = self.slot(table)?;
+        let guard = slot.db.clone().read_owned().await;
+        let name = slot.name.clone();
+        let result = tokio::task::spawn_blocking(move || match guard.as_ref() {
+            Some(store) => f(store).map_err(|e| tables::engine_error(&name, e)),
+            None => Err(ErrorResponse::new(
+                ErrorKind::Invalid,
+                format!("unconfigured table {name}"),
+            )),
+        })
+        .await;
+        result.unwrap_or_else(|e| {
+            Err(ErrorResponse::new(
+                ErrorKind::Server,
+                format!("storage task failed: {e}"),
+            ))
+        })
+    }
+
+    /// The `erasure-tiered` tables with their codes.
+    pub fn erasure_tables(&self) -> Vec<(TableId, mosaic_types::ErasureCode)> {
+        self.catalog()
+            .tables()
+            .filter(|t| t.params.layout == Layout::ErasureTiered)
+            .map(|t| {
+                (
+                    t.id,
+                    mosaic_types::ErasureCode::from_options(&t.params.layout_options),
+                )
+            })
+            .collect()
+    }
+
     fn unconfigured(&self, table: TableId) -> ErrorResponse {
         let name = self
             .catalog()

@@ -1,0 +1,206 @@
+//! ELECT's redundancy transitioning between nodes (§4.1.2–4.1.3): a data node's rounds of
+//! sending its coldest last-level tables to the leader parity node Eq. (1) names, and the
+//! leader's part — distribute each parity delta, commit the group's next ECMeta, answer.
+//! Storage does the durable steps ([`Store`]'s `ec_*` methods); see `docs/layouts.md`,
+//! "Erasure-tiered", for why a crash at any step leaves a decodable group.
+
+use mosaic_erasure::{EcMeta, Fill, Placement};
+use mosaic_types::HostId;
+
+use super::*;
+
+/// Tables one data node sends per table and round.
+const FILLS_PER_ROUND: usize = 4;
+
+impl Node {
+    /// This node's host id.
+    fn own_host_id(&self) -> HostId {
+        self.inner.membership.lock().own().app.host_id
+    }
+
+    /// The placement of coding groups over every node with tokens, live or not (so a node
+    /// that is merely down does not move parity), and each host's address.
+    fn ec_placement(
+        &self,
+        k: usize,
+        n: usize,
+    ) -> Result<(Placement, HashMap<HostId, Endpoint>), String> {
+        let ring = self.ring();
+        let hosts: HashMap<HostId, Endpoint> = self
+            .inner
+            .membership
+            .lock()
+            .states()
+            .filter(|s| ring.nodes().contains(&s.endpoint))
+            .map(|s| (s.app.host_id, s.endpoint))
+            .collect();
+        let placement = Placement::new(hosts.keys().copied(), k, n).map_err(|e| e.to_string())?;
+        Ok((placement, hosts))
+    }
+
+    /// Serves `EcFill` as the leader parity node of this node's group.
+    pub(super) async fn lead_fill(&self, table: TableKey, slot: u8, content: Vec<u8>) -> Body {
+        let store = &self.inner.store;
+        let Some((_, code)) = store.ec_tables().into_iter().find(|(t, _)| *t == table) else {
+            return Body::Failed(Failure::UnknownTable);
+        };
+        let (placement, hosts) = match self.ec_placement(code.k, code.n) {
+            Ok(p) => p,
+            Err(e) => return Body::Failed(Failure::Storage(e)),
+        };
+        let nodes = match placement.group(self.own_host_id()) {
+            Ok(g) => g,
+            Err(e) => return Body::Failed(Failure::Storage(e.to_string())),
+        };
+        let fill = match store.ec_prepare_fill(table, nodes, slot, content).await {
+            Ok(f) => f,
+            Err(f) => return Body::Failed(f),
+        };
+        let (group, from, to, deltas) = match fill {
+            Fill::Committed(meta) => {
+                return Body::EcFilled {
+                    meta: meta.encode(),
+                }
+            }
+            Fill::Pending {
+                group,
+                from,
+                to,
+                deltas,
+            } => (group, from, to, deltas),
+        };
+        let timeout = self.inner.config.repair_timeout_ms;
+        let mut hashes = Vec::with_capacity(deltas.len());
+        for (position, host, delta) in deltas {
+            let Some(&to_node) = hosts.get(&host) else {
+                return Body::Failed(Failure::Storage(format!("parity node {host} is unknown")));
+            };
+            let ask = Body::EcParity {
+                table,
+                group,
+                position,
+                from,
+                to,
+                delta,
+            };
+            match self.call_retrying(to_node, ask, timeout).await {
+                Some(Body::EcParityAck { hash }) => hashes.push((position, hash)),
+                Some(Body::Failed(f)) => return Body::Failed(f),
+                _ => {
+                    return Body::Failed(Failure::TimedOut(format!(
+                        "parity node {to_node} did not take its update"
+                    )))
+                }
+            }
+        }
+        match store.ec_commit_fill(table, group, hashes).await {
+            Ok(meta) => Body::EcFilled {
+                meta: meta.encode(),
+            },
+            Err(f) => Body::Failed(f),
+        }
+    }
+
+    /// One round of a data node: for every `erasure-tiered` table, the tables the α plan
+    /// asks to code are sent to their leaders and recorded as coded once committed.
+    /// Returns how many were coded.
+    pub async fn ec_round(&self) -> usize {
+        let store = &self.inner.store;
+        let me = self.own_host_id();
+        let mut coded = 0;
+        for (table, code) in store.ec_tables() {
+            let Some(rf) = store.replication_factor(table) else {
+                continue;
+            };
+            let (placement, hosts) = match self.ec_placement(code.k, code.n) {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::warn!(%table, error = %e, "erasure-tiered table not coded");
+                    continue;
+                }
+            };
+            let picks = match store.ec_pick(table, rf).await {
+                Ok(p) => p,
+                Err(f) => {
+                    tracing::warn!(%table, error = failure_text(&f), "choosing tables to code failed");
+                    continue;
+                }
+            };
+            for (id, content) in picks.into_iter().take(FILLS_PER_ROUND) {
+                match self
+                    .fill_one(table, &placement, &hosts, me, id, content)
+                    .await
+                {
+                    Ok(()) => coded += 1,
+                    Err(e) => {
+                        tracing::info!(%table, id, error = %e, "coding a table did not complete; it is retried next round");
+                        break;
+                    }
+                }
+            }
+        }
+        coded
+    }
+
+    async fn fill_one(
+        &self,
+        table: TableKey,
+        placement: &Placement,
+        hosts: &HashMap<HostId, Endpoint>,
+        me: HostId,
+        id: u64,
+        content: Vec<u8>,
+    ) -> Result<(), String> {
+        let store = &self.inner.store;
+        let seq = store
+            .ec_next_seq(table)
+            .await
+            .map_err(|f| failure_text(&f))?;
+        let (leader, slot) = placement.leader(me, seq).map_err(|e| e.to_string())?;
+        let to = *hosts.get(&leader).ok_or("leader unknown")?;
+        if !self.is_alive(to) {
+            return Err(format!("leader {to} is down"));
+        }
+        let ask = Body::EcFill {
+            table,
+            slot: slot as u8,
+            content,
+        };
+        let meta = match self
+            .call_timeout(to, ask, self.inner.config.repair_timeout_ms)
+            .await
+        {
+            Some(Body::EcFilled { meta }) => EcMeta::decode(&meta).map_err(|e| e.to_string())?,
+            Some(Body::Failed(f)) => return Err(failure_text(&f)),
+            _ => return Err(format!("no answer from leader {to}")),
+        };
+        store
+            .ec_mark_coded(table, id, slot as u8, meta)
+            .await
+            .map_err(|f| failure_text(&f))
+    }
+
+    /// Runs [`Node::ec_round`] every `interval_ms` until the node shuts down.
+    pub fn start_erasure_coding(&self, interval_ms: u64) {
+        if interval_ms == 0 {
+            return;
+        }
+        let node = self.downgrade();
+        let runtime = self.inner.runtime.clone();
+        self.inner.runtime.spawn(
+            async move {
+                loop {
+                    runtime.sleep(interval_ms).await;
+                    let Some(node) = node.upgrade() else {
+                        return;
+                    };
+                    if node.inner.stopped.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    node.ec_round().await;
+                }
+            }
+            .boxed(),
+        );
+    }
+}

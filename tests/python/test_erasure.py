@@ -1,0 +1,164 @@
+"""The erasure-tiered layout (ELECT) on a real cluster: tables coded across nodes.
+
+Three nodes with a (3, 2) code: every node is a data node of two groups and the leader of
+one. After enough data reaches the primary trees' last levels, each node's rounds send its
+coldest last-level tables to their leaders, which distribute parity; every committed group
+is checked on disk against the parity files it names (by SHA-256) and its data shards
+against the tables of their nodes, and the rows stay readable, across a restart of the
+whole cluster.
+"""
+
+import glob
+import hashlib
+import json
+import os
+import struct
+
+from cassandra import ConsistencyLevel as CL
+from cassandra.query import SimpleStatement
+
+from conftest import MosaicCluster, wait_until
+
+SETTINGS = (
+    "storage.memtable_size_bytes=65536",
+    "cluster.erasure_coding_interval_ms=300",
+)
+LAYOUT = "{'class': 'erasure-tiered', 'ec_k': '2', 'ec_n': '3', 'storage_saving_target': '0.4'}"
+
+
+def parse_ecmeta(data):
+    """The binary ECMeta (crates/erasure/src/meta.rs): header, n shards, crc32c."""
+    version, = struct.unpack_from("<B", data, 0)
+    assert version == 1
+    group = data[1:17]
+    epoch, k, n, stripe, coded_len = struct.unpack_from("<QBBIQ", data, 17)
+    off = 17 + 8 + 1 + 1 + 4 + 8
+    shards = []
+    for _ in range(n):
+        digest = data[off:off + 32]
+        size, = struct.unpack_from("<Q", data, off + 32)
+        node = data[off + 40:off + 56]
+        pos = data[off + 56]
+        shards.append({"hash": digest, "size": size, "node": node.hex(), "pos": pos})
+        off += 57
+    assert off + 4 == len(data)
+    return {"group": group.hex(), "epoch": epoch, "k": k, "n": n, "coded_len": coded_len, "shards": shards}
+
+
+def parity_content(data):
+    """The content of a parity file (crates/replica/src/parity.rs): header, bytes, crc."""
+    assert data[:4] == b"MPAR"
+    length, = struct.unpack_from("<Q", data, 14)
+    return data[22:22 + length]
+
+
+def table_dirs(c, i, ks):
+    return glob.glob(os.path.join(c.node_dir(i), "data", ks, "t-*"))
+
+
+def host_id(c, i):
+    return c.status(i)[c.endpoint(i)]["host_id"].replace("-", "")
+
+
+def stats(c, i, table):
+    for t in json.loads(c.http(i, "/stats"))["tables"]:
+        if t["table"] == table:
+            return t["stats"]
+    return None
+
+
+def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
+    c = MosaicCluster(3, SETTINGS)
+    try:
+        c.up()
+        s = c.session()
+        s.execute("CREATE KEYSPACE ec WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute(f"CREATE TABLE ec.t (k int PRIMARY KEY, v text) WITH layout = {LAYOUT}")
+        c.wait_schema_agreement()
+        row = s.execute("SELECT extensions FROM system_schema.tables WHERE keyspace_name = 'ec' AND table_name = 't'").one()
+        assert row.extensions["mosaic.layout"].decode() == \
+            "{'class': 'erasure-tiered', 'ec_k': '2', 'ec_n': '3', 'storage_saving_target': '0.4'}"
+        ins = s.prepare("INSERT INTO ec.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        rows = {k: f"{k}-" + "x" * 300 for k in range(6000)}
+        for k, v in rows.items():
+            s.execute(ins, (k, v))
+        c.mosaic("flush", "--host", c.admin(1))
+        c.mosaic("compact", "--host", c.admin(1))
+
+        def coded_everywhere():
+            st = [stats(c, i, "ec.t") for i in range(1, 4)]
+            return all(x and x["coded_bytes"] > 0 for x in st) and all(x["parity_bytes"] > 0 for x in st)
+
+        wait_until("every node to have coded tables and to hold parity", coded_everywhere, timeout=90)
+
+        # Every committed group names parity whose bytes are on disk as it says, and data
+        # shards that are (or were: compaction since may have replaced them, see
+        # docs/layouts.md) tables of their node's primary tree.
+        hosts = {host_id(c, i): i for i in range(1, 4)}
+        newest = {}
+        for i in range(1, 4):
+            for d in table_dirs(c, i, "ec"):
+                for ecm in glob.glob(os.path.join(d, "parity", "*.ecm")):
+                    with open(ecm, "rb") as f:
+                        meta = parse_ecmeta(f.read())
+                    # A data node keeps the group's ECMeta of its own fill; the leader the newest.
+                    if meta["epoch"] > newest.get(meta["group"], {"epoch": -1})["epoch"]:
+                        newest[meta["group"]] = meta
+        groups = len(newest)
+        live_shards = 0
+        for meta in newest.values():
+            for sh in meta["shards"]:
+                if sh["size"] == 0 and sh["pos"] < meta["k"]:
+                    continue  # an empty slot
+                holder = hosts[sh["node"]]
+                [hdir] = table_dirs(c, holder, "ec")
+                if sh["pos"] < meta["k"]:
+                    files = glob.glob(os.path.join(hdir, "primary", "*.sst"))
+                    digests = {hashlib.sha256(open(p, "rb").read()).digest() for p in files}
+                    live_shards += sh["hash"] in digests
+                    continue
+                par = os.path.join(hdir, "parity", f"{meta['group']}-{sh['pos']}.par")
+                with open(par, "rb") as f:
+                    data = f.read()
+                epoch, = struct.unpack_from("<Q", data, 5)
+                if epoch > meta["epoch"]:
+                    continue  # a fill of this group is under way
+                assert epoch == meta["epoch"], (par, epoch, meta["epoch"])
+                content = parity_content(data)
+                assert hashlib.sha256(content).digest() == sh["hash"], par
+                assert len(content) == meta["coded_len"]
+        assert groups > 0 and live_shards > 0, (groups, live_shards)
+
+        sel = SimpleStatement("SELECT k, v FROM ec.t", consistency_level=CL.ALL, fetch_size=1000)
+        assert {r.k: r.v for r in s.execute(sel)} == rows
+
+        c.stop(1, 2, 3)
+        c.restart()
+        s = c.session()
+        wait_until("coded tables and parity after a restart", coded_everywhere, timeout=90)
+        assert {r.k: r.v for r in s.execute(sel)} == rows
+    finally:
+        c.close()
+
+
+def test_too_few_nodes_for_the_code_leaves_the_table_replicated_and_says_why():
+    c = MosaicCluster(2, SETTINGS)
+    try:
+        c.up()
+        s = c.session()
+        s.execute("CREATE KEYSPACE few WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute("CREATE TABLE few.t (k int PRIMARY KEY, v text) WITH layout = 'erasure-tiered'")
+        c.wait_schema_agreement()
+        ins = s.prepare("INSERT INTO few.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        for k in range(2000):
+            s.execute(ins, (k, "y" * 200))
+        c.mosaic("flush", "--host", c.admin(1))
+        wait_until("the node to say why it does not code",
+                   lambda: "needs at least 6 nodes; the cluster has 2" in c.log_tail(1, 20000), timeout=30)
+        assert stats(c, 1, "few.t")["coded_bytes"] == 0
+        sel = SimpleStatement("SELECT count(*) FROM few.t", consistency_level=CL.ALL)
+        assert s.execute(sel).one()[0] == 2000
+    finally:
+        c.close()
