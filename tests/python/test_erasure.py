@@ -67,6 +67,48 @@ def stats(c, i, table):
     return None
 
 
+def check_groups(c, hosts):
+    """(groups, data shards found in their node's primary tree, data shards not found),
+    from each group's newest ECMeta; asserts every parity shard matches its ECMeta."""
+    newest = {}
+    for i in range(1, 4):
+        for d in table_dirs(c, i, "ec"):
+            for ecm in glob.glob(os.path.join(d, "parity", "*.ecm")):
+                with open(ecm, "rb") as f:
+                    meta = parse_ecmeta(f.read())
+                # A data node keeps the ECMeta of its own fill; the leader the newest.
+                if meta["epoch"] > newest.get(meta["group"], {"epoch": -1})["epoch"]:
+                    newest[meta["group"]] = meta
+    live = stale = 0
+    for meta in newest.values():
+        for sh in meta["shards"]:
+            if sh["size"] == 0 and sh["pos"] < meta["k"]:
+                continue  # an empty slot
+            holder = hosts[sh["node"]]
+            [hdir] = table_dirs(c, holder, "ec")
+            if sh["pos"] < meta["k"]:
+                digests = set()
+                for p in glob.glob(os.path.join(hdir, "primary", "*.sst")):
+                    with open(p, "rb") as f:
+                        digests.add(hashlib.sha256(f.read()).digest())
+                if sh["hash"] in digests:
+                    live += 1
+                else:
+                    stale += 1
+                continue
+            par = os.path.join(hdir, "parity", f"{meta['group']}-{sh['pos']}.par")
+            with open(par, "rb") as f:
+                data = f.read()
+            epoch, = struct.unpack_from("<Q", data, 5)
+            if epoch > meta["epoch"]:
+                continue  # a change of this group is under way
+            assert epoch == meta["epoch"], (par, epoch, meta["epoch"])
+            content = parity_content(data)
+            assert hashlib.sha256(content).digest() == sh["hash"], par
+            assert len(content) == meta["coded_len"]
+    return len(newest), live, stale
+
+
 def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
     c = MosaicCluster(3, SETTINGS)
     try:
@@ -92,44 +134,16 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
 
         wait_until("every node to have coded tables and to hold parity", coded_everywhere, timeout=90)
 
-        # Every committed group names parity whose bytes are on disk as it says, and data
-        # shards that are (or were: compaction since may have replaced them, see
-        # docs/layouts.md) tables of their node's primary tree.
+        # Every committed group names parity whose bytes are on disk as it says, and, once
+        # the rounds have emptied the slots of tables compaction replaced, data shards that
+        # are tables of their node's primary tree.
         hosts = {host_id(c, i): i for i in range(1, 4)}
-        newest = {}
-        for i in range(1, 4):
-            for d in table_dirs(c, i, "ec"):
-                for ecm in glob.glob(os.path.join(d, "parity", "*.ecm")):
-                    with open(ecm, "rb") as f:
-                        meta = parse_ecmeta(f.read())
-                    # A data node keeps the group's ECMeta of its own fill; the leader the newest.
-                    if meta["epoch"] > newest.get(meta["group"], {"epoch": -1})["epoch"]:
-                        newest[meta["group"]] = meta
-        groups = len(newest)
-        live_shards = 0
-        for meta in newest.values():
-            for sh in meta["shards"]:
-                if sh["size"] == 0 and sh["pos"] < meta["k"]:
-                    continue  # an empty slot
-                holder = hosts[sh["node"]]
-                [hdir] = table_dirs(c, holder, "ec")
-                if sh["pos"] < meta["k"]:
-                    files = glob.glob(os.path.join(hdir, "primary", "*.sst"))
-                    digests = {hashlib.sha256(open(p, "rb").read()).digest() for p in files}
-                    live_shards += sh["hash"] in digests
-                    continue
-                par = os.path.join(hdir, "parity", f"{meta['group']}-{sh['pos']}.par")
-                with open(par, "rb") as f:
-                    data = f.read()
-                epoch, = struct.unpack_from("<Q", data, 5)
-                if epoch > meta["epoch"]:
-                    continue  # a fill of this group is under way
-                assert epoch == meta["epoch"], (par, epoch, meta["epoch"])
-                content = parity_content(data)
-                assert hashlib.sha256(content).digest() == sh["hash"], par
-                assert len(content) == meta["coded_len"]
-        assert groups > 0 and live_shards > 0, (groups, live_shards)
 
+        def groups_consistent():
+            groups, live, stale = check_groups(c, hosts)
+            return groups > 0 and live > 0 and stale == 0
+
+        wait_until("every group's data slots to name live tables", groups_consistent, timeout=90)
         sel = SimpleStatement("SELECT k, v FROM ec.t", consistency_level=CL.ALL, fetch_size=1000)
         assert {r.k: r.v for r in s.execute(sel)} == rows
 

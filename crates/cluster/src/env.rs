@@ -6,7 +6,7 @@
 //! node never reaches anything else, which is what makes a simulated run replayable.
 
 use futures::future::BoxFuture;
-use mosaic_erasure::{EcMeta, Fill, Group, GroupId};
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
 use mosaic_rows::KeyRange;
 use mosaic_types::ErasureCode;
 
@@ -139,6 +139,27 @@ pub trait Store: Send + Sync + 'static {
         content: Vec<u8>,
     ) -> BoxFuture<'_, Result<Fill, Failure>> {
         let _ = (table, nodes, slot, content);
+        unsupported()
+    }
+    /// The data node's coded tables that compaction replaced, with their ghosts.
+    fn ec_replaced(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Replaced>, Failure>> {
+        let _ = table;
+        unsupported()
+    }
+    /// The leader's first step of emptying `slot` of `group` (its table was `old`).
+    fn ec_prepare_clear(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        slot: u8,
+        old: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Fill, Failure>> {
+        let _ = (table, group, slot, old);
+        unsupported()
+    }
+    /// The data node's table `id` no longer takes a slot: forget it and its ghost.
+    fn ec_cleared(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id);
         unsupported()
     }
     /// A parity node's step: applies a delta, returns the shard's new hash.

@@ -259,6 +259,18 @@ pub enum Body {
         /// The shard.
         content: Vec<u8>,
     },
+    /// ELECT: a data node asks the leader to empty slot `slot` of `group`, whose table
+    /// (`content`) compaction replaced.
+    EcClear {
+        /// The table.
+        table: TableKey,
+        /// The group.
+        group: [u8; 16],
+        /// The slot.
+        slot: u8,
+        /// The replaced table's content (the data node's ghost).
+        content: Vec<u8>,
+    },
     /// The group's committed ECMeta (binary form) naming the shard.
     EcFilled {
         /// `mosaic_erasure::EcMeta::encode`.

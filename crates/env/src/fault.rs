@@ -218,6 +218,10 @@ impl Fs for FaultyFs {
         self.inner.exists(path)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+
     fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
         self.inner.lock(path)
     }

@@ -62,6 +62,15 @@ pub trait Fs: Send + Sync + 'static {
     /// Takes an exclusive advisory lock on `path` (created if absent), held until the
     /// returned guard drops; fails if another process or handle holds it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>>;
+    /// Makes `to` a second name of the file `from` (a hard link: no bytes are copied, and
+    /// the content lives until both names are gone). The default refuses.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system has no hard links",
+        ))
+    }
 }
 
 /// Replaces `path` with `bytes` atomically and durably: `<path>.tmp` is written and synced,
@@ -259,6 +268,10 @@ impl Fs for RealFs {
 
     fn exists(&self, path: &Path) -> bool {
         path.exists()
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {

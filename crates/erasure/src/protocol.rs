@@ -25,3 +25,19 @@ pub enum Fill {
         deltas: Vec<(u8, HostId, Vec<u8>)>,
     },
 }
+
+/// A data node's coded table that compaction replaced: its slot must be emptied (or
+/// refilled) before its content, kept as a ghost, can go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replaced {
+    /// The table's id in the data node's primary tree.
+    pub id: u64,
+    /// Its group.
+    pub group: GroupId,
+    /// Its slot.
+    pub slot: u8,
+    /// The group's leader parity node.
+    pub leader: HostId,
+    /// The table's content (its ghost).
+    pub content: Vec<u8>,
+}

@@ -28,6 +28,9 @@ use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
 
 /// The data node's state file.
 pub const CODED_FILE: &str = "CODED";
+/// Where a data node keeps the content of tables it sent for coding (hard links: no
+/// copy while the table is live), until no group's slot names them.
+pub const GHOSTS_DIR: &str = "ghosts";
 
 /// One table of the primary tree that is a data shard of a coding group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,8 +142,90 @@ impl Elect {
         Ok(())
     }
 
-    /// Forgets table `id` as a data shard (compaction replaced it; see the note on
-    /// compaction in `docs/layouts.md`).
+    fn ghost_path(&self, id: u64) -> PathBuf {
+        self.dir.join(GHOSTS_DIR).join(format!("{id:06}.sst"))
+    }
+
+    /// Keeps table `id`'s file (`file`, in the primary tree) as a ghost and returns its
+    /// content: whatever compaction does to the table from now on, the bytes a group's
+    /// slot will name stay here until the slot no longer names them. `None` when the
+    /// table is already gone.
+    pub fn pin(&self, id: u64, file: &Path) -> Result<Option<Vec<u8>>> {
+        let dir = self.dir.join(GHOSTS_DIR);
+        let ghost = self.ghost_path(id);
+        if !self.fs.exists(&ghost) {
+            self.fs
+                .create_dir_all(&dir)
+                .map_err(|e| Error::io("creating directory", &dir, e))?;
+            match self.fs.hard_link(file, &ghost) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(Error::io("linking", &ghost, e)),
+            }
+            self.fs
+                .sync_dir(&dir)
+                .map_err(|e| Error::io("syncing directory", &dir, e))?;
+        }
+        self.fs
+            .read_all(&ghost)
+            .map(Some)
+            .map_err(|e| Error::io("reading", &ghost, e))
+    }
+
+    /// The content of ghost `id`, if kept.
+    pub fn ghost(&self, id: u64) -> Result<Option<Vec<u8>>> {
+        let ghost = self.ghost_path(id);
+        if !self.fs.exists(&ghost) {
+            return Ok(None);
+        }
+        self.fs
+            .read_all(&ghost)
+            .map(Some)
+            .map_err(|e| Error::io("reading", &ghost, e))
+    }
+
+    /// Deletes the ghosts of tables that are neither live (`live`) nor coded: sent for
+    /// coding by a round that did not complete, and replaced since.
+    pub fn sweep_ghosts(&self, live: &std::collections::HashSet<u64>) -> Result<()> {
+        let dir = self.dir.join(GHOSTS_DIR);
+        if !self.fs.exists(&dir) {
+            return Ok(());
+        }
+        let coded = self.coded();
+        for name in self
+            .fs
+            .list(&dir)
+            .map_err(|e| Error::io("listing", &dir, e))?
+        {
+            let Some(id) = name
+                .strip_suffix(".sst")
+                .and_then(|s| s.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if !live.contains(&id) && !coded.contains_key(&id) {
+                let path = dir.join(&name);
+                self.fs
+                    .remove(&path)
+                    .map_err(|e| Error::io("removing", &path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The slot of coded table `id` was emptied: forgets the table and deletes its ghost.
+    pub fn cleared(&self, id: u64) -> Result<()> {
+        self.forget_coded(&[id])?;
+        let ghost = self.ghost_path(id);
+        if self.fs.exists(&ghost) {
+            self.fs
+                .remove(&ghost)
+                .map_err(|e| Error::io("removing", &ghost, e))?;
+        }
+        Ok(())
+    }
+
+    /// Forgets tables as data shards.
     pub fn forget_coded(&self, ids: &[u64]) -> Result<()> {
         let mut data = self.data.lock();
         if !ids.iter().any(|id| data.coded.contains_key(id)) {
@@ -177,10 +262,9 @@ impl Elect {
         };
         let same_nodes = |m: &EcMeta| m.shards.iter().map(|s| s.node).eq(nodes.nodes());
         let intents = self.parity.intents()?;
-        if let Some(intent) = intents
-            .iter()
-            .find(|i| i.slot == slot && EcMeta::content_hash(&i.content) == hash)
-        {
+        if let Some(intent) = intents.iter().find(|i| {
+            i.slot == slot && i.old.is_empty() && EcMeta::content_hash(&i.content) == hash
+        }) {
             return self.pending(&codec, intent);
         }
         let mut base = None;
@@ -236,7 +320,56 @@ impl Elect {
             group: base.group,
             base,
             slot,
+            old: Vec::new(),
             content,
+        };
+        self.parity.record_intent(&intent)?;
+        self.pending(&codec, &intent)
+    }
+
+    /// The leader's first step of emptying `slot` of `group`, whose table (`old`, kept by
+    /// the data node as a ghost) compaction replaced: a slot that no longer holds `old` is
+    /// answered at once; an interrupted emptying resumes; a group with another change under
+    /// way is refused (the data node retries next round).
+    pub fn prepare_clear(&self, group: &GroupId, slot: u8, old: Vec<u8>) -> Result<Fill> {
+        let _leading = self.leading.lock();
+        let meta = self
+            .parity
+            .meta(group)?
+            .ok_or_else(|| Error::InvalidArgument("no such coding group here".into()))?;
+        let codec = meta
+            .codec()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        let hash = EcMeta::content_hash(&old);
+        if let Some(intent) = self
+            .parity
+            .intents()?
+            .into_iter()
+            .find(|i| i.group == *group)
+        {
+            if intent.slot == slot
+                && intent.content.is_empty()
+                && EcMeta::content_hash(&intent.old) == hash
+            {
+                return self.pending(&codec, &intent);
+            }
+            return Err(Error::InvalidArgument(
+                "the coding group has another change under way".into(),
+            ));
+        }
+        let holds = meta
+            .shards
+            .get(usize::from(slot))
+            .is_some_and(|s| s.hash == hash && s.size == old.len() as u64);
+        if !holds {
+            return Ok(Fill::Committed(meta));
+        }
+        let intent = FillIntent {
+            group: *group,
+            base: meta,
+            slot,
+            old,
+            content: Vec::new(),
         };
         self.parity.record_intent(&intent)?;
         self.pending(&codec, &intent)
@@ -244,7 +377,7 @@ impl Elect {
 
     fn pending(&self, codec: &Codec, intent: &FillIntent) -> Result<Fill> {
         let deltas = codec
-            .parity_delta(usize::from(intent.slot), &[], &intent.content)
+            .parity_delta(usize::from(intent.slot), &intent.old, &intent.content)
             .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         let k = usize::from(intent.base.k);
         Ok(Fill::Pending {
@@ -304,7 +437,12 @@ impl Elect {
             .max(Codec::coded_len(intent.content.len()) as u64);
         let slot = usize::from(intent.slot);
         if let Some(s) = meta.shards.get_mut(slot) {
-            s.hash = EcMeta::content_hash(&intent.content);
+            // An emptied slot is all zeros: no content, no hash.
+            s.hash = if intent.content.is_empty() {
+                [0; 32]
+            } else {
+                EcMeta::content_hash(&intent.content)
+            };
             s.size = size;
         }
         let k = usize::from(meta.k);
@@ -464,6 +602,87 @@ mod tests {
         for (slot, content) in contents.iter().enumerate() {
             assert!(meta.verify(slot, content));
         }
+    }
+
+    #[test]
+    fn emptying_a_replaced_tables_slot_leaves_the_parity_of_the_others_and_the_slot_reusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let nodes = Group {
+            data: vec![host(0), host(1)],
+            parity: vec![host(2)],
+        };
+        let run = |fill: Fill| -> EcMeta {
+            match fill {
+                Fill::Committed(meta) => meta,
+                Fill::Pending {
+                    group,
+                    from,
+                    to,
+                    deltas,
+                } => {
+                    let hashes: Vec<_> = deltas
+                        .iter()
+                        .map(|(p, _, d)| {
+                            (*p, leader.apply_parity(&group, *p, from, to, d).unwrap())
+                        })
+                        .collect();
+                    leader.commit_fill(&group, &hashes).unwrap()
+                }
+            }
+        };
+        let a = vec![3u8; 700];
+        let b = vec![5u8; 400];
+        let c = vec![9u8; 500];
+        run(leader.prepare_fill(&nodes, 0, a.clone()).unwrap());
+        let meta = run(leader.prepare_fill(&nodes, 1, b.clone()).unwrap());
+        // a was compacted away: its slot is emptied with a's content from the ghost.
+        let parity_now = || {
+            leader
+                .parity()
+                .shard(&meta.group, 2)
+                .unwrap()
+                .unwrap()
+                .bytes
+        };
+        let cleared = run(leader.prepare_clear(&meta.group, 0, a.clone()).unwrap());
+        assert_eq!(cleared.epoch, meta.epoch + 1);
+        assert_eq!(
+            (cleared.shards[0].size, cleared.shards[0].hash),
+            (0, [0; 32])
+        );
+        let parity = parity_now();
+        let only_b = Codec::new(2, 3).unwrap().encode(&[&[], &b]).unwrap();
+        assert_eq!(&parity[..only_b[0].len()], &only_b[0][..]);
+        assert!(parity[only_b[0].len()..].iter().all(|&x| x == 0));
+        // Asked again (a lost answer), the clear is answered at once.
+        assert!(matches!(
+            leader.prepare_clear(&meta.group, 0, a.clone()).unwrap(),
+            Fill::Committed(m) if m == cleared
+        ));
+        // The emptied slot takes the node's next table.
+        let refilled = run(leader.prepare_fill(&nodes, 0, c.clone()).unwrap());
+        assert_eq!(refilled.group, meta.group);
+        assert!(refilled.verify(0, &c) && refilled.verify(1, &b));
+        let parity = parity_now();
+        assert!(refilled.verify(2, &parity));
+        let fresh = Codec::new(2, 3).unwrap().encode(&[&c, &b]).unwrap();
+        assert_eq!(&parity[..fresh[0].len()], &fresh[0][..]);
+    }
+
+    #[test]
+    fn ghosts_keep_a_pinned_tables_bytes_after_its_file_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let file = dir.path().join("000007.sst");
+        std::fs::write(&file, b"table bytes").unwrap();
+        assert_eq!(e.pin(7, &file).unwrap().unwrap(), b"table bytes");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(e.ghost(7).unwrap().unwrap(), b"table bytes");
+        assert_eq!(e.pin(8, &dir.path().join("000008.sst")).unwrap(), None);
+        // Neither live nor coded: swept.
+        e.sweep_ghosts(&std::collections::HashSet::new()).unwrap();
+        assert_eq!(e.ghost(7).unwrap(), None);
     }
 
     #[test]

@@ -294,19 +294,22 @@ impl ParityStore {
     }
 }
 
-/// A leader's durable record of filling one slot of a group: kept from before the first
-/// parity update until the group's next ECMeta is committed, so a leader that crashed in
-/// between finishes the change after restarting (its deltas are recomputed from `content`;
-/// parity nodes that already applied them say so).
+/// A leader's durable record of changing one slot of a group (filling it, or emptying it
+/// when compaction replaced its table): kept from before the first parity update until the
+/// group's next ECMeta is committed, so a leader that crashed in between finishes the
+/// change after restarting (its deltas are recomputed from `old` and `content`; parity
+/// nodes that already applied them say so).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FillIntent {
     /// The group.
     pub group: GroupId,
     /// The group as it was (epoch `from`), with the nodes of every position.
     pub base: EcMeta,
-    /// The slot being filled.
+    /// The slot being changed.
     pub slot: u8,
-    /// The new content of the slot (the data node's SSTable).
+    /// The slot's content before (empty: it was empty).
+    pub old: Vec<u8>,
+    /// The slot's content after (the data node's SSTable; empty: the slot is emptied).
     pub content: Vec<u8>,
 }
 
@@ -317,6 +320,8 @@ impl FillIntent {
         out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
         out.extend_from_slice(&meta);
         out.push(self.slot);
+        out.extend_from_slice(&(self.old.len() as u64).to_le_bytes());
+        out.extend_from_slice(&self.old);
         out.extend_from_slice(&self.content);
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -337,17 +342,26 @@ impl FillIntent {
             .split_at_checked(u32::from_le_bytes(*len) as usize)
             .ok_or("intent shorter than its ECMeta")?;
         let base = EcMeta::decode(meta).map_err(|e| e.to_string())?;
-        let (&slot, content) = rest.split_first().ok_or("intent without a slot")?;
+        let (&slot, rest) = rest.split_first().ok_or("intent without a slot")?;
         if slot >= base.k {
             return Err(format!(
                 "intent for slot {slot} of a group of {} data shards",
                 base.k
             ));
         }
+        let (old_len, rest) = rest
+            .split_first_chunk::<8>()
+            .ok_or("intent without its old length")?;
+        let old_len =
+            usize::try_from(u64::from_le_bytes(*old_len)).map_err(|_| "old length too large")?;
+        let (old, content) = rest
+            .split_at_checked(old_len)
+            .ok_or("intent shorter than its old content")?;
         Ok(FillIntent {
             group: base.group,
             base,
             slot,
+            old: old.to_vec(),
             content: content.to_vec(),
         })
     }

@@ -331,11 +331,48 @@ impl ReplicaStore {
             .into_iter()
             .take(limit)
         {
-            match primary.read_table_file(c.id) {
-                Ok(bytes) => out.push((c.id, bytes)),
-                // Compacted away since the listing: the next round picks again.
-                Err(Error::InvalidArgument(_)) => {}
-                Err(e) => return Err(e),
+            // Compacted away since the listing: the next round picks again.
+            if let Some(bytes) = elect.pin(c.id, &primary.table_file_path(c.id))? {
+                out.push((c.id, bytes));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The coded tables of the primary tree that compaction replaced, with their ghosts'
+    /// content: their slots are to be emptied. A table without a ghost (lost with a disk)
+    /// is logged by the caller's next steps as unclearable and forgotten.
+    pub fn ec_replaced(&self) -> Result<Vec<mosaic_erasure::Replaced>> {
+        let (Engines::ErasureTiered(_, elect), Some(primary)) = (&self.engines, self.primary())
+        else {
+            return Ok(Vec::new());
+        };
+        let live: std::collections::HashSet<u64> = primary
+            .levels()
+            .iter()
+            .flat_map(|l| &l.tables)
+            .map(|t| t.id)
+            .collect();
+        let mut out = Vec::new();
+        for (id, c) in elect.coded() {
+            if live.contains(&id) {
+                continue;
+            }
+            let leader = elect
+                .parity()
+                .meta(&c.group)?
+                .and_then(|m| m.shards.get(usize::from(m.k)).map(|s| s.node));
+            match (leader, elect.ghost(id)?) {
+                (Some(leader), Some(content)) => out.push(mosaic_erasure::Replaced {
+                    id,
+                    group: c.group,
+                    slot: c.slot,
+                    leader,
+                    content,
+                }),
+                // Nothing to clear the slot with: the group keeps the stale slot (still
+                // decodable from its other shards) and the node forgets the table.
+                _ => elect.forget_coded(&[id])?,
             }
         }
         Ok(out)

@@ -30,7 +30,7 @@ use mosaic_cql::coordinator::{
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
 use mosaic_cql::schema::{Catalog, TableId, Uuid};
-use mosaic_erasure::{EcMeta, Fill, Group, GroupId};
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
 use mosaic_replica::elect::Elect;
 use mosaic_replica::{ReplicaStore, Role, SourceId};
 use mosaic_rows::KeyRange;
@@ -324,6 +324,24 @@ impl Store for LocalStore {
         content: Vec<u8>,
     ) -> BoxFuture<'_, Result<Fill, Failure>> {
         self.on_elect(table, move |_, e| e?.prepare_fill(&nodes, slot, content))
+    }
+
+    fn ec_replaced(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Replaced>, Failure>> {
+        self.on_elect(table, |s, _| s.ec_replaced())
+    }
+
+    fn ec_prepare_clear(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        slot: u8,
+        old: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Fill, Failure>> {
+        self.on_elect(table, move |_, e| e?.prepare_clear(&group, slot, old))
+    }
+
+    fn ec_cleared(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |_, e| e?.cleared(id))
     }
 
     fn ec_apply_parity(

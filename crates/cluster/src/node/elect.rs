@@ -44,7 +44,7 @@ impl Node {
         let Some((_, code)) = store.ec_tables().into_iter().find(|(t, _)| *t == table) else {
             return Body::Failed(Failure::UnknownTable);
         };
-        let (placement, hosts) = match self.ec_placement(code.k, code.n) {
+        let (placement, _) = match self.ec_placement(code.k, code.n) {
             Ok(p) => p,
             Err(e) => return Body::Failed(Failure::Storage(e)),
         };
@@ -52,9 +52,24 @@ impl Node {
             Ok(g) => g,
             Err(e) => return Body::Failed(Failure::Storage(e.to_string())),
         };
-        let fill = match store.ec_prepare_fill(table, nodes, slot, content).await {
+        let fill = store.ec_prepare_fill(table, nodes, slot, content).await;
+        self.finish_fill(table, fill).await
+    }
+
+    /// The leader's rest of a slot change `fill` prepared: each parity node's delta, then
+    /// the commit; answers with the committed ECMeta.
+    pub(super) async fn finish_fill(&self, table: TableKey, fill: Result<Fill, Failure>) -> Body {
+        let store = &self.inner.store;
+        let fill = match fill {
             Ok(f) => f,
             Err(f) => return Body::Failed(f),
+        };
+        let Some((_, code)) = store.ec_tables().into_iter().find(|(t, _)| *t == table) else {
+            return Body::Failed(Failure::UnknownTable);
+        };
+        let hosts = match self.ec_placement(code.k, code.n) {
+            Ok((_, hosts)) => hosts,
+            Err(e) => return Body::Failed(Failure::Storage(e)),
         };
         let (group, from, to, deltas) = match fill {
             Fill::Committed(meta) => {
@@ -119,6 +134,20 @@ impl Node {
                     continue;
                 }
             };
+            // First the slots of coded tables that compaction replaced (their ghosts go once
+            // the slot is empty), then new fills.
+            match store.ec_replaced(table).await {
+                Ok(replaced) => {
+                    for r in replaced {
+                        if let Err(e) = self.clear_one(table, &hosts, r).await {
+                            tracing::info!(%table, error = %e, "emptying a replaced table's slot did not complete; it is retried next round");
+                        }
+                    }
+                }
+                Err(f) => {
+                    tracing::warn!(%table, error = failure_text(&f), "listing replaced coded tables failed");
+                }
+            }
             let picks = match store.ec_pick(table, rf).await {
                 Ok(p) => p,
                 Err(f) => {
@@ -176,6 +205,34 @@ impl Node {
         };
         store
             .ec_mark_coded(table, id, slot as u8, meta)
+            .await
+            .map_err(|f| failure_text(&f))
+    }
+
+    async fn clear_one(
+        &self,
+        table: TableKey,
+        hosts: &HashMap<HostId, Endpoint>,
+        r: mosaic_erasure::Replaced,
+    ) -> Result<(), String> {
+        let to = *hosts.get(&r.leader).ok_or("leader unknown")?;
+        let ask = Body::EcClear {
+            table,
+            group: r.group,
+            slot: r.slot,
+            content: r.content,
+        };
+        match self
+            .call_timeout(to, ask, self.inner.config.repair_timeout_ms)
+            .await
+        {
+            Some(Body::EcFilled { .. }) => {}
+            Some(Body::Failed(f)) => return Err(failure_text(&f)),
+            _ => return Err(format!("no answer from leader {to}")),
+        }
+        self.inner
+            .store
+            .ec_cleared(table, r.id)
             .await
             .map_err(|f| failure_text(&f))
     }

@@ -379,6 +379,7 @@ impl Node {
             | Body::SchemaPush(_)
             | Body::TreeRequest { .. }
             | Body::EcFill { .. }
+            | Body::EcClear { .. }
             | Body::EcParity { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {

@@ -65,6 +65,15 @@ impl Node {
                 slot,
                 content,
             } => self.lead_fill(table, slot, content).await,
+            Body::EcClear {
+                table,
+                group,
+                slot,
+                content,
+            } => {
+                let fill = store.ec_prepare_clear(table, group, slot, content).await;
+                self.finish_fill(table, fill).await
+            }
             Body::EcParity {
                 table,
                 group,
@@ -106,6 +115,7 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::Tree(_) => "Tree",
         Body::EcFill { .. } => "EcFill",
         Body::EcFilled { .. } => "EcFilled",
+        Body::EcClear { .. } => "EcClear",
         Body::EcParity { .. } => "EcParity",
         Body::EcParityAck { .. } => "EcParityAck",
     }

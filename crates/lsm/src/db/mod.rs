@@ -439,24 +439,9 @@ impl Db {
             .collect()
     }
 
-    /// The whole file of live local table `id` (e.g. to send it as an erasure-coding
-    /// shard). The table is held open while it is read, so compaction cannot delete it
-    /// midway; a table that is not live, or lives in the cold tier, is an error.
-    pub fn read_table_file(&self, id: u64) -> Result<Vec<u8>> {
-        let version = self.inner.state.lock().version.clone();
-        let table = version
-            .all_tables()
-            .find(|t| t.meta().id == id)
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument(format!("no live table {id}")))?;
-        if !table.meta().location.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "table {id} lives in the cold tier"
-            )));
-        }
-        let len = usize::try_from(table.meta().size_bytes)
-            .map_err(|_| Error::InvalidArgument(format!("table {id} is too large")))?;
-        table.reader().read_raw(0, len)
+    /// The local file of table `id` (whether or not it is live).
+    pub fn table_file_path(&self, id: u64) -> PathBuf {
+        self.inner.dir.join(crate::version::table_file_name(id))
     }
 
     /// Bytes held by the memtables (active and frozen).
