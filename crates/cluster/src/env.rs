@@ -6,9 +6,10 @@
 //! node never reaches anything else, which is what makes a simulated run replayable.
 
 use futures::future::BoxFuture;
+pub use mosaic_erasure::Unanswered;
 use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
 use mosaic_rows::KeyRange;
-use mosaic_types::ErasureCode;
+use mosaic_types::{ErasureCode, HostId};
 
 use crate::message::{Envelope, Failure, SchemaSnapshot, TableKey, Tag, WireMutation};
 use crate::Endpoint;
@@ -141,6 +142,27 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, nodes, slot, content);
         unsupported()
     }
+    /// Records, before sending, that the data node's table `id` goes to `leader` for `slot`.
+    fn ec_note_sent(
+        &self,
+        table: TableKey,
+        id: u64,
+        slot: u8,
+        leader: HostId,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id, slot, leader);
+        unsupported()
+    }
+    /// Tables sent for coding without an answer yet: `(id, slot, leader, content)`.
+    fn ec_unanswered(&self, table: TableKey) -> BoxFuture<'_, Result<Unanswered, Failure>> {
+        let _ = table;
+        unsupported()
+    }
+    /// Offloads what the α plan asks for to the cold tier; returns the bytes moved.
+    fn ec_offload(&self, table: TableKey, rf: usize) -> BoxFuture<'_, Result<u64, Failure>> {
+        let _ = (table, rf);
+        unsupported()
+    }
     /// The data node's coded tables that compaction replaced, with their ghosts.
     fn ec_replaced(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Replaced>, Failure>> {
         let _ = table;
@@ -155,6 +177,15 @@ pub trait Store: Send + Sync + 'static {
         old: Vec<u8>,
     ) -> BoxFuture<'_, Result<Fill, Failure>> {
         let _ = (table, group, slot, old);
+        unsupported()
+    }
+    /// The leader's plan to finish the change under way on `group`, if any.
+    fn ec_resume(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<Option<Fill>, Failure>> {
+        let _ = (table, group);
         unsupported()
     }
     /// The data node's table `id` no longer takes a slot: forget it and its ghost.

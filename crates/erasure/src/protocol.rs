@@ -41,3 +41,7 @@ pub struct Replaced {
     /// The table's content (its ghost).
     pub content: Vec<u8>,
 }
+
+/// Tables a data node sent for coding without an answer yet: `(table id, slot, leader,
+/// content)`.
+pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;

@@ -99,6 +99,9 @@ pub trait TableStore: Send + Sync + 'static {
     /// Opens the data at `location` for random reads.
     fn open(&self, location: &str) -> io::Result<Arc<dyn RandomAccessFile>>;
 
+    /// Stores `bytes` at `location` (replacing what is there), durably once it returns.
+    fn put(&self, location: &str, bytes: &[u8]) -> io::Result<()>;
+
     /// Deletes the data at `location`, once no version of the engine references it; a
     /// missing object is not an error.
     fn remove(&self, location: &str) -> io::Result<()>;

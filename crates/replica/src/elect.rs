@@ -22,6 +22,7 @@ use mosaic_erasure::meta::ShardMeta;
 use mosaic_erasure::placement::Group;
 use mosaic_erasure::{Codec, EcMeta, Fill};
 use mosaic_lsm::{Error, Fs, Result};
+use mosaic_types::HostId;
 use parking_lot::Mutex;
 
 use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
@@ -50,6 +51,10 @@ struct DataState {
     /// ELECT's Q: tables this node has sent for coding.
     seq: u64,
     coded: BTreeMap<u64, CodedTable>,
+    /// Tables sent for coding without a committed answer yet: `(slot, leader)`. They are
+    /// sent again (from their ghosts) until answered, so a leader's half-done change is
+    /// always finished and a group never names a table its node does not know it gave.
+    pending: BTreeMap<u64, (u8, HostId)>,
 }
 
 /// A node's coding state of one `erasure-tiered` table (see the module doc).
@@ -71,9 +76,23 @@ impl std::fmt::Debug for Elect {
 }
 
 impl Elect {
-    /// Opens the state in the table directory `dir`.
-    pub(crate) fn open(fs: Arc<dyn Fs>, dir: &Path) -> Result<Elect> {
-        let parity = ParityStore::open(fs.clone(), dir.join(PARITY_DIR))?;
+    /// Opens the state in the table directory `dir`; parity is offloaded to `cold`, under
+    /// the table directory's last two components (keyspace and table).
+    pub(crate) fn open(
+        fs: Arc<dyn Fs>,
+        dir: &Path,
+        cold: Option<Arc<dyn mosaic_lsm::TableStore>>,
+    ) -> Result<Elect> {
+        let mut parity = ParityStore::open(fs.clone(), dir.join(PARITY_DIR))?;
+        if let Some(cold) = cold {
+            let name = |p: Option<&Path>| {
+                p.and_then(Path::file_name)
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            };
+            let prefix = format!("{}/{}/{PARITY_DIR}", name(dir.parent()), name(Some(dir)));
+            parity = parity.with_cold_tier(cold, prefix)?;
+        }
         let path = dir.join(CODED_FILE);
         let data = if fs.exists(&path) {
             let bytes = fs
@@ -114,6 +133,40 @@ impl Elect {
         Ok(data.seq - 1)
     }
 
+    /// Records that table `id` is being sent to `leader` for `slot` (before it is sent).
+    pub fn note_sent(&self, id: u64, slot: u8, leader: HostId) -> Result<()> {
+        let mut data = self.data.lock();
+        let mut next = data.clone();
+        next.pending.insert(id, (slot, leader));
+        self.save(&next)?;
+        *data = next;
+        Ok(())
+    }
+
+    /// Tables sent for coding and not yet answered: `(id, slot, leader, content)` from
+    /// their ghosts. One whose ghost is gone (it cannot be sent again) is forgotten.
+    pub fn unanswered(&self) -> Result<mosaic_erasure::Unanswered> {
+        let pending = self.data.lock().pending.clone();
+        let mut out = Vec::new();
+        let mut lost = Vec::new();
+        for (id, (slot, leader)) in pending {
+            match self.ghost(id)? {
+                Some(content) => out.push((id, slot, leader, content)),
+                None => lost.push(id),
+            }
+        }
+        if !lost.is_empty() {
+            let mut data = self.data.lock();
+            let mut next = data.clone();
+            for id in lost {
+                next.pending.remove(&id);
+            }
+            self.save(&next)?;
+            *data = next;
+        }
+        Ok(out)
+    }
+
     /// The primary tree's tables that are data shards, by table id.
     pub fn coded(&self) -> BTreeMap<u64, CodedTable> {
         self.data.lock().coded.clone()
@@ -128,6 +181,7 @@ impl Elect {
         })?;
         let mut data = self.data.lock();
         let mut next = data.clone();
+        next.pending.remove(&id);
         next.coded.insert(
             id,
             CodedTable {
@@ -184,14 +238,17 @@ impl Elect {
             .map_err(|e| Error::io("reading", &ghost, e))
     }
 
-    /// Deletes the ghosts of tables that are neither live (`live`) nor coded: sent for
-    /// coding by a round that did not complete, and replaced since.
+    /// Deletes the ghosts of tables that are neither live (`live`), coded, nor waiting
+    /// for an answer: pinned by a round that did not send them, and replaced since.
     pub fn sweep_ghosts(&self, live: &std::collections::HashSet<u64>) -> Result<()> {
         let dir = self.dir.join(GHOSTS_DIR);
         if !self.fs.exists(&dir) {
             return Ok(());
         }
-        let coded = self.coded();
+        let (coded, pending) = {
+            let data = self.data.lock();
+            (data.coded.clone(), data.pending.clone())
+        };
         for name in self
             .fs
             .list(&dir)
@@ -203,7 +260,7 @@ impl Elect {
             else {
                 continue;
             };
-            if !live.contains(&id) && !coded.contains_key(&id) {
+            if !live.contains(&id) && !coded.contains_key(&id) && !pending.contains_key(&id) {
                 let path = dir.join(&name);
                 self.fs
                     .remove(&path)
@@ -395,6 +452,25 @@ impl Elect {
         })
     }
 
+    /// The leader's plan to finish the change under way on `group`, if any (so a change
+    /// whose requester went away does not block the group).
+    pub fn resume(&self, group: &GroupId) -> Result<Option<Fill>> {
+        let _leading = self.leading.lock();
+        let Some(intent) = self
+            .parity
+            .intents()?
+            .into_iter()
+            .find(|i| i.group == *group)
+        else {
+            return Ok(None);
+        };
+        let codec = intent
+            .base
+            .codec()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        self.pending(&codec, &intent).map(Some)
+    }
+
     /// A parity node's step: applies `delta` to its shard at `position` of `group`, and
     /// returns the SHA-256 of the shard at epoch `to`.
     pub fn apply_parity(
@@ -463,6 +539,10 @@ impl Elect {
 
 fn encode_state(state: &DataState) -> Vec<u8> {
     let mut text = format!("mosaic-coded 1\nseq {}\n", state.seq);
+    for (id, (slot, leader)) in &state.pending {
+        let leader: String = leader.0.iter().map(|b| format!("{b:02x}")).collect();
+        text.push_str(&format!("pending {id} {slot} {leader}\n"));
+    }
     for (id, c) in &state.coded {
         let group: String = c.group.iter().map(|b| format!("{b:02x}")).collect();
         text.push_str(&format!(
@@ -501,7 +581,21 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
         .and_then(|s| s.parse().ok())
         .ok_or("bad seq line")?;
     let mut coded = BTreeMap::new();
+    let mut pending = BTreeMap::new();
     for line in lines {
+        if let Some(rest) = line.strip_prefix("pending ") {
+            let f: Vec<&str> = rest.split(' ').collect();
+            let parse = || -> Option<(u64, (u8, HostId))> {
+                let [id, slot, leader] = f.as_slice() else {
+                    return None;
+                };
+                let leader = HostId(crate::parity::parse_group(leader)?);
+                Some((id.parse().ok()?, (slot.parse().ok()?, leader)))
+            };
+            let (id, p) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
+            pending.insert(id, p);
+            continue;
+        }
         let f: Vec<&str> = line.split(' ').collect();
         let parse = || -> Option<(u64, CodedTable)> {
             let [id, group, slot, epoch, bytes] = f.as_slice() else {
@@ -521,7 +615,11 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
         let (id, c) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
         coded.insert(id, c);
     }
-    Ok(DataState { seq, coded })
+    Ok(DataState {
+        seq,
+        coded,
+        pending,
+    })
 }
 
 #[cfg(test)]
@@ -540,8 +638,8 @@ mod tests {
     fn fills_from_k_nodes_make_the_parity_a_fresh_encode_would() {
         let dir = tempfile::tempdir().unwrap();
         // One process plays the leader (host 3) and the other parity node (host 4).
-        let leader = Elect::open(Arc::new(RealFs), &dir.path().join("leader")).unwrap();
-        let other = Elect::open(Arc::new(RealFs), &dir.path().join("other")).unwrap();
+        let leader = Elect::open(Arc::new(RealFs), &dir.path().join("leader"), None).unwrap();
+        let other = Elect::open(Arc::new(RealFs), &dir.path().join("other"), None).unwrap();
         let nodes = Group {
             data: vec![host(0), host(1), host(2)],
             parity: vec![host(3), host(4)],
@@ -607,7 +705,7 @@ mod tests {
     #[test]
     fn emptying_a_replaced_tables_slot_leaves_the_parity_of_the_others_and_the_slot_reusable() {
         let dir = tempfile::tempdir().unwrap();
-        let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let leader = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
         let nodes = Group {
             data: vec![host(0), host(1)],
             parity: vec![host(2)],
@@ -673,7 +771,7 @@ mod tests {
     #[test]
     fn ghosts_keep_a_pinned_tables_bytes_after_its_file_is_deleted() {
         let dir = tempfile::tempdir().unwrap();
-        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let e = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
         let file = dir.path().join("000007.sst");
         std::fs::write(&file, b"table bytes").unwrap();
         assert_eq!(e.pin(7, &file).unwrap().unwrap(), b"table bytes");
@@ -694,7 +792,7 @@ mod tests {
         };
         let content = vec![7u8; 1000];
         let first = {
-            let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+            let leader = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
             let Fill::Pending { group, deltas, .. } =
                 leader.prepare_fill(&nodes, 1, content.clone()).unwrap()
             else {
@@ -705,7 +803,7 @@ mod tests {
             leader.apply_parity(&group, *pos, 0, 1, d).unwrap();
             group
         };
-        let leader = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let leader = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
         assert_eq!(leader.parity().intents().unwrap().len(), 1);
         let Fill::Pending {
             group,
@@ -728,7 +826,7 @@ mod tests {
     #[test]
     fn the_data_state_survives_reopen_and_damage_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let e = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
         assert_eq!(e.next_seq().unwrap(), 0);
         assert_eq!(e.next_seq().unwrap(), 1);
         let meta = EcMeta {
@@ -755,7 +853,7 @@ mod tests {
         };
         e.mark_coded(42, 0, &meta).unwrap();
         drop(e);
-        let e = Elect::open(Arc::new(RealFs), dir.path()).unwrap();
+        let e = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
         assert_eq!(e.next_seq().unwrap(), 2);
         assert_eq!(
             e.coded()[&42],
@@ -772,6 +870,6 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[5] ^= 1;
         std::fs::write(&path, bytes).unwrap();
-        assert!(Elect::open(Arc::new(RealFs), dir.path()).is_err());
+        assert!(Elect::open(Arc::new(RealFs), dir.path(), None).is_err());
     }
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mosaic_erasure::EcMeta;
-use mosaic_lsm::{Error, Fs, Result};
+use mosaic_lsm::{Error, Fs, Result, TableStore};
 use parking_lot::Mutex;
 
 /// The parity directory's name under a table's directory.
@@ -57,6 +57,8 @@ pub enum Applied {
 pub struct ParityStore {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
+    /// The cold tier shards are offloaded to, and the prefix of their locations there.
+    cold: Option<(Arc<dyn TableStore>, String)>,
     /// One change at a time: a read-modify-write of a shard must not interleave with another.
     lock: Mutex<()>,
 }
@@ -102,11 +104,133 @@ impl ParityStore {
                     .map_err(|e| Error::io("removing", &path, e))?;
             }
         }
-        Ok(ParityStore {
+        let store = ParityStore {
             fs,
             dir,
+            cold: None,
             lock: Mutex::new(()),
-        })
+        };
+        Ok(store)
+    }
+
+    /// Offloads to (and reads offloaded shards from) `cold`, naming objects under
+    /// `prefix`. A shard both local and offloaded (a crash after an update brought it back
+    /// but before its stub was removed) is local: the stub and object are removed here.
+    pub fn with_cold_tier(mut self, cold: Arc<dyn TableStore>, prefix: String) -> Result<Self> {
+        self.cold = Some((cold, prefix));
+        for name in self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+        {
+            if let Some(stem) = name.strip_suffix(".cold") {
+                if self.fs.exists(&self.dir.join(format!("{stem}.par"))) {
+                    self.drop_stub(&self.dir.join(&name))?;
+                }
+            }
+        }
+        Ok(self)
+    }
+
+    fn stub_path(&self, group: &GroupId, position: u8) -> PathBuf {
+        self.dir.join(format!("{}-{position}.cold", hex(group)))
+    }
+
+    /// `(location, bytes)` of an offload stub.
+    fn stub(&self, path: &Path) -> Result<Option<(String, u64)>> {
+        let Some(bytes) = self.read(path)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| Error::corruption(path, 0, "not UTF-8"))?;
+        let mut lines = text.lines();
+        let location = lines.next().unwrap_or_default().to_owned();
+        let len = lines.next().and_then(|l| l.parse().ok());
+        match len {
+            Some(len) if !location.is_empty() => Ok(Some((location, len))),
+            _ => Err(Error::corruption(path, 0, "not an offload stub")),
+        }
+    }
+
+    /// Removes an offload stub, then its object (an object left by a failure here is
+    /// swept with the cold tier's unreferenced objects).
+    fn drop_stub(&self, path: &Path) -> Result<()> {
+        let stub = self.stub(path)?;
+        self.fs
+            .remove(path)
+            .map_err(|e| Error::io("removing", path, e))?;
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io("syncing directory", &self.dir, e))?;
+        if let (Some((location, _)), Some((cold, _))) = (stub, &self.cold) {
+            let _ = cold.remove(&location);
+        }
+        Ok(())
+    }
+
+    /// Moves local parity shards to the cold tier, in group order, until at least
+    /// `bytes` of parity are offloaded (counting what already is). Each move: the object
+    /// is stored, then a stub naming it replaces the local file. Returns the bytes
+    /// offloaded now.
+    pub fn offload(&self, bytes: u64) -> Result<u64> {
+        let Some((cold, prefix)) = &self.cold else {
+            return Ok(0);
+        };
+        let _guard = self.lock.lock();
+        let mut held = self.cold_bytes()?;
+        let mut moved = 0;
+        let mut names = self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?;
+        names.sort();
+        for name in names {
+            if held >= bytes {
+                break;
+            }
+            let Some(stem) = name.strip_suffix(".par") else {
+                continue;
+            };
+            let path = self.dir.join(&name);
+            let Some(file) = self.read(&path)? else {
+                continue;
+            };
+            let location = format!("{prefix}/{stem}-{}.par", crc32c::crc32c(&file));
+            cold.put(&location, &file)
+                .map_err(|e| Error::io("offloading", &path, e))?;
+            let stub = self.dir.join(format!("{stem}.cold"));
+            mosaic_lsm::write_atomically(
+                &*self.fs,
+                &stub,
+                format!("{location}\n{}\n", file.len()).as_bytes(),
+            )
+            .map_err(|e| Error::io("writing", &stub, e))?;
+            self.fs
+                .remove(&path)
+                .map_err(|e| Error::io("removing", &path, e))?;
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io("syncing directory", &self.dir, e))?;
+            held += file.len() as u64;
+            moved += file.len() as u64;
+        }
+        Ok(moved)
+    }
+
+    /// Bytes of parity offloaded to the cold tier.
+    pub fn cold_bytes(&self) -> Result<u64> {
+        let mut total = 0;
+        for name in self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))?
+        {
+            if name.ends_with(".cold") {
+                if let Some((_, len)) = self.stub(&self.dir.join(&name))? {
+                    total += len;
+                }
+            }
+        }
+        Ok(total)
     }
 
     fn shard_path(&self, group: &GroupId, position: u8) -> PathBuf {
@@ -117,11 +241,28 @@ impl ParityStore {
         self.dir.join(format!("{}.ecm", hex(group)))
     }
 
-    /// Parity shard `position` of `group`, or `None` if this node holds none.
+    /// Parity shard `position` of `group`, or `None` if this node holds none; an
+    /// offloaded shard is fetched from the cold tier.
     pub fn shard(&self, group: &GroupId, position: u8) -> Result<Option<ParityShard>> {
         let path = self.shard_path(group, position);
-        let Some(bytes) = self.read(&path)? else {
-            return Ok(None);
+        let bytes = match self.read(&path)? {
+            Some(bytes) => bytes,
+            None => {
+                let stub = self.stub_path(group, position);
+                let (Some((location, len)), Some((cold, _))) = (self.stub(&stub)?, &self.cold)
+                else {
+                    return Ok(None);
+                };
+                let file = cold
+                    .open(&location)
+                    .map_err(|e| Error::io("opening", &location, e))?;
+                let len = usize::try_from(len)
+                    .map_err(|_| Error::corruption(&stub, 0, "length too large"))?;
+                let mut bytes = vec![0; len];
+                file.read_exact_at(&mut bytes, 0)
+                    .map_err(|e| Error::io("reading", &location, e))?;
+                bytes
+            }
         };
         decode_shard(&bytes, position)
             .map(Some)
@@ -170,6 +311,11 @@ impl ParityStore {
         }
         let file = encode_shard(to, position, &bytes);
         self.write_durably(&self.shard_path(group, position), &file)?;
+        // An offloaded shard is local again (the next offload round may move it back).
+        let stub = self.stub_path(group, position);
+        if self.fs.exists(&stub) {
+            self.drop_stub(&stub)?;
+        }
         Ok(Applied::Now)
     }
 
@@ -470,6 +616,78 @@ mod tests {
             assert!(got[expected.len()..].iter().all(|&x| x == 0));
         }
         assert!(store.parity_bytes().unwrap() >= 2 * only_b[0].len() as u64);
+    }
+
+    /// A cold tier in memory.
+    #[derive(Default)]
+    struct MemStore(Mutex<std::collections::BTreeMap<String, Vec<u8>>>);
+
+    struct MemFile(Vec<u8>);
+
+    impl RandomAccessFile for MemFile {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            let start = offset as usize;
+            let src = self
+                .0
+                .get(start..start + buf.len())
+                .ok_or(io::ErrorKind::UnexpectedEof)?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+    }
+
+    impl TableStore for MemStore {
+        fn open(&self, location: &str) -> io::Result<Arc<dyn RandomAccessFile>> {
+            let bytes = self.0.lock().get(location).cloned();
+            Ok(Arc::new(MemFile(bytes.ok_or(io::ErrorKind::NotFound)?)))
+        }
+        fn put(&self, location: &str, bytes: &[u8]) -> io::Result<()> {
+            self.0.lock().insert(location.to_owned(), bytes.to_vec());
+            Ok(())
+        }
+        fn remove(&self, location: &str) -> io::Result<()> {
+            self.0.lock().remove(location);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn offloaded_shards_read_from_the_cold_tier_and_come_back_when_updated() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = Arc::new(MemStore::default());
+        let open = || {
+            ParityStore::open(Arc::new(RealFs), dir.path())
+                .unwrap()
+                .with_cold_tier(cold.clone(), "ks/t/parity".into())
+                .unwrap()
+        };
+        let store = open();
+        let other: GroupId = [0xcd; 16];
+        store.apply_delta(&G, 2, 0, 1, &[7; 128]).unwrap();
+        store.apply_delta(&other, 2, 0, 1, &[9; 64]).unwrap();
+        // Enough for one shard: the first in group order moves.
+        let moved = store.offload(1).unwrap();
+        assert!(moved > 128, "{moved}");
+        assert_eq!(store.cold_bytes().unwrap(), moved);
+        assert_eq!(cold.0.lock().len(), 1);
+        assert!(!dir.path().join(format!("{}-2.par", hex(&G))).exists());
+        assert_eq!(store.shard(&G, 2).unwrap().unwrap().bytes, vec![7; 128]);
+        assert_eq!(store.offload(1).unwrap(), 0, "the target is already met");
+        drop(store);
+        // Across a restart, then an update brings the shard back and drops the object.
+        let store = open();
+        assert_eq!(store.shard(&G, 2).unwrap().unwrap().epoch, 1);
+        store.apply_delta(&G, 2, 1, 2, &[1; 128]).unwrap();
+        assert_eq!(store.shard(&G, 2).unwrap().unwrap().bytes, vec![6; 128]);
+        assert_eq!(store.cold_bytes().unwrap(), 0);
+        assert!(cold.0.lock().is_empty());
+        // Offloading everything, then losing the object, is an error naming it.
+        store.offload(u64::MAX).unwrap();
+        cold.0.lock().clear();
+        assert!(store.shard(&G, 2).is_err());
     }
 
     #[test]

@@ -112,6 +112,32 @@ impl Iterator for ReplicaScan {
     }
 }
 
+/// The α plan (ELECT Eqs. (4)–(6)) for a primary tree of `levels`, in bytes: everything
+/// it holds, and its deepest non-empty level as the last level.
+fn alpha_plan(
+    levels: &[LevelInfo],
+    code: mosaic_types::ErasureCode,
+    r: u32,
+) -> mosaic_erasure::Plan {
+    let bytes = |l: &LevelInfo| l.tables.iter().map(|t| t.size_bytes).sum::<u64>();
+    let all: u64 = levels.iter().map(bytes).sum();
+    let last = levels
+        .iter()
+        .rev()
+        .find(|l| l.level > 0 && !l.tables.is_empty())
+        .map_or(0, bytes);
+    mosaic_erasure::target::plan(
+        code.alpha,
+        r,
+        code.k,
+        code.n,
+        mosaic_erasure::Counts {
+            all: all as f64,
+            last: last as f64,
+        },
+    )
+}
+
 /// Counter-by-counter sum of `c` into `sum`.
 /// The layout a directory holds by its marker, `None` when it has none.
 fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
@@ -182,7 +208,11 @@ impl ReplicaStore {
             Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
             Layout::ErasureTiered => Engines::ErasureTiered(
                 Box::new(MultiLsm::open(&dir, engine.clone())?),
-                Box::new(Elect::open(engine.fs.clone(), &dir)?),
+                Box::new(Elect::open(
+                    engine.fs.clone(),
+                    &dir,
+                    engine.table_store.clone(),
+                )?),
             ),
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
@@ -255,7 +285,7 @@ impl ReplicaStore {
     /// to code; the coldest uncoded tables of that level (fewest reads, then oldest) make up
     /// the difference, at most `limit` of them and none larger than `size_max`. Returns
     /// each table's id and its file's bytes (the shard). Tables recorded as coded that
-    /// compaction has since replaced are forgotten first.
+    /// compaction has since replaced are left to `ec_replaced`.
     pub fn ec_pick(
         &self,
         code: mosaic_types::ErasureCode,
@@ -268,11 +298,6 @@ impl ReplicaStore {
             return Ok(Vec::new());
         };
         let levels = primary.levels();
-        let all: u64 = levels
-            .iter()
-            .flat_map(|l| &l.tables)
-            .map(|t| t.size_bytes)
-            .sum();
         let Some(last) = levels
             .iter()
             .rev()
@@ -285,24 +310,11 @@ impl ReplicaStore {
             .flat_map(|l| &l.tables)
             .map(|t| t.id)
             .collect();
+        // Coded tables compaction replaced stay recorded (and their ghosts kept) until
+        // their slots are emptied (`ec_replaced`); other ghosts of gone tables go.
+        elect.sweep_ghosts(&live)?;
         let coded = elect.coded();
-        let gone: Vec<u64> = coded
-            .keys()
-            .filter(|id| !live.contains(id))
-            .copied()
-            .collect();
-        elect.forget_coded(&gone)?;
-        let last_bytes: u64 = last.tables.iter().map(|t| t.size_bytes).sum();
-        let plan = mosaic_erasure::target::plan(
-            code.alpha,
-            r,
-            code.k,
-            code.n,
-            mosaic_erasure::Counts {
-                all: all as f64,
-                last: last_bytes as f64,
-            },
-        );
+        let plan = alpha_plan(&levels, code, r);
         let coded_bytes: u64 = last
             .tables
             .iter()
@@ -337,6 +349,21 @@ impl ReplicaStore {
             }
         }
         Ok(out)
+    }
+
+    /// ELECT's offloading (§4.3, Case 2): once the whole last level is coded, parity
+    /// shards move to the cold tier until the α plan's parity share is offloaded. Returns
+    /// the bytes moved now. (Case 3, offloading coded data, is not done yet.)
+    pub fn ec_offload(&self, code: mosaic_types::ErasureCode, r: u32) -> Result<u64> {
+        let (Engines::ErasureTiered(_, elect), Some(primary)) = (&self.engines, self.primary())
+        else {
+            return Ok(0);
+        };
+        let plan = alpha_plan(&primary.levels(), code, r);
+        if plan.offload_parity <= 0.0 {
+            return Ok(0);
+        }
+        elect.parity().offload(plan.offload_parity as u64)
     }
 
     /// The coded tables of the primary tree that compaction replaced, with their ghosts'

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use mosaic_cluster::env::{Entries, Hint, Shards};
+use mosaic_cluster::env::{Entries, Hint, Shards, Unanswered};
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
@@ -34,7 +34,7 @@ use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
 use mosaic_replica::elect::Elect;
 use mosaic_replica::{ReplicaStore, Role, SourceId};
 use mosaic_rows::KeyRange;
-use mosaic_types::{ErasureCode, Token};
+use mosaic_types::{ErasureCode, HostId, Token};
 use parking_lot::RwLock;
 
 use crate::hints::HintStore;
@@ -326,6 +326,25 @@ impl Store for LocalStore {
         self.on_elect(table, move |_, e| e?.prepare_fill(&nodes, slot, content))
     }
 
+    fn ec_note_sent(
+        &self,
+        table: TableKey,
+        id: u64,
+        slot: u8,
+        leader: HostId,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |_, e| e?.note_sent(id, slot, leader))
+    }
+
+    fn ec_unanswered(&self, table: TableKey) -> BoxFuture<'_, Result<Unanswered, Failure>> {
+        self.on_elect(table, |_, e| e?.unanswered())
+    }
+
+    fn ec_offload(&self, table: TableKey, rf: usize) -> BoxFuture<'_, Result<u64, Failure>> {
+        let code = self.ec_code(table);
+        self.on_elect(table, move |s, _| s.ec_offload(code?, rf as u32))
+    }
+
     fn ec_replaced(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Replaced>, Failure>> {
         self.on_elect(table, |s, _| s.ec_replaced())
     }
@@ -338,6 +357,14 @@ impl Store for LocalStore {
         old: Vec<u8>,
     ) -> BoxFuture<'_, Result<Fill, Failure>> {
         self.on_elect(table, move |_, e| e?.prepare_clear(&group, slot, old))
+    }
+
+    fn ec_resume(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<Option<Fill>, Failure>> {
+        self.on_elect(table, move |_, e| e?.resume(&group))
     }
 
     fn ec_cleared(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {

@@ -159,7 +159,6 @@ impl ColdTier {
     }
 
     /// Stores `bytes` as `location` (one PUT; the store makes it visible atomically).
-    #[cfg(test)]
     pub fn put(&self, location: &str, bytes: Vec<u8>) -> io::Result<()> {
         let store = self.inner.store.clone();
         let path = self.inner.path(location);
@@ -276,6 +275,10 @@ impl TableStore for ColdTier {
             location: location.to_owned(),
             len,
         }))
+    }
+
+    fn put(&self, location: &str, bytes: &[u8]) -> io::Result<()> {
+        ColdTier::put(self, location, bytes.to_vec())
     }
 
     fn remove(&self, location: &str) -> io::Result<()> {

@@ -213,9 +213,10 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
     );
     if s.layout == "erasure-tiered" {
         println!(
-            "    erasure coding: {} of the primary tree coded, {} of parity held",
+            "    erasure coding: {} of the primary tree coded, parity {} hot + {} cold",
             bytes(s.coded_bytes),
-            bytes(s.parity_bytes)
+            bytes(s.parity_bytes),
+            bytes(s.cold_parity_bytes)
         );
     }
     // A uniform table is one structure, already shown in full above.

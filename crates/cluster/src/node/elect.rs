@@ -56,6 +56,25 @@ impl Node {
         self.finish_fill(table, fill).await
     }
 
+    /// Serves `EcClear` as the group's leader. A change of the group left half done (its
+    /// requester gone) is finished first, so it cannot block the group.
+    pub(super) async fn lead_clear(
+        &self,
+        table: TableKey,
+        group: [u8; 16],
+        slot: u8,
+        content: Vec<u8>,
+    ) -> Body {
+        let store = &self.inner.store;
+        if let Ok(Some(other)) = store.ec_resume(table, group).await {
+            if let Body::Failed(f) = self.finish_fill(table, Ok(other)).await {
+                return Body::Failed(f);
+            }
+        }
+        let fill = store.ec_prepare_clear(table, group, slot, content).await;
+        self.finish_fill(table, fill).await
+    }
+
     /// The leader's rest of a slot change `fill` prepared: each parity node's delta, then
     /// the commit; answers with the committed ECMeta.
     pub(super) async fn finish_fill(&self, table: TableKey, fill: Result<Fill, Failure>) -> Body {
@@ -134,8 +153,25 @@ impl Node {
                     continue;
                 }
             };
-            // First the slots of coded tables that compaction replaced (their ghosts go once
-            // the slot is empty), then new fills.
+            // First the tables sent without an answer (a lost answer, a leader that
+            // crashed midway: sent again until the leader finishes the change), then the
+            // slots of coded tables that compaction replaced (their ghosts go once the
+            // slot is empty), then new fills.
+            match store.ec_unanswered(table).await {
+                Ok(unanswered) => {
+                    for (id, slot, leader, content) in unanswered {
+                        let Some(&to) = hosts.get(&leader) else {
+                            continue;
+                        };
+                        if let Err(e) = self.send_fill(table, to, id, slot, content).await {
+                            tracing::info!(%table, id, error = %e, "a table sent for coding is still unanswered");
+                        }
+                    }
+                }
+                Err(f) => {
+                    tracing::warn!(%table, error = failure_text(&f), "listing unanswered fills failed");
+                }
+            }
             match store.ec_replaced(table).await {
                 Ok(replaced) => {
                     for r in replaced {
@@ -167,6 +203,9 @@ impl Node {
                     }
                 }
             }
+            if let Err(f) = store.ec_offload(table, rf).await {
+                tracing::warn!(%table, error = failure_text(&f), "offloading to the cold tier failed");
+            }
         }
         coded
     }
@@ -190,9 +229,27 @@ impl Node {
         if !self.is_alive(to) {
             return Err(format!("leader {to} is down"));
         }
+        store
+            .ec_note_sent(table, id, slot as u8, leader)
+            .await
+            .map_err(|f| failure_text(&f))?;
+        self.send_fill(table, to, id, slot as u8, content).await
+    }
+
+    /// Sends table `id` to the leader `to` for `slot` and records it as coded once the
+    /// leader committed it.
+    async fn send_fill(
+        &self,
+        table: TableKey,
+        to: Endpoint,
+        id: u64,
+        slot: u8,
+        content: Vec<u8>,
+    ) -> Result<(), String> {
+        let store = &self.inner.store;
         let ask = Body::EcFill {
             table,
-            slot: slot as u8,
+            slot,
             content,
         };
         let meta = match self
@@ -204,7 +261,7 @@ impl Node {
             _ => return Err(format!("no answer from leader {to}")),
         };
         store
-            .ec_mark_coded(table, id, slot as u8, meta)
+            .ec_mark_coded(table, id, slot, meta)
             .await
             .map_err(|f| failure_text(&f))
     }

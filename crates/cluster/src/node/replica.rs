@@ -70,10 +70,7 @@ impl Node {
                 group,
                 slot,
                 content,
-            } => {
-                let fill = store.ec_prepare_clear(table, group, slot, content).await;
-                self.finish_fill(table, fill).await
-            }
+            } => self.lead_clear(table, group, slot, content).await,
             Body::EcParity {
                 table,
                 group,

@@ -142,6 +142,10 @@ mod relocation_tests {
             Ok(Arc::new(Counted(f, self.bytes_read.clone())))
         }
 
+        fn put(&self, location: &str, bytes: &[u8]) -> std::io::Result<()> {
+            std::fs::write(self.dir.join(location), bytes)
+        }
+
         fn remove(&self, location: &str) -> std::io::Result<()> {
             match std::fs::remove_file(self.dir.join(location)) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),

@@ -157,9 +157,12 @@ pub struct TableStats {
     /// Bytes of the table's data blocks offloaded to the cold tier.
     #[serde(default)]
     pub cold_bytes: u64,
-    /// `erasure-tiered`: bytes of parity shards this node holds for coding groups.
+    /// `erasure-tiered`: bytes of parity shards this node holds locally for coding groups.
     #[serde(default)]
     pub parity_bytes: u64,
+    /// `erasure-tiered`: bytes of this node's parity shards offloaded to the cold tier.
+    #[serde(default)]
+    pub cold_parity_bytes: u64,
     /// `erasure-tiered`: bytes of this node's primary-tree tables that are data shards.
     #[serde(default)]
     pub coded_bytes: u64,

@@ -179,15 +179,17 @@ fn table_stats(store: &ReplicaStore) -> TableStats {
     let cold_bytes = tables()
         .map(|t| t.size_bytes.saturating_sub(t.local_bytes))
         .sum::<u64>();
-    let (parity_bytes, coded_bytes) = store.elect().map_or((0, 0), |e| {
+    let (parity_bytes, cold_parity_bytes, coded_bytes) = store.elect().map_or((0, 0, 0), |e| {
         (
             e.parity().parity_bytes().unwrap_or(0),
+            e.parity().cold_bytes().unwrap_or(0),
             e.coded().values().map(|c| c.bytes).sum(),
         )
     });
     TableStats {
         layout: store.layout().name().to_owned(),
         parity_bytes,
+        cold_parity_bytes,
         coded_bytes,
         counters: (&sum).into(),
         memtable_bytes,
