@@ -22,9 +22,9 @@ use crate::Endpoint;
 
 /// The protocol version every frame starts with; peers on another version are refused.
 pub const PROTOCOL_VERSION: u16 = 1;
-/// Largest payload accepted: room for an ELECT shard (a table of up to 120 MiB, above the
-/// default 64 MiB table size); a page of reads or a batch of writes is far smaller.
-pub const FRAME_PAYLOAD_MAX: usize = 160 << 20;
+/// Largest payload accepted (a page of reads or a batch of writes is far smaller; an ELECT
+/// shard is the largest message, see [`EC_SHARD_BYTES_MAX`]).
+pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
 
 /// The largest table ELECT sends as one shard: an `EcFill` carries it whole, with room to
 /// spare below [`FRAME_PAYLOAD_MAX`].
