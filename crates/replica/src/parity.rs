@@ -118,11 +118,7 @@ impl ParityStore {
     /// but before its stub was removed) is local: the stub and object are removed here.
     pub fn with_cold_tier(mut self, cold: Arc<dyn TableStore>, prefix: String) -> Result<Self> {
         self.cold = Some((cold, prefix));
-        for name in self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?
-        {
+        for name in self.names()? {
             if let Some(stem) = name.strip_suffix(".cold") {
                 if self.fs.exists(&self.dir.join(format!("{stem}.par"))) {
                     self.drop_stub(&self.dir.join(&name))?;
@@ -178,10 +174,7 @@ impl ParityStore {
         let _guard = self.lock.lock();
         let mut held = self.cold_bytes()?;
         let mut moved = 0;
-        let mut names = self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?;
+        let mut names = self.names()?;
         names.sort();
         for name in names {
             if held >= bytes {
@@ -219,11 +212,7 @@ impl ParityStore {
     /// Bytes of parity offloaded to the cold tier.
     pub fn cold_bytes(&self) -> Result<u64> {
         let mut total = 0;
-        for name in self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?
-        {
+        for name in self.names()? {
             if name.ends_with(".cold") {
                 if let Some((_, len)) = self.stub(&self.dir.join(&name))? {
                     total += len;
@@ -346,9 +335,7 @@ impl ParityStore {
     /// The groups with a recorded ECMeta.
     pub fn groups(&self) -> Result<Vec<GroupId>> {
         let mut out: Vec<GroupId> = self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?
+            .names()?
             .iter()
             .filter_map(|name| parse_hex(name.strip_suffix(".ecm")?))
             .collect();
@@ -365,11 +352,7 @@ impl ParityStore {
     /// Every recorded intent, by group.
     pub fn intents(&self) -> Result<Vec<FillIntent>> {
         let mut out = Vec::new();
-        for name in self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?
-        {
+        for name in self.names()? {
             let Some(group) = name.strip_suffix(".fill").and_then(parse_hex) else {
                 continue;
             };
@@ -405,11 +388,7 @@ impl ParityStore {
     /// Bytes of parity held (every `.par` file's size).
     pub fn parity_bytes(&self) -> Result<u64> {
         let mut total = 0;
-        for name in self
-            .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io("listing", &self.dir, e))?
-        {
+        for name in self.names()? {
             if name.ends_with(".par") {
                 let path = self.dir.join(&name);
                 total += self
@@ -420,6 +399,13 @@ impl ParityStore {
             }
         }
         Ok(total)
+    }
+
+    /// The names in the parity directory.
+    fn names(&self) -> Result<Vec<String>> {
+        self.fs
+            .list(&self.dir)
+            .map_err(|e| Error::io("listing", &self.dir, e))
     }
 
     /// Writes `path` atomically and durably.

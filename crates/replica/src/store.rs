@@ -138,7 +138,6 @@ fn alpha_plan(
     )
 }
 
-/// Counter-by-counter sum of `c` into `sum`.
 /// The layout a directory holds by its marker, `None` when it has none.
 fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
     let path = dir.join(LAYOUT_FILE);
