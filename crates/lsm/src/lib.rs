@@ -76,8 +76,8 @@ pub use merge::{MergeOperator, PurgeContext, Resolved, Version};
 pub use mosaic_env::fault::{Faults, FaultyFs};
 pub use mosaic_env::{write_atomically, Clock, Fs, ManualClock, RealFs, SystemClock};
 pub use options::{
-    CompactionEvent, CompactionListener, DynamicLevels, GroupOf, LevelPolicy, LogOptions, Options,
-    StaticLevels, TableStore,
+    CompactionEvent, CompactionFilter, CompactionListener, DynamicLevels, GroupOf, LevelPolicy,
+    LogOptions, Options, StaticLevels, TableStore,
 };
 pub use stats::{CounterSnapshot, Counters, ReadPurpose};
 pub use table::{BlockCache, Compression, TableOptions, TableReader, TableWriter};

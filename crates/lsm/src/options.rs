@@ -154,6 +154,8 @@ pub struct Options {
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// Told about every compaction.
     pub compaction_listener: Option<Arc<dyn CompactionListener>>,
+    /// Versions flushes and compactions may forget because they are kept elsewhere.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
     /// Target size per level.
     pub level_policy: Arc<dyn LevelPolicy>,
     /// Opens tables whose data lives elsewhere than the local file.
@@ -161,6 +163,18 @@ pub struct Options {
     /// `Some`: the engine is a two-layer log (DEPART) instead of a leveled tree; see
     /// [`LogOptions`].
     pub log: Option<LogOptions>,
+}
+
+/// Decides which stored versions a tree may forget because another structure keeps them
+/// (ELECT's secondary removal: a redundant copy drops the versions a coding group covers).
+///
+/// Flushes and compactions ask about every version that all open snapshots see (the
+/// versions they may merge), before versions of one key are merged, so a dropped
+/// version's content never survives inside a merged one. Reads do not consult it: the
+/// caller knows which keys it covers.
+pub trait CompactionFilter: Send + Sync + 'static {
+    /// Whether the version of `key` written at timestamp `ts` may be dropped.
+    fn drops(&self, key: &[u8], ts: u64) -> bool;
 }
 
 /// The range group of a user key, for the two-layer log's splitter. Keys of one group
@@ -230,6 +244,7 @@ impl Default for Options {
             gc_grace_micros: 10 * 24 * 3600 * 1_000_000,
             merge_operator: None,
             compaction_listener: None,
+            compaction_filter: None,
             level_policy: Arc::new(DynamicLevels),
             table_store: None,
             log: None,

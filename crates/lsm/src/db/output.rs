@@ -188,7 +188,13 @@ impl Inner {
         let mut emit: Vec<OwnedVersion> = Vec::new();
         let lww = self.opts.merge_operator.is_none();
         while input.valid() {
-            let n = self.read_key_versions(input, &mut key, &mut group)?;
+            let mut n = self.read_key_versions(input, &mut key, &mut group)?;
+            if let Some(filter) = &self.opts.compaction_filter {
+                n = drop_filtered(&**filter, &key, &mut group, n, ctx.smallest_snapshot);
+                if n == 0 {
+                    continue;
+                }
+            }
             let versions = group.get(..n).unwrap_or_default();
             emit.clear();
             let single = match versions {
@@ -385,6 +391,28 @@ impl Inner {
         // Keep internal order: newer snapshot-visible versions first, by (ts desc, seq desc).
         emit.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
     }
+}
+
+/// Moves the first `n` versions of `key` that `filter` keeps (every version some snapshot
+/// may still see is kept) to the front of `group`, in their order; returns how many.
+fn drop_filtered(
+    filter: &dyn crate::options::CompactionFilter,
+    key: &[u8],
+    group: &mut [OwnedVersion],
+    n: usize,
+    smallest_snapshot: u64,
+) -> usize {
+    let mut kept = 0;
+    for i in 0..n.min(group.len()) {
+        let drop = group
+            .get(i)
+            .is_some_and(|v| v.1 .0 <= smallest_snapshot && filter.drops(key, v.0));
+        if !drop {
+            group.swap(kept, i);
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// The timestamp a merged result is purged as of: the newest version's.
