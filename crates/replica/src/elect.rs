@@ -6,6 +6,7 @@
 //! ```text
 //! DIR/CODED     the data node's state: Q, and table id → (group, slot, epoch); crc-checked
 //! DIR/parity/   ParityStore: parity shards, ECMetas, intents
+//! DIR/covered/  Covered: key lists of other nodes' coded tables (secondary removal)
 //! ```
 //!
 //! A slot change follows `docs/layouts.md` ("Erasure-tiered"): the leader records a
@@ -55,6 +56,10 @@ struct DataState {
     /// sent again (from their ghosts) until answered, so a leader's half-done change is
     /// always finished and a group never names a table its node does not know it gave.
     pending: BTreeMap<u64, (u8, HostId)>,
+    /// Coded tables whose key lists every secondary acknowledged (so secondaries may have
+    /// dropped their rows), with the table's smallest and largest key: such a table's slot
+    /// is emptied only once tables coded after it cover its keys.
+    listed: BTreeMap<u64, (Vec<u8>, Vec<u8>)>,
 }
 
 /// A node's coding state of one `erasure-tiered` table (see the module doc).
@@ -62,6 +67,7 @@ pub struct Elect {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     parity: ParityStore,
+    covered: Arc<crate::covered::Covered>,
     data: Mutex<DataState>,
     /// Serializes the leader's slot changes (one group epoch at a time).
     leading: Mutex<()>,
@@ -103,6 +109,7 @@ impl Elect {
             DataState::default()
         };
         Ok(Elect {
+            covered: Arc::new(crate::covered::Covered::open(fs.clone(), dir)?),
             fs,
             dir: dir.to_path_buf(),
             parity,
@@ -114,6 +121,49 @@ impl Elect {
     /// The parity shards, ECMetas and intents this node holds.
     pub fn parity(&self) -> &ParityStore {
         &self.parity
+    }
+
+    /// The key lists other nodes sent for their coded tables (this node as a secondary).
+    pub fn covered(&self) -> &Arc<crate::covered::Covered> {
+        &self.covered
+    }
+
+    /// Coded tables whose key lists are not yet acknowledged by every secondary.
+    pub fn unlisted(&self) -> Vec<u64> {
+        let data = self.data.lock();
+        data.coded
+            .keys()
+            .filter(|id| !data.listed.contains_key(id))
+            .copied()
+            .collect()
+    }
+
+    /// The key ranges of coded tables whose lists every secondary holds.
+    pub fn listed(&self) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
+        self.data.lock().listed.clone()
+    }
+
+    /// The key list of coded table `id`, read from its ghost; `None` without a ghost.
+    pub fn key_list(&self, id: u64) -> Result<Option<crate::covered::KeyList>> {
+        let ghost = self.ghost_path(id);
+        if !self.fs.exists(&ghost) {
+            return Ok(None);
+        }
+        crate::covered::key_list(&*self.fs, &ghost).map(Some)
+    }
+
+    /// Records that every secondary holds coded table `id`'s key list (so it may have
+    /// dropped the rows), with the list's first and last key.
+    pub fn mark_listed(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
+        let mut data = self.data.lock();
+        if !data.coded.contains_key(&id) || data.listed.contains_key(&id) {
+            return Ok(());
+        }
+        let mut next = data.clone();
+        next.listed.insert(id, (smallest, largest));
+        self.save(&next)?;
+        *data = next;
+        Ok(())
     }
 
     fn save(&self, state: &DataState) -> Result<()> {
@@ -291,6 +341,7 @@ impl Elect {
         let mut next = data.clone();
         for id in ids {
             next.coded.remove(id);
+            next.listed.remove(id);
         }
         self.save(&next)?;
         *data = next;
@@ -550,6 +601,9 @@ fn encode_state(state: &DataState) -> Vec<u8> {
             c.slot, c.epoch, c.bytes
         ));
     }
+    for (id, (lo, hi)) in &state.listed {
+        text.push_str(&format!("listed {id} {} {}\n", hex(lo), hex(hi)));
+    }
     let crc = crc32c::crc32c(text.as_bytes());
     text.push_str(&format!("crc {crc:08x}\n"));
     text.into_bytes()
@@ -582,7 +636,20 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
         .ok_or("bad seq line")?;
     let mut coded = BTreeMap::new();
     let mut pending = BTreeMap::new();
+    let mut listed = BTreeMap::new();
     for line in lines {
+        if let Some(rest) = line.strip_prefix("listed ") {
+            let f: Vec<&str> = rest.split(' ').collect();
+            let parse = || -> Option<(u64, (Vec<u8>, Vec<u8>))> {
+                let [id, lo, hi] = f.as_slice() else {
+                    return None;
+                };
+                Some((id.parse().ok()?, (unhex(lo)?, unhex(hi)?)))
+            };
+            let (id, range) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
+            listed.insert(id, range);
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("pending ") {
             let f: Vec<&str> = rest.split(' ').collect();
             let parse = || -> Option<(u64, (u8, HostId))> {
@@ -619,7 +686,28 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
         seq,
         coded,
         pending,
+        listed,
     })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".to_owned();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text == "-" {
+        return Some(Vec::new());
+    }
+    if text.len() % 2 != 0 || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@
 //! - [`multi_lsm`]: one LSM-tree per replica source (DEPART's "mLSM"): `primary/` and
 //!   `src-<host id>/` under the table's directory;
 //! - [`decoupled`]: DEPART: primary copies in an LSM-tree (`primary/`), redundant copies of
-//!   every source in one two-layer log (`log/`, a `mosaic_lsm::Db` in log mode).
+//!   every source in one two-layer log (`log/`, a `mosaic_lsm::Db` in log mode);
+//! - erasure-tiered (ELECT): multi-lsm's trees plus the coding state of [`elect`] (data
+//!   node), [`parity`] (parity node) and [`covered`] (secondary removal).
 //!
 //! Must not depend on the cluster, tokio or CQL: the caller (the server) computes each
 //! operation's role from the ring and hands it in, so a simulator can drive the layouts as
@@ -19,6 +21,7 @@
 //! files (the `LAYOUT` marker), so fault-injecting file systems reach every byte.
 #![deny(clippy::unwrap_used)]
 
+pub mod covered;
 pub mod decoupled;
 pub mod elect;
 pub mod multi_lsm;

@@ -28,18 +28,37 @@ pub fn source_dir_name(source: SourceId) -> String {
     format!("{SOURCE_DIR_PREFIX}{source}")
 }
 
+/// The compaction filter of a source's tree (erasure-tiered: the versions coding covers).
+pub(crate) type SourceFilter = std::sync::Arc<
+    dyn Fn(SourceId) -> std::sync::Arc<dyn mosaic_lsm::CompactionFilter> + Send + Sync,
+>;
+
+/// The options of `source`'s tree.
+fn source_options(engine: &Options, filter: Option<&SourceFilter>, source: SourceId) -> Options {
+    Options {
+        compaction_filter: filter.map(|f| f(source)),
+        ..engine.clone()
+    }
+}
+
 /// The trees of one table.
 pub(crate) struct MultiLsm {
     dir: PathBuf,
     engine: Options,
+    filter: Option<SourceFilter>,
     primary: Db,
     /// Source trees; a `Db` is a cheap handle, cloned out so no lock is held during I/O.
     sources: RwLock<BTreeMap<SourceId, Db>>,
 }
 
 impl MultiLsm {
-    /// Opens the primary tree and every source tree found in `dir`.
-    pub(crate) fn open(dir: &Path, engine: Options) -> Result<MultiLsm> {
+    /// Opens the primary tree and every source tree found in `dir`; each source tree
+    /// filters its compactions by `filter`'s answer for its source.
+    pub(crate) fn open(
+        dir: &Path,
+        engine: Options,
+        filter: Option<SourceFilter>,
+    ) -> Result<MultiLsm> {
         let primary = Db::open(dir.join(PRIMARY_DIR), engine.clone())?;
         let names = engine
             .fs
@@ -58,11 +77,13 @@ impl MultiLsm {
             if name != source_dir_name(source) {
                 continue;
             }
-            sources.insert(source, Db::open(dir.join(&name), engine.clone())?);
+            let opts = source_options(&engine, filter.as_ref(), source);
+            sources.insert(source, Db::open(dir.join(&name), opts)?);
         }
         Ok(MultiLsm {
             dir: dir.to_path_buf(),
             engine,
+            filter,
             primary,
             sources: RwLock::new(sources),
         })
@@ -89,7 +110,10 @@ impl MultiLsm {
         if let Some(db) = sources.get(&source) {
             return Ok(db.clone());
         }
-        let db = Db::open(self.dir.join(source_dir_name(source)), self.engine.clone())?;
+        let db = Db::open(
+            self.dir.join(source_dir_name(source)),
+            source_options(&self.engine, self.filter.as_ref(), source),
+        )?;
         // The new directory's entry must survive a crash, or its WAL would be lost with it.
         self.engine
             .fs

@@ -138,6 +138,32 @@ fn alpha_plan(
     )
 }
 
+/// Whether table `t`'s keys overlap `[lo, hi]`.
+fn overlaps(t: &mosaic_lsm::TableInfo, lo: &[u8], hi: &[u8]) -> bool {
+    t.smallest_key.as_slice() <= hi && t.largest_key.as_slice() >= lo
+}
+
+/// The uncoded tables of the last level `last` that hold keys of a coded table
+/// compaction replaced (not `live`) after its key list reached the secondaries.
+fn successors(
+    last: &LevelInfo,
+    coded: &std::collections::BTreeMap<u64, crate::elect::CodedTable>,
+    listed: &std::collections::BTreeMap<u64, (Vec<u8>, Vec<u8>)>,
+    live: &std::collections::HashSet<u64>,
+) -> std::collections::HashSet<u64> {
+    let replaced: Vec<&(Vec<u8>, Vec<u8>)> = listed
+        .iter()
+        .filter(|(id, _)| !live.contains(id))
+        .map(|(_, r)| r)
+        .collect();
+    last.tables
+        .iter()
+        .filter(|t| !coded.contains_key(&t.id))
+        .filter(|t| replaced.iter().any(|(lo, hi)| overlaps(t, lo, hi)))
+        .map(|t| t.id)
+        .collect()
+}
+
 /// The layout a directory holds by its marker, `None` when it has none.
 fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
     let path = dir.join(LAYOUT_FILE);
@@ -204,15 +230,17 @@ impl ReplicaStore {
         check_and_mark(&engine, &dir, layout)?;
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
-            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine)?)),
-            Layout::ErasureTiered => Engines::ErasureTiered(
-                Box::new(MultiLsm::open(&dir, engine.clone())?),
-                Box::new(Elect::open(
-                    engine.fs.clone(),
-                    &dir,
-                    engine.table_store.clone(),
-                )?),
-            ),
+            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, None)?)),
+            Layout::ErasureTiered => {
+                let elect = Elect::open(engine.fs.clone(), &dir, engine.table_store.clone())?;
+                let covered = elect.covered().clone();
+                let filter: crate::multi_lsm::SourceFilter =
+                    std::sync::Arc::new(move |source| covered.source(source) as _);
+                Engines::ErasureTiered(
+                    Box::new(MultiLsm::open(&dir, engine, Some(filter))?),
+                    Box::new(elect),
+                )
+            }
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
         Ok(ReplicaStore {
@@ -321,10 +349,7 @@ impl ReplicaStore {
             .map(|t| t.size_bytes)
             .sum();
         let want = (plan.code - coded_bytes as f64).max(0.0) as u64;
-        if want == 0 {
-            return Ok(Vec::new());
-        }
-        let candidates = last
+        let candidates: Vec<_> = last
             .tables
             .iter()
             .filter(|t| {
@@ -337,9 +362,15 @@ impl ReplicaStore {
                 bytes: t.size_bytes,
             })
             .collect();
+        // Tables that now hold a replaced coded table's keys come first: until they are
+        // coded the replaced table's slot stays, since secondaries dropped those rows.
+        let needed = successors(last, &coded, &elect.listed(), &live);
+        let (first, rest): (Vec<_>, Vec<_>) =
+            candidates.into_iter().partition(|c| needed.contains(&c.id));
         let mut out = Vec::new();
-        for c in mosaic_erasure::hotness::take_coldest(candidates, want)
+        for c in first
             .into_iter()
+            .chain(mosaic_erasure::hotness::take_coldest(rest, want))
             .take(limit)
         {
             // Compacted away since the listing: the next round picks again.
@@ -373,16 +404,35 @@ impl ReplicaStore {
         else {
             return Ok(Vec::new());
         };
-        let live: std::collections::HashSet<u64> = primary
-            .levels()
+        let levels = primary.levels();
+        let live: std::collections::HashSet<u64> = levels
             .iter()
             .flat_map(|l| &l.tables)
             .map(|t| t.id)
             .collect();
+        let last = levels
+            .iter()
+            .rev()
+            .find(|l| l.level > 0 && !l.tables.is_empty());
+        let coded = elect.coded();
+        let listed = elect.listed();
         let mut out = Vec::new();
-        for (id, c) in elect.coded() {
+        for (id, c) in coded.iter().map(|(id, c)| (*id, *c)) {
             if live.contains(&id) {
                 continue;
+            }
+            // Secondaries dropped this table's rows: its slot keeps them decodable until
+            // every last-level table holding its keys is coded and listed in turn.
+            if let Some((lo, hi)) = listed.get(&id) {
+                let waiting = last.is_some_and(|last| {
+                    last.tables.iter().any(|t| {
+                        overlaps(t, lo, hi)
+                            && !(coded.contains_key(&t.id) && listed.contains_key(&t.id))
+                    })
+                });
+                if waiting {
+                    continue;
+                }
             }
             let leader = elect
                 .parity()
@@ -402,6 +452,90 @@ impl ReplicaStore {
             }
         }
         Ok(out)
+    }
+
+    /// Secondary removal, on a node holding `source`'s redundant copies: durably records
+    /// the key list of `source`'s coded table `id`; the source's tree drops the versions
+    /// it covers at its next purge ([`ReplicaStore::ec_purge`]) or compaction. Returns
+    /// whether the list was new.
+    pub fn ec_cover(
+        &self,
+        source: SourceId,
+        id: u64,
+        keys: &crate::covered::KeyList,
+    ) -> Result<bool> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.covered().add(source, id, keys),
+            _ => Err(Error::InvalidArgument(format!(
+                "{} is not stored erasure-tiered: it takes no key lists",
+                self.dir.display()
+            ))),
+        }
+    }
+
+    /// Whether keys within the bounds, stored under `role`, are covered by a coding group:
+    /// this node dropped (or may drop) versions of them, so it answers for them only
+    /// together with their primary replica.
+    pub fn ec_covers(&self, role: Role, start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+        match (&self.engines, role) {
+            (Engines::ErasureTiered(_, elect), Role::Redundant { source }) => {
+                elect.covered().source(source).covers(start, end)
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops covered versions now: flushes and fully compacts every source tree that
+    /// received key lists since its last purge. Returns how many trees it compacted.
+    pub fn ec_purge(&self) -> Result<usize> {
+        let Engines::ErasureTiered(m, elect) = &self.engines else {
+            return Ok(0);
+        };
+        let mut done = 0;
+        for source in elect.covered().take_dirty() {
+            let Some(db) = m.tree(Role::Redundant { source }) else {
+                continue;
+            };
+            if let Err(e) = db.compact() {
+                elect.covered().mark_dirty(source);
+                return Err(e);
+            }
+            done += 1;
+        }
+        Ok(done)
+    }
+
+    /// Coded tables of the primary tree whose key lists are still to reach the
+    /// secondaries, each with its list (read from the table's ghost). A coded table
+    /// without a ghost has no list to send and is left out.
+    pub fn ec_unlisted(&self) -> Result<Vec<(u64, crate::covered::KeyList)>> {
+        let Engines::ErasureTiered(_, elect) = &self.engines else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for id in elect.unlisted() {
+            if let Some(keys) = elect.key_list(id)? {
+                out.push((id, keys));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every secondary holds coded table `id`'s key list, whose first and last keys are
+    /// `smallest` and `largest`.
+    pub fn ec_listed(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.mark_listed(id, smallest, largest),
+            _ => Ok(()),
+        }
+    }
+
+    /// Keys of other nodes' coded tables this node covers as a secondary.
+    pub fn ec_covered_keys(&self) -> u64 {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.covered().keys(),
+            _ => 0,
+        }
     }
 
     /// The tree of primary copies (every layout but uniform).

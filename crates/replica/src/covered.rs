@@ -1,0 +1,346 @@
+//! Secondary removal (ELECT §4.1.4) on a node that holds redundant copies: the key lists
+//! data nodes sent once their tables were coded, and the filter that makes the source's
+//! tree forget the versions they cover.
+//!
+//! ```text
+//! DIR/covered/<source hex>-<table id>.keys   one key list: the source's table `id`'s keys,
+//!                                            each with its newest timestamp in the table
+//! ```
+//!
+//! A list names versions a coding group now protects: for each listed key, every version
+//! at or below the listed timestamp is part of the coded table's content (the data node
+//! merged them before coding it). The list is written durably *before* anything is
+//! dropped, so after a crash the node still knows which keys it may no longer answer
+//! alone: a read of a covered key is answered together with the key's primary replica
+//! (the cluster relays it), never as "not found". Newer versions (written after the table
+//! was coded) stay in the tree and are merged into such answers.
+//!
+//! File format: `mosaic-keys 1\n`, a u32 count, then per key a u32 length, the key and a
+//! u64 timestamp (all little-endian), then a crc32c of everything before it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use mosaic_lsm::{CompactionFilter, Error, Fs, Result};
+use parking_lot::RwLock;
+
+use crate::role::SourceId;
+
+/// The directory of key lists, in the table directory.
+pub const COVERED_DIR: &str = "covered";
+const MAGIC: &[u8] = b"mosaic-keys 1\n";
+
+/// Keys of one table of a source, each with the newest timestamp the table holds for it.
+pub type KeyList = Vec<(Vec<u8>, u64)>;
+
+/// What the lists of one source cover, and the filter of its tree.
+#[derive(Debug, Default)]
+pub struct SourceCover {
+    /// Per key, the newest covered timestamp over every list.
+    keys: RwLock<BTreeMap<Vec<u8>, u64>>,
+    /// The lists held, by the source's table id.
+    lists: RwLock<BTreeSet<u64>>,
+    /// A list arrived since the tree was last purged.
+    dirty: AtomicBool,
+}
+
+impl CompactionFilter for SourceCover {
+    fn drops(&self, key: &[u8], ts: u64) -> bool {
+        self.keys.read().get(key).is_some_and(|t| ts <= *t)
+    }
+}
+
+impl SourceCover {
+    /// Whether a covered key lies within the bounds.
+    pub fn covers(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+        if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
+            (start, end)
+        {
+            // BTreeMap::range panics on reversed or empty-excluded bounds.
+            if s > e
+                || (s == e && !matches!((start, end), (Bound::Included(_), Bound::Included(_))))
+            {
+                return false;
+            }
+        }
+        self.keys
+            .read()
+            .range::<[u8], _>((start, end))
+            .next()
+            .is_some()
+    }
+
+    /// Keys covered.
+    pub fn len(&self) -> usize {
+        self.keys.read().len()
+    }
+
+    /// Whether no key is covered.
+    pub fn is_empty(&self) -> bool {
+        self.keys.read().is_empty()
+    }
+
+    fn add(&self, id: u64, keys: &KeyList) {
+        let mut map = self.keys.write();
+        for (k, ts) in keys {
+            let slot = map.entry(k.clone()).or_insert(*ts);
+            *slot = (*slot).max(*ts);
+        }
+        self.lists.write().insert(id);
+    }
+}
+
+/// Every source's key lists in one table directory (see the module doc).
+pub struct Covered {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    sources: RwLock<BTreeMap<SourceId, Arc<SourceCover>>>,
+}
+
+impl std::fmt::Debug for Covered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Covered")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn list_name(source: SourceId, id: u64) -> String {
+    format!("{source}-{id}.keys")
+}
+
+fn parse_name(name: &str) -> Option<(SourceId, u64)> {
+    let (source, id) = name.strip_suffix(".keys")?.split_once('-')?;
+    let source = SourceId::from_hex(source)?;
+    let id = id.parse().ok()?;
+    // Only the canonical spelling is ever written.
+    (list_name(source, id) == name).then_some((source, id))
+}
+
+impl Covered {
+    /// Loads every list in `table_dir/covered/`. A damaged list is an error: without it
+    /// the node could answer "not found" for rows it dropped.
+    pub fn open(fs: Arc<dyn Fs>, table_dir: &Path) -> Result<Covered> {
+        let dir = table_dir.join(COVERED_DIR);
+        let covered = Covered {
+            fs,
+            dir,
+            sources: RwLock::new(BTreeMap::new()),
+        };
+        if !covered.fs.exists(&covered.dir) {
+            return Ok(covered);
+        }
+        let names = covered
+            .fs
+            .list(&covered.dir)
+            .map_err(|e| Error::io("listing", &covered.dir, e))?;
+        for name in names {
+            let Some((source, id)) = parse_name(&name) else {
+                continue;
+            };
+            let path = covered.dir.join(&name);
+            let bytes = covered
+                .fs
+                .read_all(&path)
+                .map_err(|e| Error::io("reading", &path, e))?;
+            let keys = decode(&bytes).map_err(|why| Error::corruption(&path, 0, why))?;
+            covered.source(source).add(id, &keys);
+        }
+        Ok(covered)
+    }
+
+    /// The cover of `source` (empty until a list arrives); it is also the filter of the
+    /// source's tree.
+    pub fn source(&self, source: SourceId) -> Arc<SourceCover> {
+        if let Some(c) = self.sources.read().get(&source) {
+            return c.clone();
+        }
+        self.sources.write().entry(source).or_default().clone()
+    }
+
+    /// Durably records `source`'s list for its table `id` (replacing one with that id),
+    /// then covers its keys. Returns whether anything was new.
+    pub fn add(&self, source: SourceId, id: u64, keys: &KeyList) -> Result<bool> {
+        let cover = self.source(source);
+        if cover.lists.read().contains(&id) {
+            return Ok(false);
+        }
+        self.fs
+            .create_dir_all(&self.dir)
+            .map_err(|e| Error::io("creating directory", &self.dir, e))?;
+        let path = self.dir.join(list_name(source, id));
+        mosaic_lsm::write_atomically(&*self.fs, &path, &encode(keys))
+            .map_err(|e| Error::io("writing", &path, e))?;
+        if let Some(parent) = self.dir.parent() {
+            self.fs
+                .sync_dir(parent)
+                .map_err(|e| Error::io("syncing", parent, e))?;
+        }
+        cover.add(id, keys);
+        cover.dirty.store(true, Ordering::SeqCst);
+        Ok(true)
+    }
+
+    /// The sources whose trees have versions to drop since they were last purged; each
+    /// is reported once.
+    pub fn take_dirty(&self) -> Vec<SourceId> {
+        self.sources
+            .read()
+            .iter()
+            .filter(|(_, c)| c.dirty.swap(false, Ordering::SeqCst))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Marks `source` as still having versions to drop (its purge failed).
+    pub fn mark_dirty(&self, source: SourceId) {
+        self.source(source).dirty.store(true, Ordering::SeqCst);
+    }
+
+    /// Keys covered, over every source.
+    pub fn keys(&self) -> u64 {
+        self.sources.read().values().map(|c| c.len() as u64).sum()
+    }
+}
+
+fn encode(keys: &KeyList) -> Vec<u8> {
+    let size: usize = keys.iter().map(|(k, _)| k.len() + 12).sum();
+    let mut out = Vec::with_capacity(MAGIC.len() + 8 + size);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
+    for (k, ts) in keys {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k);
+        out.extend_from_slice(&ts.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn decode(bytes: &[u8]) -> std::result::Result<KeyList, String> {
+    let body_len = bytes.len().checked_sub(4).ok_or("truncated")?;
+    let (body, crc) = bytes.split_at(body_len);
+    let crc = u32::from_le_bytes(crc.try_into().map_err(|_| "truncated")?);
+    if crc32c::crc32c(body) != crc {
+        return Err("checksum mismatch".into());
+    }
+    let mut rest = body.strip_prefix(MAGIC).ok_or("unknown format")?;
+    let mut take = |n: usize| -> std::result::Result<&[u8], String> {
+        if rest.len() < n {
+            return Err("truncated".into());
+        }
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        Ok(head)
+    };
+    let u32_of = |b: &[u8]| {
+        b.try_into()
+            .map(u32::from_le_bytes)
+            .map_err(|_| "truncated")
+    };
+    let count = u32_of(take(4)?)? as usize;
+    let mut keys = Vec::with_capacity(count.min(1 << 20));
+    for _ in 0..count {
+        let len = u32_of(take(4)?)? as usize;
+        let key = take(len)?.to_vec();
+        let ts = take(8)?
+            .try_into()
+            .map(u64::from_le_bytes)
+            .map_err(|_| "truncated")?;
+        keys.push((key, ts));
+    }
+    if !rest.is_empty() {
+        return Err("trailing bytes".into());
+    }
+    Ok(keys)
+}
+
+/// The key list of the table file at `path`: each key once, with its newest timestamp.
+pub fn key_list(fs: &dyn Fs, path: &Path) -> Result<KeyList> {
+    let file = fs
+        .open_read(path, false)
+        .map_err(|e| Error::io("opening", path, e))?;
+    let reader = Arc::new(mosaic_lsm::TableReader::open(
+        file,
+        path.to_path_buf(),
+        0,
+        None,
+        Arc::new(mosaic_lsm::Counters::default()),
+    )?);
+    let mut it = reader.iter(mosaic_lsm::ReadPurpose::Compaction, false);
+    it.seek_to_first()?;
+    let mut out: KeyList = Vec::new();
+    while it.valid() {
+        let p = mosaic_lsm::key::parse_internal(it.key())
+            .ok_or_else(|| Error::corruption(path, 0, "malformed internal key"))?;
+        match out.last_mut() {
+            Some((k, ts)) if k.as_slice() == p.user_key => *ts = (*ts).max(p.ts),
+            _ => out.push((p.user_key.to_vec(), p.ts)),
+        }
+        it.next()?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_lsm::RealFs;
+
+    fn list(keys: &[(&str, u64)]) -> KeyList {
+        keys.iter()
+            .map(|(k, ts)| (k.as_bytes().to_vec(), *ts))
+            .collect()
+    }
+
+    #[test]
+    fn lists_survive_reopen_and_cover_by_the_newest_timestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn Fs> = Arc::new(RealFs);
+        let a = SourceId([1; 16]);
+        let b = SourceId([2; 16]);
+        let c = Covered::open(fs.clone(), dir.path()).unwrap();
+        assert!(c.add(a, 7, &list(&[("k1", 10), ("k3", 5)])).unwrap());
+        assert!(!c.add(a, 7, &list(&[("k1", 10), ("k3", 5)])).unwrap());
+        assert!(c.add(a, 9, &list(&[("k3", 8)])).unwrap());
+        assert!(c.add(b, 7, &list(&[("k2", 1)])).unwrap());
+        assert_eq!(c.take_dirty(), vec![a, b]);
+        assert!(c.take_dirty().is_empty());
+        for c in [c, Covered::open(fs.clone(), dir.path()).unwrap()] {
+            let sa = c.source(a);
+            assert!(sa.drops(b"k1", 10) && !sa.drops(b"k1", 11));
+            assert!(sa.drops(b"k3", 8) && !sa.drops(b"k3", 9));
+            assert!(!sa.drops(b"k2", 1));
+            assert!(c.source(b).drops(b"k2", 1));
+            assert!(sa.covers(Bound::Included(b"k1"), Bound::Excluded(b"k2")));
+            assert!(!sa.covers(Bound::Excluded(b"k1"), Bound::Excluded(b"k3")));
+            assert!(!sa.covers(Bound::Included(b"k4"), Bound::Unbounded));
+            assert!(!sa.covers(Bound::Included(b"k3"), Bound::Excluded(b"k3")));
+            assert!(!sa.covers(Bound::Included(b"k9"), Bound::Excluded(b"k1")));
+            assert_eq!(c.keys(), 3);
+        }
+    }
+
+    #[test]
+    fn a_damaged_list_is_an_error_not_an_empty_cover() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn Fs> = Arc::new(RealFs);
+        let a = SourceId([1; 16]);
+        let c = Covered::open(fs.clone(), dir.path()).unwrap();
+        c.add(a, 3, &list(&[("key", 4)])).unwrap();
+        let path = dir.path().join(COVERED_DIR).join(list_name(a, 3));
+        let mut bytes = std::fs::read(&path).unwrap();
+        for cut in 0..bytes.len() {
+            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let last = bytes.len() - 6;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = Covered::open(fs, dir.path()).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
+    }
+}
