@@ -59,8 +59,11 @@ struct DataState {
     /// Coded tables whose key lists every secondary acknowledged (so secondaries may have
     /// dropped their rows), with the table's smallest and largest key: such a table's slot
     /// is emptied only once tables coded after it cover its keys.
-    listed: BTreeMap<u64, (Vec<u8>, Vec<u8>)>,
+    listed: BTreeMap<u64, KeyRange>,
 }
+
+/// A table's smallest and largest key.
+pub type KeyRange = (Vec<u8>, Vec<u8>);
 
 /// A node's coding state of one `erasure-tiered` table (see the module doc).
 pub struct Elect {
@@ -139,7 +142,7 @@ impl Elect {
     }
 
     /// The key ranges of coded tables whose lists every secondary holds.
-    pub fn listed(&self) -> BTreeMap<u64, (Vec<u8>, Vec<u8>)> {
+    pub fn listed(&self) -> BTreeMap<u64, KeyRange> {
         self.data.lock().listed.clone()
     }
 
@@ -640,7 +643,7 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
     for line in lines {
         if let Some(rest) = line.strip_prefix("listed ") {
             let f: Vec<&str> = rest.split(' ').collect();
-            let parse = || -> Option<(u64, (Vec<u8>, Vec<u8>))> {
+            let parse = || -> Option<(u64, KeyRange)> {
                 let [id, lo, hi] = f.as_slice() else {
                     return None;
                 };
@@ -701,7 +704,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
     if text == "-" {
         return Some(Vec::new());
     }
-    if text.len() % 2 != 0 || !text.is_ascii() {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
         return None;
     }
     (0..text.len())
