@@ -58,6 +58,9 @@ pub trait Transport: Send + Sync + 'static {
 /// Tables a data node chose to code: `(table id, the table's file)`.
 pub type Shards = Vec<(u64, Vec<u8>)>;
 
+/// A coded table's keys, each with the newest timestamp the table holds for it.
+pub type KeyList = Vec<(Vec<u8>, u64)>;
+
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
@@ -214,6 +217,52 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<EcMeta, Failure>> {
         let _ = (table, group, parity_hashes);
         unsupported()
+    }
+    /// Secondary removal, data node: coded tables whose key lists have not reached every
+    /// secondary yet, with their lists.
+    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<(u64, KeyList)>, Failure>> {
+        let _ = table;
+        unsupported()
+    }
+    /// Every secondary holds coded table `id`'s key list (first and last key given).
+    fn ec_listed(
+        &self,
+        table: TableKey,
+        id: u64,
+        smallest: Vec<u8>,
+        largest: Vec<u8>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id, smallest, largest);
+        unsupported()
+    }
+    /// Secondary removal, secondary: durably records data node `source`'s key list of its
+    /// coded table `id`.
+    fn ec_cover(
+        &self,
+        table: TableKey,
+        source: HostId,
+        id: u64,
+        keys: KeyList,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, source, id, keys);
+        unsupported()
+    }
+    /// Drops the versions new key lists cover; returns the trees compacted.
+    fn ec_purge(&self, table: TableKey) -> BoxFuture<'_, Result<usize, Failure>> {
+        let _ = table;
+        unsupported()
+    }
+    /// Whether this node stores keys of `range` as a secondary whose versions a coding
+    /// group covers: it answers for them only together with their primary replica.
+    fn ec_covers(&self, table: TableKey, range: &KeyRange) -> bool {
+        let _ = (table, range);
+        false
+    }
+    /// Whether reads of `table` should ask its primary replica first (erasure-tiered: the
+    /// secondaries relay reads of coded rows to it). The default: no.
+    fn reads_prefer_primary(&self, table: TableKey) -> bool {
+        let _ = table;
+        false
     }
     /// The data node records its table `id` as the shard at `slot` of `meta`.
     fn ec_mark_coded(

@@ -297,6 +297,21 @@ pub enum Body {
         /// The shard's hash.
         hash: [u8; 32],
     },
+    /// ELECT's secondary removal: data node `source` (its host id) coded its primary
+    /// tree's table `id`; `keys` are the table's keys the receiver holds redundant copies
+    /// of, each with the newest timestamp the table holds for it.
+    EcCover {
+        /// The table.
+        table: TableKey,
+        /// The data node's host id.
+        source: [u8; 16],
+        /// The data node's table id.
+        id: u64,
+        /// `(key, timestamp)`, ascending.
+        keys: Vec<(Vec<u8>, u64)>,
+    },
+    /// The key list is durable on the receiver.
+    EcCoverAck,
 }
 
 impl Body {
@@ -313,6 +328,7 @@ impl Body {
                 | Body::Tree(_)
                 | Body::EcFilled { .. }
                 | Body::EcParityAck { .. }
+                | Body::EcCoverAck
         )
     }
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use mosaic_cluster::env::{Entries, Hint, Shards, Unanswered};
+use mosaic_cluster::env::{Entries, Hint, KeyList, Shards, Unanswered};
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
@@ -401,6 +401,45 @@ impl Store for LocalStore {
         meta: EcMeta,
     ) -> BoxFuture<'_, Result<(), Failure>> {
         self.on_elect(table, move |_, e| e?.mark_coded(id, slot, &meta))
+    }
+
+    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<(u64, KeyList)>, Failure>> {
+        self.on_elect(table, |s, _| s.ec_unlisted())
+    }
+
+    fn ec_listed(
+        &self,
+        table: TableKey,
+        id: u64,
+        smallest: Vec<u8>,
+        largest: Vec<u8>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| s.ec_listed(id, smallest, largest))
+    }
+
+    fn ec_cover(
+        &self,
+        table: TableKey,
+        source: HostId,
+        id: u64,
+        keys: KeyList,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| {
+            s.ec_cover(SourceId(source.0), id, &keys).map(|_| ())
+        })
+    }
+
+    fn ec_purge(&self, table: TableKey) -> BoxFuture<'_, Result<usize, Failure>> {
+        self.on_elect(table, |s, _| s.ec_purge())
+    }
+
+    fn ec_covers(&self, table: TableKey, range: &KeyRange) -> bool {
+        self.local.is_erasure_tiered(table)
+            && self.local.ec_covers(table, range, &*self.roles(table))
+    }
+
+    fn reads_prefer_primary(&self, table: TableKey) -> bool {
+        self.local.is_erasure_tiered(table)
     }
 }
 

@@ -213,10 +213,11 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
     );
     if s.layout == "erasure-tiered" {
         println!(
-            "    erasure coding: {} of the primary tree coded, parity {} hot + {} cold",
+            "    erasure coding: {} of the primary tree coded, parity {} hot + {} cold, {} keys of other nodes' coded tables dropped here",
             bytes(s.coded_bytes),
             bytes(s.parity_bytes),
-            bytes(s.cold_parity_bytes)
+            bytes(s.cold_parity_bytes),
+            s.covered_keys
         );
     }
     // A uniform table is one structure, already shown in full above.

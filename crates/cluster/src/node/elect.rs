@@ -8,9 +8,18 @@ use mosaic_erasure::{EcMeta, Fill, Placement};
 use mosaic_types::HostId;
 
 use super::*;
+use crate::env::KeyList;
+use crate::message::Tag;
 
 /// Tables one data node sends per table and round.
 const FILLS_PER_ROUND: usize = 4;
+/// The tag marking a read a secondary relays to the primary of rows a coding group covers.
+const RELAY_TAG: &str = "ec-relay";
+
+/// Whether a read's tags mark it as relayed by a secondary.
+pub(super) fn is_relay(tags: &[Tag]) -> bool {
+    tags.iter().any(|t| t.name == RELAY_TAG)
+}
 
 impl Node {
     /// This node's host id.
@@ -203,6 +212,12 @@ impl Node {
                     }
                 }
             }
+            // Secondary removal: lists of coded tables to the secondaries, then drop what
+            // lists this node received cover.
+            self.send_key_lists(table, rf, me).await;
+            if let Err(f) = store.ec_purge(table).await {
+                tracing::warn!(%table, error = failure_text(&f), "dropping covered secondary copies failed");
+            }
             if let Err(f) = store.ec_offload(table, rf).await {
                 tracing::warn!(%table, error = failure_text(&f), "offloading to the cold tier failed");
             }
@@ -292,6 +307,137 @@ impl Node {
             .ec_cleared(table, r.id)
             .await
             .map_err(|f| failure_text(&f))
+    }
+
+    /// A read of rows this node holds as a secondary and a coding group covers (it dropped
+    /// their coded versions): its own remaining (newer) versions merged with the answer
+    /// of the rows' primary replica. Fails when the primary does not answer: degraded
+    /// reads (decoding the rows from other shards) are not built yet.
+    pub(super) async fn read_with_primary(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+    ) -> Result<Entries, Failure> {
+        let store = &self.inner.store;
+        let rf = store
+            .replication_factor(table)
+            .ok_or(Failure::UnknownTable)?;
+        let mut primaries: Vec<Endpoint> = self
+            .ring()
+            .segments(&range, rf)
+            .into_iter()
+            .filter_map(|s| s.replicas.first().copied())
+            .collect();
+        primaries.dedup();
+        let primary = match primaries.as_slice() {
+            [p] if *p != self.endpoint() => *p,
+            _ => {
+                return Err(Failure::Storage(
+                    "a read of rows covered by erasure coding must stay within one replica \
+                     set"
+                    .into(),
+                ))
+            }
+        };
+        if !self.is_alive(primary) {
+            return Err(Failure::Storage(format!(
+                "the rows are covered by erasure coding and their primary replica {primary} is \
+                 down (degraded reads are not built yet)"
+            )));
+        }
+        let local = store.read(table, range.clone(), limit, &[]).await?;
+        let ask = Body::Read {
+            table,
+            range: WireRange {
+                start: range.start,
+                end: range.end,
+            },
+            limit: u32::try_from(limit).unwrap_or(u32::MAX),
+            digest: false,
+            tags: vec![Tag {
+                name: RELAY_TAG.into(),
+                value: Vec::new(),
+            }],
+        };
+        match self
+            .call_timeout(primary, ask, self.inner.config.read_timeout_ms)
+            .await
+        {
+            Some(Body::ReadData { entries, exhausted }) => {
+                Ok(merge_answers(&[local, (entries, exhausted)], limit))
+            }
+            Some(Body::Failed(f)) => Err(f),
+            _ => Err(Failure::TimedOut(format!(
+                "the rows are covered by erasure coding and their primary replica {primary} \
+                 did not answer (degraded reads are not built yet)"
+            ))),
+        }
+    }
+
+    /// Secondary removal, data node: sends each coded table's key list, split by the
+    /// nodes holding redundant copies of its keys, and records the table as listed once
+    /// all of them stored theirs. A key whose primary is no longer this node (the ring
+    /// changed) is left out: its secondaries keep it.
+    async fn send_key_lists(&self, table: TableKey, rf: usize, me: HostId) {
+        let store = &self.inner.store;
+        let lists = match store.ec_unlisted(table).await {
+            Ok(l) => l,
+            Err(f) => {
+                tracing::warn!(%table, error = failure_text(&f), "reading coded tables' key lists failed");
+                return;
+            }
+        };
+        let ring = self.ring();
+        let own = self.endpoint();
+        for (id, keys) in lists {
+            let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+                continue;
+            };
+            let range = (first.0.clone(), last.0.clone());
+            let mut per: BTreeMap<Endpoint, KeyList> = BTreeMap::new();
+            for (key, ts) in keys {
+                let Ok(token) = mosaic_rows::decode_token(&key) else {
+                    continue;
+                };
+                let replicas = ring.replicas(token, rf);
+                if replicas.first() != Some(&own) {
+                    continue;
+                }
+                for r in replicas.iter().skip(1) {
+                    per.entry(*r).or_default().push((key.clone(), ts));
+                }
+            }
+            let mut all = true;
+            for (to, keys) in per {
+                let ask = Body::EcCover {
+                    table,
+                    source: me.0,
+                    id,
+                    keys,
+                };
+                match self
+                    .call_timeout(to, ask, self.inner.config.repair_timeout_ms)
+                    .await
+                {
+                    Some(Body::EcCoverAck) => {}
+                    other => {
+                        let why = match other {
+                            Some(Body::Failed(f)) => failure_text(&f),
+                            _ => "no answer".into(),
+                        };
+                        tracing::info!(%table, id, node = %to, error = %why, "a key list did not reach a secondary; it is sent again next round");
+                        all = false;
+                        break;
+                    }
+                }
+            }
+            if all {
+                if let Err(f) = store.ec_listed(table, id, range.0, range.1).await {
+                    tracing::warn!(%table, id, error = failure_text(&f), "recording a delivered key list failed");
+                }
+            }
+        }
     }
 
     /// Runs [`Node::ec_round`] every `interval_ms` until the node shuts down.

@@ -380,7 +380,8 @@ impl Node {
             | Body::TreeRequest { .. }
             | Body::EcFill { .. }
             | Body::EcClear { .. }
-            | Body::EcParity { .. }) => {
+            | Body::EcParity { .. }
+            | Body::EcCover { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {
                     self.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);

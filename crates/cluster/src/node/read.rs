@@ -146,7 +146,8 @@ impl Node {
         cl: ConsistencyLevel,
     ) -> Result<Entries, ClusterError> {
         let block_for = cl.block_for(rf);
-        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for)?;
+        let primary_first = self.inner.store.reads_prefer_primary(table);
+        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for, primary_first)?;
         let read = SegmentRead {
             table,
             range: WireRange {
@@ -171,13 +172,16 @@ impl Node {
     }
 
     /// The live replicas to ask, in the selector's order and cut to `block_for`, with the
-    /// tags the selector attached; `Unavailable` when too few are alive.
+    /// tags the selector attached; `Unavailable` when too few are alive. With
+    /// `primary_first` (rows a coding group covers on the secondaries, which would relay
+    /// to it) the primary replica goes first when alive.
     fn read_targets(
         &self,
         seg: &Segment,
         limit: usize,
         cl: ConsistencyLevel,
         block_for: usize,
+        primary_first: bool,
     ) -> Result<(Vec<Endpoint>, Vec<Tag>), ClusterError> {
         let mut live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
@@ -199,6 +203,15 @@ impl Node {
             limit,
         };
         let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
+        if let Some(i) = primary_first
+            .then(|| seg.replicas.first())
+            .flatten()
+            .and_then(|p| live.iter().position(|r| r == p))
+        {
+            if let Some(head) = live.get_mut(..=i) {
+                head.rotate_right(1);
+            }
+        }
         live.truncate(block_for);
         Ok((live, tags))
     }

@@ -1,7 +1,9 @@
 //! The replica side: every request body a peer (or this node, as coordinator) sends is
 //! served from the local [`Store`].
 
+use super::elect::is_relay;
 use super::*;
+use mosaic_types::HostId;
 
 impl Node {
     /// Serves a request from a peer (or from this node as coordinator).
@@ -23,7 +25,15 @@ impl Node {
                     start: range.start,
                     end: range.end,
                 };
-                match store.read(table, range, limit as usize, &tags).await {
+                // Rows a coding group covers here are answered with their primary, unless
+                // this read is itself such a relay (rings briefly disagreeing must not
+                // bounce a read between nodes).
+                let answer = if store.ec_covers(table, &range) && !is_relay(&tags) {
+                    self.read_with_primary(table, range, limit as usize).await
+                } else {
+                    store.read(table, range, limit as usize, &tags).await
+                };
+                match answer {
                     Ok((entries, exhausted)) if want_digest => Body::ReadDigest {
                         digest: digest(&entries, exhausted),
                     },
@@ -60,6 +70,15 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            Body::EcCover {
+                table,
+                source,
+                id,
+                keys,
+            } => match store.ec_cover(table, HostId(source), id, keys).await {
+                Ok(()) => Body::EcCoverAck,
+                Err(f) => Body::Failed(f),
+            },
             Body::EcFill {
                 table,
                 slot,
@@ -115,5 +134,7 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcClear { .. } => "EcClear",
         Body::EcParity { .. } => "EcParity",
         Body::EcParityAck { .. } => "EcParityAck",
+        Body::EcCover { .. } => "EcCover",
+        Body::EcCoverAck => "EcCoverAck",
     }
 }

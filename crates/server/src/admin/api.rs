@@ -166,6 +166,10 @@ pub struct TableStats {
     /// `erasure-tiered`: bytes of this node's primary-tree tables that are data shards.
     #[serde(default)]
     pub coded_bytes: u64,
+    /// `erasure-tiered`: keys of other nodes' coded tables whose versions this node, as a
+    /// secondary, dropped or drops at its next purge (secondary removal).
+    #[serde(default)]
+    pub covered_keys: u64,
     pub structures: Vec<StructureStats>,
 }
 

@@ -191,6 +191,7 @@ fn table_stats(store: &ReplicaStore) -> TableStats {
         parity_bytes,
         cold_parity_bytes,
         coded_bytes,
+        covered_keys: store.ec_covered_keys(),
         counters: (&sum).into(),
         memtable_bytes,
         levels: levels(&merged),

@@ -356,6 +356,43 @@ impl LocalCoordinator {
         })
     }
 
+    /// Whether `table` is stored `erasure-tiered`.
+    pub fn is_erasure_tiered(&self, table: TableId) -> bool {
+        self.tables
+            .read()
+            .get(&table)
+            .is_some_and(|slot| slot.layout == Layout::ErasureTiered)
+    }
+
+    /// Whether this node stores keys of `range` of `table` as a secondary whose versions
+    /// a coding group covers (see `ReplicaStore::ec_covers`). A table being truncated or
+    /// dropped at this moment covers nothing.
+    pub fn ec_covers(&self, table: TableId, range: &KeyRange, roles: &dyn Roles) -> bool {
+        let Ok(slot) = self.slot(table) else {
+            return false;
+        };
+        if slot.layout != Layout::ErasureTiered {
+            return false;
+        }
+        let Ok(guard) = slot.db.try_read() else {
+            return false;
+        };
+        let Some(store) = guard.as_ref() else {
+            return false;
+        };
+        roles.pieces(range.clone()).iter().any(|(piece, role)| {
+            let end = match &piece.end {
+                Some(e) => std::ops::Bound::Excluded(e.as_slice()),
+                None => std::ops::Bound::Unbounded,
+            };
+            store.ec_covers(
+                *role,
+                std::ops::Bound::Included(piece.start.as_slice()),
+                end,
+            )
+        })
+    }
+
     /// The `erasure-tiered` tables with their codes.
     pub fn erasure_tables(&self) -> Vec<(TableId, mosaic_types::ErasureCode)> {
         self.catalog()
