@@ -61,6 +61,15 @@ pub type Shards = Vec<(u64, Vec<u8>)>;
 /// A coded table's keys, each with the newest timestamp the table holds for it.
 pub type KeyList = Vec<(Vec<u8>, u64)>;
 
+/// A shard as its holder has it: a parity shard's epoch (0 for a data shard) and bytes.
+pub type ShardBytes = (u64, Vec<u8>);
+
+/// A coded table's place: its group's ECMeta and its slot there.
+pub type ShardRef = (EcMeta, u8);
+
+/// A data node's coded table whose key list is still to be sent: its id, place and keys.
+pub type Unlisted = (u64, ShardRef, KeyList);
+
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
@@ -219,13 +228,14 @@ pub trait Store: Send + Sync + 'static {
         unsupported()
     }
     /// Secondary removal, data node: coded tables whose key lists have not reached every
-    /// secondary yet, with their lists.
-    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<(u64, KeyList)>, Failure>> {
+    /// secondary yet, each with its shard and list.
+    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Unlisted>, Failure>> {
         let _ = table;
         unsupported()
     }
-    /// Every secondary holds coded table `id`'s key list (first and last key given).
-    fn ec_listed(
+    /// Records, before sending them, that coded table `id`'s key lists (its keys from
+    /// `smallest` to `largest`) go out.
+    fn ec_listing(
         &self,
         table: TableKey,
         id: u64,
@@ -235,16 +245,66 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, id, smallest, largest);
         unsupported()
     }
+    /// Every secondary holds coded table `id`'s key list.
+    fn ec_listed(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id);
+        unsupported()
+    }
     /// Secondary removal, secondary: durably records data node `source`'s key list of its
-    /// coded table `id`.
+    /// coded table `id`, a data shard of `shard`.
     fn ec_cover(
         &self,
         table: TableKey,
         source: HostId,
         id: u64,
+        shard: ShardRef,
         keys: KeyList,
     ) -> BoxFuture<'_, Result<(), Failure>> {
-        let _ = (table, source, id, keys);
+        let _ = (table, source, id, shard, keys);
+        unsupported()
+    }
+    /// Degraded reads, secondary: the coded tables holding the newest covered versions of
+    /// keys of `range` this node stores as a secondary.
+    fn ec_covering(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+    ) -> BoxFuture<'_, Result<Vec<ShardRef>, Failure>> {
+        let _ = (table, range);
+        unsupported()
+    }
+    /// Degraded reads: this node's shard at `position` of `group` (`(epoch, bytes)`; a
+    /// data shard has epoch 0), if it holds it.
+    fn ec_shard(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+    ) -> BoxFuture<'_, Result<Option<ShardBytes>, Failure>> {
+        let _ = (table, group, position);
+        unsupported()
+    }
+    /// The newest ECMeta of `group` this node holds.
+    fn ec_meta(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<Option<EcMeta>, Failure>> {
+        let _ = (table, group);
+        unsupported()
+    }
+    /// Degraded reads: up to `limit` rows of `range` from the table in `shard`, decoded
+    /// from `shards` (`(position, bytes)`, `k` of them) or, with none, from a table decoded
+    /// before; `None` when it must be decoded and no shards were given.
+    fn ec_read_lost(
+        &self,
+        table: TableKey,
+        shard: ShardRef,
+        shards: Vec<(u8, Vec<u8>)>,
+        range: KeyRange,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Option<Entries>, Failure>> {
+        let _ = (table, shard, shards, range, limit);
         unsupported()
     }
     /// Drops the versions new key lists cover; returns the trees compacted.

@@ -307,11 +307,43 @@ pub enum Body {
         source: [u8; 16],
         /// The data node's table id.
         id: u64,
+        /// The ECMeta (binary form) of the group the table is a data shard of.
+        meta: Vec<u8>,
+        /// The table's slot in it.
+        slot: u8,
         /// `(key, timestamp)`, ascending.
         keys: Vec<(Vec<u8>, u64)>,
     },
     /// The key list is durable on the receiver.
     EcCoverAck,
+    /// ELECT's degraded read: the receiver's newest ECMeta of a group.
+    EcMetaRead {
+        /// The table.
+        table: TableKey,
+        /// The group.
+        group: [u8; 16],
+    },
+    /// The ECMeta asked for (binary form), if the receiver holds one.
+    EcMetaData {
+        /// `mosaic_erasure::EcMeta::encode`.
+        meta: Option<Vec<u8>>,
+    },
+    /// ELECT's degraded read: the receiver's shard at `position` of a group (its table in
+    /// that data slot, or its parity shard).
+    EcShardRead {
+        /// The table.
+        table: TableKey,
+        /// The group.
+        group: [u8; 16],
+        /// The position, `0..n`.
+        position: u8,
+    },
+    /// The shard asked for, if the receiver holds it: a parity shard's epoch (0 for a data
+    /// shard) and its bytes.
+    EcShard {
+        /// `(epoch, bytes)`.
+        shard: Option<(u64, Vec<u8>)>,
+    },
 }
 
 impl Body {
@@ -329,6 +361,8 @@ impl Body {
                 | Body::EcFilled { .. }
                 | Body::EcParityAck { .. }
                 | Body::EcCoverAck
+                | Body::EcMetaData { .. }
+                | Body::EcShard { .. }
         )
     }
 }

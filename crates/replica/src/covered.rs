@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! DIR/covered/<source hex>-<table id>.keys   one key list: the source's table `id`'s keys,
-//!                                            each with its newest timestamp in the table
+//!                                            each with its newest timestamp in the table,
+//!                                            and the coding group (ECMeta, slot) holding it
 //! ```
 //!
 //! A list names versions a coding group now protects: for each listed key, every version
@@ -15,8 +16,13 @@
 //! (the cluster relays it), never as "not found". Newer versions (written after the table
 //! was coded) stay in the tree and are merged into such answers.
 //!
-//! File format: `mosaic-keys 1\n`, a u32 count, then per key a u32 length, the key and a
-//! u64 timestamp (all little-endian), then a crc32c of everything before it.
+//! The group lets the node read covered rows while their primary is down (a degraded
+//! read decodes the table from the group's other shards): each key maps to the list with
+//! its newest timestamp.
+//!
+//! File format: `mosaic-keys 1\n`, the slot (u8), the ECMeta (u32 length, its binary
+//! form), a u32 count, then per key a u32 length, the key and a u64 timestamp (all
+//! little-endian), then a crc32c of everything before it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -24,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use mosaic_erasure::EcMeta;
 use mosaic_lsm::{CompactionFilter, Error, Fs, Result};
 use parking_lot::RwLock;
 
@@ -36,41 +43,75 @@ const MAGIC: &[u8] = b"mosaic-keys 1\n";
 /// Keys of one table of a source, each with the newest timestamp the table holds for it.
 pub type KeyList = Vec<(Vec<u8>, u64)>;
 
+/// Where a source's coded table is a data shard: its group's ECMeta (as of when the list
+/// was sent) and its slot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// The group's ECMeta.
+    pub meta: EcMeta,
+    /// The table's slot in it.
+    pub slot: u8,
+}
+
+/// A source's coded table covering some keys of a read: where to decode it from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Covering {
+    /// The source's table id.
+    pub id: u64,
+    /// Its shard.
+    pub shard: Shard,
+}
+
 /// What the lists of one source cover, and the filter of its tree.
 #[derive(Debug, Default)]
 pub struct SourceCover {
-    /// Per key, the newest covered timestamp over every list.
-    keys: RwLock<BTreeMap<Vec<u8>, u64>>,
-    /// The lists held, by the source's table id.
-    lists: RwLock<BTreeSet<u64>>,
+    /// Per key, the newest covered timestamp over every list, and that list's table id.
+    keys: RwLock<BTreeMap<Vec<u8>, (u64, u64)>>,
+    /// The lists held, by the source's table id, with their shards.
+    lists: RwLock<BTreeMap<u64, Shard>>,
     /// A list arrived since the tree was last purged.
     dirty: AtomicBool,
 }
 
 impl CompactionFilter for SourceCover {
     fn drops(&self, key: &[u8], ts: u64) -> bool {
-        self.keys.read().get(key).is_some_and(|t| ts <= *t)
+        self.keys.read().get(key).is_some_and(|(t, _)| ts <= *t)
     }
 }
 
 impl SourceCover {
     /// Whether a covered key lies within the bounds.
     pub fn covers(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
-        if let (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) =
-            (start, end)
-        {
-            // BTreeMap::range panics on reversed or empty-excluded bounds.
-            if s > e
-                || (s == e && !matches!((start, end), (Bound::Included(_), Bound::Included(_))))
-            {
-                return false;
-            }
+        valid_bounds(start, end)
+            && self
+                .keys
+                .read()
+                .range::<[u8], _>((start, end))
+                .next()
+                .is_some()
+    }
+
+    /// The coded tables holding the newest covered versions of the keys within the
+    /// bounds, each once, in table id order.
+    pub fn covering(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Vec<Covering> {
+        if !valid_bounds(start, end) {
+            return Vec::new();
         }
-        self.keys
+        let ids: BTreeSet<u64> = self
+            .keys
             .read()
             .range::<[u8], _>((start, end))
-            .next()
-            .is_some()
+            .map(|(_, (_, id))| *id)
+            .collect();
+        let lists = self.lists.read();
+        ids.into_iter()
+            .filter_map(|id| {
+                lists.get(&id).map(|shard| Covering {
+                    id,
+                    shard: shard.clone(),
+                })
+            })
+            .collect()
     }
 
     /// Keys covered.
@@ -83,13 +124,26 @@ impl SourceCover {
         self.keys.read().is_empty()
     }
 
-    fn add(&self, id: u64, keys: &KeyList) {
+    fn add(&self, id: u64, shard: Shard, keys: &KeyList) {
         let mut map = self.keys.write();
         for (k, ts) in keys {
-            let slot = map.entry(k.clone()).or_insert(*ts);
-            *slot = (*slot).max(*ts);
+            let slot = map.entry(k.clone()).or_insert((*ts, id));
+            // The newest version wins; between lists of equal timestamps, the newer table.
+            if (*ts, id) > *slot {
+                *slot = (*ts, id);
+            }
         }
-        self.lists.write().insert(id);
+        self.lists.write().insert(id, shard);
+    }
+}
+
+/// Whether `BTreeMap::range` accepts the bounds (it panics on reversed or empty-excluded
+/// ones, which select nothing).
+fn valid_bounds(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s <= e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Included(e) | Bound::Excluded(e)) => s < e,
+        _ => true,
     }
 }
 
@@ -146,8 +200,8 @@ impl Covered {
                 .fs
                 .read_all(&path)
                 .map_err(|e| Error::io("reading", &path, e))?;
-            let keys = decode(&bytes).map_err(|why| Error::corruption(&path, 0, why))?;
-            covered.source(source).add(id, &keys);
+            let (shard, keys) = decode(&bytes).map_err(|why| Error::corruption(&path, 0, why))?;
+            covered.source(source).add(id, shard, &keys);
         }
         Ok(covered)
     }
@@ -161,25 +215,25 @@ impl Covered {
         self.sources.write().entry(source).or_default().clone()
     }
 
-    /// Durably records `source`'s list for its table `id` (replacing one with that id),
-    /// then covers its keys. Returns whether anything was new.
-    pub fn add(&self, source: SourceId, id: u64, keys: &KeyList) -> Result<bool> {
+    /// Durably records `source`'s list for its table `id`, a data shard of `shard`, then
+    /// covers its keys. Returns whether the list was new (a list already held is kept).
+    pub fn add(&self, source: SourceId, id: u64, shard: Shard, keys: &KeyList) -> Result<bool> {
         let cover = self.source(source);
-        if cover.lists.read().contains(&id) {
+        if cover.lists.read().contains_key(&id) {
             return Ok(false);
         }
         self.fs
             .create_dir_all(&self.dir)
             .map_err(|e| Error::io("creating directory", &self.dir, e))?;
         let path = self.dir.join(list_name(source, id));
-        mosaic_lsm::write_atomically(&*self.fs, &path, &encode(keys))
+        mosaic_lsm::write_atomically(&*self.fs, &path, &encode(&shard, keys))
             .map_err(|e| Error::io("writing", &path, e))?;
         if let Some(parent) = self.dir.parent() {
             self.fs
                 .sync_dir(parent)
                 .map_err(|e| Error::io("syncing", parent, e))?;
         }
-        cover.add(id, keys);
+        cover.add(id, shard, keys);
         cover.dirty.store(true, Ordering::SeqCst);
         Ok(true)
     }
@@ -206,10 +260,14 @@ impl Covered {
     }
 }
 
-fn encode(keys: &KeyList) -> Vec<u8> {
+fn encode(shard: &Shard, keys: &KeyList) -> Vec<u8> {
     let size: usize = keys.iter().map(|(k, _)| k.len() + 12).sum();
-    let mut out = Vec::with_capacity(MAGIC.len() + 8 + size);
+    let meta = shard.meta.encode();
+    let mut out = Vec::with_capacity(MAGIC.len() + 13 + meta.len() + size);
     out.extend_from_slice(MAGIC);
+    out.push(shard.slot);
+    out.extend_from_slice(&(meta.len() as u32).to_le_bytes());
+    out.extend_from_slice(&meta);
     out.extend_from_slice(&(keys.len() as u32).to_le_bytes());
     for (k, ts) in keys {
         out.extend_from_slice(&(k.len() as u32).to_le_bytes());
@@ -221,7 +279,7 @@ fn encode(keys: &KeyList) -> Vec<u8> {
     out
 }
 
-fn decode(bytes: &[u8]) -> std::result::Result<KeyList, String> {
+fn decode(bytes: &[u8]) -> std::result::Result<(Shard, KeyList), String> {
     let body_len = bytes.len().checked_sub(4).ok_or("truncated")?;
     let (body, crc) = bytes.split_at(body_len);
     let crc = u32::from_le_bytes(crc.try_into().map_err(|_| "truncated")?);
@@ -242,6 +300,15 @@ fn decode(bytes: &[u8]) -> std::result::Result<KeyList, String> {
             .map(u32::from_le_bytes)
             .map_err(|_| "truncated")
     };
+    let slot = *take(1)?.first().ok_or("truncated")?;
+    let meta_len = u32_of(take(4)?)? as usize;
+    let meta = EcMeta::decode(take(meta_len)?).map_err(|e| e.to_string())?;
+    if slot >= meta.k {
+        return Err(format!(
+            "slot {slot} is not a data slot of a group of k = {}",
+            meta.k
+        ));
+    }
     let count = u32_of(take(4)?)? as usize;
     let mut keys = Vec::with_capacity(count.min(1 << 20));
     for _ in 0..count {
@@ -256,7 +323,7 @@ fn decode(bytes: &[u8]) -> std::result::Result<KeyList, String> {
     if !rest.is_empty() {
         return Err("trailing bytes".into());
     }
-    Ok(keys)
+    Ok((Shard { meta, slot }, keys))
 }
 
 /// The key list of the table file at `path`: each key once, with its newest timestamp.
@@ -297,6 +364,27 @@ mod tests {
             .collect()
     }
 
+    /// Slot `slot` of a (3, 2) group with empty shards.
+    fn shard(slot: u8) -> Shard {
+        let meta = EcMeta {
+            group: [9; 16],
+            epoch: 1,
+            k: 2,
+            n: 3,
+            stripe_bytes: 1 << 16,
+            coded_len: 0,
+            shards: (0..3u8)
+                .map(|i| mosaic_erasure::meta::ShardMeta {
+                    hash: EcMeta::content_hash(&[]),
+                    size: 0,
+                    node: mosaic_types::HostId([i; 16]),
+                    position: i,
+                })
+                .collect(),
+        };
+        Shard { meta, slot }
+    }
+
     #[test]
     fn lists_survive_reopen_and_cover_by_the_newest_timestamp() {
         let dir = tempfile::tempdir().unwrap();
@@ -304,10 +392,14 @@ mod tests {
         let a = SourceId([1; 16]);
         let b = SourceId([2; 16]);
         let c = Covered::open(fs.clone(), dir.path()).unwrap();
-        assert!(c.add(a, 7, &list(&[("k1", 10), ("k3", 5)])).unwrap());
-        assert!(!c.add(a, 7, &list(&[("k1", 10), ("k3", 5)])).unwrap());
-        assert!(c.add(a, 9, &list(&[("k3", 8)])).unwrap());
-        assert!(c.add(b, 7, &list(&[("k2", 1)])).unwrap());
+        assert!(c
+            .add(a, 7, shard(0), &list(&[("k1", 10), ("k3", 5)]))
+            .unwrap());
+        assert!(!c
+            .add(a, 7, shard(0), &list(&[("k1", 10), ("k3", 5)]))
+            .unwrap());
+        assert!(c.add(a, 9, shard(1), &list(&[("k3", 8)])).unwrap());
+        assert!(c.add(b, 7, shard(0), &list(&[("k2", 1)])).unwrap());
         assert_eq!(c.take_dirty(), vec![a, b]);
         assert!(c.take_dirty().is_empty());
         for c in [c, Covered::open(fs.clone(), dir.path()).unwrap()] {
@@ -322,6 +414,23 @@ mod tests {
             assert!(!sa.covers(Bound::Included(b"k3"), Bound::Excluded(b"k3")));
             assert!(!sa.covers(Bound::Included(b"k9"), Bound::Excluded(b"k1")));
             assert_eq!(c.keys(), 3);
+            // Each key's newest version is in one table: k1's in 7, k3's in 9.
+            let ids = |start, end| -> Vec<(u64, u8)> {
+                sa.covering(start, end)
+                    .into_iter()
+                    .map(|cv| (cv.id, cv.shard.slot))
+                    .collect()
+            };
+            assert_eq!(
+                ids(Bound::Unbounded, Bound::Unbounded),
+                vec![(7, 0), (9, 1)]
+            );
+            assert_eq!(ids(Bound::Included(b"k3"), Bound::Unbounded), vec![(9, 1)]);
+            assert_eq!(ids(Bound::Included(b"k2"), Bound::Excluded(b"k3")), vec![]);
+            assert_eq!(
+                sa.covering(Bound::Included(b"k3"), Bound::Excluded(b"k1")),
+                vec![]
+            );
         }
     }
 
@@ -331,7 +440,7 @@ mod tests {
         let fs: Arc<dyn Fs> = Arc::new(RealFs);
         let a = SourceId([1; 16]);
         let c = Covered::open(fs.clone(), dir.path()).unwrap();
-        c.add(a, 3, &list(&[("key", 4)])).unwrap();
+        c.add(a, 3, shard(1), &list(&[("key", 4)])).unwrap();
         let path = dir.path().join(COVERED_DIR).join(list_name(a, 3));
         let mut bytes = std::fs::read(&path).unwrap();
         for cut in 0..bytes.len() {

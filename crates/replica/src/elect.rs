@@ -56,10 +56,20 @@ struct DataState {
     /// sent again (from their ghosts) until answered, so a leader's half-done change is
     /// always finished and a group never names a table its node does not know it gave.
     pending: BTreeMap<u64, (u8, HostId)>,
-    /// Coded tables whose key lists every secondary acknowledged (so secondaries may have
-    /// dropped their rows), with the table's smallest and largest key: such a table's slot
-    /// is emptied only once tables coded after it cover its keys.
-    listed: BTreeMap<u64, KeyRange>,
+    /// Coded tables whose key lists were sent (so secondaries may have dropped their
+    /// rows), with the table's smallest and largest key and whether every secondary
+    /// acknowledged its list: such a table's slot is emptied only once tables coded after
+    /// it cover its keys.
+    listed: BTreeMap<u64, Listing>,
+}
+
+/// A coded table whose key list was sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The table's smallest and largest key.
+    pub range: KeyRange,
+    /// Whether every secondary acknowledged the list.
+    pub acked: bool,
 }
 
 /// A table's smallest and largest key.
@@ -71,6 +81,7 @@ pub struct Elect {
     dir: PathBuf,
     parity: ParityStore,
     covered: Arc<crate::covered::Covered>,
+    decoded: crate::degraded::DecodedTables,
     data: Mutex<DataState>,
     /// Serializes the leader's slot changes (one group epoch at a time).
     leading: Mutex<()>,
@@ -113,6 +124,7 @@ impl Elect {
         };
         Ok(Elect {
             covered: Arc::new(crate::covered::Covered::open(fs.clone(), dir)?),
+            decoded: crate::degraded::DecodedTables::new(crate::degraded::DECODED_CACHE_BYTES),
             fs,
             dir: dir.to_path_buf(),
             parity,
@@ -131,18 +143,40 @@ impl Elect {
         &self.covered
     }
 
+    /// Tables decoded for degraded reads.
+    pub fn decoded(&self) -> &crate::degraded::DecodedTables {
+        &self.decoded
+    }
+
+    /// The content of this data node's table in `slot` of `group` (its ghost), if it
+    /// has one there.
+    pub fn slot_content(&self, group: &GroupId, slot: u8) -> Result<Option<Vec<u8>>> {
+        let id = {
+            let data = self.data.lock();
+            data.coded
+                .iter()
+                .filter(|(_, c)| c.group == *group && c.slot == slot)
+                .max_by_key(|(_, c)| c.epoch)
+                .map(|(id, _)| *id)
+        };
+        match id {
+            Some(id) => self.ghost(id),
+            None => Ok(None),
+        }
+    }
+
     /// Coded tables whose key lists are not yet acknowledged by every secondary.
     pub fn unlisted(&self) -> Vec<u64> {
         let data = self.data.lock();
         data.coded
             .keys()
-            .filter(|id| !data.listed.contains_key(id))
+            .filter(|id| !data.listed.get(id).is_some_and(|l| l.acked))
             .copied()
             .collect()
     }
 
-    /// The key ranges of coded tables whose lists every secondary holds.
-    pub fn listed(&self) -> BTreeMap<u64, KeyRange> {
+    /// The coded tables whose key lists were sent.
+    pub fn listed(&self) -> BTreeMap<u64, Listing> {
         self.data.lock().listed.clone()
     }
 
@@ -155,15 +189,36 @@ impl Elect {
         crate::covered::key_list(&*self.fs, &ghost).map(Some)
     }
 
-    /// Records that every secondary holds coded table `id`'s key list (so it may have
-    /// dropped the rows), with the list's first and last key.
-    pub fn mark_listed(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
+    /// Records, before its key list is sent, that coded table `id` (keys `range`) may from
+    /// now on lack its secondary copies.
+    pub fn mark_listing(&self, id: u64, range: KeyRange) -> Result<()> {
         let mut data = self.data.lock();
         if !data.coded.contains_key(&id) || data.listed.contains_key(&id) {
             return Ok(());
         }
         let mut next = data.clone();
-        next.listed.insert(id, (smallest, largest));
+        next.listed.insert(
+            id,
+            Listing {
+                range,
+                acked: false,
+            },
+        );
+        self.save(&next)?;
+        *data = next;
+        Ok(())
+    }
+
+    /// Records that every secondary holds coded table `id`'s key list.
+    pub fn mark_listed(&self, id: u64) -> Result<()> {
+        let mut data = self.data.lock();
+        if data.listed.get(&id).is_none_or(|l| l.acked) {
+            return Ok(());
+        }
+        let mut next = data.clone();
+        if let Some(l) = next.listed.get_mut(&id) {
+            l.acked = true;
+        }
         self.save(&next)?;
         *data = next;
         Ok(())
@@ -235,6 +290,20 @@ impl Elect {
         let mut data = self.data.lock();
         let mut next = data.clone();
         next.pending.remove(&id);
+        // A table whose bytes equal a coded one's (a compaction that rewrote a table
+        // unchanged) is answered with the slot that table already holds: the slot now
+        // stands for the new table, and the old one is forgotten, not emptied (emptying it
+        // would take the new table's coding away).
+        let same_slot: Vec<u64> = next
+            .coded
+            .iter()
+            .filter(|(other, c)| **other != id && c.group == meta.group && c.slot == slot)
+            .map(|(other, _)| *other)
+            .collect();
+        for other in &same_slot {
+            next.coded.remove(other);
+            next.listed.remove(other);
+        }
         next.coded.insert(
             id,
             CodedTable {
@@ -246,6 +315,15 @@ impl Elect {
         );
         self.save(&next)?;
         *data = next;
+        drop(data);
+        for other in same_slot {
+            let ghost = self.ghost_path(other);
+            if self.fs.exists(&ghost) {
+                self.fs
+                    .remove(&ghost)
+                    .map_err(|e| Error::io("removing", &ghost, e))?;
+            }
+        }
         Ok(())
     }
 
@@ -604,8 +682,10 @@ fn encode_state(state: &DataState) -> Vec<u8> {
             c.slot, c.epoch, c.bytes
         ));
     }
-    for (id, (lo, hi)) in &state.listed {
-        text.push_str(&format!("listed {id} {} {}\n", hex(lo), hex(hi)));
+    for (id, l) in &state.listed {
+        let word = if l.acked { "listed" } else { "listing" };
+        let (lo, hi) = &l.range;
+        text.push_str(&format!("{word} {id} {} {}\n", hex(lo), hex(hi)));
     }
     let crc = crc32c::crc32c(text.as_bytes());
     text.push_str(&format!("crc {crc:08x}\n"));
@@ -641,7 +721,11 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
     let mut pending = BTreeMap::new();
     let mut listed = BTreeMap::new();
     for line in lines {
-        if let Some(rest) = line.strip_prefix("listed ") {
+        let listing = line
+            .strip_prefix("listed ")
+            .map(|r| (r, true))
+            .or_else(|| line.strip_prefix("listing ").map(|r| (r, false)));
+        if let Some((rest, acked)) = listing {
             let f: Vec<&str> = rest.split(' ').collect();
             let parse = || -> Option<(u64, KeyRange)> {
                 let [id, lo, hi] = f.as_slice() else {
@@ -650,7 +734,7 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
                 Some((id.parse().ok()?, (unhex(lo)?, unhex(hi)?)))
             };
             let (id, range) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
-            listed.insert(id, range);
+            listed.insert(id, Listing { range, acked });
             continue;
         }
         if let Some(rest) = line.strip_prefix("pending ") {
@@ -793,6 +877,25 @@ mod tests {
         }
     }
 
+    /// Finishes `fill` on `leader` as if it were every parity node of its group.
+    fn finish_alone(leader: &Elect, fill: Fill) -> EcMeta {
+        match fill {
+            Fill::Committed(meta) => meta,
+            Fill::Pending {
+                group,
+                from,
+                to,
+                deltas,
+            } => {
+                let hashes: Vec<_> = deltas
+                    .iter()
+                    .map(|(p, _, d)| (*p, leader.apply_parity(&group, *p, from, to, d).unwrap()))
+                    .collect();
+                leader.commit_fill(&group, &hashes).unwrap()
+            }
+        }
+    }
+
     #[test]
     fn emptying_a_replaced_tables_slot_leaves_the_parity_of_the_others_and_the_slot_reusable() {
         let dir = tempfile::tempdir().unwrap();
@@ -801,25 +904,7 @@ mod tests {
             data: vec![host(0), host(1)],
             parity: vec![host(2)],
         };
-        let run = |fill: Fill| -> EcMeta {
-            match fill {
-                Fill::Committed(meta) => meta,
-                Fill::Pending {
-                    group,
-                    from,
-                    to,
-                    deltas,
-                } => {
-                    let hashes: Vec<_> = deltas
-                        .iter()
-                        .map(|(p, _, d)| {
-                            (*p, leader.apply_parity(&group, *p, from, to, d).unwrap())
-                        })
-                        .collect();
-                    leader.commit_fill(&group, &hashes).unwrap()
-                }
-            }
-        };
+        let run = |fill: Fill| finish_alone(&leader, fill);
         let a = vec![3u8; 700];
         let b = vec![5u8; 400];
         let c = vec![9u8; 500];
@@ -857,6 +942,38 @@ mod tests {
         assert!(refilled.verify(2, &parity));
         let fresh = Codec::new(2, 3).unwrap().encode(&[&c, &b]).unwrap();
         assert_eq!(&parity[..fresh[0].len()], &fresh[0][..]);
+    }
+
+    #[test]
+    fn a_table_rewritten_unchanged_takes_over_its_predecessors_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let leader = Elect::open(Arc::new(RealFs), &dir.path().join("leader"), None).unwrap();
+        let data = Elect::open(Arc::new(RealFs), &dir.path().join("data"), None).unwrap();
+        let nodes = Group {
+            data: vec![host(0), host(1)],
+            parity: vec![host(2)],
+        };
+        let commit = |fill: Fill| finish_alone(&leader, fill);
+        let table = vec![4u8; 900];
+        let file = dir.path().join("t.sst");
+        std::fs::write(&file, &table).unwrap();
+        for id in [18, 21] {
+            data.pin(id, &file).unwrap();
+        }
+        let first = commit(leader.prepare_fill(&nodes, 0, table.clone()).unwrap());
+        data.mark_coded(18, 0, &first).unwrap();
+        data.mark_listing(18, (b"a".to_vec(), b"z".to_vec()))
+            .unwrap();
+        // Table 21 has the same bytes: the leader answers with the slot 18 holds.
+        let again = leader.prepare_fill(&nodes, 0, table.clone()).unwrap();
+        assert!(matches!(&again, Fill::Committed(m) if *m == first));
+        data.mark_coded(21, 0, &first).unwrap();
+        let coded = data.coded();
+        assert_eq!(coded.keys().copied().collect::<Vec<_>>(), vec![21]);
+        assert!(data.listed().is_empty());
+        assert_eq!(data.unlisted(), vec![21]);
+        assert_eq!(data.ghost(21).unwrap(), Some(table));
+        assert_eq!(data.ghost(18).unwrap(), None);
     }
 
     #[test]

@@ -89,6 +89,11 @@ impl MultiLsm {
         })
     }
 
+    /// The merge operator every tree resolves versions with.
+    pub(crate) fn merge_operator(&self) -> Option<&dyn mosaic_lsm::MergeOperator> {
+        self.engine.merge_operator.as_deref()
+    }
+
     /// The tree of `role`, if it exists.
     pub(crate) fn tree(&self, role: Role) -> Option<Db> {
         match role {

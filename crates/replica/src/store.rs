@@ -27,6 +27,7 @@ use mosaic_lsm::{CounterSnapshot, Db, Entry, Error, LevelInfo, Options, Result, 
 use crate::decoupled::Decoupled;
 use crate::elect::Elect;
 use crate::multi_lsm::MultiLsm;
+use crate::parity::GroupId;
 use crate::ranges::LogSettings;
 use crate::role::{Layout, Role, SourceId};
 
@@ -148,13 +149,13 @@ fn overlaps(t: &mosaic_lsm::TableInfo, lo: &[u8], hi: &[u8]) -> bool {
 fn successors(
     last: &LevelInfo,
     coded: &std::collections::BTreeMap<u64, crate::elect::CodedTable>,
-    listed: &std::collections::BTreeMap<u64, (Vec<u8>, Vec<u8>)>,
+    listed: &std::collections::BTreeMap<u64, crate::elect::Listing>,
     live: &std::collections::HashSet<u64>,
 ) -> std::collections::HashSet<u64> {
     let replaced: Vec<&(Vec<u8>, Vec<u8>)> = listed
         .iter()
         .filter(|(id, _)| !live.contains(id))
-        .map(|(_, r)| r)
+        .map(|(_, l)| &l.range)
         .collect();
     last.tables
         .iter()
@@ -423,11 +424,13 @@ impl ReplicaStore {
             }
             // Secondaries dropped this table's rows: its slot keeps them decodable until
             // every last-level table holding its keys is coded and listed in turn.
-            if let Some((lo, hi)) = listed.get(&id) {
+            if let Some(l) = listed.get(&id) {
+                let (lo, hi) = &l.range;
                 let waiting = last.is_some_and(|last| {
                     last.tables.iter().any(|t| {
                         overlaps(t, lo, hi)
-                            && !(coded.contains_key(&t.id) && listed.contains_key(&t.id))
+                            && !(coded.contains_key(&t.id)
+                                && listed.get(&t.id).is_some_and(|l| l.acked))
                     })
                 });
                 if waiting {
@@ -455,22 +458,87 @@ impl ReplicaStore {
     }
 
     /// Secondary removal, on a node holding `source`'s redundant copies: durably records
-    /// the key list of `source`'s coded table `id`; the source's tree drops the versions
-    /// it covers at its next purge ([`ReplicaStore::ec_purge`]) or compaction. Returns
-    /// whether the list was new.
+    /// the key list of `source`'s coded table `id` (a data shard of `shard`); the source's
+    /// tree drops the versions it covers at its next purge ([`ReplicaStore::ec_purge`]) or
+    /// compaction. Returns whether the list was new.
     pub fn ec_cover(
         &self,
         source: SourceId,
         id: u64,
+        shard: crate::covered::Shard,
         keys: &crate::covered::KeyList,
     ) -> Result<bool> {
         match &self.engines {
-            Engines::ErasureTiered(_, elect) => elect.covered().add(source, id, keys),
+            Engines::ErasureTiered(_, elect) => elect.covered().add(source, id, shard, keys),
             _ => Err(Error::InvalidArgument(format!(
                 "{} is not stored erasure-tiered: it takes no key lists",
                 self.dir.display()
             ))),
         }
+    }
+
+    /// The coded tables of `role`'s source holding the newest covered versions of keys
+    /// within the bounds (what a degraded read decodes).
+    pub fn ec_covering(
+        &self,
+        role: Role,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Vec<crate::covered::Covering> {
+        match (&self.engines, role) {
+            (Engines::ErasureTiered(_, elect), Role::Redundant { source }) => {
+                elect.covered().source(source).covering(start, end)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// What this node holds of shard `position` of `group`: its table in that data slot
+    /// (position `< k`), or the parity shard with its epoch.
+    pub fn ec_shard(&self, group: &GroupId, position: u8) -> Result<Option<(u64, Vec<u8>)>> {
+        let Engines::ErasureTiered(_, elect) = &self.engines else {
+            return Ok(None);
+        };
+        if let Some(p) = elect.parity().shard(group, position)? {
+            return Ok(Some((p.epoch, p.bytes)));
+        }
+        Ok(elect.slot_content(group, position)?.map(|b| (0, b)))
+    }
+
+    /// The newest ECMeta of `group` this node holds.
+    pub fn ec_meta(&self, group: &GroupId) -> Result<Option<mosaic_erasure::EcMeta>> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.parity().meta(group),
+            _ => Ok(None),
+        }
+    }
+
+    /// A degraded read: up to `limit` rows within the bounds of the table in `slot` of
+    /// `meta`'s group, decoded from `shards` (`(position, whole shard)`, `k` of them) —
+    /// or, with no shards, from the tables decoded before; `None` when it was not decoded
+    /// before and no shards were given.
+    pub fn ec_read_lost(
+        &self,
+        meta: &mosaic_erasure::EcMeta,
+        slot: u8,
+        shards: &[(u8, Vec<u8>)],
+        (start, end): (Bound<&[u8]>, Bound<&[u8]>),
+        limit: usize,
+    ) -> Result<Option<crate::degraded::Rows>> {
+        let (Engines::ErasureTiered(m, elect), Some(shard)) =
+            (&self.engines, meta.shards.get(usize::from(slot)))
+        else {
+            return Ok(None);
+        };
+        let table = match elect.decoded().get(&shard.hash) {
+            Some(t) => t,
+            None if shards.is_empty() => return Ok(None),
+            None => {
+                let bytes = crate::degraded::decode(meta, slot, shards)?;
+                elect.decoded().insert(shard.hash, bytes)?
+            }
+        };
+        crate::degraded::read_rows(&table, m.merge_operator(), start, end, limit).map(Some)
     }
 
     /// Whether keys within the bounds, stored under `role`, are covered by a coding group:
@@ -506,26 +574,43 @@ impl ReplicaStore {
     }
 
     /// Coded tables of the primary tree whose key lists are still to reach the
-    /// secondaries, each with its list (read from the table's ghost). A coded table
-    /// without a ghost has no list to send and is left out.
-    pub fn ec_unlisted(&self) -> Result<Vec<(u64, crate::covered::KeyList)>> {
+    /// secondaries, each with its shard and list (read from the table's ghost). A coded
+    /// table without a ghost or ECMeta has no list to send and is left out.
+    pub fn ec_unlisted(
+        &self,
+    ) -> Result<Vec<(u64, crate::covered::Shard, crate::covered::KeyList)>> {
         let Engines::ErasureTiered(_, elect) = &self.engines else {
             return Ok(Vec::new());
         };
+        let coded = elect.coded();
         let mut out = Vec::new();
         for id in elect.unlisted() {
-            if let Some(keys) = elect.key_list(id)? {
-                out.push((id, keys));
-            }
+            let Some(c) = coded.get(&id) else {
+                continue;
+            };
+            let (Some(meta), Some(keys)) = (elect.parity().meta(&c.group)?, elect.key_list(id)?)
+            else {
+                continue;
+            };
+            let shard = crate::covered::Shard { meta, slot: c.slot };
+            out.push((id, shard, keys));
         }
         Ok(out)
     }
 
-    /// Every secondary holds coded table `id`'s key list, whose first and last keys are
-    /// `smallest` and `largest`.
-    pub fn ec_listed(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
+    /// Coded table `id`'s key list (first and last keys `smallest` and `largest`) is about
+    /// to be sent: from now on its slot waits for tables covering its keys.
+    pub fn ec_listing(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
         match &self.engines {
-            Engines::ErasureTiered(_, elect) => elect.mark_listed(id, smallest, largest),
+            Engines::ErasureTiered(_, elect) => elect.mark_listing(id, (smallest, largest)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every secondary holds coded table `id`'s key list.
+    pub fn ec_listed(&self, id: u64) -> Result<()> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.mark_listed(id),
             _ => Ok(()),
         }
     }

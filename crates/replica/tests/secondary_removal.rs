@@ -10,10 +10,13 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use mosaic_erasure::meta::ShardMeta;
+use mosaic_erasure::EcMeta;
 use mosaic_lsm::{Options, RealFs, WriteBatch};
+use mosaic_replica::covered::Shard;
 use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role, SourceId, Structure};
 use mosaic_rows::key::encode_token;
-use mosaic_types::Token;
+use mosaic_types::{HostId, Token};
 
 const A: SourceId = SourceId([0xaa; 16]);
 const B: SourceId = SourceId([0xbb; 16]);
@@ -39,6 +42,27 @@ fn open(dir: &std::path::Path, layout: Layout) -> ReplicaStore {
         ring: RingRanges::new([Token(0)]),
     };
     ReplicaStore::open(dir, layout, engine, log).unwrap()
+}
+
+/// Slot 0 of a (3, 2) group with empty shards (the lists' group; not decoded here).
+fn shard() -> Shard {
+    let meta = EcMeta {
+        group: [9; 16],
+        epoch: 1,
+        k: 2,
+        n: 3,
+        stripe_bytes: 1 << 16,
+        coded_len: 0,
+        shards: (0..3u8)
+            .map(|i| ShardMeta {
+                hash: EcMeta::content_hash(&[]),
+                size: 0,
+                node: HostId([i; 16]),
+                position: i,
+            })
+            .collect(),
+    };
+    Shard { meta, slot: 0 }
 }
 
 fn put(store: &ReplicaStore, source: SourceId, i: i64, ts: u64, value: &str) {
@@ -80,9 +104,9 @@ fn a_key_list_drops_covered_versions_and_keeps_newer_ones() {
     }
     // The source's table 7 holds keys 0..200 at ts 20 (they were overwritten there).
     let list: Vec<(Vec<u8>, u64)> = (0..200).map(|i| (key(i), 20)).collect();
-    assert!(store.ec_cover(A, 7, &list).unwrap());
+    assert!(store.ec_cover(A, 7, shard(), &list).unwrap());
     assert!(
-        !store.ec_cover(A, 7, &list).unwrap(),
+        !store.ec_cover(A, 7, shard(), &list).unwrap(),
         "a resent list is no news"
     );
     let covers = |store: &ReplicaStore, source, i: i64| {
@@ -138,7 +162,9 @@ fn layouts_that_do_not_code_refuse_key_lists() {
     for layout in [Layout::Uniform, Layout::MultiLsm, Layout::Decoupled] {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path(), layout);
-        let err = store.ec_cover(A, 1, &vec![(key(1), 5)]).unwrap_err();
+        let err = store
+            .ec_cover(A, 1, shard(), &vec![(key(1), 5)])
+            .unwrap_err();
         assert!(
             err.to_string().contains("erasure-tiered"),
             "{layout}: {err}"

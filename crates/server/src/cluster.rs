@@ -18,7 +18,9 @@ use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use mosaic_cluster::env::{Entries, Hint, KeyList, Shards, Unanswered};
+use mosaic_cluster::env::{
+    Entries, Hint, KeyList, ShardBytes, ShardRef, Shards, Unanswered, Unlisted,
+};
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
@@ -403,18 +405,27 @@ impl Store for LocalStore {
         self.on_elect(table, move |_, e| e?.mark_coded(id, slot, &meta))
     }
 
-    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<(u64, KeyList)>, Failure>> {
-        self.on_elect(table, |s, _| s.ec_unlisted())
+    fn ec_unlisted(&self, table: TableKey) -> BoxFuture<'_, Result<Vec<Unlisted>, Failure>> {
+        self.on_elect(table, |s, _| {
+            Ok(s.ec_unlisted()?
+                .into_iter()
+                .map(|(id, shard, keys)| (id, (shard.meta, shard.slot), keys))
+                .collect())
+        })
     }
 
-    fn ec_listed(
+    fn ec_listing(
         &self,
         table: TableKey,
         id: u64,
         smallest: Vec<u8>,
         largest: Vec<u8>,
     ) -> BoxFuture<'_, Result<(), Failure>> {
-        self.on_elect(table, move |s, _| s.ec_listed(id, smallest, largest))
+        self.on_elect(table, move |s, _| s.ec_listing(id, smallest, largest))
+    }
+
+    fn ec_listed(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| s.ec_listed(id))
     }
 
     fn ec_cover(
@@ -422,10 +433,63 @@ impl Store for LocalStore {
         table: TableKey,
         source: HostId,
         id: u64,
+        (meta, slot): ShardRef,
         keys: KeyList,
     ) -> BoxFuture<'_, Result<(), Failure>> {
         self.on_elect(table, move |s, _| {
-            s.ec_cover(SourceId(source.0), id, &keys).map(|_| ())
+            let shard = mosaic_replica::covered::Shard { meta, slot };
+            s.ec_cover(SourceId(source.0), id, shard, &keys).map(|_| ())
+        })
+    }
+
+    fn ec_covering(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+    ) -> BoxFuture<'_, Result<Vec<ShardRef>, Failure>> {
+        let pieces = self.roles(table).pieces(range);
+        self.on_elect(table, move |s, _| {
+            let mut out: Vec<ShardRef> = Vec::new();
+            for (piece, role) in &pieces {
+                let (start, end) = bounds(piece);
+                for c in s.ec_covering(*role, start, end) {
+                    let found = (c.shard.meta, c.shard.slot);
+                    if !out.contains(&found) {
+                        out.push(found);
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn ec_shard(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+    ) -> BoxFuture<'_, Result<Option<ShardBytes>, Failure>> {
+        self.on_elect(table, move |s, _| s.ec_shard(&group, position))
+    }
+
+    fn ec_meta(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<Option<EcMeta>, Failure>> {
+        self.on_elect(table, move |s, _| s.ec_meta(&group))
+    }
+
+    fn ec_read_lost(
+        &self,
+        table: TableKey,
+        (meta, slot): ShardRef,
+        shards: Vec<(u8, Vec<u8>)>,
+        range: KeyRange,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<Option<Entries>, Failure>> {
+        self.on_elect(table, move |s, _| {
+            s.ec_read_lost(&meta, slot, &shards, bounds(&range), limit)
         })
     }
 
@@ -441,6 +505,15 @@ impl Store for LocalStore {
     fn reads_prefer_primary(&self, table: TableKey) -> bool {
         self.local.is_erasure_tiered(table)
     }
+}
+
+/// A key range as the storage's scan bounds.
+fn bounds(range: &KeyRange) -> (std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>) {
+    let end = match &range.end {
+        Some(e) => std::ops::Bound::Excluded(e.as_slice()),
+        None => std::ops::Bound::Unbounded,
+    };
+    (std::ops::Bound::Included(range.start.as_slice()), end)
 }
 
 /// Tables a data node reads for coding per table and round.

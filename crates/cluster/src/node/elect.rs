@@ -137,9 +137,18 @@ impl Node {
             }
         }
         match store.ec_commit_fill(table, group, hashes).await {
-            Ok(meta) => Body::EcFilled {
-                meta: meta.encode(),
-            },
+            Ok(meta) => {
+                let slots: Vec<String> = meta
+                    .shards
+                    .iter()
+                    .take(usize::from(meta.k))
+                    .map(|s| hex(s.hash.get(..4).unwrap_or_default()))
+                    .collect();
+                tracing::debug!(%table, group = %hex(&group), epoch = meta.epoch, slots = %slots.join(","), "committed a change of a coding group");
+                Body::EcFilled {
+                    meta: meta.encode(),
+                }
+            }
             Err(f) => Body::Failed(f),
         }
     }
@@ -302,6 +311,7 @@ impl Node {
             Some(Body::Failed(f)) => return Err(failure_text(&f)),
             _ => return Err(format!("no answer from leader {to}")),
         }
+        tracing::info!(%table, id = r.id, group = %hex(&r.group), slot = r.slot, "emptied the slot of a coded table compaction replaced");
         self.inner
             .store
             .ec_cleared(table, r.id)
@@ -311,8 +321,8 @@ impl Node {
 
     /// A read of rows this node holds as a secondary and a coding group covers (it dropped
     /// their coded versions): its own remaining (newer) versions merged with the answer
-    /// of the rows' primary replica. Fails when the primary does not answer: degraded
-    /// reads (decoding the rows from other shards) are not built yet.
+    /// of the rows' primary replica — or, when the primary is down or does not answer, with
+    /// the rows decoded from the coding groups (a degraded read).
     pub(super) async fn read_with_primary(
         &self,
         table: TableKey,
@@ -340,18 +350,15 @@ impl Node {
                 ))
             }
         };
-        if !self.is_alive(primary) {
-            return Err(Failure::Storage(format!(
-                "the rows are covered by erasure coding and their primary replica {primary} is \
-                 down (degraded reads are not built yet)"
-            )));
-        }
         let local = store.read(table, range.clone(), limit, &[]).await?;
+        if !self.is_alive(primary) {
+            return self.degraded_read(table, range, limit, local).await;
+        }
         let ask = Body::Read {
             table,
             range: WireRange {
-                start: range.start,
-                end: range.end,
+                start: range.start.clone(),
+                end: range.end.clone(),
             },
             limit: u32::try_from(limit).unwrap_or(u32::MAX),
             digest: false,
@@ -360,19 +367,170 @@ impl Node {
                 value: Vec::new(),
             }],
         };
+        // A quarter of the read timeout, so a degraded read still fits in the rest.
         match self
-            .call_timeout(primary, ask, self.inner.config.read_timeout_ms)
+            .call_timeout(primary, ask, self.inner.config.read_timeout_ms / 4)
             .await
         {
             Some(Body::ReadData { entries, exhausted }) => {
                 Ok(merge_answers(&[local, (entries, exhausted)], limit))
             }
             Some(Body::Failed(f)) => Err(f),
-            _ => Err(Failure::TimedOut(format!(
-                "the rows are covered by erasure coding and their primary replica {primary} \
-                 did not answer (degraded reads are not built yet)"
-            ))),
+            _ => self.degraded_read(table, range, limit, local).await,
         }
+    }
+
+    /// ELECT's degraded read (§5): `local` (this secondary's own versions of `range`)
+    /// merged with the covered rows decoded from their coding groups — each lost table
+    /// once, from any `k` of its group's other shards, and kept decoded for the next reads.
+    async fn degraded_read(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+        local: Entries,
+    ) -> Result<Entries, Failure> {
+        let store = &self.inner.store;
+        let mut answers = vec![local];
+        for (meta, slot) in store.ec_covering(table, range.clone()).await? {
+            let cached = store
+                .ec_read_lost(
+                    table,
+                    (meta.clone(), slot),
+                    Vec::new(),
+                    range.clone(),
+                    limit,
+                )
+                .await?;
+            let rows = match cached {
+                Some(rows) => rows,
+                None => {
+                    let (newest, shards) = self.gather_shards(table, &meta, slot).await?;
+                    store
+                        .ec_read_lost(table, (newest, slot), shards, range.clone(), limit)
+                        .await?
+                        .ok_or_else(|| Failure::Storage("a decoded table went missing".into()))?
+                }
+            };
+            answers.push(rows);
+        }
+        Ok(merge_answers(&answers, limit))
+    }
+
+    /// `k` shards of the group `listed` names (its ECMeta when the key list was sent)
+    /// other than `slot`, all of the group's newest epoch, with that epoch's ECMeta. Empty
+    /// data slots cost nothing; data shards are asked for before parity.
+    async fn gather_shards(
+        &self,
+        table: TableKey,
+        listed: &EcMeta,
+        slot: u8,
+    ) -> Result<(EcMeta, Vec<(u8, Vec<u8>)>), Failure> {
+        let unavailable = |why: String| Failure::Storage(format!("degraded read: {why}"));
+        let hosts: HashMap<HostId, Endpoint> = self
+            .inner
+            .membership
+            .lock()
+            .states()
+            .map(|s| (s.app.host_id, s.endpoint))
+            .collect();
+        let timeout = self.inner.config.repair_timeout_ms;
+        // The newest ECMeta any live member holds (parity nodes have the group's newest).
+        let mut newest: Option<EcMeta> = None;
+        for shard in &listed.shards {
+            let Some(&to) = hosts.get(&shard.node) else {
+                continue;
+            };
+            if !self.is_alive(to) {
+                continue;
+            }
+            let ask = Body::EcMetaRead {
+                table,
+                group: listed.group,
+            };
+            if let Some(Body::EcMetaData { meta: Some(bytes) }) =
+                self.call_timeout(to, ask, timeout).await
+            {
+                if let Ok(m) = EcMeta::decode(&bytes) {
+                    if newest.as_ref().is_none_or(|n| m.epoch > n.epoch) {
+                        newest = Some(m);
+                    }
+                }
+            }
+        }
+        let meta = newest.unwrap_or_else(|| listed.clone());
+        let lost = usize::from(slot);
+        let (Some(want), Some(was)) = (meta.shards.get(lost), listed.shards.get(lost)) else {
+            return Err(unavailable(format!("slot {slot} is not in its group")));
+        };
+        if want.hash != was.hash {
+            return Err(unavailable(format!(
+                "the coded table in slot {slot} of group {} (epoch {} when its key list was \
+                 sent) was replaced by epoch {}",
+                hex(&listed.group),
+                listed.epoch,
+                meta.epoch
+            )));
+        }
+        let k = usize::from(meta.k);
+        let mut shards: Vec<(u8, Vec<u8>)> = Vec::with_capacity(k);
+        let mut candidates: Vec<(u8, Endpoint)> = Vec::new();
+        for shard in meta.shards.iter().filter(|s| s.position != slot) {
+            if shard.position < meta.k && shard.size == 0 {
+                // An empty slot is all zeros: nothing to fetch.
+                if shards.len() < k {
+                    shards.push((shard.position, Vec::new()));
+                }
+                continue;
+            }
+            if let Some(&to) = hosts.get(&shard.node).filter(|to| self.is_alive(**to)) {
+                candidates.push((shard.position, to));
+            }
+        }
+        // Data shards come first in position order; the rest are asked for only as answers
+        // fail, `k` in flight at most.
+        let mut next = candidates.into_iter();
+        let mut calls = FuturesUnordered::new();
+        let ask = |(position, to): (u8, Endpoint)| {
+            let body = Body::EcShardRead {
+                table,
+                group: meta.group,
+                position,
+            };
+            self.call_timeout(to, body, timeout)
+                .map(move |answer| (position, answer))
+        };
+        while shards.len() + calls.len() < k {
+            match next.next() {
+                Some(c) => calls.push(ask(c)),
+                None => break,
+            }
+        }
+        while let Some((position, answer)) = calls.next().await {
+            match answer {
+                // A parity shard of another epoch would rebuild other bytes.
+                Some(Body::EcShard {
+                    shard: Some((epoch, bytes)),
+                }) if position < meta.k || epoch == meta.epoch => shards.push((position, bytes)),
+                _ => {}
+            }
+            if shards.len() == k {
+                break;
+            }
+            while shards.len() + calls.len() < k {
+                match next.next() {
+                    Some(c) => calls.push(ask(c)),
+                    None => break,
+                }
+            }
+        }
+        if shards.len() < k {
+            return Err(unavailable(format!(
+                "only {} of the {k} shards needed to rebuild the rows are reachable",
+                shards.len()
+            )));
+        }
+        Ok((meta, shards))
     }
 
     /// Secondary removal, data node: sends each coded table's key list, split by the
@@ -390,11 +548,21 @@ impl Node {
         };
         let ring = self.ring();
         let own = self.endpoint();
-        for (id, keys) in lists {
+        for (id, (meta, slot), keys) in lists {
             let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
                 continue;
             };
-            let range = (first.0.clone(), last.0.clone());
+            let meta_group = meta.group;
+            let meta = meta.encode();
+            // Recorded before anything is sent: a secondary may drop rows as soon as its
+            // list arrives, so from now on the table's slot waits for its successors.
+            if let Err(f) = store
+                .ec_listing(table, id, first.0.clone(), last.0.clone())
+                .await
+            {
+                tracing::warn!(%table, id, error = failure_text(&f), "recording a key list before sending it failed");
+                continue;
+            }
             let mut per: BTreeMap<Endpoint, KeyList> = BTreeMap::new();
             for (key, ts) in keys {
                 let Ok(token) = mosaic_rows::decode_token(&key) else {
@@ -414,6 +582,8 @@ impl Node {
                     table,
                     source: me.0,
                     id,
+                    meta: meta.clone(),
+                    slot,
                     keys,
                 };
                 match self
@@ -433,7 +603,8 @@ impl Node {
                 }
             }
             if all {
-                if let Err(f) = store.ec_listed(table, id, range.0, range.1).await {
+                tracing::info!(%table, id, group = %hex(&meta_group), slot, "key lists of a coded table reached every secondary");
+                if let Err(f) = store.ec_listed(table, id).await {
                     tracing::warn!(%table, id, error = failure_text(&f), "recording a delivered key list failed");
                 }
             }

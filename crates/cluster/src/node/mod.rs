@@ -381,7 +381,9 @@ impl Node {
             | Body::EcFill { .. }
             | Body::EcClear { .. }
             | Body::EcParity { .. }
-            | Body::EcCover { .. }) => {
+            | Body::EcCover { .. }
+            | Body::EcMetaRead { .. }
+            | Body::EcShardRead { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {
                     self.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);

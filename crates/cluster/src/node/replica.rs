@@ -74,9 +74,34 @@ impl Node {
                 table,
                 source,
                 id,
+                meta,
+                slot,
                 keys,
-            } => match store.ec_cover(table, HostId(source), id, keys).await {
-                Ok(()) => Body::EcCoverAck,
+            } => {
+                let meta = match mosaic_erasure::EcMeta::decode(&meta) {
+                    Ok(m) => m,
+                    Err(e) => return Body::Failed(Failure::Storage(e.to_string())),
+                };
+                match store
+                    .ec_cover(table, HostId(source), id, (meta, slot), keys)
+                    .await
+                {
+                    Ok(()) => Body::EcCoverAck,
+                    Err(f) => Body::Failed(f),
+                }
+            }
+            Body::EcMetaRead { table, group } => match store.ec_meta(table, group).await {
+                Ok(meta) => Body::EcMetaData {
+                    meta: meta.map(|m| m.encode()),
+                },
+                Err(f) => Body::Failed(f),
+            },
+            Body::EcShardRead {
+                table,
+                group,
+                position,
+            } => match store.ec_shard(table, group, position).await {
+                Ok(shard) => Body::EcShard { shard },
                 Err(f) => Body::Failed(f),
             },
             Body::EcFill {
@@ -136,5 +161,9 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcParityAck { .. } => "EcParityAck",
         Body::EcCover { .. } => "EcCover",
         Body::EcCoverAck => "EcCoverAck",
+        Body::EcMetaRead { .. } => "EcMetaRead",
+        Body::EcMetaData { .. } => "EcMetaData",
+        Body::EcShardRead { .. } => "EcShardRead",
+        Body::EcShard { .. } => "EcShard",
     }
 }
