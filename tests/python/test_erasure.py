@@ -249,3 +249,63 @@ def test_too_few_nodes_for_the_code_leaves_the_table_replicated_and_says_why():
         assert s.execute(sel).one()[0] == 2000
     finally:
         c.close()
+
+
+def test_six_nodes_at_the_default_code_survive_two_killed_nodes_by_degraded_reads():
+    """ELECT's own setting (k = 4 of n = 6, α = 0.6, RF 3) on six nodes: once the rounds
+    have coded every node's last level and the secondaries dropped what it covers, two
+    nodes are killed with SIGKILL and every row still reads back at ONE — the rows whose
+    primary died are decoded from the four surviving shards of their groups."""
+    c = MosaicCluster(6, SETTINGS)
+    try:
+        c.up()
+        s = c.session()
+        s.execute("CREATE KEYSPACE six WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE six.t (k int PRIMARY KEY, v text) WITH layout = {'class': 'erasure-tiered'}")
+        c.wait_schema_agreement()
+        ins = s.prepare("INSERT INTO six.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        rows = {k: f"{k}-" + "s" * 300 for k in range(6000)}
+        for k, v in rows.items():
+            s.execute(ins, (k, v))
+        nodes = range(1, 7)
+        for i in nodes:
+            c.mosaic("flush", "--host", c.admin(i))
+            c.mosaic("compact", "--host", c.admin(i))
+
+        def coded_and_covered():
+            st = [stats(c, i, "six.t") for i in nodes]
+            return all(x["coded_bytes"] > 0 and x["covered_keys"] > 0 for x in st)
+
+        wait_until("every node coded its tables and dropped covered copies", coded_and_covered, timeout=120)
+        for i in nodes:
+            c.mosaic("compact", "--host", c.admin(i))
+
+        def sizes():
+            primary = sources = 0
+            for i in nodes:
+                for st in stats(c, i, "six.t")["structures"]:
+                    b = sum(level["bytes"] for level in st["levels"])
+                    if st["structure"] == "primary":
+                        primary += b
+                    elif st["structure"].startswith("src-"):
+                        sources += b
+            return primary, sources
+
+        # RF 3 keeps two redundant copies of every row; secondary removal drops most.
+        wait_until("secondary copies dropped", lambda: sizes()[1] < 0.5 * sizes()[0], timeout=60)
+
+        c.kill(2)
+        c.kill(5)
+        live = (1, 3, 4, 6)
+        wait_until("the killed nodes seen down",
+                   lambda: not any(c.status(i)[c.endpoint(j)]["up"] for i in live for j in (2, 5)), timeout=30)
+        s.cluster.shutdown()
+        s = c.session()
+        one = SimpleStatement("SELECT v FROM six.t WHERE k = %s", consistency_level=CL.ONE)
+        wrong = [k for k in range(0, 6000, 5) if (r := s.execute(one, (k,)).one()) is None or r.v != rows[k]]
+        assert not wrong, wrong[:20]
+        scan = SimpleStatement("SELECT k, v FROM six.t", consistency_level=CL.ONE, fetch_size=1000)
+        assert {r.k: r.v for r in s.execute(scan)} == rows
+    finally:
+        c.close()
