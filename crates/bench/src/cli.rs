@@ -170,7 +170,9 @@ pub struct LoadArgs {
     /// Replication factor of keyspace `ycsb` (SimpleStrategy), if it is created.
     #[arg(long, default_value_t = 1)]
     pub rf: u32,
-    /// Mosaic's `layout` option of table `usertable`, if it is created (Mosaic only).
+    /// Mosaic's `layout` option of table `usertable`, if it is created (Mosaic only):
+    /// `NAME`, or `NAME:key=value,…` for the map form (e.g.
+    /// `erasure-tiered:ec_k=4,ec_n=6,storage_saving_target=0.6`).
     #[arg(long)]
     pub layout: Option<String>,
 }

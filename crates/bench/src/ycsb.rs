@@ -228,6 +228,36 @@ pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
         .with_context(|| format!("connecting to {}", hosts.join(",")))
 }
 
+/// The CQL value of `layout`: `NAME` as a string, `NAME:key=value,…` as the map form
+/// (`{'class': 'NAME', 'key': 'value', …}`).
+fn layout_literal(layout: &str) -> anyhow::Result<String> {
+    let plain = |x: &str| {
+        !x.is_empty()
+            && x
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    let (name, options) = match layout.split_once(':') {
+        Some((name, options)) => (name, Some(options)),
+        None => (layout, None),
+    };
+    if !plain(name) {
+        bail!("layout {layout:?}: expected NAME or NAME:key=value,…");
+    }
+    let Some(options) = options else {
+        return Ok(format!("'{name}'"));
+    };
+    let mut map = format!("{{'class': '{name}'");
+    for pair in options.split(',') {
+        match pair.split_once('=') {
+            Some((k, v)) if plain(k) && plain(v) => map.push_str(&format!(", '{k}': '{v}'")),
+            _ => bail!("layout {layout:?}: option {pair:?} is not key=value"),
+        }
+    }
+    map.push('}');
+    Ok(map)
+}
+
 async fn create_schema(
     session: &Session,
     workload: &Workload,
@@ -249,8 +279,7 @@ async fn create_schema(
         .map(|i| format!(", {} text", field_name(i)))
         .collect();
     let with = match layout {
-        Some(l) if l.contains('\'') => bail!("layout {l:?} contains a quote"),
-        Some(l) => format!(" WITH layout = '{l}'"),
+        Some(l) => format!(" WITH layout = {}", layout_literal(l)?),
         None => String::new(),
     };
     for i in 0..tables {
@@ -610,6 +639,18 @@ async fn operation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layouts_become_cql_literals() {
+        assert_eq!(layout_literal("decoupled").unwrap(), "'decoupled'");
+        assert_eq!(
+            layout_literal("erasure-tiered:ec_k=4,storage_saving_target=0.6").unwrap(),
+            "{'class': 'erasure-tiered', 'ec_k': '4', 'storage_saving_target': '0.6'}"
+        );
+        for bad in ["", "a'b", "x:", "x:k", "x:k=v'", "x:=1"] {
+            assert!(layout_literal(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn consistency_names_parse() {

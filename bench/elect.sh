@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# ELECT's experiments (FAST '24 §6), scaled to this machine: the `erasure-tiered` layout
+# against `uniform` holding the same rows, each on a fresh local Mosaic cluster.
+#
+#   bench/elect.sh EXPERIMENT [--records N] [--operations N] [--nodes 6] [--rf 3]
+#                  [--concurrency 32] [--alpha 0.6] [--k 4] [--out DIR] [--set KEY=VALUE]...
+#
+# Experiments (rows of 1 KiB: one field of 1000 bytes; zipfian requests):
+#   storage   uniform, then erasure-tiered (k of k+2, α): load, `mosaic flush` and
+#             `mosaic compact`, wait until the coding rounds stop changing anything
+#             (every 5 s, 30 s unchanged), then the hot tier (bytes under the keyspace's
+#             table directories on every node), the cold tier and the total; YCSB C at ONE;
+#             erasure-tiered only: two nodes killed, YCSB C at ONE again (degraded reads)
+#   ycsb      storage, plus YCSB A–F on both layouts before the nodes are killed
+#   alpha     erasure-tiered only, α = 0.1 … 0.9: storage and normal/degraded reads
+#   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
+#   smoke     storage on 20,000 records (checks the pipeline in minutes)
+# Each configuration's results land in DIR/<experiment>/<config>/ (bench JSON per phase,
+# `mosaic stats --json`, storage.json); bench/elect_summary.py DIR/<experiment> writes
+# results.md and results.json. Needs a release build (cargo build --release -p
+# mosaic-server -p mosaic-bench). CQL port $PORT (49042); the cluster directory is
+# removed after each configuration unless KEEP=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,24p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+experiment=$1; shift
+records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4
+out=/tmp/mosaic-elect
+common=(cluster.erasure_coding_interval_ms=2000)
+while [ $# -gt 0 ]; do
+    case $1 in
+        --records) records=$2; shift 2 ;;
+        --operations) operations=$2; shift 2 ;;
+        --nodes) nodes=$2; shift 2 ;;
+        --rf) rf=$2; shift 2 ;;
+        --concurrency) concurrency=$2; shift 2 ;;
+        --alpha) alpha=$2; shift 2 ;;
+        --k) k=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --set) common+=("$2"); shift 2 ;;
+        *) usage ;;
+    esac
+done
+mosaic=${MOSAIC_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/mosaic}
+[ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
+client="$(dirname "$mosaic")/mosaic-bench"
+[ -x "$client" ] || { echo "no $client: cargo build --release -p mosaic-bench" >&2; exit 1; }
+port=${PORT:-49042} storage=$((${PORT:-49042} - 3000)) admin=$((${PORT:-49042} - 2800))
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "127.0.0.1:$port is taken; set PORT" >&2; exit 1
+fi
+dir=$out/$experiment
+mkdir -p "$dir"
+cluster=$dir/cluster
+down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
+trap down EXIT
+row=(--field-count 1 --field-length 1000)
+
+up() { # nodes settings...
+    local n=$1; shift
+    down; rm -rf "$cluster"
+    local set=()
+    for s in "${common[@]}" "$@"; do set+=(--set "$s"); done
+    "$mosaic" cluster up --nodes "$n" --dir "$cluster" --port "$port" \
+        --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+}
+
+hosts_of() { seq -s, -f "127.0.0.%g:$port" 1 "$1"; }
+pid_files() { local f=""; for i in $(seq 1 "$1"); do f="$f${f:+,}$cluster/node$i/pid"; done; echo "$f"; }
+
+bench() { # nodes out-json phase args...
+    local n=$1 json=$2 phase=$3; shift 3
+    echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
+    "$client" "$phase" --hosts "$(hosts_of "$n")" --records "$records" \
+        --concurrency "$concurrency" --quiet --json "$json" "$@" > "${json%.json}.txt"
+}
+
+# The coding counters of every node summed: coded, covered, cold parity, parity.
+coding_state() {
+    "$mosaic" stats --host "127.0.0.1:$admin" --json | python3 -c '
+import json, sys
+total = [0, 0, 0, 0]
+for node in json.load(sys.stdin):
+    for t in node.get("tables", []):
+        s = t.get("stats") or {}
+        for i, f in enumerate(["coded_bytes", "covered_keys", "cold_parity_bytes", "parity_bytes"]):
+            total[i] += s.get(f, 0)
+print(" ".join(map(str, total)))'
+}
+
+# Waits until the coding rounds have stopped changing anything for 30 s (or 40 min).
+converge() {
+    local last="" same=0 waited=0 now
+    while [ $same -lt 6 ] && [ $waited -lt 2400 ]; do
+        sleep 5; waited=$((waited + 5))
+        now=$(coding_state)
+        if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; last=$now; fi
+    done
+    echo "   coding settled after ${waited}s: coded/covered/cold parity/parity = $now" >&2
+}
+
+# Bytes under keyspace ycsb's table directories (hot) and the cold tiers, every node.
+measure() { # out-json nodes
+    local hot=0 cold=0 i b
+    for i in $(seq 1 "$2"); do
+        b=$(du -sb "$cluster/node$i/data/ycsb" 2>/dev/null | awk '{print $1}')
+        hot=$((hot + ${b:-0}))
+        b=$(du -sb "$cluster/node$i/cold" 2>/dev/null | awk '{print $1}')
+        cold=$((cold + ${b:-0}))
+    done
+    printf '{"hot_bytes": %d, "cold_bytes": %d}\n' "$hot" "$cold" > "$1"
+    echo "   hot $hot cold $cold" >&2
+}
+
+# Waits until node 1 sees every node in $@ down.
+wait_down() {
+    python3 - "127.0.0.1:$admin" "$@" <<'EOF'
+import json, sys, time, urllib.request
+admin, dead = sys.argv[1], set(sys.argv[2:])
+deadline = time.time() + 60
+while time.time() < deadline:
+    with urllib.request.urlopen(f"http://{admin}/status", timeout=5) as r:
+        nodes = json.load(r)["nodes"]
+    if all(not n["up"] for n in nodes if n["endpoint"].split(":")[0] in dead):
+        sys.exit(0)
+    time.sleep(1)
+sys.exit("nodes not seen down")
+EOF
+}
+
+# One configuration: layout (uniform | erasure-tiered), α, k; YCSB A–F when $4 = ycsb.
+config() { # dir layout alpha k [ycsb]
+    local d=$1 layout=$2 a=$3 kk=$4 mode=${5:-}
+    local n=$nodes spec=$layout
+    [ "$layout" = uniform ] || spec="erasure-tiered:ec_k=$kk,ec_n=$((kk + 2)),storage_saving_target=$a"
+    [ "$layout" = uniform ] || [ "$n" -ge $((kk + 2)) ] || n=$((kk + 2))
+    mkdir -p "$d"
+    echo "== $experiment $(basename "$d"): $spec on $n nodes, RF $rf, $records rows" >&2
+    up "$n"
+    bench "$n" "$d/load.json" load --workload a --rf "$rf" --layout "$spec" --write-cl ONE "${row[@]}" \
+        --pid-files "$(pid_files "$n")"
+    "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
+    "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+    if [ "$layout" != uniform ]; then
+        converge
+        # Drop what the last key lists cover, then let the rounds finish.
+        "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+        converge
+    fi
+    measure "$d/storage.json" "$n"
+    "$mosaic" stats --host "127.0.0.1:$admin" --json > "$d/stats.json"
+    bench "$n" "$d/c.json" run --workload c --operations "$operations" --read-cl ONE "${row[@]}"
+    if [ "$mode" = ycsb ]; then
+        for w in a b d e f; do
+            local ops=$operations
+            [ "$w" = e ] && ops=$((operations / 10))
+            bench "$n" "$d/$w.json" run --workload "$w" --operations "$ops" "${row[@]}"
+        done
+    fi
+    if [ "$layout" != uniform ]; then
+        kill -9 "$(cat "$cluster/node2/pid")" "$(cat "$cluster/node5/pid")"
+        wait_down 127.0.0.2 127.0.0.5
+        bench "$n" "$d/c-degraded.json" run --workload c --operations "$operations" \
+            --read-cl ONE "${row[@]}"
+    fi
+    down
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+}
+
+case $experiment in
+    smoke)
+        records=20000 operations=20000
+        config "$dir/uniform" uniform "$alpha" "$k"
+        config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" ;;
+    storage)
+        config "$dir/uniform" uniform "$alpha" "$k"
+        config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" ;;
+    ycsb)
+        config "$dir/uniform" uniform "$alpha" "$k" ycsb
+        config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" ycsb ;;
+    alpha)
+        config "$dir/uniform" uniform "$alpha" "$k"
+        for a in 0.1 0.3 0.5 0.6 0.7 0.9; do
+            config "$dir/alpha-$a" erasure-tiered "$a" "$k"
+        done ;;
+    k)
+        config "$dir/uniform" uniform "$alpha" "$k"
+        for kk in 4 6 8; do config "$dir/k-$kk" erasure-tiered "$alpha" "$kk"; done ;;
+    *) echo "unknown experiment $experiment" >&2; exit 2 ;;
+esac
+"$root/bench/elect_summary.py" "$dir"
