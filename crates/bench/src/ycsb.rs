@@ -233,8 +233,7 @@ pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
 fn layout_literal(layout: &str) -> anyhow::Result<String> {
     let plain = |x: &str| {
         !x.is_empty()
-            && x
-                .chars()
+            && x.chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     let (name, options) = match layout.split_once(':') {

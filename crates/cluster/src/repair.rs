@@ -87,7 +87,22 @@ pub async fn for_each_entry(
     }
 }
 
-/// This replica's tree of `(left, right]`: `2^depth` leaf hashes.
+/// The leaf of a slice holding rows a coding group covers on this replica (ELECT's
+/// secondary removal dropped their copies): compared as equal to anything, so repair does
+/// not copy coded rows back (a read of them is answered with the primary's).
+pub const COVERED_LEAF: [u8; 16] = [0xff; 16];
+
+/// Whether leaf `i` of every tree agrees (a covered leaf agrees with anything).
+pub fn leaves_agree(trees: &[Vec<[u8; 16]>], i: usize) -> bool {
+    let leaves: Vec<Option<&[u8; 16]>> = trees.iter().map(|t| t.get(i)).collect();
+    leaves.contains(&Some(&COVERED_LEAF))
+        || leaves
+            .iter()
+            .all(|l| *l == leaves.first().copied().flatten())
+}
+
+/// This replica's tree of `(left, right]`: `2^depth` leaf hashes (a slice with covered
+/// rows is [`COVERED_LEAF`]).
 pub async fn build_tree(
     store: &dyn Store,
     table: TableKey,
@@ -99,8 +114,13 @@ pub async fn build_tree(
     let mut leaves = Vec::with_capacity(n as usize);
     for i in 0..n {
         let (l, r) = slice(left, right, i, n);
+        let ranges = mosaic_rows::ring_range(l, r);
+        if ranges.iter().any(|range| store.ec_covers(table, range)) {
+            leaves.push(COVERED_LEAF);
+            continue;
+        }
         let mut h = xxhash_rust::xxh3::Xxh3::new();
-        for range in mosaic_rows::ring_range(l, r) {
+        for range in ranges {
             for_each_entry(store, table, range, |k, v| {
                 h.update(&(k.len() as u64).to_le_bytes());
                 h.update(k);
@@ -158,6 +178,18 @@ impl RepairReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_covered_leaf_agrees_with_anything_and_others_must_match() {
+        let a = [1u8; 16];
+        let b = [2u8; 16];
+        let trees = vec![vec![a, a, COVERED_LEAF], vec![a, b, b], vec![a, a, a]];
+        assert!(leaves_agree(&trees, 0));
+        assert!(!leaves_agree(&trees, 1));
+        assert!(leaves_agree(&trees, 2));
+        // A tree too short for the index disagrees with one that has the leaf.
+        assert!(!leaves_agree(&[vec![a], vec![]], 0));
+    }
 
     #[test]
     fn runs_group_neighbours() {

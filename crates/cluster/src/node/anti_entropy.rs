@@ -100,10 +100,7 @@ impl Node {
         // Runs of neighbouring mismatched leaves are streamed as one token range: a node
         // that lost everything is refilled with a few large reads, not one per leaf.
         let mismatched: Vec<u64> = (0..n)
-            .filter(|i| {
-                let first = trees.first().and_then(|t| t.get(*i as usize));
-                !trees.iter().all(|t| t.get(*i as usize) == first)
-            })
+            .filter(|i| !repair::leaves_agree(&trees, *i as usize))
             .collect();
         report.leaves_mismatched = mismatched.len() as u64;
         for (first, last) in repair::runs(&mismatched) {
