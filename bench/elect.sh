@@ -81,7 +81,7 @@ coding_state() {
     "$mosaic" stats --host "127.0.0.1:$admin" --json | python3 -c '
 import json, sys
 total = [0, 0, 0, 0]
-for node in json.load(sys.stdin):
+for node in json.load(sys.stdin).values():
     for t in node.get("tables", []):
         s = t.get("stats") or {}
         for i, f in enumerate(["coded_bytes", "covered_keys", "cold_parity_bytes", "parity_bytes"]):
@@ -104,9 +104,9 @@ converge() {
 measure() { # out-json nodes
     local hot=0 cold=0 i b
     for i in $(seq 1 "$2"); do
-        b=$(du -sb "$cluster/node$i/data/ycsb" 2>/dev/null | awk '{print $1}')
+        b=$({ du -sb "$cluster/node$i/data/ycsb" 2>/dev/null || true; } | awk '{print $1}')
         hot=$((hot + ${b:-0}))
-        b=$(du -sb "$cluster/node$i/cold" 2>/dev/null | awk '{print $1}')
+        b=$({ du -sb "$cluster/node$i/cold" 2>/dev/null || true; } | awk '{print $1}')
         cold=$((cold + ${b:-0}))
     done
     printf '{"hot_bytes": %d, "cold_bytes": %d}\n' "$hot" "$cold" > "$1"

@@ -94,6 +94,9 @@ pub struct StorageConfig {
     /// Size at which one memtable (of one table, or one structure of its layout) is frozen
     /// and flushed.
     pub memtable_size_bytes: u64,
+    /// Target size of the SSTables compaction writes (Cassandra's LCS
+    /// `sstable_size_in_mb`); also the unit ELECT codes and offloads.
+    pub sstable_size_bytes: u64,
     /// Bytes all memtables of the node together may hold; past
     /// `memtable_cleanup_threshold` of it the largest is flushed, and at the limit writes
     /// wait for flushes (and time out as WriteTimeout rather than queue without bound).
@@ -232,6 +235,7 @@ impl Default for StorageConfig {
     fn default() -> StorageConfig {
         StorageConfig {
             memtable_size_bytes: 64 << 20,
+            sstable_size_bytes: 64 << 20,
             memtable_space_bytes: 512 << 20,
             memtable_cleanup_threshold: 0.33,
             wal_sync: WalSync::Periodic,
@@ -527,6 +531,7 @@ impl StorageConfig {
         Ok(Options {
             sync_mode: self.sync_mode(),
             memtable_size_bytes,
+            table_size_bytes: self.sstable_size_bytes,
             block_cache_bytes: self.block_cache_size_bytes,
             direct_io: self.direct_io,
             compaction_threads: self.compaction_threads,

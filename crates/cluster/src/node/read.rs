@@ -146,7 +146,12 @@ impl Node {
         cl: ConsistencyLevel,
     ) -> Result<Entries, ClusterError> {
         let block_for = cl.block_for(rf);
-        let primary_first = self.inner.store.reads_prefer_primary(table);
+        // Erasure-tiered rows whose copy here a coding group covers are the primary's to
+        // answer; so is a read from a coordinator holding no replica (a secondary it
+        // picked might relay). A replica with the rows whole reads them as usual.
+        let primary_first = self.inner.store.reads_prefer_primary(table)
+            && (!seg.replicas.contains(&self.endpoint())
+                || self.inner.store.ec_covers(table, &seg.range));
         let (targets, tags) = self.read_targets(&seg, limit, cl, block_for, primary_first)?;
         let read = SegmentRead {
             table,
