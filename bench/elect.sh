@@ -142,12 +142,7 @@ config() { # dir layout alpha k [ycsb]
         --pid-files "$(pid_files "$n")"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
     "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
-    if [ "$layout" != uniform ]; then
-        converge
-        # Drop what the last key lists cover, then let the rounds finish.
-        "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
-        converge
-    fi
+    [ "$layout" = uniform ] || converge
     measure "$d/storage.json" "$n"
     "$mosaic" stats --host "127.0.0.1:$admin" --json > "$d/stats.json"
     bench "$n" "$d/c.json" run --workload c --operations "$operations" --read-cl ONE "${row[@]}"

@@ -390,11 +390,26 @@ impl ReplicaStore {
         else {
             return Ok(0);
         };
-        let plan = alpha_plan(&primary.levels(), code, r);
+        let levels = primary.levels();
+        let plan = alpha_plan(&levels, code, r);
         if plan.offload_parity <= 0.0 {
             return Ok(0);
         }
-        elect.parity().offload(plan.offload_parity as u64)
+        // The plan sizes parity as (n − k)/k of the coded data; groups with empty slots
+        // hold more. When the plan asks for all of it (α not met even then: ELECT's Case
+        // 3 territory), every parity shard this node holds goes.
+        let last = levels
+            .iter()
+            .rev()
+            .find(|l| l.level > 0 && !l.tables.is_empty())
+            .map_or(0, |l| l.tables.iter().map(|t| t.size_bytes).sum::<u64>());
+        let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
+        let bytes = if plan.offload_parity >= parity_max {
+            u64::MAX
+        } else {
+            plan.offload_parity as u64
+        };
+        elect.parity().offload(bytes)
     }
 
     /// The coded tables of the primary tree that compaction replaced, with their ghosts'
