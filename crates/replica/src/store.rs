@@ -395,21 +395,19 @@ impl ReplicaStore {
         if plan.offload_parity <= 0.0 {
             return Ok(0);
         }
-        // The plan sizes parity as (n − k)/k of the coded data; groups with empty slots
-        // hold more. When the plan asks for all of it (α not met even then: ELECT's Case
-        // 3 territory), every parity shard this node holds goes.
+        // The plan sizes parity as (n − k)/k of the coded data and leaves the rest of that
+        // hot; groups with empty slots hold more parity than that, so what stays hot is
+        // capped at the plan's remainder and everything above it goes.
         let last = levels
             .iter()
             .rev()
             .find(|l| l.level > 0 && !l.tables.is_empty())
             .map_or(0, |l| l.tables.iter().map(|t| t.size_bytes).sum::<u64>());
         let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
-        let bytes = if plan.offload_parity >= parity_max {
-            u64::MAX
-        } else {
-            plan.offload_parity as u64
-        };
-        elect.parity().offload(bytes)
+        let keep_hot = (parity_max - plan.offload_parity).max(0.0) as u64;
+        let parity = elect.parity();
+        let held = parity.parity_bytes()? + parity.cold_bytes()?;
+        parity.offload(held.saturating_sub(keep_hot))
     }
 
     /// The coded tables of the primary tree that compaction replaced, with their ghosts'
