@@ -390,6 +390,21 @@ impl Node {
         limit: usize,
         local: Entries,
     ) -> Result<Entries, Failure> {
+        let result = self.degraded_rows(table, range, limit, local).await;
+        if let Err(f) = &result {
+            tracing::warn!(%table, error = failure_text(f), "a degraded read failed");
+        }
+        result
+    }
+
+    /// The body of [`Node::degraded_read`].
+    async fn degraded_rows(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+        local: Entries,
+    ) -> Result<Entries, Failure> {
         let store = &self.inner.store;
         let mut answers = vec![local];
         for (meta, slot) in store.ec_covering(table, range.clone()).await? {
