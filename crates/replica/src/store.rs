@@ -113,6 +113,19 @@ impl Iterator for ReplicaScan {
     }
 }
 
+/// The last level of a tree of `levels`: its deepest non-empty level below level 0.
+fn last_level(levels: &[LevelInfo]) -> Option<&LevelInfo> {
+    levels
+        .iter()
+        .rev()
+        .find(|l| l.level > 0 && !l.tables.is_empty())
+}
+
+/// Bytes in the tables of `level`.
+fn level_bytes(level: &LevelInfo) -> u64 {
+    level.tables.iter().map(|t| t.size_bytes).sum()
+}
+
 /// The α plan (ELECT Eqs. (4)–(6)) for a primary tree of `levels`, in bytes: everything
 /// it holds, and its deepest non-empty level as the last level.
 fn alpha_plan(
@@ -120,13 +133,8 @@ fn alpha_plan(
     code: mosaic_types::ErasureCode,
     r: u32,
 ) -> mosaic_erasure::Plan {
-    let bytes = |l: &LevelInfo| l.tables.iter().map(|t| t.size_bytes).sum::<u64>();
-    let all: u64 = levels.iter().map(bytes).sum();
-    let last = levels
-        .iter()
-        .rev()
-        .find(|l| l.level > 0 && !l.tables.is_empty())
-        .map_or(0, bytes);
+    let all: u64 = levels.iter().map(level_bytes).sum();
+    let last = last_level(levels).map_or(0, level_bytes);
     mosaic_erasure::target::plan(
         code.alpha,
         r,
@@ -326,11 +334,7 @@ impl ReplicaStore {
             return Ok(Vec::new());
         };
         let levels = primary.levels();
-        let Some(last) = levels
-            .iter()
-            .rev()
-            .find(|l| l.level > 0 && !l.tables.is_empty())
-        else {
+        let Some(last) = last_level(&levels) else {
             return Ok(Vec::new());
         };
         let live: std::collections::HashSet<u64> = levels
@@ -398,11 +402,7 @@ impl ReplicaStore {
         // The plan sizes parity as (n − k)/k of the coded data and leaves the rest of that
         // hot; groups with empty slots hold more parity than that, so what stays hot is
         // capped at the plan's remainder and everything above it goes.
-        let last = levels
-            .iter()
-            .rev()
-            .find(|l| l.level > 0 && !l.tables.is_empty())
-            .map_or(0, |l| l.tables.iter().map(|t| t.size_bytes).sum::<u64>());
+        let last = last_level(&levels).map_or(0, level_bytes);
         let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
         let keep_hot = (parity_max - plan.offload_parity).max(0.0) as u64;
         let parity = elect.parity();
@@ -424,10 +424,7 @@ impl ReplicaStore {
             .flat_map(|l| &l.tables)
             .map(|t| t.id)
             .collect();
-        let last = levels
-            .iter()
-            .rev()
-            .find(|l| l.level > 0 && !l.tables.is_empty());
+        let last = last_level(&levels);
         let coded = elect.coded();
         let listed = elect.listed();
         let mut out = Vec::new();

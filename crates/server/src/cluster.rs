@@ -40,7 +40,7 @@ use mosaic_types::{ErasureCode, HostId, Token};
 use parking_lot::RwLock;
 
 use crate::hints::HintStore;
-use crate::local::{AllPrimary, LocalCoordinator, Roles};
+use crate::local::{scan_bounds, AllPrimary, LocalCoordinator, Roles};
 
 /// The node's local storage as the cluster sees it.
 pub struct LocalStore {
@@ -451,7 +451,7 @@ impl Store for LocalStore {
         self.on_elect(table, move |s, _| {
             let mut out: Vec<ShardRef> = Vec::new();
             for (piece, role) in &pieces {
-                let (start, end) = bounds(piece);
+                let (start, end) = scan_bounds(piece);
                 for c in s.ec_covering(*role, start, end) {
                     let found = (c.shard.meta, c.shard.slot);
                     if !out.contains(&found) {
@@ -489,7 +489,7 @@ impl Store for LocalStore {
         limit: usize,
     ) -> BoxFuture<'_, Result<Option<Entries>, Failure>> {
         self.on_elect(table, move |s, _| {
-            s.ec_read_lost(&meta, slot, &shards, bounds(&range), limit)
+            s.ec_read_lost(&meta, slot, &shards, scan_bounds(&range), limit)
         })
     }
 
@@ -505,15 +505,6 @@ impl Store for LocalStore {
     fn reads_prefer_primary(&self, table: TableKey) -> bool {
         self.local.is_erasure_tiered(table)
     }
-}
-
-/// A key range as the storage's scan bounds.
-fn bounds(range: &KeyRange) -> (std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>) {
-    let end = match &range.end {
-        Some(e) => std::ops::Bound::Excluded(e.as_slice()),
-        None => std::ops::Bound::Unbounded,
-    };
-    (std::ops::Bound::Included(range.start.as_slice()), end)
 }
 
 /// Tables a data node reads for coding per table and round.

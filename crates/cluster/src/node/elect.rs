@@ -137,18 +137,9 @@ impl Node {
             }
         }
         match store.ec_commit_fill(table, group, hashes).await {
-            Ok(meta) => {
-                let slots: Vec<String> = meta
-                    .shards
-                    .iter()
-                    .take(usize::from(meta.k))
-                    .map(|s| hex(s.hash.get(..4).unwrap_or_default()))
-                    .collect();
-                tracing::debug!(%table, group = %hex(&group), epoch = meta.epoch, slots = %slots.join(","), "committed a change of a coding group");
-                Body::EcFilled {
-                    meta: meta.encode(),
-                }
-            }
+            Ok(meta) => Body::EcFilled {
+                meta: meta.encode(),
+            },
             Err(f) => Body::Failed(f),
         }
     }
@@ -450,8 +441,9 @@ impl Node {
             .map(|s| (s.app.host_id, s.endpoint))
             .collect();
         let timeout = self.inner.config.repair_timeout_ms;
-        // The newest ECMeta any live member holds (parity nodes have the group's newest).
-        let mut newest: Option<EcMeta> = None;
+        // The newest ECMeta the list or any live member holds (parity nodes have the
+        // group's newest; with them down, data nodes may hold only older ones).
+        let mut meta = listed.clone();
         for shard in &listed.shards {
             let Some(&to) = hosts.get(&shard.node) else {
                 continue;
@@ -467,13 +459,12 @@ impl Node {
                 self.call_timeout(to, ask, timeout).await
             {
                 if let Ok(m) = EcMeta::decode(&bytes) {
-                    if newest.as_ref().is_none_or(|n| m.epoch > n.epoch) {
-                        newest = Some(m);
+                    if m.epoch > meta.epoch {
+                        meta = m;
                     }
                 }
             }
         }
-        let meta = newest.unwrap_or_else(|| listed.clone());
         let lost = usize::from(slot);
         let (Some(want), Some(was)) = (meta.shards.get(lost), listed.shards.get(lost)) else {
             return Err(unavailable(format!("slot {slot} is not in its group")));

@@ -96,7 +96,7 @@ use schema::read_schema_file;
 #[cfg(test)]
 pub(crate) use tables::engine_error;
 use tables::{open_slot, remove_orphans, server_error};
-pub use tables::{AllPrimary, Roles};
+pub use tables::{scan_bounds, AllPrimary, Roles};
 
 /// The catalog file in the data directory.
 pub const SCHEMA_FILE: &str = "schema.json";
@@ -365,15 +365,12 @@ impl LocalCoordinator {
     }
 
     /// Whether this node stores keys of `range` of `table` as a secondary whose versions
-    /// a coding group covers (see `ReplicaStore::ec_covers`). A table being truncated or
-    /// dropped at this moment covers nothing.
+    /// a coding group covers (see `ReplicaStore::ec_covers`; other layouts cover nothing).
+    /// A table being truncated or dropped at this moment covers nothing.
     pub fn ec_covers(&self, table: TableId, range: &KeyRange, roles: &dyn Roles) -> bool {
         let Ok(slot) = self.slot(table) else {
             return false;
         };
-        if slot.layout != Layout::ErasureTiered {
-            return false;
-        }
         let Ok(guard) = slot.db.try_read() else {
             return false;
         };
@@ -381,15 +378,8 @@ impl LocalCoordinator {
             return false;
         };
         roles.pieces(range.clone()).iter().any(|(piece, role)| {
-            let end = match &piece.end {
-                Some(e) => std::ops::Bound::Excluded(e.as_slice()),
-                None => std::ops::Bound::Unbounded,
-            };
-            store.ec_covers(
-                *role,
-                std::ops::Bound::Included(piece.start.as_slice()),
-                end,
-            )
+            let (start, end) = scan_bounds(piece);
+            store.ec_covers(*role, start, end)
         })
     }
 

@@ -93,6 +93,15 @@ pub(super) fn join_error(e: tokio::task::JoinError) -> ErrorResponse {
 }
 
 /// The replica role of each key a write or read touches (see the module doc).
+/// A key range as the storage's scan bounds: `[start, end)`, unbounded without an end.
+pub fn scan_bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    let end = match &range.end {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(range.start.as_slice()), end)
+}
+
 pub trait Roles: Send + Sync {
     /// This node's role for `token`.
     fn role(&self, token: Token) -> Role;
@@ -415,12 +424,9 @@ impl LocalCoordinator {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
             for (range, role) in &pieces {
-                let end = match &range.end {
-                    Some(e) => Bound::Excluded(e.as_slice()),
-                    None => Bound::Unbounded,
-                };
+                let (start, end) = scan_bounds(range);
                 let scan = store
-                    .scan(*role, Bound::Included(range.start.as_slice()), end)
+                    .scan(*role, start, end)
                     .map_err(|e| engine_error(&name, e))?;
                 for item in scan {
                     let (key, entry) = item.map_err(|e| engine_error(&name, e))?;
