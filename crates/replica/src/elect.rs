@@ -7,6 +7,7 @@
 //! DIR/CODED     the data node's state: Q, and table id → (group, slot, epoch); crc-checked
 //! DIR/parity/   ParityStore: parity shards, ECMetas, intents
 //! DIR/covered/  Covered: key lists of other nodes' coded tables (secondary removal)
+//! DIR/LINEAGE   Lineage: which tables hold the rows of this node's coded tables
 //! ```
 //!
 //! A slot change follows `docs/layouts.md` ("Erasure-tiered"): the leader records a
@@ -81,6 +82,7 @@ pub struct Elect {
     dir: PathBuf,
     parity: ParityStore,
     covered: Arc<crate::covered::Covered>,
+    lineage: Arc<crate::lineage::Lineage>,
     decoded: crate::degraded::DecodedTables,
     data: Mutex<DataState>,
     /// Serializes the leader's slot changes (one group epoch at a time).
@@ -124,6 +126,7 @@ impl Elect {
         };
         Ok(Elect {
             covered: Arc::new(crate::covered::Covered::open(fs.clone(), dir)?),
+            lineage: Arc::new(crate::lineage::Lineage::open(fs.clone(), dir)?),
             decoded: crate::degraded::DecodedTables::new(crate::degraded::DECODED_CACHE_BYTES),
             fs,
             dir: dir.to_path_buf(),
@@ -141,6 +144,21 @@ impl Elect {
     /// The key lists other nodes sent for their coded tables (this node as a secondary).
     pub fn covered(&self) -> &Arc<crate::covered::Covered> {
         &self.covered
+    }
+
+    /// Where the rows of this node's coded tables are now.
+    pub fn lineage(&self) -> &Arc<crate::lineage::Lineage> {
+        &self.lineage
+    }
+
+    /// After opening the primary tree (whose current levels `levels` reads): listed
+    /// tables are watched (state written before lineage existed) and holders whose
+    /// compaction report a crash may have lost are recovered.
+    pub fn recover_lineage(&self, levels: impl Fn() -> Vec<mosaic_lsm::LevelInfo>) -> Result<()> {
+        for (id, l) in self.listed() {
+            self.lineage.watch(id, l.range, &levels)?;
+        }
+        self.lineage.recover(levels)
     }
 
     /// Tables decoded for degraded reads.
@@ -316,6 +334,7 @@ impl Elect {
         self.save(&next)?;
         *data = next;
         drop(data);
+        self.lineage.forget(&same_slot)?;
         for other in same_slot {
             let ghost = self.ghost_path(other);
             if self.fs.exists(&ghost) {
@@ -398,7 +417,13 @@ impl Elect {
                     .map_err(|e| Error::io("removing", &path, e))?;
             }
         }
-        Ok(())
+        let gone: Vec<u64> = self
+            .lineage
+            .watched()
+            .into_iter()
+            .filter(|id| !live.contains(id) && !coded.contains_key(id) && !pending.contains_key(id))
+            .collect();
+        self.lineage.forget(&gone)
     }
 
     /// The slot of coded table `id` was emptied: forgets the table and deletes its ghost.
@@ -417,7 +442,8 @@ impl Elect {
     pub fn forget_coded(&self, ids: &[u64]) -> Result<()> {
         let mut data = self.data.lock();
         if !ids.iter().any(|id| data.coded.contains_key(id)) {
-            return Ok(());
+            drop(data);
+            return self.lineage.forget(ids);
         }
         let mut next = data.clone();
         for id in ids {
@@ -426,7 +452,8 @@ impl Elect {
         }
         self.save(&next)?;
         *data = next;
-        Ok(())
+        drop(data);
+        self.lineage.forget(ids)
     }
 
     /// The leader's first step for `source`'s table `content`, to take slot `slot` of a
@@ -687,12 +714,18 @@ fn encode_state(state: &DataState) -> Vec<u8> {
         let (lo, hi) = &l.range;
         text.push_str(&format!("{word} {id} {} {}\n", hex(lo), hex(hi)));
     }
+    seal(text)
+}
+
+/// `text` (lines, each ending in a newline) followed by its crc32c line.
+pub(crate) fn seal(mut text: String) -> Vec<u8> {
     let crc = crc32c::crc32c(text.as_bytes());
     text.push_str(&format!("crc {crc:08x}\n"));
     text.into_bytes()
 }
 
-fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
+/// The lines after the `header` line of a [`seal`]ed file, once its checksum matched.
+pub(crate) fn unseal<'a>(bytes: &'a [u8], header: &str) -> std::result::Result<&'a str, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
     let body_end = text
         .trim_end_matches('\n')
@@ -708,10 +741,13 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
     if crc32c::crc32c(body.as_bytes()) != crc {
         return Err("checksum mismatch".into());
     }
-    let mut lines = body.lines();
-    if lines.next() != Some("mosaic-coded 1") {
-        return Err("unknown format".into());
-    }
+    body.strip_prefix(header)
+        .and_then(|rest| rest.strip_prefix('\n'))
+        .ok_or_else(|| "unknown format".into())
+}
+
+fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
+    let mut lines = unseal(bytes, "mosaic-coded 1")?.lines();
     let seq = lines
         .next()
         .and_then(|l| l.strip_prefix("seq "))
@@ -777,14 +813,14 @@ fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
     })
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     if bytes.is_empty() {
         return "-".to_owned();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(text: &str) -> Option<Vec<u8>> {
+pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
     if text == "-" {
         return Some(Vec::new());
     }

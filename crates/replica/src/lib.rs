@@ -13,7 +13,7 @@
 //! - [`decoupled`]: DEPART: primary copies in an LSM-tree (`primary/`), redundant copies of
 //!   every source in one two-layer log (`log/`, a `mosaic_lsm::Db` in log mode);
 //! - erasure-tiered (ELECT): multi-lsm's trees plus the coding state of [`elect`] (data
-//!   node), [`parity`] (parity node), [`covered`] (secondary removal) and [`degraded`]
+//!   node; [`lineage`] follows its coded tables' rows through compaction), [`parity`] (parity node), [`covered`] (secondary removal) and [`degraded`]
 //!   (reads of covered rows while their primary is down).
 //!
 //! Must not depend on the cluster, tokio or CQL: the caller (the server) computes each
@@ -26,6 +26,7 @@ pub mod covered;
 pub mod decoupled;
 pub mod degraded;
 pub mod elect;
+pub mod lineage;
 pub mod multi_lsm;
 pub mod parity;
 pub mod ranges;

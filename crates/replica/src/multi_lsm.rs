@@ -53,13 +53,19 @@ pub(crate) struct MultiLsm {
 
 impl MultiLsm {
     /// Opens the primary tree and every source tree found in `dir`; each source tree
-    /// filters its compactions by `filter`'s answer for its source.
+    /// filters its compactions by `filter`'s answer for its source, and the primary tree
+    /// reports its compactions to `primary_listener` when given (instead of `engine`'s).
     pub(crate) fn open(
         dir: &Path,
         engine: Options,
         filter: Option<SourceFilter>,
+        primary_listener: Option<std::sync::Arc<dyn mosaic_lsm::CompactionListener>>,
     ) -> Result<MultiLsm> {
-        let primary = Db::open(dir.join(PRIMARY_DIR), engine.clone())?;
+        let primary_opts = Options {
+            compaction_listener: primary_listener.or_else(|| engine.compaction_listener.clone()),
+            ..engine.clone()
+        };
+        let primary = Db::open(dir.join(PRIMARY_DIR), primary_opts)?;
         let names = engine
             .fs
             .list(dir)
@@ -92,6 +98,11 @@ impl MultiLsm {
     /// The merge operator every tree resolves versions with.
     pub(crate) fn merge_operator(&self) -> Option<&dyn mosaic_lsm::MergeOperator> {
         self.engine.merge_operator.as_deref()
+    }
+
+    /// The primary tree.
+    pub(crate) fn primary(&self) -> &Db {
+        &self.primary
     }
 
     /// The tree of `role`, if it exists.

@@ -21,6 +21,7 @@
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mosaic_lsm::{CounterSnapshot, Db, Entry, Error, LevelInfo, Options, Result, Scan, WriteBatch};
 
@@ -152,25 +153,31 @@ fn overlaps(t: &mosaic_lsm::TableInfo, lo: &[u8], hi: &[u8]) -> bool {
     t.smallest_key.as_slice() <= hi && t.largest_key.as_slice() >= lo
 }
 
-/// The uncoded tables of the last level `last` that hold keys of a coded table
-/// compaction replaced (not `live`) after its key list reached the secondaries.
-fn successors(
-    last: &LevelInfo,
+/// The live tables of `levels` holding rows of listed coded table `id` (key range `range`)
+/// that no coding protects yet: neither coded nor with their own key list acknowledged.
+/// While there are any, `id`'s slot is the only redundancy of those rows.
+fn unprotected_holders(
+    elect: &Elect,
+    levels: &[LevelInfo],
+    id: u64,
+    range: &crate::elect::KeyRange,
     coded: &std::collections::BTreeMap<u64, crate::elect::CodedTable>,
     listed: &std::collections::BTreeMap<u64, crate::elect::Listing>,
-    live: &std::collections::HashSet<u64>,
-) -> std::collections::HashSet<u64> {
-    let replaced: Vec<&(Vec<u8>, Vec<u8>)> = listed
+) -> Result<Vec<u64>> {
+    let lineage = elect.lineage();
+    // Listed before lineage watched it (or the watch raced a compaction): watched now.
+    if lineage.heirs(id).is_none() {
+        lineage.watch(id, range.clone(), || levels.to_vec())?;
+    }
+    let holders = lineage.heirs(id).map(|h| h.holders).unwrap_or_default();
+    let (lo, hi) = range;
+    Ok(levels
         .iter()
-        .filter(|(id, _)| !live.contains(id))
-        .map(|(_, l)| &l.range)
-        .collect();
-    last.tables
-        .iter()
-        .filter(|t| !coded.contains_key(&t.id))
-        .filter(|t| replaced.iter().any(|(lo, hi)| overlaps(t, lo, hi)))
+        .flat_map(|l| &l.tables)
+        .filter(|t| t.id != id && holders.contains(&t.id) && overlaps(t, lo, hi))
+        .filter(|t| !(coded.contains_key(&t.id) && listed.get(&t.id).is_some_and(|l| l.acked)))
         .map(|t| t.id)
-        .collect()
+        .collect())
 }
 
 /// The layout a directory holds by its marker, `None` when it has none.
@@ -239,16 +246,21 @@ impl ReplicaStore {
         check_and_mark(&engine, &dir, layout)?;
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
-            Layout::MultiLsm => Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, None)?)),
+            Layout::MultiLsm => {
+                Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, None, None)?))
+            }
             Layout::ErasureTiered => {
                 let elect = Elect::open(engine.fs.clone(), &dir, engine.table_store.clone())?;
                 let covered = elect.covered().clone();
                 let filter: crate::multi_lsm::SourceFilter =
                     std::sync::Arc::new(move |source| covered.source(source) as _);
-                Engines::ErasureTiered(
-                    Box::new(MultiLsm::open(&dir, engine, Some(filter))?),
-                    Box::new(elect),
-                )
+                let listener = crate::lineage::LineageListener::new(
+                    elect.lineage().clone(),
+                    engine.compaction_listener.clone(),
+                );
+                let trees = MultiLsm::open(&dir, engine, Some(filter), Some(Arc::new(listener)))?;
+                elect.recover_lineage(|| trees.primary().levels())?;
+                Engines::ErasureTiered(Box::new(trees), Box::new(elect))
             }
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
         };
@@ -367,9 +379,16 @@ impl ReplicaStore {
                 bytes: t.size_bytes,
             })
             .collect();
-        // Tables that now hold a replaced coded table's keys come first: until they are
+        // Tables that now hold a replaced coded table's rows come first: until they are
         // coded the replaced table's slot stays, since secondaries dropped those rows.
-        let needed = successors(last, &coded, &elect.listed(), &live);
+        // (Holders in upper levels are coded once compaction moves the rows down.)
+        let listed = elect.listed();
+        let mut needed = std::collections::HashSet::new();
+        for (id, l) in listed.iter().filter(|(id, _)| !live.contains(id)) {
+            needed.extend(unprotected_holders(
+                elect, &levels, *id, &l.range, &coded, &listed,
+            )?);
+        }
         let (first, rest): (Vec<_>, Vec<_>) =
             candidates.into_iter().partition(|c| needed.contains(&c.id));
         let mut out = Vec::new();
@@ -380,6 +399,11 @@ impl ReplicaStore {
         {
             // Compacted away since the listing: the next round picks again.
             if let Some(bytes) = elect.pin(c.id, &primary.table_file_path(c.id))? {
+                // From now on its rows are followed through compaction (`Lineage`).
+                if let Some(t) = last.tables.iter().find(|t| t.id == c.id) {
+                    let range = (t.smallest_key.clone(), t.largest_key.clone());
+                    elect.lineage().watch(c.id, range, || primary.levels())?;
+                }
                 out.push((c.id, bytes));
             }
         }
@@ -424,7 +448,6 @@ impl ReplicaStore {
             .flat_map(|l| &l.tables)
             .map(|t| t.id)
             .collect();
-        let last = last_level(&levels);
         let coded = elect.coded();
         let listed = elect.listed();
         let mut out = Vec::new();
@@ -433,17 +456,9 @@ impl ReplicaStore {
                 continue;
             }
             // Secondaries dropped this table's rows: its slot keeps them decodable until
-            // every last-level table holding its keys is coded and listed in turn.
+            // every table compaction moved them into (any level) is coded and listed.
             if let Some(l) = listed.get(&id) {
-                let (lo, hi) = &l.range;
-                let waiting = last.is_some_and(|last| {
-                    last.tables.iter().any(|t| {
-                        overlaps(t, lo, hi)
-                            && !(coded.contains_key(&t.id)
-                                && listed.get(&t.id).is_some_and(|l| l.acked))
-                    })
-                });
-                if waiting {
+                if !unprotected_holders(elect, &levels, id, &l.range, &coded, &listed)?.is_empty() {
                     continue;
                 }
             }
@@ -612,7 +627,13 @@ impl ReplicaStore {
     /// to be sent: from now on its slot waits for tables covering its keys.
     pub fn ec_listing(&self, id: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Result<()> {
         match &self.engines {
-            Engines::ErasureTiered(_, elect) => elect.mark_listing(id, (smallest, largest)),
+            Engines::ErasureTiered(m, elect) => {
+                let range = (smallest, largest);
+                elect
+                    .lineage()
+                    .watch(id, range.clone(), || m.primary().levels())?;
+                elect.mark_listing(id, range)
+            }
             _ => Ok(()),
         }
     }
