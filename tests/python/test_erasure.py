@@ -8,7 +8,8 @@ against the tables of their nodes, and the rows stay readable, across a restart 
 whole cluster. Once a table is coded its keys' secondary copies are dropped (ELECT's
 secondary removal): the source trees shrink, rows updated afterwards read back new, and
 with a node killed, its rows are decoded from the other shards of their groups
-(degraded reads).
+(degraded reads); with a node's disk lost, repair rebuilds its shards (full-node
+recovery).
 """
 
 import glob
@@ -22,6 +23,7 @@ from cassandra import ConsistencyLevel as CL
 from cassandra.query import SimpleStatement
 
 from conftest import MosaicCluster, wait_until
+from test_cluster import diff, read_alone
 
 SETTINGS = (
     "storage.memtable_size_bytes=65536",
@@ -230,6 +232,29 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
         wait_until("coded tables and parity after a restart", coded_everywhere, timeout=90)
         assert {r.k: r.v for r in s.execute(sel)} == rows
         assert all(stats(c, i, "ec.t")["covered_keys"] > 0 for i in range(1, 4)), "key lists survive a restart"
+
+        # Node 3's disk is lost: wiped, restarted (it resumes its identity from the cluster)
+        # and repaired. The rows of its coded tables exist nowhere else in full (their
+        # secondary copies were dropped), so repair first rebuilds its shards from the other
+        # shards of their groups — data tables back into its primary tree, parity files
+        # again — then Merkle repair refills the rest. Node 3 alone then serves every row
+        # it replicates.
+        s.cluster.shutdown()
+        c.wipe(3)
+        c.wait_seen((1, 2), [3], up=False)
+        c.restart()
+        c.wait_schema_agreement()
+        out = c.mosaic("repair", "--host", c.admin(3), "ec", timeout=240).stdout
+        rebuilt = re.search(r"(\d+) lost coding shards rebuilt", out)
+        assert rebuilt and int(rebuilt.group(1)) > 0, out
+        check_groups(c, hosts)  # asserts every parity shard, rebuilt ones too, matches
+        found, unavailable = read_alone(c, 3, "ec", list(rows))
+        expected = {k: v for k, v in rows.items() if k not in unavailable}
+        assert len(expected) > len(rows) // 4, len(expected)
+        assert found == expected, diff(expected, found)
+        # Nothing is lost to a second repair, and it has nothing left to rebuild.
+        out = c.mosaic("repair", "--host", c.admin(3), "ec", timeout=240).stdout
+        assert "coding shards rebuilt" not in out, out
     finally:
         c.close()
 

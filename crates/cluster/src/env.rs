@@ -293,6 +293,32 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, group);
         unsupported()
     }
+    /// Records a group's ECMeta a leader committed (unless as new a one is recorded).
+    fn ec_record_meta(&self, table: TableKey, meta: EcMeta) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, meta);
+        unsupported()
+    }
+    /// Full-node recovery: the ECMetas this node holds of groups naming `host`.
+    fn ec_groups_of(
+        &self,
+        table: TableKey,
+        host: HostId,
+    ) -> BoxFuture<'_, Result<Vec<EcMeta>, Failure>> {
+        let _ = (table, host);
+        unsupported()
+    }
+    /// Full-node recovery: rebuilds this node's shard at `position` of `meta`'s group from
+    /// `shards` (`k` others) and puts it back (a data shard's rows into the primary tree).
+    fn ec_restore(
+        &self,
+        table: TableKey,
+        meta: EcMeta,
+        position: u8,
+        shards: Vec<(u8, Vec<u8>)>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, meta, position, shards);
+        unsupported()
+    }
     /// Degraded reads: up to `limit` rows of `range` from the table in `shard`, decoded
     /// from `shards` (`(position, bytes)`, `k` of them) or, with none, from a table decoded
     /// before; `None` when it must be decoded and no shards were given.

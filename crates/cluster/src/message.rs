@@ -344,6 +344,28 @@ pub enum Body {
         /// `(epoch, bytes)`.
         shard: Option<(u64, Vec<u8>)>,
     },
+    /// ELECT's full-node recovery: the ECMetas the receiver holds of groups naming `host`.
+    EcGroupsOf {
+        /// The table.
+        table: TableKey,
+        /// The recovering node's host id.
+        host: [u8; 16],
+    },
+    /// The ECMetas asked for (binary form).
+    EcGroups {
+        /// `mosaic_erasure::EcMeta::encode` each.
+        metas: Vec<Vec<u8>>,
+    },
+    /// ELECT: a leader's newly committed ECMeta for every member of the group, so the
+    /// group's newest epoch outlives the loss of its leader.
+    EcMetaPush {
+        /// The table.
+        table: TableKey,
+        /// `mosaic_erasure::EcMeta::encode`.
+        meta: Vec<u8>,
+    },
+    /// The pushed ECMeta is recorded (or an as new one was).
+    EcMetaAck,
 }
 
 impl Body {
@@ -363,6 +385,8 @@ impl Body {
                 | Body::EcCoverAck
                 | Body::EcMetaData { .. }
                 | Body::EcShard { .. }
+                | Body::EcGroups { .. }
+                | Body::EcMetaAck
         )
     }
 }

@@ -88,9 +88,15 @@ pub async fn for_each_entry(
 }
 
 /// The leaf of a slice holding rows a coding group covers on this replica (ELECT's
-/// secondary removal dropped their copies): compared as equal to anything, so repair does
-/// not copy coded rows back (a read of them is answered with the primary's).
+/// secondary removal dropped their copies): its hash cannot be compared, so it counts as
+/// agreeing, and repair streams the slice instead ([`leaf_covered`]): a covered replica's
+/// read relays to the primary, so streaming never copies coded rows back.
 pub const COVERED_LEAF: [u8; 16] = [0xff; 16];
+
+/// Whether any tree's leaf `i` is [`COVERED_LEAF`].
+pub fn leaf_covered(trees: &[Vec<[u8; 16]>], i: usize) -> bool {
+    trees.iter().any(|t| t.get(i) == Some(&COVERED_LEAF))
+}
 
 /// Whether leaf `i` of every tree agrees (a covered leaf agrees with anything).
 pub fn leaves_agree(trees: &[Vec<[u8; 16]>], i: usize) -> bool {
@@ -149,14 +155,18 @@ pub struct RepairReport {
     pub entries_streamed: u64,
     /// Bytes of those entries (keys and values).
     pub bytes_streamed: u64,
-    /// Why ranges failed (first few).
+    /// Erasure-tiered tables: coding shards this node lacked, rebuilt from their groups.
+    pub shards_rebuilt: u64,
+    /// Erasure-tiered tables: shards this node lacks that could not be rebuilt.
+    pub shards_failed: u64,
+    /// Why ranges or shards failed (first few).
     pub errors: Vec<String>,
 }
 
 impl RepairReport {
-    /// Whether every range was repaired.
+    /// Whether every range was repaired and every lost shard rebuilt.
     pub fn complete(&self) -> bool {
-        self.ranges_failed == 0
+        self.ranges_failed == 0 && self.shards_failed == 0
     }
 
     /// Adds `other` into this report.
@@ -167,6 +177,8 @@ impl RepairReport {
         self.leaves_mismatched += other.leaves_mismatched;
         self.entries_streamed += other.entries_streamed;
         self.bytes_streamed += other.bytes_streamed;
+        self.shards_rebuilt += other.shards_rebuilt;
+        self.shards_failed += other.shards_failed;
         for e in other.errors {
             if self.errors.len() < 10 {
                 self.errors.push(e);
@@ -187,6 +199,7 @@ mod tests {
         assert!(leaves_agree(&trees, 0));
         assert!(!leaves_agree(&trees, 1));
         assert!(leaves_agree(&trees, 2));
+        assert!(leaf_covered(&trees, 2) && !leaf_covered(&trees, 1));
         // A tree too short for the index disagrees with one that has the leaf.
         assert!(!leaves_agree(&[vec![a], vec![]], 0));
     }

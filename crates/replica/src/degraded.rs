@@ -24,17 +24,17 @@ pub type Rows = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 /// Bytes of decoded tables one store keeps by default.
 pub const DECODED_CACHE_BYTES: u64 = 256 << 20;
 
-/// Rebuilds data slot `slot` of `meta`'s group from `shards` (`(position, whole shard)`,
-/// at least `k` distinct positions other than `slot`; a data shard shorter than the group
-/// is zero-padded) and checks it against its hash.
+/// Rebuilds shard `slot` of `meta`'s group — a data slot's table, or a parity shard —
+/// from `shards` (`(position, whole shard)`, at least `k` distinct positions other than
+/// `slot`; a data shard shorter than the group is zero-padded) and checks it against its
+/// hash.
 pub fn decode(meta: &EcMeta, slot: u8, shards: &[(u8, Vec<u8>)]) -> Result<Vec<u8>> {
-    let bad = |why: String| Error::InvalidArgument(format!("decoding slot {slot}: {why}"));
+    let bad = |why: String| Error::InvalidArgument(format!("decoding shard {slot}: {why}"));
     let codec = meta.codec().map_err(|e| bad(e.to_string()))?;
     let want = meta
         .shards
         .get(usize::from(slot))
-        .filter(|_| slot < meta.k)
-        .ok_or_else(|| bad(format!("not a data slot of a group of k = {}", meta.k)))?;
+        .ok_or_else(|| bad(format!("not a position of a group of n = {}", meta.n)))?;
     let size = usize::try_from(want.size).map_err(|_| bad("size too large".into()))?;
     let coded_len = usize::try_from(meta.coded_len).map_err(|_| bad("too large".into()))?;
     let mut out = Vec::with_capacity(size);
@@ -60,7 +60,7 @@ pub fn decode(meta: &EcMeta, slot: u8, shards: &[(u8, Vec<u8>)]) -> Result<Vec<u
     out.truncate(size);
     if !meta.verify(usize::from(slot), &out) {
         return Err(bad(
-            "the rebuilt table does not match its ECMeta's hash (a shard from another epoch?)"
+            "the rebuilt shard does not match its ECMeta's hash (a shard from another epoch?)"
                 .into(),
         ));
     }
@@ -140,6 +140,35 @@ impl DecodedTables {
         }
         Ok(reader)
     }
+}
+
+/// Every version `table` holds, in table order, as a batch of writes restoring them with
+/// their own timestamps (full-node recovery puts a decoded table's rows back this way),
+/// and the table's smallest and largest key (`None` for an empty table).
+pub fn versions(
+    table: &Arc<TableReader>,
+) -> Result<(mosaic_lsm::WriteBatch, Option<crate::elect::KeyRange>)> {
+    let mut it = table.iter(ReadPurpose::Compaction, false);
+    it.seek_to_first()?;
+    let mut batch = mosaic_lsm::WriteBatch::new();
+    let mut range: Option<crate::elect::KeyRange> = None;
+    while it.valid() {
+        let p = mosaic_lsm::key::parse_internal(it.key()).ok_or_else(|| {
+            Error::corruption(table.path(), 0, "malformed internal key in a decoded table")
+        })?;
+        match &mut range {
+            None => range = Some((p.user_key.to_vec(), p.user_key.to_vec())),
+            Some((_, hi)) if hi.as_slice() != p.user_key => *hi = p.user_key.to_vec(),
+            Some(_) => {}
+        }
+        match p.kind {
+            ValueKind::Put => batch.put(p.user_key, p.ts, it.value()),
+            ValueKind::Delete => batch.delete(p.user_key, p.ts),
+            ValueKind::Merge => batch.merge(p.user_key, p.ts, it.value()),
+        }
+        it.next()?;
+    }
+    Ok((batch, range))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -35,6 +35,10 @@ pub const CODED_FILE: &str = "CODED";
 /// copy while the table is live), until no group's slot names them.
 pub const GHOSTS_DIR: &str = "ghosts";
 
+/// Ids from here up name tables rebuilt by full-node recovery: content kept only as a
+/// ghost (no engine assigns ids this large).
+pub const RESTORED_ID_BASE: u64 = 1 << 48;
+
 /// One table of the primary tree that is a data shard of a coding group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodedTable {
@@ -344,6 +348,91 @@ impl Elect {
             }
         }
         Ok(())
+    }
+
+    /// Full-node recovery of a data shard: this node lost its table in `slot` of `meta`'s
+    /// group (`content`, rebuilt from the other shards, keys `range`), whose rows are
+    /// already back in its primary tree. The content is kept as the ghost of a table id
+    /// no engine assigns, recorded as coded and as listed (its secondaries hold its key
+    /// list from before), so the slot is emptied, like any replaced table's, once the
+    /// tables holding those rows now are coded. Returns that id; restoring a slot already
+    /// restored returns the same one.
+    pub fn restore_data(
+        &self,
+        meta: &EcMeta,
+        slot: u8,
+        content: &[u8],
+        range: KeyRange,
+    ) -> Result<u64> {
+        self.parity.record_meta(meta)?;
+        let hash = EcMeta::content_hash(content);
+        let held: Vec<u64> = {
+            let data = self.data.lock();
+            data.coded
+                .iter()
+                .filter(|(_, c)| c.group == meta.group && c.slot == slot)
+                .map(|(id, _)| *id)
+                .collect()
+        };
+        for id in held {
+            if self
+                .ghost(id)?
+                .is_some_and(|g| EcMeta::content_hash(&g) == hash)
+            {
+                return Ok(id);
+            }
+        }
+        let mut data = self.data.lock();
+        let id = data
+            .coded
+            .keys()
+            .copied()
+            .filter(|id| *id >= RESTORED_ID_BASE)
+            .max()
+            .map_or(RESTORED_ID_BASE, |id| id + 1);
+        let dir = self.dir.join(GHOSTS_DIR);
+        self.fs
+            .create_dir_all(&dir)
+            .map_err(|e| Error::io("creating directory", &dir, e))?;
+        let ghost = self.ghost_path(id);
+        mosaic_lsm::write_atomically(&*self.fs, &ghost, content)
+            .map_err(|e| Error::io("writing", &ghost, e))?;
+        let mut next = data.clone();
+        next.coded.insert(
+            id,
+            CodedTable {
+                group: meta.group,
+                slot,
+                epoch: meta.epoch,
+                bytes: content.len() as u64,
+            },
+        );
+        next.listed.insert(id, Listing { range, acked: true });
+        self.save(&next)?;
+        *data = next;
+        Ok(id)
+    }
+
+    /// Full-node recovery of a parity shard: puts back `position` of `meta`'s group
+    /// (`bytes`, rebuilt from the other shards) and records `meta`.
+    pub fn restore_parity(&self, meta: &EcMeta, position: u8, bytes: &[u8]) -> Result<()> {
+        self.parity
+            .restore(&meta.group, position, meta.epoch, bytes)?;
+        self.parity.record_meta(meta)?;
+        Ok(())
+    }
+
+    /// The ECMetas this node holds that name `host` as a member.
+    pub fn groups_of(&self, host: HostId) -> Result<Vec<EcMeta>> {
+        let mut out = Vec::new();
+        for group in self.parity.groups()? {
+            if let Some(meta) = self.parity.meta(&group)? {
+                if meta.shards.iter().any(|s| s.node == host) {
+                    out.push(meta);
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn ghost_path(&self, id: u64) -> PathBuf {

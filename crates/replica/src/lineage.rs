@@ -15,8 +15,7 @@
 //! A watched table is always live or replaced by holders the listener saw, except after a
 //! crash between a compaction's install and the listener's save (or when a table is
 //! watched only after compaction replaced it): then its holders are taken conservatively as
-//! every table of levels 1 and deeper overlapping its key range (compaction never writes
-//! level 0), which can only make the slot wait longer.
+//! every table overlapping its key range, which can only make the slot wait longer.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -55,13 +54,13 @@ impl std::fmt::Debug for Lineage {
     }
 }
 
-/// Tables of levels 1 and deeper of `levels` whose keys overlap `range`: every table
-/// compaction may have moved rows of `range` into.
+/// Tables of `levels` whose keys overlap `range`: every table rows of `range` may have
+/// moved into (level 0 included: full-node recovery writes restored rows back through
+/// the memtable).
 fn overlapping(levels: &[LevelInfo], range: &KeyRange) -> BTreeSet<u64> {
     let (lo, hi) = range;
     levels
         .iter()
-        .filter(|l| l.level > 0)
         .flat_map(|l| &l.tables)
         .filter(|t| t.smallest_key.as_slice() <= hi.as_slice() && t.largest_key >= *lo)
         .map(|t| t.id)
@@ -357,8 +356,7 @@ mod tests {
             .watch(7, range(b"c", b"m"), || before.clone())
             .expect("watch");
         // Table 7 was compacted (with level 2's table 4) into 20 and 21 at level 2, but the
-        // report never arrived: after the restart every level-1+ table over c..m counts,
-        // and level 0 (flushes: only newer rows) does not.
+        // report never arrived: after the restart every table over c..m counts.
         let after = levels(&[
             (0, table(30, b"a", b"z")),
             (2, table(20, b"a", b"f")),
@@ -368,7 +366,7 @@ mod tests {
         lineage.recover(|| after.clone()).expect("recover");
         assert_eq!(
             lineage.heirs(7).map(|h| h.holders),
-            Some(BTreeSet::from([20, 21]))
+            Some(BTreeSet::from([20, 21, 30]))
         );
         // Watched only after it was replaced: the same conservative answer.
         lineage
@@ -376,7 +374,7 @@ mod tests {
             .expect("watch");
         assert_eq!(
             lineage.heirs(6).map(|h| h.holders),
-            Some(BTreeSet::from([21, 8]))
+            Some(BTreeSet::from([21, 8, 30]))
         );
     }
 

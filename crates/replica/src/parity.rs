@@ -211,15 +211,23 @@ impl ParityStore {
 
     /// Bytes of parity offloaded to the cold tier.
     pub fn cold_bytes(&self) -> Result<u64> {
-        let mut total = 0;
+        Ok(self.stubs()?.iter().map(|(_, len)| len).sum())
+    }
+
+    /// The cold-tier objects the offloaded shards live in.
+    pub fn cold_locations(&self) -> Result<Vec<String>> {
+        Ok(self.stubs()?.into_iter().map(|(l, _)| l).collect())
+    }
+
+    /// `(location, bytes)` of every offload stub.
+    fn stubs(&self) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
         for name in self.names()? {
             if name.ends_with(".cold") {
-                if let Some((_, len)) = self.stub(&self.dir.join(&name))? {
-                    total += len;
-                }
+                out.extend(self.stub(&self.dir.join(&name))?);
             }
         }
-        Ok(total)
+        Ok(out)
     }
 
     fn shard_path(&self, group: &GroupId, position: u8) -> PathBuf {
@@ -306,6 +314,28 @@ impl ParityStore {
             self.drop_stub(&stub)?;
         }
         Ok(Applied::Now)
+    }
+
+    /// Puts back parity shard `position` of `group` at `epoch` (rebuilt from the group's
+    /// other shards after this node lost it), unless the shard held is already at `epoch`
+    /// or later. Returns whether it was written.
+    pub fn restore(&self, group: &GroupId, position: u8, epoch: u64, bytes: &[u8]) -> Result<bool> {
+        let _guard = self.lock.lock();
+        if self
+            .shard(group, position)?
+            .is_some_and(|s| s.epoch >= epoch)
+        {
+            return Ok(false);
+        }
+        self.write_durably(
+            &self.shard_path(group, position),
+            &encode_shard(epoch, position, bytes),
+        )?;
+        let stub = self.stub_path(group, position);
+        if self.fs.exists(&stub) {
+            self.drop_stub(&stub)?;
+        }
+        Ok(true)
     }
 
     /// Records `meta` unless a meta of the same or a later epoch is already recorded (so

@@ -566,6 +566,75 @@ impl ReplicaStore {
         crate::degraded::read_rows(&table, m.merge_operator(), start, end, limit).map(Some)
     }
 
+    /// Every cold-tier object this store references: its trees' relocated tables and
+    /// (erasure-tiered) its offloaded parity shards. Objects of the node's cold tier named
+    /// by no store are garbage.
+    pub fn cold_references(&self) -> Result<Vec<String>> {
+        let mut out: Vec<String> = self
+            .structures()
+            .into_iter()
+            .flat_map(|st| st.levels)
+            .flat_map(|l| l.tables)
+            .filter(|t| !t.location.is_empty())
+            .map(|t| t.location)
+            .collect();
+        if let Engines::ErasureTiered(_, elect) = &self.engines {
+            out.extend(elect.parity().cold_locations()?);
+        }
+        Ok(out)
+    }
+
+    /// Records `meta`, a group's ECMeta its leader committed, unless as new a one is.
+    pub fn ec_record_meta(&self, meta: &mosaic_erasure::EcMeta) -> Result<()> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.parity().record_meta(meta).map(|_| ()),
+            _ => Err(Error::InvalidArgument(
+                "only erasure-tiered tables hold coding groups".into(),
+            )),
+        }
+    }
+
+    /// The coding groups this node knows of that name `host` as a member (their newest
+    /// ECMetas here): what a node that lost its data asks its peers for.
+    pub fn ec_groups_of(&self, host: mosaic_types::HostId) -> Result<Vec<mosaic_erasure::EcMeta>> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.groups_of(host),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Full-node recovery: rebuilds this node's shard at `position` of `meta`'s group from
+    /// `shards` (`k` others, as for a degraded read) and puts it back. A parity shard is
+    /// stored again; a data shard's rows are written back into the primary tree with their
+    /// own timestamps (their secondaries dropped them), flushed, and its content kept so
+    /// the slot stays filled until the tables now holding those rows are coded.
+    pub fn ec_restore(
+        &self,
+        meta: &mosaic_erasure::EcMeta,
+        position: u8,
+        shards: &[(u8, Vec<u8>)],
+    ) -> Result<()> {
+        let Engines::ErasureTiered(m, elect) = &self.engines else {
+            return Err(Error::InvalidArgument(
+                "only erasure-tiered tables hold coding shards".into(),
+            ));
+        };
+        let bytes = crate::degraded::decode(meta, position, shards)?;
+        if position >= meta.k {
+            return elect.restore_parity(meta, position, &bytes);
+        }
+        let hash = mosaic_erasure::EcMeta::content_hash(&bytes);
+        let table = elect.decoded().insert(hash, bytes.clone())?;
+        let (batch, Some(range)) = crate::degraded::versions(&table)? else {
+            return Ok(());
+        };
+        let primary = m.primary();
+        primary.write(batch)?;
+        primary.flush()?;
+        let id = elect.restore_data(meta, position, &bytes, range.clone())?;
+        elect.lineage().watch(id, range, || primary.levels())
+    }
+
     /// Whether keys within the bounds, stored under `role`, are covered by a coding group:
     /// this node dropped (or may drop) versions of them, so it answers for them only
     /// together with their primary replica.

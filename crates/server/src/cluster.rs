@@ -480,6 +480,28 @@ impl Store for LocalStore {
         self.on_elect(table, move |s, _| s.ec_meta(&group))
     }
 
+    fn ec_record_meta(&self, table: TableKey, meta: EcMeta) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| s.ec_record_meta(&meta))
+    }
+
+    fn ec_groups_of(
+        &self,
+        table: TableKey,
+        host: HostId,
+    ) -> BoxFuture<'_, Result<Vec<EcMeta>, Failure>> {
+        self.on_elect(table, move |s, _| s.ec_groups_of(host))
+    }
+
+    fn ec_restore(
+        &self,
+        table: TableKey,
+        meta: EcMeta,
+        position: u8,
+        shards: Vec<(u8, Vec<u8>)>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| s.ec_restore(&meta, position, &shards))
+    }
+
     fn ec_read_lost(
         &self,
         table: TableKey,

@@ -260,5 +260,11 @@ pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> R
         v.entries_streamed,
         bytes(v.bytes_streamed),
     );
+    if v.shards_rebuilt > 0 {
+        println!(
+            "repair on {addr}: {} lost coding shards rebuilt from their groups",
+            v.shards_rebuilt
+        );
+    }
     Ok(())
 }

@@ -11,10 +11,22 @@ impl Node {
     /// Repairs `tables` over every token range this node replicates (see
     /// [`crate::repair`]). A range with a replica down is skipped and counted as failed.
     /// Callers pick `tables` after [`Node::await_schema_agreement`], so a node restarted
-    /// without data repairs the tables the cluster has.
+    /// without data repairs the tables the cluster has. An erasure-tiered table first gets
+    /// back the coding shards this node lost ([`Node::ec_recover`]): rows its secondaries
+    /// dropped exist nowhere else.
     pub async fn repair(&self, tables: &[TableKey]) -> RepairReport {
         tracing::info!(tables = tables.len(), "repair started");
         let mut report = RepairReport::default();
+        let coded: Vec<TableKey> = self
+            .inner
+            .store
+            .ec_tables()
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        for table in tables.iter().filter(|t| coded.contains(t)) {
+            report.absorb(self.ec_recover(*table).await);
+        }
         for table in tables {
             let Some(rf) = self.inner.store.replication_factor(*table) else {
                 continue;
@@ -52,6 +64,8 @@ impl Node {
             ranges_failed = report.ranges_failed,
             leaves_mismatched = report.leaves_mismatched,
             entries_streamed = report.entries_streamed,
+            shards_rebuilt = report.shards_rebuilt,
+            shards_failed = report.shards_failed,
             "repair finished"
         );
         report
@@ -99,11 +113,21 @@ impl Node {
         report.leaves = n;
         // Runs of neighbouring mismatched leaves are streamed as one token range: a node
         // that lost everything is refilled with a few large reads, not one per leaf.
+        // Slices with rows a coding group covers cannot be compared by hash (secondaries
+        // dropped those rows); they are streamed too: a secondary's read of them relays to
+        // the primary and answers with its rows, so the primary gets what only a secondary
+        // holds (a write it missed) and no secondary ever gets coded rows back.
         let mismatched: Vec<u64> = (0..n)
             .filter(|i| !repair::leaves_agree(&trees, *i as usize))
             .collect();
+        let streamed: Vec<u64> = (0..n)
+            .filter(|i| {
+                repair::leaf_covered(&trees, *i as usize)
+                    || !repair::leaves_agree(&trees, *i as usize)
+            })
+            .collect();
         report.leaves_mismatched = mismatched.len() as u64;
-        for (first, last) in repair::runs(&mismatched) {
+        for (first, last) in repair::runs(&streamed) {
             let (l, _) = repair::slice(left, right, first, n);
             let (_, r) = repair::slice(left, right, last, n);
             for range in mosaic_rows::ring_range(l, r) {

@@ -137,11 +137,37 @@ impl Node {
             }
         }
         match store.ec_commit_fill(table, group, hashes).await {
-            Ok(meta) => Body::EcFilled {
-                meta: meta.encode(),
-            },
+            Ok(meta) => {
+                self.push_meta(table, &meta, &hosts).await;
+                Body::EcFilled {
+                    meta: meta.encode(),
+                }
+            }
             Err(f) => Body::Failed(f),
         }
+    }
+
+    /// Sends a committed ECMeta to every other member of its group (at most one attempt
+    /// each; a member that misses it is served a newer one by any live member later).
+    /// With it the group's newest epoch survives its leader: a node rebuilding a lost
+    /// shard needs it.
+    async fn push_meta(&self, table: TableKey, meta: &EcMeta, hosts: &HashMap<HostId, Endpoint>) {
+        let me = self.endpoint();
+        let bytes = meta.encode();
+        let timeout = self.inner.config.repair_timeout_ms;
+        let pushes = meta
+            .shards
+            .iter()
+            .filter_map(|s| hosts.get(&s.node).copied())
+            .filter(|to| *to != me && self.is_alive(*to))
+            .map(|to| {
+                let ask = Body::EcMetaPush {
+                    table,
+                    meta: bytes.clone(),
+                };
+                self.call_timeout(to, ask, timeout)
+            });
+        futures::future::join_all(pushes).await;
     }
 
     /// One round of a data node: for every `erasure-tiered` table, the tables the α plan
@@ -423,6 +449,111 @@ impl Node {
         Ok(merge_answers(&answers, limit))
     }
 
+    /// ELECT's full-node recovery (§5) of `table` on a node that lost its data: every
+    /// live node is asked for the coding groups naming this node, and each shard of this
+    /// node that a group's newest ECMeta names and this node does not hold is rebuilt from
+    /// `k` others — a parity shard is stored again, a data table's rows go back into the
+    /// primary tree (their secondaries dropped them; nothing else holds them).
+    pub async fn ec_recover(&self, table: TableKey) -> RepairReport {
+        let store = &self.inner.store;
+        let me = self.own_host_id();
+        let mut report = RepairReport::default();
+        let fail = |report: &mut RepairReport, why: String| {
+            report.shards_failed += 1;
+            if report.errors.len() < 10 {
+                report.errors.push(why);
+            }
+        };
+        let mut newest: BTreeMap<[u8; 16], EcMeta> = BTreeMap::new();
+        let mut keep = |meta: EcMeta| {
+            if newest
+                .get(&meta.group)
+                .is_none_or(|held| held.epoch < meta.epoch)
+            {
+                newest.insert(meta.group, meta);
+            }
+        };
+        if let Ok(own) = store.ec_groups_of(table, me).await {
+            own.into_iter().for_each(&mut keep);
+        }
+        let peers: Vec<Endpoint> = self
+            .inner
+            .membership
+            .lock()
+            .states()
+            .map(|s| s.endpoint)
+            .filter(|e| *e != self.endpoint())
+            .collect();
+        let timeout = self.inner.config.repair_timeout_ms;
+        let asks = peers.into_iter().filter(|p| self.is_alive(*p)).map(|peer| {
+            let ask = Body::EcGroupsOf { table, host: me.0 };
+            self.call_timeout(peer, ask, timeout)
+                .map(move |answer| (peer, answer))
+        });
+        let answers: Vec<_> = futures::future::join_all(asks).await;
+        for (peer, answer) in answers {
+            match answer {
+                Some(Body::EcGroups { metas }) => metas
+                    .iter()
+                    .filter_map(|m| EcMeta::decode(m).ok())
+                    .for_each(&mut keep),
+                Some(Body::Failed(Failure::UnknownTable)) => {}
+                other => {
+                    let why = match other {
+                        Some(Body::Failed(f)) => failure_text(&f),
+                        _ => "no answer".into(),
+                    };
+                    fail(
+                        &mut report,
+                        format!("{peer} did not list its coding groups: {why}"),
+                    );
+                }
+            }
+        }
+        for meta in newest.into_values() {
+            let Some(position) = meta.position_of(me) else {
+                continue;
+            };
+            let Ok(position) = u8::try_from(position) else {
+                continue;
+            };
+            let empty_slot = position < meta.k
+                && meta
+                    .shards
+                    .get(usize::from(position))
+                    .is_some_and(|s| s.size == 0);
+            if empty_slot {
+                continue;
+            }
+            let held = match store.ec_shard(table, meta.group, position).await {
+                Ok(Some((epoch, bytes))) => {
+                    meta.verify(usize::from(position), &bytes)
+                        && (position < meta.k || epoch == meta.epoch)
+                }
+                _ => false,
+            };
+            if held {
+                continue;
+            }
+            let group = hex(&meta.group);
+            let rebuilt = match self.gather_shards(table, &meta, position).await {
+                Ok((newest, shards)) => store.ec_restore(table, newest, position, shards).await,
+                Err(f) => Err(f),
+            };
+            match rebuilt {
+                Ok(()) => {
+                    tracing::info!(%table, %group, position, "rebuilt a lost coding shard");
+                    report.shards_rebuilt += 1;
+                }
+                Err(f) => fail(
+                    &mut report,
+                    format!("shard {position} of group {group}: {}", failure_text(&f)),
+                ),
+            }
+        }
+        report
+    }
+
     /// `k` shards of the group `listed` names (its ECMeta when the key list was sent)
     /// other than `slot`, all of the group's newest epoch, with that epoch's ECMeta. Empty
     /// data slots cost nothing; data shards are asked for before parity.
@@ -432,7 +563,7 @@ impl Node {
         listed: &EcMeta,
         slot: u8,
     ) -> Result<(EcMeta, Vec<(u8, Vec<u8>)>), Failure> {
-        let unavailable = |why: String| Failure::Storage(format!("degraded read: {why}"));
+        let unavailable = |why: String| Failure::Storage(format!("rebuilding a shard: {why}"));
         let hosts: HashMap<HostId, Endpoint> = self
             .inner
             .membership
@@ -512,13 +643,26 @@ impl Node {
                 None => break,
             }
         }
+        let mut missed: Vec<String> = Vec::new();
         while let Some((position, answer)) = calls.next().await {
             match answer {
                 // A parity shard of another epoch would rebuild other bytes.
                 Some(Body::EcShard {
                     shard: Some((epoch, bytes)),
                 }) if position < meta.k || epoch == meta.epoch => shards.push((position, bytes)),
-                _ => {}
+                Some(Body::EcShard {
+                    shard: Some((epoch, _)),
+                }) => missed.push(format!(
+                    "shard {position} is at epoch {epoch}, not {}",
+                    meta.epoch
+                )),
+                Some(Body::EcShard { shard: None }) => {
+                    missed.push(format!("shard {position}'s node does not hold it"))
+                }
+                Some(Body::Failed(f)) => {
+                    missed.push(format!("shard {position}: {}", failure_text(&f)))
+                }
+                _ => missed.push(format!("shard {position}'s node did not answer")),
             }
             if shards.len() == k {
                 break;
@@ -531,8 +675,13 @@ impl Node {
             }
         }
         if shards.len() < k {
+            let why = if missed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", missed.join("; "))
+            };
             return Err(unavailable(format!(
-                "only {} of the {k} shards needed to rebuild the rows are reachable",
+                "only {} of the {k} shards needed to rebuild the rows are reachable{why}",
                 shards.len()
             )));
         }

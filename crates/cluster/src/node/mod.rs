@@ -383,6 +383,8 @@ impl Node {
             | Body::EcParity { .. }
             | Body::EcCover { .. }
             | Body::EcMetaRead { .. }
+            | Body::EcGroupsOf { .. }
+            | Body::EcMetaPush { .. }
             | Body::EcShardRead { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {

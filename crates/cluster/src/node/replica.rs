@@ -96,6 +96,24 @@ impl Node {
                 },
                 Err(f) => Body::Failed(f),
             },
+            Body::EcMetaPush { table, meta } => {
+                let meta = match mosaic_erasure::EcMeta::decode(&meta) {
+                    Ok(m) => m,
+                    Err(e) => return Body::Failed(Failure::Storage(e.to_string())),
+                };
+                match store.ec_record_meta(table, meta).await {
+                    Ok(()) => Body::EcMetaAck,
+                    Err(f) => Body::Failed(f),
+                }
+            }
+            Body::EcGroupsOf { table, host } => {
+                match store.ec_groups_of(table, HostId(host)).await {
+                    Ok(metas) => Body::EcGroups {
+                        metas: metas.iter().map(|m| m.encode()).collect(),
+                    },
+                    Err(f) => Body::Failed(f),
+                }
+            }
             Body::EcShardRead {
                 table,
                 group,
@@ -165,5 +183,9 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcMetaData { .. } => "EcMetaData",
         Body::EcShardRead { .. } => "EcShardRead",
         Body::EcShard { .. } => "EcShard",
+        Body::EcGroupsOf { .. } => "EcGroupsOf",
+        Body::EcGroups { .. } => "EcGroups",
+        Body::EcMetaPush { .. } => "EcMetaPush",
+        Body::EcMetaAck => "EcMetaAck",
     }
 }

@@ -248,6 +248,12 @@ pub struct RepairReport {
     pub leaves_mismatched: u64,
     pub entries_streamed: u64,
     pub bytes_streamed: u64,
+    /// Erasure-tiered tables: coding shards this node lacked, rebuilt from their groups.
+    #[serde(default)]
+    pub shards_rebuilt: u64,
+    /// Erasure-tiered tables: lost shards that could not be rebuilt.
+    #[serde(default)]
+    pub shards_failed: u64,
     pub errors: Vec<String>,
     pub complete: bool,
 }

@@ -321,6 +321,7 @@ async fn repair(
         tracing::warn!(
             target: "mosaic::admin",
             ranges_failed = report.ranges_failed,
+            shards_failed = report.shards_failed,
             errors = ?report.errors,
             "repair incomplete"
         );
@@ -334,6 +335,8 @@ async fn repair(
         leaves_mismatched: report.leaves_mismatched,
         entries_streamed: report.entries_streamed,
         bytes_streamed: report.bytes_streamed,
+        shards_rebuilt: report.shards_rebuilt,
+        shards_failed: report.shards_failed,
         complete: report.complete(),
         errors: report.errors,
     };

@@ -190,11 +190,12 @@ pub(super) fn table_log(log: &LogSettings, table: &TableMeta) -> LogSettings {
     }
 }
 
-/// Deletes this node's cold-tier objects that no table references: left by a crash between
-/// an upload and the manifest edit adopting it, or by tables dropped since (their files go
-/// with their directory; their cold objects are found here). Runs at open, before anything
-/// offloads, so no upload is in flight. A cold tier that cannot be listed is logged and
-/// left alone.
+/// Deletes this node's cold-tier objects that no table references (relocated tables and
+/// offloaded parity shards): left by a crash between an upload and the manifest edit (or
+/// stub) adopting it, or by tables dropped since (their files go with their directory;
+/// their cold objects are found here). Runs at open, before anything offloads, so no
+/// upload is in flight. A cold tier that cannot be listed, or a table whose references
+/// cannot be read, is logged and nothing is deleted.
 pub(super) fn sweep_cold_tier(cold: &ColdTier, tables: &HashMap<TableId, Arc<TableSlot>>) {
     let mut live = HashSet::new();
     for slot in tables.values() {
@@ -202,10 +203,12 @@ pub(super) fn sweep_cold_tier(cold: &ColdTier, tables: &HashMap<TableId, Arc<Tab
             tracing::warn!(target: "mosaic::storage", table = slot.name, "cold-tier sweep skipped: table busy");
             return;
         };
-        for st in guard.iter().flat_map(|store| store.structures()) {
-            for t in st.levels.into_iter().flat_map(|l| l.tables) {
-                if !t.location.is_empty() {
-                    live.insert(t.location);
+        for store in guard.iter() {
+            match store.cold_references() {
+                Ok(locations) => live.extend(locations),
+                Err(e) => {
+                    tracing::warn!(target: "mosaic::storage", table = slot.name, error = %e, "cold-tier sweep skipped: the table's cold references are unreadable");
+                    return;
                 }
             }
         }

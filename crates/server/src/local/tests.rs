@@ -413,7 +413,8 @@ fn a_second_process_cannot_open_a_locked_data_dir() {
 }
 
 #[test]
-fn an_erasure_tiered_table_keeps_per_source_trees_and_unreferenced_cold_objects_are_swept() {
+fn an_erasure_tiered_table_keeps_per_source_trees_and_unreferenced_cold_objects_are_swept_but_offloaded_parity_stays(
+) {
     let dir = tempfile::tempdir().unwrap();
     let cold = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path());
@@ -441,12 +442,30 @@ fn an_erasure_tiered_table_keeps_per_source_trees_and_unreferenced_cold_objects_
     tier.put("ks/t/primary/000042.sst", vec![0; 100]).unwrap();
     let other = crate::cold::ColdTier::open(&cfg.cold_tier, dir.path(), "another-node").unwrap();
     other.put("ks/t/primary/000042.sst", vec![0; 100]).unwrap();
-    assert_eq!(tier.list("").unwrap().len(), 1);
+    // An offloaded parity shard: its stub in the table's parity directory names it.
+    let parity = "ks/t/parity/0101-2-7.par";
+    tier.put(parity, vec![1; 64]).unwrap();
+    let t_dir = fs::read_dir(dir.path().join("ks"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("LAYOUT").exists())
+        .unwrap();
+    fs::create_dir_all(t_dir.join("parity")).unwrap();
+    fs::write(
+        t_dir
+            .join("parity")
+            .join(format!("{}-2.cold", "01".repeat(16))),
+        format!("{parity}\n64\n"),
+    )
+    .unwrap();
+    assert_eq!(tier.list("").unwrap().len(), 2);
     rt.block_on(async {
         let c = Arc::new(LocalCoordinator::open(&cfg).unwrap());
-        assert!(
-            tier.list("").unwrap().is_empty(),
-            "the unreferenced object is swept"
+        let left: Vec<String> = tier.list("").unwrap().into_iter().map(|(l, _)| l).collect();
+        assert_eq!(
+            left,
+            vec![parity.to_owned()],
+            "the unreferenced object is swept, the offloaded parity shard stays"
         );
         assert_eq!(
             other.list("").unwrap().len(),
