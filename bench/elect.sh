@@ -3,7 +3,8 @@
 # against `uniform` holding the same rows, each on a fresh local Mosaic cluster.
 #
 #   bench/elect.sh EXPERIMENT [--records N] [--operations N] [--nodes 6] [--rf 3]
-#                  [--concurrency 32] [--alpha 0.6] [--k 4] [--out DIR] [--set KEY=VALUE]...
+#                  [--concurrency 32] [--alpha 0.6] [--k 4] [--routing shuffle|primary]
+#                  [--out DIR] [--set KEY=VALUE]...
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes; zipfian requests):
 #   storage   uniform, then erasure-tiered (k of k+2, α): load, `mosaic flush` and
@@ -15,6 +16,8 @@
 #   alpha     erasure-tiered only, α = 0.1 … 0.9: storage and normal/degraded reads
 #   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
+# --routing primary sends each keyed request of the client to its key's primary replica
+# (both layouts), instead of the driver's default of a random replica of the key.
 # Each configuration's results land in DIR/<experiment>/<config>/ (bench JSON per phase,
 # `mosaic stats --json`, storage.json); bench/elect_summary.py DIR/<experiment> writes
 # results.md and results.json. Needs a release build (cargo build --release -p
@@ -22,10 +25,10 @@
 # removed after each configuration unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,24p' "$0" >&2; exit 2; }
+usage() { sed -n '2,26p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
-records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4
+records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle
 out=/tmp/mosaic-elect
 common=(cluster.erasure_coding_interval_ms=2000)
 while [ $# -gt 0 ]; do
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
         --concurrency) concurrency=$2; shift 2 ;;
         --alpha) alpha=$2; shift 2 ;;
         --k) k=$2; shift 2 ;;
+        --routing) routing=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
         *) usage ;;
@@ -73,7 +77,8 @@ bench() { # nodes out-json phase args...
     local n=$1 json=$2 phase=$3; shift 3
     echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
     "$client" "$phase" --hosts "$(hosts_of "$n")" --records "$records" \
-        --concurrency "$concurrency" --quiet --json "$json" "$@" > "${json%.json}.txt"
+        --concurrency "$concurrency" --routing "$routing" --quiet --json "$json" "$@" \
+        > "${json%.json}.txt"
 }
 
 # The coding counters of every node summed: coded, covered, cold parity, parity.

@@ -61,6 +61,11 @@ pub struct CommonArgs {
     /// `usertable<N-1>`, record n in table n % N (the same N for load and run).
     #[arg(long, default_value_t = 1)]
     pub tables: usize,
+    /// Which replica the driver sends a keyed request to: `shuffle` (the driver's
+    /// default: a random replica of the key) or `primary` (the key's first replica in ring
+    /// order, where an erasure-tiered table's coded rows live in full).
+    #[arg(long, default_value = "shuffle", value_parser = ["shuffle", "primary"])]
+    pub routing: String,
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
@@ -211,6 +216,7 @@ fn config(common: &CommonArgs, phase: Phase, read_cl: &str) -> anyhow::Result<Be
         progress: !common.quiet,
         seed: common.seed,
         tables: common.tables,
+        primary_routing: common.routing == "primary",
     })
 }
 

@@ -25,9 +25,15 @@ use anyhow::{anyhow, bail, Context};
 use hdrhistogram::Histogram;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
+use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::cluster::{ClusterState, NodeRef};
 use scylla::errors::{ExecutionError, RequestAttemptError};
+use scylla::policies::load_balancing::{
+    DefaultPolicy, FallbackPlan, LoadBalancingPolicy, RoutingInfo,
+};
+use scylla::routing::Shard;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use serde_json::{json, Value};
@@ -94,6 +100,9 @@ pub struct BenchConfig {
     /// Tables the records are spread over (record `n` lives in table `n % tables`; see
     /// [`table_name`]).
     pub tables: usize,
+    /// Send each keyed request to the key's primary replica ([`PrimaryFirst`]) instead
+    /// of a random replica.
+    pub primary_routing: bool,
 }
 
 /// The name of table `i` of `tables`: `usertable` when there is one (YCSB's), else
@@ -209,8 +218,81 @@ fn error_kind(e: &ExecutionError) -> String {
     }
 }
 
-/// Connects to the contact points.
-pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
+/// A load-balancing policy sending each keyed request to its key's first replica in ring
+/// order (its primary) while that node is up; everything else (unkeyed requests, the
+/// fallback when the primary fails) is the driver's default policy.
+#[derive(Debug)]
+pub struct PrimaryFirst {
+    default: Arc<dyn LoadBalancingPolicy>,
+}
+
+impl PrimaryFirst {
+    /// The policy, over the driver's default one.
+    pub fn new() -> PrimaryFirst {
+        PrimaryFirst {
+            default: DefaultPolicy::builder().build(),
+        }
+    }
+}
+
+impl Default for PrimaryFirst {
+    fn default() -> Self {
+        PrimaryFirst::new()
+    }
+}
+
+impl LoadBalancingPolicy for PrimaryFirst {
+    fn pick<'a>(
+        &'a self,
+        request: &'a RoutingInfo,
+        cluster: &'a ClusterState,
+    ) -> Option<(NodeRef<'a>, Option<Shard>)> {
+        if let (Some(token), Some(table)) = (request.token, request.table) {
+            let replicas = cluster.get_token_endpoints(table.ks_name(), table.table_name(), token);
+            if let Some((primary, shard)) = replicas.first() {
+                let node = cluster
+                    .get_nodes_info()
+                    .iter()
+                    .find(|n| n.host_id == primary.host_id && n.is_enabled() && n.is_connected());
+                if let Some(node) = node {
+                    return Some((node, Some(*shard)));
+                }
+            }
+        }
+        self.default.pick(request, cluster)
+    }
+
+    fn fallback<'a>(
+        &'a self,
+        request: &'a RoutingInfo,
+        cluster: &'a ClusterState,
+    ) -> FallbackPlan<'a> {
+        self.default.fallback(request, cluster)
+    }
+
+    fn name(&self) -> String {
+        "PrimaryFirst".to_owned()
+    }
+}
+
+/// Connects to the contact points; with `primary_routing`, keyed requests go to their
+/// key's primary replica ([`PrimaryFirst`]).
+pub async fn connect_routed(hosts: &[String], primary_routing: bool) -> anyhow::Result<Session> {
+    if !primary_routing {
+        return connect(hosts).await;
+    }
+    let profile = ExecutionProfile::builder()
+        .load_balancing_policy(Arc::new(PrimaryFirst::new()))
+        .build();
+    session_builder(hosts)
+        .default_execution_profile_handle(profile.into_handle())
+        .build()
+        .await
+        .with_context(|| format!("connecting to {}", hosts.join(",")))
+}
+
+/// A session builder for the contact points (port 9042 when a host names none).
+fn session_builder(hosts: &[String]) -> SessionBuilder {
     let hosts: Vec<String> = hosts
         .iter()
         .map(|h| {
@@ -221,8 +303,12 @@ pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
             }
         })
         .collect();
-    SessionBuilder::new()
-        .known_nodes(&hosts)
+    SessionBuilder::new().known_nodes(&hosts)
+}
+
+/// Connects to the contact points.
+pub async fn connect(hosts: &[String]) -> anyhow::Result<Session> {
+    session_builder(hosts)
         .build()
         .await
         .with_context(|| format!("connecting to {}", hosts.join(",")))
@@ -352,7 +438,7 @@ fn servers_cpu_seconds(pids: &[u32]) -> anyhow::Result<Vec<f64>> {
 /// Runs one phase and returns its report.
 pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     check_config(&config)?;
-    let session = connect(&config.hosts).await?;
+    let session = connect_routed(&config.hosts, config.primary_routing).await?;
     let (phase_name, total) = match &config.phase {
         Phase::Load { rf, layout } => {
             create_schema(
