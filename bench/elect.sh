@@ -9,7 +9,8 @@
 # Experiments (rows of 1 KiB: one field of 1000 bytes; zipfian requests):
 #   storage   uniform, then erasure-tiered (k of k+2, α): load, `mosaic flush` and
 #             `mosaic compact`, wait until the coding rounds stop changing anything
-#             (every 5 s, 30 s unchanged), then the hot tier (bytes under the keyspace's
+#             (every 5 s, 30 s unchanged: coding counters and the bytes of every tree,
+#             so the secondaries' purge compactions are done too), then the hot tier (bytes under the keyspace's
 #             table directories on every node), the cold tier and the total; YCSB C at ONE;
 #             erasure-tiered only: two nodes killed, YCSB C at ONE again (degraded reads)
 #   ycsb      storage, plus YCSB A–F on both layouts before the nodes are killed
@@ -81,16 +82,19 @@ bench() { # nodes out-json phase args...
         > "${json%.json}.txt"
 }
 
-# The coding counters of every node summed: coded, covered, cold parity, parity.
+# The coding counters of every node summed: coded, covered, cold parity, parity; then the
+# bytes in every tree's tables.
 coding_state() {
     "$mosaic" stats --host "127.0.0.1:$admin" --json | python3 -c '
 import json, sys
-total = [0, 0, 0, 0]
+total = [0, 0, 0, 0, 0]
 for node in json.load(sys.stdin).values():
     for t in node.get("tables", []):
         s = t.get("stats") or {}
         for i, f in enumerate(["coded_bytes", "covered_keys", "cold_parity_bytes", "parity_bytes"]):
             total[i] += s.get(f, 0)
+        for st in s.get("structures", []):
+            total[4] += sum(level.get("bytes", 0) for level in st.get("levels", []))
 print(" ".join(map(str, total)))'
 }
 
@@ -102,7 +106,7 @@ converge() {
         now=$(coding_state)
         if [ "$now" = "$last" ]; then same=$((same + 1)); else same=0; last=$now; fi
     done
-    echo "   coding settled after ${waited}s: coded/covered/cold parity/parity = $now" >&2
+    echo "   coding settled after ${waited}s: coded/covered/cold parity/parity/tree bytes = $now" >&2
 }
 
 # Bytes under keyspace ycsb's table directories (hot) and the cold tiers, every node.

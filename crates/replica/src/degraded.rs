@@ -142,14 +142,19 @@ impl DecodedTables {
     }
 }
 
-/// Every version `table` holds, in table order, as a batch of writes restoring them with
-/// their own timestamps (full-node recovery puts a decoded table's rows back this way),
-/// and the table's smallest and largest key (`None` for an empty table).
+/// Bytes of keys and values per batch [`versions`] returns.
+const RESTORE_BATCH_BYTES: usize = 4 << 20;
+
+/// Every version `table` holds, in table order, as batches of writes (of about 4 MiB
+/// each) restoring them with their own timestamps (full-node
+/// recovery puts a decoded table's rows back this way), and the table's smallest and
+/// largest key (`None` for an empty table).
 pub fn versions(
     table: &Arc<TableReader>,
-) -> Result<(mosaic_lsm::WriteBatch, Option<crate::elect::KeyRange>)> {
+) -> Result<(Vec<mosaic_lsm::WriteBatch>, Option<crate::elect::KeyRange>)> {
     let mut it = table.iter(ReadPurpose::Compaction, false);
     it.seek_to_first()?;
+    let mut batches = Vec::new();
     let mut batch = mosaic_lsm::WriteBatch::new();
     let mut range: Option<crate::elect::KeyRange> = None;
     while it.valid() {
@@ -166,9 +171,15 @@ pub fn versions(
             ValueKind::Delete => batch.delete(p.user_key, p.ts),
             ValueKind::Merge => batch.merge(p.user_key, p.ts, it.value()),
         }
+        if batch.size_bytes() >= RESTORE_BATCH_BYTES {
+            batches.push(std::mem::take(&mut batch));
+        }
         it.next()?;
     }
-    Ok((batch, range))
+    if !batch.is_empty() {
+        batches.push(batch);
+    }
+    Ok((batches, range))
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -35,6 +35,9 @@ pub const CODED_FILE: &str = "CODED";
 /// copy while the table is live), until no group's slot names them.
 pub const GHOSTS_DIR: &str = "ghosts";
 
+/// The half-life of a table's read count when ELECT picks the coldest tables (§4.2).
+pub const HOTNESS_HALF_LIFE_MICROS: u64 = 10 * 60 * 1_000_000;
+
 /// Ids from here up name tables rebuilt by full-node recovery: content kept only as a
 /// ghost (no engine assigns ids this large).
 pub const RESTORED_ID_BASE: u64 = 1 << 48;
@@ -89,6 +92,10 @@ pub struct Elect {
     lineage: Arc<crate::lineage::Lineage>,
     decoded: crate::degraded::DecodedTables,
     data: Mutex<DataState>,
+    /// Each primary-tree table's decayed read count (ELECT §4.2), from the engine's
+    /// cumulative counts: `(reads counted so far, the decayed count)`. In memory: a
+    /// restart starts every table cold again, as the engine's counts do.
+    hotness: Mutex<std::collections::HashMap<u64, (u64, mosaic_erasure::hotness::DecayingCount)>>,
     /// Serializes the leader's slot changes (one group epoch at a time).
     leading: Mutex<()>,
 }
@@ -136,8 +143,32 @@ impl Elect {
             dir: dir.to_path_buf(),
             parity,
             data: Mutex::new(data),
+            hotness: Mutex::new(std::collections::HashMap::new()),
             leading: Mutex::new(()),
         })
+    }
+
+    /// The decayed read counts of `tables` (`(id, reads since the engine opened)`) at
+    /// `now_micros`: reads fade with a half-life of [`HOTNESS_HALF_LIFE_MICROS`], so a
+    /// table read hard an hour ago is colder than one read a little now. Tables not listed
+    /// are forgotten.
+    pub fn hotness(&self, tables: &[(u64, u64)], now_micros: u64) -> Vec<f64> {
+        let mut hot = self.hotness.lock();
+        let half_life = HOTNESS_HALF_LIFE_MICROS;
+        let out = tables
+            .iter()
+            .map(|&(id, reads)| {
+                let (seen, count) = hot.entry(id).or_default();
+                // Fewer reads than counted: the engine reopened and counts from zero.
+                let new = if reads >= *seen { reads - *seen } else { reads };
+                *seen = reads;
+                count.add(new as f64, now_micros, half_life);
+                count.value(now_micros, half_life)
+            })
+            .collect();
+        let ids: std::collections::HashSet<u64> = tables.iter().map(|(id, _)| *id).collect();
+        hot.retain(|id, _| ids.contains(id));
+        out
     }
 
     /// The parity shards, ECMetas and intents this node holds.
@@ -932,6 +963,29 @@ mod tests {
 
     fn host(i: u8) -> HostId {
         HostId([i; 16])
+    }
+
+    #[test]
+    fn read_counts_fade_so_an_old_burst_is_colder_than_recent_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let elect = Elect::open(Arc::new(RealFs), dir.path(), None).unwrap();
+        let hour = 60 * 60 * 1_000_000;
+        // Table 1 was read 1,000 times an hour ago and not since; table 2 read 100 times
+        // a minute ago.
+        elect.hotness(&[(1, 1000), (2, 0)], hour);
+        elect.hotness(&[(1, 1000), (2, 100)], 2 * hour - 60_000_000);
+        let now = elect.hotness(&[(1, 1000), (2, 100)], 2 * hour);
+        assert!(now[0] < now[1], "{now:?}");
+        assert!(
+            (now[0] - 1000.0 / 64.0).abs() < 1.0,
+            "six half-lives: {now:?}"
+        );
+        // An engine reopened (counts restart from zero) counts its new reads, not a drop.
+        let after = elect.hotness(&[(1, 5), (2, 100)], 2 * hour);
+        assert!((after[0] - now[0] - 5.0).abs() < 1e-6, "{after:?}");
+        // A table gone from the list is forgotten: it comes back cold.
+        elect.hotness(&[(2, 100)], 2 * hour);
+        assert_eq!(elect.hotness(&[(1, 0)], 2 * hour), vec![0.0]);
     }
 
     #[test]

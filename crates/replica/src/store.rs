@@ -89,6 +89,8 @@ pub struct ReplicaStore {
     dir: PathBuf,
     layout: Layout,
     engines: Engines,
+    /// The engines' clock (hotness decays by it).
+    clock: Arc<dyn mosaic_env::Clock>,
 }
 
 impl std::fmt::Debug for ReplicaStore {
@@ -244,6 +246,7 @@ impl ReplicaStore {
             ..engine
         };
         check_and_mark(&engine, &dir, layout)?;
+        let clock = engine.clock.clone();
         let engines = match layout {
             Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
             Layout::MultiLsm => {
@@ -268,6 +271,7 @@ impl ReplicaStore {
             dir,
             layout,
             engines,
+            clock,
         })
     }
 
@@ -366,15 +370,19 @@ impl ReplicaStore {
             .map(|t| t.size_bytes)
             .sum();
         let want = (plan.code - coded_bytes as f64).max(0.0) as u64;
+        let now = self.clock.now_micros();
+        let counts: Vec<(u64, u64)> = last.tables.iter().map(|t| (t.id, t.reads)).collect();
+        let hotness = elect.hotness(&counts, now);
         let candidates: Vec<_> = last
             .tables
             .iter()
-            .filter(|t| {
+            .zip(hotness)
+            .filter(|(t, _)| {
                 !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty()
             })
-            .map(|t| mosaic_erasure::hotness::Candidate {
+            .map(|(t, reads)| mosaic_erasure::hotness::Candidate {
                 id: t.id,
-                reads: t.reads as f64,
+                reads,
                 created_micros: t.created_micros,
                 bytes: t.size_bytes,
             })
@@ -625,11 +633,13 @@ impl ReplicaStore {
         }
         let hash = mosaic_erasure::EcMeta::content_hash(&bytes);
         let table = elect.decoded().insert(hash, bytes.clone())?;
-        let (batch, Some(range)) = crate::degraded::versions(&table)? else {
+        let (batches, Some(range)) = crate::degraded::versions(&table)? else {
             return Ok(());
         };
         let primary = m.primary();
-        primary.write(batch)?;
+        for batch in batches {
+            primary.write(batch)?;
+        }
         primary.flush()?;
         let id = elect.restore_data(meta, position, &bytes, range.clone())?;
         elect.lineage().watch(id, range, || primary.levels())

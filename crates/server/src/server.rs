@@ -93,6 +93,12 @@ async fn serve(config: Config) -> Result<()> {
         node.clone(),
         shutdown_rx.clone(),
     ));
+    if config.data_dir.join(CODED_RECOVERY_FILE).exists() {
+        tokio::spawn(recover_coded_shards(
+            node.downgrade(),
+            config.data_dir.clone(),
+        ));
+    }
     let coordinator = Arc::new(ClusterCoordinator::new(local.clone(), node.clone()));
 
     let addr = config.native_socket_addr();
@@ -388,6 +394,37 @@ async fn start_admin(
     tokio::spawn(admin::serve(listener, admin, shutdown));
 }
 
+/// Marks a data directory that was wiped while the node was a cluster member: until its
+/// erasure-tiered tables' lost coding shards are rebuilt, rows only they held are missing.
+const CODED_RECOVERY_FILE: &str = "RECOVER_CODED";
+
+/// A node that resumed its identity after losing its data rebuilds, as soon as it knows
+/// the schema, the coding shards of erasure-tiered tables its groups name (their rows
+/// exist nowhere else in full), retrying every 10 s until all are back; `mosaic repair`
+/// does the same and then refills the rest.
+async fn recover_coded_shards(node: mosaic_cluster::node::WeakNode, data_dir: std::path::PathBuf) {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        let Some(node) = node.upgrade() else {
+            return;
+        };
+        if !node.await_schema_agreement(30_000).await {
+            continue;
+        }
+        let report = node.ec_recover_all().await;
+        if report.shards_failed == 0 {
+            tracing::info!(target: "mosaic", shards_rebuilt = report.shards_rebuilt, "coding shards lost with the data directory are rebuilt");
+            if let Err(e) = std::fs::remove_file(data_dir.join(CODED_RECOVERY_FILE)) {
+                tracing::warn!(target: "mosaic", error = %e, "removing the coded-recovery marker failed");
+            }
+            return;
+        }
+        tracing::warn!(target: "mosaic", shards_rebuilt = report.shards_rebuilt, shards_failed = report.shards_failed, errors = ?report.errors, "rebuilding lost coding shards is incomplete; retrying in 10 s");
+        drop(node);
+        tokio::time::sleep(std::time::Duration::from_secs(8)).await;
+    }
+}
+
 /// A node starting without an identity (a new node, or one whose data directory was
 /// wiped) asks the seeds whether the cluster knows a node at its address; if so it takes
 /// that node's host id and tokens, so it comes back as itself and repair refills it.
@@ -422,6 +459,8 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     identity
         .save(&config.data_dir)
         .context("saving the identity recovered from the cluster")?;
+    crate::durable::write_atomic(&config.data_dir.join(CODED_RECOVERY_FILE), b"")
+        .context("marking the data directory for coded-shard recovery")?;
     tracing::warn!(
         target: "mosaic",
         data_dir = %config.data_dir.display(),

@@ -449,6 +449,15 @@ impl Node {
         Ok(merge_answers(&answers, limit))
     }
 
+    /// [`Node::ec_recover`] of every erasure-tiered table this node stores.
+    pub async fn ec_recover_all(&self) -> RepairReport {
+        let mut report = RepairReport::default();
+        for (table, _) in self.inner.store.ec_tables() {
+            report.absorb(self.ec_recover(table).await);
+        }
+        report
+    }
+
     /// ELECT's full-node recovery (§5) of `table` on a node that lost its data: every
     /// live node is asked for the coding groups naming this node, and each shard of this
     /// node that a group's newest ECMeta names and this node does not hold is rebuilt from

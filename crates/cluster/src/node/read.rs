@@ -148,11 +148,18 @@ impl Node {
         let block_for = cl.block_for(rf);
         // Erasure-tiered rows whose copy here a coding group covers are the primary's to
         // answer; so is a read from a coordinator holding no replica (a secondary it
-        // picked might relay). A replica with the rows whole reads them as usual.
-        let primary_first = self.inner.store.reads_prefer_primary(table)
-            && (!seg.replicas.contains(&self.endpoint())
-                || self.inner.store.ec_covers(table, &seg.range));
-        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for, primary_first)?;
+        // picked might relay). A replica with the rows whole — the primary, or a secondary
+        // whose copy is not covered — reads them itself: a secondary the replica selector
+        // preferred would relay to the primary again.
+        let me = self.endpoint();
+        let first = if !self.inner.store.reads_prefer_primary(table) {
+            None
+        } else if seg.replicas.contains(&me) && !self.inner.store.ec_covers(table, &seg.range) {
+            Some(me)
+        } else {
+            seg.replicas.first().copied()
+        };
+        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for, first)?;
         let read = SegmentRead {
             table,
             range: WireRange {
@@ -177,16 +184,16 @@ impl Node {
     }
 
     /// The live replicas to ask, in the selector's order and cut to `block_for`, with the
-    /// tags the selector attached; `Unavailable` when too few are alive. With
-    /// `primary_first` (rows a coding group covers on the secondaries, which would relay
-    /// to it) the primary replica goes first when alive.
+    /// tags the selector attached; `Unavailable` when too few are alive. `first` (for
+    /// erasure-tiered rows: the primary, or this replica when its copy is whole) goes
+    /// first when alive.
     fn read_targets(
         &self,
         seg: &Segment,
         limit: usize,
         cl: ConsistencyLevel,
         block_for: usize,
-        primary_first: bool,
+        first: Option<Endpoint>,
     ) -> Result<(Vec<Endpoint>, Vec<Tag>), ClusterError> {
         let mut live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
@@ -208,11 +215,7 @@ impl Node {
             limit,
         };
         let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
-        if let Some(i) = primary_first
-            .then(|| seg.replicas.first())
-            .flatten()
-            .and_then(|p| live.iter().position(|r| r == p))
-        {
+        if let Some(i) = first.and_then(|p| live.iter().position(|r| *r == p)) {
             if let Some(head) = live.get_mut(..=i) {
                 head.rotate_right(1);
             }
