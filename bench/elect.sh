@@ -16,6 +16,8 @@
 #   ycsb      storage, plus YCSB A–F on both layouts before the nodes are killed
 #   alpha     erasure-tiered only, α = 0.1 … 0.9: storage and normal/degraded reads
 #   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
+#   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and restarted: the
+#             time until it rebuilt its coding shards, then `mosaic repair` on it, then C
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
 # --routing primary sends each keyed request of the client to its key's primary replica
 # (both layouts), instead of the driver's default of a random replica of the key.
@@ -26,7 +28,7 @@
 # removed after each configuration unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,26p' "$0" >&2; exit 2; }
+usage() { sed -n '2,28p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle
@@ -62,13 +64,16 @@ down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
 trap down EXIT
 row=(--field-count 1 --field-length 1000)
 
-up() { # nodes settings...
-    local n=$1; shift
-    down; rm -rf "$cluster"
+start() { # nodes: starts the cluster's nodes that are not running
     local set=()
-    for s in "${common[@]}" "$@"; do set+=(--set "$s"); done
-    "$mosaic" cluster up --nodes "$n" --dir "$cluster" --port "$port" \
+    for s in "${common[@]}"; do set+=(--set "$s"); done
+    "$mosaic" cluster up --nodes "$1" --dir "$cluster" --port "$port" \
         --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+}
+
+up() { # nodes: a fresh cluster
+    down; rm -rf "$cluster"
+    start "$1"
 }
 
 hosts_of() { seq -s, -f "127.0.0.%g:$port" 1 "$1"; }
@@ -138,6 +143,37 @@ sys.exit("nodes not seen down")
 EOF
 }
 
+# Full-node recovery: node 3 is SIGKILLed, its data directory deleted, and it is started
+# again; timed until it has rebuilt its coding shards (its log says so), then `mosaic
+# repair` on it; then YCSB C at ONE with every node up.
+recover() { # dir nodes
+    local d=$1 n=$2 victim=3 t0 t1 t2 t3 waited=0 shards
+    local log=$cluster/node$victim/log
+    kill -9 "$(cat "$cluster/node$victim/pid")"
+    wait_down "127.0.0.$victim"
+    rm -rf "$cluster/node$victim/data"
+    t0=$(date +%s.%N)
+    start "$n"
+    t1=$(date +%s.%N)
+    until grep -rqs "coding shards lost with the data directory are rebuilt" "$log"; do
+        sleep 0.2; waited=$((waited + 1))
+        [ $waited -lt 6000 ] || { echo "node $victim did not rebuild its shards" >&2; return 1; }
+    done
+    t2=$(date +%s.%N)
+    "$mosaic" repair --host "127.0.0.$victim:$admin" ycsb > "$d/repair.txt"
+    t3=$(date +%s.%N)
+    shards=$(grep -rhos "are rebuilt shards_rebuilt=[0-9]*" "$log" | tail -1 | sed 's/.*=//')
+    python3 -c '
+import json, sys
+t0, t1, t2, t3 = map(float, sys.argv[1:5])
+print(json.dumps({"start_s": t1 - t0, "rebuild_s": t2 - t0, "repair_s": t3 - t2,
+                  "total_s": t3 - t0, "shards_rebuilt": int(sys.argv[5])}))' \
+        "$t0" "$t1" "$t2" "$t3" "${shards:-0}" > "$d/recovery.json"
+    echo "   recovery: $(cat "$d/recovery.json")" >&2
+    bench "$n" "$d/c-recovered.json" run --workload c --operations "$operations" \
+        --read-cl ONE "${row[@]}"
+}
+
 # One configuration: layout (uniform | erasure-tiered), α, k; YCSB A–F when $4 = ycsb.
 config() { # dir layout alpha k [ycsb]
     local d=$1 layout=$2 a=$3 kk=$4 mode=${5:-}
@@ -162,7 +198,9 @@ config() { # dir layout alpha k [ycsb]
             bench "$n" "$d/$w.json" run --workload "$w" --operations "$ops" "${row[@]}"
         done
     fi
-    if [ "$layout" != uniform ]; then
+    if [ "$mode" = recovery ]; then
+        recover "$d" "$n"
+    elif [ "$layout" != uniform ]; then
         kill -9 "$(cat "$cluster/node2/pid")" "$(cat "$cluster/node5/pid")"
         wait_down 127.0.0.2 127.0.0.5
         bench "$n" "$d/c-degraded.json" run --workload c --operations "$operations" \
@@ -188,6 +226,8 @@ case $experiment in
         for a in 0.1 0.3 0.5 0.6 0.7 0.9; do
             config "$dir/alpha-$a" erasure-tiered "$a" "$k"
         done ;;
+    recovery)
+        config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" recovery ;;
     k)
         config "$dir/uniform" uniform "$alpha" "$k"
         for kk in 4 6 8; do config "$dir/k-$kk" erasure-tiered "$alpha" "$kk"; done ;;

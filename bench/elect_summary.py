@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-PHASES = ["load", "a", "b", "c", "d", "e", "f", "c-degraded"]
+PHASES = ["load", "a", "b", "c", "d", "e", "f", "c-degraded", "c-recovered"]
 
 
 def phase(d, name):
@@ -39,6 +39,8 @@ def main():
         r = json.loads((d / "storage.json").read_text())
         r["total_bytes"] = r["hot_bytes"] + r["cold_bytes"]
         r["phases"] = {p: x for p in PHASES if (x := phase(d, p))}
+        if (d / "recovery.json").exists():
+            r["recovery"] = json.loads((d / "recovery.json").read_text())
         results[d.name] = r
     base = results.get("uniform")
     for name, r in results.items():
@@ -73,6 +75,15 @@ def main():
         for name, r in results.items():
             cells = [f"{r['phases'][p]['throughput_ops']:.0f}" if p in r["phases"] else "-" for p in ["c"] + ycsb]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    recovered = {name: r for name, r in results.items() if "recovery" in r}
+    if recovered:
+        lines += ["", "| config | shards rebuilt | rebuilt after s | repair s | total s | C after ops/s |",
+                  "|---|---|---|---|---|---|"]
+        for name, r in recovered.items():
+            x, after = r["recovery"], r["phases"].get("c-recovered")
+            c_after = f"{after['throughput_ops']:.0f}" if after else "-"
+            lines.append(f"| {name} | {x['shards_rebuilt']} | {x['rebuild_s']:.1f} | "
+                         f"{x['repair_s']:.1f} | {x['total_s']:.1f} | {c_after} |")
     (root / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
