@@ -485,16 +485,27 @@ impl Node {
         if let Ok(own) = store.ec_groups_of(table, me).await {
             own.into_iter().for_each(&mut keep);
         }
+        let ring = self.ring();
         let peers: Vec<Endpoint> = self
             .inner
             .membership
             .lock()
             .states()
             .map(|s| s.endpoint)
-            .filter(|e| *e != self.endpoint())
+            .filter(|e| *e != self.endpoint() && ring.nodes().contains(e))
             .collect();
+        // A node that is down may be the only one left knowing a group's newest epoch:
+        // recovery is complete only once every node of the ring was asked.
+        let (live, down): (Vec<Endpoint>, Vec<Endpoint>) =
+            peers.into_iter().partition(|p| self.is_alive(*p));
+        for peer in down {
+            fail(
+                &mut report,
+                format!("{peer} is down: the coding groups it knows were not asked"),
+            );
+        }
         let timeout = self.inner.config.repair_timeout_ms;
-        let asks = peers.into_iter().filter(|p| self.is_alive(*p)).map(|peer| {
+        let asks = live.into_iter().map(|peer| {
             let ask = Body::EcGroupsOf { table, host: me.0 };
             self.call_timeout(peer, ask, timeout)
                 .map(move |answer| (peer, answer))
