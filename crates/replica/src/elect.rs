@@ -28,6 +28,9 @@ use mosaic_types::HostId;
 use parking_lot::Mutex;
 
 use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
+use state::{decode_state, encode_state};
+
+mod state;
 
 /// The data node's state file.
 pub const CODED_FILE: &str = "CODED";
@@ -814,143 +817,6 @@ impl Elect {
         self.parity.clear_intent(group)?;
         Ok(meta)
     }
-}
-
-fn encode_state(state: &DataState) -> Vec<u8> {
-    let mut text = format!("mosaic-coded 1\nseq {}\n", state.seq);
-    for (id, (slot, leader)) in &state.pending {
-        let leader: String = leader.0.iter().map(|b| format!("{b:02x}")).collect();
-        text.push_str(&format!("pending {id} {slot} {leader}\n"));
-    }
-    for (id, c) in &state.coded {
-        let group: String = c.group.iter().map(|b| format!("{b:02x}")).collect();
-        text.push_str(&format!(
-            "{id} {group} {} {} {}\n",
-            c.slot, c.epoch, c.bytes
-        ));
-    }
-    for (id, l) in &state.listed {
-        let word = if l.acked { "listed" } else { "listing" };
-        let (lo, hi) = &l.range;
-        text.push_str(&format!("{word} {id} {} {}\n", hex(lo), hex(hi)));
-    }
-    seal(text)
-}
-
-/// `text` (lines, each ending in a newline) followed by its crc32c line.
-pub(crate) fn seal(mut text: String) -> Vec<u8> {
-    let crc = crc32c::crc32c(text.as_bytes());
-    text.push_str(&format!("crc {crc:08x}\n"));
-    text.into_bytes()
-}
-
-/// The lines after the `header` line of a [`seal`]ed file, once its checksum matched.
-pub(crate) fn unseal<'a>(bytes: &'a [u8], header: &str) -> std::result::Result<&'a str, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
-    let body_end = text
-        .trim_end_matches('\n')
-        .rfind('\n')
-        .map(|i| i + 1)
-        .ok_or("no checksum line")?;
-    let (body, crc_line) = text.split_at(body_end);
-    let crc = crc_line
-        .trim()
-        .strip_prefix("crc ")
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or("bad checksum line")?;
-    if crc32c::crc32c(body.as_bytes()) != crc {
-        return Err("checksum mismatch".into());
-    }
-    body.strip_prefix(header)
-        .and_then(|rest| rest.strip_prefix('\n'))
-        .ok_or_else(|| "unknown format".into())
-}
-
-fn decode_state(bytes: &[u8]) -> std::result::Result<DataState, String> {
-    let mut lines = unseal(bytes, "mosaic-coded 1")?.lines();
-    let seq = lines
-        .next()
-        .and_then(|l| l.strip_prefix("seq "))
-        .and_then(|s| s.parse().ok())
-        .ok_or("bad seq line")?;
-    let mut coded = BTreeMap::new();
-    let mut pending = BTreeMap::new();
-    let mut listed = BTreeMap::new();
-    for line in lines {
-        let listing = line
-            .strip_prefix("listed ")
-            .map(|r| (r, true))
-            .or_else(|| line.strip_prefix("listing ").map(|r| (r, false)));
-        if let Some((rest, acked)) = listing {
-            let f: Vec<&str> = rest.split(' ').collect();
-            let parse = || -> Option<(u64, KeyRange)> {
-                let [id, lo, hi] = f.as_slice() else {
-                    return None;
-                };
-                Some((id.parse().ok()?, (unhex(lo)?, unhex(hi)?)))
-            };
-            let (id, range) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
-            listed.insert(id, Listing { range, acked });
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("pending ") {
-            let f: Vec<&str> = rest.split(' ').collect();
-            let parse = || -> Option<(u64, (u8, HostId))> {
-                let [id, slot, leader] = f.as_slice() else {
-                    return None;
-                };
-                let leader = HostId(crate::parity::parse_group(leader)?);
-                Some((id.parse().ok()?, (slot.parse().ok()?, leader)))
-            };
-            let (id, p) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
-            pending.insert(id, p);
-            continue;
-        }
-        let f: Vec<&str> = line.split(' ').collect();
-        let parse = || -> Option<(u64, CodedTable)> {
-            let [id, group, slot, epoch, bytes] = f.as_slice() else {
-                return None;
-            };
-            let group = crate::parity::parse_group(group)?;
-            Some((
-                id.parse().ok()?,
-                CodedTable {
-                    group,
-                    slot: slot.parse().ok()?,
-                    epoch: epoch.parse().ok()?,
-                    bytes: bytes.parse().ok()?,
-                },
-            ))
-        };
-        let (id, c) = parse().ok_or_else(|| format!("bad line {line:?}"))?;
-        coded.insert(id, c);
-    }
-    Ok(DataState {
-        seq,
-        coded,
-        pending,
-        listed,
-    })
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    if bytes.is_empty() {
-        return "-".to_owned();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub(crate) fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text == "-" {
-        return Some(Vec::new());
-    }
-    if !text.len().is_multiple_of(2) || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

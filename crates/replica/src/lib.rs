@@ -31,6 +31,7 @@ pub mod multi_lsm;
 pub mod parity;
 pub mod ranges;
 pub mod role;
+pub mod sealed;
 pub mod store;
 
 pub use ranges::{LogSettings, RingRanges};

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use mosaic_lsm::{CompactionEvent, CompactionListener, Error, Fs, LevelInfo, Result};
 use parking_lot::Mutex;
 
-use crate::elect::{hex, seal, unhex, unseal, KeyRange};
+use crate::elect::KeyRange;
+use crate::sealed::{hex, seal, unhex, unseal};
 
 /// The lineage file in a table directory.
 pub const LINEAGE_FILE: &str = "LINEAGE";

@@ -1,0 +1,51 @@
+//! Small crc-checked text files (`DIR/CODED`, `DIR/LINEAGE`): a header line, one line
+//! per fact, and a last line with the crc32c of everything before it.
+
+/// `text` (lines, each ending in a newline) followed by its crc32c line.
+pub fn seal(mut text: String) -> Vec<u8> {
+    let crc = crc32c::crc32c(text.as_bytes());
+    text.push_str(&format!("crc {crc:08x}\n"));
+    text.into_bytes()
+}
+
+/// The lines after the `header` line of a [`seal`]ed file, once its checksum matched.
+pub fn unseal<'a>(bytes: &'a [u8], header: &str) -> std::result::Result<&'a str, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8")?;
+    let body_end = text
+        .trim_end_matches('\n')
+        .rfind('\n')
+        .map(|i| i + 1)
+        .ok_or("no checksum line")?;
+    let (body, crc_line) = text.split_at(body_end);
+    let crc = crc_line
+        .trim()
+        .strip_prefix("crc ")
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or("bad checksum line")?;
+    if crc32c::crc32c(body.as_bytes()) != crc {
+        return Err("checksum mismatch".into());
+    }
+    body.strip_prefix(header)
+        .and_then(|rest| rest.strip_prefix('\n'))
+        .ok_or_else(|| "unknown format".into())
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".to_owned();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text == "-" {
+        return Some(Vec::new());
+    }
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
