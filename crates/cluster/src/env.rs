@@ -7,7 +7,7 @@
 
 use futures::future::BoxFuture;
 pub use mosaic_erasure::Unanswered;
-use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId, LostRead, Replaced};
 use mosaic_rows::KeyRange;
 use mosaic_types::{ErasureCode, HostId};
 
@@ -66,6 +66,13 @@ pub type ShardBytes = (u64, Vec<u8>);
 
 /// A coded table's place: its group's ECMeta and its slot there.
 pub type ShardRef = (EcMeta, u8);
+
+/// A span of a lost table's stripes and `(position, bytes of that span)` of `k` other
+/// shards of its group.
+pub type StripeSpan = (std::ops::Range<u64>, Vec<(u8, Vec<u8>)>);
+
+/// A ranged read of a shard: `(epoch, the shard's whole length, the bytes)`.
+pub type ShardRange = (u64, u64, Vec<u8>);
 
 /// A data node's coded table whose key list is still to be sent: its id, place and keys.
 pub type Unlisted = (u64, ShardRef, KeyList);
@@ -319,18 +326,31 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, meta, position, shards);
         unsupported()
     }
-    /// Degraded reads: up to `limit` rows of `range` from the table in `shard`, decoded
-    /// from `shards` (`(position, bytes)`, `k` of them) or, with none, from a table decoded
-    /// before; `None` when it must be decoded and no shards were given.
+    /// Degraded reads: up to `limit` rows of `range` from the table in `shard`, from the
+    /// stripes of it decoded before and `given` (a span of its stripes, with `k` other
+    /// shards' bytes of that span) — or the span it needs next.
     fn ec_read_lost(
         &self,
         table: TableKey,
         shard: ShardRef,
-        shards: Vec<(u8, Vec<u8>)>,
+        given: Option<StripeSpan>,
         range: KeyRange,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Option<Entries>, Failure>> {
-        let _ = (table, shard, shards, range, limit);
+    ) -> BoxFuture<'_, Result<LostRead, Failure>> {
+        let _ = (table, shard, given, range, limit);
+        unsupported()
+    }
+    /// Degraded reads: bytes `offset..offset + len` (cut short at its end) of this node's
+    /// shard at `position` of `group`, with the shard's epoch (0 for a data shard) and
+    /// whole length, if it holds it.
+    fn ec_shard_range(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+        (offset, len): (u64, u32),
+    ) -> BoxFuture<'_, Result<Option<ShardRange>, Failure>> {
+        let _ = (table, group, position, offset, len);
         unsupported()
     }
     /// Drops the versions new key lists cover; returns the trees compacted.

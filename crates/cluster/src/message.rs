@@ -366,6 +366,26 @@ pub enum Body {
     },
     /// The pushed ECMeta is recorded (or an as new one was).
     EcMetaAck,
+    /// ELECT's degraded read: bytes `offset..offset + len` of the receiver's shard at
+    /// `position` of a group (the span of stripes a read of the lost table needs).
+    EcStripeRead {
+        /// The table.
+        table: TableKey,
+        /// The group.
+        group: [u8; 16],
+        /// The position, `0..n`.
+        position: u8,
+        /// The first byte.
+        offset: u64,
+        /// How many bytes (the shard may end sooner).
+        len: u32,
+    },
+    /// The bytes asked for, if the receiver holds the shard: its epoch (0 for a data
+    /// shard), its whole length, and the bytes.
+    EcStripe {
+        /// `(epoch, length, bytes)`.
+        shard: Option<(u64, u64, Vec<u8>)>,
+    },
 }
 
 impl Body {
@@ -385,6 +405,7 @@ impl Body {
                 | Body::EcCoverAck
                 | Body::EcMetaData { .. }
                 | Body::EcShard { .. }
+                | Body::EcStripe { .. }
                 | Body::EcGroups { .. }
                 | Body::EcMetaAck
         )

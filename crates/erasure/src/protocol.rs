@@ -45,3 +45,14 @@ pub struct Replaced {
 /// Tables a data node sent for coding without an answer yet: `(table id, slot, leader,
 /// content)`.
 pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
+
+/// What a degraded read of a lost data shard (a table whose node is down) got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LostRead {
+    /// The rows asked for, `(key, value)` in key order, and whether the bounds hold
+    /// nothing more.
+    Rows(Vec<(Vec<u8>, Vec<u8>)>, bool),
+    /// The read first needs these bytes of the lost table decoded: a chunk-aligned span
+    /// of whole stripes (see [`crate::Codec::stripe_bytes`]).
+    Need(std::ops::Range<u64>),
+}

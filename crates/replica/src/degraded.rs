@@ -1,27 +1,41 @@
 //! Degraded reads (ELECT §5): rows a secondary dropped because a coding group covers them,
 //! read while their primary is down, by decoding the primary's table from the group's
-//! other shards.
+//! other shards — only the stripes the read touches.
 //!
-//! The caller (the cluster) gathers `k` shards of the group at one epoch — data shards
-//! from their nodes, parity from the parity nodes, an empty slot as no bytes at all — and
-//! hands them in; [`decode`] rebuilds the lost table stripe by stripe and checks it against
-//! the SHA-256 its ECMeta names, so a shard from another epoch is caught, never read. The
-//! decoded table is kept in memory ([`DecodedTables`], by that hash, least recently used
-//! first out), so further reads of its rows while the primary stays down decode nothing.
+//! A lost table is a [`LostTable`]: the stripes of it decoded so far, read through the
+//! engine's own table reader as a file whose undecoded bytes are missing. A read that
+//! reaches a missing stripe stops and answers [`LostRead::Need`] with the span it lacks;
+//! the caller (the cluster) fetches that span from `k` of the group's other shards — data
+//! shards from their nodes, parity from the parity nodes, an empty slot as no bytes at
+//! all — hands it in, and reads again. A point read so decodes the footer's stripe, the
+//! index's and the key's block's: a few stripes of `k` shards, not whole tables. Decoded
+//! stripes stay in memory ([`DecodedTables`], by the lost table's content hash, least
+//! recently used table first out), so further reads while the primary stays down decode
+//! only what no read touched before. Every block read is checked against its checksum, so
+//! a stripe decoded from a shard of another epoch is caught, never read (and the table's
+//! stripes are dropped).
+//!
+//! Full-node recovery rebuilds whole shards: [`decode`] checks the result against the
+//! SHA-256 its ECMeta names.
 
-use std::collections::VecDeque;
-use std::ops::Bound;
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::ops::{Bound, Range};
 use std::sync::Arc;
 
 use mosaic_env::RandomAccessFile;
-use mosaic_erasure::EcMeta;
+use mosaic_erasure::{Codec, EcMeta, LostRead};
 use mosaic_lsm::{Error, MergeOperator, ReadPurpose, Result, TableReader, ValueKind, Version};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 /// Rows read: `(key, value)` in key order, and whether the bounds hold nothing more.
 pub type Rows = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
-/// Bytes of decoded tables one store keeps by default.
+/// A span of a lost table's stripes with `(position, bytes of that span)` of `k` other
+/// shards of its group: what [`LostTable::add`] decodes.
+pub type Span<'a> = (Range<u64>, &'a [(u8, Vec<u8>)]);
+
+/// Bytes of decoded stripes one store keeps by default.
 pub const DECODED_CACHE_BYTES: u64 = 256 << 20;
 
 /// Rebuilds shard `slot` of `meta`'s group — a data slot's table, or a parity shard —
@@ -42,20 +56,7 @@ pub fn decode(meta: &EcMeta, slot: u8, shards: &[(u8, Vec<u8>)]) -> Result<Vec<u
         if range.start >= size {
             break;
         }
-        let pieces: Vec<(usize, &[u8])> = shards
-            .iter()
-            .map(|(pos, bytes)| {
-                let end = range.end.min(bytes.len());
-                (
-                    usize::from(*pos),
-                    bytes.get(range.start..end).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let stripe = codec
-            .decode_range(range, &pieces, usize::from(slot))
-            .map_err(|e| bad(e.to_string()))?;
-        out.extend_from_slice(&stripe);
+        out.extend_from_slice(&decode_span(&codec, range, slot, (0, shards)).map_err(bad)?);
     }
     out.truncate(size);
     if !meta.verify(usize::from(slot), &out) {
@@ -67,7 +68,31 @@ pub fn decode(meta: &EcMeta, slot: u8, shards: &[(u8, Vec<u8>)]) -> Result<Vec<u
     Ok(out)
 }
 
-/// A decoded table's bytes, for [`TableReader`].
+/// Bytes `range` of shard `slot`, decoded from `shards` (`(position, bytes)`: each shard's
+/// bytes from offset `from` on — whole shards from 0, or a span from its start; a data
+/// shard may stop short).
+fn decode_span(
+    codec: &Codec,
+    range: Range<usize>,
+    slot: u8,
+    (from, shards): (usize, &[(u8, Vec<u8>)]),
+) -> std::result::Result<Vec<u8>, String> {
+    let pieces: Vec<(usize, &[u8])> = shards
+        .iter()
+        .map(|(pos, bytes)| {
+            let at = |offset: usize| offset.saturating_sub(from).min(bytes.len());
+            let piece = bytes
+                .get(at(range.start)..at(range.end))
+                .unwrap_or_default();
+            (usize::from(*pos), piece)
+        })
+        .collect();
+    codec
+        .decode_range(range, &pieces, usize::from(slot))
+        .map_err(|e| e.to_string())
+}
+
+/// A whole table's bytes, for [`TableReader`].
 struct InMemory(Vec<u8>);
 
 impl RandomAccessFile for InMemory {
@@ -86,10 +111,214 @@ impl RandomAccessFile for InMemory {
     }
 }
 
-/// Decoded tables kept in memory, by content hash (see the module doc).
+/// Opens a whole decoded table (full-node recovery reads its versions back).
+pub fn open_whole(bytes: Vec<u8>) -> Result<Arc<TableReader>> {
+    open_reader(Arc::new(InMemory(bytes)), "restored")
+}
+
+fn open_reader(file: Arc<dyn RandomAccessFile>, name: &str) -> Result<Arc<TableReader>> {
+    TableReader::open(
+        file,
+        std::path::PathBuf::from(format!("{name}.sst")),
+        0,
+        None,
+        Arc::new(mosaic_lsm::Counters::default()),
+    )
+    .map(Arc::new)
+}
+
+thread_local! {
+    /// The stripes (first and last index) the current read on this thread found missing.
+    static MISSING: RefCell<Option<(u64, u64)>> = const { RefCell::new(None) };
+}
+
+/// The decoded stripes of a lost table, as a file (see the module doc).
+struct Stripes {
+    size: u64,
+    stripe: u64,
+    decoded: RwLock<HashMap<u64, Arc<[u8]>>>,
+}
+
+impl Stripes {
+    fn note_missing(index: u64) {
+        MISSING.with(|m| {
+            let mut m = m.borrow_mut();
+            *m = Some(match *m {
+                Some((lo, hi)) => (lo.min(index), hi.max(index)),
+                None => (index, index),
+            });
+        });
+    }
+}
+
+impl RandomAccessFile for Stripes {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|end| *end <= self.size)
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        let decoded = self.decoded.read();
+        let mut complete = true;
+        let mut pos = offset;
+        while pos < end {
+            let index = pos / self.stripe;
+            let stripe_start = index * self.stripe;
+            let upto = end.min(stripe_start + self.stripe);
+            match decoded.get(&index) {
+                Some(bytes) => {
+                    let src = bytes
+                        .get((pos - stripe_start) as usize..(upto - stripe_start) as usize)
+                        .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                    let dst = buf
+                        .get_mut((pos - offset) as usize..(upto - offset) as usize)
+                        .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+                    dst.copy_from_slice(src);
+                }
+                None => {
+                    Stripes::note_missing(index);
+                    complete = false;
+                }
+            }
+            pos = upto;
+        }
+        if complete {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(
+                "a stripe of a lost table is not decoded yet",
+            ))
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.size
+    }
+}
+
+/// A lost table: the stripes of it decoded so far, read as the engine reads a table.
+pub struct LostTable {
+    stripes: Arc<Stripes>,
+    reader: Mutex<Option<Arc<TableReader>>>,
+}
+
+impl std::fmt::Debug for LostTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LostTable")
+            .field("size", &self.stripes.size)
+            .field("decoded_bytes", &self.decoded_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LostTable {
+    /// A lost table of `size` bytes coded in stripes of `stripe` bytes, nothing decoded.
+    pub fn new(size: u64, stripe: u64) -> LostTable {
+        LostTable {
+            stripes: Arc::new(Stripes {
+                size,
+                stripe: stripe.max(1),
+                decoded: RwLock::new(HashMap::new()),
+            }),
+            reader: Mutex::new(None),
+        }
+    }
+
+    /// Bytes decoded so far.
+    pub fn decoded_bytes(&self) -> u64 {
+        self.stripes
+            .decoded
+            .read()
+            .values()
+            .map(|s| s.len() as u64)
+            .sum()
+    }
+
+    /// Where the stripes a table of this size is coded in end: the chunk-aligned end of
+    /// its last stripe.
+    pub fn coded_end(&self) -> u64 {
+        Codec::coded_len(self.stripes.size as usize) as u64
+    }
+
+    /// Decodes `span` (whole stripes, as [`LostRead::Need`] names them) of the table in
+    /// `slot` of `meta`'s group from `shards` — `(position, that span of its shard)` for
+    /// `k` positions other than `slot` — and keeps it.
+    pub fn add(
+        &self,
+        meta: &EcMeta,
+        slot: u8,
+        span: Range<u64>,
+        shards: &[(u8, Vec<u8>)],
+    ) -> Result<()> {
+        let bad = |why: String| {
+            Error::InvalidArgument(format!("decoding bytes {span:?} of shard {slot}: {why}"))
+        };
+        let s = &self.stripes;
+        let aligned = |at: u64| at.is_multiple_of(s.stripe) || at == self.coded_end();
+        if span.start >= span.end || !aligned(span.start) || !aligned(span.end) {
+            return Err(bad("not a span of whole stripes".into()));
+        }
+        if span.end > self.coded_end() || u64::from(meta.stripe_bytes) != s.stripe {
+            return Err(bad("not a span of this table's stripes".into()));
+        }
+        let codec = meta.codec().map_err(|e| bad(e.to_string()))?;
+        let range = usize::try_from(span.start).map_err(|_| bad("too large".into()))?
+            ..usize::try_from(span.end).map_err(|_| bad("too large".into()))?;
+        let bytes = decode_span(&codec, range.clone(), slot, (range.start, shards)).map_err(bad)?;
+        let mut decoded = s.decoded.write();
+        for (i, chunk) in bytes.chunks(s.stripe as usize).enumerate() {
+            let index = span.start / s.stripe + i as u64;
+            let keep = s
+                .size
+                .saturating_sub(index * s.stripe)
+                .min(chunk.len() as u64);
+            if keep > 0 {
+                decoded.insert(index, Arc::from(&chunk[..keep as usize]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to `limit` rows within the bounds (as [`read_rows`] reads them), or the span of
+    /// stripes the read needs decoded first.
+    pub fn read(
+        &self,
+        merge: Option<&dyn MergeOperator>,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        limit: usize,
+    ) -> Result<LostRead> {
+        MISSING.with(|m| m.borrow_mut().take());
+        let attempt = self
+            .reader()
+            .and_then(|reader| read_rows(&reader, merge, start, end, limit));
+        let missing = MISSING.with(|m| m.borrow_mut().take());
+        match (attempt, missing) {
+            (Ok((rows, done)), _) => Ok(LostRead::Rows(rows, done)),
+            (Err(_), Some((lo, hi))) => {
+                let s = &self.stripes;
+                Ok(LostRead::Need(
+                    lo * s.stripe..((hi + 1) * s.stripe).min(self.coded_end()),
+                ))
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    fn reader(&self) -> Result<Arc<TableReader>> {
+        let mut reader = self.reader.lock();
+        if let Some(r) = &*reader {
+            return Ok(r.clone());
+        }
+        let opened = open_reader(self.stripes.clone(), "decoded")?;
+        *reader = Some(opened.clone());
+        Ok(opened)
+    }
+}
+
+/// Lost tables being decoded, by content hash (see the module doc).
 pub struct DecodedTables {
     capacity: u64,
-    tables: Mutex<VecDeque<([u8; 32], Arc<TableReader>)>>,
+    tables: Mutex<VecDeque<([u8; 32], Arc<LostTable>)>>,
 }
 
 impl std::fmt::Debug for DecodedTables {
@@ -101,7 +330,7 @@ impl std::fmt::Debug for DecodedTables {
 }
 
 impl DecodedTables {
-    /// An empty cache of up to `capacity` bytes (the newest table is always kept).
+    /// An empty cache of up to `capacity` decoded bytes (the newest table is always kept).
     pub fn new(capacity: u64) -> DecodedTables {
         DecodedTables {
             capacity,
@@ -109,36 +338,42 @@ impl DecodedTables {
         }
     }
 
-    /// The table whose content hashes to `hash`, if kept (it becomes the most recent).
-    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<TableReader>> {
+    /// The lost table whose content hashes to `hash` (`size` bytes, coded in stripes of
+    /// `stripe` bytes), nothing of it decoded if it was not kept; it becomes the most
+    /// recent, and the least recent go while the cache holds more than its capacity.
+    pub fn table(&self, hash: &[u8; 32], size: u64, stripe: u64) -> Arc<LostTable> {
         let mut tables = self.tables.lock();
-        let i = tables.iter().position(|(h, _)| h == hash)?;
-        let entry = tables.remove(i)?;
-        let reader = entry.1.clone();
+        let entry = match tables.iter().position(|(h, _)| h == hash) {
+            Some(i) => tables.remove(i),
+            None => None,
+        };
+        let entry = entry.unwrap_or_else(|| (*hash, Arc::new(LostTable::new(size, stripe))));
+        let table = entry.1.clone();
         tables.push_back(entry);
-        Some(reader)
+        drop(tables);
+        self.trim();
+        table
     }
 
-    /// Opens decoded `bytes` (hashing to `hash`) as a table and keeps it.
-    pub fn insert(&self, hash: [u8; 32], bytes: Vec<u8>) -> Result<Arc<TableReader>> {
-        let file: Arc<dyn RandomAccessFile> = Arc::new(InMemory(bytes));
-        let reader = Arc::new(TableReader::open(
-            file,
-            std::path::PathBuf::from(format!("decoded-{}.sst", hex(&hash[..8]))),
-            0,
-            None,
-            Arc::new(mosaic_lsm::Counters::default()),
-        )?);
+    /// Drops the least recently used tables while the cache holds more than its capacity.
+    pub fn trim(&self) {
         let mut tables = self.tables.lock();
-        tables.retain(|(h, _)| *h != hash);
-        tables.push_back((hash, reader.clone()));
-        let mut total: u64 = tables.iter().map(|(_, r)| r.size_bytes()).sum();
+        let mut total: u64 = tables.iter().map(|(_, t)| t.decoded_bytes()).sum();
         while total > self.capacity && tables.len() > 1 {
             if let Some((_, old)) = tables.pop_front() {
-                total = total.saturating_sub(old.size_bytes());
+                total = total.saturating_sub(old.decoded_bytes());
             }
         }
-        Ok(reader)
+    }
+
+    /// Forgets the table whose content hashes to `hash` (a read of it failed).
+    pub fn forget(&self, hash: &[u8; 32]) {
+        self.tables.lock().retain(|(h, _)| h != hash);
+    }
+
+    /// Whether the table whose content hashes to `hash` is kept.
+    pub fn holds(&self, hash: &[u8; 32]) -> bool {
+        self.tables.lock().iter().any(|(h, _)| h == hash)
     }
 }
 
@@ -180,10 +415,6 @@ pub fn versions(
         batches.push(batch);
     }
     Ok((batches, range))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Up to `limit` live rows of `table` within the bounds, each key's versions resolved as
@@ -327,19 +558,69 @@ mod tests {
         (meta, parity)
     }
 
-    #[test]
-    fn a_lost_table_is_rebuilt_from_the_others_and_read_like_the_engine_reads_it() {
-        let rows: Vec<(String, u64, Option<String>)> = (0..2000)
+    /// `rows` as `(key, ts, Some(value) | None for a delete)` of keys `key00000…`.
+    fn sample_rows(count: usize) -> Vec<(String, u64, Option<String>)> {
+        (0..count)
             .map(|i| {
                 let v = (i % 10 != 3).then(|| format!("value-{i}-{}", "z".repeat(i % 50)));
                 (format!("key{i:05}"), 100 + i as u64, v)
             })
-            .collect();
+            .collect()
+    }
+
+    fn flushed(rows: &[(String, u64, Option<String>)]) -> Vec<u8> {
         let borrowed: Vec<(&str, u64, Option<&str>)> = rows
             .iter()
             .map(|(k, ts, v)| (k.as_str(), *ts, v.as_deref()))
             .collect();
-        let lost = table_bytes(&borrowed);
+        table_bytes(&borrowed)
+    }
+
+    fn live(rows: &[(String, u64, Option<String>)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        rows.iter()
+            .filter_map(|(k, _, v)| {
+                v.as_ref()
+                    .map(|v| (k.clone().into_bytes(), v.clone().into_bytes()))
+            })
+            .collect()
+    }
+
+    /// Span `span` of each shard, as its node answers a ranged read.
+    fn serve(span: &Range<u64>, shards: &[(u8, &[u8])]) -> Vec<(u8, Vec<u8>)> {
+        shards
+            .iter()
+            .map(|(pos, bytes)| {
+                let end = (span.end as usize).min(bytes.len());
+                let start = (span.start as usize).min(end);
+                (*pos, bytes[start..end].to_vec())
+            })
+            .collect()
+    }
+
+    /// Reads `bounds` of `lost`, decoding what it asks for from `shards`; the rows and the
+    /// rounds it took.
+    fn read_all_the_way(
+        meta: &EcMeta,
+        lost: &LostTable,
+        shards: &[(u8, &[u8])],
+        (start, end): (Bound<&[u8]>, Bound<&[u8]>),
+        limit: usize,
+    ) -> (Rows, usize) {
+        for round in 0..100 {
+            match lost.read(None, start, end, limit).unwrap() {
+                LostRead::Rows(rows, done) => return ((rows, done), round),
+                LostRead::Need(span) => lost
+                    .add(meta, 0, span.clone(), &serve(&span, shards))
+                    .unwrap(),
+            }
+        }
+        panic!("the read never completed");
+    }
+
+    #[test]
+    fn a_lost_table_is_rebuilt_whole_from_the_others_and_read_like_the_engine_reads_it() {
+        let rows = sample_rows(2000);
+        let lost = flushed(&rows);
         let other = table_bytes(&[("zz", 1, Some("other node's table"))]);
         let (meta, parity) = group(&[&lost, &other]);
         assert!(lost.len() > 4096 * 3, "several stripes");
@@ -371,22 +652,11 @@ mod tests {
             "too few shards"
         );
 
-        let cache = DecodedTables::new(1 << 30);
-        let hash = meta.shards[0].hash;
-        assert!(cache.get(&hash).is_none());
-        let table = cache.insert(hash, rebuilt).unwrap();
-        assert!(cache.get(&hash).is_some());
+        let table = open_whole(rebuilt).unwrap();
         let (all, done) =
             read_rows(&table, None, Bound::Unbounded, Bound::Unbounded, 10_000).unwrap();
         assert!(done);
-        let want: Vec<(Vec<u8>, Vec<u8>)> = rows
-            .iter()
-            .filter_map(|(k, _, v)| {
-                v.as_ref()
-                    .map(|v| (k.clone().into_bytes(), v.clone().into_bytes()))
-            })
-            .collect();
-        assert_eq!(all, want);
+        assert_eq!(all, live(&rows));
         let (some, done) = read_rows(
             &table,
             None,
@@ -420,19 +690,114 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_keeps_the_most_recently_used_tables_within_its_bytes() {
-        let a = table_bytes(&[("a", 1, Some("x"))]);
-        let b = table_bytes(&[("b", 1, Some("y"))]);
-        let c = table_bytes(&[("c", 1, Some("z"))]);
-        let cache = DecodedTables::new((a.len() + b.len()) as u64);
-        cache.insert([1; 32], a).unwrap();
-        cache.insert([2; 32], b).unwrap();
-        assert!(cache.get(&[1; 32]).is_some());
-        cache.insert([3; 32], c).unwrap();
-        assert!(
-            cache.get(&[2; 32]).is_none(),
-            "least recently used goes first"
+    fn a_point_read_decodes_only_the_stripes_it_touches() {
+        let rows = sample_rows(30_000);
+        let lost = flushed(&rows);
+        let other = table_bytes(&[("zz", 1, Some("other node's table"))]);
+        let (meta, parity) = group(&[&lost, &other]);
+        let stripes = lost.len().div_ceil(4096);
+        assert!(stripes > 100, "{stripes} stripes");
+        let shards: [(u8, &[u8]); 2] = [(1, &other), (2, &parity[0])];
+        let table = LostTable::new(lost.len() as u64, 4096);
+
+        let key = b"key12345".as_slice();
+        let ((got, _), rounds) = read_all_the_way(
+            &meta,
+            &table,
+            &shards,
+            (Bound::Included(key), Bound::Included(key)),
+            10,
         );
-        assert!(cache.get(&[1; 32]).is_some() && cache.get(&[3; 32]).is_some());
+        let want = rows[12345].2.clone().unwrap().into_bytes();
+        assert_eq!(got, vec![(key.to_vec(), want)]);
+        assert!(rounds <= 4, "{rounds} rounds");
+        // The table's metadata (filter, index, properties, footer) and the key's block.
+        let metadata = lost.len() as u64 - open_whole(lost.clone()).unwrap().data_end();
+        let decoded = table.decoded_bytes();
+        assert!(
+            decoded <= metadata + 3 * 4096 && decoded < lost.len() as u64 / 10,
+            "a point read decoded {decoded} of {} bytes ({metadata} of metadata)",
+            lost.len()
+        );
+        // A key read before reads again without decoding anything.
+        assert!(matches!(
+            table
+                .read(None, Bound::Included(key), Bound::Included(key), 10)
+                .unwrap(),
+            LostRead::Rows(..)
+        ));
+
+        // A scan gets everything, decoding each stripe once.
+        let ((all, done), _) = read_all_the_way(
+            &meta,
+            &table,
+            &shards,
+            (Bound::Unbounded, Bound::Unbounded),
+            usize::MAX,
+        );
+        assert!(done);
+        assert_eq!(all, live(&rows));
+        assert_eq!(table.decoded_bytes(), lost.len() as u64);
+    }
+
+    #[test]
+    fn stripes_decoded_from_a_shard_of_another_epoch_are_caught_by_the_block_checksums() {
+        let rows = sample_rows(3000);
+        let lost = flushed(&rows);
+        let other = table_bytes(&[("zz", 1, Some("other node's table"))]);
+        let (meta, parity) = group(&[&lost, &other]);
+        let mut stale = parity[0].clone();
+        stale.iter_mut().for_each(|b| *b ^= 0x5a);
+        let shards: [(u8, &[u8]); 2] = [(1, &other), (2, &stale)];
+        let table = LostTable::new(lost.len() as u64, 4096);
+        let mut failed = None;
+        for _ in 0..100 {
+            match table.read(None, Bound::Unbounded, Bound::Unbounded, usize::MAX) {
+                Ok(LostRead::Need(span)) => table
+                    .add(&meta, 0, span.clone(), &serve(&span, &shards))
+                    .unwrap(),
+                Ok(LostRead::Rows(..)) => panic!("read rows decoded from a stale shard"),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        assert!(failed.is_some(), "the stale stripes were never refused");
+        // Spans that are not whole stripes of the table are refused.
+        let fresh = LostTable::new(lost.len() as u64, 4096);
+        let good = [(1u8, &other[..]), (2, &parity[0][..])];
+        assert!(fresh
+            .add(&meta, 0, 100..4096, &serve(&(100..4096), &good))
+            .is_err());
+        assert!(fresh.add(&meta, 0, 0..0, &[]).is_err());
+        let past = fresh.coded_end() + 4096;
+        assert!(fresh
+            .add(&meta, 0, 0..past, &serve(&(0..past), &good))
+            .is_err());
+    }
+
+    #[test]
+    fn the_cache_keeps_the_most_recently_used_tables_within_its_bytes() {
+        let shard = table_bytes(&[("a", 1, Some("x"))]);
+        let other = table_bytes(&[("b", 1, Some("y"))]);
+        let (meta, parity) = group(&[&shard, &other]);
+        let size = shard.len() as u64;
+        let shards: [(u8, &[u8]); 2] = [(1, &other), (2, &parity[0])];
+        let cache = DecodedTables::new(2 * size);
+        let fill = |hash: [u8; 32]| {
+            let t = cache.table(&hash, size, 4096);
+            read_all_the_way(&meta, &t, &shards, (Bound::Unbounded, Bound::Unbounded), 10);
+            cache.trim();
+        };
+        fill([1; 32]);
+        fill([2; 32]);
+        cache.table(&[1; 32], size, 4096);
+        fill([3; 32]);
+        assert!(!cache.holds(&[2; 32]), "least recently used goes first");
+        assert!(cache.holds(&[1; 32]) && cache.holds(&[3; 32]));
+        assert_eq!(cache.table(&[1; 32], size, 4096).decoded_bytes(), size);
+        cache.forget(&[1; 32]);
+        assert!(!cache.holds(&[1; 32]));
     }
 }

@@ -207,18 +207,49 @@ impl Elect {
     /// The content of this data node's table in `slot` of `group` (its ghost), if it
     /// has one there.
     pub fn slot_content(&self, group: &GroupId, slot: u8) -> Result<Option<Vec<u8>>> {
-        let id = {
-            let data = self.data.lock();
-            data.coded
-                .iter()
-                .filter(|(_, c)| c.group == *group && c.slot == slot)
-                .max_by_key(|(_, c)| c.epoch)
-                .map(|(id, _)| *id)
-        };
-        match id {
+        match self.slot_table(group, slot) {
             Some(id) => self.ghost(id),
             None => Ok(None),
         }
+    }
+
+    /// Bytes `offset..offset + len` (cut short at its end) of [`Elect::slot_content`],
+    /// with the content's whole length.
+    pub fn slot_range(
+        &self,
+        group: &GroupId,
+        slot: u8,
+        offset: u64,
+        len: u32,
+    ) -> Result<Option<(u64, Vec<u8>)>> {
+        let Some(id) = self.slot_table(group, slot) else {
+            return Ok(None);
+        };
+        let ghost = self.ghost_path(id);
+        if !self.fs.exists(&ghost) {
+            return Ok(None);
+        }
+        let file = self
+            .fs
+            .open_read(&ghost, false)
+            .map_err(|e| Error::io("opening", &ghost, e))?;
+        let size = file.len();
+        let end = offset.saturating_add(u64::from(len)).min(size);
+        let start = offset.min(end);
+        let mut bytes = vec![0; (end - start) as usize];
+        file.read_exact_at(&mut bytes, start)
+            .map_err(|e| Error::io("reading", &ghost, e))?;
+        Ok(Some((size, bytes)))
+    }
+
+    /// This node's coded table in `slot` of `group` (the newest epoch's).
+    fn slot_table(&self, group: &GroupId, slot: u8) -> Option<u64> {
+        let data = self.data.lock();
+        data.coded
+            .iter()
+            .filter(|(_, c)| c.group == *group && c.slot == slot)
+            .max_by_key(|(_, c)| c.epoch)
+            .map(|(id, _)| *id)
     }
 
     /// Coded tables whose key lists are not yet acknowledged by every secondary.

@@ -19,6 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mosaic_env::RandomAccessFile;
 use mosaic_erasure::EcMeta;
 use mosaic_lsm::{Error, Fs, Result, TableStore};
 use parking_lot::Mutex;
@@ -241,29 +242,76 @@ impl ParityStore {
     /// Parity shard `position` of `group`, or `None` if this node holds none; an
     /// offloaded shard is fetched from the cold tier.
     pub fn shard(&self, group: &GroupId, position: u8) -> Result<Option<ParityShard>> {
-        let path = self.shard_path(group, position);
-        let bytes = match self.read(&path)? {
-            Some(bytes) => bytes,
-            None => {
-                let stub = self.stub_path(group, position);
-                let (Some((location, len)), Some((cold, _))) = (self.stub(&stub)?, &self.cold)
-                else {
-                    return Ok(None);
-                };
-                let file = cold
-                    .open(&location)
-                    .map_err(|e| Error::io("opening", &location, e))?;
-                let len = usize::try_from(len)
-                    .map_err(|_| Error::corruption(&stub, 0, "length too large"))?;
-                let mut bytes = vec![0; len];
-                file.read_exact_at(&mut bytes, 0)
-                    .map_err(|e| Error::io("reading", &location, e))?;
-                bytes
-            }
+        let Some((file, name)) = self.open_shard(group, position)? else {
+            return Ok(None);
         };
+        let len = usize::try_from(file.len())
+            .map_err(|_| Error::corruption(&name, 0, "length too large"))?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| Error::io("reading", &name, e))?;
         decode_shard(&bytes, position)
             .map(Some)
-            .map_err(|why| Error::corruption(&path, 0, why))
+            .map_err(|why| Error::corruption(&name, 0, why))
+    }
+
+    /// Bytes `offset..offset + len` of parity shard `position` of `group` (cut short at
+    /// the shard's end), with its epoch and whole length; `None` when this node does not
+    /// hold it. Reads only the header and those bytes (of the cold tier's object when the
+    /// shard was offloaded): the file's checksum is not checked, the decoded blocks' are.
+    pub fn shard_range(
+        &self,
+        group: &GroupId,
+        position: u8,
+        offset: u64,
+        len: u32,
+    ) -> Result<Option<(u64, u64, Vec<u8>)>> {
+        let Some((file, name)) = self.open_shard(group, position)? else {
+            return Ok(None);
+        };
+        let mut header = [0u8; HEADER];
+        file.read_exact_at(&mut header, 0)
+            .map_err(|e| Error::io("reading", &name, e))?;
+        let (epoch, size) =
+            parse_header(&header, position).map_err(|why| Error::corruption(&name, 0, why))?;
+        let end = offset.saturating_add(u64::from(len)).min(size);
+        let start = offset.min(end);
+        if HEADER as u64 + size + 4 != file.len() {
+            return Err(Error::corruption(
+                &name,
+                0,
+                format!("parity file says {size} bytes, is {} long", file.len()),
+            ));
+        }
+        let mut bytes = vec![0; (end - start) as usize];
+        file.read_exact_at(&mut bytes, HEADER as u64 + start)
+            .map_err(|e| Error::io("reading", &name, e))?;
+        Ok(Some((epoch, size, bytes)))
+    }
+
+    /// The file of parity shard `position` of `group` — local, or the cold tier's object
+    /// its stub names — with a name for errors.
+    fn open_shard(
+        &self,
+        group: &GroupId,
+        position: u8,
+    ) -> Result<Option<(Arc<dyn RandomAccessFile>, PathBuf)>> {
+        let path = self.shard_path(group, position);
+        if self.fs.exists(&path) {
+            let file = self
+                .fs
+                .open_read(&path, false)
+                .map_err(|e| Error::io("opening", &path, e))?;
+            return Ok(Some((file, path)));
+        }
+        let stub = self.stub_path(group, position);
+        let (Some((location, _)), Some((cold, _))) = (self.stub(&stub)?, &self.cold) else {
+            return Ok(None);
+        };
+        let file = cold
+            .open(&location)
+            .map_err(|e| Error::io("opening", &location, e))?;
+        Ok(Some((file, PathBuf::from(location))))
     }
 
     /// Moves parity shard `position` of `group` from epoch `from` to `to` by XORing in
@@ -542,6 +590,20 @@ fn encode_shard(epoch: u64, position: u8, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A parity file's header: the shard's epoch and length.
+fn parse_header(header: &[u8], position: u8) -> std::result::Result<(u64, u64), String> {
+    let field = |range: std::ops::Range<usize>| header.get(range).unwrap_or_default();
+    if field(0..4) != MAGIC || field(4..5) != [FORMAT] {
+        return Err("not a parity file of a known format".into());
+    }
+    let epoch = u64::from_le_bytes(field(5..13).try_into().unwrap_or_default());
+    if field(13..14) != [position] {
+        return Err(format!("parity file of position {:?}", field(13..14)));
+    }
+    let len = u64::from_le_bytes(field(14..22).try_into().unwrap_or_default());
+    Ok((epoch, len))
+}
+
 fn decode_shard(file: &[u8], position: u8) -> std::result::Result<ParityShard, String> {
     let (body, crc) = file
         .split_last_chunk::<4>()
@@ -552,15 +614,7 @@ fn decode_shard(file: &[u8], position: u8) -> std::result::Result<ParityShard, S
     let (header, content) = body
         .split_at_checked(HEADER)
         .ok_or_else(|| format!("parity file of {} bytes", file.len()))?;
-    let field = |range: std::ops::Range<usize>| header.get(range).unwrap_or_default();
-    if field(0..4) != MAGIC || field(4..5) != [FORMAT] {
-        return Err("not a parity file of a known format".into());
-    }
-    let epoch = u64::from_le_bytes(field(5..13).try_into().unwrap_or_default());
-    if field(13..14) != [position] {
-        return Err(format!("parity file of position {:?}", field(13..14)));
-    }
-    let len = u64::from_le_bytes(field(14..22).try_into().unwrap_or_default());
+    let (epoch, len) = parse_header(header, position)?;
     if len != content.len() as u64 {
         return Err(format!(
             "parity file says {len} bytes, holds {}",

@@ -547,31 +547,56 @@ impl ReplicaStore {
     }
 
     /// A degraded read: up to `limit` rows within the bounds of the table in `slot` of
-    /// `meta`'s group, decoded from `shards` (`(position, whole shard)`, `k` of them) —
-    /// or, with no shards, from the tables decoded before; `None` when it was not decoded
-    /// before and no shards were given.
+    /// `meta`'s group, from the stripes of it decoded before and `given` (a span of its
+    /// stripes and `k` other shards' bytes of that span) — or the span it needs next.
     pub fn ec_read_lost(
         &self,
         meta: &mosaic_erasure::EcMeta,
         slot: u8,
-        shards: &[(u8, Vec<u8>)],
+        given: Option<crate::degraded::Span<'_>>,
         (start, end): (Bound<&[u8]>, Bound<&[u8]>),
         limit: usize,
-    ) -> Result<Option<crate::degraded::Rows>> {
-        let (Engines::ErasureTiered(m, elect), Some(shard)) =
-            (&self.engines, meta.shards.get(usize::from(slot)))
-        else {
+    ) -> Result<mosaic_erasure::LostRead> {
+        let Engines::ErasureTiered(m, elect) = &self.engines else {
+            return Err(Error::InvalidArgument(
+                "only erasure-tiered tables are read degraded".into(),
+            ));
+        };
+        let shard = meta.shards.get(usize::from(slot)).ok_or_else(|| {
+            Error::InvalidArgument(format!("slot {slot} is not in a group of n = {}", meta.n))
+        })?;
+        let decoded = elect.decoded();
+        let table = decoded.table(&shard.hash, shard.size, u64::from(meta.stripe_bytes));
+        if let Some((span, shards)) = given {
+            table.add(meta, slot, span, shards)?;
+            decoded.trim();
+        }
+        let read = table.read(m.merge_operator(), start, end, limit);
+        if read.is_err() {
+            decoded.forget(&shard.hash);
+        }
+        read
+    }
+
+    /// Bytes `offset..offset + len` (cut short at its end) of what this node holds of
+    /// shard `position` of `group`, with the shard's epoch (0 for a data shard) and whole
+    /// length: a degraded read's ranged fetch.
+    pub fn ec_shard_range(
+        &self,
+        group: &GroupId,
+        position: u8,
+        offset: u64,
+        len: u32,
+    ) -> Result<Option<(u64, u64, Vec<u8>)>> {
+        let Engines::ErasureTiered(_, elect) = &self.engines else {
             return Ok(None);
         };
-        let table = match elect.decoded().get(&shard.hash) {
-            Some(t) => t,
-            None if shards.is_empty() => return Ok(None),
-            None => {
-                let bytes = crate::degraded::decode(meta, slot, shards)?;
-                elect.decoded().insert(shard.hash, bytes)?
-            }
-        };
-        crate::degraded::read_rows(&table, m.merge_operator(), start, end, limit).map(Some)
+        if let Some(found) = elect.parity().shard_range(group, position, offset, len)? {
+            return Ok(Some(found));
+        }
+        Ok(elect
+            .slot_range(group, position, offset, len)?
+            .map(|(size, bytes)| (0, size, bytes)))
     }
 
     /// Every cold-tier object this store references: its trees' relocated tables and
@@ -631,8 +656,7 @@ impl ReplicaStore {
         if position >= meta.k {
             return elect.restore_parity(meta, position, &bytes);
         }
-        let hash = mosaic_erasure::EcMeta::content_hash(&bytes);
-        let table = elect.decoded().insert(hash, bytes.clone())?;
+        let table = crate::degraded::open_whole(bytes.clone())?;
         let (batches, Some(range)) = crate::degraded::versions(&table)? else {
             return Ok(());
         };

@@ -19,7 +19,8 @@ use std::sync::{Arc, OnceLock};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use mosaic_cluster::env::{
-    Entries, Hint, KeyList, ShardBytes, ShardRef, Shards, Unanswered, Unlisted,
+    Entries, Hint, KeyList, ShardBytes, ShardRange, ShardRef, Shards, StripeSpan, Unanswered,
+    Unlisted,
 };
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
@@ -32,7 +33,7 @@ use mosaic_cql::coordinator::{
 };
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
 use mosaic_cql::schema::{Catalog, TableId, Uuid};
-use mosaic_erasure::{EcMeta, Fill, Group, GroupId, Replaced};
+use mosaic_erasure::{EcMeta, Fill, Group, GroupId, LostRead, Replaced};
 use mosaic_replica::elect::Elect;
 use mosaic_replica::{ReplicaStore, Role, SourceId};
 use mosaic_rows::KeyRange;
@@ -506,12 +507,27 @@ impl Store for LocalStore {
         &self,
         table: TableKey,
         (meta, slot): ShardRef,
-        shards: Vec<(u8, Vec<u8>)>,
+        given: Option<StripeSpan>,
         range: KeyRange,
         limit: usize,
-    ) -> BoxFuture<'_, Result<Option<Entries>, Failure>> {
+    ) -> BoxFuture<'_, Result<LostRead, Failure>> {
         self.on_elect(table, move |s, _| {
-            s.ec_read_lost(&meta, slot, &shards, scan_bounds(&range), limit)
+            let given = given
+                .as_ref()
+                .map(|(span, shards)| (span.clone(), &shards[..]));
+            s.ec_read_lost(&meta, slot, given, scan_bounds(&range), limit)
+        })
+    }
+
+    fn ec_shard_range(
+        &self,
+        table: TableKey,
+        group: GroupId,
+        position: u8,
+        (offset, len): (u64, u32),
+    ) -> BoxFuture<'_, Result<Option<ShardRange>, Failure>> {
+        self.on_elect(table, move |s, _| {
+            s.ec_shard_range(&group, position, offset, len)
         })
     }
 

@@ -50,6 +50,7 @@ use crate::Endpoint;
 mod anti_entropy;
 mod elect;
 mod hints;
+mod lost;
 mod membership;
 mod read;
 mod replica;
@@ -385,7 +386,8 @@ impl Node {
             | Body::EcMetaRead { .. }
             | Body::EcGroupsOf { .. }
             | Body::EcMetaPush { .. }
-            | Body::EcShardRead { .. }) => {
+            | Body::EcShardRead { .. }
+            | Body::EcStripeRead { .. }) => {
                 let in_flight = self.inner.replica_in_flight.fetch_add(1, Ordering::SeqCst);
                 if in_flight >= self.inner.config.replica_requests_max {
                     self.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);

@@ -122,6 +122,19 @@ impl Node {
                 Ok(shard) => Body::EcShard { shard },
                 Err(f) => Body::Failed(f),
             },
+            Body::EcStripeRead {
+                table,
+                group,
+                position,
+                offset,
+                len,
+            } => match store
+                .ec_shard_range(table, group, position, (offset, len))
+                .await
+            {
+                Ok(shard) => Body::EcStripe { shard },
+                Err(f) => Body::Failed(f),
+            },
             Body::EcFill {
                 table,
                 slot,
@@ -183,6 +196,8 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcMetaData { .. } => "EcMetaData",
         Body::EcShardRead { .. } => "EcShardRead",
         Body::EcShard { .. } => "EcShard",
+        Body::EcStripeRead { .. } => "EcStripeRead",
+        Body::EcStripe { .. } => "EcStripe",
         Body::EcGroupsOf { .. } => "EcGroupsOf",
         Body::EcGroups { .. } => "EcGroups",
         Body::EcMetaPush { .. } => "EcMetaPush",
