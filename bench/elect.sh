@@ -4,7 +4,7 @@
 #
 #   bench/elect.sh EXPERIMENT [--records N] [--operations N] [--nodes 6] [--rf 3]
 #                  [--concurrency 32] [--alpha 0.6] [--k 4] [--routing shuffle|primary]
-#                  [--out DIR] [--set KEY=VALUE]...
+#                  [--reps 3] [--out DIR] [--set KEY=VALUE]...
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes; zipfian requests):
 #   storage   uniform, then erasure-tiered (k of k+2, α): load, `mosaic flush` and
@@ -13,7 +13,11 @@
 #             so the secondaries' purge compactions are done too), then the hot tier (bytes under the keyspace's
 #             table directories on every node), the cold tier and the total; YCSB C at ONE;
 #             erasure-tiered only: two nodes killed, YCSB C at ONE again (degraded reads)
-#   ycsb      storage, plus YCSB A–F on both layouts before the nodes are killed
+#   ycsb      both layouts' clusters up side by side (the second on ports 10 higher):
+#             each loaded and settled as in storage, then YCSB C, A, B, D, E, F taking
+#             turns on the two clusters, --reps times (the first layout alternating), so
+#             the machine's drift hits both alike; then the erasure-tiered cluster's
+#             degraded C. The summary reports medians and per-repetition ratios.
 #   alpha     erasure-tiered only, α = 0.1 … 0.9: storage and normal/degraded reads
 #   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
 #   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and restarted: the
@@ -28,10 +32,10 @@
 # removed after each configuration unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,28p' "$0" >&2; exit 2; }
+usage() { sed -n '2,32p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
-records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle
+records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle reps=3
 out=/tmp/mosaic-elect
 common=(cluster.erasure_coding_interval_ms=2000)
 while [ $# -gt 0 ]; do
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
         --alpha) alpha=$2; shift 2 ;;
         --k) k=$2; shift 2 ;;
         --routing) routing=$2; shift 2 ;;
+        --reps) reps=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
         *) usage ;;
@@ -53,15 +58,21 @@ mosaic=${MOSAIC_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/mosaic}
 [ -x "$mosaic" ] || { echo "no $mosaic: cargo build --release -p mosaic-server" >&2; exit 1; }
 client="$(dirname "$mosaic")/mosaic-bench"
 [ -x "$client" ] || { echo "no $client: cargo build --release -p mosaic-bench" >&2; exit 1; }
-port=${PORT:-49042} storage=$((${PORT:-49042} - 3000)) admin=$((${PORT:-49042} - 2800))
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "127.0.0.1:$port is taken; set PORT" >&2; exit 1
-fi
+base=${PORT:-49042}
+for p in "$base" $((base + 10)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+        echo "127.0.0.1:$p is taken; set PORT" >&2; exit 1
+    fi
+done
 dir=$out/$experiment
 mkdir -p "$dir"
-cluster=$dir/cluster
+use_slot() { # slot: which cluster the functions below work on (0, or 1 side by side)
+    cluster=$dir/cluster$1 port=$((base + 10 * $1))
+    storage=$((port - 3000)) admin=$((port - 2800))
+}
+use_slot 0
 down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
-trap down EXIT
+trap 'use_slot 0; down; use_slot 1; down' EXIT
 row=(--field-count 1 --field-length 1000)
 
 start() { # nodes: starts the cluster's nodes that are not running
@@ -174,10 +185,12 @@ print(json.dumps({"start_s": t1 - t0, "rebuild_s": t2 - t0, "repair_s": t3 - t2,
         --read-cl ONE "${row[@]}"
 }
 
-# One configuration: layout (uniform | erasure-tiered), α, k; YCSB A–F when $4 = ycsb.
-config() { # dir layout alpha k [ycsb]
-    local d=$1 layout=$2 a=$3 kk=$4 mode=${5:-}
-    local n=$nodes spec=$layout
+# Brings up the current slot's cluster with one layout (uniform | erasure-tiered), α and k,
+# loads it, flushes and compacts it, waits for coding to settle, and measures storage.
+prepare() { # dir layout alpha k
+    local d=$1 layout=$2 a=$3 kk=$4
+    local spec=$layout
+    n=$nodes
     [ "$layout" = uniform ] || spec="erasure-tiered:ec_k=$kk,ec_n=$((kk + 2)),storage_saving_target=$a"
     [ "$layout" = uniform ] || [ "$n" -ge $((kk + 2)) ] || n=$((kk + 2))
     mkdir -p "$d"
@@ -190,24 +203,55 @@ config() { # dir layout alpha k [ycsb]
     [ "$layout" = uniform ] || converge
     measure "$d/storage.json" "$n"
     "$mosaic" stats --host "127.0.0.1:$admin" --json > "$d/stats.json"
-    bench "$n" "$d/c.json" run --workload c --operations "$operations" --read-cl ONE "${row[@]}"
-    if [ "$mode" = ycsb ]; then
-        for w in a b d e f; do
-            local ops=$operations
-            [ "$w" = e ] && ops=$((operations / 10))
-            bench "$n" "$d/$w.json" run --workload "$w" --operations "$ops" "${row[@]}"
-        done
-    fi
-    if [ "$mode" = recovery ]; then
-        recover "$d" "$n"
-    elif [ "$layout" != uniform ]; then
-        kill -9 "$(cat "$cluster/node2/pid")" "$(cat "$cluster/node5/pid")"
-        wait_down 127.0.0.2 127.0.0.5
-        bench "$n" "$d/c-degraded.json" run --workload c --operations "$operations" \
-            --read-cl ONE "${row[@]}"
-    fi
+}
+
+# YCSB C at ONE with nodes 2 and 5 killed (degraded reads), then the cluster goes.
+degraded() { # dir
+    kill -9 "$(cat "$cluster/node2/pid")" "$(cat "$cluster/node5/pid")"
+    wait_down 127.0.0.2 127.0.0.5
+    bench "$n" "$1/c-degraded.json" run --workload c --operations "$operations" \
+        --read-cl ONE "${row[@]}"
+}
+
+finish() { # the current slot's cluster goes
     down
     [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+}
+
+# One configuration: layout, α, k (see prepare); YCSB C; then degraded reads or, when
+# $5 = recovery, full-node recovery.
+config() { # dir layout alpha k [recovery]
+    local d=$1 layout=$2
+    prepare "$@"
+    bench "$n" "$d/c.json" run --workload c --operations "$operations" --read-cl ONE "${row[@]}"
+    if [ "${5:-}" = recovery ]; then
+        recover "$d" "$n"
+    elif [ "$layout" != uniform ]; then
+        degraded "$d"
+    fi
+    finish
+}
+
+# YCSB A–F on both layouts side by side (see the header).
+ycsb_side_by_side() {
+    use_slot 0; prepare "$dir/uniform" uniform "$alpha" "$k"
+    use_slot 1; prepare "$dir/erasure-tiered" erasure-tiered "$alpha" "$k"
+    local rep w s ops
+    for rep in $(seq 1 "$reps"); do
+        for w in c a b d e f; do
+            ops=$operations
+            [ "$w" = e ] && ops=$((operations / 10))
+            for s in $( [ $((rep % 2)) = 1 ] && echo 0 1 || echo 1 0 ); do
+                use_slot "$s"
+                local d=$dir/uniform
+                [ "$s" = 1 ] && d=$dir/erasure-tiered
+                bench "$n" "$d/$w-$rep.json" run --workload "$w" --operations "$ops" \
+                    --read-cl ONE "${row[@]}"
+            done
+        done
+    done
+    use_slot 0; finish
+    use_slot 1; degraded "$dir/erasure-tiered"; finish
 }
 
 case $experiment in
@@ -219,8 +263,7 @@ case $experiment in
         config "$dir/uniform" uniform "$alpha" "$k"
         config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" ;;
     ycsb)
-        config "$dir/uniform" uniform "$alpha" "$k" ycsb
-        config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" ycsb ;;
+        ycsb_side_by_side ;;
     alpha)
         config "$dir/uniform" uniform "$alpha" "$k"
         for a in 0.1 0.3 0.5 0.6 0.7 0.9; do

@@ -5,7 +5,9 @@
 
 Per configuration (uniform, erasure-tiered, alpha-A, k-K): hot, cold and total bytes, the
 hot-tier saving against `uniform` of the same run, YCSB throughput, and read latency at
-ONE normally and with two nodes killed (degraded reads).
+ONE normally and with two nodes killed (degraded reads). Phases run several times side by
+side (`ycsb`: NAME-1.json, NAME-2.json, …) are reported by their median throughput, with
+the ratio to `uniform` of each repetition (same turn, same machine state).
 """
 
 import json
@@ -15,10 +17,26 @@ from pathlib import Path
 PHASES = ["load", "a", "b", "c", "d", "e", "f", "c-degraded", "c-recovered"]
 
 
+def reps(d, name):
+    """The repetitions of a phase, in order (one file when it ran once)."""
+    if (d / f"{name}.json").exists():
+        return [d / f"{name}.json"]
+    found = [(int(f.stem.rsplit("-", 1)[1]), f) for f in d.glob(f"{name}-*.json")
+             if f.stem.rsplit("-", 1)[1].isdigit()]
+    return [f for _, f in sorted(found)]
+
+
 def phase(d, name):
-    f = d / f"{name}.json"
-    if not f.exists():
+    runs = [one(f) for f in reps(d, name)]
+    if not runs:
         return None
+    by_throughput = sorted(runs, key=lambda r: r["throughput_ops"])
+    median = dict(by_throughput[len(runs) // 2])
+    median["runs"] = [r["throughput_ops"] for r in runs]
+    return median
+
+
+def one(f):
     j = json.loads(f.read_text())
     ops = j["operations"]
     main = max(ops, key=lambda op: ops[op]["count"]) if ops else None
@@ -52,6 +70,13 @@ def main():
             r["degraded_read_ratio"] = deg["mean_us"] / c["mean_us"]
         if base and c and base["phases"].get("c"):
             r["read_throughput_ratio"] = c["throughput_ops"] / base["phases"]["c"]["throughput_ops"]
+        if base and name != "uniform":
+            r["ratios"] = {}
+            for p in "cabdef":
+                mine, theirs = r["phases"].get(p), base["phases"].get(p)
+                if mine and theirs and len(mine["runs"]) == len(theirs["runs"]) > 1:
+                    each = [x / y for x, y in zip(mine["runs"], theirs["runs"])]
+                    r["ratios"][p] = {"each": each, "median": sorted(each)[len(each) // 2]}
     (root / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     mib = lambda b: f"{b / 2**20:.1f}"
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"
@@ -75,6 +100,15 @@ def main():
         for name, r in results.items():
             cells = [f"{r['phases'][p]['throughput_ops']:.0f}" if p in r["phases"] else "-" for p in ["c"] + ycsb]
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    paired = {name: r for name, r in results.items() if r.get("ratios")}
+    if paired:
+        lines += ["", "Side by side, ratio to uniform per repetition (median first):", "",
+                  "| config | " + " | ".join(p.upper() for p in "cabdef") + " |",
+                  "|---|" + "---|" * 6]
+        for name, r in paired.items():
+            cell = lambda x: "-" if not x else f"{x['median']:.2f}× (" + ", ".join(
+                f"{e:.2f}" for e in x["each"]) + ")"
+            lines.append(f"| {name} | " + " | ".join(cell(r["ratios"].get(p)) for p in "cabdef") + " |")
     recovered = {name: r for name, r in results.items() if "recovery" in r}
     if recovered:
         lines += ["", "| config | shards rebuilt | rebuilt after s | repair s | total s | C after ops/s |",
