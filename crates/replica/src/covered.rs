@@ -326,11 +326,9 @@ fn decode(bytes: &[u8]) -> std::result::Result<(Shard, KeyList), String> {
     Ok((Shard { meta, slot }, keys))
 }
 
-/// The key list of the table file at `path`: each key once, with its newest timestamp.
-pub fn key_list(fs: &dyn Fs, path: &Path) -> Result<KeyList> {
-    let file = fs
-        .open_read(path, false)
-        .map_err(|e| Error::io("opening", path, e))?;
+/// The key list of the table file `file` (`path` names it in errors): each key once, with
+/// its newest timestamp.
+pub fn key_list(file: Arc<dyn mosaic_env::RandomAccessFile>, path: &Path) -> Result<KeyList> {
     let reader = Arc::new(mosaic_lsm::TableReader::open(
         file,
         path.to_path_buf(),

@@ -30,7 +30,10 @@ use parking_lot::Mutex;
 use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
 use state::{decode_state, encode_state};
 
+mod offload;
 mod state;
+
+pub use offload::{cold_prefix, GhostAwareStore};
 
 /// The data node's state file.
 pub const CODED_FILE: &str = "CODED";
@@ -101,6 +104,9 @@ pub struct Elect {
     hotness: Mutex<std::collections::HashMap<u64, (u64, mosaic_erasure::hotness::DecayingCount)>>,
     /// Serializes the leader's slot changes (one group epoch at a time).
     leading: Mutex<()>,
+    /// The cold tier coded data is offloaded to (ELECT's Case 3), with the prefix of its
+    /// objects' names.
+    cold: Option<(Arc<dyn mosaic_lsm::TableStore>, String)>,
 }
 
 impl std::fmt::Debug for Elect {
@@ -120,14 +126,11 @@ impl Elect {
         cold: Option<Arc<dyn mosaic_lsm::TableStore>>,
     ) -> Result<Elect> {
         let mut parity = ParityStore::open(fs.clone(), dir.join(PARITY_DIR))?;
+        let mut data_cold = None;
         if let Some(cold) = cold {
-            let name = |p: Option<&Path>| {
-                p.and_then(Path::file_name)
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            };
-            let prefix = format!("{}/{}/{PARITY_DIR}", name(dir.parent()), name(Some(dir)));
-            parity = parity.with_cold_tier(cold, prefix)?;
+            let prefix = cold_prefix(dir);
+            parity = parity.with_cold_tier(cold.clone(), format!("{prefix}/{PARITY_DIR}"))?;
+            data_cold = Some((cold, format!("{prefix}/{GHOSTS_DIR}")));
         }
         let path = dir.join(CODED_FILE);
         let data = if fs.exists(&path) {
@@ -148,6 +151,7 @@ impl Elect {
             data: Mutex::new(data),
             hotness: Mutex::new(std::collections::HashMap::new()),
             leading: Mutex::new(()),
+            cold: data_cold,
         })
     }
 
@@ -225,20 +229,15 @@ impl Elect {
         let Some(id) = self.slot_table(group, slot) else {
             return Ok(None);
         };
-        let ghost = self.ghost_path(id);
-        if !self.fs.exists(&ghost) {
+        let Some((file, name)) = self.ghost_file(id)? else {
             return Ok(None);
-        }
-        let file = self
-            .fs
-            .open_read(&ghost, false)
-            .map_err(|e| Error::io("opening", &ghost, e))?;
+        };
         let size = file.len();
         let end = offset.saturating_add(u64::from(len)).min(size);
         let start = offset.min(end);
         let mut bytes = vec![0; (end - start) as usize];
         file.read_exact_at(&mut bytes, start)
-            .map_err(|e| Error::io("reading", &ghost, e))?;
+            .map_err(|e| Error::io("reading", &name, e))?;
         Ok(Some((size, bytes)))
     }
 
@@ -269,11 +268,10 @@ impl Elect {
 
     /// The key list of coded table `id`, read from its ghost; `None` without a ghost.
     pub fn key_list(&self, id: u64) -> Result<Option<crate::covered::KeyList>> {
-        let ghost = self.ghost_path(id);
-        if !self.fs.exists(&ghost) {
-            return Ok(None);
+        match self.ghost_file(id)? {
+            Some((file, name)) => crate::covered::key_list(file, &name).map(Some),
+            None => Ok(None),
         }
-        crate::covered::key_list(&*self.fs, &ghost).map(Some)
     }
 
     /// Records, before its key list is sent, that coded table `id` (keys `range`) may from
@@ -405,12 +403,7 @@ impl Elect {
         drop(data);
         self.lineage.forget(&same_slot)?;
         for other in same_slot {
-            let ghost = self.ghost_path(other);
-            if self.fs.exists(&ghost) {
-                self.fs
-                    .remove(&ghost)
-                    .map_err(|e| Error::io("removing", &ghost, e))?;
-            }
+            self.remove_ghost(other)?;
         }
         Ok(())
     }
@@ -512,6 +505,9 @@ impl Elect {
         let dir = self.dir.join(GHOSTS_DIR);
         let ghost = self.ghost_path(id);
         if !self.fs.exists(&ghost) {
+            if self.ghost_location(id)?.is_some() {
+                return self.ghost(id);
+            }
             self.fs
                 .create_dir_all(&dir)
                 .map_err(|e| Error::io("creating directory", &dir, e))?;
@@ -530,16 +526,17 @@ impl Elect {
             .map_err(|e| Error::io("reading", &ghost, e))
     }
 
-    /// The content of ghost `id`, if kept.
+    /// The content of ghost `id` (local, or offloaded), if kept.
     pub fn ghost(&self, id: u64) -> Result<Option<Vec<u8>>> {
-        let ghost = self.ghost_path(id);
-        if !self.fs.exists(&ghost) {
+        let Some((file, name)) = self.ghost_file(id)? else {
             return Ok(None);
-        }
-        self.fs
-            .read_all(&ghost)
-            .map(Some)
-            .map_err(|e| Error::io("reading", &ghost, e))
+        };
+        let len =
+            usize::try_from(file.len()).map_err(|_| Error::corruption(&name, 0, "too large"))?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| Error::io("reading", &name, e))?;
+        Ok(Some(bytes))
     }
 
     /// Deletes the ghosts of tables that are neither live (`live`), coded, nor waiting
@@ -560,15 +557,13 @@ impl Elect {
         {
             let Some(id) = name
                 .strip_suffix(".sst")
+                .or_else(|| name.strip_suffix(".cold"))
                 .and_then(|s| s.parse::<u64>().ok())
             else {
                 continue;
             };
             if !live.contains(&id) && !coded.contains_key(&id) && !pending.contains_key(&id) {
-                let path = dir.join(&name);
-                self.fs
-                    .remove(&path)
-                    .map_err(|e| Error::io("removing", &path, e))?;
+                self.remove_ghost(id)?;
             }
         }
         let gone: Vec<u64> = self
@@ -583,13 +578,7 @@ impl Elect {
     /// The slot of coded table `id` was emptied: forgets the table and deletes its ghost.
     pub fn cleared(&self, id: u64) -> Result<()> {
         self.forget_coded(&[id])?;
-        let ghost = self.ghost_path(id);
-        if self.fs.exists(&ghost) {
-            self.fs
-                .remove(&ghost)
-                .map_err(|e| Error::io("removing", &ghost, e))?;
-        }
-        Ok(())
+        self.remove_ghost(id)
     }
 
     /// Forgets tables as data shards.

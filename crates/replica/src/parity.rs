@@ -135,17 +135,7 @@ impl ParityStore {
 
     /// `(location, bytes)` of an offload stub.
     fn stub(&self, path: &Path) -> Result<Option<(String, u64)>> {
-        let Some(bytes) = self.read(path)? else {
-            return Ok(None);
-        };
-        let text = String::from_utf8(bytes).map_err(|_| Error::corruption(path, 0, "not UTF-8"))?;
-        let mut lines = text.lines();
-        let location = lines.next().unwrap_or_default().to_owned();
-        let len = lines.next().and_then(|l| l.parse().ok());
-        match len {
-            Some(len) if !location.is_empty() => Ok(Some((location, len))),
-            _ => Err(Error::corruption(path, 0, "not an offload stub")),
-        }
+        crate::sealed::read_stub(&*self.fs, path)
     }
 
     /// Removes an offload stub, then its object (an object left by a failure here is
@@ -195,7 +185,7 @@ impl ParityStore {
             mosaic_lsm::write_atomically(
                 &*self.fs,
                 &stub,
-                format!("{location}\n{}\n", file.len()).as_bytes(),
+                &crate::sealed::stub(&location, file.len() as u64),
             )
             .map_err(|e| Error::io("writing", &stub, e))?;
             self.fs
@@ -494,13 +484,7 @@ impl ParityStore {
 
     /// The bytes of `path`, or `None` when it does not exist.
     fn read(&self, path: &Path) -> Result<Option<Vec<u8>>> {
-        if !self.fs.exists(path) {
-            return Ok(None);
-        }
-        self.fs
-            .read_all(path)
-            .map(Some)
-            .map_err(|e| Error::io("reading", path, e))
+        crate::sealed::read_optional(&*self.fs, path)
     }
 }
 

@@ -185,13 +185,9 @@ fn unprotected_holders(
 /// The layout a directory holds by its marker, `None` when it has none.
 fn stored_layout(engine: &Options, dir: &Path) -> Result<Option<String>> {
     let path = dir.join(LAYOUT_FILE);
-    if !engine.fs.exists(&path) {
+    let Some(bytes) = crate::sealed::read_optional(&*engine.fs, &path)? else {
         return Ok(None);
-    }
-    let bytes = engine
-        .fs
-        .read_all(&path)
-        .map_err(|e| Error::io("reading", &path, e))?;
+    };
     let name = String::from_utf8(bytes)
         .map_err(|_| Error::corruption(&path, 0, "layout marker is not UTF-8"))?;
     Ok(Some(name.trim().to_owned()))
@@ -253,7 +249,15 @@ impl ReplicaStore {
                 Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, None, None)?))
             }
             Layout::ErasureTiered => {
+                // The coding state deletes offloaded coded tables; the trees must not.
                 let elect = Elect::open(engine.fs.clone(), &dir, engine.table_store.clone())?;
+                let engine = Options {
+                    table_store: engine.table_store.clone().map(|s| {
+                        Arc::new(crate::elect::GhostAwareStore::new(s, &dir))
+                            as Arc<dyn mosaic_lsm::TableStore>
+                    }),
+                    ..engine
+                };
                 let covered = elect.covered().clone();
                 let filter: crate::multi_lsm::SourceFilter =
                     std::sync::Arc::new(move |source| covered.source(source) as _);
@@ -418,9 +422,10 @@ impl ReplicaStore {
         Ok(out)
     }
 
-    /// ELECT's offloading (§4.3, Case 2): once the whole last level is coded, parity
-    /// shards move to the cold tier until the α plan's parity share is offloaded. Returns
-    /// the bytes moved now. (Case 3, offloading coded data, is not done yet.)
+    /// ELECT's offloading (§4.3): once the whole last level is coded, parity shards move
+    /// to the cold tier until the α plan's parity share is offloaded (Case 2); once all
+    /// of it is, coded data tables follow, coldest first, until the plan's data share is
+    /// (Case 3, see `elect::offload`). Returns the bytes moved now.
     pub fn ec_offload(&self, code: mosaic_types::ErasureCode, r: u32) -> Result<u64> {
         let (Engines::ErasureTiered(_, elect), Some(primary)) = (&self.engines, self.primary())
         else {
@@ -428,18 +433,26 @@ impl ReplicaStore {
         };
         let levels = primary.levels();
         let plan = alpha_plan(&levels, code, r);
-        if plan.offload_parity <= 0.0 {
-            return Ok(0);
+        let mut moved = 0;
+        if plan.offload_parity > 0.0 {
+            // The plan sizes parity as (n − k)/k of the coded data and leaves the rest of
+            // that hot; groups with empty slots hold more parity than that, so what stays
+            // hot is capped at the plan's remainder and everything above it goes.
+            let last = last_level(&levels).map_or(0, level_bytes);
+            let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
+            let keep_hot = (parity_max - plan.offload_parity).max(0.0) as u64;
+            let parity = elect.parity();
+            let held = parity.parity_bytes()? + parity.cold_bytes()?;
+            moved += parity.offload(held.saturating_sub(keep_hot))?;
         }
-        // The plan sizes parity as (n − k)/k of the coded data and leaves the rest of that
-        // hot; groups with empty slots hold more parity than that, so what stays hot is
-        // capped at the plan's remainder and everything above it goes.
-        let last = last_level(&levels).map_or(0, level_bytes);
-        let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
-        let keep_hot = (parity_max - plan.offload_parity).max(0.0) as u64;
-        let parity = elect.parity();
-        let held = parity.parity_bytes()? + parity.cold_bytes()?;
-        parity.offload(held.saturating_sub(keep_hot))
+        // Case 3: all parity offloaded and α still not met — coded data goes too.
+        moved += elect.offload_coded(
+            &primary,
+            &levels,
+            plan.offload_data.max(0.0) as u64,
+            self.clock.now_micros(),
+        )?;
+        Ok(moved)
     }
 
     /// The coded tables of the primary tree that compaction replaced, with their ghosts'
@@ -613,6 +626,7 @@ impl ReplicaStore {
             .collect();
         if let Engines::ErasureTiered(_, elect) = &self.engines {
             out.extend(elect.parity().cold_locations()?);
+            out.extend(elect.ghost_locations()?.into_iter().map(|(l, _)| l));
         }
         Ok(out)
     }
