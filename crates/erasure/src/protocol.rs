@@ -46,13 +46,18 @@ pub struct Replaced {
 /// content)`.
 pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
 
+/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards: a few
+/// of its blocks. Any chunk-aligned span decodes on its own, whatever stripes the group
+/// was coded in (see [`crate::Codec::decode_range`]).
+pub const LOST_READ_BYTES: u64 = 16 << 10;
+
 /// What a degraded read of a lost data shard (a table whose node is down) got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LostRead {
     /// The rows asked for, `(key, value)` in key order, and whether the bounds hold
     /// nothing more.
     Rows(Vec<(Vec<u8>, Vec<u8>)>, bool),
-    /// The read first needs these bytes of the lost table decoded: a chunk-aligned span
-    /// of whole stripes (see [`crate::Codec::stripe_bytes`]).
+    /// The read first needs these bytes of the lost table decoded: a span of whole
+    /// [`LOST_READ_BYTES`] pieces (the last one ending at the table's coded end).
     Need(std::ops::Range<u64>),
 }

@@ -2,7 +2,7 @@
 //! (a secondary asks their primary, or decodes them when it is down — a degraded read,
 //! stripe by stripe), and full-node recovery of a node's coding shards.
 
-use mosaic_erasure::{Codec, EcMeta, LostRead};
+use mosaic_erasure::{Codec, EcMeta, LostRead, LOST_READ_BYTES};
 use mosaic_types::HostId;
 
 use super::elect::RELAY_TAG;
@@ -12,18 +12,34 @@ use crate::message::Tag;
 /// Rounds of fetching stripes one degraded read of one lost table may take (a point read
 /// takes about three: the footer's stripe, the index's, the key's block's).
 const LOST_READ_ROUNDS_MAX: usize = 64;
-/// Stripes a scan of a lost table fetches at most at once (the span doubles while the
-/// scan keeps asking for the stripes right after the last span).
-const LOST_READ_AHEAD_MAX: u64 = 16;
+/// Spans a scan of a lost table fetches at most at once (the span doubles while the scan
+/// keeps asking for the bytes right after the last span).
+const LOST_READ_AHEAD_MAX: u64 = 32;
+/// Bytes at the end of a lost table its first read fetches at once: the footer, index,
+/// filter and properties a table reader opens with, in one round for tables of a few MiB.
+const LOST_READ_TAIL: u64 = 64 << 10;
+/// How long a lost slot's resolved sources serve further degraded reads before the
+/// group's members are asked for its newest ECMeta again (a fetch that fails on them asks
+/// at once).
+const LOST_SOURCES_TTL_MICROS: u64 = 2_000_000;
 
 /// A group's shards a lost one is rebuilt from: the newest ECMeta, the nodes holding
 /// shards other than the lost one (data first, in position order), and the empty slots
 /// (all zeros, nothing to fetch).
-struct Sources {
+pub(super) struct Sources {
     meta: EcMeta,
     candidates: Vec<(u8, Endpoint)>,
     empty: Vec<u8>,
 }
+
+/// Sources of lost slots resolved recently, by `(table, group, slot)`, with when: each
+/// degraded read of a lost table would otherwise ask every member of its group for the
+/// newest ECMeta.
+#[derive(Default)]
+pub(super) struct SourceCache(parking_lot::Mutex<HashMap<LostSlot, (Arc<Sources>, u64)>>);
+
+/// A lost slot: `(table, group, slot)`.
+type LostSlot = (TableKey, [u8; 16], u8);
 
 impl Node {
     /// A read of rows this node holds as a secondary and a coding group covers (it dropped
@@ -124,13 +140,13 @@ impl Node {
         limit: usize,
     ) -> Result<Entries, Failure> {
         let store = &self.inner.store;
-        let stripe = u64::from(listed.stripe_bytes).max(1);
+        let granule = LOST_READ_BYTES;
         let size = listed
             .shards
             .get(usize::from(slot))
             .map_or(0, |s| s.size as usize);
         let coded_end = Codec::coded_len(size) as u64;
-        let mut sources: Option<Sources> = None;
+        let mut sources: Option<Arc<Sources>> = None;
         let mut meta = listed;
         let mut given = None;
         let mut last_end = None;
@@ -149,23 +165,34 @@ impl Node {
                 LostRead::Rows(rows, done) => return Ok((rows, done)),
                 LostRead::Need(span) => span,
             };
-            // A scan asks for the stripes right after the last span: fetch more at once.
+            // A scan asks for the bytes right after the last span: fetch more at once.
             ahead = if last_end == Some(span.start) {
                 (ahead * 2).min(LOST_READ_AHEAD_MAX)
             } else {
                 1
             };
-            let end = span
-                .end
-                .max(span.start + ahead * stripe)
-                .min(coded_end)
-                .max(span.end);
-            let span = span.start..end;
-            let src = match sources.take() {
-                Some(s) => s,
-                None => self.sources(table, &meta, slot).await?,
+            let mut start = span.start;
+            if span.end == coded_end {
+                // The footer: the rest of the table's metadata sits just before it.
+                start = start.min(coded_end.saturating_sub(LOST_READ_TAIL) / granule * granule);
+            }
+            let end = (span.start + ahead * granule).min(coded_end).max(span.end);
+            let span = start..end;
+            let (src, cached) = match sources.take() {
+                Some(s) => (s, false),
+                None => self.cached_sources(table, &meta, slot).await?,
             };
-            let shards = self.fetch_k(table, &src, Some(span.clone())).await?;
+            let (src, shards) = match self.fetch_k(table, &src, Some(span.clone())).await {
+                Ok(shards) => (src, shards),
+                // Sources resolved a while ago may be stale: resolve them again, once.
+                Err(_) if cached => {
+                    self.forget_sources(table, &meta, slot);
+                    let (fresh, _) = self.cached_sources(table, &meta, slot).await?;
+                    let shards = self.fetch_k(table, &fresh, Some(span.clone())).await?;
+                    (fresh, shards)
+                }
+                Err(f) => return Err(f),
+            };
             meta = src.meta.clone();
             sources = Some(src);
             last_end = Some(span.end);
@@ -176,6 +203,36 @@ impl Node {
              {LOST_READ_ROUNDS_MAX} rounds of decoding",
             hex(&meta.group)
         )))
+    }
+
+    /// The sources of slot `slot` of the group `listed` names, resolved within the last
+    /// [`LOST_SOURCES_TTL_MICROS`] (`true`: from the cache) or now.
+    async fn cached_sources(
+        &self,
+        table: TableKey,
+        listed: &EcMeta,
+        slot: u8,
+    ) -> Result<(Arc<Sources>, bool), Failure> {
+        let key = (table, listed.group, slot);
+        let now = self.inner.runtime.now_micros();
+        if let Some((s, at)) = self.inner.lost_sources.0.lock().get(&key) {
+            if now.saturating_sub(*at) < LOST_SOURCES_TTL_MICROS {
+                return Ok((s.clone(), true));
+            }
+        }
+        let fresh = Arc::new(self.sources(table, listed, slot).await?);
+        let mut cache = self.inner.lost_sources.0.lock();
+        cache.retain(|_, (_, at)| now.saturating_sub(*at) < LOST_SOURCES_TTL_MICROS);
+        cache.insert(key, (fresh.clone(), now));
+        Ok((fresh, false))
+    }
+
+    fn forget_sources(&self, table: TableKey, listed: &EcMeta, slot: u8) {
+        self.inner
+            .lost_sources
+            .0
+            .lock()
+            .remove(&(table, listed.group, slot));
     }
 
     /// [`Node::ec_recover`] of every erasure-tiered table this node stores.

@@ -167,6 +167,7 @@ struct Inner {
     stopped: AtomicBool,
     counters: Counters,
     replaying: Mutex<std::collections::HashSet<Endpoint>>,
+    lost_sources: lost::SourceCache,
 }
 
 /// A cluster node (see the module doc). Cheap to clone.
@@ -260,6 +261,7 @@ impl Node {
                 stopped: AtomicBool::new(false),
                 counters: Counters::default(),
                 replaying: Mutex::new(std::collections::HashSet::new()),
+                lost_sources: lost::SourceCache::default(),
             }),
         };
         node.rebuild_ring();
