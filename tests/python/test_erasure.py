@@ -343,3 +343,65 @@ def test_six_nodes_at_the_default_code_survive_two_killed_nodes_by_degraded_read
         assert {r.k: r.v for r in s.execute(scan)} == rows
     finally:
         c.close()
+
+
+def test_a_target_beyond_coding_and_parity_offloads_coded_tables_to_the_cold_tier():
+    """ELECT's Case 3: at RF 2 with a (3, 2) code, coding the whole last level and
+    offloading all of its parity saves at most half of it; α = 0.8 asks for more, so coded
+    tables move to the cold tier too (coldest first). Rows read back at ALL, across a
+    restart, and with a node killed: a degraded read then fetches pieces of the offloaded
+    tables from the cold tier of the nodes holding them."""
+    layout = "{'class': 'erasure-tiered', 'ec_k': '2', 'ec_n': '3', 'storage_saving_target': '0.8'}"
+    c = MosaicCluster(3, SETTINGS)
+    try:
+        c.up()
+        s = c.session()
+        s.execute("CREATE KEYSPACE off WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute(f"CREATE TABLE off.t (k int PRIMARY KEY, v text) WITH layout = {layout}")
+        c.wait_schema_agreement()
+        ins = s.prepare("INSERT INTO off.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        rows = {k: f"{k}-" + "o" * 300 for k in range(6000)}
+        for k, v in rows.items():
+            s.execute(ins, (k, v))
+        for i in range(1, 4):
+            c.mosaic("flush", "--host", c.admin(i))
+            c.mosaic("compact", "--host", c.admin(i))
+
+        def offloaded():
+            st = [stats(c, i, "off.t") for i in range(1, 4)]
+            return all(x["cold_bytes"] > 0 and x["cold_parity_bytes"] > 0 for x in st)
+
+        wait_until("coded tables offloaded on every node", offloaded, timeout=120)
+        for i in range(1, 4):
+            # The tables' objects sit in the node's cold tier beside its parity, each named
+            # by a stub where the table's ghost was.
+            [d] = table_dirs(c, i, "off")
+            stubs = glob.glob(os.path.join(d, "ghosts", "*.cold"))
+            assert stubs, i
+            with open(stubs[0]) as f:
+                location = f.readline().strip()
+            assert glob.glob(os.path.join(c.node_dir(i), "cold", "*", location)), location
+            st = stats(c, i, "off.t")
+            primary = [x for x in st["structures"] if x["structure"] == "primary"][0]
+            last = [lv for lv in primary["levels"] if lv["bytes"] > 0][-1]
+            assert st["cold_bytes"] > 0.3 * last["bytes"], (st["cold_bytes"], last)
+        sel = SimpleStatement("SELECT k, v FROM off.t", consistency_level=CL.ALL, fetch_size=1000)
+        assert {r.k: r.v for r in s.execute(sel)} == rows
+
+        c.stop(1, 2, 3)
+        c.restart()
+        s = c.session()
+        assert {r.k: r.v for r in s.execute(sel)} == rows
+
+        # Node 3 killed: rows it was primary for are decoded from the group's other shards,
+        # some of them offloaded tables read by range from their node's cold tier.
+        c.kill(3)
+        wait_until("node 3 seen down", lambda: not any(c.status(i)[c.endpoint(3)]["up"] for i in (1, 2)), timeout=30)
+        s.cluster.shutdown()
+        s = c.session()
+        one = SimpleStatement("SELECT v FROM off.t WHERE k = %s", consistency_level=CL.ONE)
+        wrong = [k for k in range(0, 6000, 7) if (r := s.execute(one, (k,)).one()) is None or r.v != rows[k]]
+        assert not wrong, wrong[:20]
+    finally:
+        c.close()
