@@ -23,7 +23,7 @@
 # the cluster directory is removed after each configuration unless KEEP=1. Every --set is
 # passed to `mosaic cluster up` for every cluster of the run (e.g. --set
 # storage.direct_io=true --set storage.block_cache_size_bytes=8388608 to make reads reach
-# the disk, --set cluster.replica_selection=primary-first for DEPART's read routing).
+# the disk, --set scheduling.replica_selection=primary-first for DEPART's read routing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,27p' "$0" >&2; exit 2; }

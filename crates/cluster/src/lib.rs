@@ -7,8 +7,8 @@
 //! reads and blocking read repair), the replica side of every request (`node/replica.rs`),
 //! gossip rounds, ring rebuilds and schema propagation (`node/membership.rs`), hinted
 //! handoff (`node/hints.rs`) and anti-entropy repair (`node/anti_entropy.rs`). Replica
-//! selection for reads is a policy behind [`snitch::ReplicaSelector`], chosen by
-//! [`snitch::selector_for`]. Events (nodes up and down, schema changes, hint replay,
+//! selection for reads is a policy behind [`selection::ReplicaSelector`], chosen by
+//! [`selection::selector`] from `[scheduling]`. Events (nodes up and down, schema changes, hint replay,
 //! repair) go to `tracing`; the server installs the subscriber.
 //!
 //! Must not depend on tokio, sockets, files or the wall clock: the node reaches time,
@@ -27,7 +27,7 @@ pub mod message;
 pub mod node;
 pub mod repair;
 pub mod ring;
-pub mod snitch;
+pub mod selection;
 
 pub use consistency::{ClusterError, ConsistencyLevel};
 pub use env::{Runtime, Store, Transport};

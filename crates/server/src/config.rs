@@ -58,6 +58,9 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// What the node logs.
     pub log: LogConfig,
+    /// How requests are scheduled: which replicas a read asks (`replica_selection` and a
+    /// sub-table of parameters per policy, e.g. `[scheduling.dynamic-snitch]`).
+    pub scheduling: mosaic_cluster::selection::SelectionConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -155,10 +158,9 @@ pub struct ClusterConfig {
     /// Hints are stored for a replica down less than this; 0 disables hinted handoff
     /// (Cassandra's `max_hint_window`, 3 h).
     pub max_hint_window_ms: u64,
-    /// Which replicas a read asks first: `dynamic-snitch` (Cassandra's: the fastest by
-    /// observed latency) or `primary-first` (the token's primary replica, then ring order:
-    /// DEPART's replica-aware reads).
-    pub replica_selection: ReplicaSelection,
+    /// Deprecated: `[scheduling] replica_selection` (still read, with a warning; when
+    /// both are set, `[scheduling]`'s wins unless it is the default).
+    pub replica_selection: Option<ReplicaSelection>,
     /// Milliseconds between a node's rounds of erasure-coding the cold last level of its
     /// `erasure-tiered` tables (ELECT's redundancy transitioning); 0 turns coding off.
     pub erasure_coding_interval_ms: u64,
@@ -227,6 +229,7 @@ impl Default for Config {
             cold_tier: ColdTierConfig::default(),
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
+            scheduling: mosaic_cluster::selection::SelectionConfig::default(),
         }
     }
 }
@@ -264,7 +267,7 @@ impl Default for ClusterConfig {
             replica_requests_max: 4096,
             peer_queue_max: 16_384,
             max_hint_window_ms: 3 * 3600 * 1000,
-            replica_selection: ReplicaSelection::default(),
+            replica_selection: None,
             erasure_coding_interval_ms: 60_000,
         }
     }
@@ -340,6 +343,31 @@ impl Config {
         Ok(config)
     }
 
+    /// `[scheduling]`'s replica selection, with the deprecated `[cluster]
+    /// replica_selection` applied when `[scheduling]` names none but the default.
+    pub fn selection(&self) -> mosaic_cluster::selection::SelectionConfig {
+        let mut s = self.scheduling.clone();
+        if let Some(old) = self.cluster.replica_selection {
+            if s.replica_selection == ReplicaSelection::default() {
+                s.replica_selection = old;
+            }
+        }
+        s
+    }
+
+    /// What the configuration sets in a deprecated way, as warnings to log at start.
+    pub fn deprecations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.cluster.replica_selection.is_some() {
+            out.push(format!(
+                "[cluster] replica_selection is deprecated: set [scheduling] replica_selection \
+                 (now using {})",
+                self.selection().replica_selection
+            ));
+        }
+        out
+    }
+
     /// The TOML text of this configuration (every key written out).
     pub fn to_toml(&self) -> Result<String> {
         toml::to_string(self).context("serializing the configuration")
@@ -362,6 +390,7 @@ impl Config {
         if self.num_tokens == 0 || self.num_tokens > 1536 {
             bail!("num_tokens must be between 1 and 1536");
         }
+        self.scheduling.validate().map_err(anyhow::Error::msg)?;
         if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {
             bail!(
                 "listen_address {} is a wildcard: set broadcast_address to the address clients \
@@ -620,7 +649,44 @@ mod tests {
         assert!(text.contains("[cluster]"), "{text}");
         assert!(text.contains("dynamic-snitch, primary-first"), "{text}");
         let c = Config::parse("[cluster]\nreplica_selection = \"primary-first\"\n").unwrap();
-        assert_eq!(c.cluster.replica_selection, ReplicaSelection::PrimaryFirst);
+        assert_eq!(
+            c.selection().replica_selection,
+            ReplicaSelection::PrimaryFirst
+        );
+        assert!(c.deprecations()[0].contains("[scheduling] replica_selection"));
+    }
+
+    #[test]
+    fn scheduling_names_the_policy_and_each_policys_parameters() {
+        let c = Config::parse(
+            "[scheduling]\nreplica_selection = \"popularity-aware\"\n\
+             [scheduling.dynamic-snitch]\nbadness_threshold = 0.2\nreset_interval_ms = 0\n\
+             [scheduling.popularity-aware]\nthreshold = 0.001\n",
+        )
+        .unwrap();
+        let s = c.selection();
+        assert_eq!(s.replica_selection, ReplicaSelection::PopularityAware);
+        assert_eq!(s.dynamic_snitch.badness_threshold, 0.2);
+        assert_eq!(s.dynamic_snitch.reset_interval_ms, 0);
+        assert_eq!(s.dynamic_snitch.update_interval_ms, 100);
+        assert_eq!(s.popularity_aware.threshold, 0.001);
+        assert!(c.deprecations().is_empty());
+        // [scheduling] wins over the deprecated key, which only fills in for the default.
+        let both = Config::parse(
+            "[cluster]\nreplica_selection = \"primary-first\"\n\
+             [scheduling]\nreplica_selection = \"round-robin\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            both.selection().replica_selection,
+            ReplicaSelection::RoundRobin
+        );
+        let err = Config::parse("[scheduling.popularity-aware]\nthreshold = 2.0\n").unwrap_err();
+        assert!(format!("{err:#}").contains("threshold"), "{err:#}");
+        let err = Config::parse("[scheduling]\nreplica_selection = \"c4\"\n").unwrap_err();
+        assert!(format!("{err:#}").contains("round-robin"), "{err:#}");
+        // Every key round-trips through the written-out file.
+        assert_eq!(Config::parse(&c.to_toml().unwrap()).unwrap(), c);
     }
 
     #[test]

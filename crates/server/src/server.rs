@@ -41,6 +41,9 @@ use crate::net::{self, Shared};
 pub fn run(config_path: &Path) -> Result<()> {
     let config = Config::load(config_path)?;
     crate::logging::init(&config.log)?;
+    for warning in config.deprecations() {
+        tracing::warn!(target: "mosaic", "{warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mosaic-worker")
@@ -161,7 +164,7 @@ async fn open_storage(config: &Config, signals: &mut Signals) -> Result<Arc<Loca
         data_dir = %local.data_dir().display(),
         tables = local.table_count(),
         default_layout = %config.storage.layout,
-        replica_selection = %config.cluster.replica_selection,
+        replica_selection = %config.selection().replica_selection,
         "storage open"
     );
     Ok(local)
@@ -233,7 +236,7 @@ fn start_node(
         Arc::new(TokioRuntime::new()),
         Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
         store.clone(),
-        mosaic_cluster::snitch::selector_for(config.cluster.replica_selection),
+        mosaic_cluster::selection::selector(&config.selection()),
     );
     restore_peers(&node, &config.data_dir);
     // After the restored peers: the store's first ring is then the whole ring.

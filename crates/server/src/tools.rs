@@ -114,6 +114,19 @@ pub fn status(args: &HostArgs) -> Result<()> {
             n.rack,
         );
     }
+    let s = &status.scheduling;
+    if !s.replica_selection.is_empty() {
+        let decisions: Vec<String> = s
+            .decisions
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "Replica selection: {} ({})",
+            s.replica_selection,
+            decisions.join(", ")
+        );
+    }
     Ok(())
 }
 

@@ -291,6 +291,12 @@ named_enum!(
         DynamicSnitch => "dynamic-snitch",
         /// DEPART's replica-aware reads: the primary replica first.
         PrimaryFirst => "primary-first",
+        /// Each read one replica further along the ring order than the last.
+        RoundRobin => "round-robin",
+        /// A random order.
+        Random => "random",
+        /// Hector's: popular keys round-robin, the rest always to the primary.
+        PopularityAware => "popularity-aware",
     }
 );
 

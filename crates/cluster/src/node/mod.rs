@@ -44,7 +44,7 @@ use crate::message::{
 };
 use crate::repair::{self, RepairReport};
 use crate::ring::{Ring, Segment};
-use crate::snitch::{ReadInfo, ReplicaSelector};
+use crate::selection::{ReadInfo, ReplicaSelector};
 use crate::Endpoint;
 
 mod anti_entropy;
@@ -411,6 +411,11 @@ impl Node {
         }
     }
 
+    /// The replica-selection policy this node's reads use.
+    pub fn replica_selector(&self) -> &Arc<dyn ReplicaSelector> {
+        &self.inner.selector
+    }
+
     /// Counters of hinted handoff and repair.
     pub fn counters(&self) -> CounterSnapshot {
         let c = &self.inner.counters;
@@ -480,8 +485,10 @@ impl Node {
             let node = self.clone();
             return async move {
                 let answer = node.serve(body).await;
-                let elapsed = node.inner.runtime.now_micros().saturating_sub(started);
-                node.inner.selector.observe(to, elapsed);
+                let now = node.inner.runtime.now_micros();
+                node.inner
+                    .selector
+                    .observe(to, now.saturating_sub(started), now);
                 (to, Ok(answer))
             }
             .boxed();
@@ -503,7 +510,8 @@ impl Node {
             }
             match rx.await {
                 Ok(answer) => {
-                    selector.observe(to, runtime.now_micros().saturating_sub(started));
+                    let now = runtime.now_micros();
+                    selector.observe(to, now.saturating_sub(started), now);
                     (to, Ok(answer))
                 }
                 Err(_) => (to, Err(NoAnswer::Dropped)),

@@ -159,7 +159,7 @@ impl Node {
         } else {
             seg.replicas.first().copied()
         };
-        let (targets, tags) = self.read_targets(&seg, limit, cl, block_for, first)?;
+        let (targets, tags) = self.read_targets(table, &seg, limit, cl, block_for, first)?;
         let read = SegmentRead {
             table,
             range: WireRange {
@@ -189,6 +189,7 @@ impl Node {
     /// first when alive.
     fn read_targets(
         &self,
+        table: TableKey,
         seg: &Segment,
         limit: usize,
         cl: ConsistencyLevel,
@@ -211,8 +212,10 @@ impl Node {
             });
         }
         let info = ReadInfo {
+            table,
             key: &seg.range.start,
             limit,
+            now_micros: self.inner.runtime.now_micros(),
         };
         let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
         if let Some(i) = first.and_then(|p| live.iter().position(|r| *r == p)) {

@@ -21,6 +21,18 @@ pub struct Status {
     pub endpoint: String,
     /// Every node it knows, itself included.
     pub nodes: Vec<NodeStatus>,
+    /// The answering node's request scheduling.
+    #[serde(default)]
+    pub scheduling: SchedulingStatus,
+}
+
+/// How the answering node schedules requests (`[scheduling]`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SchedulingStatus {
+    /// The replica-selection policy its reads use.
+    pub replica_selection: String,
+    /// The policy's decisions so far, by kind.
+    pub decisions: Vec<(String, u64)>,
 }
 
 /// One node of `GET /status`.

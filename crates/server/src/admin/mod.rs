@@ -143,9 +143,18 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
             schema_version: mosaic_cql::schema::Uuid(s.app.schema_version).to_string(),
         })
         .collect();
+    let selector = node.replica_selector();
     Json(api::Status {
         endpoint: node.endpoint().to_string(),
         nodes,
+        scheduling: api::SchedulingStatus {
+            replica_selection: selector.name().to_owned(),
+            decisions: selector
+                .decisions()
+                .into_iter()
+                .map(|(kind, n)| (kind.to_owned(), n))
+                .collect(),
+        },
     })
 }
 

@@ -41,6 +41,15 @@ pub async fn record(admin: &Admin) {
     metrics::gauge!("mosaic_hints_pending").set(admin.hints.count() as f64);
     metrics::counter!("mosaic_repair_ranges_total").absolute(c.repair_ranges);
     metrics::counter!("mosaic_repair_entries_streamed_total").absolute(c.repair_entries);
+    let selector = node.replica_selector();
+    for (decision, n) in selector.decisions() {
+        metrics::counter!(
+            "mosaic_replica_selection_decisions_total",
+            "policy" => selector.name(),
+            "decision" => decision
+        )
+        .absolute(n);
+    }
     let states = node.states();
     let up = states.iter().filter(|(_, up)| *up).count();
     metrics::gauge!("mosaic_nodes", "state" => "up").set(up as f64);
