@@ -46,10 +46,11 @@ pub struct Replaced {
 /// content)`.
 pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
 
-/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards: a few
-/// of its blocks. Any chunk-aligned span decodes on its own, whatever stripes the group
-/// was coded in (see [`crate::Codec::decode_range`]).
-pub const LOST_READ_BYTES: u64 = 16 << 10;
+/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards: the
+/// coding stripe (a miss costs `k` round trips whatever its size, so larger pieces serve
+/// more later reads; 16 KiB pieces measured slower). Any chunk-aligned span decodes on
+/// its own, whatever stripes the group was coded in (see [`crate::Codec::decode_range`]).
+pub const LOST_READ_BYTES: u64 = 64 << 10;
 
 /// What a degraded read of a lost data shard (a table whose node is down) got.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,10 +14,10 @@ use crate::message::Tag;
 const LOST_READ_ROUNDS_MAX: usize = 64;
 /// Spans a scan of a lost table fetches at most at once (the span doubles while the scan
 /// keeps asking for the bytes right after the last span).
-const LOST_READ_AHEAD_MAX: u64 = 32;
+const LOST_READ_AHEAD_MAX: u64 = 16;
 /// Bytes at the end of a lost table its first read fetches at once: the footer, index,
 /// filter and properties a table reader opens with, in one round for tables of a few MiB.
-const LOST_READ_TAIL: u64 = 64 << 10;
+const LOST_READ_TAIL: u64 = 128 << 10;
 /// How long a lost slot's resolved sources serve further degraded reads before the
 /// group's members are asked for its newest ECMeta again (a fetch that fails on them asks
 /// at once).
@@ -32,14 +32,24 @@ pub(super) struct Sources {
     empty: Vec<u8>,
 }
 
-/// Sources of lost slots resolved recently, by `(table, group, slot)`, with when: each
-/// degraded read of a lost table would otherwise ask every member of its group for the
-/// newest ECMeta.
+/// What degraded reads share: the sources of lost slots resolved recently (by `(table,
+/// group, slot)`, with when; each degraded read would otherwise ask every member of its
+/// group for the newest ECMeta), and the fetches in flight (by slot and span).
 #[derive(Default)]
-pub(super) struct SourceCache(parking_lot::Mutex<HashMap<LostSlot, (Arc<Sources>, u64)>>);
+pub(super) struct LostReads {
+    sources: parking_lot::Mutex<HashMap<LostSlot, (Arc<Sources>, u64)>>,
+    fetches: parking_lot::Mutex<HashMap<LostSpan, SharedFetch>>,
+}
+
+/// A fetch of a lost table's span that several reads wait for.
+type SharedFetch =
+    futures::future::Shared<futures::future::BoxFuture<'static, Result<LostRead, Failure>>>;
 
 /// A lost slot: `(table, group, slot)`.
 type LostSlot = (TableKey, [u8; 16], u8);
+
+/// A span of a lost slot: `(table, group, slot, first byte, end)`.
+type LostSpan = (TableKey, [u8; 16], u8, u64, u64);
 
 impl Node {
     /// A read of rows this node holds as a secondary and a coding group covers (it dropped
@@ -129,8 +139,9 @@ impl Node {
     }
 
     /// Up to `limit` rows of `range` from the table in `slot` of the group `listed` names:
-    /// read from the stripes of it decoded before, fetching (from `k` other shards) and
-    /// decoding the spans the read still needs.
+    /// read from the pieces of it decoded before, fetching (from `k` other shards) and
+    /// decoding the spans the read still needs. Reads needing a span another read is
+    /// already fetching wait for that fetch instead of fetching it again.
     async fn read_lost(
         &self,
         table: TableKey,
@@ -146,22 +157,13 @@ impl Node {
             .get(usize::from(slot))
             .map_or(0, |s| s.size as usize);
         let coded_end = Codec::coded_len(size) as u64;
-        let mut sources: Option<Arc<Sources>> = None;
-        let mut meta = listed;
-        let mut given = None;
         let mut last_end = None;
         let mut ahead = 1;
+        let mut read = store
+            .ec_read_lost(table, (listed.clone(), slot), None, range.clone(), limit)
+            .await?;
         for _ in 0..LOST_READ_ROUNDS_MAX {
-            let span = match store
-                .ec_read_lost(
-                    table,
-                    (meta.clone(), slot),
-                    given.take(),
-                    range.clone(),
-                    limit,
-                )
-                .await?
-            {
+            let span = match read {
                 LostRead::Rows(rows, done) => return Ok((rows, done)),
                 LostRead::Need(span) => span,
             };
@@ -178,31 +180,77 @@ impl Node {
             }
             let end = (span.start + ahead * granule).min(coded_end).max(span.end);
             let span = start..end;
-            let (src, cached) = match sources.take() {
-                Some(s) => (s, false),
-                None => self.cached_sources(table, &meta, slot).await?,
-            };
-            let (src, shards) = match self.fetch_k(table, &src, Some(span.clone())).await {
-                Ok(shards) => (src, shards),
-                // Sources resolved a while ago may be stale: resolve them again, once.
-                Err(_) if cached => {
-                    self.forget_sources(table, &meta, slot);
-                    let (fresh, _) = self.cached_sources(table, &meta, slot).await?;
-                    let shards = self.fetch_k(table, &fresh, Some(span.clone())).await?;
-                    (fresh, shards)
-                }
-                Err(f) => return Err(f),
-            };
-            meta = src.meta.clone();
-            sources = Some(src);
             last_end = Some(span.end);
-            given = Some((span, shards));
+            let key = (table, listed.group, slot, span.start, span.end);
+            let (fetch, mine) = {
+                let mut fetches = self.inner.lost.fetches.lock();
+                match fetches.get(&key) {
+                    Some(f) => (f.clone(), false),
+                    None => {
+                        let node = self.clone();
+                        let (listed, range) = (listed.clone(), range.clone());
+                        let f = async move {
+                            node.fetch_lost(table, listed, slot, span, range, limit)
+                                .await
+                        }
+                        .boxed()
+                        .shared();
+                        fetches.insert(key, f.clone());
+                        (f, true)
+                    }
+                }
+            };
+            let fetched = fetch.await;
+            if mine {
+                self.inner.lost.fetches.lock().remove(&key);
+                read = fetched?;
+            } else {
+                // Another read's fetch: its answer was for its own keys; read again.
+                read = store
+                    .ec_read_lost(table, (listed.clone(), slot), None, range.clone(), limit)
+                    .await?;
+            }
         }
         Err(Failure::Storage(format!(
             "a degraded read of slot {slot} of group {} did not complete in \
              {LOST_READ_ROUNDS_MAX} rounds of decoding",
-            hex(&meta.group)
+            hex(&listed.group)
         )))
+    }
+
+    /// Fetches bytes `span` of the table in `slot` of the group `listed` names from `k`
+    /// other shards, decodes them into its pieces and reads `range` again.
+    async fn fetch_lost(
+        &self,
+        table: TableKey,
+        listed: EcMeta,
+        slot: u8,
+        span: std::ops::Range<u64>,
+        range: KeyRange,
+        limit: usize,
+    ) -> Result<LostRead, Failure> {
+        let (src, cached) = self.cached_sources(table, &listed, slot).await?;
+        let (src, shards) = match self.fetch_k(table, &src, Some(span.clone())).await {
+            Ok(shards) => (src, shards),
+            // Sources resolved a while ago may be stale: resolve them again, once.
+            Err(_) if cached => {
+                self.forget_sources(table, &listed, slot);
+                let (fresh, _) = self.cached_sources(table, &listed, slot).await?;
+                let shards = self.fetch_k(table, &fresh, Some(span.clone())).await?;
+                (fresh, shards)
+            }
+            Err(f) => return Err(f),
+        };
+        self.inner
+            .store
+            .ec_read_lost(
+                table,
+                (src.meta.clone(), slot),
+                Some((span, shards)),
+                range,
+                limit,
+            )
+            .await
     }
 
     /// The sources of slot `slot` of the group `listed` names, resolved within the last
@@ -215,13 +263,13 @@ impl Node {
     ) -> Result<(Arc<Sources>, bool), Failure> {
         let key = (table, listed.group, slot);
         let now = self.inner.runtime.now_micros();
-        if let Some((s, at)) = self.inner.lost_sources.0.lock().get(&key) {
+        if let Some((s, at)) = self.inner.lost.sources.lock().get(&key) {
             if now.saturating_sub(*at) < LOST_SOURCES_TTL_MICROS {
                 return Ok((s.clone(), true));
             }
         }
         let fresh = Arc::new(self.sources(table, listed, slot).await?);
-        let mut cache = self.inner.lost_sources.0.lock();
+        let mut cache = self.inner.lost.sources.lock();
         cache.retain(|_, (_, at)| now.saturating_sub(*at) < LOST_SOURCES_TTL_MICROS);
         cache.insert(key, (fresh.clone(), now));
         Ok((fresh, false))
@@ -229,8 +277,8 @@ impl Node {
 
     fn forget_sources(&self, table: TableKey, listed: &EcMeta, slot: u8) {
         self.inner
-            .lost_sources
-            .0
+            .lost
+            .sources
             .lock()
             .remove(&(table, listed.group, slot));
     }

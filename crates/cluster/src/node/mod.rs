@@ -167,7 +167,7 @@ struct Inner {
     stopped: AtomicBool,
     counters: Counters,
     replaying: Mutex<std::collections::HashSet<Endpoint>>,
-    lost_sources: lost::SourceCache,
+    lost: lost::LostReads,
 }
 
 /// A cluster node (see the module doc). Cheap to clone.
@@ -261,7 +261,7 @@ impl Node {
                 stopped: AtomicBool::new(false),
                 counters: Counters::default(),
                 replaying: Mutex::new(std::collections::HashSet::new()),
-                lost_sources: lost::SourceCache::default(),
+                lost: lost::LostReads::default(),
             }),
         };
         node.rebuild_ring();
