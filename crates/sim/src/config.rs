@@ -87,6 +87,8 @@ pub struct Config {
     pub batch_ppm: u32,
     /// Of the reads, the share that read the whole table as one range, per million.
     pub range_read_ppm: u32,
+    /// How every node's reads choose replicas (`[scheduling] replica_selection`).
+    pub replica_selection: mosaic_types::ReplicaSelection,
 }
 
 impl Config {
@@ -180,6 +182,17 @@ impl Config {
             range_read_ppm: r.between(0, 300_000) as u32,
             batch_ppm: r.between(0, 300_000) as u32,
             schema_change_ppm: r.between(0, 40_000) as u32,
+            // Drawn last, so the draws above still give every older seed its configuration.
+            replica_selection: {
+                use mosaic_types::ReplicaSelection::*;
+                [
+                    DynamicSnitch,
+                    PrimaryFirst,
+                    RoundRobin,
+                    Random,
+                    PopularityAware,
+                ][r.index(5)]
+            },
         }
     }
 

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use futures::channel::oneshot;
 use futures::future::{BoxFuture, FutureExt};
 use mosaic_cluster::message::{AppState, EndpointState, NodeStatus};
-use mosaic_cluster::selection::DynamicSnitch;
 use mosaic_cluster::{ConsistencyLevel, Node, NodeConfig, Store, WireMutation};
 use mosaic_rows::{encode_token, KeyRange};
 use mosaic_types::Token;

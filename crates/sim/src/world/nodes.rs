@@ -59,7 +59,7 @@ impl World {
             Arc::new(runtime),
             Arc::new(transport),
             store.clone(),
-            Arc::new(DynamicSnitch::default()),
+            mosaic_cluster::selection::selector_for(self.config.replica_selection),
         );
         if !self.forget_peers {
             let known = self.peers.lock().get(i).cloned().unwrap_or_default();
