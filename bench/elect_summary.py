@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-PHASES = ["load", "a", "b", "c", "d", "e", "f", "c-degraded", "c-recovered"]
+PHASES = ["load", "a", "b", "c", "d", "e", "f", "c-degraded", "c-degraded-warm", "c-recovered"]
 
 
 def reps(d, name):
@@ -68,6 +68,9 @@ def main():
         c, deg = r["phases"].get("c"), r["phases"].get("c-degraded")
         if c and deg and c["mean_us"]:
             r["degraded_read_ratio"] = deg["mean_us"] / c["mean_us"]
+        warm = r["phases"].get("c-degraded-warm")
+        if c and warm and c["mean_us"]:
+            r["degraded_warm_ratio"] = warm["mean_us"] / c["mean_us"]
         if base and c and base["phases"].get("c"):
             r["read_throughput_ratio"] = c["throughput_ops"] / base["phases"]["c"]["throughput_ops"]
         if base and name != "uniform":
@@ -81,10 +84,11 @@ def main():
     mib = lambda b: f"{b / 2**20:.1f}"
     pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"
     lines = [f"# bench/elect.sh {root.name}", "",
-             "| config | hot MiB | cold MiB | total MiB | hot saving | total saving | C ops/s | C mean ms | C p99 ms | degraded C mean ms | degraded / normal |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| config | hot MiB | cold MiB | total MiB | hot saving | total saving | C ops/s | C mean ms | C p99 ms | degraded C mean ms | degraded / normal | again: mean ms | again / normal |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         c, deg = r["phases"].get("c"), r["phases"].get("c-degraded")
+        warm = r["phases"].get("c-degraded-warm")
         ms = lambda x, k: "-" if not x or x[k] is None else f"{x[k] / 1000:.2f}"
         lines.append("| " + " | ".join([
             name, mib(r["hot_bytes"]), mib(r["cold_bytes"]), mib(r["total_bytes"]),
@@ -92,6 +96,8 @@ def main():
             f"{c['throughput_ops']:.0f}" if c else "-", ms(c, "mean_us"), ms(c, "p99_us"),
             ms(deg, "mean_us"),
             f"{r['degraded_read_ratio']:.2f}x" if "degraded_read_ratio" in r else "-",
+            ms(warm, "mean_us"),
+            f"{r['degraded_warm_ratio']:.2f}x" if "degraded_warm_ratio" in r else "-",
         ]) + " |")
     ycsb = [p for p in "abdef" if any(p in r["phases"] for r in results.values())]
     if ycsb:
