@@ -5,8 +5,14 @@ handoff off) when the row was overwritten at ONE, so it still answers the old va
 read goes through node 1 at ONE, so which replica answered shows in the value: with
 `round-robin` the three replicas take turns (a third of the answers are old); with
 `primary-first` every read goes to the key's primary (all answers alike). `mosaic status`
-names the policy and counts its decisions, and `/metrics` exports them.
+names the policy and counts its decisions, and `/metrics` exports them. With one replica
+stalling, C3 and the dynamic snitch route around it; round-robin does not.
 """
+
+import os
+import signal
+import threading
+import time
 
 from cassandra import ConsistencyLevel as CL
 from cassandra.query import SimpleStatement
@@ -58,3 +64,60 @@ def test_primary_first_always_asks_the_same_replica():
         assert "Replica selection: primary-first" in c.mosaic("status", "--host", c.admin(1)).stdout
     finally:
         c.close()
+
+
+def latencies_with_a_stalling_node(policy, reads=600):
+    """Mean and p99 latency (ms) of reads at ONE through node 1 while node 3 stalls (a
+    device with long stalls: SIGSTOP for 40 ms of every 80)."""
+    c = MosaicCluster(3, (f"scheduling.replica_selection={policy}",))
+    stop = threading.Event()
+    try:
+        c.up()
+        s = c.session()
+        s.execute("CREATE KEYSPACE slow WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        s.execute("CREATE TABLE slow.t (k int PRIMARY KEY, v text)")
+        c.wait_schema_agreement()
+        ins = s.prepare("INSERT INTO slow.t (k, v) VALUES (?, ?)")
+        ins.consistency_level = CL.ALL
+        for k in range(100):
+            s.execute(ins, (k, "v" * 100))
+        s1 = c.session(only=1)
+        sel = s1.prepare("SELECT v FROM slow.t WHERE k = ?")
+        sel.consistency_level = CL.ONE
+        pid = c.pid(3)
+
+        def stall():
+            while not stop.is_set():
+                os.kill(pid, signal.SIGSTOP)
+                time.sleep(0.04)
+                os.kill(pid, signal.SIGCONT)
+                time.sleep(0.04)
+
+        t = threading.Thread(target=stall)
+        t.start()
+        took = []
+        try:
+            for i in range(reads):
+                start = time.perf_counter()
+                assert s1.execute(sel, (i % 100,)).one() is not None
+                took.append((time.perf_counter() - start) * 1000)
+        finally:
+            stop.set()
+            t.join()
+            os.kill(pid, signal.SIGCONT)
+        took.sort()
+        return sum(took) / len(took), took[int(len(took) * 0.99)]
+    finally:
+        stop.set()
+        c.close()
+
+
+def test_latency_aware_policies_route_around_a_stalling_replica():
+    """A replica that stalls (stopped for tens of milliseconds at a time) delays every read
+    sent to it: round-robin sends it a third of the reads, while C3 and the dynamic snitch
+    learn to avoid it. Same cluster shape, same reads, one policy at a time."""
+    rr_mean, rr_p99 = latencies_with_a_stalling_node("round-robin")
+    for policy in ("c3", "dynamic-snitch"):
+        mean, p99 = latencies_with_a_stalling_node(policy)
+        assert mean < 0.5 * rr_mean, (policy, mean, rr_mean)
+        assert p99 < rr_p99, (policy, p99, rr_p99)

@@ -386,6 +386,14 @@ pub enum Body {
         /// `(epoch, length, bytes)`.
         shard: Option<(u64, u64, Vec<u8>)>,
     },
+    /// An answer with the facts its request's `facts` tag asked for (Hector's state
+    /// propagation, `selection::facts`).
+    WithFacts {
+        /// The replica's measurements.
+        facts: crate::selection::facts::Facts,
+        /// The answer.
+        body: Box<Body>,
+    },
 }
 
 impl Body {
@@ -406,6 +414,7 @@ impl Body {
                 | Body::EcMetaData { .. }
                 | Body::EcShard { .. }
                 | Body::EcStripe { .. }
+                | Body::WithFacts { .. }
                 | Body::EcGroups { .. }
                 | Body::EcMetaAck
         )

@@ -227,6 +227,28 @@ fn say(line: &str) {
     out.flush().unwrap();
 }
 
+/// Opens the database, waiting (up to 10 s) while its directory lock is held elsewhere.
+/// The lock is an flock: a child that the other test of this binary forks while this
+/// test's parent holds the lock keeps a copy of it until that child execs, after the
+/// parent has closed its own handle.
+fn open_when_unlocked(dir: &Path, opts: Options) -> mosaic_lsm::Result<Db> {
+    let started = Instant::now();
+    loop {
+        match Db::open(dir, opts.clone()) {
+            Err(mosaic_lsm::Error::Io {
+                op: "locking",
+                source,
+                ..
+            }) if source.kind() == std::io::ErrorKind::WouldBlock
+                && started.elapsed() < Duration::from_secs(10) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Does nothing in a normal test run; acts as the crashing child when `MOSAIC_CRASH_CHILD`
 /// is set by [`kill9_loses_no_acknowledged_write`].
 #[test]
@@ -235,7 +257,8 @@ fn crash_child_process() {
         return;
     };
     let spec = ChildSpec::decode(&spec);
-    let db = Db::open(&spec.dir, options(spec.sync_mode(), spec.log)).unwrap();
+    let db = open_when_unlocked(&spec.dir, options(spec.sync_mode(), spec.log))
+        .unwrap_or_else(|e| panic!("opening the database: {e}"));
     say("READY");
     std::thread::scope(|s| {
         for t in 0..spec.threads {
@@ -549,7 +572,7 @@ fn kill9(log: bool) {
         total_acks += outcome.acks.iter().sum::<usize>();
 
         let t1 = Instant::now();
-        let db = Db::open(&dir, options(SyncMode::PerWrite, log))
+        let db = open_when_unlocked(&dir, options(SyncMode::PerWrite, log))
             .unwrap_or_else(|e| panic!("{context}: reopen after SIGKILL failed: {e}"));
         let t_open = t1.elapsed();
         let report = db.recovery_report();

@@ -191,7 +191,8 @@ impl Config {
                     RoundRobin,
                     Random,
                     PopularityAware,
-                ][r.index(5)]
+                    C3,
+                ][r.index(6)]
             },
         }
     }

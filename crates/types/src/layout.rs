@@ -297,6 +297,8 @@ named_enum!(
         Random => "random",
         /// Hector's: popular keys round-robin, the rest always to the primary.
         PopularityAware => "popularity-aware",
+        /// C3's scoring: response and service times, queue lengths, reads outstanding.
+        C3 => "c3",
     }
 );
 

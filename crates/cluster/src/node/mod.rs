@@ -44,6 +44,7 @@ use crate::message::{
 };
 use crate::repair::{self, RepairReport};
 use crate::ring::{Ring, Segment};
+use crate::selection::facts::{self, Facts};
 use crate::selection::{ReadInfo, ReplicaSelector};
 use crate::Endpoint;
 
@@ -168,6 +169,20 @@ struct Inner {
     counters: Counters,
     replaying: Mutex<std::collections::HashSet<Endpoint>>,
     lost: lost::LostReads,
+    read_load: facts::ReadLoad,
+}
+
+/// A read in flight to `to`, for the selector: dropping it (answered, timed out or
+/// abandoned) ends it.
+struct Outstanding {
+    selector: Arc<dyn ReplicaSelector>,
+    to: Endpoint,
+}
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        self.selector.done(self.to);
+    }
 }
 
 /// A cluster node (see the module doc). Cheap to clone.
@@ -262,6 +277,7 @@ impl Node {
                 counters: Counters::default(),
                 replaying: Mutex::new(std::collections::HashSet::new()),
                 lost: lost::LostReads::default(),
+                read_load: facts::ReadLoad::default(),
             }),
         };
         node.rebuild_ring();
@@ -349,8 +365,15 @@ impl Node {
     /// Handles an envelope from a peer (the transport's receive path calls this).
     pub fn receive(&self, env: Envelope) {
         if env.body.is_response() {
+            let body = match env.body {
+                Body::WithFacts { facts, body } => {
+                    self.inner.selector.feedback(env.from, &facts);
+                    *body
+                }
+                body => body,
+            };
             if let Some(tx) = self.inner.pending.lock().remove(&env.id) {
-                let _ = tx.send(env.body);
+                let _ = tx.send(body);
             }
             return;
         }
@@ -399,8 +422,15 @@ impl Node {
                 let node = self.clone();
                 self.inner.runtime.run_or_spawn(
                     async move {
-                        let answer = node.serve(body).await;
+                        let (answer, facts) = node.serve_measured(body).await;
                         node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
+                        let answer = match facts {
+                            Some(facts) => Body::WithFacts {
+                                facts,
+                                body: Box::new(answer),
+                            },
+                            None => answer,
+                        };
                         node.send(from, id, answer);
                     }
                     .boxed(),
@@ -409,6 +439,24 @@ impl Node {
             // Responses were handled above.
             _ => {}
         }
+    }
+
+    /// Serves a peer's request (or this node's own), measuring reads for the facts a
+    /// read's tags ask for.
+    async fn serve_measured(&self, body: Body) -> (Body, Option<Facts>) {
+        let Body::Read { tags, .. } = &body else {
+            return (self.serve(body).await, None);
+        };
+        let wanted = facts::wanted(tags);
+        let load = &self.inner.read_load;
+        let started = self.inner.runtime.now_micros();
+        load.started();
+        let answer = self.serve(body).await;
+        let now = self.inner.runtime.now_micros();
+        load.finished(now.saturating_sub(started));
+        let queue = self.inner.replica_in_flight.load(Ordering::Relaxed) as u64;
+        let facts = (!wanted.is_empty()).then(|| load.facts(&wanted, queue, now));
+        (answer, facts)
     }
 
     /// The replica-selection policy this node's reads use.
@@ -481,14 +529,25 @@ impl Node {
     /// the answer; dropping the future forgets the request.
     fn call(&self, to: Endpoint, body: Body) -> CallFuture {
         let started = self.inner.runtime.now_micros();
+        // Reads in flight to each replica, for policies that weigh them (C3).
+        let outstanding = matches!(body, Body::Read { .. }).then(|| {
+            self.inner.selector.sent(to);
+            Outstanding {
+                selector: self.inner.selector.clone(),
+                to,
+            }
+        });
         if to == self.endpoint() {
             let node = self.clone();
             return async move {
-                let answer = node.serve(body).await;
+                let _outstanding = outstanding;
+                let (answer, facts) = node.serve_measured(body).await;
                 let now = node.inner.runtime.now_micros();
-                node.inner
-                    .selector
-                    .observe(to, now.saturating_sub(started), now);
+                let selector = &node.inner.selector;
+                if let Some(facts) = facts {
+                    selector.feedback(to, &facts);
+                }
+                selector.observe(to, now.saturating_sub(started), now);
                 (to, Ok(answer))
             }
             .boxed();
@@ -505,6 +564,7 @@ impl Node {
         let selector = self.inner.selector.clone();
         async move {
             let _slot = slot;
+            let _outstanding = outstanding;
             if !queued {
                 return (to, Err(NoAnswer::Dropped));
             }

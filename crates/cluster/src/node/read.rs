@@ -216,8 +216,11 @@ impl Node {
             key: &seg.range.start,
             limit,
             now_micros: self.inner.runtime.now_micros(),
+            nodes: self.ring().nodes().len(),
         };
-        let tags = self.inner.selector.order(&mut live, self.endpoint(), &info);
+        let selector = &self.inner.selector;
+        let mut tags = selector.order(&mut live, self.endpoint(), &info);
+        tags.extend(crate::selection::facts::tag(selector.facts_wanted()));
         if let Some(i) = first.and_then(|p| live.iter().position(|r| *r == p)) {
             if let Some(head) = live.get_mut(..=i) {
                 head.rotate_right(1);

@@ -198,6 +198,7 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcShard { .. } => "EcShard",
         Body::EcStripeRead { .. } => "EcStripeRead",
         Body::EcStripe { .. } => "EcStripe",
+        Body::WithFacts { .. } => "WithFacts",
         Body::EcGroupsOf { .. } => "EcGroupsOf",
         Body::EcGroups { .. } => "EcGroups",
         Body::EcMetaPush { .. } => "EcMetaPush",

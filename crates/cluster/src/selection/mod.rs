@@ -13,10 +13,14 @@
 //! - `popularity-aware` ([`popularity`]): Hector's — round-robin over the replicas for
 //!   keys a decaying count-min sketch finds popular, always the primary for the rest (so
 //!   each replica's cache holds its own share of the cold keys);
+//! - `c3` ([`c3`]): C3's scoring — response times seen here, service times and queue
+//!   lengths the replicas report, reads outstanding to each, ranked by C3's cubic score;
 //! - `primary-first`, `round-robin`, `random` ([`simple`]).
 //!
-//! Each policy counts its decisions ([`ReplicaSelector::decisions`]), which the node
-//! exports as metrics.
+//! A policy may need the replicas' state: it declares the facts it needs
+//! ([`ReplicaSelector::facts_wanted`]), reads ask for them, and replicas answer with them
+//! ([`facts`]). Each policy counts its decisions ([`ReplicaSelector::decisions`]), which
+//! the node exports as metrics.
 
 use std::sync::Arc;
 
@@ -25,10 +29,13 @@ use serde::{Deserialize, Serialize};
 use crate::message::{TableKey, Tag};
 use crate::Endpoint;
 
+pub mod c3;
+pub mod facts;
 pub mod popularity;
 pub mod simple;
 pub mod snitch;
 
+pub use c3::C3;
 pub use mosaic_types::ReplicaSelection;
 pub use popularity::{PopularityAware, PopularityParams};
 pub use simple::{PrimaryFirst, Random, RoundRobin};
@@ -45,6 +52,8 @@ pub struct ReadInfo<'a> {
     pub limit: usize,
     /// Now, on the node's clock (microseconds).
     pub now_micros: u64,
+    /// Nodes in the ring (each of them coordinates reads).
+    pub nodes: usize,
 }
 
 /// Orders the replicas of a read, best first, and learns from observed latencies.
@@ -58,6 +67,22 @@ pub trait ReplicaSelector: Send + Sync + 'static {
     fn observe(&self, node: Endpoint, micros: u64, now_micros: u64);
     /// The policy's decisions so far, by kind (e.g. `popular`, `unpopular`).
     fn decisions(&self) -> Vec<(&'static str, u64)>;
+    /// The facts the policy needs replicas to report ([`facts`]): reads ask for them.
+    fn facts_wanted(&self) -> &'static [facts::FactKind] {
+        &[]
+    }
+    /// `node` reported `facts` with an answer (possibly late: check their time).
+    fn feedback(&self, node: Endpoint, facts: &facts::Facts) {
+        let _ = (node, facts);
+    }
+    /// A read was sent to `node`.
+    fn sent(&self, node: Endpoint) {
+        let _ = node;
+    }
+    /// A read sent to `node` ended (answered, timed out or abandoned).
+    fn done(&self, node: Endpoint) {
+        let _ = node;
+    }
 }
 
 /// `[scheduling]`'s replica selection: the policy and each policy's parameters.
@@ -104,6 +129,7 @@ pub fn selector(config: &SelectionConfig) -> Arc<dyn ReplicaSelector> {
         ReplicaSelection::PopularityAware => {
             Arc::new(PopularityAware::new(config.popularity_aware.clone()))
         }
+        ReplicaSelection::C3 => Arc::new(C3::default()),
     }
 }
 
@@ -135,6 +161,7 @@ pub(crate) mod tests {
             key,
             limit: 1,
             now_micros,
+            nodes: 3,
         }
     }
 
@@ -146,6 +173,7 @@ pub(crate) mod tests {
             ("round-robin", "round-robin"),
             ("random", "random"),
             ("popularity-aware", "popularity-aware"),
+            ("c3", "c3"),
         ] {
             assert_eq!(selector_named(name).unwrap().name(), want);
         }
@@ -160,6 +188,7 @@ pub(crate) mod tests {
             "round-robin",
             "random",
             "popularity-aware",
+            "c3",
         ] {
             let s = selector_named(name).unwrap();
             for i in 0..50u64 {

@@ -1,0 +1,202 @@
+//! C3's replica ranking (Suresh et al., NSDI '15), as Hector rebuilt it: scoring only,
+//! without C3's rate control.
+//!
+//! Each replica is scored `R − S + S·(1 + os·n + q)³`: `R` the moving average of its
+//! response times seen here, `S` of its service time and `q` of its queue length (facts
+//! it reports with its answers, [`super::facts`]), `os` the reads this coordinator has
+//! outstanding to it, `n` the nodes of the cluster (every node coordinates). The cube
+//! makes a replica with a long queue lose quickly. Times are in microseconds throughout
+//! (the prototype truncated service times to whole milliseconds, which zeroed `S`). A
+//! replica not measured yet scores 0, so it is tried; ties keep the ring order.
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+
+use super::facts::{FactKind, Facts, Freshness};
+use super::{ReadInfo, ReplicaSelector};
+use crate::message::Tag;
+use crate::Endpoint;
+
+/// Weight of a new sample in the moving averages (C3 keeps 0.9 of the old value).
+const ALPHA: f64 = 0.1;
+
+/// The facts C3 needs.
+const WANTED: &[FactKind] = &[FactKind::ServiceTimeMicros, FactKind::QueueLength];
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Replica {
+    response: Option<f64>,
+    service: Option<f64>,
+    queue: Option<f64>,
+    outstanding: u64,
+}
+
+fn ewma(old: Option<f64>, sample: f64) -> Option<f64> {
+    Some(match old {
+        Some(o) => (1.0 - ALPHA) * o + ALPHA * sample,
+        None => sample,
+    })
+}
+
+impl Replica {
+    fn score(&self, nodes: usize) -> f64 {
+        let Some(r) = self.response else {
+            return 0.0;
+        };
+        let s = self.service.unwrap_or(0.0);
+        let q = self.queue.unwrap_or(0.0);
+        let q_hat = 1.0 + self.outstanding as f64 * nodes.max(1) as f64 + q;
+        r - s + s * q_hat.powi(3)
+    }
+}
+
+/// C3's scoring (see the module doc).
+#[derive(Default)]
+pub struct C3 {
+    replicas: Mutex<HashMap<Endpoint, Replica>>,
+    fresh: Freshness,
+    reads: std::sync::atomic::AtomicU64,
+    untried_first: std::sync::atomic::AtomicU64,
+}
+
+impl ReplicaSelector for C3 {
+    fn name(&self) -> &'static str {
+        "c3"
+    }
+
+    fn order(&self, replicas: &mut [Endpoint], _me: Endpoint, read: &ReadInfo<'_>) -> Vec<Tag> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let state = self.replicas.lock();
+        let score = |n: &Endpoint| state.get(n).map_or(0.0, |r| r.score(read.nodes));
+        replicas.sort_by(|a, b| score(a).total_cmp(&score(b)));
+        self.reads.fetch_add(1, Relaxed);
+        if replicas
+            .first()
+            .is_some_and(|f| state.get(f).is_none_or(|r| r.response.is_none()))
+        {
+            self.untried_first.fetch_add(1, Relaxed);
+        }
+        Vec::new()
+    }
+
+    fn observe(&self, node: Endpoint, micros: u64, _now_micros: u64) {
+        let mut state = self.replicas.lock();
+        let r = state.entry(node).or_default();
+        r.response = ewma(r.response, micros as f64);
+    }
+
+    fn facts_wanted(&self) -> &'static [FactKind] {
+        WANTED
+    }
+
+    fn feedback(&self, node: Endpoint, facts: &Facts) {
+        if !self.fresh.take(node, facts.at_micros) {
+            return;
+        }
+        let mut state = self.replicas.lock();
+        let r = state.entry(node).or_default();
+        if let Some(s) = facts.get(FactKind::ServiceTimeMicros) {
+            r.service = ewma(r.service, s as f64);
+        }
+        if let Some(q) = facts.get(FactKind::QueueLength) {
+            r.queue = ewma(r.queue, q as f64);
+        }
+    }
+
+    fn sent(&self, node: Endpoint) {
+        self.replicas.lock().entry(node).or_default().outstanding += 1;
+    }
+
+    fn done(&self, node: Endpoint) {
+        let mut state = self.replicas.lock();
+        let r = state.entry(node).or_default();
+        r.outstanding = r.outstanding.saturating_sub(1);
+    }
+
+    fn decisions(&self) -> Vec<(&'static str, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let reads = self.reads.load(Relaxed);
+        let untried = self.untried_first.load(Relaxed);
+        vec![
+            ("scored", reads - untried.min(reads)),
+            ("untried-first", untried),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{ep, read};
+    use super::*;
+
+    fn facts(at: u64, service: u64, queue: u64) -> Facts {
+        Facts {
+            at_micros: at,
+            values: vec![
+                (FactKind::ServiceTimeMicros, service),
+                (FactKind::QueueLength, queue),
+            ],
+        }
+    }
+
+    fn first(s: &C3) -> Endpoint {
+        let mut r = [ep(1), ep(2), ep(3)];
+        s.order(&mut r, ep(1), &read(b"k", 0));
+        r[0]
+    }
+
+    #[test]
+    fn unmeasured_replicas_are_tried_then_the_best_score_wins() {
+        let s = C3::default();
+        assert_eq!(first(&s), ep(1), "ties keep the ring order");
+        s.observe(ep(1), 900, 0);
+        assert_eq!(first(&s), ep(2), "an unmeasured replica is tried");
+        s.observe(ep(2), 500, 0);
+        s.observe(ep(3), 700, 0);
+        assert_eq!(first(&s), ep(2));
+        // Node 2 reports a long queue: the cube takes it out of first place, although
+        // its responses were the fastest.
+        s.feedback(ep(1), &facts(1, 300, 0));
+        s.feedback(ep(2), &facts(1, 300, 40));
+        s.feedback(ep(3), &facts(1, 300, 0));
+        assert_eq!(first(&s), ep(3));
+        assert_eq!(s.decisions(), vec![("scored", 2), ("untried-first", 2)]);
+    }
+
+    #[test]
+    fn sub_millisecond_service_times_count() {
+        // Equal responses; node 1 serves in 200 µs, node 2 in 900 µs, both with a queue:
+        // with service times truncated to whole milliseconds both would score alike.
+        let s = C3::default();
+        for n in [ep(1), ep(2), ep(3)] {
+            s.observe(n, 1_000, 0);
+        }
+        s.feedback(ep(1), &facts(1, 900, 3));
+        s.feedback(ep(2), &facts(1, 200, 3));
+        s.feedback(ep(3), &facts(1, 900, 3));
+        assert_eq!(first(&s), ep(2));
+    }
+
+    #[test]
+    fn outstanding_reads_and_stale_facts() {
+        let s = C3::default();
+        for n in [ep(1), ep(2), ep(3)] {
+            s.observe(n, 1_000, 0);
+            s.feedback(n, &facts(1, 500, 0));
+        }
+        // Reads in flight to node 1 (and 2) count against it until answered.
+        s.sent(ep(1));
+        s.sent(ep(1));
+        s.sent(ep(2));
+        assert_eq!(first(&s), ep(3));
+        s.done(ep(1));
+        s.done(ep(1));
+        s.done(ep(2));
+        assert_eq!(first(&s), ep(1));
+        // A late answer's facts (older than ones taken) change nothing.
+        s.feedback(ep(1), &facts(5, 500, 0));
+        s.feedback(ep(1), &facts(3, 500, 1_000));
+        assert_eq!(first(&s), ep(1));
+    }
+}
