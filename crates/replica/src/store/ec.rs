@@ -103,11 +103,13 @@ impl ReplicaStore {
         let levels = primary.levels();
         let plan = alpha_plan(&levels, code, r);
         let mut moved = 0;
-        if plan.offload_parity > 0.0 {
-            // The plan sizes parity as (n − k)/k of the coded data and leaves the rest of
-            // that hot; groups with empty slots hold more parity than that, so what stays
-            // hot is capped at the plan's remainder and everything above it goes.
-            let last = last_level(&levels).map_or(0, level_bytes);
+        let last = last_level(&levels).map_or(0, level_bytes);
+        // Case 2 once the plan codes the whole last level: the plan sizes parity as
+        // (n − k)/k of the coded data and leaves the rest of that hot; groups with empty
+        // or shorter slots hold more parity than that (even where the plan needs no
+        // offload at all), so what stays hot is capped at the plan's remainder and
+        // everything above it goes.
+        if last > 0 && plan.code >= last as f64 {
             let parity_max = (code.n - code.k) as f64 / code.k as f64 * last as f64;
             let keep_hot = (parity_max - plan.offload_parity).max(0.0) as u64;
             let parity = elect.parity();
