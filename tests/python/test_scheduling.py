@@ -119,5 +119,7 @@ def test_latency_aware_policies_route_around_a_stalling_replica():
     rr_mean, rr_p99 = latencies_with_a_stalling_node("round-robin")
     for policy in ("c3", "dynamic-snitch"):
         mean, p99 = latencies_with_a_stalling_node(policy)
-        assert mean < 0.5 * rr_mean, (policy, mean, rr_mean)
-        assert p99 < rr_p99, (policy, p99, rr_p99)
+        # The tail is where the stalls show (round-robin's p99 is a stall, ~40 ms); the
+        # mean also carries the shared machine's noise (measured 0.25–0.6 of round-robin's).
+        assert p99 < 0.5 * rr_p99, (policy, p99, rr_p99)
+        assert mean < 0.75 * rr_mean, (policy, mean, rr_mean)

@@ -137,6 +137,8 @@ struct Stripes {
     size: u64,
     stripe: u64,
     decoded: RwLock<HashMap<u64, Arc<[u8]>>>,
+    /// Bytes in `decoded` (the cache weighs tables by it on every degraded read).
+    bytes: std::sync::atomic::AtomicU64,
 }
 
 impl Stripes {
@@ -218,6 +220,7 @@ impl LostTable {
                 size,
                 stripe: stripe.max(1),
                 decoded: RwLock::new(HashMap::new()),
+                bytes: std::sync::atomic::AtomicU64::new(0),
             }),
             reader: Mutex::new(None),
         }
@@ -226,11 +229,8 @@ impl LostTable {
     /// Bytes decoded so far.
     pub fn decoded_bytes(&self) -> u64 {
         self.stripes
-            .decoded
-            .read()
-            .values()
-            .map(|s| s.len() as u64)
-            .sum()
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where the stripes a table of this size is coded in end: the chunk-aligned end of
@@ -272,7 +272,13 @@ impl LostTable {
                 .saturating_sub(index * s.stripe)
                 .min(chunk.len() as u64);
             if keep > 0 {
-                decoded.insert(index, Arc::from(&chunk[..keep as usize]));
+                let old = decoded.insert(index, Arc::from(&chunk[..keep as usize]));
+                // A piece decoded again has the same length (same table, same place).
+                let replaced = old.map_or(0, |o| o.len() as u64);
+                s.bytes.fetch_add(
+                    keep.saturating_sub(replaced),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
             }
         }
         Ok(())

@@ -30,6 +30,8 @@ use parking_lot::Mutex;
 use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
 use state::{decode_state, encode_state};
 
+mod ghosts;
+mod hotness;
 mod offload;
 mod state;
 
@@ -153,29 +155,6 @@ impl Elect {
             leading: Mutex::new(()),
             cold: data_cold,
         })
-    }
-
-    /// The decayed read counts of `tables` (`(id, reads since the engine opened)`) at
-    /// `now_micros`: reads fade with a half-life of [`HOTNESS_HALF_LIFE_MICROS`], so a
-    /// table read hard an hour ago is colder than one read a little now. Tables not listed
-    /// are forgotten.
-    pub fn hotness(&self, tables: &[(u64, u64)], now_micros: u64) -> Vec<f64> {
-        let mut hot = self.hotness.lock();
-        let half_life = HOTNESS_HALF_LIFE_MICROS;
-        let out = tables
-            .iter()
-            .map(|&(id, reads)| {
-                let (seen, count) = hot.entry(id).or_default();
-                // Fewer reads than counted: the engine reopened and counts from zero.
-                let new = if reads >= *seen { reads - *seen } else { reads };
-                *seen = reads;
-                count.add(new as f64, now_micros, half_life);
-                count.value(now_micros, half_life)
-            })
-            .collect();
-        let ids: std::collections::HashSet<u64> = tables.iter().map(|(id, _)| *id).collect();
-        hot.retain(|id, _| ids.contains(id));
-        out
     }
 
     /// The parity shards, ECMetas and intents this node holds.
@@ -491,88 +470,6 @@ impl Elect {
             }
         }
         Ok(out)
-    }
-
-    fn ghost_path(&self, id: u64) -> PathBuf {
-        self.dir.join(GHOSTS_DIR).join(format!("{id:06}.sst"))
-    }
-
-    /// Keeps table `id`'s file (`file`, in the primary tree) as a ghost and returns its
-    /// content: whatever compaction does to the table from now on, the bytes a group's
-    /// slot will name stay here until the slot no longer names them. `None` when the
-    /// table is already gone.
-    pub fn pin(&self, id: u64, file: &Path) -> Result<Option<Vec<u8>>> {
-        let dir = self.dir.join(GHOSTS_DIR);
-        let ghost = self.ghost_path(id);
-        if !self.fs.exists(&ghost) {
-            if self.ghost_location(id)?.is_some() {
-                return self.ghost(id);
-            }
-            self.fs
-                .create_dir_all(&dir)
-                .map_err(|e| Error::io("creating directory", &dir, e))?;
-            match self.fs.hard_link(file, &ghost) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(Error::io("linking", &ghost, e)),
-            }
-            self.fs
-                .sync_dir(&dir)
-                .map_err(|e| Error::io("syncing directory", &dir, e))?;
-        }
-        self.fs
-            .read_all(&ghost)
-            .map(Some)
-            .map_err(|e| Error::io("reading", &ghost, e))
-    }
-
-    /// The content of ghost `id` (local, or offloaded), if kept.
-    pub fn ghost(&self, id: u64) -> Result<Option<Vec<u8>>> {
-        let Some((file, name)) = self.ghost_file(id)? else {
-            return Ok(None);
-        };
-        let len =
-            usize::try_from(file.len()).map_err(|_| Error::corruption(&name, 0, "too large"))?;
-        let mut bytes = vec![0; len];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| Error::io("reading", &name, e))?;
-        Ok(Some(bytes))
-    }
-
-    /// Deletes the ghosts of tables that are neither live (`live`), coded, nor waiting
-    /// for an answer: pinned by a round that did not send them, and replaced since.
-    pub fn sweep_ghosts(&self, live: &std::collections::HashSet<u64>) -> Result<()> {
-        let dir = self.dir.join(GHOSTS_DIR);
-        if !self.fs.exists(&dir) {
-            return Ok(());
-        }
-        let (coded, pending) = {
-            let data = self.data.lock();
-            (data.coded.clone(), data.pending.clone())
-        };
-        for name in self
-            .fs
-            .list(&dir)
-            .map_err(|e| Error::io("listing", &dir, e))?
-        {
-            let Some(id) = name
-                .strip_suffix(".sst")
-                .or_else(|| name.strip_suffix(".cold"))
-                .and_then(|s| s.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            if !live.contains(&id) && !coded.contains_key(&id) && !pending.contains_key(&id) {
-                self.remove_ghost(id)?;
-            }
-        }
-        let gone: Vec<u64> = self
-            .lineage
-            .watched()
-            .into_iter()
-            .filter(|id| !live.contains(id) && !coded.contains_key(id) && !pending.contains_key(id))
-            .collect();
-        self.lineage.forget(&gone)
     }
 
     /// The slot of coded table `id` was emptied: forgets the table and deletes its ghost.

@@ -119,7 +119,7 @@ impl Iterator for ReplicaScan {
 }
 
 /// The last level of a tree of `levels`: its deepest non-empty level below level 0.
-fn last_level(levels: &[LevelInfo]) -> Option<&LevelInfo> {
+pub(crate) fn last_level(levels: &[LevelInfo]) -> Option<&LevelInfo> {
     levels
         .iter()
         .rev()

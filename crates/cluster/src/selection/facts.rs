@@ -85,11 +85,23 @@ pub fn wanted(tags: &[Tag]) -> Vec<FactKind> {
 }
 
 /// What a replica measures of its reads.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ReadLoad {
     pending: AtomicU64,
     completed: AtomicU64,
-    service_micros: Mutex<Option<f64>>,
+    /// The service-time average's `f64` bits; `u64::MAX` before the first read (every
+    /// read updates it, so no lock).
+    service_micros: AtomicU64,
+}
+
+impl Default for ReadLoad {
+    fn default() -> Self {
+        ReadLoad {
+            pending: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            service_micros: AtomicU64::new(u64::MAX),
+        }
+    }
 }
 
 impl ReadLoad {
@@ -102,12 +114,17 @@ impl ReadLoad {
     pub fn finished(&self, micros: u64) {
         self.pending.fetch_sub(1, Ordering::Relaxed);
         self.completed.fetch_add(1, Ordering::Relaxed);
-        let mut avg = self.service_micros.lock();
         let sample = micros as f64;
-        *avg = Some(match *avg {
-            Some(a) => (1.0 - SERVICE_ALPHA) * a + SERVICE_ALPHA * sample,
-            None => sample,
-        });
+        let _ = self
+            .service_micros
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                let avg = if bits == u64::MAX {
+                    sample
+                } else {
+                    (1.0 - SERVICE_ALPHA) * f64::from_bits(bits) + SERVICE_ALPHA * sample
+                };
+                Some(avg.to_bits())
+            });
     }
 
     /// `kinds` measured now (`queue`: the requests from peers in flight here).
@@ -119,7 +136,10 @@ impl ReadLoad {
                     FactKind::PendingReads => self.pending.load(Ordering::Relaxed),
                     FactKind::CompletedReads => self.completed.load(Ordering::Relaxed),
                     FactKind::ServiceTimeMicros => {
-                        self.service_micros.lock().map_or(0, |a| a.round() as u64)
+                        match self.service_micros.load(Ordering::Relaxed) {
+                            u64::MAX => 0,
+                            bits => f64::from_bits(bits).round() as u64,
+                        }
                     }
                     FactKind::QueueLength => queue,
                 };

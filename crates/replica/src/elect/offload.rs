@@ -14,7 +14,7 @@
 //! exist); the table is relocated (one manifest edit); the local link goes
 //! ([`Elect::drop_ghost_link`], repeated by the next round if a crash came first).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use mosaic_env::RandomAccessFile;
@@ -69,43 +69,6 @@ impl TableStore for GhostAwareStore {
 }
 
 impl Elect {
-    fn ghost_stub_path(&self, id: u64) -> PathBuf {
-        self.dir.join(GHOSTS_DIR).join(format!("{id:06}.cold"))
-    }
-
-    /// The cold-tier object holding ghost `id`'s content and its length, once offloaded.
-    pub fn ghost_location(&self, id: u64) -> Result<Option<(String, u64)>> {
-        crate::sealed::read_stub(&*self.fs, &self.ghost_stub_path(id))
-    }
-
-    /// Ghost `id`'s bytes as a file: the local link, or the cold-tier object its stub
-    /// names; with a name for errors.
-    pub(crate) fn ghost_file(
-        &self,
-        id: u64,
-    ) -> Result<Option<(Arc<dyn RandomAccessFile>, PathBuf)>> {
-        let ghost = self.ghost_path(id);
-        if self.fs.exists(&ghost) {
-            let file = self
-                .fs
-                .open_read(&ghost, false)
-                .map_err(|e| Error::io("opening", &ghost, e))?;
-            return Ok(Some((file, ghost)));
-        }
-        let Some((location, _)) = self.ghost_location(id)? else {
-            return Ok(None);
-        };
-        let (cold, _) = self.cold.as_ref().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "coded table {id} was offloaded to {location:?} but no cold tier is configured"
-            ))
-        })?;
-        let file = cold
-            .open(&location)
-            .map_err(|e| Error::io("opening", &location, e))?;
-        Ok(Some((file, PathBuf::from(location))))
-    }
-
     /// Stores ghost `id` (a coded table's content, local) in the cold tier and writes the
     /// stub naming it; the local link stays until [`Elect::drop_ghost_link`]. Returns the
     /// object's location (the table is to be relocated there); `None` without a cold tier
@@ -138,52 +101,6 @@ impl Elect {
         Ok(Some(location))
     }
 
-    /// Removes ghost `id`'s local link once a stub names the cold object holding the same
-    /// bytes (the table was relocated there).
-    pub fn drop_ghost_link(&self, id: u64) -> Result<()> {
-        if self.ghost_location(id)?.is_none() {
-            return Ok(());
-        }
-        let ghost = self.ghost_path(id);
-        if self.fs.exists(&ghost) {
-            self.fs
-                .remove(&ghost)
-                .map_err(|e| Error::io("removing", &ghost, e))?;
-            let dir = self.dir.join(GHOSTS_DIR);
-            self.fs
-                .sync_dir(&dir)
-                .map_err(|e| Error::io("syncing directory", &dir, e))?;
-        }
-        Ok(())
-    }
-
-    /// Deletes ghost `id` — its local link, or its stub and then the cold object (a
-    /// failure to delete the object leaves it to the cold tier's sweep of unreferenced
-    /// objects). Only for tables no longer live in the primary tree.
-    pub(crate) fn remove_ghost(&self, id: u64) -> Result<()> {
-        let ghost = self.ghost_path(id);
-        if self.fs.exists(&ghost) {
-            self.fs
-                .remove(&ghost)
-                .map_err(|e| Error::io("removing", &ghost, e))?;
-        }
-        let Some((location, _)) = self.ghost_location(id)? else {
-            return Ok(());
-        };
-        let stub = self.ghost_stub_path(id);
-        self.fs
-            .remove(&stub)
-            .map_err(|e| Error::io("removing", &stub, e))?;
-        let dir = self.dir.join(GHOSTS_DIR);
-        self.fs
-            .sync_dir(&dir)
-            .map_err(|e| Error::io("syncing directory", &dir, e))?;
-        if let Some((cold, _)) = &self.cold {
-            let _ = cold.remove(&location);
-        }
-        Ok(())
-    }
-
     /// Moves coded tables of the primary tree's last level (`levels` is the tree's
     /// current shape) whose key lists every secondary acknowledged to the cold tier,
     /// coldest first, until `want` bytes of that level live there (counting tables moved
@@ -208,11 +125,7 @@ impl Elect {
         for id in coded.keys().filter(|id| !local.contains(id)) {
             self.drop_ghost_link(*id)?;
         }
-        let Some(last) = levels
-            .iter()
-            .rev()
-            .find(|l| l.level > 0 && !l.tables.is_empty())
-        else {
+        let Some(last) = crate::store::last_level(levels) else {
             return Ok(0);
         };
         let held: u64 = last
@@ -225,24 +138,11 @@ impl Elect {
             return Ok(0);
         }
         let listed = self.listed();
-        let counts: Vec<(u64, u64)> = last.tables.iter().map(|t| (t.id, t.reads)).collect();
-        let hotness = self.hotness(&counts, now_micros);
-        let candidates: Vec<_> = last
-            .tables
-            .iter()
-            .zip(hotness)
-            .filter(|(t, _)| {
-                t.location.is_empty()
-                    && coded.contains_key(&t.id)
-                    && listed.get(&t.id).is_some_and(|l| l.acked)
-            })
-            .map(|(t, reads)| mosaic_erasure::hotness::Candidate {
-                id: t.id,
-                reads,
-                created_micros: t.created_micros,
-                bytes: t.size_bytes,
-            })
-            .collect();
+        let candidates = self.candidates(last, now_micros, |t| {
+            t.location.is_empty()
+                && coded.contains_key(&t.id)
+                && listed.get(&t.id).is_some_and(|l| l.acked)
+        });
         let mut moved = 0;
         for c in mosaic_erasure::hotness::take_coldest(candidates, want - held) {
             let Some(location) = self.offload_ghost(c.id)? else {
@@ -265,28 +165,5 @@ impl Elect {
             moved += c.bytes;
         }
         Ok(moved)
-    }
-
-    /// `(location, bytes)` of every offloaded ghost: cold-tier objects this table needs.
-    pub fn ghost_locations(&self) -> Result<Vec<(String, u64)>> {
-        let dir = self.dir.join(GHOSTS_DIR);
-        if !self.fs.exists(&dir) {
-            return Ok(Vec::new());
-        }
-        let mut out = Vec::new();
-        for name in self
-            .fs
-            .list(&dir)
-            .map_err(|e| Error::io("listing", &dir, e))?
-        {
-            let Some(id) = name
-                .strip_suffix(".cold")
-                .and_then(|s| s.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            out.extend(self.ghost_location(id)?);
-        }
-        Ok(out)
     }
 }

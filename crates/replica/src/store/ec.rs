@@ -43,23 +43,9 @@ impl ReplicaStore {
             .map(|t| t.size_bytes)
             .sum();
         let want = (plan.code - coded_bytes as f64).max(0.0) as u64;
-        let now = self.clock.now_micros();
-        let counts: Vec<(u64, u64)> = last.tables.iter().map(|t| (t.id, t.reads)).collect();
-        let hotness = elect.hotness(&counts, now);
-        let candidates: Vec<_> = last
-            .tables
-            .iter()
-            .zip(hotness)
-            .filter(|(t, _)| {
-                !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty()
-            })
-            .map(|(t, reads)| mosaic_erasure::hotness::Candidate {
-                id: t.id,
-                reads,
-                created_micros: t.created_micros,
-                bytes: t.size_bytes,
-            })
-            .collect();
+        let candidates = elect.candidates(last, self.clock.now_micros(), |t| {
+            !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty()
+        });
         // Tables that now hold a replaced coded table's rows come first: until they are
         // coded the replaced table's slot stays, since secondaries dropped those rows.
         // (Holders in upper levels are coded once compaction moves the rows down.)
