@@ -91,7 +91,8 @@ pub struct WorkloadOverrides {
     /// Proportion of read-modify-writes (`readmodifywriteproportion`).
     #[arg(long)]
     pub rmw_proportion: Option<f64>,
-    /// Key choice: zipfian, uniform, latest or hotspot (`requestdistribution`).
+    /// Key choice: zipfian, uniform, latest, hotspot (`requestdistribution`), or
+    /// `zipf:S`, a Zipf law of exponent S over the records (e.g. `zipf:1.5`).
     #[arg(long)]
     pub distribution: Option<String>,
     /// Every scan reads exactly this many records (`minscanlength` = `maxscanlength`).
@@ -103,6 +104,13 @@ pub struct WorkloadOverrides {
     /// Bytes per field (`fieldlength`).
     #[arg(long)]
     pub field_length: Option<usize>,
+    /// Share of the records (0–1) whose fields are `--large-field-length` bytes: a
+    /// heterogeneous data set (give the same value to load and run).
+    #[arg(long)]
+    pub large_fraction: Option<f64>,
+    /// Bytes per field of the large records.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub large_field_length: usize,
 }
 
 impl WorkloadOverrides {
@@ -137,7 +145,12 @@ impl WorkloadOverrides {
                     data_fraction: 0.2,
                     op_fraction: 0.8,
                 },
-                other => return Err(anyhow!("unknown distribution {other:?}")),
+                other => match other.strip_prefix("zipf:").map(str::parse::<f64>) {
+                    Some(Ok(exponent)) if exponent.is_finite() && exponent >= 0.0 => {
+                        D::Zipf { exponent }
+                    }
+                    _ => return Err(anyhow!("unknown distribution {other:?}")),
+                },
             };
             changed = true;
         }
@@ -158,6 +171,14 @@ impl WorkloadOverrides {
         }
         if let Some(n) = self.field_length {
             workload.field_length = n;
+            changed = true;
+        }
+        if let Some(f) = self.large_fraction {
+            if !(0.0..=1.0).contains(&f) {
+                return Err(anyhow!("--large-fraction lies in [0, 1], not {f}"));
+            }
+            workload.large_fraction = f;
+            workload.large_field_length = self.large_field_length;
             changed = true;
         }
         if changed {

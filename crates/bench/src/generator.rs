@@ -164,6 +164,46 @@ impl ScrambledZipfian {
     }
 }
 
+/// A Zipf law of any exponent over `[0, items)` (Hector's experiments use 0.1 and 1.5,
+/// which [`Zipfian`]'s method, made for θ < 1, does not cover): rank r (1-based) has
+/// probability ∝ 1/r^s, drawn exactly from a table of the cumulative distribution; ranks
+/// are scattered over the items with [`fnv_hash64`], as [`ScrambledZipfian`] does.
+#[derive(Clone, Debug)]
+pub struct ZipfTable {
+    cdf: std::sync::Arc<[f64]>,
+}
+
+impl ZipfTable {
+    /// Most items a table covers (8 bytes each).
+    pub const MAX_ITEMS: u64 = 50_000_000;
+
+    /// The law of exponent `s` (≥ 0) over `items` (1 ..= [`ZipfTable::MAX_ITEMS`]).
+    pub fn new(items: u64, s: f64) -> ZipfTable {
+        let items = items.clamp(1, Self::MAX_ITEMS) as usize;
+        let mut cdf = Vec::with_capacity(items);
+        let mut sum = 0.0;
+        for r in 1..=items {
+            sum += 1.0 / (r as f64).powf(s);
+            cdf.push(sum);
+        }
+        for c in &mut cdf {
+            *c /= sum;
+        }
+        ZipfTable { cdf: cdf.into() }
+    }
+
+    /// The rank (0 = most popular) of one draw.
+    pub fn rank<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        let u: f64 = rng.gen();
+        (self.cdf.partition_point(|c| *c <= u) as u64).min(self.cdf.len() as u64 - 1)
+    }
+
+    /// One draw: an item of `[0, items)`.
+    pub fn next<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        fnv_hash64(self.rank(rng)) % self.cdf.len() as u64
+    }
+}
+
 /// YCSB's hotspot generator over `[min, max]`: the first `data_fraction` of the range is hot
 /// and receives `op_fraction` of the draws, uniformly; the rest is uniform over the cold part.
 #[derive(Clone, Debug)]
@@ -331,6 +371,31 @@ impl<T: Copy> Discrete<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zipf_table_follows_its_exponent() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for s in [0.1, 1.5] {
+            let z = ZipfTable::new(1000, s);
+            let mut counts = [0u32; 1000];
+            let draws = 200_000;
+            for _ in 0..draws {
+                counts[z.rank(&mut rng) as usize] += 1;
+            }
+            let norm: f64 = (1..=1000).map(|r| 1.0 / (r as f64).powf(s)).sum();
+            for rank in [0usize, 1, 9] {
+                let want = 1.0 / ((rank + 1) as f64).powf(s) / norm;
+                let got = f64::from(counts[rank]) / f64::from(draws);
+                let sd = (want * (1.0 - want) / f64::from(draws)).sqrt();
+                assert!(
+                    (got - want).abs() < 5.0 * sd,
+                    "s {s} rank {rank}: {got} vs {want}"
+                );
+            }
+            assert!((0..100).all(|_| z.next(&mut rng) < 1000));
+        }
+    }
     use rand::rngs::StdRng;
     use rand::SeedableRng;
 

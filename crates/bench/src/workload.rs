@@ -12,7 +12,7 @@ use rand::Rng;
 
 use crate::generator::{
     fnv_hash64, AcknowledgedCounter, Discrete, Hotspot, LengthGenerator, ScrambledZipfian,
-    SkewedLatest, Zipfian,
+    SkewedLatest, ZipfTable, Zipfian,
 };
 
 /// One kind of operation of a run.
@@ -61,6 +61,12 @@ pub enum RequestDistribution {
     Zipfian,
     /// Skewed towards the most recent inserts.
     Latest,
+    /// A Zipf law of this exponent over the records (`zipf:S`; Hector's experiments use
+    /// 0.1, nearly uniform, and 1.5, very skewed).
+    Zipf {
+        /// The exponent.
+        exponent: f64,
+    },
     /// A hot fraction of the records receives a fraction of the operations.
     Hotspot {
         /// Fraction of the records that is hot (YCSB's `hotspotdatafraction`, 0.2).
@@ -100,6 +106,11 @@ pub struct Workload {
     pub field_count: usize,
     /// Bytes per field (YCSB's `fieldlength`, 100, constant).
     pub field_length: usize,
+    /// Share of the records whose fields are `large_field_length` bytes instead (a
+    /// heterogeneous data set, as in Hector's local-scheduling experiment); 0 for none.
+    pub large_fraction: f64,
+    /// Bytes per field of a large record.
+    pub large_field_length: usize,
     /// Shortest scan (YCSB's `minscanlength`, 1).
     pub min_scan_length: u64,
     /// Longest scan (YCSB's `maxscanlength`, 1000; 100 in workload E).
@@ -120,6 +131,8 @@ impl Workload {
             request_distribution: distribution,
             field_count: 10,
             field_length: 100,
+            large_fraction: 0.0,
+            large_field_length: 0,
             min_scan_length: 1,
             max_scan_length: 1000,
             scan_length_distribution: ScanLengthDistribution::Uniform,
@@ -152,9 +165,30 @@ impl Workload {
         Some(w)
     }
 
-    /// Bytes a full record carries (key excluded).
+    /// Bytes a full record carries (key excluded), for a record of the usual size.
     pub fn record_bytes(&self) -> usize {
         self.field_count * self.field_length
+    }
+
+    /// Whether record `n` is one of the large ones (a fixed share of the record numbers,
+    /// scattered by hash, so load and run agree).
+    pub fn is_large(&self, n: u64) -> bool {
+        self.large_fraction > 0.0
+            && ((fnv_hash64(n ^ 0x5bd1_e995) % 1_000_000) as f64) < self.large_fraction * 1e6
+    }
+
+    /// Bytes per field of record `n`.
+    pub fn field_length_of(&self, n: u64) -> usize {
+        if self.is_large(n) {
+            self.large_field_length
+        } else {
+            self.field_length
+        }
+    }
+
+    /// Bytes record `n` carries (key excluded).
+    pub fn record_bytes_of(&self, n: u64) -> usize {
+        self.field_count * self.field_length_of(n)
     }
 
     /// The weighted operation choice; `None` when no proportion is positive.
@@ -201,6 +235,7 @@ pub struct Chooser {
 enum KeyChooser {
     Uniform { items: u64 },
     Zipfian(ScrambledZipfian),
+    Zipf(ZipfTable),
     Latest(SkewedLatest),
     Hotspot(Hotspot),
 }
@@ -225,6 +260,10 @@ impl Chooser {
                 // YCSB sizes the zipfian for the records the run will insert, with slack.
                 let expected_new = (operations as f64 * workload.insert_proportion * 2.0) as u64;
                 KeyChooser::Zipfian(ScrambledZipfian::new(0, records - 1 + expected_new))
+            }
+            RequestDistribution::Zipf { exponent } => {
+                let expected_new = (operations as f64 * workload.insert_proportion * 2.0) as u64;
+                KeyChooser::Zipf(ZipfTable::new(records + expected_new, exponent))
             }
             RequestDistribution::Latest => KeyChooser::Latest(SkewedLatest::new(records - 1)),
             RequestDistribution::Hotspot {
@@ -264,6 +303,7 @@ impl Chooser {
             let n = match &mut self.keys {
                 KeyChooser::Uniform { items } => rng.gen_range(0..*items),
                 KeyChooser::Zipfian(z) => z.next(rng),
+                KeyChooser::Zipf(z) => z.next(rng),
                 KeyChooser::Latest(l) => l.next(rng, last),
                 KeyChooser::Hotspot(h) => h.next(rng),
             };

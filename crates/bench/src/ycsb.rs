@@ -554,7 +554,7 @@ async fn worker(
 ) -> anyhow::Result<Tally> {
     let config = &shared.config;
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ id);
-    let values = ValuePool::new(&mut rng, config.workload.field_length);
+    let values = Values::new(&mut rng, &config.workload);
     let mut tally = Tally::default();
     loop {
         let i = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -605,7 +605,7 @@ async fn worker(
 /// Inserts record `n` with every field.
 async fn insert(
     shared: &Shared,
-    values: &ValuePool,
+    values: &Values,
     rng: &mut StdRng,
     n: u64,
 ) -> Result<Done, Failed> {
@@ -613,21 +613,52 @@ async fn insert(
     let mut row: Vec<&str> = Vec::with_capacity(shared.config.workload.field_count + 1);
     row.push(&key);
     for _ in 0..shared.config.workload.field_count {
-        row.push(values.value(rng));
+        row.push(values.of(n).value(rng));
     }
     shared
         .session
         .execute_unpaged(&shared.statements(n).insert, &row)
         .await?;
     Ok(Done {
-        bytes_written: (key.len() + shared.config.workload.record_bytes()) as u64,
+        bytes_written: (key.len() + shared.config.workload.record_bytes_of(n)) as u64,
         bytes_read: 0,
     })
 }
 
-/// Bytes of `rows` full records, key included.
-fn record_bytes(shared: &Shared, key: &str, rows: usize) -> u64 {
-    (rows * (key.len() + shared.config.workload.record_bytes())) as u64
+/// Bytes of `rows` full records, key included, the first of them record `n`.
+fn record_bytes(shared: &Shared, key: &str, rows: usize, n: u64) -> u64 {
+    let w = &shared.config.workload;
+    match rows {
+        0 => 0,
+        // A scan's other records: the usual size (their numbers are not known here).
+        _ => (key.len() * rows + w.record_bytes_of(n) + (rows - 1) * w.record_bytes()) as u64,
+    }
+}
+
+/// Field values of the usual and the large length.
+struct Values {
+    usual: ValuePool,
+    large: Option<ValuePool>,
+    workload: Workload,
+}
+
+impl Values {
+    fn new(rng: &mut StdRng, workload: &Workload) -> Values {
+        Values {
+            usual: ValuePool::new(rng, workload.field_length),
+            large: (workload.large_fraction > 0.0)
+                .then(|| ValuePool::new(rng, workload.large_field_length)),
+            workload: workload.clone(),
+        }
+    }
+
+    /// The pool for record `n`'s fields.
+    fn of(&self, n: u64) -> &ValuePool {
+        match &self.large {
+            Some(large) if self.workload.is_large(n) => large,
+            _ => &self.usual,
+        }
+    }
 }
 
 /// Reads record `n`.
@@ -643,7 +674,7 @@ async fn read(shared: &Shared, n: u64) -> Result<Done, Failed> {
     }
     Ok(Done {
         bytes_written: 0,
-        bytes_read: record_bytes(shared, key, rows),
+        bytes_read: record_bytes(shared, key, rows, n),
     })
 }
 
@@ -651,7 +682,7 @@ async fn read(shared: &Shared, n: u64) -> Result<Done, Failed> {
 async fn update(
     shared: &Shared,
     chooser: &Chooser,
-    values: &ValuePool,
+    values: &Values,
     rng: &mut StdRng,
     n: u64,
 ) -> Result<Done, Failed> {
@@ -661,7 +692,7 @@ async fn update(
         // The chooser draws below field_count, the number of statements prepared.
         unreachable!("field {field} has no prepared update");
     };
-    let value = values.value(rng);
+    let value = values.of(n).value(rng);
     shared
         .session
         .execute_unpaged(statement, (value, key))
@@ -676,7 +707,7 @@ async fn update(
 async fn operation(
     shared: &Shared,
     chooser: &mut Chooser,
-    values: &ValuePool,
+    values: &Values,
     rng: &mut StdRng,
     op: Operation,
 ) -> Result<Done, Failed> {
@@ -715,7 +746,7 @@ async fn operation(
             let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
             Ok(Done {
                 bytes_written: 0,
-                bytes_read: record_bytes(shared, &key, rows),
+                bytes_read: record_bytes(shared, &key, rows, n),
             })
         }
     }

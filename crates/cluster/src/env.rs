@@ -134,6 +134,12 @@ pub trait Store: Send + Sync + 'static {
     fn adopt_schema(&self, snapshot: SchemaSnapshot) -> BoxFuture<'_, Result<bool, String>>;
     /// Bytes stored (reported through gossip).
     fn load_bytes(&self) -> u64;
+    /// Reads waiting in or served by the local read stage, when reads go through one
+    /// (reported as the `QueueLength` fact; without a stage, the requests from peers in
+    /// flight are).
+    fn read_queue_length(&self) -> Option<u64> {
+        None
+    }
 
     /// The tables stored `erasure-tiered`, with their codes (ELECT). The default: none.
     fn ec_tables(&self) -> Vec<(TableKey, ErasureCode)> {

@@ -60,7 +60,7 @@ pub struct Config {
     pub log: LogConfig,
     /// How requests are scheduled: which replicas a read asks (`replica_selection` and a
     /// sub-table of parameters per policy, e.g. `[scheduling.dynamic-snitch]`).
-    pub scheduling: mosaic_cluster::selection::SelectionConfig,
+    pub scheduling: mosaic_cluster::selection::SchedulingConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -229,7 +229,7 @@ impl Default for Config {
             cold_tier: ColdTierConfig::default(),
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
-            scheduling: mosaic_cluster::selection::SelectionConfig::default(),
+            scheduling: mosaic_cluster::selection::SchedulingConfig::default(),
         }
     }
 }
@@ -321,9 +321,13 @@ impl Config {
             .with_context(|| format!("reading config file {}", path.display()))?;
         let mut config =
             Config::parse(&text).with_context(|| format!("in config file {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
         if config.data_dir.is_relative() {
-            let base = path.parent().unwrap_or(Path::new("."));
             config.data_dir = base.join(&config.data_dir);
+        }
+        let sizes = &mut config.scheduling.static_sizes.file;
+        if !sizes.is_empty() && Path::new(sizes.as_str()).is_relative() {
+            *sizes = base.join(sizes.as_str()).to_string_lossy().into_owned();
         }
         Ok(config)
     }
@@ -345,7 +349,7 @@ impl Config {
 
     /// `[scheduling]`'s replica selection, with the deprecated `[cluster]
     /// replica_selection` applied when `[scheduling]` names none but the default.
-    pub fn selection(&self) -> mosaic_cluster::selection::SelectionConfig {
+    pub fn selection(&self) -> mosaic_cluster::selection::SchedulingConfig {
         let mut s = self.scheduling.clone();
         if let Some(old) = self.cluster.replica_selection {
             if s.replica_selection == ReplicaSelection::default() {
@@ -687,6 +691,59 @@ mod tests {
         assert!(format!("{err:#}").contains("round-robin"), "{err:#}");
         // Every key round-trips through the written-out file.
         assert_eq!(Config::parse(&c.to_toml().unwrap()).unwrap(), c);
+    }
+
+    #[test]
+    fn scheduling_chooses_the_read_stage_and_the_oracle_tagging_reads() {
+        use mosaic_cluster::local_queue::QueuePolicy;
+        use mosaic_cluster::selection::SizeOracleId;
+        let d = Config::default().scheduling;
+        assert_eq!(
+            (d.local_queue, d.read_concurrency, d.size_oracle),
+            (QueuePolicy::Fcfs, 32, SizeOracleId::None)
+        );
+        let c = Config::parse(
+            "[scheduling]
+local_queue = \"random-multi-level\"
+read_concurrency = 4
+             size_oracle = \"item-size\"
+priority_thresholds = [1024, 1048576]
+             [scheduling.random-multi-level]
+levels = 3
+alpha = 2.0
+             [scheduling.item-size]
+slots = 128
+",
+        )
+        .unwrap();
+        let s = &c.scheduling;
+        assert_eq!(s.local_queue, QueuePolicy::RandomMultiLevel);
+        assert_eq!(s.read_concurrency, 4);
+        assert_eq!(s.size_oracle, SizeOracleId::ItemSize);
+        assert_eq!(s.priority_thresholds, [1024, 1 << 20]);
+        assert_eq!(s.queue().rml.levels, 3);
+        assert_eq!(s.item_size.slots, 128);
+        assert!(!s.queue_without_tags());
+        assert_eq!(Config::parse(&c.to_toml().unwrap()).unwrap(), c);
+        // A queue ordering by tags nobody sets is allowed (and warned about at start).
+        let untagged = Config::parse("[scheduling]\nlocal_queue = \"size-aware\"\n").unwrap();
+        assert!(untagged.scheduling.queue_without_tags());
+        for (bad, names) in [
+            ("[scheduling]\nlocal_queue = \"lifo\"\n", "fcfs"),
+            ("[scheduling.random-multi-level]\nlevels = 0\n", "levels"),
+            ("[scheduling.random-multi-level]\nalpha = 0.5\n", "alpha"),
+            (
+                "[scheduling]\nsize_oracle = \"static\"\n",
+                "[scheduling.static] file",
+            ),
+            (
+                "[scheduling]\nread_concurrency = 100000\n",
+                "read_concurrency",
+            ),
+        ] {
+            let err = Config::parse(bad).unwrap_err();
+            assert!(format!("{err:#}").contains(names), "{bad}: {err:#}");
+        }
     }
 
     #[test]

@@ -42,6 +42,7 @@ mod launcher;
 mod local;
 mod logging;
 mod net;
+mod read_stage;
 mod server;
 mod shell;
 mod tools;

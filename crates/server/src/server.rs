@@ -238,6 +238,9 @@ fn start_node(
         store.clone(),
         mosaic_cluster::selection::selector(&config.selection()),
     );
+    if let Some(tagger) = tagger(&config.scheduling)? {
+        let _ = node.set_tagger(tagger);
+    }
     restore_peers(&node, &config.data_dir);
     // After the restored peers: the store's first ring is then the whole ring.
     store.set_node(node.downgrade());
@@ -245,6 +248,39 @@ fn start_node(
     node.start();
     node.start_erasure_coding(config.cluster.erasure_coding_interval_ms);
     Ok(node)
+}
+
+/// The tagger `[scheduling] size_oracle` chooses (a static oracle's file is read here: a
+/// missing or malformed file stops the node with the line at fault).
+fn tagger(
+    s: &mosaic_cluster::selection::SchedulingConfig,
+) -> Result<Option<mosaic_cluster::selection::Tagger>> {
+    use mosaic_cluster::selection::oracle::{LearnedSizes, SizeOracle, StaticSizes};
+    use mosaic_cluster::selection::SizeOracleId;
+    if s.queue_without_tags() {
+        tracing::warn!(
+            local_queue = %s.local_queue,
+            "[scheduling] local_queue orders reads by their tags, but size_oracle is \"none\": \
+             every read looks alike to it"
+        );
+    }
+    let oracle: Box<dyn SizeOracle> = match s.size_oracle {
+        SizeOracleId::None => return Ok(None),
+        SizeOracleId::ItemSize => Box::new(LearnedSizes::new(&s.item_size)),
+        SizeOracleId::Static => {
+            let path = &s.static_sizes.file;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading [scheduling.static] file {path}"))?;
+            let sizes = StaticSizes::parse(&text)
+                .map_err(|e| anyhow::anyhow!("[scheduling.static] file {path}: {e}"))?;
+            tracing::info!(file = %path, tokens = sizes.len(), "static item-size oracle loaded");
+            Box::new(sizes)
+        }
+    };
+    Ok(Some(mosaic_cluster::selection::Tagger::new(
+        oracle,
+        s.priority_thresholds.clone(),
+    )))
 }
 
 /// The file where a node keeps the peers it knows (as Cassandra's `system.peers`).

@@ -127,6 +127,26 @@ pub fn status(args: &HostArgs) -> Result<()> {
             decisions.join(", ")
         );
     }
+    if let Some(r) = &s.read_stage {
+        let mean_wait = r.wait_micros_total.checked_div(r.queued_total).unwrap_or(0);
+        println!(
+            "Read stage: {} × {} ({} running, {} waiting; {} ran at once, {} queued, mean \
+             wait {} µs, {} sized){}",
+            r.local_queue,
+            r.read_concurrency,
+            r.running,
+            r.waiting,
+            r.inline_total,
+            r.queued_total,
+            mean_wait,
+            r.sized_total,
+            if s.size_oracle.is_empty() {
+                String::new()
+            } else {
+                format!("; reads tagged by the {} oracle", s.size_oracle)
+            }
+        );
+    }
     Ok(())
 }
 

@@ -70,6 +70,8 @@ pub struct SimStore {
     /// shares the tables' WAL; the simulation keeps them simple and loses none).
     hints: Mutex<BTreeMap<Endpoint, HintLog>>,
     next_hint: std::sync::atomic::AtomicU64,
+    /// Reads served (for the routing scenarios: which replicas a policy chose).
+    reads: std::sync::atomic::AtomicU64,
 }
 
 /// How long reads and writes take: a seeded delay before the work, which then happens
@@ -115,7 +117,13 @@ impl SimStore {
             schema: Mutex::new(schema_of(1)),
             hints: Mutex::new(BTreeMap::new()),
             next_hint: std::sync::atomic::AtomicU64::new(1),
+            reads: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Reads this store has served.
+    pub fn reads_served(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A schema change made on this node (the table set stays; only the version moves):
@@ -270,6 +278,7 @@ impl Store for SimStore {
             if let Some(d) = delay {
                 d.await;
             }
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             self.read_now(table, &range, limit)
         }
         .boxed()

@@ -137,14 +137,22 @@ impl Node {
         let view = self.tick(now);
         self.apply_changes(&view.changes);
         self.replay_due_hints();
+        // The facts this node's policy wants ride on gossip too, so a coordinator hears of
+        // a replica it has stopped sending reads to (Hector's periodic state propagation;
+        // every node runs the same policy).
+        let facts = self.own_facts();
         for t in self.gossip_targets(&view.live, &view.dead) {
-            self.send(
-                t,
-                0,
-                Body::GossipSyn {
-                    states: view.states.clone(),
+            let syn = Body::GossipSyn {
+                states: view.states.clone(),
+            };
+            let body = match &facts {
+                Some(facts) => Body::WithFacts {
+                    facts: facts.clone(),
+                    body: Box::new(syn),
                 },
-            );
+                None => syn,
+            };
+            self.send(t, 0, body);
         }
         self.pull_schemas(view.mismatched, now);
     }

@@ -170,6 +170,8 @@ struct Inner {
     replaying: Mutex<std::collections::HashSet<Endpoint>>,
     lost: lost::LostReads,
     read_load: facts::ReadLoad,
+    /// Tags reads with an item-size oracle's estimates ([`Node::set_tagger`]).
+    tagger: std::sync::OnceLock<crate::selection::Tagger>,
 }
 
 /// A read in flight to `to`, for the selector: dropping it (answered, timed out or
@@ -278,6 +280,7 @@ impl Node {
                 replaying: Mutex::new(std::collections::HashSet::new()),
                 lost: lost::LostReads::default(),
                 read_load: facts::ReadLoad::default(),
+                tagger: std::sync::OnceLock::new(),
             }),
         };
         node.rebuild_ring();
@@ -364,16 +367,18 @@ impl Node {
 
     /// Handles an envelope from a peer (the transport's receive path calls this).
     pub fn receive(&self, env: Envelope) {
+        // Facts ride on answers and on gossip: the policy takes them, then the message
+        // goes on as if they had not been there.
+        let env = match env.body {
+            Body::WithFacts { facts, body } => {
+                self.inner.selector.feedback(env.from, &facts);
+                Envelope { body: *body, ..env }
+            }
+            _ => env,
+        };
         if env.body.is_response() {
-            let body = match env.body {
-                Body::WithFacts { facts, body } => {
-                    self.inner.selector.feedback(env.from, &facts);
-                    *body
-                }
-                body => body,
-            };
             if let Some(tx) = self.inner.pending.lock().remove(&env.id) {
-                let _ = tx.send(body);
+                let _ = tx.send(env.body);
             }
             return;
         }
@@ -422,7 +427,7 @@ impl Node {
                 let node = self.clone();
                 self.inner.runtime.run_or_spawn(
                     async move {
-                        let (answer, facts) = node.serve_measured(body).await;
+                        let (answer, facts) = node.serve_measured(body, 1).await;
                         node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
                         let answer = match facts {
                             Some(facts) => Body::WithFacts {
@@ -442,8 +447,9 @@ impl Node {
     }
 
     /// Serves a peer's request (or this node's own), measuring reads for the facts a
-    /// read's tags ask for.
-    async fn serve_measured(&self, body: Body) -> (Body, Option<Facts>) {
+    /// read's tags ask for. `counted`: whether this request is among the peers' requests
+    /// in flight (it is not part of the queue it reports).
+    async fn serve_measured(&self, body: Body, counted: u64) -> (Body, Option<Facts>) {
         let Body::Read { tags, .. } = &body else {
             return (self.serve(body).await, None);
         };
@@ -454,9 +460,41 @@ impl Node {
         let answer = self.serve(body).await;
         let now = self.inner.runtime.now_micros();
         load.finished(now.saturating_sub(started));
-        let queue = self.inner.replica_in_flight.load(Ordering::Relaxed) as u64;
-        let facts = (!wanted.is_empty()).then(|| load.facts(&wanted, queue, now));
+        let facts =
+            (!wanted.is_empty()).then(|| load.facts(&wanted, self.read_queue(counted), now));
         (answer, facts)
+    }
+
+    /// Reads queued here (waiting or being served): in the read stage when reads go
+    /// through one, else the requests from peers in flight, less `counted` of them (the
+    /// answer being measured is not part of the queue it reports).
+    fn read_queue(&self, counted: u64) -> u64 {
+        self.inner.store.read_queue_length().unwrap_or_else(|| {
+            (self.inner.replica_in_flight.load(Ordering::Relaxed) as u64).saturating_sub(counted)
+        })
+    }
+
+    /// The facts this node's own policy wants, measured now (`None` when it wants none).
+    pub(super) fn own_facts(&self) -> Option<Facts> {
+        let wanted = self.inner.selector.facts_wanted();
+        (!wanted.is_empty()).then(|| {
+            let now = self.inner.runtime.now_micros();
+            self.inner.read_load.facts(wanted, self.read_queue(0), now)
+        })
+    }
+
+    /// Tags this node's reads with `tagger`'s estimates from now on (once: a second
+    /// tagger is refused and returned).
+    pub fn set_tagger(
+        &self,
+        tagger: crate::selection::Tagger,
+    ) -> Result<(), crate::selection::Tagger> {
+        self.inner.tagger.set(tagger)
+    }
+
+    /// The oracle tagging this node's reads, if any.
+    pub fn size_oracle(&self) -> Option<&'static str> {
+        self.inner.tagger.get().map(|t| t.oracle_id())
     }
 
     /// The replica-selection policy this node's reads use.
@@ -541,7 +579,7 @@ impl Node {
             let node = self.clone();
             return async move {
                 let _outstanding = outstanding;
-                let (answer, facts) = node.serve_measured(body).await;
+                let (answer, facts) = node.serve_measured(body, 0).await;
                 let now = node.inner.runtime.now_micros();
                 let selector = &node.inner.selector;
                 if let Some(facts) = facts {

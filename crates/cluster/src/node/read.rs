@@ -221,6 +221,10 @@ impl Node {
         let selector = &self.inner.selector;
         let mut tags = selector.order(&mut live, self.endpoint(), &info);
         tags.extend(crate::selection::facts::tag(selector.facts_wanted()));
+        if let (Some(tagger), Some(token)) = (self.inner.tagger.get(), partition_token(&seg.range))
+        {
+            tags.extend(tagger.tags(table, token));
+        }
         if let Some(i) = first.and_then(|p| live.iter().position(|r| *r == p)) {
             if let Some(head) = live.get_mut(..=i) {
                 head.rotate_right(1);
@@ -254,6 +258,7 @@ impl Node {
         while data.is_some() as usize + digests.len() < block_for {
             match next_before(&mut calls, &mut deadline).await {
                 Some(Some((_, Ok(Body::ReadData { entries, exhausted })))) => {
+                    self.learn_size(read, &entries);
                     data = Some((entries, exhausted));
                 }
                 Some(Some((_, Ok(Body::ReadDigest { digest })))) => digests.push(digest),
@@ -374,6 +379,33 @@ struct RoundInFlight(
 );
 
 /// What every replica of one segment read is asked.
+/// The token of the partition a read starts at (`None` for a range starting at no key).
+fn partition_token(range: &KeyRange) -> Option<i64> {
+    mosaic_rows::key::decode_token(&range.start)
+        .ok()
+        .map(|t| t.0)
+}
+
+impl Node {
+    /// Teaches the item-size oracle the size of an answer, when it is the answer for the
+    /// partition the read started at (a range scan's segment starts between partitions).
+    fn learn_size(&self, read: &SegmentRead, entries: &[(Vec<u8>, Vec<u8>)]) {
+        let Some(tagger) = self.inner.tagger.get() else {
+            return;
+        };
+        let start = mosaic_rows::key::decode_token(&read.range.start).ok();
+        let first = entries
+            .first()
+            .and_then(|(k, _)| mosaic_rows::key::decode_token(k).ok());
+        if let (Some(start), Some(first)) = (start, first) {
+            if start == first {
+                let bytes: usize = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+                tagger.learn(read.table, start.0, bytes as u64);
+            }
+        }
+    }
+}
+
 struct SegmentRead {
     table: TableKey,
     range: WireRange,

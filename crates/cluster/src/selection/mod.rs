@@ -5,7 +5,7 @@
 //! entries, when) and the live replicas in ring order (the token's primary first),
 //! reorders them best first and may return tags that travel with the read to the
 //! replicas; it learns from every answer's latency. Policies, chosen by
-//! `[scheduling] replica_selection` ([`SelectionConfig`]):
+//! `[scheduling] replica_selection` ([`SchedulingConfig`]):
 //!
 //! - `dynamic-snitch` ([`snitch`]): Cassandra's — latency scores recomputed every 100 ms,
 //!   reset every 10 min, ring order kept unless a replica is worse than the badness
@@ -26,17 +26,20 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::local_queue::{QueueConfig, QueuePolicy, RmlParams, StarvationBound};
 use crate::message::{TableKey, Tag};
 use crate::Endpoint;
 
 pub mod c3;
 pub mod facts;
+pub mod oracle;
 pub mod popularity;
 pub mod simple;
 pub mod snitch;
 
 pub use c3::C3;
 pub use mosaic_types::ReplicaSelection;
+pub use oracle::{ItemSizeParams, SizeOracleId, StaticParams, Tagger};
 pub use popularity::{PopularityAware, PopularityParams};
 pub use simple::{PrimaryFirst, Random, RoundRobin};
 pub use snitch::{DynamicSnitch, SnitchParams};
@@ -85,12 +88,22 @@ pub trait ReplicaSelector: Send + Sync + 'static {
     }
 }
 
-/// `[scheduling]`'s replica selection: the policy and each policy's parameters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `[scheduling]`: the replica-selection policy, the read stage's queue and concurrency,
+/// the oracle tagging reads, and each policy's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct SelectionConfig {
-    /// The policy.
+pub struct SchedulingConfig {
+    /// The replica-selection policy.
     pub replica_selection: ReplicaSelection,
+    /// The order in which a replica's read stage serves waiting reads.
+    pub local_queue: QueuePolicy,
+    /// Reads a replica serves at once (its read stage's workers); 0 runs every read where
+    /// it arrives, with no stage (the baseline the stage's overhead is measured against).
+    pub read_concurrency: usize,
+    /// The oracle whose size estimates tag each read for the replicas' queues.
+    pub size_oracle: SizeOracleId,
+    /// Item sizes (bytes) at which a read's priority drops one level.
+    pub priority_thresholds: Vec<u64>,
     /// `[scheduling.dynamic-snitch]`.
     #[serde(rename = "dynamic-snitch")]
     pub dynamic_snitch: SnitchParams,
@@ -99,6 +112,41 @@ pub struct SelectionConfig {
     pub popularity_aware: PopularityParams,
     /// `[scheduling.random]`.
     pub random: RandomParams,
+    /// `[scheduling.random-multi-level]`.
+    #[serde(rename = "random-multi-level")]
+    pub random_multi_level: RmlParams,
+    /// `[scheduling.priority]`.
+    pub priority: StarvationBound,
+    /// `[scheduling.size-aware]`.
+    #[serde(rename = "size-aware")]
+    pub size_aware: StarvationBound,
+    /// `[scheduling.item-size]`.
+    #[serde(rename = "item-size")]
+    pub item_size: ItemSizeParams,
+    /// `[scheduling.static]`.
+    #[serde(rename = "static")]
+    pub static_sizes: StaticParams,
+}
+
+impl Default for SchedulingConfig {
+    fn default() -> Self {
+        SchedulingConfig {
+            replica_selection: ReplicaSelection::default(),
+            local_queue: QueuePolicy::default(),
+            // Cassandra's concurrent_reads.
+            read_concurrency: 32,
+            size_oracle: SizeOracleId::default(),
+            priority_thresholds: vec![65536],
+            dynamic_snitch: SnitchParams::default(),
+            popularity_aware: PopularityParams::default(),
+            random: RandomParams::default(),
+            random_multi_level: RmlParams::default(),
+            priority: StarvationBound::default(),
+            size_aware: StarvationBound::default(),
+            item_size: ItemSizeParams::default(),
+            static_sizes: StaticParams::default(),
+        }
+    }
 }
 
 /// `[scheduling.random]`.
@@ -109,16 +157,57 @@ pub struct RandomParams {
     pub seed: u64,
 }
 
-impl SelectionConfig {
+impl SchedulingConfig {
     /// Checks the parameters, saying which one is wrong.
     pub fn validate(&self) -> Result<(), String> {
         self.dynamic_snitch.validate()?;
-        self.popularity_aware.validate()
+        self.popularity_aware.validate()?;
+        self.random_multi_level.validate()?;
+        if self.read_concurrency > 1024 {
+            return Err(format!(
+                "[scheduling] read_concurrency must be at most 1024, not {}",
+                self.read_concurrency
+            ));
+        }
+        if self.priority_thresholds.len() > 16 {
+            return Err("[scheduling] priority_thresholds takes at most 16 sizes".into());
+        }
+        if !(1..=1 << 26).contains(&self.item_size.slots) {
+            return Err(format!(
+                "[scheduling.item-size] slots must be between 1 and 67108864, not {}",
+                self.item_size.slots
+            ));
+        }
+        if self.size_oracle == SizeOracleId::Static && self.static_sizes.file.is_empty() {
+            return Err(
+                "[scheduling] size_oracle = \"static\" needs [scheduling.static] file".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The read stage's queue configuration.
+    pub fn queue(&self) -> QueueConfig {
+        QueueConfig {
+            policy: self.local_queue,
+            rml: self.random_multi_level.clone(),
+            priority: self.priority.clone(),
+            size_aware: self.size_aware.clone(),
+            seed: self.random.seed,
+        }
+    }
+
+    /// Whether the local queue orders reads by tags no oracle sets (every read then looks
+    /// alike to it): a warning worth logging at start.
+    pub fn queue_without_tags(&self) -> bool {
+        self.read_concurrency > 0
+            && self.local_queue != QueuePolicy::Fcfs
+            && self.size_oracle == SizeOracleId::None
     }
 }
 
 /// The policy `config` chooses, with its parameters.
-pub fn selector(config: &SelectionConfig) -> Arc<dyn ReplicaSelector> {
+pub fn selector(config: &SchedulingConfig) -> Arc<dyn ReplicaSelector> {
     match config.replica_selection {
         ReplicaSelection::DynamicSnitch => {
             Arc::new(DynamicSnitch::new(config.dynamic_snitch.clone()))
@@ -135,9 +224,9 @@ pub fn selector(config: &SelectionConfig) -> Arc<dyn ReplicaSelector> {
 
 /// The policy named `selection`, with default parameters.
 pub fn selector_for(selection: ReplicaSelection) -> Arc<dyn ReplicaSelector> {
-    selector(&SelectionConfig {
+    selector(&SchedulingConfig {
         replica_selection: selection,
-        ..SelectionConfig::default()
+        ..SchedulingConfig::default()
     })
 }
 
@@ -204,21 +293,21 @@ pub(crate) mod tests {
 
     #[test]
     fn a_wrong_parameter_is_named() {
-        assert!(SelectionConfig::default().validate().is_ok());
-        let bad = SelectionConfig {
+        assert!(SchedulingConfig::default().validate().is_ok());
+        let bad = SchedulingConfig {
             popularity_aware: PopularityParams {
                 threshold: 1.5,
                 ..PopularityParams::default()
             },
-            ..SelectionConfig::default()
+            ..SchedulingConfig::default()
         };
         assert!(bad.validate().unwrap_err().contains("threshold"));
-        let bad = SelectionConfig {
+        let bad = SchedulingConfig {
             dynamic_snitch: SnitchParams {
                 update_interval_ms: 0,
                 ..SnitchParams::default()
             },
-            ..SelectionConfig::default()
+            ..SchedulingConfig::default()
         };
         assert!(bad.validate().unwrap_err().contains("update_interval_ms"));
     }

@@ -84,14 +84,19 @@ impl Random {
 
     /// The next number of a splitmix64 sequence.
     fn next(&self) -> u64 {
-        let mut z = self
-            .state
-            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
-            .wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        splitmix64(&self.state)
     }
+}
+
+/// The next number of the splitmix64 sequence whose state is `state` (lock-free: every
+/// caller advances it).
+pub(crate) fn splitmix64(state: &AtomicU64) -> u64 {
+    let mut z = state
+        .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl ReplicaSelector for Random {

@@ -33,6 +33,33 @@ pub struct SchedulingStatus {
     pub replica_selection: String,
     /// The policy's decisions so far, by kind.
     pub decisions: Vec<(String, u64)>,
+    /// The oracle tagging its reads (`size_oracle`), empty for none.
+    #[serde(default)]
+    pub size_oracle: String,
+    /// Its read stage, absent when reads go through none (`read_concurrency = 0`).
+    #[serde(default)]
+    pub read_stage: Option<ReadStageStatus>,
+}
+
+/// A node's read stage (`[scheduling] local_queue`, `read_concurrency`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReadStageStatus {
+    /// The queue policy.
+    pub local_queue: String,
+    /// Reads served at once.
+    pub read_concurrency: usize,
+    /// Reads running now.
+    pub running: u64,
+    /// Reads waiting now.
+    pub waiting: u64,
+    /// Reads that came tagged with an expected size, since start.
+    pub sized_total: u64,
+    /// Reads that ran at once where they arrived, since start.
+    pub inline_total: u64,
+    /// Reads that waited in the queue, since start.
+    pub queued_total: u64,
+    /// Time queued reads waited, in total (microseconds).
+    pub wait_micros_total: u64,
 }
 
 /// One node of `GET /status`.

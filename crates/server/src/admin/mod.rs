@@ -154,6 +154,20 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
                 .into_iter()
                 .map(|(kind, n)| (kind.to_owned(), n))
                 .collect(),
+            size_oracle: node.size_oracle().unwrap_or_default().to_owned(),
+            read_stage: admin.local.read_stage().map(|stage| {
+                let s = stage.snapshot();
+                api::ReadStageStatus {
+                    local_queue: s.policy,
+                    read_concurrency: s.concurrency,
+                    running: s.running,
+                    waiting: s.waiting,
+                    sized_total: s.sized_total,
+                    inline_total: s.inline_total,
+                    queued_total: s.queued_total,
+                    wait_micros_total: s.wait_micros_total,
+                }
+            }),
         },
     })
 }

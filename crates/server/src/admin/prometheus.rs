@@ -50,6 +50,24 @@ pub async fn record(admin: &Admin) {
         )
         .absolute(n);
     }
+    if let Some(stage) = admin.local.read_stage() {
+        let s = stage.snapshot();
+        let policy = s.policy.clone();
+        metrics::gauge!("mosaic_read_stage_running", "queue" => policy.clone())
+            .set(s.running as f64);
+        metrics::gauge!("mosaic_read_stage_waiting", "queue" => policy.clone())
+            .set(s.waiting as f64);
+        metrics::counter!("mosaic_read_stage_reads_total", "queue" => policy.clone(), "path" => "inline")
+            .absolute(s.inline_total);
+        metrics::counter!("mosaic_read_stage_reads_total", "queue" => policy.clone(), "path" => "queued")
+            .absolute(s.queued_total);
+        metrics::counter!("mosaic_read_stage_sized_total", "queue" => policy.clone())
+            .absolute(s.sized_total);
+        metrics::counter!("mosaic_read_stage_skipped_total", "queue" => policy.clone())
+            .absolute(s.skipped_total);
+        metrics::counter!("mosaic_read_stage_wait_micros_total", "queue" => policy)
+            .absolute(s.wait_micros_total);
+    }
     let states = node.states();
     let up = states.iter().filter(|(_, up)| *up).count();
     metrics::gauge!("mosaic_nodes", "state" => "up").set(up as f64);

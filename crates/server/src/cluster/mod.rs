@@ -22,6 +22,7 @@ use mosaic_cluster::env::{
     Entries, Hint, KeyList, ShardBytes, ShardRange, ShardRef, Shards, StripeSpan, Unanswered,
     Unlisted,
 };
+use mosaic_cluster::local_queue::ReadClass;
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::{
@@ -232,14 +233,14 @@ impl Store for LocalStore {
         table: TableKey,
         range: KeyRange,
         limit: usize,
-        // No local read queue orders reads yet (the scheduling work adds one, keyed on
-        // these); the default dynamic snitch attaches none.
-        _tags: &[Tag],
+        // What the read stage's queue orders by (`mosaic_cluster::local_queue`).
+        tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
+        let class = ReadClass::from_tags(tags);
         async move {
             let roles = self.roles(table);
             self.local
-                .read_local(table, range, limit, &*roles)
+                .read_local(table, range, limit, &*roles, class)
                 .await
                 .map(|r| (r.entries, r.exhausted))
                 .map_err(failure)
@@ -302,6 +303,10 @@ impl Store for LocalStore {
 
     fn load_bytes(&self) -> u64 {
         self.local.load_bytes()
+    }
+
+    fn read_queue_length(&self) -> Option<u64> {
+        self.local.read_stage().map(|s| s.queue_length())
     }
 
     fn ec_tables(&self) -> Vec<(TableKey, ErasureCode)> {

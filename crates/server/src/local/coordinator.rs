@@ -81,8 +81,14 @@ impl Coordinator for LocalCoordinator {
         consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
         self.check_available(command.table, consistency, false)?;
-        self.read_local(command.table, command.range, command.limit, &AllPrimary)
-            .await
+        self.read_local(
+            command.table,
+            command.range,
+            command.limit,
+            &AllPrimary,
+            ReadClass::default(),
+        )
+        .await
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {

@@ -65,6 +65,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use mosaic_cluster::local_queue::ReadClass;
 use mosaic_cluster::{SchemaSnapshot, WireMutation};
 use mosaic_cql::coordinator::{
     check_available, replica_counts, ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand,
@@ -161,8 +162,10 @@ pub struct LocalCoordinator {
     data_center: String,
     rack: String,
     cluster_name: String,
-    /// Whether reads run on the network threads.
+    /// Whether reads run on the network threads (without a read stage).
     inline_reads: bool,
+    /// The read stage reads go through (`[scheduling] read_concurrency` > 0).
+    read_stage: Option<crate::read_stage::ReadStage>,
     /// Whether writes run on the network threads (never when they wait for an fsync).
     inline_writes: bool,
     /// The data directory's lock, released at [`LocalCoordinator::close`].
@@ -247,10 +250,22 @@ impl LocalCoordinator {
             rack: config.rack.clone(),
             cluster_name: config.cluster_name.clone(),
             inline_reads: config.storage.engine_calls == EngineCalls::Inline,
+            read_stage: (config.scheduling.read_concurrency > 0).then(|| {
+                crate::read_stage::ReadStage::new(
+                    config.scheduling.read_concurrency,
+                    &config.scheduling.queue(),
+                    config.storage.engine_calls == EngineCalls::Inline,
+                )
+            }),
             inline_writes: config.storage.engine_calls == EngineCalls::Inline
                 && config.storage.wal_sync == WalSync::Periodic,
             lock: Mutex::new(Some(lock)),
         })
+    }
+
+    /// The read stage, if reads go through one.
+    pub fn read_stage(&self) -> Option<&crate::read_stage::ReadStage> {
+        self.read_stage.as_ref()
     }
 
     /// The data directory.

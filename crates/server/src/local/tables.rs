@@ -412,6 +412,7 @@ impl LocalCoordinator {
         range: KeyRange,
         limit: usize,
         roles: &dyn Roles,
+        class: ReadClass,
     ) -> Result<ReadResult, ErrorResponse> {
         let slot = self.slot(table)?;
         let pieces = roles.pieces(range);
@@ -420,7 +421,7 @@ impl LocalCoordinator {
             return Err(self.closed_error(&slot));
         }
         let name = slot.name.clone();
-        run_engine_call(self.inline_reads, move || {
+        let read = move || {
             let Some(store) = guard.as_ref() else {
                 return Err(server_error("The node is shutting down"));
             };
@@ -447,7 +448,14 @@ impl LocalCoordinator {
                 entries,
                 exhausted: true,
             })
-        })
+        };
+        match &self.read_stage {
+            Some(stage) => stage
+                .run(class, read)
+                .await
+                .unwrap_or_else(|_| Err(server_error("The read failed in the read stage"))),
+            None => run_engine_call(self.inline_reads, read),
+        }
     }
 
     /// Removes every row of a table from local storage.

@@ -33,7 +33,10 @@ use crate::store::{table_key, SimStore};
 
 mod faults;
 mod nodes;
+mod routing;
 mod workload;
+
+pub use routing::{routing, Routing};
 
 /// Knobs for tests of the simulator itself.
 #[derive(Clone, Debug)]
@@ -209,6 +212,17 @@ impl World {
         if let Some(d) = options.durability {
             config.durability = d;
         }
+        World::with_config(seed, config, options, &[])
+    }
+
+    /// A world of `config`, its randomness from `seed`; node `i`'s store takes up to
+    /// `store_latency_us[i]` per read and write where given (else the config's).
+    fn with_config(
+        seed: u64,
+        config: Config,
+        options: &Options,
+        store_latency_us: &[u64],
+    ) -> Arc<World> {
         let root = Prng::new(seed);
         let mut layout = root.fork(1);
         let tokens: Vec<Vec<i64>> = (0..config.nodes)
@@ -229,7 +243,11 @@ impl World {
         let stores = (0..config.nodes)
             .map(|i| {
                 let store = SimStore::new(&config.rf, config.durability);
-                Arc::new(match config.storage_latency_max_us {
+                let max_us = store_latency_us
+                    .get(i)
+                    .copied()
+                    .unwrap_or(config.storage_latency_max_us);
+                Arc::new(match max_us {
                     0 => store,
                     max_us => store.with_latency(exec.clone(), root.fork(0x200 + i as u64), max_us),
                 })

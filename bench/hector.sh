@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Hector's experiments (ICPP '23 §5), scaled to this machine: read-only YCSB at ONE, RF 3,
+# on a local 3-node Mosaic cluster, one configuration after another on the same data (the
+# nodes are stopped, their `[scheduling]` keys edited, and started again).
+#
+#   bench/hector.sh EXPERIMENT [--records N] [--operations N] [--reps N] [--rates R,R,...]
+#                   [--duration S] [--concurrency N] [--out DIR] [--set KEY=VALUE]...
+#
+# Experiments:
+#   overhead  the read stage's cost: 1 KiB rows (--records, 200,000), zipfian reads, closed
+#             loop (--concurrency 32): `read_concurrency = 0` (no stage: reads run where
+#             they arrive) against the default stage (32 slots, fcfs), both with the dynamic
+#             snitch, taking turns --reps times (3) with --operations reads (200,000) each
+#   rml       local scheduling with heterogeneous items: 75% of the rows 1 KiB, 25% 1 MiB
+#             (--records, 4,000), uniform keys, direct I/O with a 32 MiB block cache so
+#             large reads go to the disk, 4 read slots off the network threads
+#             (`read_concurrency = 4`, `engine_calls = "offload"`), reads tagged by the
+#             learned item-size oracle (64 KiB and more: priority 1): `fcfs` against
+#             `random-multi-level` (2 sub-queues, α = 10, Hector's setting), each over an
+#             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20)
+#   smoke     overhead and rml on a few records (checks the pipeline in minutes)
+# Results land in DIR/<experiment>/ (bench JSON per run); bench/hector_summary.py
+# DIR/<experiment> writes results.md and results.json (throughput ratios; per rate: the
+# achieved throughput and latencies, saturation = the first rate not sustained to 95%).
+# Needs a release build (cargo build --release -p mosaic-server -p mosaic-bench). CQL
+# port $PORT (49042); the cluster directory is removed at the end unless KEEP=1.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+experiment=$1; shift
+records="" operations=200000 reps=3 rates="" duration=20 concurrency=32
+out=/tmp/mosaic-hector
+common=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --records) records=$2; shift 2 ;;
+        --operations) operations=$2; shift 2 ;;
+        --reps) reps=$2; shift 2 ;;
+        --rates) rates=$2; shift 2 ;;
+        --duration) duration=$2; shift 2 ;;
+        --concurrency) concurrency=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --set) common+=("$2"); shift 2 ;;
+        *) usage ;;
+    esac
+done
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
+if [ -n "${MOSAIC_BIN:-}" ]; then mosaic=$MOSAIC_BIN; else find_mosaic "$root"; fi
+client="$(dirname "$mosaic")/mosaic-bench"
+[ -x "$client" ] || { echo "no $client: cargo build --release -p mosaic-bench" >&2; exit 1; }
+port=${PORT:-49042}
+storage=$((port - 3000)) admin=$((port - 2800))
+require_free_ports "$port"
+nodes=3
+dir=$out/$experiment
+cluster=$dir/cluster
+mkdir -p "$dir"
+down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
+trap down EXIT
+hosts=$(seq -s, -f "127.0.0.%g:$port" 1 "$nodes")
+
+start() {
+    local set=()
+    for s in "${common[@]}"; do set+=(--set "$s"); done
+    "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port "$port" \
+        --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+}
+
+# Restarts the cluster with `[scheduling]` keys set: KEY=TOML-VALUE... (keys of the
+# section itself, not of its sub-tables).
+reconfigure() {
+    down
+    local i kv key value
+    for i in $(seq 1 "$nodes"); do
+        for kv in "$@"; do
+            key=${kv%%=*} value=${kv#*=}
+            python3 - "$cluster/node$i/mosaic.toml" "$key" "$value" <<'EOF'
+import re, sys
+path, key, value = sys.argv[1:4]
+text = open(path).read()
+section = re.search(r"^\[scheduling\]\n(.*?)(?=^\[)", text, re.S | re.M)
+body = section.group(1)
+line = re.compile(rf"^{re.escape(key)} = .*$", re.M)
+body = line.sub(f"{key} = {value}", body) if line.search(body) else body + f"{key} = {value}\n"
+open(path, "w").write(text[:section.start(1)] + body + text[section.end(1):])
+EOF
+        done
+    done
+    start
+}
+
+bench() { # out-json phase args...
+    local json=$1 phase=$2; shift 2
+    echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
+    "$client" "$phase" --hosts "$hosts" --records "$records" --quiet --json "$json" \
+        --pid-files "$(seq -s, -f "$cluster/node%g/pid" 1 "$nodes")" "$@" > "${json%.json}.txt"
+}
+
+overhead() {
+    local row=(--field-count 1 --field-length 1000)
+    down; rm -rf "$cluster"; start
+    bench "$dir/load.json" load --workload c --rf 3 --concurrency 64 "${row[@]}"
+    "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
+    "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+    local rep name
+    for rep in $(seq 1 "$reps"); do
+        for name in $( [ $((rep % 2)) = 1 ] && echo none fcfs || echo fcfs none ); do
+            if [ "$name" = none ]; then
+                reconfigure read_concurrency=0
+            else
+                reconfigure read_concurrency=32 'local_queue="fcfs"'
+            fi
+            bench "$dir/$name-$rep.json" run --workload c --operations "$operations" \
+                --concurrency "$concurrency" --read-cl ONE "${row[@]}"
+        done
+    done
+}
+
+rml() {
+    local row=(--field-count 1 --field-length 1000 --large-fraction 0.25
+        --large-field-length 1048576 --distribution uniform)
+    common+=(storage.direct_io=true storage.block_cache_size_bytes=33554432
+        storage.engine_calls=offload scheduling.read_concurrency=4
+        scheduling.size_oracle=item-size)
+    down; rm -rf "$cluster"; start
+    bench "$dir/load.json" load --workload c --rf 3 --concurrency 8 "${row[@]}"
+    "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
+    "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+    local rep queue rate
+    for rep in $(seq 1 "$reps"); do
+        for queue in $( [ $((rep % 2)) = 1 ] && echo fcfs random-multi-level \
+                        || echo random-multi-level fcfs ); do
+            reconfigure "local_queue=\"$queue\""
+            # Every coordinator learns every item's size before the ramp.
+            bench "$dir/$queue-$rep-warmup.json" run --workload c \
+                --operations $((records * 6)) --concurrency 16 --read-cl ONE "${row[@]}"
+            for rate in ${rates//,/ }; do
+                bench "$dir/$queue-$rep-rate$rate.json" run --workload c \
+                    --operations $((rate * duration)) --rate "$rate" \
+                    --concurrency "$concurrency" --read-cl ONE "${row[@]}"
+            done
+        done
+    done
+}
+
+case $experiment in
+    overhead)
+        records=${records:-200000}
+        overhead ;;
+    rml)
+        records=${records:-4000} rates=${rates:-100,200,300,400,600,800,1200}
+        concurrency=$((concurrency > 256 ? concurrency : 256))
+        rml ;;
+    smoke)
+        records=${records:-2000} operations=4000 reps=1
+        overhead
+        records=400 rates=${rates:-50,100} duration=5 concurrency=64
+        rml ;;
+    *) echo "unknown experiment $experiment" >&2; exit 2 ;;
+esac
+down
+[ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+"$root/bench/hector_summary.py" "$dir"

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Summarizes a bench/hector.sh experiment directory into results.md and results.json.
+
+overhead: per configuration (`none`: no read stage, `fcfs`: the stage) the median over
+repetitions of throughput and read latencies, and the ratio stage / none per repetition.
+
+rml: per queue policy and arrival rate, the achieved throughput and read latencies
+(medians over repetitions); a rate is sustained when the achieved throughput reaches 95% of
+it; the saturation throughput is the highest throughput achieved over the ramp.
+"""
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+
+def load(path):
+    j = json.loads(path.read_text())
+    read = j["operations"].get("read", {})
+    return {
+        "throughput": j["throughput_ops"],
+        "target": j.get("target_rate_ops"),
+        "mean_ms": read.get("mean_us", 0) / 1000,
+        "p50_ms": read.get("p50_us", 0) / 1000,
+        "p99_ms": read.get("p99_us", 0) / 1000,
+        "errors": j["errors"],
+    }
+
+
+def med(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def overhead(d):
+    runs = {}
+    for p in d.glob("*.json"):
+        m = re.fullmatch(r"(none|fcfs)-(\d+)\.json", p.name)
+        if m:
+            runs.setdefault(m[1], {})[int(m[2])] = load(p)
+    if set(runs) != {"none", "fcfs"}:
+        return None, []
+    reps = sorted(set(runs["none"]) & set(runs["fcfs"]))
+    ratios = [runs["fcfs"][r]["throughput"] / runs["none"][r]["throughput"] for r in reps]
+    out = {
+        name: {k: med([r[k] for r in runs[name].values()]) for k in ("throughput", "mean_ms", "p50_ms", "p99_ms")}
+        for name in ("none", "fcfs")
+    }
+    out["throughput_ratio_per_rep"] = ratios
+    out["throughput_ratio_median"] = med(ratios)
+    md = [
+        "## Read stage overhead (YCSB C, closed loop)",
+        "",
+        "| configuration | ops/s | mean ms | p50 ms | p99 ms |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, label in (("none", "no stage (`read_concurrency = 0`)"), ("fcfs", "stage, fcfs × 32")):
+        r = out[name]
+        md.append(f"| {label} | {r['throughput']:.0f} | {r['mean_ms']:.2f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
+    md += ["", f"Stage / no stage throughput per repetition: {', '.join(f'{x:.3f}' for x in ratios)} "
+           f"(median {out['throughput_ratio_median']:.3f}).", ""]
+    return out, md
+
+
+def ramp(d):
+    runs = {}
+    for p in d.glob("*.json"):
+        m = re.fullmatch(r"(fcfs|random-multi-level)-(\d+)-rate(\d+)\.json", p.name)
+        if m:
+            runs.setdefault(m[1], {}).setdefault(int(m[3]), []).append(load(p))
+    if not runs:
+        return None, []
+    out = {}
+    md = [
+        "## Local scheduling, heterogeneous items (75% 1 KiB, 25% 1 MiB), open-loop ramp",
+        "",
+        "| queue | rate ops/s | achieved ops/s | sustained | mean ms | p50 ms | p99 ms | errors |",
+        "|---|---:|---:|:-:|---:|---:|---:|---:|",
+    ]
+    for queue in sorted(runs):
+        rows = []
+        for rate in sorted(runs[queue]):
+            rs = runs[queue][rate]
+            row = {k: med([r[k] for r in rs]) for k in ("throughput", "mean_ms", "p50_ms", "p99_ms")}
+            row["rate"] = rate
+            row["errors"] = sum(r["errors"] for r in rs)
+            row["sustained"] = row["throughput"] >= 0.95 * rate
+            rows.append(row)
+            md.append(
+                f"| {queue} | {rate} | {row['throughput']:.0f} | {'yes' if row['sustained'] else 'no'} | "
+                f"{row['mean_ms']:.1f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['errors']} |"
+            )
+        sustained = [r["rate"] for r in rows if r["sustained"]]
+        out[queue] = {
+            "rates": rows,
+            "saturation_ops": max(r["throughput"] for r in rows),
+            "highest_sustained_rate": max(sustained) if sustained else 0,
+        }
+    md.append("")
+    for queue, r in out.items():
+        md.append(f"- {queue}: saturation {r['saturation_ops']:.0f} ops/s, highest rate sustained "
+                  f"{r['highest_sustained_rate']} ops/s")
+    if {"fcfs", "random-multi-level"} <= set(out):
+        ratio = out["random-multi-level"]["saturation_ops"] / out["fcfs"]["saturation_ops"]
+        out["rml_over_fcfs_saturation"] = ratio
+        md.append(f"- random-multi-level / fcfs saturation: {ratio:.2f}×")
+    md.append("")
+    return out, md
+
+
+def main():
+    d = Path(sys.argv[1])
+    results, md = {}, [f"# bench/hector.sh: {d.name}", ""]
+    for name, f in (("overhead", overhead), ("rml", ramp)):
+        out, lines = f(d)
+        if out is not None:
+            results[name] = out
+            md += lines
+    (d / "results.json").write_text(json.dumps(results, indent=2))
+    (d / "results.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+//! The read stage: a replica's reads run on `read_concurrency` workers, and the reads
+//! waiting for one are served in the order of the local queue policy
+//! (`mosaic_cluster::local_queue`, `[scheduling] local_queue`).
+//!
+//! Every engine read takes one of the stage's `read_concurrency` slots. With
+//! `[storage] engine_calls = "inline"` (the default) a read that finds a free slot and
+//! nobody waiting runs right away on the network thread it arrived on, as it would with
+//! no stage: scheduling only matters when reads wait, and a handoff to another thread per
+//! read costs a quarter of a node's throughput on 2 cores (BENCHMARKS.md). Otherwise —
+//! slots all taken, reads already waiting, or `engine_calls = "offload"` — the read waits
+//! in the queue and one of the stage's worker threads runs it when a slot frees, so at
+//! most `read_concurrency` engine reads ever run at once (Hector's experiment bounds them
+//! to model a device with little parallelism). A read whose requester gave up (a timeout,
+//! a dropped connection) is skipped when its turn comes.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::channel::oneshot;
+use mosaic_cluster::local_queue::{self, LocalQueue, QueueConfig, QueuePolicy, ReadClass};
+use parking_lot::{Condvar, Mutex};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The read stage (see the module doc). Dropping it lets its workers finish what waits
+/// and exit.
+pub struct ReadStage {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    policy: QueuePolicy,
+    queue: Box<dyn LocalQueue<Job>>,
+    concurrency: usize,
+    /// Whether a read finding a free slot and an empty queue runs where it arrived.
+    inline: bool,
+    /// Slots taken (reads running, inline or on a worker).
+    running: AtomicUsize,
+    /// Workers park here; the flag says the stage is stopping.
+    stopping: Mutex<bool>,
+    wake: Condvar,
+    epoch: Instant,
+    counters: Counters,
+}
+
+#[derive(Default)]
+struct Counters {
+    /// Reads whose tags carried an expected size.
+    sized: AtomicU64,
+    inline: AtomicU64,
+    queued: AtomicU64,
+    completed: AtomicU64,
+    skipped: AtomicU64,
+    wait_micros: AtomicU64,
+}
+
+/// The stage's counters, for `mosaic status` and the metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StageSnapshot {
+    /// The queue policy.
+    pub policy: String,
+    /// Slots.
+    pub concurrency: usize,
+    /// Reads running now.
+    pub running: u64,
+    /// Reads waiting now.
+    pub waiting: u64,
+    /// Reads whose coordinator's oracle expected a size, since start.
+    pub sized_total: u64,
+    /// Reads run at once where they arrived, since start.
+    pub inline_total: u64,
+    /// Reads that waited in the queue, since start.
+    pub queued_total: u64,
+    /// Queued reads run by a worker, since start.
+    pub completed_total: u64,
+    /// Queued reads skipped because their requester gave up.
+    pub skipped_total: u64,
+    /// Time queued reads waited, in total (microseconds).
+    pub wait_micros_total: u64,
+}
+
+/// The stage is stopping, or the read failed inside the engine (a panic, logged).
+#[derive(Debug)]
+pub struct StageError;
+
+impl ReadStage {
+    /// A stage of `concurrency` workers (at least one) serving `queue`'s policy; `inline`
+    /// lets reads run where they arrive when a slot is free and nobody waits.
+    pub fn new(concurrency: usize, queue: &QueueConfig, inline: bool) -> ReadStage {
+        let concurrency = concurrency.max(1);
+        let shared = Arc::new(Shared {
+            policy: queue.policy,
+            queue: local_queue::queue(queue),
+            concurrency,
+            inline,
+            running: AtomicUsize::new(0),
+            stopping: Mutex::new(false),
+            wake: Condvar::new(),
+            epoch: Instant::now(),
+            counters: Counters::default(),
+        });
+        for i in 0..concurrency {
+            let s = shared.clone();
+            let spawned =
+                mosaic_env::thread::spawn_named(format!("mosaic-read-{i}"), move || s.work());
+            if let Err(e) = spawned {
+                // Fewer workers than slots still serve every read (inline reads too).
+                tracing::warn!(target: "mosaic::storage", error = %e, "read stage worker not started");
+            }
+        }
+        ReadStage { shared }
+    }
+
+    /// Runs `read` in its turn; `class` is what the queue policy orders by.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        class: ReadClass,
+        read: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, StageError> {
+        let s = &self.shared;
+        if class.size.is_some() {
+            s.counters.sized.fetch_add(1, Ordering::Relaxed);
+        }
+        if s.inline && s.queue.is_empty() && s.try_take_slot() {
+            s.counters.inline.fetch_add(1, Ordering::Relaxed);
+            let out = std::panic::catch_unwind(AssertUnwindSafe(read));
+            s.release_slot();
+            return out.map_err(|_| {
+                tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
+                StageError
+            });
+        }
+        let (tx, rx) = oneshot::channel();
+        let arrived = s.now_micros();
+        let shared = self.shared.clone();
+        let job: Job = Box::new(move || {
+            let waited = shared.now_micros().saturating_sub(arrived);
+            shared
+                .counters
+                .wait_micros
+                .fetch_add(waited, Ordering::Relaxed);
+            if tx.is_canceled() {
+                shared.counters.skipped.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let out = read();
+            shared.counters.completed.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send(out);
+        });
+        s.counters.queued.fetch_add(1, Ordering::Relaxed);
+        s.queue.push(job, class, arrived);
+        s.notify();
+        rx.await.map_err(|_| StageError)
+    }
+
+    /// Reads waiting or running (the `QueueLength` fact).
+    pub fn queue_length(&self) -> u64 {
+        (self.shared.queue.len() + self.shared.running.load(Ordering::Relaxed)) as u64
+    }
+
+    /// The stage's counters.
+    pub fn snapshot(&self) -> StageSnapshot {
+        let s = &self.shared;
+        let c = &s.counters;
+        StageSnapshot {
+            policy: s.policy.to_string(),
+            concurrency: s.concurrency,
+            running: s.running.load(Ordering::Relaxed) as u64,
+            waiting: s.queue.len() as u64,
+            sized_total: c.sized.load(Ordering::Relaxed),
+            inline_total: c.inline.load(Ordering::Relaxed),
+            queued_total: c.queued.load(Ordering::Relaxed),
+            completed_total: c.completed.load(Ordering::Relaxed),
+            skipped_total: c.skipped.load(Ordering::Relaxed),
+            wait_micros_total: c.wait_micros.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for ReadStage {
+    fn drop(&mut self) {
+        *self.shared.stopping.lock() = true;
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Shared {
+    fn now_micros(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+
+    fn try_take_slot(&self) -> bool {
+        self.running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                (r < self.concurrency).then_some(r + 1)
+            })
+            .is_ok()
+    }
+
+    fn release_slot(&self) {
+        self.running.fetch_sub(1, Ordering::AcqRel);
+        if !self.queue.is_empty() {
+            self.notify();
+        }
+    }
+
+    /// Wakes a worker. Taking the lock orders this after a parking worker's last look at
+    /// the queue, so no wake-up is lost.
+    fn notify(&self) {
+        let _guard = self.stopping.lock();
+        self.wake.notify_one();
+    }
+
+    /// A worker: waits for a read and a free slot, runs the read the policy picks.
+    fn work(&self) {
+        loop {
+            {
+                let mut stopping = self.stopping.lock();
+                loop {
+                    if !self.queue.is_empty() && self.try_take_slot() {
+                        break;
+                    }
+                    if *stopping && self.queue.is_empty() {
+                        return;
+                    }
+                    self.wake.wait(&mut stopping);
+                }
+            }
+            let job = self.queue.pop(self.now_micros());
+            if let Some(job) = job {
+                if std::panic::catch_unwind(AssertUnwindSafe(job)).is_err() {
+                    tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
+                }
+            }
+            self.release_slot();
+            // Another read may wait for a slot this worker could not take.
+            if !self.queue.is_empty() {
+                self.notify();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_cluster::local_queue::QueuePolicy;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn config(policy: QueuePolicy) -> QueueConfig {
+        QueueConfig {
+            policy,
+            ..QueueConfig::default()
+        }
+    }
+
+    fn class(priority: u8) -> ReadClass {
+        ReadClass {
+            priority,
+            size: None,
+        }
+    }
+
+    /// Starts a read that holds the stage's only slot until the sender is used.
+    async fn hold_the_slot(
+        stage: &Arc<ReadStage>,
+    ) -> (
+        mpsc::Sender<()>,
+        tokio::task::JoinHandle<Result<bool, StageError>>,
+    ) {
+        let (open, gate) = mpsc::channel::<()>();
+        let blocker = {
+            let stage = stage.clone();
+            tokio::spawn(async move { stage.run(class(0), move || gate.recv().is_ok()).await })
+        };
+        while stage.snapshot().running == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        (open, blocker)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn never_more_reads_at_once_than_the_concurrency() {
+        for inline in [false, true] {
+            let stage = Arc::new(ReadStage::new(2, &config(QueuePolicy::Fcfs), inline));
+            let now = Arc::new(AtomicUsize::new(0));
+            let most = Arc::new(AtomicUsize::new(0));
+            let reads: Vec<_> = (0..40)
+                .map(|i| {
+                    let (stage, now, most) = (stage.clone(), now.clone(), most.clone());
+                    tokio::spawn(async move {
+                        stage
+                            .run(class(0), move || {
+                                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                                most.fetch_max(n, Ordering::SeqCst);
+                                std::thread::sleep(Duration::from_millis(2));
+                                now.fetch_sub(1, Ordering::SeqCst);
+                                i
+                            })
+                            .await
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut got = Vec::new();
+            for r in reads {
+                got.push(r.await.unwrap());
+            }
+            assert_eq!(got, (0..40).collect::<Vec<_>>());
+            assert!(most.load(Ordering::SeqCst) <= 2, "inline {inline}");
+            let snap = stage.snapshot();
+            assert_eq!(snap.inline_total + snap.completed_total, 40);
+            assert_eq!(snap.waiting, 0);
+            // A worker frees its slot just after handing over its answer.
+            for _ in 0..1000 {
+                if stage.snapshot().running == 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            assert_eq!(stage.snapshot().running, 0);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_reads_are_served_in_the_policys_order() {
+        // One slot, held by a read blocked on a gate: the reads queued behind it come out
+        // in priority order.
+        let stage = Arc::new(ReadStage::new(1, &config(QueuePolicy::Priority), false));
+        let (open, blocker) = hold_the_slot(&stage).await;
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut waiting = Vec::new();
+        for p in [3u8, 1, 2, 0] {
+            let (st, order) = (stage.clone(), order.clone());
+            waiting.push(tokio::spawn(async move {
+                st.run(class(p), move || order.lock().push(p)).await
+            }));
+            while stage.snapshot().waiting < waiting.len() as u64 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        assert_eq!(stage.queue_length(), 5);
+        open.send(()).unwrap();
+        assert!(blocker.await.unwrap().unwrap());
+        for w in waiting {
+            w.await.unwrap().unwrap();
+        }
+        assert_eq!(*order.lock(), [0, 1, 2, 3]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_abandoned_read_is_skipped_and_a_panicking_one_is_an_error() {
+        let stage = Arc::new(ReadStage::new(1, &config(QueuePolicy::Fcfs), false));
+        let (open, blocker) = hold_the_slot(&stage).await;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let abandoned = {
+            let (stage, ran) = (stage.clone(), ran.clone());
+            tokio::spawn(async move {
+                stage
+                    .run(class(0), move || ran.fetch_add(1, Ordering::SeqCst))
+                    .await
+            })
+        };
+        while stage.snapshot().waiting == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        abandoned.abort();
+        let _ = abandoned.await;
+        open.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        let panicked = stage.run(class(0), || panic!("engine bug")).await;
+        assert!(panicked.is_err());
+        // The worker survived the panic and serves on.
+        assert_eq!(stage.run(class(0), || 7).await.unwrap(), 7);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        assert_eq!(stage.snapshot().skipped_total, 1);
+    }
+}
