@@ -14,8 +14,9 @@
 #   rml       local scheduling with heterogeneous items: 75% of the rows 1 KiB, 25% 1 MiB
 #             (--records, 4,000), uniform keys, direct I/O with a 32 MiB block cache so
 #             large reads go to the disk, 4 read slots off the network threads
-#             (`read_concurrency = 4`, `engine_calls = "offload"`), reads tagged by the
-#             learned item-size oracle (64 KiB and more: priority 1): `fcfs` against
+#             (`read_concurrency = 4`, `engine_calls = "offload"`), reads tagged from a
+#             static item-size oracle the load writes (64 KiB and more: priority 1),
+#             `fcfs` against
 #             `random-multi-level` (2 sub-queues, α = 10, Hector's setting), each over an
 #             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20)
 #   smoke     overhead and rml on a few records (checks the pipeline in minutes)
@@ -68,8 +69,8 @@ start() {
         --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
 }
 
-# Restarts the cluster with `[scheduling]` keys set: KEY=TOML-VALUE... (keys of the
-# section itself, not of its sub-tables).
+# Restarts the cluster with `[scheduling]` keys set: KEY=TOML-VALUE... (`sub.key` for a
+# key of `[scheduling.sub]`).
 reconfigure() {
     down
     local i kv key value
@@ -79,12 +80,18 @@ reconfigure() {
             python3 - "$cluster/node$i/mosaic.toml" "$key" "$value" <<'EOF'
 import re, sys
 path, key, value = sys.argv[1:4]
+# `sub.key` is a key of [scheduling.sub].
+table, _, key = ("scheduling." + key).rpartition(".")
 text = open(path).read()
-section = re.search(r"^\[scheduling\]\n(.*?)(?=^\[)", text, re.S | re.M)
-body = section.group(1)
-line = re.compile(rf"^{re.escape(key)} = .*$", re.M)
-body = line.sub(f"{key} = {value}", body) if line.search(body) else body + f"{key} = {value}\n"
-open(path, "w").write(text[:section.start(1)] + body + text[section.end(1):])
+section = re.search(rf"^\[{re.escape(table)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M)
+if section is None:
+    text += f"\n[{table}]\n{key} = {value}\n"
+else:
+    body = section.group(1)
+    line = re.compile(rf"^{re.escape(key)} = .*$", re.M)
+    body = line.sub(lambda _: f"{key} = {value}", body) if line.search(body) else body + f"{key} = {value}\n"
+    text = text[:section.start(1)] + body + text[section.end(1):]
+open(path, "w").write(text)
 EOF
         done
     done
@@ -96,6 +103,16 @@ bench() { # out-json phase args...
     echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
     "$client" "$phase" --hosts "$hosts" --records "$records" --quiet --json "$json" \
         --pid-files "$(seq -s, -f "$cluster/node%g/pid" 1 "$nodes")" "$@" > "${json%.json}.txt"
+    # Each node's scheduling status (its read stage's counters) after the run.
+    python3 - "$admin" "$nodes" > "${json%.json}.status.json" <<'EOF'
+import json, sys, urllib.request
+admin, nodes = sys.argv[1], int(sys.argv[2])
+out = {}
+for i in range(1, nodes + 1):
+    with urllib.request.urlopen(f"http://127.0.0.{i}:{admin}/status", timeout=10) as r:
+        out[f"node{i}"] = json.load(r)["scheduling"]
+print(json.dumps(out))
+EOF
 }
 
 overhead() {
@@ -122,20 +139,20 @@ rml() {
     local row=(--field-count 1 --field-length 1000 --large-fraction 0.25
         --large-field-length 1048576 --distribution uniform)
     common+=(storage.direct_io=true storage.block_cache_size_bytes=33554432
-        storage.engine_calls=offload scheduling.read_concurrency=4
-        scheduling.size_oracle=item-size)
+        storage.engine_calls=offload scheduling.read_concurrency=4)
     down; rm -rf "$cluster"; start
-    bench "$dir/load.json" load --workload c --rf 3 --concurrency 8 "${row[@]}"
+    bench "$dir/load.json" load --workload c --rf 3 --concurrency 8 "${row[@]}" \
+        --size-oracle-file "$dir/sizes.txt"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
     "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
     local rep queue rate
     for rep in $(seq 1 "$reps"); do
         for queue in $( [ $((rep % 2)) = 1 ] && echo fcfs random-multi-level \
                         || echo random-multi-level fcfs ); do
-            reconfigure "local_queue=\"$queue\""
-            # Every coordinator learns every item's size before the ramp.
+            reconfigure "local_queue=\"$queue\"" 'size_oracle="static"' \
+                "static.file=\"$dir/sizes.txt\""
             bench "$dir/$queue-$rep-warmup.json" run --workload c \
-                --operations $((records * 6)) --concurrency 16 --read-cl ONE "${row[@]}"
+                --operations "$records" --concurrency 16 --read-cl ONE "${row[@]}"
             for rate in ${rates//,/ }; do
                 bench "$dir/$queue-$rep-rate$rate.json" run --workload c \
                     --operations $((rate * duration)) --rate "$rate" \

@@ -201,6 +201,10 @@ pub struct LoadArgs {
     /// `erasure-tiered:ec_k=4,ec_n=6,storage_saving_target=0.6`).
     #[arg(long)]
     pub layout: Option<String>,
+    /// Also write every record's size as a Mosaic static item-size oracle file
+    /// (`[scheduling.static] file`: `TOKEN BYTES` lines).
+    #[arg(long)]
+    pub size_oracle_file: Option<PathBuf>,
 }
 
 /// Options of `mosaic-bench run`.
@@ -301,6 +305,36 @@ fn numbers(value: &serde_json::Value, path: &str, out: &mut BTreeMap<String, f64
     }
 }
 
+/// Writes each record's size (key and fields) under its partition's token: a static
+/// item-size oracle for Mosaic's `[scheduling] size_oracle = "static"`.
+fn write_size_oracle(
+    path: &std::path::Path,
+    workload: &Workload,
+    records: u64,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    writeln!(
+        out,
+        "# TOKEN BYTES of {records} records of workload {}",
+        workload.name
+    )?;
+    for n in 0..records {
+        let key = crate::workload::key_name(n);
+        let token = mosaic_types::token_of(key.as_bytes());
+        writeln!(
+            out,
+            "{} {}",
+            token.0,
+            key.len() + workload.record_bytes_of(n)
+        )?;
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// The numbers of every endpoint's `/stats`, summed by path.
 fn server_numbers(hosts: &[String]) -> anyhow::Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
@@ -336,6 +370,13 @@ pub fn main(command: BenchCommand) -> anyhow::Result<()> {
             )?,
         ),
     };
+    if let BenchCommand::Load(LoadArgs {
+        size_oracle_file: Some(path),
+        ..
+    }) = &command
+    {
+        write_size_oracle(path, &config.workload, config.records)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -510,3 +510,40 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_cluster::selection::{SchedulingConfig, SizeOracleId};
+
+    #[test]
+    fn the_size_oracle_named_in_the_config_tags_reads() {
+        let none = SchedulingConfig::default();
+        assert!(tagger(&none).unwrap().is_none());
+        let learned = SchedulingConfig {
+            size_oracle: SizeOracleId::ItemSize,
+            ..SchedulingConfig::default()
+        };
+        assert_eq!(tagger(&learned).unwrap().unwrap().oracle_id(), "item-size");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("sizes.txt");
+        let mut fixed = SchedulingConfig {
+            size_oracle: SizeOracleId::Static,
+            ..SchedulingConfig::default()
+        };
+        fixed.static_sizes.file = file.to_string_lossy().into_owned();
+        // A missing file stops the node, naming it.
+        let err = format!("{:#}", tagger(&fixed).err().unwrap());
+        assert!(err.contains("sizes.txt"), "{err}");
+        std::fs::write(&file, "7 100\n8 2000000\n").unwrap();
+        let t = tagger(&fixed).unwrap().unwrap();
+        assert_eq!(t.oracle_id(), "static");
+        let table = mosaic_types::TableId([1; 16]);
+        assert_eq!(t.class(table, 8).priority, 1);
+        assert_eq!(t.class(table, 7).size, Some(100));
+        // So does a malformed line, naming it.
+        std::fs::write(&file, "7 100\nseven 100\n").unwrap();
+        let err = format!("{:#}", tagger(&fixed).err().unwrap());
+        assert!(err.contains("line 2"), "{err}");
+    }
+}
