@@ -398,6 +398,8 @@ struct Shared {
     monitor: Arc<Monitor>,
     total: u64,
     start: Instant,
+    /// Field values, shared by the workers.
+    values: Values,
 }
 
 impl Shared {
@@ -462,6 +464,9 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         ),
     };
     let statements = Statements::prepare_all(&session, &config).await?;
+    // Made before the clock starts: a pool of 1 MiB values takes milliseconds to fill,
+    // which every worker paying at the start would count against the first operations.
+    let values = Values::new(&mut StdRng::seed_from_u64(config.seed), &config.workload);
     let pids = config.pids.clone();
     let io_before = IoCounters::of_pids(&pids)?;
     let cpu_before = servers_cpu_seconds(&pids)?;
@@ -475,6 +480,7 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         monitor: monitor.clone(),
         total,
         start,
+        values,
         config,
     });
     let sampler = tokio::spawn(monitor.clone().run(phase_name, shared.config.progress));
@@ -554,7 +560,7 @@ async fn worker(
 ) -> anyhow::Result<Tally> {
     let config = &shared.config;
     let mut rng = StdRng::seed_from_u64(config.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ id);
-    let values = Values::new(&mut rng, &config.workload);
+    let values = &shared.values;
     let mut tally = Tally::default();
     loop {
         let i = shared.next.fetch_add(1, Ordering::Relaxed);
@@ -573,11 +579,11 @@ async fn worker(
         let (op, outcome) = match chooser.as_mut() {
             None => (
                 Operation::Insert,
-                insert(&shared, &values, &mut rng, i).await,
+                insert(&shared, values, &mut rng, i).await,
             ),
             Some(c) => {
                 let op = c.operation(&mut rng);
-                (op, operation(&shared, c, &values, &mut rng, op).await)
+                (op, operation(&shared, c, values, &mut rng, op).await)
             }
         };
         let micros = u64::try_from(due.elapsed().as_micros()).unwrap_or(u64::MAX);

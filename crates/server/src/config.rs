@@ -83,8 +83,9 @@ pub enum EngineCalls {
     /// than `periodic`), which are handed off like `offload`. Fastest when data is mostly
     /// in memory or the page cache.
     Inline,
-    /// Handed to a blocking thread (`block_in_place`), so a slow disk never holds up other
-    /// connections' requests; costs a thread handoff per request.
+    /// Handed to another thread, so a slow disk never holds up other connections'
+    /// requests; costs a thread handoff per request. Reads go to the read stage's threads
+    /// (`[scheduling] read_concurrency`; without a stage, and writes, to `block_in_place`).
     Offload,
 }
 

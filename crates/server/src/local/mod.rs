@@ -40,8 +40,9 @@
 //! Engine calls may block (fsync, disk reads, write stalls). Reads and writes, the hot
 //! path, run where `[storage] engine_calls` says: `inline` on the network thread itself
 //! (except writes that wait for an fsync, and writes while the node engine is stalling),
-//! or `offload` in `block_in_place`, which hands
-//! the worker's other tasks to a fresh thread first. A handoff per request costs a
+//! or `offload` on another thread — reads on the read stage's (`crate::read_stage`, which
+//! also bounds how many run at once and orders those waiting), writes in
+//! `block_in_place`, which hands the worker's other tasks to a fresh thread first. A handoff per request costs a
 //! quarter to a third of the node's throughput on 2 cores (BENCHMARKS.md), so inline is
 //! the default. Rare, long calls (opening, closing, deleting, truncating tables) always
 //! use `spawn_blocking`. A table's engine sits behind an async
