@@ -19,7 +19,13 @@
 #             `fcfs` against
 #             `random-multi-level` (2 sub-queues, α = 10, Hector's setting), each over an
 #             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20)
-#   smoke     overhead and rml on a few records (checks the pipeline in minutes)
+#   locality  replica selection and cache locality: 1 KiB rows (--records, 1,000,000),
+#             direct I/O with a 64 MiB block cache per node (the data is 16 times the
+#             cache), closed loop (--concurrency 32), keys drawn from a Zipf law of
+#             exponent 0.1 (nearly uniform) and 1.5 (very skewed): `dynamic-snitch`,
+#             `popularity-aware` and `c3`, taking turns --reps times (3), --operations
+#             reads (200,000) each
+#   smoke     overhead, rml and locality on a few records (checks the pipeline in minutes)
 # Results land in DIR/<experiment>/ (bench JSON per run); bench/hector_summary.py
 # DIR/<experiment> writes results.md and results.json (throughput ratios; per rate: the
 # achieved throughput and latencies, saturation = the first rate not sustained to 95%).
@@ -162,7 +168,30 @@ rml() {
     done
 }
 
+locality() {
+    local row=(--field-count 1 --field-length 1000)
+    common+=(storage.direct_io=true storage.block_cache_size_bytes=67108864)
+    down; rm -rf "$cluster"; start
+    bench "$dir/load.json" load --workload c --rf 3 --concurrency 64 "${row[@]}"
+    "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
+    "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+    local rep zipf policy
+    for rep in $(seq 1 "$reps"); do
+        for zipf in 0.1 1.5; do
+            for policy in dynamic-snitch popularity-aware c3; do
+                reconfigure "replica_selection=\"$policy\""
+                bench "$dir/$policy-zipf$zipf-$rep.json" run --workload c \
+                    --distribution "zipf:$zipf" --operations "$operations" \
+                    --concurrency "$concurrency" --read-cl ONE "${row[@]}"
+            done
+        done
+    done
+}
+
 case $experiment in
+    locality)
+        records=${records:-1000000}
+        locality ;;
     overhead)
         records=${records:-200000}
         overhead ;;
@@ -174,7 +203,10 @@ case $experiment in
         records=${records:-2000} operations=4000 reps=1
         overhead
         records=400 rates=${rates:-50,100} duration=5 concurrency=64
-        rml ;;
+        rml
+        records=4000 concurrency=32
+        common=()
+        locality ;;
     *) echo "unknown experiment $experiment" >&2; exit 2 ;;
 esac
 down

@@ -4,6 +4,9 @@
 overhead: per configuration (`none`: no read stage, `fcfs`: the stage) the median over
 repetitions of throughput and read latencies, and the ratio stage / none per repetition.
 
+locality: per Zipf exponent and replica-selection policy, the median throughput and
+latencies, and popularity-aware's throughput over the dynamic snitch's.
+
 rml: per queue policy and arrival rate, the achieved throughput and read latencies
 (medians over repetitions); a rate is sustained when the achieved throughput reaches 95% of
 it; the saturation throughput is the highest throughput achieved over the ramp.
@@ -109,10 +112,48 @@ def ramp(d):
     return out, md
 
 
+def locality(d):
+    runs = {}
+    for p in d.glob("*.json"):
+        m = re.fullmatch(r"(dynamic-snitch|popularity-aware|c3)-zipf([0-9.]+)-(\d+)\.json", p.name)
+        if m:
+            runs.setdefault(m[2], {}).setdefault(m[1], []).append(load(p))
+    if not runs:
+        return None, []
+    out = {}
+    md = [
+        "## Replica selection and cache locality (YCSB C, Zipf keys, closed loop)",
+        "",
+        "| Zipf exponent | policy | ops/s (median) | mean ms | p99 ms | runs |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for zipf in sorted(runs, key=float):
+        out[zipf] = {}
+        for policy in ("dynamic-snitch", "popularity-aware", "c3"):
+            rs = runs[zipf].get(policy, [])
+            if not rs:
+                continue
+            row = {k: med([r[k] for r in rs]) for k in ("throughput", "mean_ms", "p99_ms")}
+            row["runs"] = len(rs)
+            out[zipf][policy] = row
+            md.append(f"| {zipf} | {policy} | {row['throughput']:.0f} | {row['mean_ms']:.2f} | "
+                      f"{row['p99_ms']:.2f} | {row['runs']} |")
+        ds = out[zipf].get("dynamic-snitch")
+        pa = out[zipf].get("popularity-aware")
+        if ds and pa:
+            out[zipf]["pa_over_ds"] = pa["throughput"] / ds["throughput"]
+    md.append("")
+    for zipf, r in out.items():
+        if "pa_over_ds" in r:
+            md.append(f"- Zipf {zipf}: popularity-aware / dynamic-snitch throughput {r['pa_over_ds']:.2f}×")
+    md.append("")
+    return out, md
+
+
 def main():
     d = Path(sys.argv[1])
     results, md = {}, [f"# bench/hector.sh: {d.name}", ""]
-    for name, f in (("overhead", overhead), ("rml", ramp)):
+    for name, f in (("overhead", overhead), ("rml", ramp), ("locality", locality)):
         out, lines = f(d)
         if out is not None:
             results[name] = out
