@@ -4,7 +4,8 @@
 # nodes are stopped, their `[scheduling]` keys edited, and started again).
 #
 #   bench/hector.sh EXPERIMENT [--records N] [--operations N] [--reps N] [--rates R,R,...]
-#                   [--duration S] [--concurrency N] [--out DIR] [--set KEY=VALUE]...
+#                   [--duration S] [--concurrency N] [--cache-bytes N] [--out DIR]
+#                   [--set KEY=VALUE]...
 #
 # Experiments:
 #   overhead  the read stage's cost: 1 KiB rows (--records, 200,000), zipfian reads, closed
@@ -19,11 +20,14 @@
 #             `fcfs` against
 #             `random-multi-level` (2 sub-queues, α = 10, Hector's setting), each over an
 #             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20)
-#   locality  replica selection and cache locality: 1 KiB rows (--records, 1,000,000),
-#             direct I/O with a 64 MiB block cache per node (the data is 16 times the
-#             cache), closed loop (--concurrency 32), keys drawn from a Zipf law of
+#   locality  replica selection and cache locality: 1 KiB rows (--records, 200,000),
+#             direct I/O with a block cache per node of --cache-bytes (100 MiB: each node
+#             holds every row, about twice the cache, and a third of them — the rows it is
+#             primary for — would fit), closed loop (--concurrency 32), each run after
+#             a warm-up of twice the records (the restart empties the caches), keys drawn from a Zipf law of
 #             exponent 0.1 (nearly uniform) and 1.5 (very skewed): `dynamic-snitch`,
-#             `popularity-aware` and `c3`, taking turns --reps times (3), --operations
+#             `popularity-aware` (popular keys round-robin, Hector's; and `local`) and
+#             `c3`, taking turns --reps times (3), --operations
 #             reads (200,000) each
 #   smoke     overhead, rml and locality on a few records (checks the pipeline in minutes)
 # Results land in DIR/<experiment>/ (bench JSON per run); bench/hector_summary.py
@@ -33,10 +37,10 @@
 # port $PORT (49042); the cluster directory is removed at the end unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+usage() { sed -n '2,35p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
-records="" operations=200000 reps=3 rates="" duration=20 concurrency=32
+records="" operations=200000 reps=3 rates="" duration=20 concurrency=32 cache=104857600
 out=/tmp/mosaic-hector
 common=()
 while [ $# -gt 0 ]; do
@@ -47,6 +51,7 @@ while [ $# -gt 0 ]; do
         --rates) rates=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
+        --cache-bytes) cache=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
         *) usage ;;
@@ -170,7 +175,7 @@ rml() {
 
 locality() {
     local row=(--field-count 1 --field-length 1000)
-    common+=(storage.direct_io=true storage.block_cache_size_bytes=67108864)
+    common+=(storage.direct_io=true "storage.block_cache_size_bytes=$cache")
     down; rm -rf "$cluster"; start
     bench "$dir/load.json" load --workload c --rf 3 --concurrency 64 "${row[@]}"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
@@ -178,8 +183,19 @@ locality() {
     local rep zipf policy
     for rep in $(seq 1 "$reps"); do
         for zipf in 0.1 1.5; do
-            for policy in dynamic-snitch popularity-aware c3; do
-                reconfigure "replica_selection=\"$policy\""
+            for policy in dynamic-snitch popularity-aware popularity-aware-local c3; do
+                case $policy in
+                    popularity-aware) reconfigure 'replica_selection="popularity-aware"' \
+                        'popularity-aware.popular="round-robin"' ;;
+                    popularity-aware-local) reconfigure 'replica_selection="popularity-aware"' \
+                        'popularity-aware.popular="local"' ;;
+                    *) reconfigure "replica_selection=\"$policy\"" ;;
+                esac
+                # The restart emptied the block caches: fill them first (twice the
+                # records), then measure.
+                bench "$dir/$policy-zipf$zipf-$rep-warmup.json" run --workload c \
+                    --distribution "zipf:$zipf" --operations $((records * 2)) \
+                    --concurrency "$concurrency" --read-cl ONE "${row[@]}"
                 bench "$dir/$policy-zipf$zipf-$rep.json" run --workload c \
                     --distribution "zipf:$zipf" --operations "$operations" \
                     --concurrency "$concurrency" --read-cl ONE "${row[@]}"
@@ -190,7 +206,7 @@ locality() {
 
 case $experiment in
     locality)
-        records=${records:-1000000}
+        records=${records:-200000}
         locality ;;
     overhead)
         records=${records:-200000}
@@ -204,7 +220,7 @@ case $experiment in
         overhead
         records=400 rates=${rates:-50,100} duration=5 concurrency=64
         rml
-        records=4000 concurrency=32
+        records=4000 concurrency=32 cache=1048576
         common=()
         locality ;;
     *) echo "unknown experiment $experiment" >&2; exit 2 ;;

@@ -115,7 +115,7 @@ def ramp(d):
 def locality(d):
     runs = {}
     for p in d.glob("*.json"):
-        m = re.fullmatch(r"(dynamic-snitch|popularity-aware|c3)-zipf([0-9.]+)-(\d+)\.json", p.name)
+        m = re.fullmatch(r"(dynamic-snitch|popularity-aware-local|popularity-aware|c3)-zipf([0-9.]+)-(\d+)\.json", p.name)
         if m:
             runs.setdefault(m[2], {}).setdefault(m[1], []).append(load(p))
     if not runs:
@@ -129,7 +129,7 @@ def locality(d):
     ]
     for zipf in sorted(runs, key=float):
         out[zipf] = {}
-        for policy in ("dynamic-snitch", "popularity-aware", "c3"):
+        for policy in ("dynamic-snitch", "popularity-aware", "popularity-aware-local", "c3"):
             rs = runs[zipf].get(policy, [])
             if not rs:
                 continue
@@ -142,10 +142,15 @@ def locality(d):
         pa = out[zipf].get("popularity-aware")
         if ds and pa:
             out[zipf]["pa_over_ds"] = pa["throughput"] / ds["throughput"]
+        local = out[zipf].get("popularity-aware-local")
+        if ds and local:
+            out[zipf]["pa_local_over_ds"] = local["throughput"] / ds["throughput"]
     md.append("")
     for zipf, r in out.items():
         if "pa_over_ds" in r:
             md.append(f"- Zipf {zipf}: popularity-aware / dynamic-snitch throughput {r['pa_over_ds']:.2f}×")
+        if "pa_local_over_ds" in r:
+            md.append(f"- Zipf {zipf}: popularity-aware (popular = local) / dynamic-snitch {r['pa_local_over_ds']:.2f}×")
     md.append("")
     return out, md
 

@@ -6,7 +6,9 @@
 //! with exactly those, measured when it answers and stamped with its clock
 //! ([`Facts`]). The coordinator hands them to its policy, which aggregates them (moving
 //! averages, rates) and discards any older than the last it took from that replica
-//! ([`Freshness`]): answers overtake each other.
+//! ([`Freshness`]): answers overtake each other. The same facts also ride on every gossip
+//! round's messages (the node's own policy's facts: all nodes run one policy), so a
+//! coordinator keeps hearing from a replica it has stopped sending reads to.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -40,7 +40,7 @@ pub mod snitch;
 pub use c3::C3;
 pub use mosaic_types::ReplicaSelection;
 pub use oracle::{ItemSizeParams, SizeOracleId, StaticParams, Tagger};
-pub use popularity::{PopularityAware, PopularityParams};
+pub use popularity::{PopularRouting, PopularityAware, PopularityParams};
 pub use simple::{PrimaryFirst, Random, RoundRobin};
 pub use snitch::{DynamicSnitch, SnitchParams};
 

@@ -36,6 +36,22 @@ pub struct PopularityParams {
     /// Counters per row of the sketch (its memory: 4 rows × 4 bytes each); larger
     /// counts rarer keys more exactly.
     pub sketch_width: usize,
+    /// Where popular keys go: `round-robin` over their replicas (Hector's), or `local`:
+    /// the coordinator's own copy when it holds one (every replica caches a popular key
+    /// anyway, and clients that spread their requests over the replicas already spread
+    /// the load), round-robin otherwise.
+    pub popular: PopularRouting,
+}
+
+/// `[scheduling.popularity-aware] popular`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PopularRouting {
+    /// Each read one replica further along the ring order.
+    #[default]
+    RoundRobin,
+    /// The coordinator's own copy first.
+    Local,
 }
 
 impl Default for PopularityParams {
@@ -43,6 +59,7 @@ impl Default for PopularityParams {
         PopularityParams {
             threshold: 1e-4,
             sketch_width: 1 << 16,
+            popular: PopularRouting::default(),
         }
     }
 }
@@ -165,10 +182,16 @@ impl ReplicaSelector for PopularityAware {
         "popularity-aware"
     }
 
-    fn order(&self, replicas: &mut [Endpoint], _me: Endpoint, read: &ReadInfo<'_>) -> Vec<Tag> {
+    fn order(&self, replicas: &mut [Endpoint], me: Endpoint, read: &ReadInfo<'_>) -> Vec<Tag> {
         if self.oracle.record(read.table, read.key) > self.params.threshold {
             self.popular.fetch_add(1, Ordering::Relaxed);
-            self.turns.rotate(replicas);
+            let local = (self.params.popular == PopularRouting::Local)
+                .then(|| replicas.iter().position(|r| *r == me))
+                .flatten();
+            match local {
+                Some(i) => replicas[..=i].rotate_right(1),
+                None => self.turns.rotate(replicas),
+            }
         } else {
             // The primary (ring order) for a cold key.
             self.unpopular.fetch_add(1, Ordering::Relaxed);
@@ -214,39 +237,52 @@ mod tests {
     }
 
     #[test]
-    fn popular_keys_rotate_and_the_rest_go_to_the_primary() {
-        let s = PopularityAware::new(PopularityParams {
-            threshold: 0.01,
-            sketch_width: 4096,
-        });
-        let mut firsts_hot = [0usize; 3];
-        let mut firsts_cold = [0usize; 3];
-        for (i, key) in zipf_keys(10_000, 1.2, 60_000, 11).into_iter().enumerate() {
-            let mut r = [ep(1), ep(2), ep(3)];
-            s.order(&mut r, ep(2), &read(&key.to_be_bytes(), i as u64));
-            if i < 20_000 {
-                continue; // learning
+    fn popular_keys_rotate_or_stay_local_and_the_rest_go_to_the_primary() {
+        for popular in [PopularRouting::RoundRobin, PopularRouting::Local] {
+            let s = PopularityAware::new(PopularityParams {
+                threshold: 0.01,
+                sketch_width: 4096,
+                popular,
+            });
+            let mut firsts_hot = [0usize; 3];
+            let mut firsts_cold = [0usize; 3];
+            for (i, key) in zipf_keys(10_000, 1.2, 60_000, 11).into_iter().enumerate() {
+                let mut r = [ep(1), ep(2), ep(3)];
+                // The coordinator, ep(2), holds a replica.
+                s.order(&mut r, ep(2), &read(&key.to_be_bytes(), i as u64));
+                let mut sorted = r;
+                sorted.sort();
+                assert_eq!(sorted, [ep(1), ep(2), ep(3)]);
+                if i < 20_000 {
+                    continue; // learning
+                }
+                let first = match r[0].ip() {
+                    std::net::IpAddr::V4(ip) => usize::from(ip.octets()[3] - 1),
+                    std::net::IpAddr::V6(_) => unreachable!(),
+                };
+                if key <= 3 {
+                    firsts_hot[first] += 1;
+                } else if key > 1000 {
+                    firsts_cold[first] += 1;
+                }
             }
-            let first = match r[0].ip() {
-                std::net::IpAddr::V4(ip) => usize::from(ip.octets()[3] - 1),
-                std::net::IpAddr::V6(_) => unreachable!(),
-            };
-            if key <= 3 {
-                firsts_hot[first] += 1;
-            } else if key > 1000 {
-                firsts_cold[first] += 1;
+            let hot: usize = firsts_hot.iter().sum();
+            match popular {
+                // The hottest keys (well above 1% of reads) are spread over all three.
+                PopularRouting::RoundRobin => {
+                    assert!(firsts_hot.iter().all(|c| *c > hot / 5), "{firsts_hot:?}")
+                }
+                // …or read where the coordinator holds them.
+                PopularRouting::Local => assert_eq!(firsts_hot, [0, hot, 0]),
             }
+            // Rare keys always go to the primary.
+            assert!(
+                firsts_cold[0] > 0 && firsts_cold[1] == 0 && firsts_cold[2] == 0,
+                "{popular:?}: {firsts_cold:?}"
+            );
+            let d = s.decisions();
+            assert!(d[0].1 > 0 && d[1].1 > 0, "{d:?}");
         }
-        // The hottest keys (well above 1% of reads) are spread over all three replicas.
-        let hot: usize = firsts_hot.iter().sum();
-        assert!(firsts_hot.iter().all(|c| *c > hot / 5), "{firsts_hot:?}");
-        // Rare keys always go to the primary.
-        assert!(
-            firsts_cold[0] > 0 && firsts_cold[1] == 0 && firsts_cold[2] == 0,
-            "{firsts_cold:?}"
-        );
-        let d = s.decisions();
-        assert!(d[0].1 > 0 && d[1].1 > 0, "{d:?}");
     }
 
     #[test]
