@@ -14,7 +14,7 @@
 //! a dropped connection) is skipped when its turn comes.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,6 +36,8 @@ struct Shared {
     concurrency: usize,
     /// Whether a read finding a free slot and an empty queue runs where it arrived.
     inline: bool,
+    /// No worker could be started: every read runs where it arrived, unbounded.
+    unscheduled: AtomicBool,
     /// Slots taken (reads running, inline or on a worker).
     running: AtomicUsize,
     /// Workers park here; the flag says the stage is stopping.
@@ -95,20 +97,28 @@ impl ReadStage {
             queue: local_queue::queue(queue),
             concurrency,
             inline,
+            unscheduled: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             stopping: Mutex::new(false),
             wake: Condvar::new(),
             epoch: Instant::now(),
             counters: Counters::default(),
         });
+        let mut workers = 0;
         for i in 0..concurrency {
             let s = shared.clone();
-            let spawned =
-                mosaic_env::thread::spawn_named(format!("mosaic-read-{i}"), move || s.work());
-            if let Err(e) = spawned {
-                // Fewer workers than slots still serve every read (inline reads too).
-                tracing::warn!(target: "mosaic::storage", error = %e, "read stage worker not started");
+            match mosaic_env::thread::spawn_named(format!("mosaic-read-{i}"), move || s.work()) {
+                Ok(_) => workers += 1,
+                // Fewer workers than slots still serve every read.
+                Err(e) => {
+                    tracing::warn!(target: "mosaic::storage", error = %e, "read stage worker not started")
+                }
             }
+        }
+        if workers == 0 {
+            // Nobody would ever serve the queue: every read runs where it arrives.
+            tracing::error!(target: "mosaic::storage", "no read stage worker started: reads run unscheduled");
+            shared.unscheduled.store(true, Ordering::Relaxed);
         }
         ReadStage { shared }
     }
@@ -122,6 +132,9 @@ impl ReadStage {
         let s = &self.shared;
         if class.size.is_some() {
             s.counters.sized.fetch_add(1, Ordering::Relaxed);
+        }
+        if s.unscheduled.load(Ordering::Relaxed) {
+            return std::panic::catch_unwind(AssertUnwindSafe(read)).map_err(|_| StageError);
         }
         if s.inline && s.queue.is_empty() && s.try_take_slot() {
             s.counters.inline.fetch_add(1, Ordering::Relaxed);
