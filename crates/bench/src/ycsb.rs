@@ -619,7 +619,7 @@ async fn insert(
     let mut row: Vec<&str> = Vec::with_capacity(shared.config.workload.field_count + 1);
     row.push(&key);
     for _ in 0..shared.config.workload.field_count {
-        row.push(values.of(n).value(rng));
+        row.push(values.of(&shared.config.workload, n).value(rng));
     }
     shared
         .session
@@ -645,7 +645,6 @@ fn record_bytes(shared: &Shared, key: &str, rows: usize, n: u64) -> u64 {
 struct Values {
     usual: ValuePool,
     large: Option<ValuePool>,
-    workload: Workload,
 }
 
 impl Values {
@@ -654,14 +653,13 @@ impl Values {
             usual: ValuePool::new(rng, workload.field_length),
             large: (workload.large_fraction > 0.0)
                 .then(|| ValuePool::new(rng, workload.large_field_length)),
-            workload: workload.clone(),
         }
     }
 
     /// The pool for record `n`'s fields.
-    fn of(&self, n: u64) -> &ValuePool {
+    fn of(&self, workload: &Workload, n: u64) -> &ValuePool {
         match &self.large {
-            Some(large) if self.workload.is_large(n) => large,
+            Some(large) if workload.is_large(n) => large,
             _ => &self.usual,
         }
     }
@@ -698,7 +696,7 @@ async fn update(
         // The chooser draws below field_count, the number of statements prepared.
         unreachable!("field {field} has no prepared update");
     };
-    let value = values.of(n).value(rng);
+    let value = values.of(&shared.config.workload, n).value(rng);
     shared
         .session
         .execute_unpaged(statement, (value, key))

@@ -247,11 +247,8 @@ impl Shared {
                     tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
                 }
             }
+            // Wakes a worker for the next waiting read, if any.
             self.release_slot();
-            // Another read may wait for a slot this worker could not take.
-            if !self.queue.is_empty() {
-                self.notify();
-            }
         }
     }
 }

@@ -221,7 +221,8 @@ impl Node {
         let selector = &self.inner.selector;
         let mut tags = selector.order(&mut live, self.endpoint(), &info);
         tags.extend(crate::selection::facts::tag(selector.facts_wanted()));
-        if let (Some(tagger), Some(token)) = (self.inner.tagger.get(), partition_token(&seg.range))
+        if let (Some(tagger), Some(token)) =
+            (self.inner.tagger.get(), partition_token(&seg.range.start))
         {
             tags.extend(tagger.tags(table, token));
         }
@@ -378,12 +379,10 @@ struct RoundInFlight(
     #[allow(dead_code)] BoxFuture<'static, ()>,
 );
 
-/// What every replica of one segment read is asked.
-/// The token of the partition a read starts at (`None` for a range starting at no key).
-fn partition_token(range: &KeyRange) -> Option<i64> {
-    mosaic_rows::key::decode_token(&range.start)
-        .ok()
-        .map(|t| t.0)
+/// The token at the front of `key` (`None` for a key too short: a range starting at no
+/// key).
+fn partition_token(key: &[u8]) -> Option<i64> {
+    mosaic_rows::key::decode_token(key).ok().map(|t| t.0)
 }
 
 impl Node {
@@ -393,19 +392,18 @@ impl Node {
         let Some(tagger) = self.inner.tagger.get() else {
             return;
         };
-        let start = mosaic_rows::key::decode_token(&read.range.start).ok();
-        let first = entries
-            .first()
-            .and_then(|(k, _)| mosaic_rows::key::decode_token(k).ok());
+        let start = partition_token(&read.range.start);
+        let first = entries.first().and_then(|(k, _)| partition_token(k));
         if let (Some(start), Some(first)) = (start, first) {
             if start == first {
                 let bytes: usize = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
-                tagger.learn(read.table, start.0, bytes as u64);
+                tagger.learn(read.table, start, bytes as u64);
             }
         }
     }
 }
 
+/// What every replica of one segment read is asked.
 struct SegmentRead {
     table: TableKey,
     range: WireRange,
