@@ -20,12 +20,16 @@
 
 pub mod component;
 pub mod error;
+pub mod filter;
 pub mod fragment;
 pub mod key;
 pub mod merge;
+pub mod permute;
 pub mod resolve;
 
 pub use component::{decode_component, encode_component, Order};
+pub use filter::{ClusteringFilter, ColumnFilter};
+pub use permute::{Permutation, RowSpans};
 pub use error::{FragmentError, KeyError, ResolveError};
 pub use fragment::{Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, Liveness};
 pub use key::{
