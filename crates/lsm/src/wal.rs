@@ -294,6 +294,19 @@ impl WriteBatch {
     pub fn ops(&self) -> &[BatchOp] {
         &self.ops
     }
+
+    /// The batch with every key replaced by `f`'s answer for it (the first error stops).
+    pub fn map_keys<E>(
+        self,
+        mut f: impl FnMut(&[u8]) -> std::result::Result<Vec<u8>, E>,
+    ) -> std::result::Result<WriteBatch, E> {
+        let mut out = WriteBatch::new();
+        for op in self.ops {
+            let key = f(&op.key)?;
+            out.push_owned(op.kind, key, op.ts, op.value);
+        }
+        Ok(out)
+    }
 }
 
 /// Encodes the WAL payload of batches whose first operation gets `first`:

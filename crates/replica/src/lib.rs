@@ -12,6 +12,8 @@
 //!   `src-<host id>/` under the table's directory;
 //! - [`decoupled`]: DEPART: primary copies in an LSM-tree (`primary/`), redundant copies of
 //!   every source in one two-layer log (`log/`, a `mosaic_lsm::Db` in log mode);
+//! - [`heterogeneous`]: each replica index of a range in its own clustering order, one tree
+//!   per index (`replica-<i>-<order>/`), rows re-keyed on write and answered canonically;
 //! - erasure-tiered (ELECT): multi-lsm's trees plus the coding state of [`elect`] (data
 //!   node; [`lineage`] follows its coded tables' rows through compaction), [`parity`] (parity node), [`covered`] (secondary removal) and [`degraded`]
 //!   (reads of covered rows while their primary is down).
@@ -26,6 +28,7 @@ pub mod covered;
 pub mod decoupled;
 pub mod degraded;
 pub mod elect;
+pub mod heterogeneous;
 pub mod lineage;
 pub mod multi_lsm;
 pub mod parity;
@@ -34,6 +37,7 @@ pub mod role;
 pub mod sealed;
 pub mod store;
 
+pub use heterogeneous::KeyOrders;
 pub use ranges::{LogSettings, RingRanges};
 pub use role::{Layout, Role, SourceId};
 pub use store::{ReplicaScan, ReplicaStore, Structure, StructureStats};

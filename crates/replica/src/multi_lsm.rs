@@ -109,7 +109,7 @@ impl MultiLsm {
     pub(crate) fn tree(&self, role: Role) -> Option<Db> {
         match role {
             Role::Primary => Some(self.primary.clone()),
-            Role::Redundant { source } => self.sources.read().get(&source).cloned(),
+            Role::Redundant { source, .. } => self.sources.read().get(&source).cloned(),
         }
     }
 
@@ -117,7 +117,7 @@ impl MultiLsm {
     pub(crate) fn tree_or_create(&self, role: Role) -> Result<Db> {
         let source = match role {
             Role::Primary => return Ok(self.primary.clone()),
-            Role::Redundant { source } => source,
+            Role::Redundant { source, .. } => source,
         };
         if let Some(db) = self.sources.read().get(&source) {
             return Ok(db.clone());

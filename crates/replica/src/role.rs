@@ -41,7 +41,20 @@ pub enum Role {
     Redundant {
         /// The token's primary replica.
         source: SourceId,
+        /// This node's position in the token's replica list (1 for the replica after the
+        /// primary, …): the heterogeneous layout stores each position in its own order.
+        index: u8,
     },
+}
+
+impl Role {
+    /// This node's position in the token's replica list: 0 for the primary.
+    pub fn index(&self) -> usize {
+        match self {
+            Role::Primary => 0,
+            Role::Redundant { index, .. } => usize::from(*index),
+        }
+    }
 }
 
 #[cfg(test)]

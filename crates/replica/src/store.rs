@@ -8,6 +8,7 @@
 //! | multi-lsm | `DIR/primary/` | `DIR/src-<S>/` |
 //! | decoupled | `DIR/primary/` | `DIR/log/` (two-layer log) |
 //! | erasure-tiered | `DIR/primary/` | `DIR/src-<S>/` (ELECT's per-source trees) |
+//! | heterogeneous | `DIR/replica-0-<order>/` | `DIR/replica-<i>-<order>/` (i: the node's position in the replica list) |
 //!
 //! Reads under a role see what was written under that role (uniform: everything). A key's
 //! role follows from its token, so the caller splits a range read where the role changes
@@ -24,9 +25,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mosaic_lsm::{CounterSnapshot, Db, Entry, Error, LevelInfo, Options, Result, Scan, WriteBatch};
+use mosaic_rows::{ClusteringFilter, KeyRange, KeySchema, Permutation};
 
 use crate::decoupled::Decoupled;
 use crate::elect::Elect;
+use crate::heterogeneous::{Heterogeneous, KeyOrders, PermutedScan};
 use crate::multi_lsm::MultiLsm;
 use crate::parity::GroupId;
 use crate::ranges::LogSettings;
@@ -52,6 +55,8 @@ pub enum Structure {
     Source(SourceId),
     /// Decoupled's two-layer log of redundant copies.
     Log,
+    /// Heterogeneous's tree of one replica index (in that index's order).
+    Replica(usize),
 }
 
 impl Structure {
@@ -62,6 +67,7 @@ impl Structure {
             Structure::Primary => "primary".to_owned(),
             Structure::Source(s) => crate::multi_lsm::source_dir_name(*s),
             Structure::Log => "log".to_owned(),
+            Structure::Replica(i) => format!("replica-{i}"),
         }
     }
 }
@@ -84,6 +90,7 @@ enum Engines {
     MultiLsm(Box<MultiLsm>),
     Decoupled(Decoupled),
     ErasureTiered(Box<MultiLsm>, Box<Elect>),
+    Heterogeneous(Box<Heterogeneous>),
 }
 
 /// One table's storage under one layout (see the module doc).
@@ -93,6 +100,8 @@ pub struct ReplicaStore {
     engines: Engines,
     /// The engines' clock (hotness decays by it).
     clock: Arc<dyn mosaic_env::Clock>,
+    /// The table's key columns, when the opener gave them: reads can then be filtered.
+    schema: Option<KeySchema>,
 }
 
 impl std::fmt::Debug for ReplicaStore {
@@ -105,17 +114,93 @@ impl std::fmt::Debug for ReplicaStore {
 }
 
 /// An ascending iterator over live keys of one role; yields `(key, entry)` like
-/// [`mosaic_lsm::Scan`].
+/// [`mosaic_lsm::Scan`], keys canonical (a heterogeneous tree's rows re-keyed), and only
+/// rows passing the read's filter.
 pub struct ReplicaScan {
-    scan: Option<Scan>,
+    kind: ScanKind,
+}
+
+enum ScanKind {
+    Empty,
+    Engine {
+        scan: Scan,
+        filter: Option<(KeySchema, ClusteringFilter)>,
+    },
+    Permuted(Box<PermutedScan>),
+}
+
+impl ReplicaScan {
+    /// A scan finding nothing.
+    pub(crate) fn empty() -> ReplicaScan {
+        ReplicaScan {
+            kind: ScanKind::Empty,
+        }
+    }
+
+    /// An engine scan whose rows are checked against `filter` (with the table's schema).
+    pub(crate) fn filtered(
+        scan: Scan,
+        filter: Option<(KeySchema, ClusteringFilter)>,
+    ) -> ReplicaScan {
+        let filter = filter.filter(|(_, f)| !f.is_trivial());
+        ReplicaScan {
+            kind: ScanKind::Engine { scan, filter },
+        }
+    }
+
+    /// A heterogeneous tree's scan in another order than the declared one.
+    pub(crate) fn permuted(scan: PermutedScan) -> ReplicaScan {
+        ReplicaScan {
+            kind: ScanKind::Permuted(Box::new(scan)),
+        }
+    }
+}
+
+/// Whether canonical `key` passes `filter`: entries other than rows always do (and so does
+/// a key that does not decode: the reader reports it).
+fn passes(schema: &KeySchema, filter: &ClusteringFilter, key: &[u8]) -> bool {
+    let identity = Permutation::identity(schema.clustering_columns().len());
+    match schema.row_spans(key, &identity) {
+        Ok(Some(spans)) => filter
+            .columns
+            .iter()
+            .zip(&spans.components)
+            .all(|(f, span)| f.matches(key.get(span.clone()).unwrap_or_default())),
+        Ok(None) | Err(_) => true,
+    }
 }
 
 impl Iterator for ReplicaScan {
     type Item = Result<(Vec<u8>, Entry)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.scan.as_mut()?.next()
+        match &mut self.kind {
+            ScanKind::Empty => None,
+            ScanKind::Engine { scan, filter: None } => scan.next(),
+            ScanKind::Engine {
+                scan,
+                filter: Some((schema, filter)),
+            } => loop {
+                match scan.next()? {
+                    Ok((key, entry)) if !passes(schema, filter, &key) => {
+                        let _ = entry;
+                        continue;
+                    }
+                    other => return Some(other),
+                }
+            },
+            ScanKind::Permuted(p) => p.next(),
+        }
     }
+}
+
+/// A key range as scan bounds: `[start, end)`, unbounded without an end.
+pub(crate) fn range_bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    let end = match &range.end {
+        Some(e) => Bound::Excluded(e.as_slice()),
+        None => Bound::Unbounded,
+    };
+    (Bound::Included(range.start.as_slice()), end)
 }
 
 /// The last level of a tree of `levels`: its deepest non-empty level below level 0.
@@ -238,7 +323,21 @@ impl ReplicaStore {
         engine: Options,
         log: LogSettings,
     ) -> Result<ReplicaStore> {
+        Self::open_with_keys(dir, layout, engine, log, None)
+    }
+
+    /// [`ReplicaStore::open`] given the table's key columns and replica orders: needed by
+    /// the heterogeneous layout (which re-keys rows), and letting every layout filter reads
+    /// by clustering restrictions ([`ReplicaStore::scan_filtered`]).
+    pub fn open_with_keys(
+        dir: impl AsRef<Path>,
+        layout: Layout,
+        engine: Options,
+        log: LogSettings,
+        keys: Option<KeyOrders>,
+    ) -> Result<ReplicaStore> {
         let dir = dir.as_ref().to_path_buf();
+        let schema = keys.as_ref().map(|k| k.schema.clone());
         let engine = Options {
             log: None,
             ..engine
@@ -272,12 +371,21 @@ impl ReplicaStore {
                 Engines::ErasureTiered(Box::new(trees), Box::new(elect))
             }
             Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
+            Layout::Heterogeneous => {
+                let Some(keys) = keys else {
+                    return Err(Error::InvalidArgument(
+                        "the heterogeneous layout needs the table's key columns".into(),
+                    ));
+                };
+                Engines::Heterogeneous(Box::new(Heterogeneous::open(&dir, engine, keys)?))
+            }
         };
         Ok(ReplicaStore {
             dir,
             layout,
             engines,
             clock,
+            schema,
         })
     }
 
@@ -302,6 +410,7 @@ impl ReplicaStore {
                 m.tree_or_create(role)?.write(batch)
             }
             Engines::Decoupled(d) => d.engine(role).write(batch),
+            Engines::Heterogeneous(h) => h.write(role, batch),
         }
     }
 
@@ -314,20 +423,59 @@ impl ReplicaStore {
                 None => Ok(None),
             },
             Engines::Decoupled(d) => d.engine(role).get(key),
+            Engines::Heterogeneous(h) => h.get(role, key),
         }
     }
 
     /// Live keys stored under `role` within the bounds, ascending.
     pub fn scan(&self, role: Role, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<ReplicaScan> {
-        let scan = match &self.engines {
-            Engines::Uniform(db) => Some(db.scan(start, end)?),
-            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => match m.tree(role) {
-                Some(db) => Some(db.scan(start, end)?),
-                None => None,
+        let range = KeyRange {
+            start: match start {
+                Bound::Included(s) => s.to_vec(),
+                Bound::Excluded(s) => {
+                    let mut s = s.to_vec();
+                    s.push(0);
+                    s
+                }
+                Bound::Unbounded => Vec::new(),
             },
-            Engines::Decoupled(d) => Some(d.engine(role).scan(start, end)?),
+            end: match end {
+                Bound::Excluded(e) => Some(e.to_vec()),
+                Bound::Included(e) => {
+                    let mut e = e.to_vec();
+                    e.push(0);
+                    Some(e)
+                }
+                Bound::Unbounded => None,
+            },
         };
-        Ok(ReplicaScan { scan })
+        self.scan_filtered(role, &range, None)
+    }
+
+    /// Live entries of canonical `range` stored under `role`, ascending, with the rows
+    /// `filter` rejects left out (a filter needs the key columns given at open; without
+    /// them it is not applied, which only means more rows for the caller to check).
+    pub fn scan_filtered(
+        &self,
+        role: Role,
+        range: &KeyRange,
+        filter: Option<&ClusteringFilter>,
+    ) -> Result<ReplicaScan> {
+        let (start, end) = range_bounds(range);
+        let db = match &self.engines {
+            Engines::Uniform(db) => Some(db.clone()),
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.tree(role),
+            Engines::Decoupled(d) => Some(d.engine(role).clone()),
+            Engines::Heterogeneous(h) => return h.scan(role, range, filter),
+        };
+        let Some(db) = db else {
+            return Ok(ReplicaScan::empty());
+        };
+        let filter = match (&self.schema, filter) {
+            (Some(schema), Some(f)) => Some((schema.clone(), f.clone())),
+            _ => None,
+        };
+        Ok(ReplicaScan::filtered(db.scan(start, end)?, filter))
     }
 
     /// The coding state of an `erasure-tiered` table.
@@ -344,6 +492,7 @@ impl ReplicaStore {
             Engines::Uniform(_) => None,
             Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.tree(Role::Primary),
             Engines::Decoupled(d) => Some(d.engine(Role::Primary).clone()),
+            Engines::Heterogeneous(h) => h.tree(Role::Primary).map(|t| t.db),
         }
     }
 
@@ -353,6 +502,11 @@ impl ReplicaStore {
             Engines::Uniform(db) => vec![(Structure::Shared, db.clone())],
             Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.trees(),
             Engines::Decoupled(d) => d.engines(),
+            Engines::Heterogeneous(h) => h
+                .trees()
+                .into_iter()
+                .map(|(i, t)| (Structure::Replica(i), t.db))
+                .collect(),
         }
     }
 
@@ -430,6 +584,7 @@ impl ReplicaStore {
             Engines::Uniform(db) => db.close(),
             Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => (*m).close(),
             Engines::Decoupled(d) => d.close(),
+            Engines::Heterogeneous(h) => (*h).close(),
         }
     }
 }

@@ -35,7 +35,7 @@ const OWNERS: [Option<SourceId>; 4] = [None, Some(A), Some(B), Some(A)];
 fn role_of_group(g: usize) -> Role {
     match OWNERS[g % RING.len()] {
         None => Role::Primary,
-        Some(source) => Role::Redundant { source },
+        Some(source) => Role::Redundant { source, index: 1 },
     }
 }
 
@@ -375,11 +375,25 @@ fn multi_lsm_keeps_a_tree_per_source() {
     // A role with no tree reads nothing; another role's tree is not consulted.
     let c = SourceId([0xcc; 16]);
     let k = &keys[50];
-    assert_eq!(store.get(Role::Redundant { source: c }, k).unwrap(), None);
+    assert_eq!(
+        store
+            .get(
+                Role::Redundant {
+                    source: c,
+                    index: 1
+                },
+                k
+            )
+            .unwrap(),
+        None
+    );
     assert_eq!(
         store
             .scan(
-                Role::Redundant { source: c },
+                Role::Redundant {
+                    source: c,
+                    index: 1
+                },
                 Bound::Unbounded,
                 Bound::Unbounded
             )
@@ -457,7 +471,7 @@ type Model = BTreeMap<String, BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)>>;
 fn role_name(role: Role) -> String {
     match role {
         Role::Primary => "primary".into(),
-        Role::Redundant { source } => source.to_string(),
+        Role::Redundant { source, .. } => source.to_string(),
     }
 }
 

@@ -68,12 +68,14 @@ fn shard() -> Shard {
 fn put(store: &ReplicaStore, source: SourceId, i: i64, ts: u64, value: &str) {
     let mut b = WriteBatch::new();
     b.put(&key(i), ts, value.as_bytes());
-    store.write(Role::Redundant { source }, b).unwrap();
+    store
+        .write(Role::Redundant { source, index: 1 }, b)
+        .unwrap();
 }
 
 fn get(store: &ReplicaStore, source: SourceId, i: i64) -> Option<String> {
     store
-        .get(Role::Redundant { source }, &key(i))
+        .get(Role::Redundant { source, index: 1 }, &key(i))
         .unwrap()
         .map(|e| String::from_utf8(e.value).unwrap())
 }
@@ -111,7 +113,7 @@ fn a_key_list_drops_covered_versions_and_keeps_newer_ones() {
     );
     let covers = |store: &ReplicaStore, source, i: i64| {
         store.ec_covers(
-            Role::Redundant { source },
+            Role::Redundant { source, index: 1 },
             Bound::Included(&key(i)),
             Bound::Included(&key(i)),
         )
@@ -170,7 +172,10 @@ fn layouts_that_do_not_code_refuse_key_lists() {
             "{layout}: {err}"
         );
         assert!(!store.ec_covers(
-            Role::Redundant { source: A },
+            Role::Redundant {
+                source: A,
+                index: 1
+            },
             Bound::Unbounded,
             Bound::Unbounded
         ));

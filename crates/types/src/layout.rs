@@ -109,6 +109,9 @@ named_enum!(
         /// ELECT: one tree per source, the cold last level of each node's primary tree
         /// Reed-Solomon-coded across nodes and offloaded to the cold tier.
         ErasureTiered => "erasure-tiered",
+        /// Heterogeneous replicas: each replica index of a range sorts its rows by its own
+        /// permutation of the clustering columns (`replica_orders`).
+        Heterogeneous => "heterogeneous",
     }
 );
 
@@ -127,6 +130,11 @@ pub enum OptionKind {
         /// The largest value.
         max: f64,
     },
+    /// Clustering orders, one per replica index: `(b, c, a), (c, b, a)`
+    /// ([`parse_replica_orders`]; the table's columns are checked by the schema).
+    Orders,
+    /// `true` or `false`.
+    Flag,
 }
 
 /// One option a table's `layout = {'class': …, …}` map may give a layout.
@@ -170,6 +178,91 @@ const ERASURE_TIERED_OPTIONS: [LayoutOption; 3] = [
     },
 ];
 
+/// Heterogeneous replicas' orders and their automatic re-optimization.
+const HETEROGENEOUS_OPTIONS: [LayoutOption; 3] = [
+    LayoutOption {
+        name: "replica_orders",
+        kind: OptionKind::Orders,
+        default: Some(""),
+    },
+    LayoutOption {
+        name: "auto",
+        kind: OptionKind::Flag,
+        default: Some("false"),
+    },
+    LayoutOption {
+        name: "auto_min_gain",
+        kind: OptionKind::Fraction { max: 1.0 },
+        default: Some("0.2"),
+    },
+];
+
+/// Parses `replica_orders`: comma-separated parenthesized lists of column names, one per
+/// replica index (`(b, c, a), (c, b, a)`); names are lowercased unless double-quoted, as
+/// CQL identifiers are. Only the syntax is checked here.
+pub fn parse_replica_orders(text: &str) -> Result<Vec<Vec<String>>, String> {
+    let bad = |why: &str| format!("Invalid replica_orders '{text}': {why}");
+    let mut orders = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some(open) = rest.strip_prefix('(') else {
+            return Err(bad("expected '(' starting an order"));
+        };
+        let Some(close) = open.find(')') else {
+            return Err(bad("an order is missing its ')'"));
+        };
+        let inner = open.get(..close).unwrap_or_default();
+        let mut order = Vec::new();
+        for name in inner.split(',') {
+            let name = name.trim();
+            let name = match name.strip_prefix('"').and_then(|n| n.strip_suffix('"')) {
+                Some(quoted) if !quoted.is_empty() => quoted.to_owned(),
+                _ if !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+                {
+                    name.to_ascii_lowercase()
+                }
+                _ => return Err(bad(&format!("'{name}' is not a column name"))),
+            };
+            order.push(name);
+        }
+        orders.push(order);
+        rest = open.get(close + 1..).unwrap_or_default().trim_start();
+        if let Some(after) = rest.strip_prefix(',') {
+            rest = after.trim_start();
+            if rest.is_empty() {
+                return Err(bad("trailing ','"));
+            }
+        } else if !rest.is_empty() {
+            return Err(bad("expected ',' between orders"));
+        }
+    }
+    Ok(orders)
+}
+
+/// The canonical text of parsed orders: `(a, b, c), (b, c, a)`.
+pub fn format_replica_orders(orders: &[Vec<String>]) -> String {
+    orders
+        .iter()
+        .map(|o| {
+            let names: Vec<String> = o
+                .iter()
+                .map(|n| {
+                    if n.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+                    {
+                        n.clone()
+                    } else {
+                        format!("\"{n}\"")
+                    }
+                })
+                .collect();
+            format!("({})", names.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Layout {
     /// The options a table's `layout = {'class': …, …}` map may give this layout.
     pub fn options(self) -> &'static [LayoutOption] {
@@ -177,6 +270,7 @@ impl Layout {
             Layout::Uniform | Layout::MultiLsm => &[],
             Layout::Decoupled => &DECOUPLED_OPTIONS,
             Layout::ErasureTiered => &ERASURE_TIERED_OPTIONS,
+            Layout::Heterogeneous => &HETEROGENEOUS_OPTIONS,
         }
     }
 
@@ -218,6 +312,16 @@ impl Layout {
                             } else {
                                 format!("from {min} to {max}")
                             }
+                        ))
+                    }
+                },
+                OptionKind::Orders => format_replica_orders(&parse_replica_orders(value)?),
+                OptionKind::Flag => match value.to_ascii_lowercase().as_str() {
+                    v @ ("true" | "false") => v.to_owned(),
+                    _ => {
+                        return Err(format!(
+                            "Invalid value '{value}' for layout option '{name}': must be true \
+                             or false"
                         ))
                     }
                 },
@@ -314,7 +418,8 @@ mod tests {
         let e = "lsm".parse::<Layout>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "unknown layout `lsm`; valid values: uniform, multi-lsm, decoupled, erasure-tiered"
+            "unknown layout `lsm`; valid values: uniform, multi-lsm, decoupled, erasure-tiered, \
+             heterogeneous"
         );
         assert_eq!(
             "primary-first".parse::<ReplicaSelection>(),
@@ -384,5 +489,30 @@ mod tests {
         assert!(e.contains("must be a number from 0 to 1"), "{e}");
         let e = et.check_options(&map(&[("ec_n", "1000")])).unwrap_err();
         assert!(e.contains("from 2 to 96"), "{e}");
+    }
+
+    #[test]
+    fn replica_orders_parse_and_print_canonically() {
+        let h = Layout::Heterogeneous;
+        let ok = h
+            .check_options(&map(&[
+                ("replica_orders", " (B,c, a),(\"Mixed\" , c,b) "),
+                ("auto", "TRUE"),
+            ]))
+            .unwrap();
+        assert_eq!(ok["replica_orders"], "(b, c, a), (\"Mixed\", c, b)");
+        assert_eq!(ok["auto"], "true");
+        assert_eq!(
+            parse_replica_orders(&ok["replica_orders"]).unwrap(),
+            vec![vec!["b", "c", "a"], vec!["Mixed", "c", "b"]]
+        );
+        assert_eq!(parse_replica_orders("").unwrap(), Vec::<Vec<String>>::new());
+        for bad in [
+            "(a, b", "a, b", "(a) (b)", "(a, b),", "(a, , b)", "(a-b)", "(a)(b",
+        ] {
+            assert!(parse_replica_orders(bad).is_err(), "{bad}");
+        }
+        let e = h.check_options(&map(&[("auto", "yes")])).unwrap_err();
+        assert!(e.contains("must be true or false"), "{e}");
     }
 }

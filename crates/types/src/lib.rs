@@ -32,7 +32,8 @@ pub use consistency::{ConsistencyLevel, ParseConsistencyError};
 pub use cql_type::{CqlType, ParseTypeError};
 pub use ids::{HostId, ParseIdError, TableId};
 pub use layout::{
-    ErasureCode, Layout, LayoutOption, OptionKind, ParsePolicyError, ReplicaSelection,
+    format_replica_orders, parse_replica_orders, ErasureCode, Layout, LayoutOption, OptionKind,
+    ParsePolicyError, ReplicaSelection,
 };
 pub use number::{Decimal, DecimalParts, NumberError, Varint};
 pub use time::{secs_from_micros, Timestamp, MICROS_PER_SEC};

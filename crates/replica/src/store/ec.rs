@@ -189,7 +189,7 @@ impl ReplicaStore {
         end: Bound<&[u8]>,
     ) -> Vec<crate::covered::Covering> {
         match (&self.engines, role) {
-            (Engines::ErasureTiered(_, elect), Role::Redundant { source }) => {
+            (Engines::ErasureTiered(_, elect), Role::Redundant { source, .. }) => {
                 elect.covered().source(source).covering(start, end)
             }
             _ => Vec::new(),
@@ -345,7 +345,7 @@ impl ReplicaStore {
     /// together with their primary replica.
     pub fn ec_covers(&self, role: Role, start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
         match (&self.engines, role) {
-            (Engines::ErasureTiered(_, elect), Role::Redundant { source }) => {
+            (Engines::ErasureTiered(_, elect), Role::Redundant { source, .. }) => {
                 elect.covered().source(source).covers(start, end)
             }
             _ => false,
@@ -360,7 +360,7 @@ impl ReplicaStore {
         };
         let mut done = 0;
         for source in elect.covered().take_dirty() {
-            let Some(db) = m.tree(Role::Redundant { source }) else {
+            let Some(db) = m.tree(Role::Redundant { source, index: 1 }) else {
                 continue;
             };
             if let Err(e) = db.compact() {

@@ -87,6 +87,7 @@ fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, Source
     match (replicas.iter().position(|n| *n == me), replicas.first()) {
         (Some(i), Some(primary)) if i > 0 => Role::Redundant {
             source: source_of(*primary, hosts),
+            index: u8::try_from(i).unwrap_or(u8::MAX),
         },
         _ => Role::Primary,
     }
@@ -629,6 +630,7 @@ mod tests {
         assert_eq!(roles.role(Token(50)), Role::Primary);
         let of_1 = Role::Redundant {
             source: SourceId([1; 16]),
+            index: 1,
         };
         assert_eq!(roles.role(Token(-100)), of_1);
         assert_eq!(roles.role(Token(101)), of_1);
@@ -644,7 +646,8 @@ mod tests {
         assert_eq!(
             role_in(&[node(1), node(2)], node(2), &hosts),
             Role::Redundant {
-                source: source_of(node(1), &hosts)
+                source: source_of(node(1), &hosts),
+                index: 1,
             }
         );
         assert_ne!(source_of(node(1), &hosts), source_of(node(3), &hosts));
@@ -658,6 +661,7 @@ mod tests {
         };
         let of_1 = Role::Redundant {
             source: SourceId([1; 16]),
+            index: 1,
         };
         let all = KeyRange {
             start: Vec::new(),

@@ -300,7 +300,7 @@ const SOURCE: mosaic_replica::SourceId = mosaic_replica::SourceId([0xaa; 16]);
 impl Roles for SplitAtZero {
     fn role(&self, token: Token) -> Role {
         if token.0 < 0 {
-            Role::Redundant { source: SOURCE }
+            Role::Redundant { source: SOURCE, index: 1 }
         } else {
             Role::Primary
         }

@@ -1,0 +1,307 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+//! The heterogeneous layout answers every read exactly as a store in the declared order
+//! does — same entries, canonical keys, canonical order — whatever the replica index's
+//! order, the filter, the range (whole table, one partition, part of one) and after a
+//! reopen; and it stores each index's rows in that index's order.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use mosaic_lsm::{Options, RealFs, WriteBatch};
+use mosaic_replica::{KeyOrders, Layout, LogSettings, ReplicaStore, Role, SourceId, Structure};
+use mosaic_rows::key::tag;
+use mosaic_rows::{
+    ClusteringBound, ClusteringFilter, ColumnFilter, KeyRange, KeySchema, Order, Permutation,
+};
+use mosaic_types::{CqlType, CqlValue};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+fn schema() -> KeySchema {
+    KeySchema::new(
+        vec![CqlType::Int],
+        vec![
+            (CqlType::Int, Order::Asc),
+            (CqlType::Text, Order::Desc),
+            (CqlType::Int, Order::Asc),
+        ],
+    )
+    .unwrap()
+}
+
+fn orders() -> Vec<Permutation> {
+    vec![
+        Permutation::new(vec![1, 2, 0]).unwrap(),
+        Permutation::new(vec![2, 0, 1]).unwrap(),
+    ]
+}
+
+fn engine() -> Options {
+    Options {
+        fs: Arc::new(RealFs),
+        memtable_size_bytes: 8 << 10,
+        level0_compaction_trigger: 2,
+        table_size_bytes: 8 << 10,
+        ..Options::default()
+    }
+}
+
+fn open(dir: &std::path::Path, layout: Layout) -> ReplicaStore {
+    ReplicaStore::open_with_keys(
+        dir,
+        layout,
+        engine(),
+        LogSettings::default(),
+        Some(KeyOrders {
+            schema: schema(),
+            orders: orders(),
+        }),
+    )
+    .unwrap()
+}
+
+fn role(index: u8) -> Role {
+    match index {
+        0 => Role::Primary,
+        index => Role::Redundant {
+            source: SourceId([7; 16]),
+            index,
+        },
+    }
+}
+
+fn row(s: &KeySchema, p: i32, a: i32, b: &str, c: i32) -> Vec<u8> {
+    let prefix = s.partition_prefix(&[CqlValue::Int(p)]).unwrap();
+    s.row_key(
+        &prefix,
+        &[CqlValue::Int(a), CqlValue::Text(b.into()), CqlValue::Int(c)],
+    )
+    .unwrap()
+}
+
+/// Random rows, static rows, headers and range tombstones over a few partitions.
+fn data(seed: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let s = schema();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = BTreeMap::new();
+    let texts = ["a", "b", "bb", "c", ""];
+    for _ in 0..400 {
+        let p = rng.gen_range(0..4);
+        let k = row(
+            &s,
+            p,
+            rng.gen_range(0..5),
+            texts[rng.gen_range(0..texts.len())],
+            rng.gen_range(-3..3),
+        );
+        out.insert(k, format!("v{}", rng.gen::<u16>()).into_bytes());
+    }
+    for p in 0..4 {
+        let prefix = s.partition_prefix(&[CqlValue::Int(p)]).unwrap();
+        out.insert(s.static_key(&prefix), b"static".to_vec());
+        out.insert(s.partition_header_key(&prefix), b"header".to_vec());
+        let rt = s
+            .range_tombstone_key(
+                &prefix,
+                &ClusteringBound::inclusive_start(vec![CqlValue::Int(1)]),
+                &ClusteringBound::inclusive_end(vec![CqlValue::Int(1)]),
+            )
+            .unwrap();
+        out.insert(rt, b"tombstone".to_vec());
+    }
+    out
+}
+
+fn random_filter(s: &KeySchema, rng: &mut StdRng) -> Option<ClusteringFilter> {
+    if rng.gen_bool(0.2) {
+        return None;
+    }
+    let mut columns = Vec::new();
+    for col in 0..3 {
+        let value = |rng: &mut StdRng| match col {
+            1 => CqlValue::Text(["a", "b", "bb", "c", ""][rng.gen_range(0..5)].into()),
+            0 => CqlValue::Int(rng.gen_range(0..5)),
+            _ => CqlValue::Int(rng.gen_range(-3..3)),
+        };
+        columns.push(match rng.gen_range(0..3) {
+            0 => ColumnFilter::Any,
+            1 => {
+                let n = rng.gen_range(1..3);
+                let values: Vec<CqlValue> = (0..n).map(|_| value(rng)).collect();
+                s.column_values_filter(col, &values).unwrap()
+            }
+            _ => {
+                let lo = rng.gen_bool(0.7).then(|| (value(rng), rng.gen_bool(0.5)));
+                let hi = rng.gen_bool(0.7).then(|| (value(rng), rng.gen_bool(0.5)));
+                s.column_range_filter(
+                    col,
+                    lo.as_ref().map(|(v, i)| (v, *i)),
+                    hi.as_ref().map(|(v, i)| (v, *i)),
+                )
+                .unwrap()
+            }
+        });
+    }
+    Some(ClusteringFilter { columns })
+}
+
+fn random_range(keys: &[Vec<u8>], rng: &mut StdRng) -> KeyRange {
+    let pick = |rng: &mut StdRng| keys[rng.gen_range(0..keys.len())].clone();
+    match rng.gen_range(0..4) {
+        0 => KeyRange {
+            start: Vec::new(),
+            end: None,
+        },
+        1 => {
+            // One partition.
+            let k = pick(rng);
+            let len = schema().partition_prefix_len(&k).unwrap();
+            let mut end = k[..len].to_vec();
+            end.push(tag::PARTITION_END);
+            KeyRange {
+                start: k[..len].to_vec(),
+                end: Some(end),
+            }
+        }
+        _ => {
+            let (a, b) = (pick(rng), pick(rng));
+            KeyRange {
+                start: a.clone().min(b.clone()),
+                end: Some(a.max(b)),
+            }
+        }
+    }
+}
+
+fn read(
+    store: &ReplicaStore,
+    index: u8,
+    range: &KeyRange,
+    filter: Option<&ClusteringFilter>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    store
+        .scan_filtered(role(index), range, filter)
+        .unwrap()
+        .map(|r| {
+            let (k, e) = r.unwrap();
+            (k, e.value)
+        })
+        .collect()
+}
+
+#[test]
+fn every_order_answers_like_the_declared_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference_dir = tempfile::tempdir().unwrap();
+    let s = schema();
+    let rows = data(1);
+    let mut store = open(dir.path(), Layout::Heterogeneous);
+    let reference = open(reference_dir.path(), Layout::Uniform);
+    // Index 0 and 1 in their orders, index 2 in the declared order: three replicas in one
+    // store, as a node holding three replica indexes of different ranges would.
+    for index in 0..3u8 {
+        let mut batch = WriteBatch::new();
+        for (k, v) in &rows {
+            batch.put(k, 1, v);
+        }
+        store.write(role(index), batch).unwrap();
+    }
+    let mut batch = WriteBatch::new();
+    for (k, v) in &rows {
+        batch.put(k, 1, v);
+    }
+    reference.write(Role::Primary, batch).unwrap();
+    let structures: Vec<Structure> = store.structures().iter().map(|s| s.structure).collect();
+    assert_eq!(
+        structures,
+        [
+            Structure::Replica(0),
+            Structure::Replica(1),
+            Structure::Replica(2)
+        ]
+    );
+    let keys: Vec<Vec<u8>> = rows.keys().cloned().collect();
+    let mut rng = StdRng::seed_from_u64(2);
+    for round in 0..300 {
+        if round == 150 {
+            store.flush().unwrap();
+            store.close().unwrap();
+            store = open(dir.path(), Layout::Heterogeneous);
+        }
+        let filter = random_filter(&s, &mut rng);
+        let range = random_range(&keys, &mut rng);
+        let expected = read(&reference, 0, &range, filter.as_ref());
+        // The reference's filtered answer is the model's.
+        let model: Vec<(Vec<u8>, Vec<u8>)> = rows
+            .iter()
+            .filter(|(k, _)| range.contains(k))
+            .filter(|(k, _)| {
+                let Some(f) = &filter else { return true };
+                match s.row_spans(k, &Permutation::identity(3)).unwrap() {
+                    None => true,
+                    Some(sp) => f.matches(
+                        &sp.components
+                            .iter()
+                            .map(|r| &k[r.clone()])
+                            .collect::<Vec<_>>(),
+                    ),
+                }
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(expected, model, "reference, round {round}");
+        for index in 0..3u8 {
+            assert_eq!(
+                read(&store, index, &range, filter.as_ref()),
+                expected,
+                "index {index}, round {round}, {filter:?}, {range:?}"
+            );
+        }
+        // A point read of a row finds it under every index.
+        let k = &keys[rng.gen_range(0..keys.len())];
+        for index in 0..3u8 {
+            assert_eq!(
+                store.get(role(index), k).unwrap().map(|e| e.value),
+                rows.get(k).cloned()
+            );
+        }
+    }
+    store.close().unwrap();
+}
+
+#[test]
+fn each_index_stores_rows_in_its_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = schema();
+    let store = open(dir.path(), Layout::Heterogeneous);
+    let mut batch = WriteBatch::new();
+    batch.put(&row(&s, 1, 0, "b", 5), 1, b"x");
+    batch.put(&row(&s, 1, 1, "a", 4), 1, b"y");
+    store.write(role(1), batch).unwrap();
+    store.flush().unwrap();
+    store.close().unwrap();
+    // Index 1 sorts by (c, a, b): the row with c = 4 is stored first, and its tree's
+    // directory names the order.
+    let tree = dir.path().join("replica-1-2.0.1");
+    assert!(
+        tree.is_dir(),
+        "{:?}",
+        std::fs::read_dir(dir.path()).unwrap().collect::<Vec<_>>()
+    );
+    let raw = mosaic_lsm::Db::open(&tree, engine()).unwrap();
+    let stored: Vec<Vec<u8>> = raw
+        .scan(Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap().0)
+        .collect();
+    let perm = Permutation::new(vec![2, 0, 1]).unwrap();
+    assert_eq!(
+        stored,
+        [
+            s.permute_key(&row(&s, 1, 1, "a", 4), &perm).unwrap(),
+            s.permute_key(&row(&s, 1, 0, "b", 5), &perm).unwrap()
+        ]
+    );
+    raw.close().unwrap();
+}
