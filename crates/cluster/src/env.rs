@@ -370,6 +370,22 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, range);
         false
     }
+    /// The estimated cost of answering a read of `table` carrying `tags` (for at most
+    /// `limit` entries) at each replica
+    /// position of a range (index 0: the primary), for tables whose replicas store rows
+    /// differently (heterogeneous replicas); the coordinator then asks the cheapest live
+    /// replicas whatever the replica-selection policy. `None` (the default): replicas are
+    /// alike.
+    fn replica_costs(
+        &self,
+        table: TableKey,
+        tags: &[Tag],
+        limit: usize,
+        rf: usize,
+    ) -> Option<Vec<f64>> {
+        let _ = (table, tags, limit, rf);
+        None
+    }
     /// Whether reads of `table` should ask its primary replica first (erasure-tiered: the
     /// secondaries relay reads of coded rows to it). The default: no.
     fn reads_prefer_primary(&self, table: TableKey) -> bool {

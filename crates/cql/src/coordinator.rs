@@ -13,7 +13,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use mosaic_rows::KeyRange;
+use mosaic_rows::{ClusteringFilter, KeyRange};
 use mosaic_types::Token;
 
 use crate::frame::{Consistency, ErrorResponse};
@@ -41,8 +41,18 @@ pub struct ReadCommand {
     pub table: TableId,
     /// The keys to read.
     pub range: KeyRange,
-    /// The most entries to return; the caller continues after the last key it got.
+    /// The most entries to return (counted after `filter`); the caller continues after
+    /// the last key it got.
     pub limit: usize,
+    /// Restrictions of the clustering columns that every replica applies to the rows it
+    /// reads before answering: the read returns only the clustering rows that pass, plus
+    /// every entry that is not a row (partition header, range tombstones, static row), so
+    /// deletions still reach the coordinator. A filter only removes rows the statement's
+    /// own predicates would drop too (the coordinator still checks those), and depends on
+    /// nothing but a row's key, so every replica of a range answers alike whatever order
+    /// it stores rows in. `exhausted` then says whether the range holds no more entries
+    /// that pass. `None`: every entry.
+    pub filter: Option<ClusteringFilter>,
 }
 
 /// What a read returns: merged `(key, fragment)` entries in key order.

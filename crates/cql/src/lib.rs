@@ -4,7 +4,8 @@
 //! Owns: turning bytes from a client into requests and responses into bytes, and CQL text
 //! into statements. Must not depend on the engine, the cluster or tokio: the server crate
 //! wires connections, and a coordinator interface executes statements, so this crate stays
-//! pure and fuzzable.
+//! pure and fuzzable. [`workload`] reads the workload files heterogeneous replicas'
+//! orders are chosen for, with the same analysis SELECT uses.
 #![deny(clippy::unwrap_used)]
 
 pub mod ast;
@@ -15,3 +16,4 @@ pub mod parse;
 pub mod processor;
 pub mod schema;
 pub mod system;
+pub mod workload;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use mosaic_rows::{merge_fragments, Fragment};
+use mosaic_rows::{merge_fragments, Fragment, Permutation};
 use mosaic_types::Token;
 use parking_lot::Mutex;
 
@@ -51,8 +51,10 @@ pub struct MemoryCoordinator {
     pub now_secs: AtomicI64,
     /// Reads served.
     pub reads: AtomicI64,
-    /// Entries those reads returned (what a replica would have read and sent).
+    /// Entries those reads returned (what a replica would have sent).
     pub entries_read: AtomicI64,
+    /// Every read's command, when recording (`Some`): tests check what a statement asked.
+    pub commands: Mutex<Option<Vec<ReadCommand>>>,
     /// The layout of tables created without one (`None`: the built-in default), as a
     /// server's configuration sets it.
     pub default_layout: Mutex<Option<String>>,
@@ -111,6 +113,35 @@ impl Coordinator for MemoryCoordinator {
         _cl: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
         self.reads.fetch_add(1, Ordering::SeqCst);
+        if let Some(commands) = self.commands.lock().as_mut() {
+            commands.push(command.clone());
+        }
+        // The filter needs the table's key schema to find a row's clustering components;
+        // a table the catalog no longer has has no rows either.
+        let catalog = self.catalog();
+        let filter = command.filter.as_ref().and_then(|f| {
+            let schema = catalog.table_by_id(command.table)?.key_schema();
+            let identity = Permutation::identity(schema.clustering_columns().len());
+            Some((f, schema, identity))
+        });
+        let passes = |key: &[u8]| -> Result<bool, ErrorResponse> {
+            let Some((filter, schema, identity)) = &filter else {
+                return Ok(true);
+            };
+            let spans = schema
+                .row_spans(key, identity)
+                .map_err(|e| server_error(format!("unreadable stored key: {e}")))?;
+            let Some(spans) = spans else {
+                // Not a row: headers, range tombstones and static rows always pass.
+                return Ok(true);
+            };
+            let components: Vec<&[u8]> = spans
+                .components
+                .iter()
+                .map(|r| key.get(r.clone()).unwrap_or_default())
+                .collect();
+            Ok(filter.matches(&components))
+        };
         let tables = self.tables.lock();
         let Some(table) = tables.get(&command.table) else {
             return Ok(ReadResult {
@@ -124,6 +155,9 @@ impl Coordinator for MemoryCoordinator {
         for (k, v) in table.range(command.range.start.clone()..) {
             if end.as_ref().is_some_and(|e| k >= e) {
                 break;
+            }
+            if !passes(k)? {
+                continue;
             }
             if entries.len() == command.limit {
                 exhausted = false;

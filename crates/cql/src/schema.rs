@@ -313,6 +313,9 @@ impl TableParams {
 /// The layout tables get when none is given.
 pub const DEFAULT_LAYOUT: Layout = Layout::Uniform;
 
+/// The `heterogeneous` layout option listing each replica index's clustering order.
+pub const REPLICA_ORDERS_OPTION: &str = "replica_orders";
+
 /// The bytes of a CQL blob constant as written, `0x` then hex digits (either case); `None`
 /// if `text` is not one. Table extensions are kept in this form.
 pub fn decode_blob_literal(text: &str) -> Option<Vec<u8>> {
@@ -472,6 +475,49 @@ impl TableMeta {
         rest.sort_by(|a, b| a.name.cmp(&b.name));
         out.extend(rest);
         out
+    }
+
+    /// For a `heterogeneous` table, the clustering order of each replica index its
+    /// `replica_orders` option lists, as declared clustering positions (`[[1, 2, 0], …]`:
+    /// replica 0 sorts by the second clustering column, then the third, then the first);
+    /// replicas past the list keep the declared order. Empty for every other layout.
+    ///
+    /// The orders were checked against the columns when the table was created or altered
+    /// ([`crate::processor`]'s DDL); should a stored catalog hold an order that is not a
+    /// permutation of the clustering columns, that replica index gets the declared order,
+    /// so later indexes keep their places.
+    pub fn replica_orders(&self) -> Vec<Vec<usize>> {
+        if self.params.layout != Layout::Heterogeneous {
+            return Vec::new();
+        }
+        let text = self
+            .params
+            .layout_options
+            .get(REPLICA_ORDERS_OPTION)
+            .map_or("", String::as_str);
+        let Ok(orders) = mosaic_types::parse_replica_orders(text) else {
+            return Vec::new();
+        };
+        let clustering = self.clustering();
+        let declared: Vec<usize> = (0..clustering.len()).collect();
+        orders
+            .iter()
+            .map(|order| {
+                let positions: Option<Vec<usize>> = order
+                    .iter()
+                    .map(|name| clustering.iter().position(|c| c.name == *name))
+                    .collect();
+                match positions {
+                    Some(p)
+                        if p.len() == clustering.len()
+                            && mosaic_rows::Permutation::new(p.clone()).is_some() =>
+                    {
+                        p
+                    }
+                    _ => declared.clone(),
+                }
+            })
+            .collect()
     }
 
     /// The row layer's key schema for this table.
@@ -674,6 +720,24 @@ mod tests {
         assert_eq!(u.to_string().parse::<Uuid>().unwrap(), u);
         assert_eq!(u.0[6] >> 4, 4);
         assert!("not-a-uuid".parse::<Uuid>().is_err());
+    }
+
+    #[test]
+    fn replica_orders_are_positions_and_damaged_ones_fall_back_to_declared() {
+        let c = sample();
+        let mut t = TableMeta::clone(c.table("ks", "t").unwrap());
+        assert!(t.replica_orders().is_empty());
+        t.params.layout = Layout::Heterogeneous;
+        assert!(t.replica_orders().is_empty());
+        t.params.layout_options.insert(
+            REPLICA_ORDERS_OPTION.to_owned(),
+            "(c), (x), (c, c), (c)".into(),
+        );
+        assert_eq!(t.replica_orders(), vec![vec![0]; 4]);
+        t.params
+            .layout_options
+            .insert(REPLICA_ORDERS_OPTION.to_owned(), "(c".into());
+        assert!(t.replica_orders().is_empty());
     }
 
     #[test]

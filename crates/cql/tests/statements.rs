@@ -270,28 +270,6 @@ fn tokens_of(h: &mut Harness) -> Vec<i64> {
         .collect()
 }
 
-fn paged(h: &mut Harness, cql: &str, page: i32) -> (Vec<Vec<Option<CqlValue>>>, usize) {
-    let mut out = Vec::new();
-    let mut state: Option<Bytes> = None;
-    let mut pages = 0;
-    loop {
-        let mut params = QueryParameters::new(Consistency::One);
-        params.page_size = Some(page);
-        params.paging_state = state.clone();
-        let ResultBody::Rows(rows) = h.query_with(cql, params).expect("page") else {
-            panic!("rows")
-        };
-        pages += 1;
-        assert!(rows.rows.len() <= page as usize);
-        out.extend(common::decode_rows(&rows));
-        match rows.metadata.paging_state {
-            Some(s) => state = Some(s),
-            None => return (out, pages),
-        }
-        assert!(pages < 100_000);
-    }
-}
-
 #[test]
 fn paging_returns_every_row_once_in_order() {
     let mut h = Harness::with_keyspace();
@@ -303,7 +281,7 @@ fn paging_returns_every_row_once_in_order() {
         h.ok(&format!("INSERT INTO t (k, c, v) VALUES ({k}, 0, 'y')"));
         h.ok(&format!("INSERT INTO t (k, c, v) VALUES ({k}, 1, 'y')"));
     }
-    let (rows, pages) = paged(&mut h, "SELECT c FROM t WHERE k = 1", 1000);
+    let (rows, pages) = common::paged(&mut h, "SELECT c FROM t WHERE k = 1", 1000);
     assert_eq!(rows.len(), 10_000);
     assert!(pages >= 10);
     let cs: Vec<i32> = rows
@@ -314,18 +292,18 @@ fn paging_returns_every_row_once_in_order() {
         })
         .collect();
     assert_eq!(cs, (0..10_000).collect::<Vec<_>>());
-    let (rev, _) = paged(&mut h, "SELECT c FROM t WHERE k = 1 ORDER BY c DESC", 777);
+    let (rev, _) = common::paged(&mut h, "SELECT c FROM t WHERE k = 1 ORDER BY c DESC", 777);
     assert_eq!(rev.len(), 10_000);
     assert_eq!(rev[0], vec![int(9999)]);
-    let (all, _) = paged(&mut h, "SELECT k, c FROM t", 100);
+    let (all, _) = common::paged(&mut h, "SELECT k, c FROM t", 100);
     assert_eq!(all.len(), 10_000 + 298 * 2);
     let mut seen = std::collections::HashSet::new();
     for r in &all {
         assert!(seen.insert(format!("{r:?}")), "row {r:?} returned twice");
     }
-    let (limited, _) = paged(&mut h, "SELECT k, c FROM t LIMIT 250", 100);
+    let (limited, _) = common::paged(&mut h, "SELECT k, c FROM t LIMIT 250", 100);
     assert_eq!(limited.len(), 250);
-    let (ppl, _) = paged(&mut h, "SELECT k, c FROM t PER PARTITION LIMIT 1", 7);
+    let (ppl, _) = common::paged(&mut h, "SELECT k, c FROM t PER PARTITION LIMIT 1", 7);
     assert_eq!(ppl.len(), 299);
     let mut params = QueryParameters::new(Consistency::One);
     params.page_size = Some(10);

@@ -20,10 +20,24 @@
 //!
 //! A tree's order is in its directory name, so a tree is always read in the order it was
 //! written in, whatever the table's options say now.
+//!
+//! **Re-layout.** When the table's orders change ([`Heterogeneous::set_orders`], after an
+//! `ALTER TABLE`), each index whose tree is in another order gets a second tree in the new
+//! order, named by a marker `DIR/RELAYOUT-<i>` written (durably) first. From then on writes
+//! of that index go to both trees, and [`Heterogeneous::relayout_step`] copies the old
+//! tree's entries into the new one through the ordinary write path, a bounded batch at a
+//! time, while reads keep using the old tree. When the copy is complete,
+//! [`Heterogeneous::relayout_finish`] (run with no read or write in flight) makes the new
+//! tree the index's, drops the old one's partition, moves its directory aside and removes
+//! the marker. A crash at any point resumes: with the marker and both trees present the
+//! copy starts over (copying is idempotent: entries keep their timestamps and merge); with
+//! the old tree gone, only the marker's removal was left.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use mosaic_lsm::{Db, Entry, Error, Options, Result, WriteBatch};
 use mosaic_rows::{key::tag, ClusteringFilter, KeyRange, KeySchema, Permutation};
@@ -82,6 +96,39 @@ impl KeyOrders {
 pub(crate) struct Tree {
     pub(crate) perm: Permutation,
     pub(crate) db: Db,
+    pub(crate) counters: Arc<ReadCounters>,
+}
+
+impl Tree {
+    fn new(perm: Permutation, db: Db) -> Tree {
+        Tree {
+            perm,
+            db,
+            counters: Arc::default(),
+        }
+    }
+}
+
+/// What one tree's reads cost since the node started: what routing is judged by.
+#[derive(Debug, Default)]
+pub struct ReadCounters {
+    /// Reads (scans) served.
+    pub reads: AtomicU64,
+    /// Rows examined to serve them (passing the filter or not).
+    pub rows_scanned: AtomicU64,
+}
+
+/// One tree of a heterogeneous store, for statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeStats {
+    /// The replica index it serves.
+    pub index: usize,
+    /// Its order (declared clustering positions).
+    pub order: Vec<usize>,
+    /// Reads served.
+    pub reads: u64,
+    /// Rows examined.
+    pub rows_scanned: u64,
 }
 
 /// The trees of one table.
@@ -90,6 +137,56 @@ pub(crate) struct Heterogeneous {
     engine: Options,
     keys: RwLock<KeyOrders>,
     trees: RwLock<BTreeMap<usize, Tree>>,
+    /// Re-layouts under way, by replica index.
+    relayouts: RwLock<BTreeMap<usize, Relayout>>,
+}
+
+/// An index's tree being rebuilt in a new order.
+#[derive(Clone)]
+struct Relayout {
+    /// The tree in the new order.
+    next: Tree,
+    /// The next key of the old tree to copy; `None` once everything was copied.
+    cursor: Option<Vec<u8>>,
+}
+
+/// Prefix of the marker naming an index's re-layout target.
+const RELAYOUT_PREFIX: &str = "RELAYOUT-";
+
+/// The re-layout markers among `names` (the entries of `dir`): each index's target order.
+fn read_markers(
+    engine: &Options,
+    dir: &Path,
+    names: &[String],
+) -> Result<BTreeMap<usize, Permutation>> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        let Some(index) = name
+            .strip_prefix(RELAYOUT_PREFIX)
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let path = dir.join(name);
+        let target = crate::sealed::read_optional(&*engine.fs, &path)?.unwrap_or_default();
+        let target = String::from_utf8_lossy(&target).trim().to_owned();
+        let Some((i, perm)) = parse_tree_dir(&target).filter(|(i, _)| *i == index) else {
+            return Err(Error::corruption(&path, 0, "not a re-layout marker"));
+        };
+        out.insert(i, perm);
+    }
+    Ok(out)
+}
+
+/// Where a re-layout stands, for statistics.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayoutStatus {
+    /// The replica index being re-laid out.
+    pub index: usize,
+    /// Its new order.
+    pub order: Vec<usize>,
+    /// Whether every entry was copied (only the switch is left).
+    pub copied: bool,
 }
 
 impl Heterogeneous {
@@ -100,36 +197,259 @@ impl Heterogeneous {
             .fs
             .list(dir)
             .map_err(|e| Error::io("listing", dir, e))?;
+        let markers = read_markers(&engine, dir, &names)?;
         let columns = keys.schema.clustering_columns().len();
         let mut trees = BTreeMap::new();
-        for name in names {
-            let Some((index, perm)) = parse_tree_dir(&name) else {
+        for name in &names {
+            let Some((index, perm)) = parse_tree_dir(name) else {
                 continue;
             };
             if perm.len() != columns {
                 return Err(Error::InvalidArgument(format!(
                     "{} orders {} clustering columns; the table has {columns}",
-                    dir.join(&name).display(),
+                    dir.join(name).display(),
                     perm.len()
                 )));
             }
-            if trees.contains_key(&index) {
-                // Two trees of one index: the one in the table's order wins.
-                if perm != keys.order(index) {
-                    continue;
-                }
+            // A re-layout's target is not the index's tree until the switch.
+            if markers.get(&index) == Some(&perm) {
+                continue;
             }
-            let db = Db::open(dir.join(&name), engine.clone())?;
-            if let Some(old) = trees.insert(index, Tree { perm, db }) {
+            if trees.contains_key(&index) && perm != keys.order(index) {
+                continue;
+            }
+            let db = Db::open(dir.join(name), engine.clone())?;
+            if let Some(old) = trees.insert(index, Tree::new(perm, db)) {
                 old.db.close()?;
             }
         }
-        Ok(Heterogeneous {
+        let store = Heterogeneous {
             dir: dir.to_path_buf(),
             engine,
             keys: RwLock::new(keys),
             trees: RwLock::new(trees),
-        })
+            relayouts: RwLock::new(BTreeMap::new()),
+        };
+        store.resume_relayouts(markers)?;
+        Ok(store)
+    }
+
+    /// Picks up the re-layouts the markers name (see the module doc).
+    fn resume_relayouts(&self, markers: BTreeMap<usize, Permutation>) -> Result<()> {
+        for (index, perm) in markers {
+            let current = self.trees.read().get(&index).cloned();
+            match current {
+                // The old tree is still there: copy again into the new one.
+                Some(old) if old.perm != perm => {
+                    let name = tree_dir_name(index, &perm);
+                    let db = Db::open(self.dir.join(name), self.engine.clone())?;
+                    self.relayouts.write().insert(
+                        index,
+                        Relayout {
+                            next: Tree::new(perm, db),
+                            cursor: Some(Vec::new()),
+                        },
+                    );
+                }
+                // Only the new tree is left: the switch completed but for the marker.
+                _ => {
+                    let name = tree_dir_name(index, &perm);
+                    if self.engine.fs.exists(&self.dir.join(&name)) {
+                        let db = Db::open(self.dir.join(name), self.engine.clone())?;
+                        self.trees.write().insert(index, Tree::new(perm, db));
+                    }
+                    self.remove_marker(index)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn marker_path(&self, index: usize) -> PathBuf {
+        self.dir.join(format!("{RELAYOUT_PREFIX}{index}"))
+    }
+
+    fn remove_marker(&self, index: usize) -> Result<()> {
+        let path = self.marker_path(index);
+        let fs = &self.engine.fs;
+        if fs.exists(&path) {
+            fs.remove(&path)
+                .map_err(|e| Error::io("removing", &path, e))?;
+        }
+        fs.sync_dir(&self.dir)
+            .map_err(|e| Error::io("syncing", &self.dir, e))
+    }
+
+    /// Takes the table's new orders: every index whose tree is in another order starts a
+    /// re-layout (see the module doc); a re-layout towards an order no longer wanted is
+    /// abandoned. The caller guarantees no write of the store is in flight (a write that
+    /// started before would miss the new tree).
+    pub(crate) fn set_orders(&self, orders: Vec<Permutation>) -> Result<()> {
+        self.keys.write().orders = orders;
+        let keys = self.keys.read().clone();
+        let trees = self.trees();
+        for (index, tree) in trees {
+            let target = keys.order(index);
+            let pending = self
+                .relayouts
+                .read()
+                .get(&index)
+                .map(|r| r.next.perm.clone());
+            if pending.as_ref() == Some(&target) {
+                continue;
+            }
+            if let Some(old_target) = pending {
+                if let Some(r) = self.relayouts.write().remove(&index) {
+                    self.drop_tree(index, &old_target, r.next.db)?;
+                }
+                self.remove_marker(index)?;
+            }
+            if tree.perm == target {
+                continue;
+            }
+            let name = tree_dir_name(index, &target);
+            let marker = self.marker_path(index);
+            mosaic_lsm::write_atomically(&*self.engine.fs, &marker, name.as_bytes())
+                .map_err(|e| Error::io("writing", &marker, e))?;
+            self.engine
+                .fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io("syncing", &self.dir, e))?;
+            let next = Tree::new(target, Db::open(self.dir.join(&name), self.engine.clone())?);
+            self.relayouts.write().insert(
+                index,
+                Relayout {
+                    next,
+                    cursor: Some(Vec::new()),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Closes and drops the tree of `index` in order `perm` (its partition, then its
+    /// directory, moved aside first so it is never opened as a tree again).
+    fn drop_tree(&self, index: usize, perm: &Permutation, db: Db) -> Result<()> {
+        let dir = self.dir.join(tree_dir_name(index, perm));
+        db.close()?;
+        let fs = &self.engine.fs;
+        if let Some(engine) = &self.engine.engine {
+            engine.drop_partitions_under(&dir)?;
+        }
+        let aside = self
+            .dir
+            .join(format!("dropped-{}", tree_dir_name(index, perm)));
+        if fs.exists(&dir) {
+            fs.rename(&dir, &aside)
+                .map_err(|e| Error::io("renaming", &dir, e))?;
+            fs.sync_dir(&self.dir)
+                .map_err(|e| Error::io("syncing", &self.dir, e))?;
+        }
+        if fs.exists(&aside) {
+            for name in fs
+                .list(&aside)
+                .map_err(|e| Error::io("listing", &aside, e))?
+            {
+                let _ = fs.remove(&aside.join(name));
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies up to `max_entries` entries of one pending re-layout into its new tree.
+    /// Returns whether any re-layout still has entries to copy.
+    pub(crate) fn relayout_step(&self, max_entries: usize) -> Result<bool> {
+        let Some((index, relayout)) = self
+            .relayouts
+            .read()
+            .iter()
+            .find(|(_, r)| r.cursor.is_some())
+            .map(|(i, r)| (*i, r.clone()))
+        else {
+            return Ok(false);
+        };
+        let Some(cursor) = relayout.cursor.clone() else {
+            return Ok(false);
+        };
+        let Some(old) = self.trees.read().get(&index).cloned() else {
+            return Ok(false);
+        };
+        let schema = self.schema();
+        let corrupt = |e: mosaic_rows::KeyError| {
+            Error::corruption(
+                PathBuf::new(),
+                0,
+                format!("a stored key does not decode: {e}"),
+            )
+        };
+        let mut batch = WriteBatch::new();
+        let mut last = None;
+        for item in old.db.scan(Bound::Included(&cursor), Bound::Unbounded)? {
+            let (key, entry) = item?;
+            let canonical = schema.canonical_key(&key, &old.perm).map_err(corrupt)?;
+            let target = schema
+                .permute_key(&canonical, &relayout.next.perm)
+                .map_err(corrupt)?;
+            batch.merge_owned(target, entry.ts, entry.value);
+            last = Some(key);
+            if batch.len() >= max_entries.max(1) {
+                break;
+            }
+        }
+        let done = batch.len() < max_entries.max(1);
+        relayout.next.db.write(batch)?;
+        let next_cursor = if done {
+            None
+        } else {
+            last.map(|mut k| {
+                k.push(0);
+                k
+            })
+        };
+        if let Some(r) = self.relayouts.write().get_mut(&index) {
+            if r.next.perm == relayout.next.perm {
+                r.cursor = next_cursor;
+            }
+        }
+        Ok(self.relayouts.read().values().any(|r| r.cursor.is_some()))
+    }
+
+    /// Switches every index whose copy is complete to its new tree and drops the old one.
+    /// The caller guarantees no read or write of the store is in flight. Returns how many
+    /// re-layouts finished.
+    pub(crate) fn relayout_finish(&self) -> Result<usize> {
+        let done: Vec<(usize, Relayout)> = self
+            .relayouts
+            .read()
+            .iter()
+            .filter(|(_, r)| r.cursor.is_none())
+            .map(|(i, r)| (*i, r.clone()))
+            .collect();
+        for (index, relayout) in &done {
+            // Every copied entry is in the new tree's memtable or tables, logged in the
+            // WAL: durable before the old tree goes.
+            relayout.next.db.flush()?;
+            let old = self.trees.write().insert(*index, relayout.next.clone());
+            self.relayouts.write().remove(index);
+            if let Some(old) = old {
+                self.drop_tree(*index, &old.perm, old.db)?;
+            }
+            self.remove_marker(*index)?;
+        }
+        Ok(done.len())
+    }
+
+    /// The re-layouts under way.
+    pub(crate) fn relayout_status(&self) -> Vec<RelayoutStatus> {
+        self.relayouts
+            .read()
+            .iter()
+            .map(|(i, r)| RelayoutStatus {
+                index: *i,
+                order: r.next.perm.positions().to_vec(),
+                copied: r.cursor.is_none(),
+            })
+            .collect()
     }
 
     /// The table's key schema.
@@ -162,7 +482,7 @@ impl Heterogeneous {
             .fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io("syncing", &self.dir, e))?;
-        let tree = Tree { perm, db };
+        let tree = Tree::new(perm, db);
         trees.insert(index, tree.clone());
         Ok(tree)
     }
@@ -170,6 +490,19 @@ impl Heterogeneous {
     /// Applies a batch of canonical writes under `role`, re-keyed into its tree's order.
     pub(crate) fn write(&self, role: Role, batch: WriteBatch) -> Result<()> {
         let tree = self.tree_or_create(role)?;
+        // A re-layout under way gets every write too, in its order.
+        let next = self
+            .relayouts
+            .read()
+            .get(&role.index())
+            .map(|r| r.next.clone());
+        if let Some(next) = next {
+            self.write_in(&next, batch.clone())?;
+        }
+        self.write_in(&tree, batch)
+    }
+
+    fn write_in(&self, tree: &Tree, batch: WriteBatch) -> Result<()> {
         if tree.perm.is_identity() {
             return tree.db.write(batch);
         }
@@ -208,13 +541,15 @@ impl Heterogeneous {
             return Ok(crate::store::ReplicaScan::empty());
         };
         let schema = self.schema();
+        tree.counters.reads.fetch_add(1, Ordering::Relaxed);
         if tree.perm.is_identity() {
             let (start, end) = crate::store::range_bounds(range);
             let scan = tree.db.scan(start, end)?;
             return Ok(crate::store::ReplicaScan::filtered(
                 scan,
                 filter.cloned().map(|f| (schema, f)),
-            ));
+            )
+            .counting(tree.counters.clone()));
         }
         // A range may start or end inside a partition, whose rows sort differently
         // here: partitions are found from the start's whole partition to the end's.
@@ -231,6 +566,7 @@ impl Heterogeneous {
                 .unwrap_or_else(|| e.clone())
         });
         Ok(crate::store::ReplicaScan::permuted(PermutedScan {
+            counters: tree.counters.clone(),
             db: tree.db,
             perm: tree.perm,
             schema,
@@ -251,10 +587,25 @@ impl Heterogeneous {
             .collect()
     }
 
+    /// Each tree's order and read counters, by replica index.
+    pub(crate) fn stats(&self) -> Vec<TreeStats> {
+        self.trees
+            .read()
+            .iter()
+            .map(|(i, t)| TreeStats {
+                index: *i,
+                order: t.perm.positions().to_vec(),
+                reads: t.counters.reads.load(Ordering::Relaxed),
+                rows_scanned: t.counters.rows_scanned.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
     /// Closes every tree; the first failure is returned after all were tried.
     pub(crate) fn close(self) -> Result<()> {
         let mut first = None;
-        for (_, tree) in self.trees.into_inner() {
+        let pending = self.relayouts.into_inner().into_values().map(|r| r.next);
+        for tree in self.trees.into_inner().into_values().chain(pending) {
             if let Err(e) = tree.db.close() {
                 first.get_or_insert(e);
             }
@@ -267,6 +618,7 @@ impl Heterogeneous {
 /// its head as stored, its rows from the planned ranges, filtered, re-keyed canonically and
 /// sorted (see the module doc).
 pub(crate) struct PermutedScan {
+    counters: Arc<ReadCounters>,
     db: Db,
     perm: Permutation,
     schema: KeySchema,
@@ -336,6 +688,7 @@ impl PermutedScan {
         {
             for item in self.db.scan(Bound::Included(&lo), Bound::Excluded(&hi))? {
                 let (key, entry) = item?;
+                self.counters.rows_scanned.fetch_add(1, Ordering::Relaxed);
                 let Some(spans) = self.schema.row_spans(&key, &self.perm).map_err(corrupt)? else {
                     continue;
                 };

@@ -118,13 +118,15 @@ impl std::fmt::Debug for ReplicaStore {
 /// rows passing the read's filter.
 pub struct ReplicaScan {
     kind: ScanKind,
+    /// Counts the rows an engine scan examines (heterogeneous trees' statistics).
+    counters: Option<Arc<crate::heterogeneous::ReadCounters>>,
 }
 
 enum ScanKind {
     Empty,
     Engine {
-        scan: Scan,
-        filter: Option<(KeySchema, ClusteringFilter)>,
+        scan: Box<Scan>,
+        filter: Option<Box<(KeySchema, ClusteringFilter)>>,
     },
     Permuted(Box<PermutedScan>),
 }
@@ -134,6 +136,7 @@ impl ReplicaScan {
     pub(crate) fn empty() -> ReplicaScan {
         ReplicaScan {
             kind: ScanKind::Empty,
+            counters: None,
         }
     }
 
@@ -142,9 +145,21 @@ impl ReplicaScan {
         scan: Scan,
         filter: Option<(KeySchema, ClusteringFilter)>,
     ) -> ReplicaScan {
-        let filter = filter.filter(|(_, f)| !f.is_trivial());
+        let filter = filter.filter(|(_, f)| !f.is_trivial()).map(Box::new);
         ReplicaScan {
-            kind: ScanKind::Engine { scan, filter },
+            kind: ScanKind::Engine {
+                scan: Box::new(scan),
+                filter,
+            },
+            counters: None,
+        }
+    }
+
+    /// The scan, counting the entries it examines in `counters`.
+    pub(crate) fn counting(self, counters: Arc<crate::heterogeneous::ReadCounters>) -> ReplicaScan {
+        ReplicaScan {
+            counters: Some(counters),
+            ..self
         }
     }
 
@@ -152,6 +167,7 @@ impl ReplicaScan {
     pub(crate) fn permuted(scan: PermutedScan) -> ReplicaScan {
         ReplicaScan {
             kind: ScanKind::Permuted(Box::new(scan)),
+            counters: None,
         }
     }
 }
@@ -176,12 +192,25 @@ impl Iterator for ReplicaScan {
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.kind {
             ScanKind::Empty => None,
-            ScanKind::Engine { scan, filter: None } => scan.next(),
+            ScanKind::Engine { scan, filter: None } => {
+                let item = scan.next()?;
+                if let Some(c) = &self.counters {
+                    c.rows_scanned
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Some(item)
+            }
             ScanKind::Engine {
                 scan,
-                filter: Some((schema, filter)),
+                filter: Some(f),
             } => loop {
-                match scan.next()? {
+                let (schema, filter) = &**f;
+                let item = scan.next()?;
+                if let Some(c) = &self.counters {
+                    c.rows_scanned
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                match item {
                     Ok((key, entry)) if !passes(schema, filter, &key) => {
                         let _ = entry;
                         continue;
@@ -476,6 +505,51 @@ impl ReplicaStore {
             _ => None,
         };
         Ok(ReplicaScan::filtered(db.scan(start, end)?, filter))
+    }
+
+    /// Gives a heterogeneous store its table's new replica orders, starting a re-layout of
+    /// every index whose tree is in another order; no write may be in flight. Other
+    /// layouts ignore it.
+    pub fn set_orders(&self, orders: Vec<Permutation>) -> Result<()> {
+        match &self.engines {
+            Engines::Heterogeneous(h) => h.set_orders(orders),
+            _ => Ok(()),
+        }
+    }
+
+    /// Copies up to `max_entries` entries of a re-layout under way (reads and writes go on
+    /// meanwhile); whether any copying is left.
+    pub fn relayout_step(&self, max_entries: usize) -> Result<bool> {
+        match &self.engines {
+            Engines::Heterogeneous(h) => h.relayout_step(max_entries),
+            _ => Ok(false),
+        }
+    }
+
+    /// Switches the re-layouts whose copy completed to their new trees and drops the old
+    /// ones; no read or write may be in flight. How many finished.
+    pub fn relayout_finish(&self) -> Result<usize> {
+        match &self.engines {
+            Engines::Heterogeneous(h) => h.relayout_finish(),
+            _ => Ok(0),
+        }
+    }
+
+    /// The re-layouts under way (heterogeneous).
+    pub fn relayout_status(&self) -> Vec<crate::heterogeneous::RelayoutStatus> {
+        match &self.engines {
+            Engines::Heterogeneous(h) => h.relayout_status(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A heterogeneous store's trees: each replica index's order and read counters (empty
+    /// for other layouts).
+    pub fn heterogeneous_stats(&self) -> Vec<crate::heterogeneous::TreeStats> {
+        match &self.engines {
+            Engines::Heterogeneous(h) => h.stats(),
+            _ => Vec::new(),
+        }
     }
 
     /// The coding state of an `erasure-tiered` table.

@@ -305,3 +305,76 @@ fn each_index_stores_rows_in_its_order() {
     );
     raw.close().unwrap();
 }
+
+fn open_with(dir: &std::path::Path, orders: Vec<Permutation>) -> ReplicaStore {
+    ReplicaStore::open_with_keys(
+        dir,
+        Layout::Heterogeneous,
+        engine(),
+        LogSettings::default(),
+        Some(KeyOrders {
+            schema: schema(),
+            orders,
+        }),
+    )
+    .unwrap()
+}
+
+fn all(store: &ReplicaStore, index: u8) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let whole = KeyRange {
+        start: Vec::new(),
+        end: None,
+    };
+    read(store, index, &whole, None)
+}
+
+#[test]
+fn a_relayout_moves_an_index_to_its_new_order_while_writes_go_on_and_survives_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = data(3);
+    let store = open(dir.path(), Layout::Heterogeneous);
+    let mut batch = WriteBatch::new();
+    for (k, v) in &rows {
+        batch.put(k, 1, v);
+    }
+    store.write(role(1), batch).unwrap();
+    let before = all(&store, 1);
+    assert_eq!(before.len(), rows.len());
+    // Index 1 moves from (2, 0, 1) to (1, 0, 2).
+    let new_orders = vec![
+        orders()[0].clone(),
+        Permutation::new(vec![1, 0, 2]).unwrap(),
+    ];
+    store.set_orders(new_orders.clone()).unwrap();
+    assert_eq!(store.relayout_status().len(), 1);
+    assert!(dir.path().join("RELAYOUT-1").exists());
+    // A few steps, then a write (to both trees), then a crash.
+    assert!(store.relayout_step(50).unwrap());
+    let s = schema();
+    let extra = row(&s, 9, 4, "zz", 2);
+    let mut batch = WriteBatch::new();
+    batch.put(&extra, 2, b"late");
+    store.write(role(1), batch).unwrap();
+    assert_eq!(all(&store, 1).len(), rows.len() + 1);
+    store.close().unwrap();
+
+    let store = open_with(dir.path(), new_orders.clone());
+    assert_eq!(store.relayout_status().len(), 1, "resumed from the marker");
+    while store.relayout_step(64).unwrap() {}
+    // Reads are served by the old tree until the switch.
+    let expected = all(&store, 1);
+    assert_eq!(expected.len(), rows.len() + 1);
+    assert_eq!(store.relayout_finish().unwrap(), 1);
+    assert!(store.relayout_status().is_empty());
+    assert_eq!(all(&store, 1), expected);
+    assert!(dir.path().join("replica-1-1.0.2").is_dir());
+    assert!(!dir.path().join("replica-1-2.0.1").exists());
+    assert!(!dir.path().join("RELAYOUT-1").exists());
+    store.close().unwrap();
+    let store = open_with(dir.path(), new_orders);
+    assert_eq!(all(&store, 1), expected);
+    let stats = store.heterogeneous_stats();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(stats[0].order, vec![1, 0, 2]);
+    store.close().unwrap();
+}

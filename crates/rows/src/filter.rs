@@ -331,7 +331,10 @@ mod tests {
     #[test]
     fn filters_compare_encoded_components_in_logical_order() {
         let s = schema();
-        let c0 = |v: i32| s.encode_clustering_component(0, &CqlValue::Int(v)).expect("c0");
+        let c0 = |v: i32| {
+            s.encode_clustering_component(0, &CqlValue::Int(v))
+                .expect("c0")
+        };
         let c1 = |v: &str| {
             s.encode_clustering_component(1, &CqlValue::Text(v.into()))
                 .expect("c1")
@@ -375,7 +378,10 @@ mod tests {
         let bytes = f.encode();
         assert_eq!(ClusteringFilter::decode(&bytes), Ok(f));
         for cut in 0..bytes.len() {
-            assert!(ClusteringFilter::decode(&bytes[..cut]).is_err(), "cut {cut}");
+            assert!(
+                ClusteringFilter::decode(&bytes[..cut]).is_err(),
+                "cut {cut}"
+            );
         }
         let mut extra = bytes.clone();
         extra.push(0);

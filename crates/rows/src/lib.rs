@@ -28,13 +28,13 @@ pub mod permute;
 pub mod resolve;
 
 pub use component::{decode_component, encode_component, Order};
-pub use filter::{ClusteringFilter, ColumnFilter};
-pub use permute::{Permutation, RowSpans};
 pub use error::{FragmentError, KeyError, ResolveError};
+pub use filter::{ClusteringFilter, ColumnFilter};
 pub use fragment::{Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, Liveness};
 pub use key::{
     decode_token, encode_token, ring_range, token_range, BoundSide, ClusteringBound,
     ClusteringColumn, DecodedKey, KeyEntry, KeyRange, KeySchema, PartitionPrefix, SliceOp,
 };
 pub use merge::{merge_fragments, merge_into, purge_fragment, RowMerge};
+pub use permute::{Permutation, RowSpans};
 pub use resolve::{resolve_partition, LiveCell, LiveRow, PartitionResolver, ResolvedPartition};

@@ -99,7 +99,12 @@ impl KeySchema {
             match key.get(pos) {
                 Some(&tag::COMPONENT) => pos += 1,
                 Some(_) if components.is_empty() => return Ok(None),
-                Some(&t) => return Err(KeyError::BadTag { tag: t, offset: pos }),
+                Some(&t) => {
+                    return Err(KeyError::BadTag {
+                        tag: t,
+                        offset: pos,
+                    })
+                }
                 None => return Err(KeyError::Truncated { offset: pos }),
             }
             let column = columns.get(declared).ok_or(KeyError::WrongArity {
@@ -120,7 +125,12 @@ impl KeySchema {
             }
             // A bound key (never stored) or a table without clustering columns' head.
             Some(_) if components.is_empty() => return Ok(None),
-            Some(&t) => return Err(KeyError::BadTag { tag: t, offset: pos }),
+            Some(&t) => {
+                return Err(KeyError::BadTag {
+                    tag: t,
+                    offset: pos,
+                })
+            }
             None => return Err(KeyError::Truncated { offset: pos }),
         }
         Ok(Some(RowSpans {
@@ -362,11 +372,10 @@ mod tests {
                 0usize..6,
             );
             for _ in 0..300 {
-                let (f0, f1, f2, pick) = strategy
-                    .new_tree(&mut runner)
-                    .expect("tree")
-                    .current();
-                let filter = ClusteringFilter { columns: vec![f0, f1, f2] };
+                let (f0, f1, f2, pick) = strategy.new_tree(&mut runner).expect("tree").current();
+                let filter = ClusteringFilter {
+                    columns: vec![f0, f1, f2],
+                };
                 let perm = perms().into_iter().nth(pick).expect("perm");
                 let partition = s.partition_prefix(&[CqlValue::Int(3)]).expect("prefix");
                 let ranges = s.permuted_ranges(partition.as_bytes(), &filter, &perm);
@@ -382,8 +391,11 @@ mod tests {
                                 .row_spans(&canonical, &Permutation::identity(3))
                                 .expect("spans")
                                 .expect("row");
-                            let comps: Vec<&[u8]> =
-                                spans.components.iter().map(|r| &canonical[r.clone()]).collect();
+                            let comps: Vec<&[u8]> = spans
+                                .components
+                                .iter()
+                                .map(|r| &canonical[r.clone()])
+                                .collect();
                             let passes = filter.matches(&comps);
                             let permuted = s.permute_key(&canonical, &perm).expect("permute");
                             let planned = ranges

@@ -165,6 +165,10 @@ pub struct ClusterConfig {
     /// Milliseconds between a node's rounds of erasure-coding the cold last level of its
     /// `erasure-tiered` tables (ELECT's redundancy transitioning); 0 turns coding off.
     pub erasure_coding_interval_ms: u64,
+    /// Milliseconds between a node's looks at heterogeneous tables with `auto = true`:
+    /// the recorded queries' best orders are applied when they save at least the table's
+    /// `auto_min_gain`; 0 turns it off.
+    pub hr_auto_interval_ms: u64,
 }
 
 /// `[log]`: what the node logs, and where a request counts as slow.
@@ -270,6 +274,7 @@ impl Default for ClusterConfig {
             max_hint_window_ms: 3 * 3600 * 1000,
             replica_selection: None,
             erasure_coding_interval_ms: 60_000,
+            hr_auto_interval_ms: 300_000,
         }
     }
 }

@@ -12,6 +12,7 @@
 //!   (native protocol v3/v4) and joining its seeds ([`server`]);
 //! - `mosaic status|flush|compact|stats|repair`: operator commands over a node's admin
 //!   endpoint ([`tools`], [`admin`]);
+//! - `mosaic hr optimize`: heterogeneous replicas' orders for a workload ([`hr`]);
 //! - `mosaic cluster up|down --dir DIR`: a local cluster of detached `mosaic server`
 //!   processes ([`launcher`]);
 //! - `mosaic shell`: a single-node storage-engine shell over a data directory
@@ -37,6 +38,7 @@ mod cold;
 mod config;
 mod durable;
 mod hints;
+mod hr;
 mod internode;
 mod launcher;
 mod local;
@@ -85,6 +87,9 @@ enum Command {
     Compact(tools::HostArgs),
     /// Per node and table: bytes written, write/read amplification, files per level.
     Stats(StatsArgs),
+    /// Heterogeneous replicas: choose a table's replica orders for a workload.
+    #[command(subcommand)]
+    Hr(hr::HrCommand),
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
     Repair(tools::RepairArgs),
@@ -118,6 +123,7 @@ fn main() -> ExitCode {
         Command::Flush(args) => tools::table_op(&args, "flush"),
         Command::Compact(args) => tools::table_op(&args, "compact"),
         Command::Stats(args) => tools::stats(&args.host, args.json),
+        Command::Hr(command) => hr::run(command),
         Command::Repair(args) => tools::repair(
             &tools::HostArgs {
                 host: args.host.clone(),

@@ -103,6 +103,15 @@ async fn serve(config: Config) -> Result<()> {
         ));
     }
     let coordinator = Arc::new(ClusterCoordinator::new(local.clone(), node.clone()));
+    tokio::spawn(drive_relayouts(Arc::downgrade(&local), shutdown_rx.clone()));
+    if config.cluster.hr_auto_interval_ms > 0 {
+        tokio::spawn(drive_hr_auto(
+            Arc::downgrade(&coordinator),
+            local.clone(),
+            Duration::from_millis(config.cluster.hr_auto_interval_ms),
+            shutdown_rx.clone(),
+        ));
+    }
 
     let addr = config.native_socket_addr();
     let listener = TcpListener::bind(addr)
@@ -147,6 +156,49 @@ async fn serve(config: Config) -> Result<()> {
     });
     let _ = shutdown_tx.send(true);
     drain_and_close(serving, &local, timeout).await
+}
+
+/// Runs heterogeneous tables' re-layouts (after `ALTER TABLE … WITH layout`) in the
+/// background: steps back to back while there is work, a look every second otherwise,
+/// until shutdown.
+async fn drive_relayouts(
+    local: std::sync::Weak<LocalCoordinator>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let busy = match local.upgrade() {
+            Some(local) => local.relayout_pass().await,
+            None => return,
+        };
+        let pause = if busy {
+            Duration::from_millis(1)
+        } else {
+            Duration::from_secs(1)
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+    }
+}
+
+/// Re-chooses `auto` heterogeneous tables' orders every `interval` (`crate::hr`).
+async fn drive_hr_auto(
+    cluster: std::sync::Weak<ClusterCoordinator>,
+    local: Arc<LocalCoordinator>,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.wait_for(|stop| *stop) => return,
+        }
+        let Some(cluster) = cluster.upgrade() else {
+            return;
+        };
+        crate::hr::auto_pass(&cluster, &local).await;
+    }
 }
 
 /// Opens local storage on a blocking thread; a signal meanwhile abandons the start.

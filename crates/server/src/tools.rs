@@ -38,7 +38,7 @@ pub struct RepairArgs {
 }
 
 impl HostArgs {
-    fn addr(&self) -> Result<SocketAddr> {
+    pub fn addr(&self) -> Result<SocketAddr> {
         admin_addr(&self.host)
     }
 }

@@ -91,6 +91,14 @@ pub fn merge_answers(answers: &[Entries], limit: usize) -> Entries {
     (entries, !any_short && !truncated)
 }
 
+/// Which replicas a read should ask first, whatever the selector says.
+struct Prefer {
+    /// Erasure-tiered rows: the primary, or this replica when its copy is whole.
+    first: Option<Endpoint>,
+    /// Per replica position, the store's estimated cost (heterogeneous replicas).
+    costs: Option<Vec<f64>>,
+}
+
 impl Node {
     /// Reads up to `limit` entries of `range` of `table` at `cl` (see the module doc).
     pub async fn read(
@@ -99,6 +107,20 @@ impl Node {
         range: KeyRange,
         limit: usize,
         cl: ConsistencyLevel,
+    ) -> Result<Entries, ClusterError> {
+        self.read_tagged(table, range, limit, cl, Vec::new()).await
+    }
+
+    /// [`Node::read`] with `tags` the caller attaches (e.g. a clustering filter): they
+    /// travel to every replica asked, after the selector's own, and the store may cost
+    /// replicas by them ([`crate::Store::replica_costs`]).
+    pub async fn read_tagged(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        limit: usize,
+        cl: ConsistencyLevel,
+        tags: Vec<Tag>,
     ) -> Result<Entries, ClusterError> {
         let rf = self
             .inner
@@ -121,7 +143,8 @@ impl Node {
                     range: seg.range.clone(),
                     replicas: seg.replicas.clone(),
                 };
-                let (entries, exhausted) = self.read_segment(table, piece, want, rf, cl).await?;
+                let (entries, exhausted) =
+                    self.read_segment(table, piece, want, rf, cl, &tags).await?;
                 let next = entries.last().map(|(k, _)| repair::successor(k));
                 out.extend(entries);
                 if out.len() >= limit {
@@ -144,6 +167,7 @@ impl Node {
         limit: usize,
         rf: usize,
         cl: ConsistencyLevel,
+        extra: &[Tag],
     ) -> Result<Entries, ClusterError> {
         let block_for = cl.block_for(rf);
         // Erasure-tiered rows whose copy here a coding group covers are the primary's to
@@ -159,7 +183,10 @@ impl Node {
         } else {
             seg.replicas.first().copied()
         };
-        let (targets, tags) = self.read_targets(table, &seg, limit, cl, block_for, first)?;
+        let costs = self.inner.store.replica_costs(table, extra, limit, rf);
+        let prefer = Prefer { first, costs };
+        let (targets, mut tags) = self.read_targets(table, &seg, limit, cl, block_for, prefer)?;
+        tags.extend_from_slice(extra);
         let read = SegmentRead {
             table,
             range: WireRange {
@@ -186,7 +213,7 @@ impl Node {
     /// The live replicas to ask, in the selector's order and cut to `block_for`, with the
     /// tags the selector attached; `Unavailable` when too few are alive. `first` (for
     /// erasure-tiered rows: the primary, or this replica when its copy is whole) goes
-    /// first when alive.
+    /// first when alive; `costs` (per replica position) puts the cheapest first.
     fn read_targets(
         &self,
         table: TableKey,
@@ -194,8 +221,9 @@ impl Node {
         limit: usize,
         cl: ConsistencyLevel,
         block_for: usize,
-        first: Option<Endpoint>,
+        prefer: Prefer,
     ) -> Result<(Vec<Endpoint>, Vec<Tag>), ClusterError> {
+        let Prefer { first, costs } = prefer;
         let mut live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
             seg.replicas
@@ -225,6 +253,18 @@ impl Node {
             (self.inner.tagger.get(), partition_token(&seg.range.start))
         {
             tags.extend(tagger.tags(table, token));
+        }
+        // Replicas that store rows differently answer at different costs: the cheapest
+        // first (stable, so the selector's order breaks ties).
+        if let Some(costs) = costs {
+            let cost = |r: &Endpoint| {
+                seg.replicas
+                    .iter()
+                    .position(|x| x == r)
+                    .and_then(|i| costs.get(i).copied())
+                    .unwrap_or(f64::INFINITY)
+            };
+            live.sort_by(|a, b| cost(a).total_cmp(&cost(b)));
         }
         if let Some(i) = first.and_then(|p| live.iter().position(|r| *r == p)) {
             if let Some(head) = live.get_mut(..=i) {

@@ -198,6 +198,39 @@ impl Exec<'_> {
     }
 }
 
+/// What a SELECT of a workload file asks of its table, checked as executing it would
+/// check it (so a workload holds only queries a client could run): the table, the filter
+/// of its single-column clustering restrictions as a read of it builds them, and its
+/// LIMIT. Values must be literals (the statement has no bind markers); time functions such
+/// as `now()` are evaluated at `now_micros`.
+pub(crate) fn analyse_workload_select(
+    catalog: &Catalog,
+    default_keyspace: Option<&str>,
+    s: &crate::ast::SelectStatement,
+    now_micros: i64,
+) -> Result<(Arc<TableMeta>, mosaic_rows::ClusteringFilter, Option<u64>), ErrorResponse> {
+    let params = QueryParameters::new(crate::frame::Consistency::One);
+    let exec = Exec {
+        keyspace: default_keyspace,
+        params: &params,
+    };
+    let keyspace = exec.keyspace_of(&s.table)?;
+    if crate::system::is_system_keyspace(keyspace) {
+        return Err(invalid(format!(
+            "{keyspace}.{} is a system table: a workload describes a user table",
+            s.table.name.as_str()
+        )));
+    }
+    let table = exec.table(catalog, &s.table)?;
+    let bindings = values::Bindings::new(&params.values, &s.bind_markers)?;
+    let ctx = values::EvalContext {
+        bindings: &bindings,
+        now_micros,
+    };
+    let (filter, limit) = select::workload_query(table.clone(), s, &ctx)?;
+    Ok((table, filter, limit))
+}
+
 /// The statement id of `query` prepared in `keyspace` (stable across restarts and nodes,
 /// like Cassandra's MD5-based ids).
 fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {

@@ -140,3 +140,26 @@ pub fn int(n: i32) -> Option<CqlValue> {
 pub fn text(s: &str) -> Option<CqlValue> {
     Some(CqlValue::Text(s.to_owned()))
 }
+
+/// A SELECT page by page with fetch size `page`: its rows and the pages it took.
+pub fn paged(h: &mut Harness, cql: &str, page: i32) -> (Vec<Vec<Option<CqlValue>>>, usize) {
+    let mut out = Vec::new();
+    let mut state: Option<Bytes> = None;
+    let mut pages = 0;
+    loop {
+        let mut params = QueryParameters::new(Consistency::One);
+        params.page_size = Some(page);
+        params.paging_state = state.clone();
+        let ResultBody::Rows(rows) = h.query_with(cql, params).expect("page") else {
+            panic!("{cql}: rows")
+        };
+        pages += 1;
+        assert!(rows.rows.len() <= page as usize);
+        out.extend(decode_rows(&rows));
+        match rows.metadata.paging_state {
+            Some(s) => state = Some(s),
+            None => return (out, pages),
+        }
+        assert!(pages < 100_000);
+    }
+}

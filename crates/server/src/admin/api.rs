@@ -210,6 +210,31 @@ pub struct TableStats {
     #[serde(default)]
     pub covered_keys: u64,
     pub structures: Vec<StructureStats>,
+    /// `heterogeneous`: each replica index's tree on this node — its clustering order
+    /// (declared positions) and the reads it served and rows they examined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replica_trees: Vec<ReplicaTree>,
+    /// `heterogeneous`: re-layouts under way on this node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relayouts: Vec<Relayout>,
+}
+
+/// One replica index's tree of a heterogeneous table.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReplicaTree {
+    pub index: usize,
+    pub order: Vec<usize>,
+    pub reads: u64,
+    pub rows_scanned: u64,
+}
+
+/// A heterogeneous table's re-layout under way.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Relayout {
+    pub index: usize,
+    pub order: Vec<usize>,
+    /// Whether every entry was copied (only the switch is left).
+    pub copied: bool,
 }
 
 /// One table of `GET /stats`: its stats, or why they could not be read.

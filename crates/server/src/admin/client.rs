@@ -19,6 +19,22 @@ const BODY_BYTES_MAX: u64 = 256 << 20;
 
 /// Sends `method path` to the admin endpoint at `addr`; the JSON answer of a 200.
 fn request(addr: SocketAddr, method: &str, path: &str, timeout: Duration) -> Result<Value> {
+    request_with(addr, method, path, timeout, None)
+}
+
+/// `POST path` with a text `body`, read as a `T`.
+pub fn post_text_as<T: DeserializeOwned>(addr: SocketAddr, path: &str, body: &str) -> Result<T> {
+    serde_json::from_value(request_with(addr, "POST", path, POST_TIMEOUT, Some(body))?)
+        .with_context(|| format!("{addr} answered {path} with an unexpected shape"))
+}
+
+fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    timeout: Duration,
+    body: Option<&str>,
+) -> Result<Value> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_global(Some(timeout))
@@ -27,8 +43,9 @@ fn request(addr: SocketAddr, method: &str, path: &str, timeout: Duration) -> Res
         .build()
         .into();
     let url = format!("http://{addr}{path}");
-    let sent = match method {
-        "POST" => agent.post(&url).send_empty(),
+    let sent = match (method, body) {
+        ("POST", Some(body)) => agent.post(&url).send(body),
+        ("POST", None) => agent.post(&url).send_empty(),
         _ => agent.get(&url).call(),
     };
     let mut response = sent.map_err(|e| match e {

@@ -76,9 +76,115 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/flush", post(flush))
         .route("/compact", post(compact))
         .route("/repair", post(repair))
+        .route("/hr/optimize", post(hr_optimize))
         .fallback(no_such_request)
         .method_not_allowed_fallback(no_such_request)
         .with_state(admin)
+}
+
+/// `POST /hr/optimize?table=KS.T[&apply=true][&iterations=N][&seed=S]` with a workload
+/// file as the body: HRCA's orders for the table (see `crate::hr`), applied with
+/// `apply=true`.
+async fn hr_optimize(
+    State(admin): State<Arc<Admin>>,
+    Query(params): Query<Vec<(String, String)>>,
+    body: String,
+) -> Response {
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let Some(name) = param("table") else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "name the table: ?table=KEYSPACE.TABLE",
+        );
+    };
+    let Some((ks, table)) = name.split_once('.') else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("'{name}' is not KEYSPACE.TABLE"),
+        );
+    };
+    let apply = param("apply").is_some_and(|v| v == "true");
+    let mut anneal = mosaic_hetero::AnnealParams::default();
+    for (key, slot) in [("iterations", &mut anneal.iterations)] {
+        if let Some(v) = param(key) {
+            match v.parse() {
+                Ok(n) => *slot = n,
+                Err(_) => return error(StatusCode::BAD_REQUEST, format!("bad {key} '{v}'")),
+            }
+        }
+    }
+    if let Some(v) = param("seed") {
+        match v.parse() {
+            Ok(n) => anneal.seed = n,
+            Err(_) => return error(StatusCode::BAD_REQUEST, format!("bad seed '{v}'")),
+        }
+    }
+    let catalog = admin.local.current_catalog();
+    let Some(meta) = catalog.table(ks, table).cloned() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("Table {name} does not exist"),
+        );
+    };
+    if meta.params.layout != mosaic_types::Layout::Heterogeneous {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "Table {name} is stored '{}'; replica orders are chosen for heterogeneous \
+                 tables (a table keeps its layout for life: create a new one WITH layout = \
+                 {{'class': 'heterogeneous'}})",
+                meta.params.layout
+            ),
+        );
+    }
+    let workload = match mosaic_cql::workload::parse_workload(&catalog, Some(ks), &body) {
+        Ok(w) => w,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("workload: {e}")),
+    };
+    if workload.table != meta.id {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "workload: its queries read {}.{}, not {name}",
+                workload.keyspace, workload.table_name
+            ),
+        );
+    }
+    let Some(stats) = admin.local.table_stats(meta.id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("Table {name} is not open here"),
+        );
+    };
+    let queries: Vec<mosaic_hetero::Query> = workload
+        .queries
+        .iter()
+        .map(|q| mosaic_hetero::Query {
+            filter: q.filter.clone(),
+            limit: q.limit,
+            weight: q.weight,
+        })
+        .collect();
+    let mut result = crate::hr::optimize(&catalog, &meta, &stats, &queries, &anneal);
+    for (cost, q) in result.queries.iter_mut().zip(&workload.queries) {
+        cost.line = q.line;
+    }
+    if apply && result.chosen != result.current {
+        let statement = crate::hr::alter_statement(&meta, &result.chosen);
+        if let Err(e) = crate::hr::run_ddl(&admin.cluster, statement).await {
+            return error(
+                StatusCode::CONFLICT,
+                format!("applying the orders failed: {e}"),
+            );
+        }
+        result.applied = true;
+    }
+    Json(result).into_response()
 }
 
 /// An error answer: `code` with `{"error": message}`.
@@ -221,6 +327,25 @@ fn table_stats(store: &ReplicaStore) -> TableStats {
         hot_bytes,
         cold_bytes,
         structures: per_structure,
+        replica_trees: store
+            .heterogeneous_stats()
+            .into_iter()
+            .map(|t| api::ReplicaTree {
+                index: t.index,
+                order: t.order,
+                reads: t.reads,
+                rows_scanned: t.rows_scanned,
+            })
+            .collect(),
+        relayouts: store
+            .relayout_status()
+            .into_iter()
+            .map(|r| api::Relayout {
+                index: r.index,
+                order: r.order,
+                copied: r.copied,
+            })
+            .collect(),
     }
 }
 

@@ -74,16 +74,32 @@ pub async fn record(admin: &Admin) {
     metrics::gauge!("mosaic_nodes", "state" => "down").set((states.len() - up) as f64);
     let tables = admin
         .local
-        .each_table(|store| Ok((store.layout().name(), store.structures())))
+        .each_table(|store| {
+            Ok((
+                store.layout().name(),
+                store.structures(),
+                store.heterogeneous_stats(),
+            ))
+        })
         .await;
     let tables: Vec<_> = tables
         .iter()
-        .filter_map(|(n, r)| r.as_ref().ok().map(|c| (n, c)))
+        .filter_map(|(n, r)| r.as_ref().ok().map(|(l, s, h)| (n, (l, s, h))))
         .collect();
+    for (table, (_, _, trees)) in &tables {
+        for t in trees.iter() {
+            let labels = [
+                ("table", table.to_string()),
+                ("replica", t.index.to_string()),
+            ];
+            metrics::counter!("mosaic_hr_reads_total", &labels).absolute(t.reads);
+            metrics::counter!("mosaic_hr_rows_scanned_total", &labels).absolute(t.rows_scanned);
+        }
+    }
     let mut sum = CounterSnapshot::default();
     let mut per_layout: BTreeMap<(&str, String), (CounterSnapshot, u64)> = BTreeMap::new();
-    for (table, (layout, structures)) in &tables {
-        for st in structures {
+    for (table, (layout, structures, _)) in &tables {
+        for st in structures.iter() {
             record_structure(table, layout, st);
             sum = sum.plus(&st.counters);
             // Per layout and structure kind (source trees together): the totals the

@@ -9,12 +9,23 @@ use super::*;
 pub struct ClusterCoordinator {
     local: Arc<LocalCoordinator>,
     node: Node,
+    /// Reads of heterogeneous tables coordinated here (the `auto` option's workload).
+    recorder: crate::hr::Recorder,
 }
 
 impl ClusterCoordinator {
     /// A coordinator over `local` storage and the cluster `node`.
     pub fn new(local: Arc<LocalCoordinator>, node: Node) -> ClusterCoordinator {
-        ClusterCoordinator { local, node }
+        ClusterCoordinator {
+            local,
+            node,
+            recorder: crate::hr::Recorder::default(),
+        }
+    }
+
+    /// The reads of heterogeneous tables coordinated here.
+    pub fn recorder(&self) -> &crate::hr::Recorder {
+        &self.recorder
     }
 
     /// The cluster node.
@@ -196,9 +207,28 @@ impl Coordinator for ClusterCoordinator {
         consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
         let started = std::time::Instant::now();
+        if self.local.is_heterogeneous(command.table) {
+            let filter = command.filter.clone().unwrap_or_default();
+            self.recorder.record(command.table, &filter, command.limit);
+        }
+        let tags = command
+            .filter
+            .iter()
+            .filter(|f| !f.is_trivial())
+            .map(|f| mosaic_cluster::message::Tag {
+                name: super::FILTER_TAG.to_owned(),
+                value: f.encode(),
+            })
+            .collect();
         let result = self
             .node
-            .read(command.table, command.range, command.limit, consistency)
+            .read_tagged(
+                command.table,
+                command.range,
+                command.limit,
+                consistency,
+                tags,
+            )
             .await;
         record(Op::Read, consistency, started, result.as_ref().err());
         let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;

@@ -183,6 +183,23 @@ impl LocalStore {
     }
 }
 
+/// The tag carrying a read's clustering filter (`mosaic_rows::ClusteringFilter::encode`):
+/// every replica leaves out the rows it rejects, and heterogeneous tables are routed by
+/// it.
+pub const FILTER_TAG: &str = "clustering_filter";
+
+/// The clustering filter among a read's tags, if one decodes.
+fn filter_of(tags: &[Tag]) -> Option<mosaic_rows::ClusteringFilter> {
+    let tag = tags.iter().find(|t| t.name == FILTER_TAG)?;
+    match mosaic_rows::ClusteringFilter::decode(&tag.value) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            tracing::warn!(target: "mosaic::read", error = %e, "ignoring a clustering filter that does not decode");
+            None
+        }
+    }
+}
+
 /// Runs a hint-store call (`what`, for the log) on a blocking thread (hints are rare; they
 /// may wait for fsync). Failures are logged here: storing and replaying hints runs in
 /// the background, where nobody else sees them.
@@ -238,10 +255,13 @@ impl Store for LocalStore {
         tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>> {
         let class = ReadClass::from_tags(tags);
+        // A filter that does not decode is not applied: the coordinator checks its own
+        // predicates on what comes back.
+        let filter = filter_of(tags);
         async move {
             let roles = self.roles(table);
             self.local
-                .read_local(table, range, limit, &*roles, class)
+                .read_local(table, range, limit, &*roles, class, filter)
                 .await
                 .map(|r| (r.entries, r.exhausted))
                 .map_err(failure)
@@ -304,6 +324,17 @@ impl Store for LocalStore {
 
     fn load_bytes(&self) -> u64 {
         self.local.load_bytes()
+    }
+
+    fn replica_costs(
+        &self,
+        table: TableKey,
+        tags: &[Tag],
+        limit: usize,
+        rf: usize,
+    ) -> Option<Vec<f64>> {
+        self.local
+            .replica_costs(table, filter_of(tags).as_ref(), limit, rf)
     }
 
     fn read_queue_length(&self) -> Option<u64> {

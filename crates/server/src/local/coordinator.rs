@@ -87,6 +87,7 @@ impl Coordinator for LocalCoordinator {
             command.limit,
             &AllPrimary,
             ReadClass::default(),
+            command.filter,
         )
         .await
     }

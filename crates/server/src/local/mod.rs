@@ -75,8 +75,8 @@ use mosaic_cql::coordinator::{
 use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse};
 use mosaic_cql::schema::{Catalog, TableId, TableMeta, Uuid};
 use mosaic_lsm::{Engine, Fs, Options, RealFs, WriteBatch};
-use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role};
-use mosaic_rows::{KeyRange, RowMerge};
+use mosaic_replica::{KeyOrders, Layout, LogSettings, ReplicaStore, RingRanges, Role};
+use mosaic_rows::{ClusteringFilter, KeyRange, KeySchema, Permutation, RowMerge};
 use mosaic_types::Token;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::RwLock as AsyncRwLock;
@@ -87,6 +87,7 @@ use crate::config::{Config, EngineCalls, WalSync};
 use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 
 mod coordinator;
+mod hetero;
 mod identity;
 mod schema;
 mod tables;
@@ -126,6 +127,10 @@ struct TableSlot {
     layout: Layout,
     /// Its log's shape (decoupled): the node's, with the table's layout options applied.
     log: LogSettings,
+    /// Its key columns and replica orders (heterogeneous), as of the schema last applied.
+    keys: RwLock<KeyOrders>,
+    /// A heterogeneous table's sample and statistics.
+    hetero: Option<hetero::HeteroState>,
     /// The store; `None` once closed (dropped, shut down, or a failed truncate).
     db: Arc<AsyncRwLock<Option<ReplicaStore>>>,
     /// Set when the table was dropped.

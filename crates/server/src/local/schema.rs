@@ -105,10 +105,12 @@ impl LocalCoordinator {
         );
         let bytes = schema_file_bytes(&next, epoch);
         let opened = self.create_and_persist(created, bytes).await?;
+        let installed = next.clone();
         let gone = self.swap_in(opened, next, epoch, &dropped);
         for slot in gone {
             delete_dropped(slot).await;
         }
+        self.apply_order_changes(current, &installed).await;
         Ok(())
     }
 

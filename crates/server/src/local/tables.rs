@@ -235,6 +235,19 @@ pub(super) fn sweep_cold_tier(cold: &ColdTier, tables: &HashMap<TableId, Arc<Tab
     }
 }
 
+/// What `table`'s store needs of its keys: the key columns (reads filter rows by them) and
+/// the heterogeneous layout's replica orders.
+pub(super) fn table_keys(table: &TableMeta) -> KeyOrders {
+    KeyOrders {
+        schema: table.key_schema(),
+        orders: table
+            .replica_orders()
+            .into_iter()
+            .filter_map(Permutation::new)
+            .collect(),
+    }
+}
+
 /// Opens (creating) the store of `table`, in its layout.
 pub(super) fn open_slot(
     data_dir: &Path,
@@ -245,13 +258,27 @@ pub(super) fn open_slot(
     let dir = table_dir(data_dir, table);
     let layout = table_layout(table)?;
     let log = table_log(log, table);
-    let db = ReplicaStore::open(&dir, layout, engine.clone(), log.clone())?;
+    let keys = table_keys(table);
+    let db = ReplicaStore::open_with_keys(
+        &dir,
+        layout,
+        engine.clone(),
+        log.clone(),
+        Some(keys.clone()),
+    )?;
+    let hetero = (layout == Layout::Heterogeneous).then(|| {
+        let state = super::hetero::HeteroState::new(table);
+        state.seed(&keys.schema, &db);
+        state
+    });
     Ok(TableSlot {
         name: format!("{}.{}", table.keyspace, table.name),
         table: table.name.clone(),
         dir,
         layout,
         log,
+        keys: RwLock::new(keys),
+        hetero,
         db: Arc::new(AsyncRwLock::new(Some(db))),
         dropped: AtomicBool::new(false),
         node_engine: engine
@@ -380,6 +407,13 @@ impl LocalCoordinator {
         let mut work = Vec::with_capacity(batches.len());
         for (id, batch) in batches {
             let slot = self.slot(id)?;
+            if let Some(state) = &slot.hetero {
+                let schema = slot.keys.read().schema.clone();
+                let keys = batch
+                    .iter()
+                    .flat_map(|(_, b)| b.ops().iter().map(|op| op.key.as_slice()));
+                state.observe(&schema, keys);
+            }
             let guard = slot.db.clone().read_owned().await;
             if guard.is_none() {
                 return Err(self.closed_error(&slot));
@@ -413,6 +447,7 @@ impl LocalCoordinator {
         limit: usize,
         roles: &dyn Roles,
         class: ReadClass,
+        filter: Option<ClusteringFilter>,
     ) -> Result<ReadResult, ErrorResponse> {
         let slot = self.slot(table)?;
         let pieces = roles.pieces(range);
@@ -428,9 +463,8 @@ impl LocalCoordinator {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
             for (range, role) in &pieces {
-                let (start, end) = scan_bounds(range);
                 let scan = store
-                    .scan(*role, start, end)
+                    .scan_filtered(*role, range, filter.as_ref())
                     .map_err(|e| engine_error(&name, e))?;
                 for item in scan {
                     let (key, entry) = item.map_err(|e| engine_error(&name, e))?;
@@ -471,6 +505,7 @@ impl LocalCoordinator {
         let engine = self.engine.clone();
         let node_engine = self.node_engine.clone();
         let log = slot.log.clone();
+        let keys = slot.keys.read().clone();
         tokio::task::spawn_blocking(move || {
             close_before_delete(&mut guard, &name, "truncate");
             delete_dir(&node_engine, &dir).map_err(|e| {
@@ -479,7 +514,7 @@ impl LocalCoordinator {
                     dir.display()
                 ))
             })?;
-            let db = ReplicaStore::open(&dir, layout, engine, log)
+            let db = ReplicaStore::open_with_keys(&dir, layout, engine, log, Some(keys))
                 .map_err(|e| engine_error(&name, e))?;
             *guard = Some(db);
             Ok(())

@@ -139,6 +139,7 @@ fn tables_survive_restart_truncate_and_drop() {
                         end: None,
                     },
                     limit: 10,
+                    filter: None,
                 },
                 Consistency::One,
             )
@@ -300,7 +301,10 @@ const SOURCE: mosaic_replica::SourceId = mosaic_replica::SourceId([0xaa; 16]);
 impl Roles for SplitAtZero {
     fn role(&self, token: Token) -> Role {
         if token.0 < 0 {
-            Role::Redundant { source: SOURCE, index: 1 }
+            Role::Redundant {
+                source: SOURCE,
+                index: 1,
+            }
         } else {
             Role::Primary
         }
@@ -358,7 +362,7 @@ fn writes_and_reads_go_to_the_structure_of_their_role() {
                 .collect();
             c.apply(BTreeMap::from([(table, writes)]), &SplitAtZero).await.unwrap();
             let all = KeyRange { start: Vec::new(), end: None };
-            let read = c.read_local(table, all.clone(), 100, &SplitAtZero, ReadClass::default()).await.unwrap();
+            let read = c.read_local(table, all.clone(), 100, &SplitAtZero, ReadClass::default(), None).await.unwrap();
             assert_eq!(read.entries.len(), 6, "{layout}");
             assert!(read.exhausted);
             let keys: Vec<Token> = read
@@ -368,13 +372,13 @@ fn writes_and_reads_go_to_the_structure_of_their_role() {
                 .collect();
             assert_eq!(keys, tokens.map(Token), "{layout}: in key order across pieces");
             // A limit inside the second piece, and one at the end of the first.
-            let read = c.read_local(table, all.clone(), 4, &SplitAtZero, ReadClass::default()).await.unwrap();
+            let read = c.read_local(table, all.clone(), 4, &SplitAtZero, ReadClass::default(), None).await.unwrap();
             assert_eq!((read.entries.len(), read.exhausted), (4, false));
-            let read = c.read_local(table, all.clone(), 3, &SplitAtZero, ReadClass::default()).await.unwrap();
+            let read = c.read_local(table, all.clone(), 3, &SplitAtZero, ReadClass::default(), None).await.unwrap();
             assert_eq!((read.entries.len(), read.exhausted), (3, false));
             // Read as if everything were primary: the redundant copies are elsewhere,
             // except in the uniform layout, which stores every role together.
-            let read = c.read_local(table, all, 100, &AllPrimary, ReadClass::default()).await.unwrap();
+            let read = c.read_local(table, all, 100, &AllPrimary, ReadClass::default(), None).await.unwrap();
             let want = if layout == "uniform" { 6 } else { 3 };
             assert_eq!(read.entries.len(), want, "{layout}");
             let meta = c.catalog().table("ks", "t").unwrap().clone();

@@ -19,7 +19,7 @@ use crate::frame::{
 };
 use crate::schema::{
     decode_blob_literal, is_system_keyspace, Catalog, ClusteringOrder, ColumnKind, ColumnMeta,
-    KeyspaceMeta, Replication, TableId, TableMeta, TableParams, Uuid,
+    KeyspaceMeta, Replication, TableId, TableMeta, TableParams, Uuid, REPLICA_ORDERS_OPTION,
 };
 use crate::system::LAYOUT_EXTENSION;
 use mosaic_types::Layout;

@@ -360,3 +360,94 @@ pub(super) fn apply_table_properties(
     params.extra = crate::system::canonical_table_options(params);
     Ok(())
 }
+
+/// Checks the layout against the table's columns, which the layout's own option check
+/// ([`Layout::check_options`]) cannot see: a `heterogeneous` table needs clustering
+/// columns to order, and each of its `replica_orders` must list every clustering column
+/// exactly once. `defaulted`: the layout is the cluster's default, not the statement's.
+pub(super) fn check_layout_columns(
+    table: &TableMeta,
+    defaulted: bool,
+) -> Result<(), ErrorResponse> {
+    if table.params.layout != Layout::Heterogeneous {
+        return Ok(());
+    }
+    let clustering: Vec<&str> = table.clustering().iter().map(|c| c.name.as_str()).collect();
+    if clustering.is_empty() {
+        let hint = if defaulted {
+            " ('heterogeneous' is the cluster's default layout: give this table another, \
+             such as WITH layout = 'uniform')"
+        } else {
+            ""
+        };
+        return Err(config(format!(
+            "Table {}.{} cannot use layout 'heterogeneous': it has no clustering columns, and \
+             each replica of a heterogeneous table sorts a partition's rows by its own order \
+             of the clustering columns{hint}",
+            table.keyspace, table.name
+        )));
+    }
+    let text = table
+        .params
+        .layout_options
+        .get(REPLICA_ORDERS_OPTION)
+        .map_or("", String::as_str);
+    let orders = mosaic_types::parse_replica_orders(text).map_err(config)?;
+    let all = mosaic_types::format_replica_orders(&[clustering
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect()]);
+    for (i, order) in orders.iter().enumerate() {
+        let problem = order_problem(order, &clustering);
+        if let Some(problem) = problem {
+            return Err(config(format!(
+                "Invalid replica_orders for table {}.{}: order {} {} {problem}; each order \
+                 must list every clustering column {all} exactly once",
+                table.keyspace,
+                table.name,
+                i + 1,
+                mosaic_types::format_replica_orders(std::slice::from_ref(order)),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What keeps `order` from being a permutation of `clustering`, in words.
+fn order_problem(order: &[String], clustering: &[&str]) -> Option<String> {
+    let name = |n: &str| crate::ast::Ident::new(n).to_string();
+    for (i, column) in order.iter().enumerate() {
+        if !clustering.contains(&column.as_str()) {
+            return Some(format!(
+                "names {}, which is not a clustering column",
+                name(column)
+            ));
+        }
+        if order.iter().take(i).any(|c| c == column) {
+            return Some(format!("names {} more than once", name(column)));
+        }
+    }
+    let missing: Vec<String> = clustering
+        .iter()
+        .filter(|c| !order.iter().any(|o| o == *c))
+        .map(|c| name(c))
+        .collect();
+    (!missing.is_empty()).then(|| format!("leaves out {}", missing.join(", ")))
+}
+
+/// `table`'s `replica_orders` with clustering column `from` renamed `to` (the orders name
+/// columns, so a rename carries over to them).
+pub(super) fn rename_in_replica_orders(table: &mut TableMeta, from: &str, to: &str) {
+    let Some(text) = table.params.layout_options.get_mut(REPLICA_ORDERS_OPTION) else {
+        return;
+    };
+    let Ok(mut orders) = mosaic_types::parse_replica_orders(text) else {
+        return;
+    };
+    for name in orders.iter_mut().flatten() {
+        if name == from {
+            to.clone_into(name);
+        }
+    }
+    *text = mosaic_types::format_replica_orders(&orders);
+}

@@ -21,7 +21,11 @@ pub(super) fn table_from_create(
         ..TableParams::default()
     };
     apply_table_properties(&mut params, &s.properties)?;
-    Ok(TableMeta {
+    let defaulted = !s
+        .properties
+        .iter()
+        .any(|p| matches!(p.name.as_str(), "layout" | "extensions"));
+    let table = TableMeta {
         keyspace: keyspace.to_owned(),
         name,
         id: TableId(Uuid::random().0),
@@ -29,7 +33,9 @@ pub(super) fn table_from_create(
         params,
         next_column_id,
         derived: Default::default(),
-    })
+    };
+    check_layout_columns(&table, defaulted)?;
+    Ok(table)
 }
 
 /// The definition of a column the PRIMARY KEY names.
@@ -176,23 +182,42 @@ pub(super) fn alter_table(
         AlterTableOperation::Rename(pairs) => rename_columns(&mut table, pairs)?,
         AlterTableOperation::With(properties) => {
             apply_table_properties(&mut table.params, properties)?;
-            // Each replica's data is stored in the layout's own structures; changing it
-            // would need every node to rewrite the table, which nothing does (yet).
-            // Its options shape those structures (and are read when the table opens).
-            if table.params.layout_text() != old.params.layout_text() {
-                return Err(config(format!(
-                    "Cannot change the layout of table {}.{} from {} to {}: a table keeps \
-                     the layout it was created with (create a new table with the layout and \
-                     copy the data)",
-                    table.keyspace,
-                    table.name,
-                    layout_literal(&old.params),
-                    layout_literal(&table.params)
-                )));
-            }
+            check_layout_change(old, &table)?;
         }
     }
+    check_layout_columns(&table, false)?;
     Ok(table)
+}
+
+/// Refuses an `ALTER TABLE … WITH` that changes what the layout cannot: its class ever
+/// (each replica's data is stored in the layout's own structures; changing it would need
+/// every node to rewrite the table, which nothing does), and the options of every layout
+/// but `heterogeneous` (they shape those structures and are read when the table opens).
+/// A heterogeneous table's options (`replica_orders`, `auto`, `auto_min_gain`) may change:
+/// its replicas re-sort their rows into new orders. As with Cassandra's `compaction` map,
+/// the map given replaces the old one whole; options it leaves out take their defaults.
+fn check_layout_change(old: &TableMeta, new: &TableMeta) -> Result<(), ErrorResponse> {
+    let (before, after) = (&old.params, &new.params);
+    let refuse = |why: &str| {
+        config(format!(
+            "Cannot change the layout of table {}.{} from {} to {}: {why} (create a new \
+             table with the layout and copy the data)",
+            new.keyspace,
+            new.name,
+            layout_literal(before),
+            layout_literal(after)
+        ))
+    };
+    if after.layout != before.layout {
+        return Err(refuse("a table keeps its layout for life"));
+    }
+    if after.layout != Layout::Heterogeneous && after.layout_options != before.layout_options {
+        return Err(refuse(&format!(
+            "a table keeps its layout for life, and the options of layout '{}' with it",
+            after.layout
+        )));
+    }
+    Ok(())
 }
 
 /// The layout as a `layout = …` value: `'name'`, or the map.
@@ -283,6 +308,7 @@ fn rename_columns(
             )));
         }
         col.name = to.as_str().to_owned();
+        rename_in_replica_orders(table, from.as_str(), to.as_str());
     }
     Ok(())
 }

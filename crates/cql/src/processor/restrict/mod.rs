@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use mosaic_rows::{ClusteringBound, KeySchema, SliceOp};
+use mosaic_rows::{ClusteringBound, ClusteringFilter, ColumnFilter, KeySchema, SliceOp};
 use mosaic_types::{CqlType, CqlValue, Token};
 
 use crate::ast::{Ident, InValues, Operator, Relation, Term};
@@ -289,6 +289,37 @@ impl Restrictions {
             }
         }
         None
+    }
+
+    /// The filter of the single-column clustering restrictions, one [`ColumnFilter`] per
+    /// declared clustering column (`Any` where unrestricted): `=`/`IN` values, or a slice
+    /// between its logical bounds. Multi-column restrictions contribute nothing (their
+    /// predicates still check every row). Equivalent to the clustering columns'
+    /// [`Predicate::Column`]s, which each add to their column's restriction.
+    pub(crate) fn clustering_filter(
+        &self,
+        schema: &KeySchema,
+    ) -> Result<ClusteringFilter, ErrorResponse> {
+        let key_err = |e: mosaic_rows::KeyError| invalid(format!("Invalid clustering value: {e}"));
+        let columns = self
+            .clustering
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match r {
+                None => Ok(ColumnFilter::Any),
+                Some(ColumnRestriction::Values(values)) => {
+                    schema.column_values_filter(i, values).map_err(key_err)
+                }
+                Some(ColumnRestriction::Slice { lower, upper }) => schema
+                    .column_range_filter(
+                        i,
+                        lower.as_ref().map(|(v, inclusive)| (v, *inclusive)),
+                        upper.as_ref().map(|(v, inclusive)| (v, *inclusive)),
+                    )
+                    .map_err(key_err),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ClusteringFilter { columns })
     }
 
     /// Whether any clustering column is restricted.

@@ -17,8 +17,10 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use mosaic_rows::{token_range, KeyRange, KeySchema, LiveRow, PartitionPrefix, PartitionResolver};
-use mosaic_types::{CqlType, CqlValue, Token};
+use mosaic_rows::{
+    token_range, ClusteringFilter, KeyRange, KeySchema, LiveRow, PartitionPrefix, PartitionResolver,
+};
+use mosaic_types::{CqlType, CqlValue, Layout, Token};
 
 use crate::ast::{Ident, IntValue, Order, SelectStatement, Selection, SelectorExpr, Term};
 use crate::coordinator::{Coordinator, ReadCommand};
@@ -57,6 +59,8 @@ struct Plan {
     limit: Option<u64>,
     per_partition_limit: Option<u64>,
     now_secs: i64,
+    /// What replicas filter rows by before answering ([`pushdown_filter`]).
+    filter: Option<ClusteringFilter>,
 }
 
 /// Where a page stopped.
@@ -288,10 +292,12 @@ fn plan(
         ctx,
     )?;
     let schema = table.key_schema();
+    let filter = pushdown_filter(&table, &restrictions, partition_mode, &schema)?;
     Ok(Plan {
         table,
         schema,
         restrictions,
+        filter,
         columns,
         aggregate,
         distinct: s.distinct,
@@ -301,6 +307,46 @@ fn plan(
         per_partition_limit,
         now_secs,
     })
+}
+
+/// The filter replicas apply to the rows they read, when it saves work: built from the
+/// single-column clustering restrictions ([`Restrictions::clustering_filter`]) and sent
+/// when the key ranges the read asks for do not already hold only the rows those
+/// restrictions select — in range mode (a scan reads whole partitions), when they do not
+/// form a key prefix (ALLOW FILTERING), when a multi-column restriction makes the ranges
+/// ignore them — and always for a `heterogeneous` table, whose replicas sorted in another
+/// order plan their own ranges from the filter. The coordinator's predicates still check
+/// every row: the filter only removes rows they would drop.
+fn pushdown_filter(
+    table: &TableMeta,
+    restrictions: &Restrictions,
+    partition_mode: bool,
+    schema: &KeySchema,
+) -> Result<Option<ClusteringFilter>, ErrorResponse> {
+    if restrictions.clustering.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let ranges_select_exactly = partition_mode
+        && restrictions.multi.is_none()
+        && restrictions.clustering_problem(table).is_none();
+    if ranges_select_exactly && table.params.layout != Layout::Heterogeneous {
+        return Ok(None);
+    }
+    let filter = restrictions.clustering_filter(schema)?;
+    Ok((!filter.is_trivial()).then_some(filter))
+}
+
+/// What a workload line's SELECT asks of its table, checked as its execution would check
+/// it: the filter of its clustering restrictions (all of them, whether or not the read
+/// would send it) and its LIMIT.
+pub(crate) fn workload_query(
+    table: Arc<TableMeta>,
+    s: &SelectStatement,
+    ctx: &EvalContext<'_>,
+) -> Result<(ClusteringFilter, Option<u64>), ErrorResponse> {
+    let plan = plan(table, s, ctx, ctx.now_micros.div_euclid(1_000_000))?;
+    let filter = plan.restrictions.clustering_filter(&plan.schema)?;
+    Ok((filter, plan.limit))
 }
 
 /// SELECT DISTINCT may only ask for partition key and static columns (and the token).
@@ -460,12 +506,20 @@ impl Run<'_> {
     fn chunk_entries(&self, round: u32) -> usize {
         let plan = self.plan;
         // Token relations are the scan's key range itself (the tightest bound of each
-        // side), so they never discard a row the range reads.
-        let filters = plan
-            .restrictions
-            .predicates
-            .iter()
-            .any(|p| !matches!(p, restrict::Predicate::Token { .. }));
+        // side), and replicas apply the clustering columns' relations when the plan sends
+        // them a filter, so neither discards a row the read returns.
+        let filters = plan.restrictions.predicates.iter().any(|p| match p {
+            restrict::Predicate::Token { .. } => false,
+            restrict::Predicate::Column { column, .. } => {
+                plan.filter.is_none()
+                    || !plan
+                        .table
+                        .columns
+                        .get(*column)
+                        .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering { .. }))
+            }
+            restrict::Predicate::Tuple { .. } => true,
+        });
         if plan.aggregate
             || plan.distinct
             || plan.merge_sort

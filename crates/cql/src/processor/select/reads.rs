@@ -11,12 +11,13 @@ pub(super) fn successor(key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// Reads every entry of a key range.
+/// Reads every entry of a key range (every row passing `filter`, and every other entry).
 pub(super) async fn read_all<C: Coordinator>(
     coordinator: &C,
     exec: &Exec<'_>,
     table: &TableMeta,
     range: KeyRange,
+    filter: Option<&ClusteringFilter>,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ErrorResponse> {
     let mut out = Vec::new();
     let mut start = range.start.clone();
@@ -30,6 +31,7 @@ pub(super) async fn read_all<C: Coordinator>(
                         end: range.end.clone(),
                     },
                     limit: CHUNK_ENTRIES,
+                    filter: filter.cloned(),
                 },
                 exec.params.consistency,
             )
@@ -74,11 +76,13 @@ pub(super) async fn read_partition<C: Coordinator>(
             },
         );
     }
+    // The head holds no rows, so there is nothing to filter.
     let head = read_all(
         coordinator,
         exec,
         table,
         schema.partition_head_range(prefix),
+        None,
     )
     .await?;
     let mut resolver = PartitionResolver::new(schema, plan.now_secs);
@@ -198,6 +202,7 @@ impl PartitionCursor<'_> {
                             table,
                             range: r,
                             limit: CHUNK_ENTRIES,
+                            filter: run.plan.filter.clone(),
                         },
                         exec.params.consistency,
                     )
@@ -242,7 +247,8 @@ impl PartitionCursor<'_> {
                     continue;
                 }
             }
-            for (k, v) in read_all(coordinator, exec, table, range).await? {
+            let filter = run.plan.filter.as_ref();
+            for (k, v) in read_all(coordinator, exec, table, range, filter).await? {
                 if let Some(row) = self.resolver.push(&k, &v).map_err(resolve_err)? {
                     rows.push((k, row));
                 }
@@ -369,6 +375,7 @@ pub(super) async fn scan<C: Coordinator>(
                     table: plan.table.id,
                     range,
                     limit: run.chunk_entries(round),
+                    filter: plan.filter.clone(),
                 },
                 exec.params.consistency,
             )
