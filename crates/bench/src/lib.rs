@@ -12,7 +12,9 @@
 //!   `/proc/PID/io`;
 //! - [`monitor`]: the progress display and the per-second timeline of a phase;
 //! - [`cli`]: the `load`/`run` command line, with `--admin-hosts` read over HTTP;
-//! - [`kv`]: the prepared INSERT / SELECT-by-key throughput benchmark (`mosaic-bench kv`).
+//! - [`kv`]: the prepared INSERT / SELECT-by-key throughput benchmark (`mosaic-bench kv`);
+//! - [`tpch`]: TPC-H `orders` and the heterogeneous-replicas paper's two queries
+//!   (`mosaic-bench tpch load|workload|run`).
 #![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
 pub mod cli;
@@ -20,5 +22,6 @@ pub mod generator;
 pub mod kv;
 pub mod monitor;
 pub mod osio;
+pub mod tpch;
 pub mod workload;
 pub mod ycsb;

@@ -8,6 +8,7 @@
 use clap::{Parser, Subcommand};
 use mosaic_bench::cli::{main as ycsb, BenchCommand, LoadArgs, RunArgs};
 use mosaic_bench::kv::{run, KvConfig};
+use mosaic_bench::tpch;
 
 #[derive(Parser)]
 #[command(
@@ -27,6 +28,87 @@ enum Command {
     Run(RunArgs),
     /// Prepared INSERT and SELECT-by-key throughput.
     Kv(KvArgs),
+    /// TPC-H `orders` and the heterogeneous-replicas paper's queries Q1 and Q2.
+    #[command(subcommand)]
+    Tpch(TpchCommand),
+}
+
+#[derive(Subcommand)]
+enum TpchCommand {
+    /// Create the keyspace and table, and insert the orders of a scale factor.
+    Load(TpchLoadArgs),
+    /// Print the query instances as a workload file (`mosaic hr optimize --workload`).
+    Workload(TpchQueryArgs),
+    /// Run the query instances one at a time and report latencies (JSON with --json).
+    Run(TpchRunArgs),
+    /// Execute one CQL statement (DDL, for scripts) and wait for schema agreement.
+    Exec(TpchExecArgs),
+}
+
+#[derive(clap::Args)]
+struct TpchExecArgs {
+    /// host:port of a CQL node.
+    #[arg(long, default_value = "127.0.0.1:9042")]
+    host: String,
+    /// The statement.
+    #[arg(long)]
+    statement: String,
+}
+
+#[derive(clap::Args)]
+struct TpchTable {
+    /// host:port of a CQL node.
+    #[arg(long, default_value = "127.0.0.1:9042")]
+    host: String,
+    /// Keyspace.
+    #[arg(long, default_value = "tpch")]
+    keyspace: String,
+    /// Table.
+    #[arg(long, default_value = "orders")]
+    table: String,
+    /// Partitions (`bucket = orderkey % buckets`).
+    #[arg(long, default_value_t = 1)]
+    buckets: i64,
+    /// TPC-H scale factor (1.5 million orders per unit).
+    #[arg(long, default_value_t = 1.0)]
+    scale_factor: f64,
+}
+
+#[derive(clap::Args)]
+struct TpchLoadArgs {
+    #[command(flatten)]
+    table: TpchTable,
+    /// Replication factor of the keyspace.
+    #[arg(long, default_value_t = 3)]
+    rf: u32,
+    /// The table's layout, a CQL map literal (`{'class': 'heterogeneous', …}`); empty for
+    /// the node's default.
+    #[arg(long, default_value = "")]
+    layout: String,
+    /// Inserts in flight.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+}
+
+#[derive(clap::Args)]
+struct TpchQueryArgs {
+    #[command(flatten)]
+    table: TpchTable,
+    /// Query instances (alternately Q1 and Q2).
+    #[arg(long, default_value_t = 500)]
+    queries: usize,
+    /// Seed of the instances.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
+struct TpchRunArgs {
+    #[command(flatten)]
+    query: TpchQueryArgs,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -59,7 +141,58 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
             .block_on(kv(a)),
+        Command::Tpch(c) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
+            .block_on(tpch_command(c)),
     }
+}
+
+fn tpch_spec(t: &TpchTable) -> tpch::TableSpec {
+    tpch::TableSpec {
+        host: t.host.clone(),
+        keyspace: t.keyspace.clone(),
+        table: t.table.clone(),
+        buckets: t.buckets,
+    }
+}
+
+async fn tpch_command(c: TpchCommand) -> anyhow::Result<()> {
+    match c {
+        TpchCommand::Load(a) => {
+            let spec = tpch_spec(&a.table);
+            let r = tpch::load(&spec, a.table.scale_factor, a.rf, &a.layout, a.concurrency).await?;
+            println!("{}", serde_json::to_string(&r)?);
+        }
+        TpchCommand::Exec(a) => tpch::exec(&a.host, &a.statement).await?,
+        TpchCommand::Workload(a) => {
+            let spec = tpch_spec(&a.table);
+            println!(
+                "# TPC-H orders at scale factor {}: {} instances of Q1 and Q2 (seed {})",
+                a.table.scale_factor, a.queries, a.seed
+            );
+            for i in tpch::instances(a.table.scale_factor, a.table.buckets, a.queries, a.seed) {
+                println!("1 {};", i.cql(&spec));
+            }
+        }
+        TpchCommand::Run(a) => {
+            let q = &a.query;
+            let spec = tpch_spec(&q.table);
+            let instances = tpch::instances(q.table.scale_factor, q.table.buckets, q.queries, q.seed);
+            let r = tpch::run(&spec, &instances).await?;
+            if a.json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                for k in &r.kinds {
+                    println!(
+                        "{:<4} queries {:>5}  rows {:>7}  mean {:>10.0} us  p50 {:>9} us  p99 {:>9} us  max {:>9} us",
+                        k.kind, k.queries, k.rows, k.mean_us, k.p50_us, k.p99_us, k.max_us
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn kv(a: KvArgs) -> anyhow::Result<()> {

@@ -191,7 +191,25 @@ pub fn optimize(
         })
         .collect();
     let model = CostModel::default();
-    let built = mosaic_hetero::hrca(stats, workload, current.clone(), &model, params);
+    let mut built = mosaic_hetero::hrca(stats, workload, current.clone(), &model, params);
+    // A replica whose change saves nothing keeps its order: a re-layout is not free.
+    for i in 0..built.orders.len() {
+        let (Some(now), Some(chosen)) = (current.get(i), built.orders.get(i)) else {
+            continue;
+        };
+        if now == chosen {
+            continue;
+        }
+        let mut kept = built.orders.clone();
+        if let Some(slot) = kept.get_mut(i) {
+            *slot = now.clone();
+        }
+        let cost = mosaic_hetero::workload_cost(stats, &kept, workload, &model);
+        if cost <= built.cost * (1.0 + 1e-9) {
+            built.orders = kept;
+            built.cost = cost.min(built.cost);
+        }
+    }
     let per_query = |orders: &[Permutation], q: &HrQuery| {
         let costs = mosaic_hetero::replica_costs(stats, orders, &q.filter, q.limit, &model);
         let best = mosaic_hetero::cheapest(&costs).unwrap_or(0);
