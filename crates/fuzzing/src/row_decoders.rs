@@ -1,7 +1,9 @@
-//! Arbitrary bytes as a row fragment and as an engine key of a few table shapes: decoders
-//! must never panic, and whatever they accept must re-encode to the same bytes.
+//! Arbitrary bytes as a row fragment, as an engine key of a few table shapes, as a clustering
+//! filter from a peer and as a key of a heterogeneous replica's order: decoders must never
+//! panic, and whatever they accept must re-encode to the same bytes (a filter: to bytes
+//! that decode to the same filter; a key: permuted and back to the same key).
 
-use mosaic_rows::{decode_component, Fragment, KeySchema, Order};
+use mosaic_rows::{decode_component, ClusteringFilter, Fragment, KeySchema, Order, Permutation};
 use mosaic_types::CqlType;
 
 const TYPES: [CqlType; 8] = [
@@ -39,5 +41,26 @@ pub fn run(data: &[u8]) {
     }
     if let Ok(schema) = KeySchema::new(vec![ty], vec![(CqlType::Text, order), (ty, Order::Asc)]) {
         let _ = schema.decode_key(bytes);
+        let swapped = Permutation::new(vec![1, 0]).unwrap();
+        if let Ok(permuted) = schema.permute_key(bytes, &swapped) {
+            assert_eq!(
+                schema.canonical_key(&permuted, &swapped).unwrap(),
+                bytes,
+                "a permuted key maps back to its canonical key"
+            );
+        }
+        let _ = schema.canonical_key(bytes, &swapped);
+        if let Ok(filter) = ClusteringFilter::decode(bytes) {
+            assert_eq!(ClusteringFilter::decode(&filter.encode()).unwrap(), filter);
+            if bytes.len() > 8 {
+                let _ = schema.permuted_ranges(&bytes[..8], &filter, &swapped);
+            }
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        if let Ok(orders) = mosaic_types::parse_replica_orders(text) {
+            let canonical = mosaic_types::format_replica_orders(&orders);
+            assert_eq!(mosaic_types::parse_replica_orders(&canonical).unwrap(), orders);
+        }
     }
 }

@@ -20,6 +20,10 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "row_decoders" => vec![
             vec![0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7],
             vec![0x81, 1, b'a', 0, 0, 0, 0, 2],
+            // After the selector: a clustering filter (any; in {[1], [2, 3]}; (0, ∞)), …
+            [&[0u8][..], &clustering_filter()].concat(),
+            // … and replica orders.
+            [&[0u8][..], b"(b, c, a), (\"Q\", a)"].concat(),
         ],
         // An odd first byte makes the target write a valid table from the rest.
         "table_reader" => vec![
@@ -29,6 +33,23 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "wal_reader" => engine_files(),
         _ => Vec::new(),
     }
+}
+
+/// A clustering filter's bytes with one column of each kind.
+fn clustering_filter() -> Vec<u8> {
+    use mosaic_rows::{ClusteringFilter, ColumnFilter};
+    use std::ops::Bound;
+    ClusteringFilter {
+        columns: vec![
+            ColumnFilter::Any,
+            ColumnFilter::one_of(vec![vec![2, 3], vec![1]]),
+            ColumnFilter::Range {
+                lo: Bound::Excluded(vec![0]),
+                hi: Bound::Unbounded,
+            },
+        ],
+    }
+    .encode()
 }
 
 const CQL: [&str; 6] = [
