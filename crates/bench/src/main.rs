@@ -178,7 +178,8 @@ async fn tpch_command(c: TpchCommand) -> anyhow::Result<()> {
         TpchCommand::Run(a) => {
             let q = &a.query;
             let spec = tpch_spec(&q.table);
-            let instances = tpch::instances(q.table.scale_factor, q.table.buckets, q.queries, q.seed);
+            let instances =
+                tpch::instances(q.table.scale_factor, q.table.buckets, q.queries, q.seed);
             let r = tpch::run(&spec, &instances).await?;
             if a.json {
                 println!("{}", serde_json::to_string(&r)?);

@@ -20,9 +20,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use futures::StreamExt;
 use hdrhistogram::Histogram;
 use rand::{Rng, SeedableRng};
-use futures::StreamExt;
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -138,9 +138,7 @@ impl Instance {
 pub fn instances(scale_factor: f64, buckets: i64, count: usize, seed: u64) -> Vec<Instance> {
     let total = OrderGenerator::calculate_row_count(scale_factor, 1, 1).max(1);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut picks: Vec<(i64, usize)> = (0..count)
-        .map(|i| (rng.gen_range(0..total), i))
-        .collect();
+    let mut picks: Vec<(i64, usize)> = (0..count).map(|i| (rng.gen_range(0..total), i)).collect();
     picks.sort_unstable();
     let mut out: Vec<Option<Instance>> = vec![None; count];
     let mut next = picks.iter().peekable();
@@ -395,7 +393,6 @@ pub async fn run(spec: &TableSpec, instances: &[Instance]) -> anyhow::Result<Run
         seconds: started.elapsed().as_secs_f64(),
     })
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -60,7 +60,10 @@ pub fn run(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(bytes) {
         if let Ok(orders) = mosaic_types::parse_replica_orders(text) {
             let canonical = mosaic_types::format_replica_orders(&orders);
-            assert_eq!(mosaic_types::parse_replica_orders(&canonical).unwrap(), orders);
+            assert_eq!(
+                mosaic_types::parse_replica_orders(&canonical).unwrap(),
+                orders
+            );
         }
     }
 }
