@@ -109,6 +109,10 @@ struct TpchRunArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Consistency level of the queries (ONE: the read goes to one replica, as the
+    /// DataStax drivers' LOCAL_ONE default does).
+    #[arg(long, default_value = "ONE")]
+    consistency: String,
 }
 
 #[derive(clap::Args)]
@@ -180,7 +184,8 @@ async fn tpch_command(c: TpchCommand) -> anyhow::Result<()> {
             let spec = tpch_spec(&q.table);
             let instances =
                 tpch::instances(q.table.scale_factor, q.table.buckets, q.queries, q.seed);
-            let r = tpch::run(&spec, &instances).await?;
+            let cl = mosaic_bench::ycsb::parse_consistency(&a.consistency)?;
+            let r = tpch::run(&spec, &instances, cl).await?;
             if a.json {
                 println!("{}", serde_json::to_string(&r)?);
             } else {

@@ -350,9 +350,13 @@ fn kind_report(kind: &'static str, h: &Histogram<u64>, rows: u64) -> KindReport 
     }
 }
 
-/// Runs the instances one after another (closed loop, one in flight), each to its last
-/// row, and reports latencies per query kind.
-pub async fn run(spec: &TableSpec, instances: &[Instance]) -> anyhow::Result<RunReport> {
+/// Runs the instances one after another (closed loop, one in flight) at `consistency`, each
+/// to its last row, and reports latencies per query kind.
+pub async fn run(
+    spec: &TableSpec,
+    instances: &[Instance],
+    consistency: scylla::statement::Consistency,
+) -> anyhow::Result<RunReport> {
     let session = connect(&spec.host).await?;
     let new_hist = || Histogram::<u64>::new_with_bounds(1, 600_000_000, 3);
     let (mut q1, mut q2, mut all) = (new_hist()?, new_hist()?, new_hist()?);
@@ -361,8 +365,10 @@ pub async fn run(spec: &TableSpec, instances: &[Instance]) -> anyhow::Result<Run
     for instance in instances {
         let cql = instance.cql(spec);
         let t = Instant::now();
+        let mut statement = scylla::statement::Statement::new(cql.clone());
+        statement.set_consistency(consistency);
         let mut pager = session
-            .query_iter(cql.clone(), &[])
+            .query_iter(statement, &[])
             .await
             .with_context(|| format!("running {cql}"))?
             .rows_stream::<(scylla::value::CqlDecimal,)>()?;
