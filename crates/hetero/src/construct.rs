@@ -51,16 +51,27 @@ pub struct Query {
     pub limit: Option<u64>,
     /// Its weight in the workload; a weight that is not positive and finite counts as 0.
     pub weight: f64,
+    /// How many replicas answer it (its consistency level's count: 1 for `ONE`, 2 for
+    /// `QUORUM` at replication factor 3): the coordinator asks the cheapest that many, so
+    /// the query costs what the most expensive of them costs — the k-th least replica
+    /// cost (Eq. (3) is k = 1). 0 counts as 1.
+    pub replicas: usize,
 }
 
 impl Query {
-    /// A query of weight 1 without a limit.
+    /// A query of weight 1 without a limit, answered by one replica.
     pub fn new(filter: ClusteringFilter) -> Query {
         Query {
             filter,
             limit: None,
             weight: 1.0,
+            replicas: 1,
         }
+    }
+
+    /// This query answered by `replicas` replicas.
+    pub fn with_replicas(self, replicas: usize) -> Query {
+        Query { replicas, ..self }
     }
 
     /// This query with limit `limit`.
@@ -309,15 +320,26 @@ impl<'a> Evaluator<'a> {
             return f64::INFINITY;
         }
         let mut sum = 0.0;
-        for (q, (_, weight)) in self.queries.iter().enumerate() {
-            let least = tables
-                .iter()
-                .filter_map(|t| t.get(q))
-                .fold(f64::INFINITY, |m, &c| m.min(c));
-            sum += weight * least;
+        let mut costs = Vec::with_capacity(tables.len());
+        for (q, (query, weight)) in self.queries.iter().enumerate() {
+            costs.clear();
+            costs.extend(tables.iter().filter_map(|t| t.get(q)).copied());
+            let cost = kth_least(&mut costs, query.replicas);
+            sum += weight * cost;
         }
         sum / self.total_weight
     }
+}
+
+/// The `k`-th least of `costs` (k from 1, clamped to what there is; NaN sorts last);
+/// infinity when there is none.
+fn kth_least(costs: &mut [f64], k: usize) -> f64 {
+    if costs.is_empty() {
+        return f64::INFINITY;
+    }
+    let k = k.clamp(1, costs.len());
+    costs.sort_unstable_by(|a, b| a.total_cmp(b));
+    costs.get(k - 1).copied().unwrap_or(f64::INFINITY)
 }
 
 /// NewState: `state` with two clustering positions of one replica (of `movable`, those
@@ -454,6 +476,39 @@ mod tests {
 
     fn eq(v: u32) -> ColumnFilter {
         ColumnFilter::In(vec![enc(v)])
+    }
+
+    #[test]
+    fn a_quorum_read_costs_its_second_cheapest_replica() {
+        let stats = grid();
+        let q1 = ClusteringFilter {
+            columns: vec![
+                ColumnFilter::In(vec![enc(3)]),
+                ColumnFilter::Any,
+                ColumnFilter::Any,
+            ],
+        };
+        let q2 = ClusteringFilter {
+            columns: vec![
+                ColumnFilter::Any,
+                ColumnFilter::In(vec![enc(4)]),
+                ColumnFilter::Any,
+            ],
+        };
+        let model = CostModel::default();
+        let one = vec![Query::new(q1.clone()), Query::new(q2.clone())];
+        let quorum = vec![
+            Query::new(q1).with_replicas(2),
+            Query::new(q2).with_replicas(2),
+        ];
+        let split = [perm(&[0, 1, 2]), perm(&[1, 0, 2]), perm(&[2, 0, 1])];
+        let paired = [perm(&[0, 1, 2]), perm(&[0, 1, 2]), perm(&[1, 0, 2])];
+        // At ONE, one replica per query's order is enough either way; at QUORUM only
+        // two replicas in an order serve a query well.
+        let c = |w: &[Query], s: &[Permutation]| workload_cost(&stats, s, w, &model);
+        assert!(c(&one, &split) <= c(&one, &paired));
+        assert!(c(&quorum, &paired) < c(&quorum, &split));
+        assert!(c(&quorum, &split) > c(&one, &split));
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct OptimizeArgs {
     /// Annealing seed (the same seed, workload and statistics give the same orders).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Replicas each read asks (its consistency level's count: 1 for ONE, 2 for QUORUM at
+    /// RF 3): a read costs what the most expensive of its cheapest K replicas costs.
+    #[arg(long, default_value_t = 1)]
+    pub read_replicas: usize,
     #[command(flatten)]
     pub host: crate::tools::HostArgs,
 }
@@ -72,6 +76,7 @@ pub fn run(command: HrCommand) -> anyhow::Result<()> {
             if let Some(s) = args.seed {
                 path.push_str(&format!("&seed={s}"));
             }
+            path.push_str(&format!("&replicas={}", args.read_replicas));
             let o: Optimized = crate::admin::client::post_text_as(addr, &path, &text)?;
             print_optimized(&o);
             Ok(())
@@ -210,10 +215,15 @@ pub fn optimize(
             built.cost = cost.min(built.cost);
         }
     }
+    // A query costs what the most expensive of the replicas it asks costs (the k
+    // cheapest, k from its consistency level); the replica reported is the cheapest.
     let per_query = |orders: &[Permutation], q: &HrQuery| {
         let costs = mosaic_hetero::replica_costs(stats, orders, &q.filter, q.limit, &model);
         let best = mosaic_hetero::cheapest(&costs).unwrap_or(0);
-        (costs.get(best).copied().unwrap_or(f64::INFINITY), best)
+        let mut sorted = costs.clone();
+        sorted.sort_unstable_by(|a, b| a.total_cmp(b));
+        let k = q.replicas.clamp(1, sorted.len().max(1));
+        (sorted.get(k - 1).copied().unwrap_or(f64::INFINITY), best)
     };
     let queries = workload
         .iter()
@@ -301,6 +311,7 @@ impl Recorder {
         table: mosaic_cql::schema::TableId,
         filter: &mosaic_rows::ClusteringFilter,
         limit: usize,
+        replicas: usize,
     ) {
         let mut tables = self.tables.lock();
         let r = tables.entry(table).or_insert_with(|| Recorded {
@@ -309,7 +320,11 @@ impl Recorder {
             queries: Vec::with_capacity(RECORDED_MAX),
         });
         r.seen += 1;
-        let query = || HrQuery::new(filter.clone()).with_limit(limit as u64);
+        let query = || {
+            HrQuery::new(filter.clone())
+                .with_limit(limit as u64)
+                .with_replicas(replicas)
+        };
         if r.queries.len() < RECORDED_MAX {
             r.queries.push(query());
             return;

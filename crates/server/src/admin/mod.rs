@@ -82,8 +82,8 @@ fn router(admin: Arc<Admin>) -> Router {
         .with_state(admin)
 }
 
-/// `POST /hr/optimize?table=KS.T[&apply=true][&iterations=N][&seed=S]` with a workload
-/// file as the body: HRCA's orders for the table (see `crate::hr`), applied with
+/// `POST /hr/optimize?table=KS.T[&apply=true][&iterations=N][&seed=S][&replicas=K]` with a
+/// workload file as the body (K: replicas each read asks, from its consistency level): HRCA's orders for the table (see `crate::hr`), applied with
 /// `apply=true`.
 async fn hr_optimize(
     State(admin): State<Arc<Admin>>,
@@ -118,6 +118,16 @@ async fn hr_optimize(
             }
         }
     }
+    let replicas = match param("replicas").map(|v| v.parse::<usize>()) {
+        None => 1,
+        Some(Ok(n)) if n >= 1 => n,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "replicas must be a positive integer",
+            )
+        }
+    };
     if let Some(v) = param("seed") {
         match v.parse() {
             Ok(n) => anneal.seed = n,
@@ -168,6 +178,7 @@ async fn hr_optimize(
             filter: q.filter.clone(),
             limit: q.limit,
             weight: q.weight,
+            replicas,
         })
         .collect();
     let mut result = crate::hr::optimize(&catalog, &meta, &stats, &queries, &anneal);

@@ -209,7 +209,14 @@ impl Coordinator for ClusterCoordinator {
         let started = std::time::Instant::now();
         if self.local.is_heterogeneous(command.table) {
             let filter = command.filter.clone().unwrap_or_default();
-            self.recorder.record(command.table, &filter, command.limit);
+            let catalog = self.local.current_catalog();
+            let rf = catalog
+                .table_by_id(command.table)
+                .and_then(|t| catalog.keyspace(&t.keyspace))
+                .map_or(1, |k| k.replication.factor() as usize);
+            let replicas = consistency.block_for(rf);
+            self.recorder
+                .record(command.table, &filter, command.limit, replicas);
         }
         let tags = command
             .filter
