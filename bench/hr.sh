@@ -13,9 +13,10 @@
 #             configuration the paper calls TR
 #   hr        `mosaic hr optimize --apply` over the same instances (HRCA), then the
 #             re-layout (timed: relayout_s), then the same queries
-#   auto      back to the TR orders with 'auto': 'true' (cluster.hr_auto_interval_ms =
-#             5000): the queries once to be recorded, the automatic change and its
-#             re-layout awaited, then the queries again
+#   auto      the cluster restarted (so no query is recorded yet), back to the TR orders
+#             with 'auto': 'true' (cluster.hr_auto_interval_ms = 5000): the queries once
+#             to be recorded (auto-recording: TR's orders still), the automatic change and
+#             its re-layout awaited (auto_changed_after_s), then the queries again
 #   recovery  node 3 stopped, its data wiped, started again and `mosaic repair`ed: the
 #             seconds until its replicas are rebuilt (in their own orders)
 # Then write throughput (--write-sf, 0.5; --write-reps, 2): loading the orders into a
@@ -162,8 +163,14 @@ for sf in $sfs; do
     compact
     run hr "$sf"
     log "sf $sf: auto"
+    # Back to TR's orders with 'auto' on, after a restart: the nodes' recorded queries (of
+    # the runs above) are gone, so the automatic change can only come from the queries
+    # recorded below.
+    "$mosaic" cluster down --dir "$cluster" >/dev/null
+    "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" >/dev/null
     cql "ALTER TABLE tpch.orders WITH layout = {'class': 'heterogeneous', 'replica_orders': '$tr_orders', 'auto': 'true'}"
     wait_relayouts >/dev/null
+    compact
     run auto-recording "$sf"
     auto=$(wait_auto)
     echo "{\"auto_changed_after_s\": $auto}" > "$out/sf$sf-auto.json"

@@ -33,7 +33,7 @@
 //! copy starts over (copying is idempotent: entries keep their timestamps and merge); with
 //! the old tree gone, only the marker's removal was left.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +44,11 @@ use mosaic_rows::{key::tag, ClusteringFilter, KeyRange, KeySchema, Permutation};
 use parking_lot::RwLock;
 
 use crate::role::Role;
+
+mod scan;
+
+pub(crate) use scan::PermutedScan;
+pub use scan::CACHE_BYTES_MAX;
 
 /// Prefix of a tree's directory name.
 pub const TREE_DIR_PREFIX: &str = "replica-";
@@ -97,6 +102,8 @@ pub(crate) struct Tree {
     pub(crate) perm: Permutation,
     pub(crate) db: Db,
     pub(crate) counters: Arc<ReadCounters>,
+    /// Its write counters and remembered sorted partition (see [`scan`]).
+    state: Arc<scan::TreeState>,
 }
 
 impl Tree {
@@ -105,7 +112,13 @@ impl Tree {
             perm,
             db,
             counters: Arc::default(),
+            state: Arc::default(),
         }
+    }
+
+    /// Writes `batch` (keys already in this tree's order).
+    fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.state.write(|| self.db.write(batch))
     }
 }
 
@@ -397,7 +410,7 @@ impl Heterogeneous {
             }
         }
         let done = batch.len() < max_entries.max(1);
-        relayout.next.db.write(batch)?;
+        relayout.next.write(batch)?;
         let next_cursor = if done {
             None
         } else {
@@ -504,7 +517,7 @@ impl Heterogeneous {
 
     fn write_in(&self, tree: &Tree, batch: WriteBatch) -> Result<()> {
         if tree.perm.is_identity() {
-            return tree.db.write(batch);
+            return tree.write(batch);
         }
         let schema = self.schema();
         let batch = batch.map_keys(|key| {
@@ -512,7 +525,7 @@ impl Heterogeneous {
                 .permute_key(key, &tree.perm)
                 .map_err(|e| Error::InvalidArgument(format!("not a key of this table: {e}")))
         })?;
-        tree.db.write(batch)
+        tree.write(batch)
     }
 
     /// The newest version of canonical `key` under `role`.
@@ -565,17 +578,17 @@ impl Heterogeneous {
                 .filter(|p| p > e)
                 .unwrap_or_else(|| e.clone())
         });
-        Ok(crate::store::ReplicaScan::permuted(PermutedScan {
-            counters: tree.counters.clone(),
-            db: tree.db,
-            perm: tree.perm,
+        Ok(crate::store::ReplicaScan::permuted(PermutedScan::new(
+            tree.counters.clone(),
+            tree.state.clone(),
+            tree.db,
+            tree.perm,
             schema,
-            filter: filter.cloned().unwrap_or_default(),
-            range: range.clone(),
+            filter.cloned().unwrap_or_default(),
+            range.clone(),
             scan_end,
-            cursor: Some(cursor),
-            ready: VecDeque::new(),
-        }))
+            cursor,
+        )))
     }
 
     /// Every tree, by replica index.
@@ -611,135 +624,5 @@ impl Heterogeneous {
             }
         }
         first.map_or(Ok(()), Err)
-    }
-}
-
-/// A read of a canonical key range from a tree in another order: one partition at a time,
-/// its head as stored, its rows from the planned ranges, filtered, re-keyed canonically and
-/// sorted (see the module doc).
-pub(crate) struct PermutedScan {
-    counters: Arc<ReadCounters>,
-    db: Db,
-    perm: Permutation,
-    schema: KeySchema,
-    filter: ClusteringFilter,
-    range: KeyRange,
-    /// Where partitions are looked for up to: past the end of the range's last partition.
-    scan_end: Option<Vec<u8>>,
-    /// Where the next partition is looked for; `None` when the range is done.
-    cursor: Option<Vec<u8>>,
-    /// The current partition's entries, canonical and sorted.
-    ready: VecDeque<(Vec<u8>, Entry)>,
-}
-
-impl PermutedScan {
-    /// Reads the next partition of the range into `ready`; `false` when none is left.
-    fn fill(&mut self) -> Result<bool> {
-        let Some(cursor) = self.cursor.take() else {
-            return Ok(false);
-        };
-        let end = match &self.scan_end {
-            Some(e) => Bound::Excluded(e.as_slice()),
-            None => Bound::Unbounded,
-        };
-        let first = match self.db.scan(Bound::Included(&cursor), end)?.next() {
-            Some(item) => item?.0,
-            None => return Ok(false),
-        };
-        let corrupt = |e: mosaic_rows::KeyError| {
-            Error::corruption(
-                PathBuf::new(),
-                0,
-                format!("a stored key does not decode: {e}"),
-            )
-        };
-        let prefix_len = self.schema.partition_prefix_len(&first).map_err(corrupt)?;
-        let prefix = first.get(..prefix_len).unwrap_or_default().to_vec();
-        let mut partition_end = prefix.clone();
-        partition_end.push(tag::PARTITION_END);
-        // Rows outside the range's ends are possible only in its first or last partition.
-        let partial = self.range.start.as_slice() > prefix.as_slice()
-            || self
-                .range
-                .end
-                .as_deref()
-                .is_some_and(|e| e < partition_end.as_slice());
-        // The head: header, range tombstones, static row, stored canonically.
-        let mut head_end = prefix.clone();
-        head_end.push(tag::BEFORE);
-        let head_start = self.range.start.clone().max(prefix.clone());
-        let head_end = match &self.range.end {
-            Some(e) if *e < head_end => e.clone(),
-            _ => head_end,
-        };
-        if head_start < head_end {
-            for item in self
-                .db
-                .scan(Bound::Included(&head_start), Bound::Excluded(&head_end))?
-            {
-                let (key, entry) = item?;
-                self.ready.push_back((key, entry));
-            }
-        }
-        let mut rows = Vec::new();
-        for (lo, hi) in self
-            .schema
-            .permuted_ranges(&prefix, &self.filter, &self.perm)
-        {
-            for item in self.db.scan(Bound::Included(&lo), Bound::Excluded(&hi))? {
-                let (key, entry) = item?;
-                self.counters.rows_scanned.fetch_add(1, Ordering::Relaxed);
-                let Some(spans) = self.schema.row_spans(&key, &self.perm).map_err(corrupt)? else {
-                    continue;
-                };
-                let passes =
-                    spans
-                        .components
-                        .iter()
-                        .zip(self.perm.positions())
-                        .all(|(span, declared)| {
-                            self.filter
-                                .column(*declared)
-                                .matches(key.get(span.clone()).unwrap_or_default())
-                        });
-                if !passes {
-                    continue;
-                }
-                let canonical = self
-                    .schema
-                    .canonical_key(&key, &self.perm)
-                    .map_err(corrupt)?;
-                if partial && !self.range.contains(&canonical) {
-                    continue;
-                }
-                rows.push((canonical, entry));
-            }
-        }
-        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        self.ready.extend(rows);
-        if self.scan_end.as_ref().is_none_or(|e| partition_end < *e) {
-            self.cursor = Some(partition_end);
-        }
-        Ok(true)
-    }
-}
-
-impl Iterator for PermutedScan {
-    type Item = Result<(Vec<u8>, Entry)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(item) = self.ready.pop_front() {
-                return Some(Ok(item));
-            }
-            match self.fill() {
-                Ok(true) => continue,
-                Ok(false) => return None,
-                Err(e) => {
-                    self.cursor = None;
-                    return Some(Err(e));
-                }
-            }
-        }
     }
 }
