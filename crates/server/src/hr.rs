@@ -101,8 +101,14 @@ fn print_optimized(o: &Optimized) {
     );
     for q in &o.queries {
         println!(
-            "    line {:>4} (weight {}): {:.0} µs -> {:.0} µs at replica {}",
-            q.line, q.weight, q.current_micros, q.chosen_micros, q.replica
+            "    line {:>4} (weight {}): {:.0} µs -> {:.0} µs at replica {} (rows read {:.0} -> {:.0})",
+            q.line,
+            q.weight,
+            q.current_micros,
+            q.chosen_micros,
+            q.replica,
+            q.current_rows,
+            q.chosen_rows
         );
     }
     if o.applied {
@@ -148,6 +154,11 @@ pub struct QueryCost {
     pub current_micros: f64,
     /// … under the chosen orders.
     pub chosen_micros: f64,
+    /// The rows the replica answering it reads, estimated (Row(r, q)), under the current
+    /// orders …
+    pub current_rows: f64,
+    /// … and under the chosen ones.
+    pub chosen_rows: f64,
     /// The replica index that answers it under the chosen orders.
     pub replica: usize,
 }
@@ -223,18 +234,27 @@ pub fn optimize(
         let mut sorted = costs.clone();
         sorted.sort_unstable_by(|a, b| a.total_cmp(b));
         let k = q.replicas.clamp(1, sorted.len().max(1));
-        (sorted.get(k - 1).copied().unwrap_or(f64::INFINITY), best)
+        let rows = orders.get(best).map_or(0.0, |p| {
+            mosaic_hetero::rows_read(stats, p, &q.filter, q.limit)
+        });
+        (
+            sorted.get(k - 1).copied().unwrap_or(f64::INFINITY),
+            best,
+            rows,
+        )
     };
     let queries = workload
         .iter()
         .map(|q| {
-            let (current_micros, _) = per_query(&current, q);
-            let (chosen_micros, replica) = per_query(&built.orders, q);
+            let (current_micros, _, current_rows) = per_query(&current, q);
+            let (chosen_micros, replica, chosen_rows) = per_query(&built.orders, q);
             QueryCost {
                 line: 0,
                 weight: q.weight,
                 current_micros,
                 chosen_micros,
+                current_rows,
+                chosen_rows,
                 replica,
             }
         })
