@@ -173,7 +173,7 @@ for sf in $sfs; do
     compact
     run auto-recording "$sf"
     auto=$(wait_auto)
-    echo "{\"auto_changed_after_s\": $auto}" > "$out/sf$sf-auto.json"
+    echo "{\"auto_changed_after_s\": $auto}" > "$out/sf$sf-autowait.json"
     compact
     run auto "$sf"
     log "sf $sf: recovery"

@@ -47,7 +47,7 @@ def main(out):
                     r[f"{conf}_{q}_mean_us"] = k["mean_us"]
                     r[f"{conf}_{q}_p99_us"] = k["p99_us"]
                     r[f"{conf}_{q}_rows"] = k["rows"]
-        for extra in ("relayout", "recovery", "auto", "load"):
+        for extra in ("relayout", "recovery", "autowait", "load"):
             v = load(os.path.join(out, f"sf{tag}-{extra}.json"))
             if v:
                 r.update({f"{extra}_{k}" if extra == "load" else k: x for k, x in v.items()})

@@ -169,6 +169,10 @@ pub struct ClusterConfig {
     /// the recorded queries' best orders are applied when they save at least the table's
     /// `auto_min_gain`; 0 turns it off.
     pub hr_auto_interval_ms: u64,
+    /// Milliseconds a repair waits for one request to a replica (a Merkle tree of a range,
+    /// a page of entries): a range holding a partition of millions of rows, hashed by a
+    /// heterogeneous replica in another order than the declared one, may need more.
+    pub repair_timeout_ms: u64,
 }
 
 /// `[log]`: what the node logs, and where a request counts as slow.
@@ -275,6 +279,7 @@ impl Default for ClusterConfig {
             replica_selection: None,
             erasure_coding_interval_ms: 60_000,
             hr_auto_interval_ms: 300_000,
+            repair_timeout_ms: 60_000,
         }
     }
 }
@@ -419,6 +424,7 @@ impl Config {
         if c.gossip_interval_ms == 0
             || c.write_request_timeout_ms == 0
             || c.read_request_timeout_ms == 0
+            || c.repair_timeout_ms == 0
             || c.replica_requests_max == 0
             || c.peer_queue_max == 0
         {

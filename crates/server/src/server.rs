@@ -259,6 +259,7 @@ fn start_node(
     let mut node_config = NodeConfig::new(config.storage_endpoint());
     node_config.seeds = config.seed_endpoints()?;
     node_config.gossip_interval_ms = config.cluster.gossip_interval_ms;
+    node_config.repair_timeout_ms = config.cluster.repair_timeout_ms;
     node_config.phi_convict_threshold = config.cluster.phi_convict_threshold;
     node_config.write_timeout_ms = config.cluster.write_request_timeout_ms;
     node_config.read_timeout_ms = config.cluster.read_request_timeout_ms;

@@ -9,7 +9,7 @@
 //! costs a read at each replica position with the paper's model
 //! (`mosaic_hetero::replica_costs`) and asks the cheapest live replicas.
 //!
-//! Re-layouts (see `mosaic_replica::heterogeneous`) are driven by [`relayout_pass`]: copy
+//! Re-layouts (see `mosaic_replica::heterogeneous`) are driven by [`LocalCoordinator::relayout_pass`]: copy
 //! steps under the table's shared lock, so reads and writes go on, and the switch under its
 //! exclusive lock.
 
