@@ -21,13 +21,13 @@
 //! A tree's order is in its directory name, so a tree is always read in the order it was
 //! written in, whatever the table's options say now.
 //!
-//! **Re-layout.** When the table's orders change ([`Heterogeneous::set_orders`], after an
+//! **Re-layout.** When the table's orders change ([`crate::ReplicaStore::set_orders`], after an
 //! `ALTER TABLE`), each index whose tree is in another order gets a second tree in the new
 //! order, named by a marker `DIR/RELAYOUT-<i>` written (durably) first. From then on writes
-//! of that index go to both trees, and [`Heterogeneous::relayout_step`] copies the old
+//! of that index go to both trees, and [`crate::ReplicaStore::relayout_step`] copies the old
 //! tree's entries into the new one through the ordinary write path, a bounded batch at a
 //! time, while reads keep using the old tree. When the copy is complete,
-//! [`Heterogeneous::relayout_finish`] (run with no read or write in flight) makes the new
+//! [`crate::ReplicaStore::relayout_finish`] (run with no read or write in flight) makes the new
 //! tree the index's, drops the old one's partition, moves its directory aside and removes
 //! the marker. A crash at any point resumes: with the marker and both trees present the
 //! copy starts over (copying is idempotent: entries keep their timestamps and merge); with
