@@ -105,15 +105,17 @@ pub struct CostModel {
 }
 
 impl Default for CostModel {
-    /// Placeholder constants — 200 µs per read, 0.5 µs per row scanned — of the right
-    /// order for a node reading cached blocks, for callers to replace with a calibration
-    /// of their own (timing reads of known row counts and fitting the line). With a
-    /// positive per-row cost the choice of replica, and the orders [`crate::hrca`] finds,
-    /// do not depend on the constants, only the reported costs do.
+    /// 500 µs per read and 0.6 µs per row scanned: the line through Mosaic's own
+    /// latencies on TPC-H `orders` (`bench/hr.sh`, BENCHMARKS.md, 3 nodes on 2 cores,
+    /// cached blocks): queries reading a row or two took 0.5–0.9 ms end to end, and Q2
+    /// under TR's order, scanning about 56,000 rows (SF 1) and 280,000 (SF 5), 34.6 and
+    /// 160.7 ms — 0.61 and 0.57 µs per row. With a positive per-row cost the choice of
+    /// replica, and the orders [`crate::hrca`] finds, do not depend on the constants;
+    /// reported costs and relative gains (the `auto` threshold) do.
     fn default() -> CostModel {
         CostModel {
-            fixed_micros: 200.0,
-            per_row_micros: 0.5,
+            fixed_micros: 500.0,
+            per_row_micros: 0.6,
         }
     }
 }
