@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use mosaic_rows::{merge_fragments, Fragment, Permutation};
+use mosaic_rows::{merge_fragments, Fragment};
 use mosaic_types::Token;
 use parking_lot::Mutex;
 
@@ -119,28 +119,18 @@ impl Coordinator for MemoryCoordinator {
         // The filter needs the table's key schema to find a row's clustering components;
         // a table the catalog no longer has has no rows either.
         let catalog = self.catalog();
-        let filter = command.filter.as_ref().and_then(|f| {
-            let schema = catalog.table_by_id(command.table)?.key_schema();
-            let identity = Permutation::identity(schema.clustering_columns().len());
-            Some((f, schema, identity))
-        });
+        let filter = command
+            .filter
+            .as_ref()
+            .and_then(|f| Some((f, catalog.table_by_id(command.table)?.key_schema())));
+        // Headers, range tombstones and static rows always pass.
         let passes = |key: &[u8]| -> Result<bool, ErrorResponse> {
-            let Some((filter, schema, identity)) = &filter else {
+            let Some((filter, schema)) = &filter else {
                 return Ok(true);
             };
-            let spans = schema
-                .row_spans(key, identity)
-                .map_err(|e| server_error(format!("unreadable stored key: {e}")))?;
-            let Some(spans) = spans else {
-                // Not a row: headers, range tombstones and static rows always pass.
-                return Ok(true);
-            };
-            let components: Vec<&[u8]> = spans
-                .components
-                .iter()
-                .map(|r| key.get(r.clone()).unwrap_or_default())
-                .collect();
-            Ok(filter.matches(&components))
+            filter
+                .passes(schema, key)
+                .map_err(|e| server_error(format!("unreadable stored key: {e}")))
         };
         let tables = self.tables.lock();
         let Some(table) = tables.get(&command.table) else {

@@ -454,29 +454,7 @@ mod tests {
 
     use super::*;
 
-    fn enc(v: u32) -> Vec<u8> {
-        v.to_be_bytes().to_vec()
-    }
-
-    fn perm(p: &[usize]) -> Permutation {
-        Permutation::new(p.to_vec()).unwrap_or_else(|| Permutation::identity(p.len()))
-    }
-
-    fn grid() -> TableStats {
-        let mut sample = Vec::new();
-        for a in 0..10 {
-            for b in 0..20 {
-                for c in 0..5 {
-                    sample.push(vec![enc(a), enc(b), enc(c)]);
-                }
-            }
-        }
-        TableStats::from_sample(1000.0, &sample)
-    }
-
-    fn eq(v: u32) -> ColumnFilter {
-        ColumnFilter::In(vec![enc(v)])
-    }
+    use crate::testing::{enc, eq, grid, perm};
 
     #[test]
     fn a_quorum_read_costs_its_second_cheapest_replica() {

@@ -161,34 +161,10 @@ mod tests {
     use std::ops::Bound;
 
     use super::*;
-
-    fn enc(v: u32) -> Vec<u8> {
-        v.to_be_bytes().to_vec()
-    }
-
-    fn perm(p: &[usize]) -> Permutation {
-        Permutation::new(p.to_vec()).unwrap_or_else(|| Permutation::identity(p.len()))
-    }
-
-    fn eq(v: u32) -> ColumnFilter {
-        ColumnFilter::In(vec![enc(v)])
-    }
+    use crate::testing::{enc, eq, grid, perm};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-    }
-
-    /// A whole table of 10 × 20 × 5 rows: every combination once, so fractions are exact.
-    fn grid() -> TableStats {
-        let mut sample = Vec::new();
-        for a in 0..10 {
-            for b in 0..20 {
-                for c in 0..5 {
-                    sample.push(vec![enc(a), enc(b), enc(c)]);
-                }
-            }
-        }
-        TableStats::from_sample(1000.0, &sample)
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub mod construct;
 pub mod cost;
 pub mod sampler;
 pub mod stats;
+#[cfg(test)]
+mod testing;
 
 pub use construct::{
     exhaustive, hrca, workload_cost, AnnealParams, Construction, Query, EXHAUSTIVE_STATES_MAX,

@@ -172,20 +172,6 @@ impl ReplicaScan {
     }
 }
 
-/// Whether canonical `key` passes `filter`: entries other than rows always do (and so does
-/// a key that does not decode: the reader reports it).
-fn passes(schema: &KeySchema, filter: &ClusteringFilter, key: &[u8]) -> bool {
-    let identity = Permutation::identity(schema.clustering_columns().len());
-    match schema.row_spans(key, &identity) {
-        Ok(Some(spans)) => filter
-            .columns
-            .iter()
-            .zip(&spans.components)
-            .all(|(f, span)| f.matches(key.get(span.clone()).unwrap_or_default())),
-        Ok(None) | Err(_) => true,
-    }
-}
-
 impl Iterator for ReplicaScan {
     type Item = Result<(Vec<u8>, Entry)>;
 
@@ -211,7 +197,8 @@ impl Iterator for ReplicaScan {
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
                 match item {
-                    Ok((key, entry)) if !passes(schema, filter, &key) => {
+                    // A key that does not decode passes: the reader reports it.
+                    Ok((key, entry)) if !filter.passes(schema, &key).unwrap_or(true) => {
                         let _ = entry;
                         continue;
                     }

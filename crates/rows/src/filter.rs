@@ -118,6 +118,20 @@ impl ClusteringFilter {
             .all(|(f, c)| f.matches(c))
     }
 
+    /// Whether canonical `key` of a table of `schema` passes: a clustering row when each of
+    /// its components does; every other entry (partition header, range tombstone, static
+    /// row) always. An error when the key does not decode.
+    pub fn passes(&self, schema: &KeySchema, key: &[u8]) -> Result<bool, KeyError> {
+        let Some(spans) = schema.declared_row_spans(key)? else {
+            return Ok(true);
+        };
+        Ok(self
+            .columns
+            .iter()
+            .zip(&spans.components)
+            .all(|(f, span)| f.matches(key.get(span.clone()).unwrap_or_default())))
+    }
+
     /// The filter's bytes: a version byte, the column count, then per column a tag and its
     /// values, every length a little-endian u32.
     pub fn encode(&self) -> Vec<u8> {
@@ -361,6 +375,31 @@ mod tests {
         assert!(s
             .column_range_filter(0, Some((&CqlValue::Text("x".into()), true)), None)
             .is_err());
+    }
+
+    #[test]
+    fn keys_pass_by_their_row_components_and_other_entries_always() {
+        let s = schema();
+        let prefix = s.partition_prefix(&[CqlValue::Int(1)]).expect("prefix");
+        let row = |a: i32, b: &str| {
+            s.row_key(&prefix, &[CqlValue::Int(a), CqlValue::Text(b.into())])
+                .expect("row")
+        };
+        let f = ClusteringFilter {
+            columns: vec![
+                s.column_values_filter(0, &[CqlValue::Int(2)]).expect("in"),
+                ColumnFilter::Any,
+            ],
+        };
+        assert_eq!(f.passes(&s, &row(2, "x")), Ok(true));
+        assert_eq!(f.passes(&s, &row(3, "x")), Ok(false));
+        assert_eq!(f.passes(&s, &s.static_key(&prefix)), Ok(true));
+        assert_eq!(f.passes(&s, &s.partition_header_key(&prefix)), Ok(true));
+        let r = row(2, "x");
+        assert!(f.passes(&s, &r[..r.len() - 2]).is_err());
+        // The declared order's spans are the identity permutation's.
+        let identity = crate::Permutation::identity(2);
+        assert_eq!(s.declared_row_spans(&r), s.row_spans(&r, &identity));
     }
 
     #[test]

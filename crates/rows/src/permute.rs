@@ -84,18 +84,34 @@ impl KeySchema {
     /// identity), or `None` when `key` is not a clustering row (a header, range
     /// tombstone, static row or bound).
     pub fn row_spans(&self, key: &[u8], perm: &Permutation) -> Result<Option<RowSpans>, KeyError> {
-        let prefix_len = self.partition_prefix_len(key)?;
-        let columns = self.clustering_columns();
-        if perm.len() != columns.len() {
+        let columns = self.clustering_columns().len();
+        if perm.len() != columns {
             return Err(KeyError::WrongArity {
                 what: "clustering",
-                expected: columns.len(),
+                expected: columns,
                 actual: perm.len(),
             });
         }
+        self.spans_in(key, perm.positions().iter().copied())
+    }
+
+    /// [`Self::row_spans`] of a canonical key (the declared order), without building the
+    /// identity permutation.
+    pub fn declared_row_spans(&self, key: &[u8]) -> Result<Option<RowSpans>, KeyError> {
+        self.spans_in(key, 0..self.clustering_columns().len())
+    }
+
+    /// The spans of a row key whose components are the declared columns `order`.
+    fn spans_in(
+        &self,
+        key: &[u8],
+        order: impl Iterator<Item = usize>,
+    ) -> Result<Option<RowSpans>, KeyError> {
+        let prefix_len = self.partition_prefix_len(key)?;
+        let columns = self.clustering_columns();
         let mut pos = prefix_len;
         let mut components = Vec::with_capacity(columns.len());
-        for &declared in perm.positions() {
+        for declared in order {
             match key.get(pos) {
                 Some(&tag::COMPONENT) => pos += 1,
                 Some(_) if components.is_empty() => return Ok(None),
@@ -142,8 +158,14 @@ impl KeySchema {
     /// `key` (canonical) as a replica in order `perm` stores it: rows get their components
     /// reordered, every other entry stays as it is.
     pub fn permute_key(&self, key: &[u8], perm: &Permutation) -> Result<Vec<u8>, KeyError> {
-        let identity = Permutation::identity(perm.len());
-        let Some(spans) = self.row_spans(key, &identity)? else {
+        if perm.len() != self.clustering_columns().len() {
+            return Err(KeyError::WrongArity {
+                what: "clustering",
+                expected: self.clustering_columns().len(),
+                actual: perm.len(),
+            });
+        }
+        let Some(spans) = self.declared_row_spans(key)? else {
             return Ok(key.to_vec());
         };
         Ok(reorder(key, &spans, perm.positions().iter().copied()))

@@ -519,12 +519,13 @@ impl Heterogeneous {
         if tree.perm.is_identity() {
             return tree.write(batch);
         }
-        let schema = self.schema();
+        let keys = self.keys.read();
         let batch = batch.map_keys(|key| {
-            schema
+            keys.schema
                 .permute_key(key, &tree.perm)
                 .map_err(|e| Error::InvalidArgument(format!("not a key of this table: {e}")))
         })?;
+        drop(keys);
         tree.write(batch)
     }
 
@@ -537,7 +538,9 @@ impl Heterogeneous {
             return tree.db.get(key);
         }
         let key = self
-            .schema()
+            .keys
+            .read()
+            .schema
             .permute_key(key, &tree.perm)
             .map_err(|e| Error::InvalidArgument(format!("not a key of this table: {e}")))?;
         tree.db.get(&key)

@@ -48,13 +48,12 @@ impl HeteroState {
 
     /// Offers the rows of written canonical `keys` to the sample.
     pub(super) fn observe<'a>(&self, schema: &KeySchema, keys: impl Iterator<Item = &'a [u8]>) {
-        let identity = Permutation::identity(schema.clustering_columns().len());
         let mut sampler = self.sampler.lock();
         for key in keys {
             if !sampler.wants_next() {
                 continue;
             }
-            if let Ok(Some(spans)) = schema.row_spans(key, &identity) {
+            if let Ok(Some(spans)) = schema.declared_row_spans(key) {
                 let row = spans
                     .components
                     .iter()
@@ -123,8 +122,10 @@ impl LocalCoordinator {
     ) -> Option<Vec<f64>> {
         let slot = self.tables.read().get(&table).cloned()?;
         let state = slot.hetero.as_ref()?;
-        let keys = slot.keys.read().clone();
-        let perms: Vec<Permutation> = (0..rf).map(|i| keys.order(i)).collect();
+        let perms: Vec<Permutation> = {
+            let keys = slot.keys.read();
+            (0..rf).map(|i| keys.order(i)).collect()
+        };
         let trivial = ClusteringFilter::default();
         let stats = state.stats();
         Some(mosaic_hetero::replica_costs(

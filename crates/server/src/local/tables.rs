@@ -408,11 +408,10 @@ impl LocalCoordinator {
         for (id, batch) in batches {
             let slot = self.slot(id)?;
             if let Some(state) = &slot.hetero {
-                let schema = slot.keys.read().schema.clone();
                 let keys = batch
                     .iter()
                     .flat_map(|(_, b)| b.ops().iter().map(|op| op.key.as_slice()));
-                state.observe(&schema, keys);
+                state.observe(&slot.keys.read().schema, keys);
             }
             let guard = slot.db.clone().read_owned().await;
             if guard.is_none() {
