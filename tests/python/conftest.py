@@ -19,7 +19,8 @@ import urllib.request
 
 import pytest
 from cassandra.cluster import Cluster
-from cassandra.policies import RoundRobinPolicy, TokenAwarePolicy, WhiteListRoundRobinPolicy
+from cassandra.policies import (ConstantReconnectionPolicy, HostDistance, RoundRobinPolicy, TokenAwarePolicy,
+                                WhiteListRoundRobinPolicy)
 
 MOSAIC_BIN = os.environ.get("MOSAIC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "target", "debug", "mosaic"))
 START_TIMEOUT_S = 60
@@ -278,8 +279,25 @@ class MosaicCluster:
     def restart(self):
         """`up`: starts the nodes not running and waits until every node sees every other
         UP. Nothing more: requests sent right after a restart must work (a node drops its
-        connection to a peer's previous process as soon as that process dies)."""
+        connection to a peer's previous process as soon as that process dies), and the
+        drivers this cluster handed out must have their connections back, as an application
+        waits for its driver to see the hosts UP before it counts on them."""
         self.up()
+        self.wait_drivers_up()
+
+    def wait_drivers_up(self):
+        """Waits until every open driver sees every host it would send requests to UP."""
+
+        def all_up():
+            for d in self.drivers:
+                if d.is_shutdown:
+                    continue
+                for host in d.metadata.all_hosts():
+                    if d.profile_manager.distance(host) != HostDistance.IGNORED and not host.is_up:
+                        return False
+            return True
+
+        wait_until("the drivers to see every host UP again", all_up, timeout=30, interval=0.05)
 
     def _remember_pids(self):
         for i in range(1, self.nodes + 1):
@@ -372,6 +390,9 @@ class MosaicCluster:
         """A cassandra-driver Cluster: token-aware round robin over all nodes, or only node
         `only` (a white list) so that node coordinates every request."""
         kwargs.setdefault("protocol_version", 4)
+        # Tests restart nodes often: a driver retries every 0.2 s rather than backing off to
+        # minutes, so a node that is back is used again at once.
+        kwargs.setdefault("reconnection_policy", ConstantReconnectionPolicy(0.2, max_attempts=None))
         if only is not None:
             contact = only
             kwargs.setdefault("load_balancing_policy", WhiteListRoundRobinPolicy([self.ip(only)]))
