@@ -80,6 +80,10 @@ pub type Unlisted = (u64, ShardRef, KeyList);
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
+/// Entries read in the order a replica stores them (keys canonical), and the stored key
+/// to resume after (`None`: the range holds nothing more).
+pub type StoredPage = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
+
 /// A write kept for a replica that could not take it (hinted handoff).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hint {
@@ -108,6 +112,27 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
         tags: &[Tag],
     ) -> BoxFuture<'_, Result<Entries, Failure>>;
+    /// Reads up to `limit` entries of `range` in the order this replica stores them
+    /// (keys canonical), after the stored key `after`: what repair hashes and streams,
+    /// which need the entries and not their order — so a replica keeping rows in another
+    /// clustering order (heterogeneous replicas) answers without sorting. The default:
+    /// the ordered read, whose stored keys are its keys.
+    fn read_stored(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<StoredPage, Failure>> {
+        Box::pin(async move {
+            let range = crate::repair::resume_after(range, after.as_deref());
+            if range.is_empty() {
+                return Ok((Vec::new(), None));
+            }
+            let read = self.read(table, range, limit, &[]).await?;
+            Ok(crate::repair::page_of(read))
+        })
+    }
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
     /// Durably keeps `mutations` for `target` until they are replayed to it.

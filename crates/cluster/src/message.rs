@@ -207,6 +207,25 @@ pub enum Body {
         /// Whether the range holds nothing more.
         exhausted: bool,
     },
+    /// Read up to `limit` entries of a range in the order the replica stores them, after
+    /// the stored key `after` (repair: [`crate::env::Store::read_stored`]).
+    ReadStored {
+        /// The table.
+        table: TableKey,
+        /// The keys.
+        range: WireRange,
+        /// The stored key the previous page ended with.
+        after: Option<Vec<u8>>,
+        /// The most entries.
+        limit: u32,
+    },
+    /// The entries read in stored order.
+    StoredData {
+        /// `(key, merged fragment)`, keys canonical, in the replica's stored order.
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        /// The stored key to resume after; `None` when the range holds nothing more.
+        next: Option<Vec<u8>>,
+    },
     /// The digest of the entries read.
     ReadDigest {
         /// xxh3-128 of the entries and the exhausted flag.
@@ -404,6 +423,7 @@ impl Body {
             Body::WriteAck
                 | Body::TruncateAck
                 | Body::ReadData { .. }
+                | Body::StoredData { .. }
                 | Body::ReadDigest { .. }
                 | Body::Failed(_)
                 | Body::SchemaAck

@@ -4,7 +4,10 @@
 //! `(left, right]` this node replicates, every replica builds a tree of `2^depth` leaves,
 //! each leaf the hash of the `(key, merged fragment)` entries of an equal slice of the
 //! range, read through the [`Store`] — logical rows, never file bytes, so replicas stored
-//! in different layouts compare equal when they hold the same data. Leaves that differ are
+//! in different layouts compare equal when they hold the same data. A leaf is the sum of
+//! its entries' hashes ([`hash_range`]), so it does not depend on the order a replica
+//! keeps them in: a replica sorted by another clustering order reads its files front to
+//! back instead of sorting its partitions into the declared order. Leaves that differ are
 //! read in full from every replica, merged with the row layer's last-write-wins, and the
 //! merged entries written to each replica that lacked them: only differing slices move.
 //!
@@ -14,7 +17,7 @@
 use mosaic_rows::KeyRange;
 use mosaic_types::Token;
 
-use crate::env::Store;
+use crate::env::{Entries, Store, StoredPage};
 use crate::message::{Failure, TableKey};
 
 /// Entries read per step while hashing or streaming a range.
@@ -60,29 +63,62 @@ pub fn successor(key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// Reads every entry of `range` from `store`, `READ_CHUNK` at a time, feeding `f`.
-pub async fn for_each_entry(
+/// Entries hashed per step of a leaf (a step is one local read of the replica's store).
+pub const HASH_CHUNK: usize = 10 * READ_CHUNK;
+
+/// `range` without its keys up to and including `after` (a resumed read's rest).
+pub fn resume_after(range: KeyRange, after: Option<&[u8]>) -> KeyRange {
+    match after {
+        Some(a) if successor(a) > range.start => KeyRange {
+            start: successor(a),
+            end: range.end,
+        },
+        _ => range,
+    }
+}
+
+/// An ordered read's answer as a page in stored order: its keys are the stored keys, so
+/// the last one is where the next page starts after.
+pub fn page_of((entries, exhausted): Entries) -> StoredPage {
+    let next = if exhausted {
+        None
+    } else {
+        entries.last().map(|(k, _)| k.clone())
+    };
+    (entries, next)
+}
+
+/// One entry's share of a leaf: xxh3-128 of its length-prefixed key and value.
+pub fn entry_hash(key: &[u8], value: &[u8]) -> u128 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(&(key.len() as u64).to_le_bytes());
+    h.update(key);
+    h.update(&(value.len() as u64).to_le_bytes());
+    h.update(value);
+    h.digest128()
+}
+
+/// The sum (mod 2^128) of the [`entry_hash`]es of every entry of `range` in `store`, read
+/// in the order the store keeps them ([`Store::read_stored`]): a multiset hash, equal on
+/// two replicas holding the same entries in whatever order, so a replica whose rows are
+/// sorted differently (heterogeneous replicas) hashes by walking its files once.
+pub async fn hash_range(
     store: &dyn Store,
     table: TableKey,
     range: KeyRange,
-    mut f: impl FnMut(&[u8], &[u8]),
-) -> Result<(), Failure> {
-    let mut start = range.start.clone();
+) -> Result<u128, Failure> {
+    let mut sum = 0u128;
+    let mut after: Option<Vec<u8>> = None;
     loop {
-        let piece = KeyRange {
-            start: start.clone(),
-            end: range.end.clone(),
-        };
-        if piece.is_empty() {
-            return Ok(());
-        }
-        let (entries, exhausted) = store.read(table, piece, READ_CHUNK, &[]).await?;
+        let (entries, next) = store
+            .read_stored(table, range.clone(), after.take(), HASH_CHUNK)
+            .await?;
         for (k, v) in &entries {
-            f(k, v);
+            sum = sum.wrapping_add(entry_hash(k, v));
         }
-        match entries.last() {
-            Some((k, _)) if !exhausted => start = successor(k),
-            _ => return Ok(()),
+        match next {
+            Some(n) => after = Some(n),
+            None => return Ok(sum),
         }
     }
 }
@@ -125,17 +161,11 @@ pub async fn build_tree(
             leaves.push(COVERED_LEAF);
             continue;
         }
-        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        let mut leaf = 0u128;
         for range in ranges {
-            for_each_entry(store, table, range, |k, v| {
-                h.update(&(k.len() as u64).to_le_bytes());
-                h.update(k);
-                h.update(&(v.len() as u64).to_le_bytes());
-                h.update(v);
-            })
-            .await?;
+            leaf = leaf.wrapping_add(hash_range(store, table, range).await?);
         }
-        leaves.push(h.digest128().to_le_bytes());
+        leaves.push(leaf.to_le_bytes());
     }
     Ok(leaves)
 }

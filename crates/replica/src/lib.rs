@@ -36,8 +36,10 @@ pub mod ranges;
 pub mod role;
 pub mod sealed;
 pub mod store;
+pub mod stored;
 
 pub use heterogeneous::KeyOrders;
 pub use ranges::{LogSettings, RingRanges};
 pub use role::{Layout, Role, SourceId};
 pub use store::{ReplicaScan, ReplicaStore, Structure, StructureStats};
+pub use stored::{StoredEntry, StoredScan};

@@ -34,6 +34,7 @@ use crate::multi_lsm::MultiLsm;
 use crate::parity::GroupId;
 use crate::ranges::LogSettings;
 use crate::role::{Layout, Role, SourceId};
+use crate::stored::StoredScan;
 
 mod ec;
 
@@ -477,14 +478,11 @@ impl ReplicaStore {
         range: &KeyRange,
         filter: Option<&ClusteringFilter>,
     ) -> Result<ReplicaScan> {
+        if let Engines::Heterogeneous(h) = &self.engines {
+            return h.scan(role, range, filter);
+        }
         let (start, end) = range_bounds(range);
-        let db = match &self.engines {
-            Engines::Uniform(db) => Some(db.clone()),
-            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.tree(role),
-            Engines::Decoupled(d) => Some(d.engine(role).clone()),
-            Engines::Heterogeneous(h) => return h.scan(role, range, filter),
-        };
-        let Some(db) = db else {
+        let Some(db) = self.engine_of(role) else {
             return Ok(ReplicaScan::empty());
         };
         let filter = match (&self.schema, filter) {
@@ -492,6 +490,35 @@ impl ReplicaStore {
             _ => None,
         };
         Ok(ReplicaScan::filtered(db.scan(start, end)?, filter))
+    }
+
+    /// Live entries of canonical `range` stored under `role`, in the order they are stored
+    /// (canonical order but for a heterogeneous tree in another order), keys canonical,
+    /// after stored key `after`: what repair hashes and streams ([`crate::stored`]).
+    pub fn scan_stored(
+        &self,
+        role: Role,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+    ) -> Result<StoredScan> {
+        if let Engines::Heterogeneous(h) = &self.engines {
+            return h.scan_stored(role, range, after);
+        }
+        match self.engine_of(role) {
+            Some(db) => StoredScan::plain(&db, range, after),
+            None => Ok(StoredScan::empty()),
+        }
+    }
+
+    /// The engine holding `role`'s entries with canonical keys, if any (a heterogeneous
+    /// store's trees are reached through it, which knows their orders).
+    fn engine_of(&self, role: Role) -> Option<Db> {
+        match &self.engines {
+            Engines::Uniform(db) => Some(db.clone()),
+            Engines::MultiLsm(m) | Engines::ErasureTiered(m, _) => m.tree(role),
+            Engines::Decoupled(d) => Some(d.engine(role).clone()),
+            Engines::Heterogeneous(_) => None,
+        }
     }
 
     /// Gives a heterogeneous store its table's new replica orders, starting a re-layout of

@@ -583,3 +583,81 @@ fn paging_a_large_partition_sorts_it_once_and_sees_writes_between_pages() {
     assert_eq!(all, rows.into_iter().collect::<Vec<_>>());
     store.close().unwrap();
 }
+
+/// `range` of index `index`'s tree read with `scan_stored`, `page` entries at a time, each
+/// page resumed after the stored key the previous one ended with: `(key, stored key, value)`.
+fn stored_pages(
+    store: &ReplicaStore,
+    index: u8,
+    range: &KeyRange,
+    page: usize,
+) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = Vec::new();
+    loop {
+        let after = out.last().map(|(_, stored, _)| stored.clone());
+        let got: Vec<_> = store
+            .scan_stored(role(index), range, after.as_deref())
+            .unwrap()
+            .take(page)
+            .map(|r| {
+                let e = r.unwrap();
+                (e.key, e.stored, e.entry.value)
+            })
+            .collect();
+        let done = got.len() < page;
+        out.extend(got);
+        if done {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn stored_order_scans_page_through_the_same_entries_in_each_trees_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = schema();
+    let rows = data(3);
+    let mut store = open(dir.path(), Layout::Heterogeneous);
+    for index in 0..3u8 {
+        let mut batch = WriteBatch::new();
+        for (k, v) in &rows {
+            batch.put(k, 1, v);
+        }
+        store.write(role(index), batch).unwrap();
+    }
+    let keys: Vec<Vec<u8>> = rows.keys().cloned().collect();
+    let mut rng = StdRng::seed_from_u64(4);
+    for round in 0..200 {
+        if round == 100 {
+            store.flush().unwrap();
+            store.close().unwrap();
+            store = open(dir.path(), Layout::Heterogeneous);
+        }
+        let range = random_range(&keys, &mut rng);
+        let model: Vec<(Vec<u8>, Vec<u8>)> = rows
+            .iter()
+            .filter(|(k, _)| range.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let page = rng.gen_range(1..40);
+        for index in 0..3u8 {
+            let got = stored_pages(&store, index, &range, page);
+            let what = format!("index {index}, round {round}, page {page}, {range:?}");
+            // In the tree's order: stored keys ascending, each the row's key in that order.
+            let perm = match index {
+                0 | 1 => orders()[usize::from(index)].clone(),
+                _ => Permutation::identity(3),
+            };
+            assert!(got.windows(2).all(|w| w[0].1 < w[1].1), "{what}");
+            for (key, stored, _) in &got {
+                assert_eq!(*stored, s.permute_key(key, &perm).unwrap(), "{what}");
+            }
+            // The same entries as the model's, once each.
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> =
+                got.into_iter().map(|(k, _, v)| (k, v)).collect();
+            entries.sort();
+            assert_eq!(entries, model, "{what}");
+        }
+    }
+    store.close().unwrap();
+}

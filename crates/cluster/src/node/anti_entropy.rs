@@ -140,7 +140,9 @@ impl Node {
     }
 
     /// Reads `range` in full from every replica, merges, and writes to each replica the
-    /// entries it lacked.
+    /// entries it lacked. Each replica answers in the order it stores its rows
+    /// ([`Store::read_stored`]: no sorting on a replica in another clustering order), and
+    /// the answers are sorted here, once, before the merge.
     pub(super) async fn stream_range(
         &self,
         table: TableKey,
@@ -152,30 +154,32 @@ impl Node {
         let mut answers: Vec<Entries> = Vec::with_capacity(replicas.len());
         for r in replicas {
             let mut all = Vec::new();
-            let mut start = range.start.clone();
+            let mut after = None;
             loop {
-                let body = Body::Read {
+                let body = Body::ReadStored {
                     table,
                     range: WireRange {
-                        start: start.clone(),
+                        start: range.start.clone(),
                         end: range.end.clone(),
                     },
+                    after: after.take(),
                     limit: repair::READ_CHUNK as u32,
-                    digest: false,
-                    tags: Vec::new(),
                 };
-                match self.call_retrying(*r, body.clone(), timeout).await {
-                    Some(Body::ReadData { entries, exhausted }) => {
-                        let next = entries.last().map(|(k, _)| repair::successor(k));
+                match self.call_retrying(*r, body, timeout).await {
+                    Some(Body::StoredData { entries, next }) => {
                         all.extend(entries);
                         match next {
-                            Some(n) if !exhausted => start = n,
-                            _ => break,
+                            Some(n) => after = Some(n),
+                            None => break,
                         }
                     }
                     Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
                     _ => return Err(format!("{r} did not answer a read")),
                 }
+            }
+            // Already sorted unless the replica's order is another: then one sort here.
+            if !all.is_sorted_by(|a, b| a.0 < b.0) {
+                all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
             }
             answers.push((all, true));
         }

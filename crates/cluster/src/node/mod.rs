@@ -407,6 +407,7 @@ impl Node {
             body @ (Body::Write { .. }
             | Body::Truncate { .. }
             | Body::Read { .. }
+            | Body::ReadStored { .. }
             | Body::SchemaPush(_)
             | Body::TreeRequest { .. }
             | Body::EcFill { .. }

@@ -41,6 +41,31 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            Body::ReadStored {
+                table,
+                range,
+                after,
+                limit,
+            } => {
+                let range = KeyRange {
+                    start: range.start,
+                    end: range.end,
+                };
+                // Covered rows come from the primary, in key order: an erasure-tiered table
+                // stores canonical keys, so its stored keys are its keys.
+                let answer = if store.ec_covers(table, &range) {
+                    let range = repair::resume_after(range, after.as_deref());
+                    self.read_with_primary(table, range, limit as usize)
+                        .await
+                        .map(repair::page_of)
+                } else {
+                    store.read_stored(table, range, after, limit as usize).await
+                };
+                match answer {
+                    Ok((entries, next)) => Body::StoredData { entries, next },
+                    Err(f) => Body::Failed(f),
+                }
+            }
             Body::Truncate { table } => match store.truncate(table).await {
                 Ok(()) => Body::TruncateAck,
                 Err(f) => Body::Failed(f),
@@ -174,6 +199,8 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::WriteAck => "WriteAck",
         Body::Read { .. } => "Read",
         Body::ReadData { .. } => "ReadData",
+        Body::ReadStored { .. } => "ReadStored",
+        Body::StoredData { .. } => "StoredData",
         Body::ReadDigest { .. } => "ReadDigest",
         Body::Failed(_) => "Failed",
         Body::GossipSyn { .. } => "GossipSyn",

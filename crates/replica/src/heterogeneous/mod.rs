@@ -44,6 +44,7 @@ use mosaic_rows::{key::tag, ClusteringFilter, KeyRange, KeySchema, Permutation};
 use parking_lot::RwLock;
 
 use crate::role::Role;
+use crate::stored::StoredScan;
 
 mod scan;
 
@@ -74,6 +75,25 @@ fn parse_tree_dir(name: &str) -> Option<(usize, Permutation)> {
     };
     let perm = Permutation::new(positions)?;
     (tree_dir_name(index, &perm) == name).then_some((index, perm))
+}
+
+/// The stored keys a tree in another order than the declared one holds canonical `range`'s
+/// rows between: a range may start or end inside a partition, whose rows sort differently
+/// there, so from the start's whole partition to past the end's.
+fn partition_bounds(schema: &KeySchema, range: &KeyRange) -> (Vec<u8>, Option<Vec<u8>>) {
+    let partition_of = |key: &[u8], tail: Option<u8>| {
+        let len = schema.partition_prefix_len(key).ok()?;
+        let mut p = key.get(..len)?.to_vec();
+        p.extend(tail);
+        Some(p)
+    };
+    let first = partition_of(&range.start, None).unwrap_or_else(|| range.start.clone());
+    let scan_end = range.end.as_ref().map(|e| {
+        partition_of(e, Some(tag::PARTITION_END))
+            .filter(|p| p > e)
+            .unwrap_or_else(|| e.clone())
+    });
+    (first, scan_end)
 }
 
 /// What a heterogeneous table's store needs of its schema: how keys are built, and the
@@ -567,20 +587,7 @@ impl Heterogeneous {
             )
             .counting(tree.counters.clone()));
         }
-        // A range may start or end inside a partition, whose rows sort differently
-        // here: partitions are found from the start's whole partition to the end's.
-        let partition_of = |key: &[u8], tail: Option<u8>| {
-            let len = schema.partition_prefix_len(key).ok()?;
-            let mut p = key.get(..len)?.to_vec();
-            p.extend(tail);
-            Some(p)
-        };
-        let cursor = partition_of(&range.start, None).unwrap_or_else(|| range.start.clone());
-        let scan_end = range.end.as_ref().map(|e| {
-            partition_of(e, Some(tag::PARTITION_END))
-                .filter(|p| p > e)
-                .unwrap_or_else(|| e.clone())
-        });
+        let (cursor, scan_end) = partition_bounds(&schema, range);
         Ok(crate::store::ReplicaScan::permuted(PermutedScan::new(
             tree.counters.clone(),
             tree.state.clone(),
@@ -592,6 +599,25 @@ impl Heterogeneous {
             scan_end,
             cursor,
         )))
+    }
+
+    /// Entries of canonical `range` under `role` in the order its tree stores them, after
+    /// stored key `after` (see [`crate::stored`]).
+    pub(crate) fn scan_stored(
+        &self,
+        role: Role,
+        range: &KeyRange,
+        after: Option<&[u8]>,
+    ) -> Result<StoredScan> {
+        let Some(tree) = self.tree(role) else {
+            return Ok(StoredScan::empty());
+        };
+        if tree.perm.is_identity() {
+            return StoredScan::plain(&tree.db, range, after);
+        }
+        let schema = self.schema();
+        let (first, scan_end) = partition_bounds(&schema, range);
+        StoredScan::permuted(&tree.db, schema, tree.perm, range, first, scan_end, after)
     }
 
     /// Every tree, by replica index.

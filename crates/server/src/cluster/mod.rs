@@ -19,8 +19,8 @@ use std::sync::{Arc, OnceLock};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use mosaic_cluster::env::{
-    Entries, Hint, KeyList, ShardBytes, ShardRange, ShardRef, Shards, StripeSpan, Unanswered,
-    Unlisted,
+    Entries, Hint, KeyList, ShardBytes, ShardRange, ShardRef, Shards, StoredPage, StripeSpan,
+    Unanswered, Unlisted,
 };
 use mosaic_cluster::local_queue::ReadClass;
 use mosaic_cluster::message::{EndpointState, Tag};
@@ -264,6 +264,23 @@ impl Store for LocalStore {
                 .read_local(table, range, limit, &*roles, class, filter)
                 .await
                 .map(|r| (r.entries, r.exhausted))
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn read_stored(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<StoredPage, Failure>> {
+        async move {
+            let roles = self.roles(table);
+            self.local
+                .read_stored(table, range, after, limit, &*roles)
+                .await
                 .map_err(failure)
         }
         .boxed()

@@ -448,25 +448,15 @@ impl LocalCoordinator {
         class: ReadClass,
         filter: Option<ClusteringFilter>,
     ) -> Result<ReadResult, ErrorResponse> {
-        let slot = self.slot(table)?;
-        let pieces = roles.pieces(range);
-        let guard = slot.db.clone().read_owned().await;
-        if guard.is_none() {
-            return Err(self.closed_error(&slot));
-        }
-        let name = slot.name.clone();
-        let read = move || {
-            let Some(store) = guard.as_ref() else {
-                return Err(server_error("The node is shutting down"));
-            };
+        self.read_pieces(table, range, roles, class, move |store, pieces, name| {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
-            for (range, role) in &pieces {
+            for (range, role) in pieces {
                 let scan = store
                     .scan_filtered(*role, range, filter.as_ref())
-                    .map_err(|e| engine_error(&name, e))?;
+                    .map_err(|e| engine_error(name, e))?;
                 for item in scan {
-                    let (key, entry) = item.map_err(|e| engine_error(&name, e))?;
+                    let (key, entry) = item.map_err(|e| engine_error(name, e))?;
                     if entries.len() >= limit {
                         // One entry past the limit: the range is not exhausted.
                         return Ok(ReadResult {
@@ -481,7 +471,79 @@ impl LocalCoordinator {
                 entries,
                 exhausted: true,
             })
-        };
+        })
+        .await
+    }
+
+    /// Reads up to `limit` entries of `range` in the order this node stores them, keys
+    /// canonical, after the stored key `after`; with the stored key to resume after
+    /// (`None`: done). See `mosaic_replica::stored`: what repair hashes and streams.
+    pub async fn read_stored(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+        roles: &dyn Roles,
+    ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>), ErrorResponse> {
+        let class = ReadClass::default();
+        self.read_pieces(table, range, roles, class, move |store, pieces, name| {
+            let mut entries = Vec::with_capacity(limit.min(1024));
+            let mut last_stored = None;
+            // Pieces are disjoint token ranges in ascending order, and stored keys keep
+            // their partition's prefix: a stored key past one piece is before the next.
+            for (range, role) in pieces {
+                let scan = store
+                    .scan_stored(*role, range, after.as_deref())
+                    .map_err(|e| engine_error(name, e))?;
+                for item in scan {
+                    let item = item.map_err(|e| engine_error(name, e))?;
+                    if entries.len() >= limit {
+                        // One entry past the limit: the range is not done.
+                        return Ok((entries, last_stored));
+                    }
+                    entries.push((item.key, item.entry.value));
+                    last_stored = Some(item.stored);
+                }
+            }
+            Ok((entries, None))
+        })
+        .await
+    }
+
+    /// Runs `read` on the read stage (or inline, without one) with the table's store,
+    /// `range` split where this node's role changes (`roles`, each piece with its role, in
+    /// key order) and the table's name (for errors).
+    async fn read_pieces<T: Send + 'static>(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        roles: &dyn Roles,
+        class: ReadClass,
+        read: impl FnOnce(&ReplicaStore, &[(KeyRange, Role)], &str) -> Result<T, ErrorResponse>
+            + Send
+            + 'static,
+    ) -> Result<T, ErrorResponse> {
+        let slot = self.slot(table)?;
+        let pieces = roles.pieces(range);
+        let guard = slot.db.clone().read_owned().await;
+        if guard.is_none() {
+            return Err(self.closed_error(&slot));
+        }
+        let name = slot.name.clone();
+        self.run_read(class, move || match guard.as_ref() {
+            Some(store) => read(store, &pieces, &name),
+            None => Err(server_error("The node is shutting down")),
+        })
+        .await
+    }
+
+    /// Runs `read` on the read stage (or inline, without one).
+    async fn run_read<T: Send + 'static>(
+        &self,
+        class: ReadClass,
+        read: impl FnOnce() -> Result<T, ErrorResponse> + Send + 'static,
+    ) -> Result<T, ErrorResponse> {
         match &self.read_stage {
             Some(stage) => stage
                 .run(class, read)
