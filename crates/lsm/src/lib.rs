@@ -81,4 +81,4 @@ pub use options::{
 };
 pub use stats::{CounterSnapshot, Counters, ReadPurpose};
 pub use table::{BlockCache, Compression, TableOptions, TableReader, TableWriter};
-pub use wal::{SyncMode, WalDrop, WriteBatch};
+pub use wal::{Damage, SyncMode, WalDrop, WriteBatch, DAMAGED_DIR};

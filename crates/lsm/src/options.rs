@@ -120,6 +120,10 @@ pub struct Options {
     pub engine: Option<crate::Engine>,
     /// When writes are synced (a private engine's; a node engine has its own).
     pub sync_mode: SyncMode,
+    /// Open even when a WAL is damaged before its end (a private engine's, and this
+    /// table's own WALs from before the node engine; see
+    /// [`crate::EngineOptions::ignore_wal_corruption`]).
+    pub ignore_wal_corruption: bool,
     /// Memtable byte budget before it is frozen and flushed.
     pub memtable_size_bytes: usize,
     /// Frozen memtables allowed to wait for flush before writers stall.
@@ -228,6 +232,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             engine: None,
             sync_mode: SyncMode::default(),
+            ignore_wal_corruption: false,
             memtable_size_bytes: 64 << 20,
             immutable_memtables_max: 2,
             table: TableOptions::default(),

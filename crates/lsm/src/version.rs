@@ -569,8 +569,7 @@ pub fn read_manifest(fs: &Arc<dyn Fs>, path: &Path) -> Result<Vec<VersionEdit>> 
     if let Some(drop) = records.dropped() {
         // A crash during an append leaves a record that runs past the end of the file. Any
         // other damage (a complete record with a bad checksum) is corruption.
-        let torn = drop.reason.starts_with("torn");
-        if !torn {
+        if drop.damage != crate::wal::Damage::Torn {
             return Err(Error::corruption(path, drop.offset, drop.reason.clone()));
         }
     }

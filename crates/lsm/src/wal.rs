@@ -5,9 +5,14 @@
 //! the length ‖ u32 LE crc32c over (length bytes ‖ payload) ‖ payload`. The doubled length
 //! tells a torn record (a crash cut the file inside it: the header is short or the payload
 //! runs past the end) from a damaged one (a flipped length no longer matches its complement,
-//! or the checksum fails). Recovery reads records until the end of the file or the first
-//! torn or corrupt record, and reports what it dropped. A WAL is never appended to after a failed write: the engine
-//! switches to a new file, so a torn record can only ever be the last one in its file.
+//! or the checksum fails). Reading stops at the end of the file or the first torn or damaged
+//! record, and says what it dropped and what kind of damage it was ([`Damage`]). A WAL is
+//! never appended to after a failed write: the engine switches to a new file, so a torn
+//! record can only ever be the last one in its file. Replay tolerates a torn record in any
+//! file and a damaged last record in the newest one — what crashes and power losses leave
+//! of writes never acknowledged — and refuses to open on any other damage, naming the file
+//! and offset ([`WalDrop::refusal`]), unless the operator chose to skip it (the damaged
+//! file is then kept in [`DAMAGED_DIR`]).
 #![deny(clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
@@ -70,6 +75,21 @@ pub fn frame_with(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
     }
 }
 
+/// What kind of damage ended the reading of a log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// A record cut short by the end of the file: what a crash during an append, or an
+    /// append that failed, leaves behind. Never acknowledged.
+    Torn,
+    /// The file's last record is damaged, or the rest of the file is zeros: what a power
+    /// loss can leave of appends that were not synced yet — harmless only at the end of
+    /// the newest file (every older one was synced whole before the next was started).
+    Tail,
+    /// A damaged record with data after it: the writes of every record from there on are
+    /// unreadable, acknowledged ones included.
+    Corrupt,
+}
+
 /// Why reading a log stopped before its end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalDrop {
@@ -81,6 +101,60 @@ pub struct WalDrop {
     pub bytes: u64,
     /// What was wrong with the record.
     pub reason: String,
+    /// Its kind.
+    pub damage: Damage,
+}
+
+impl WalDrop {
+    /// Whether replay may drop this and go on: a torn record in any file (files are synced
+    /// whole when the next one starts, so a torn record in an older one is an append that
+    /// failed and was never acknowledged), a damaged tail only in the newest file (`newest`),
+    /// corruption never.
+    pub fn tolerable(&self, newest: bool) -> bool {
+        match self.damage {
+            Damage::Torn => true,
+            Damage::Tail => newest,
+            Damage::Corrupt => false,
+        }
+    }
+
+    /// The error that stops an open at this drop (when it is not tolerable and the
+    /// operator did not choose to skip damaged logs).
+    pub fn refusal(&self) -> Error {
+        Error::corruption(
+            &self.file,
+            self.offset,
+            format!(
+                "{} — the write-ahead log is damaged before its end, so writes that may have \
+                 been acknowledged ({} bytes from here on) cannot be replayed; refusing to \
+                 start. Restore the file, or skip the damage, losing those writes, with the \
+                 engine's ignore_wal_corruption option (mosaic: [storage] \
+                 wal_ignore_replay_errors = true): the file is then kept in {DAMAGED_DIR}/",
+                self.reason, self.bytes
+            ),
+        )
+    }
+}
+
+/// Where a replay that skipped damage (by the operator's choice) keeps the damaged log
+/// file, under the log's directory.
+pub const DAMAGED_DIR: &str = "damaged";
+
+/// Moves the damaged log `file` into `DAMAGED_DIR` beside it (kept for inspection and
+/// recovery by hand, never replayed again) and syncs both directories.
+pub(crate) fn keep_damaged(fs: &dyn mosaic_env::Fs, file: &Path) -> Result<PathBuf> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let damaged = dir.join(DAMAGED_DIR);
+    fs.create_dir_all(&damaged)
+        .map_err(|e| Error::io("creating directory", &damaged, e))?;
+    let to = damaged.join(file.file_name().unwrap_or_default());
+    fs.rename(file, &to)
+        .map_err(|e| Error::io("moving a damaged log to", &to, e))?;
+    for d in [&damaged, dir] {
+        fs.sync_dir(d)
+            .map_err(|e| Error::io("syncing directory", d, e))?;
+    }
+    Ok(to)
 }
 
 /// The records of a log, and what was dropped at its end, if anything.
@@ -102,19 +176,39 @@ impl<'a> Records<'a> {
         }
     }
 
+    /// Ends the reading at the record at `offset`, which the caller found corrupt (its
+    /// checksum holds, its content does not decode: a bug or a forgery, never a crash).
+    pub fn stop_at(&mut self, offset: u64, reason: String) {
+        self.pos = usize::try_from(offset)
+            .unwrap_or(self.data.len())
+            .min(self.data.len());
+        self.stop(reason, Damage::Corrupt);
+    }
+
     /// What was dropped, once iteration has ended.
     pub fn dropped(&self) -> Option<&WalDrop> {
         self.dropped.as_ref()
     }
 
-    fn stop(&mut self, reason: String) -> Option<(u64, &'a [u8])> {
+    fn stop(&mut self, reason: String, damage: Damage) -> Option<(u64, &'a [u8])> {
         self.dropped = Some(WalDrop {
             file: self.path.to_path_buf(),
             offset: self.pos as u64,
             bytes: (self.data.len() - self.pos) as u64,
             reason,
+            damage,
         });
         None
+    }
+
+    /// A tail when `after` (the bytes from some point of the damaged record on) is all
+    /// zeros — a file extended but never written — else corruption.
+    fn zeros_or_corrupt(after: &[u8]) -> Damage {
+        if after.iter().all(|b| *b == 0) {
+            Damage::Tail
+        } else {
+            Damage::Corrupt
+        }
     }
 }
 
@@ -128,7 +222,10 @@ impl<'a> Iterator for Records<'a> {
         }
         let rest = self.data.get(self.pos..)?;
         let Some(header) = rest.get(..RECORD_HEADER_LEN) else {
-            return self.stop(format!("torn record header ({} bytes)", rest.len()));
+            return self.stop(
+                format!("torn record header ({} bytes)", rest.len()),
+                Damage::Torn,
+            );
         };
         let (len_bytes, rest_header) = header.split_at(4);
         let (check_bytes, crc_bytes) = rest_header.split_at(4);
@@ -136,25 +233,42 @@ impl<'a> Iterator for Records<'a> {
         let check = u32::from_le_bytes(check_bytes.try_into().ok()?);
         let stored = u32::from_le_bytes(crc_bytes.try_into().ok()?);
         if check != !len32 {
-            return self.stop(format!(
-                "corrupt record header: length {len32} does not match its check {check:#010x}"
-            ));
+            return self.stop(
+                format!(
+                    "corrupt record header: length {len32} does not match its check {check:#010x}"
+                ),
+                Self::zeros_or_corrupt(rest),
+            );
         }
         let len = len32 as usize;
         if len > RECORD_LEN_MAX {
-            return self.stop(format!("record length {len} exceeds the maximum"));
+            return self.stop(
+                format!("record length {len} exceeds the maximum"),
+                Self::zeros_or_corrupt(rest),
+            );
         }
         let Some(payload) = rest.get(RECORD_HEADER_LEN..RECORD_HEADER_LEN + len) else {
-            return self.stop(format!(
-                "torn record: {len} bytes announced, {} present",
-                rest.len() - RECORD_HEADER_LEN
-            ));
+            return self.stop(
+                format!(
+                    "torn record: {len} bytes announced, {} present",
+                    rest.len() - RECORD_HEADER_LEN
+                ),
+                Damage::Torn,
+            );
         };
         let actual = crc32c::crc32c_append(crc32c::crc32c(len_bytes), payload);
         if actual != stored {
-            return self.stop(format!(
-                "checksum mismatch: expected {stored:#010x}, found {actual:#010x}"
-            ));
+            // The file's last record (its intact header says so), or zeros from here on:
+            // unsynced appends a power loss garbled.
+            let damage = if rest.len() == RECORD_HEADER_LEN + len {
+                Damage::Tail
+            } else {
+                Self::zeros_or_corrupt(rest.get(RECORD_HEADER_LEN..).unwrap_or_default())
+            };
+            return self.stop(
+                format!("checksum mismatch: expected {stored:#010x}, found {actual:#010x}"),
+                damage,
+            );
         }
         let offset = self.pos as u64;
         self.pos += RECORD_HEADER_LEN + len;
@@ -532,6 +646,57 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn damage_is_told_apart_by_what_a_crash_can_leave() {
+        // Records at 0 ("first", 17 bytes), 17 ("second", 18) and 35 ("third", 17).
+        let data = framed(&[b"first", b"second", b"third"]);
+        let damage = |bytes: &[u8]| {
+            let mut r = Records::new(bytes, Path::new("x.wal"));
+            r.by_ref().for_each(drop);
+            r.dropped().map(|d| (d.offset, d.damage))
+        };
+        let flipped = |pos: usize| {
+            let mut b = data.clone();
+            b[pos] ^= 0x10;
+            damage(&b)
+        };
+        assert_eq!(damage(&data), None);
+        for cut in [1, 11, 20, 40, 51] {
+            let torn = damage(&data[..cut]).unwrap();
+            assert_eq!(torn.1, Damage::Torn, "cut at {cut}");
+        }
+        // The last record garbled (checksum or payload): a power loss's unsynced tail.
+        assert_eq!(flipped(35 + 9), Some((35, Damage::Tail)));
+        assert_eq!(flipped(50), Some((35, Damage::Tail)));
+        // Its length, or any earlier record: data after the damage may be acknowledged.
+        assert_eq!(flipped(35), Some((35, Damage::Corrupt)));
+        assert_eq!(flipped(17 + 13), Some((17, Damage::Corrupt)));
+        assert_eq!(flipped(2), Some((0, Damage::Corrupt)));
+        // A file extended with zeros (never written), after the records or over the last.
+        let mut zeros = data.clone();
+        zeros.extend([0u8; 100]);
+        assert_eq!(damage(&zeros), Some((52, Damage::Tail)));
+        let mut zeroed = data.clone();
+        zeroed[17 + 12..].fill(0);
+        assert_eq!(damage(&zeroed), Some((17, Damage::Tail)));
+        // What replay tolerates where.
+        let drop_of = |damage| WalDrop {
+            file: "x.wal".into(),
+            offset: 0,
+            bytes: 1,
+            reason: String::new(),
+            damage,
+        };
+        assert!(drop_of(Damage::Torn).tolerable(false));
+        assert!(drop_of(Damage::Tail).tolerable(true));
+        assert!(!drop_of(Damage::Tail).tolerable(false));
+        assert!(!drop_of(Damage::Corrupt).tolerable(true));
+        assert!(matches!(
+            drop_of(Damage::Corrupt).refusal(),
+            Error::Corruption { offset: 0, .. }
+        ));
     }
 
     #[test]

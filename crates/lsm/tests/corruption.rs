@@ -3,7 +3,9 @@
 //! Scenario: bytes of a closed database are damaged; reopening and reading must report the
 //! damage as a typed error naming the file, or (for a WAL) replay up to the damaged record
 //! and list the drop in the recovery report — never return a wrong value, never lose a key
-//! silently, never panic.
+//! silently, never panic. WAL damage that may hide acknowledged writes (anything but a torn
+//! tail or a garbled last record) refuses the open, naming file and offset, unless the
+//! option to skip it is set: then the replay stops there and the file is kept aside.
 //!
 //! Three images are built once per test and damaged many times, each trial on a fresh copy:
 //! - a WAL holding unflushed writes (`close` does not flush, so the WAL is what recovery
@@ -25,6 +27,7 @@ use std::sync::Once;
 
 use mosaic_lsm::{
     Compression, Db, Engine, EngineOptions, Error, Options, SyncMode, TableOptions, WriteBatch,
+    DAMAGED_DIR,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -292,14 +295,20 @@ fn check_wal_trial(
     records: &[Vec<usize>],
     survivors: usize,
     drop_at: Option<u64>,
+    ignore: bool,
     ctx: &str,
 ) {
     let n: usize = records.iter().map(Vec::len).sum();
-    let db = match Db::open(dir, options()) {
+    let opts = Options {
+        ignore_wal_corruption: ignore,
+        ..options()
+    };
+    let db = match Db::open(dir, opts) {
         Ok(db) => db,
         Err(e) => panic!("{ctx}: open failed instead of replaying up to the damage: {e}"),
     };
     let report = db.recovery_report();
+    check_kept(dir, wal, &report.kept, ignore, ctx);
     let drops: Vec<_> = report
         .dropped
         .iter()
@@ -347,16 +356,44 @@ fn check_wal_trial(
     db.close().unwrap();
 }
 
+/// Whether `kept` (a recovery report's) is exactly the damaged WAL moved into
+/// `wal/damaged/` when the damage was skipped (`ignore`), and empty otherwise.
+fn check_kept(dir: &Path, wal: &Path, kept: &[PathBuf], ignore: bool, ctx: &str) {
+    if ignore {
+        let moved = dir
+            .join("wal")
+            .join(DAMAGED_DIR)
+            .join(wal.file_name().unwrap());
+        assert_eq!(
+            kept,
+            std::slice::from_ref(&moved),
+            "{ctx}: the skipped WAL is kept"
+        );
+        assert!(moved.exists(), "{ctx}: {} exists", moved.display());
+        assert!(
+            !dir.join("wal").join(wal.file_name().unwrap()).exists(),
+            "{ctx}: the damaged WAL is no longer replayed"
+        );
+    } else {
+        assert!(kept.is_empty(), "{ctx}: nothing is kept aside: {kept:?}");
+    }
+}
+
 /// Damages copies of `pristine`'s WAL `wal` — `flips` single-byte flips, then `cuts` torn
 /// tails — and hands each damaged copy (in `trial_dir`) to `check` with how many records
-/// must survive, where the drop must be reported, and a context naming the damage.
+/// must survive, where the drop must be reported, whether to skip damage (`ignore`) and a
+/// context naming the damage. A flip that may hide acknowledged writes (anywhere but the
+/// checksum or payload of the last record: a power loss can garble the last unsynced
+/// append, never one with data after it) must first make `open` fail, naming the file and
+/// offset; `check` then opens the copy skipping the damage.
 fn wal_damage_trials(
     name: &str,
     pristine: &Path,
     wal: &Path,
     flips: usize,
     cuts: usize,
-    mut check: impl FnMut(&Path, usize, Option<u64>, &str),
+    mut open: impl FnMut(&Path) -> Result<(), Error>,
+    mut check: impl FnMut(&Path, usize, Option<u64>, bool, &str),
 ) {
     count_engine_panics();
     let seed = seed();
@@ -375,7 +412,17 @@ fn wal_damage_trials(
         let r = spans.iter().position(|(s, l)| pos < s + l).unwrap();
         let ctx =
             format!("MOSAIC_SEED={seed} trial {trial}: byte {pos} ^= {mask:#04x} (record {r})");
-        check(&trial_dir, r, Some(spans[r].0 as u64), &ctx);
+        let tail = r + 1 == spans.len() && pos >= spans[r].0 + 8;
+        if !tail {
+            match open(&trial_dir) {
+                Err(Error::Corruption { file, offset, .. }) => {
+                    assert_eq!(file.file_name(), wal.file_name(), "{ctx}: names the WAL");
+                    assert_eq!(offset, spans[r].0 as u64, "{ctx}: names the record");
+                }
+                other => panic!("{ctx}: damage before the end must refuse the open: {other:?}"),
+            }
+        }
+        check(&trial_dir, r, Some(spans[r].0 as u64), !tail, &ctx);
     }
     for trial in 0..cuts {
         copy_dir(pristine, &trial_dir);
@@ -399,7 +446,7 @@ fn wal_damage_trials(
             "MOSAIC_SEED={seed} truncation {trial}: cut at {cut} of {}",
             bytes.len()
         );
-        check(&trial_dir, survivors, drop_at, &ctx);
+        check(&trial_dir, survivors, drop_at, false, &ctx);
     }
     assert_eq!(
         ENGINE_PANICS.load(Ordering::SeqCst),
@@ -409,7 +456,7 @@ fn wal_damage_trials(
 }
 
 #[test]
-fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
+fn wal_damage_refuses_the_open_or_replays_up_to_the_damaged_record_and_reports_it() {
     let root = scratch();
     let pristine = root.path().join("pristine");
     let (wal, records) = build_wal_image(&pristine);
@@ -419,8 +466,9 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
         &wal,
         150,
         60,
-        |dir, survivors, drop_at, ctx| {
-            check_wal_trial(dir, &wal, &records, survivors, drop_at, ctx)
+        |dir| Db::open(dir, options()).and_then(|db| db.close()),
+        |dir, survivors, drop_at, ignore, ctx| {
+            check_wal_trial(dir, &wal, &records, survivors, drop_at, ignore, ctx)
         },
     );
 }
@@ -428,17 +476,23 @@ fn wal_damage_replays_up_to_the_damaged_record_and_reports_it() {
 /// Partitions sharing one node engine (and its WAL) in the shared-WAL damage test.
 const PARTS: usize = 3;
 
+fn part_engine_options(ignore: bool) -> EngineOptions {
+    EngineOptions {
+        sync_mode: SyncMode::PerWrite,
+        memtable_space_bytes: 0,
+        ignore_wal_corruption: ignore,
+        ..EngineOptions::default()
+    }
+}
+
 /// Opens the node engine in `dir` and its partitions `p0`, `p1`, ….
 fn open_parts(dir: &Path) -> (Engine, Vec<Db>) {
-    let engine = Engine::open(
-        dir,
-        EngineOptions {
-            sync_mode: SyncMode::PerWrite,
-            memtable_space_bytes: 0,
-            ..EngineOptions::default()
-        },
-    )
-    .unwrap();
+    open_parts_with(dir, false)
+}
+
+/// [`open_parts`], skipping WAL damage when `ignore`.
+fn open_parts_with(dir: &Path, ignore: bool) -> (Engine, Vec<Db>) {
+    let engine = Engine::open(dir, part_engine_options(ignore)).unwrap();
     let dbs = (0..PARTS)
         .map(|j| {
             let opts = Options {
@@ -518,11 +572,13 @@ fn check_shared_wal_trial(
     records: &[(usize, Vec<usize>)],
     survivors: usize,
     drop_at: Option<u64>,
+    ignore: bool,
     ctx: &str,
 ) {
     let n: usize = records.iter().map(|(_, k)| k.len()).sum();
-    let (engine, dbs) = open_parts(dir);
+    let (engine, dbs) = open_parts_with(dir, ignore);
     let report = engine.recovery_report();
+    check_kept(dir, wal, &report.kept, ignore, ctx);
     let drops: Vec<_> = report
         .dropped
         .iter()
@@ -569,7 +625,7 @@ fn check_shared_wal_trial(
 /// one record loses that record and the later ones in every partition — never an earlier
 /// record of any partition, never a value in the wrong partition.
 #[test]
-fn shared_wal_damage_replays_every_partition_up_to_the_damaged_record() {
+fn shared_wal_damage_refuses_the_open_or_replays_every_partition_up_to_it() {
     let root = scratch();
     let pristine = root.path().join("pristine");
     let (wal, records) = build_shared_wal_image(&pristine);
@@ -579,8 +635,9 @@ fn shared_wal_damage_replays_every_partition_up_to_the_damaged_record() {
         &wal,
         60,
         20,
-        |dir, survivors, drop_at, ctx| {
-            check_shared_wal_trial(dir, &wal, &records, survivors, drop_at, ctx)
+        |dir| Engine::open(dir, part_engine_options(false)).and_then(|e| e.close()),
+        |dir, survivors, drop_at, ignore, ctx| {
+            check_shared_wal_trial(dir, &wal, &records, survivors, drop_at, ignore, ctx)
         },
     );
 }

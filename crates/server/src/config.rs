@@ -112,6 +112,11 @@ pub struct StorageConfig {
     pub wal_sync: WalSync,
     /// The period of `wal_sync = "periodic"`.
     pub wal_sync_interval_ms: u64,
+    /// Start even when the commit log is damaged before its end, losing the writes from
+    /// the damage on (the damaged file is kept in `wal/damaged/`); off, such a node refuses
+    /// to start, naming the file and offset (Cassandra's
+    /// `-Dcassandra.commitlog.ignorereplayerrors=true`).
+    pub wal_ignore_replay_errors: bool,
     /// The node's block cache, shared by every table (0 disables it).
     pub block_cache_size_bytes: u64,
     /// Read tables with O_DIRECT, bypassing the OS page cache, so reads that miss the block
@@ -252,6 +257,7 @@ impl Default for StorageConfig {
             memtable_cleanup_threshold: 0.33,
             wal_sync: WalSync::Periodic,
             wal_sync_interval_ms: 10_000,
+            wal_ignore_replay_errors: false,
             block_cache_size_bytes: 256 << 20,
             direct_io: false,
             flush_threads: 2,
@@ -564,6 +570,7 @@ impl StorageConfig {
             compaction_bytes_per_sec: self
                 .compaction_throughput_mib_per_sec
                 .saturating_mul(1 << 20),
+            ignore_wal_corruption: self.wal_ignore_replay_errors,
             ..mosaic_lsm::EngineOptions::default()
         })
     }
@@ -581,6 +588,7 @@ impl StorageConfig {
             direct_io: self.direct_io,
             compaction_threads: self.compaction_threads,
             compaction_listener: Some(std::sync::Arc::new(crate::logging::EngineEvents)),
+            ignore_wal_corruption: self.wal_ignore_replay_errors,
             ..Options::default()
         })
     }

@@ -104,6 +104,17 @@ impl Inner {
         also: impl FnOnce(&mut State),
     ) -> Result<()> {
         let mut manifest = self.manifest.lock();
+        if !added.is_empty() {
+            // The new tables' directory entries are durable before the edit naming them
+            // is: after a power loss the manifest never names a file that is not there.
+            if let Err(e) = self.fs.sync_dir(&self.dir) {
+                let e = Error::io("syncing directory", &self.dir, e);
+                if !e.is_no_space() {
+                    self.poison(&e);
+                }
+                return Err(e);
+            }
+        }
         let new_version = {
             let st = self.state.lock();
             edit.next_file_id = Some(st.next_file_id);

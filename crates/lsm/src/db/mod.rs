@@ -111,6 +111,9 @@ pub struct RecoveryReport {
     pub dropped: Vec<WalDrop>,
     /// Orphaned files (from an interrupted flush or compaction) removed.
     pub orphans_removed: usize,
+    /// Damaged WAL files skipped by the operator's choice (`ignore_wal_corruption`), where
+    /// they are now kept.
+    pub kept: Vec<std::path::PathBuf>,
 }
 
 /// One table as listed by [`Db::levels`].

@@ -27,7 +27,7 @@ use crate::version::{
     current_manifest, manifest_file_name, read_manifest, wal_file_name, ManifestWriter, TableMeta,
     VersionEdit, LOG_LEVELS_MAX,
 };
-use crate::wal::{decode_batches, Records, WalDrop};
+use crate::wal::{decode_batches, keep_damaged, Records};
 
 use super::{empty_version, Closer, Db, DirLock, Inner, RecoveryReport, State};
 
@@ -77,6 +77,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Db> {
         report.wal_files_replayed += r.wal_files_replayed;
         report.records_replayed += r.records_replayed;
         report.dropped.extend(r.dropped);
+        report.kept.extend(r.kept);
     }
     inner.recovery = report;
     let inner = Arc::new(inner);
@@ -295,6 +296,7 @@ impl Inner {
         let mut report = RecoveryReport::default();
         let mut mem = self.new_memtable();
         let mut max_seqno = last_seqno;
+        let newest = wal_ids.last().copied();
         for id in &wal_ids {
             let path = self.dir.join(wal_file_name(*id));
             let data = self
@@ -303,14 +305,12 @@ impl Inner {
                 .map_err(|e| Error::io("reading", &path, e))?;
             let mut records = Records::new(&data, &path);
             report.wal_files_replayed += 1;
-            for (offset, payload) in records.by_ref() {
+            while let Some((offset, payload)) = records.next() {
                 let Some(ops) = decode_batches(payload) else {
-                    report.dropped.push(WalDrop {
-                        file: path.clone(),
+                    records.stop_at(
                         offset,
-                        bytes: data.len() as u64 - offset,
-                        reason: "malformed batch in a record with a valid checksum".into(),
-                    });
+                        "malformed batch in a record with a valid checksum".into(),
+                    );
                     break;
                 };
                 report.records_replayed += 1;
@@ -325,6 +325,14 @@ impl Inner {
             }
             if let Some(d) = records.dropped() {
                 report.dropped.push(d.clone());
+                if !d.tolerable(Some(*id) == newest) {
+                    if !self.opts.ignore_wal_corruption {
+                        return Err(d.refusal());
+                    }
+                    // Kept aside instead of removed with the other old WALs, once its
+                    // surviving writes are in tables the new manifest names.
+                    report.kept.push(path.clone());
+                }
             }
         }
         if !mem.is_empty() {
@@ -392,6 +400,10 @@ impl Inner {
             };
             if obsolete {
                 let p = dir.join(&name);
+                if let Some(kept) = report.kept.iter_mut().find(|k| **k == p) {
+                    *kept = keep_damaged(&**fs, &p)?;
+                    continue;
+                }
                 fs.remove(&p).map_err(|e| Error::io("removing", &p, e))?;
                 if name.ends_with(".sst") {
                     report.orphans_removed += 1;

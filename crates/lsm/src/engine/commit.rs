@@ -23,8 +23,8 @@ use crate::key::Seqno;
 use crate::memtable::charge_bytes;
 use crate::stats::Counters;
 use crate::wal::{
-    decode_partitioned, encode_partitioned, frame_with, Records, SyncMode, WalDrop, WalWriter,
-    WriteBatch, OP_HEADER_BYTES,
+    decode_partitioned, encode_partitioned, frame_with, Records, SyncMode, WalWriter, WriteBatch,
+    OP_HEADER_BYTES,
 };
 
 use super::catalog::Catalog;
@@ -113,12 +113,21 @@ pub(super) struct Replayed {
     pub max_seqno: u64,
     pub pending: BTreeMap<u32, PendingWrites>,
     pub report: RecoveryReport,
+    /// Files with damage the operator chose to skip: kept aside, never replayed again.
+    pub damaged: Vec<u64>,
 }
 
 /// Replays every WAL file in `wal_dir`, in order, keeping the writes of partitions the
-/// catalog lists until they are opened. A record that fails to decode ends its file's
-/// replay, as a torn tail does; both are reported.
-pub(super) fn replay(fs: &Arc<dyn Fs>, wal_dir: &Path, catalog: &Catalog) -> Result<Replayed> {
+/// catalog lists until they are opened. Damage ends its file's replay and is reported; damage
+/// that may hide acknowledged writes ([`crate::WalDrop::tolerable`]) fails the replay with an error
+/// naming the file and offset, unless `ignore_corruption` (the operator's override): then
+/// the file's id is listed in `damaged`, to be kept aside.
+pub(super) fn replay(
+    fs: &Arc<dyn Fs>,
+    wal_dir: &Path,
+    catalog: &Catalog,
+    ignore_corruption: bool,
+) -> Result<Replayed> {
     let mut ids: Vec<u64> = fs
         .list(wal_dir)
         .map_err(|e| Error::io("listing", wal_dir, e))?
@@ -132,7 +141,9 @@ pub(super) fn replay(fs: &Arc<dyn Fs>, wal_dir: &Path, catalog: &Catalog) -> Res
         max_seqno: 0,
         pending: BTreeMap::new(),
         report: RecoveryReport::default(),
+        damaged: Vec::new(),
     };
+    let newest = ids.last().copied();
     for id in ids {
         let path = wal_dir.join(wal_name(id));
         let data = fs
@@ -141,14 +152,12 @@ pub(super) fn replay(fs: &Arc<dyn Fs>, wal_dir: &Path, catalog: &Catalog) -> Res
         out.files.insert(id, data.len() as u64);
         out.report.wal_files_replayed += 1;
         let mut records = Records::new(&data, &path);
-        for (offset, payload) in records.by_ref() {
+        while let Some((offset, payload)) = records.next() {
             let Some(ops) = decode_partitioned(payload) else {
-                out.report.dropped.push(WalDrop {
-                    file: path.clone(),
+                records.stop_at(
                     offset,
-                    bytes: data.len() as u64 - offset,
-                    reason: "malformed batch in a record with a valid checksum".into(),
-                });
+                    "malformed batch in a record with a valid checksum".into(),
+                );
                 break;
             };
             out.report.records_replayed += 1;
@@ -171,6 +180,12 @@ pub(super) fn replay(fs: &Arc<dyn Fs>, wal_dir: &Path, catalog: &Catalog) -> Res
             }
         }
         if let Some(d) = records.dropped() {
+            if !d.tolerable(Some(id) == newest) {
+                if !ignore_corruption {
+                    return Err(d.refusal());
+                }
+                out.damaged.push(id);
+            }
             out.report.dropped.push(d.clone());
         }
     }
@@ -178,15 +193,17 @@ pub(super) fn replay(fs: &Arc<dyn Fs>, wal_dir: &Path, catalog: &Catalog) -> Res
 }
 
 impl WalState {
-    /// After a replay that dropped a damaged tail: writes the surviving writes of every
-    /// partition into the current (fresh) WAL file, syncs it and deletes the older files,
-    /// so the damage is reported once and never replayed again.
+    /// After a replay that dropped damage: writes the surviving writes of every partition
+    /// into the current (fresh) WAL file, syncs it and deletes the older files — but moves
+    /// the `damaged` ones (damage the operator chose to skip) into the damaged directory,
+    /// returning where — so the damage is reported once and never replayed again.
     pub(super) fn rewrite_pending(
         &mut self,
         fs: &Arc<dyn Fs>,
         wal_dir: &Path,
         pending: &mut BTreeMap<u32, PendingWrites>,
-    ) -> Result<()> {
+        damaged: &[u64],
+    ) -> Result<Vec<std::path::PathBuf>> {
         let w = self.writer.as_mut().ok_or_else(|| Error::Poisoned {
             cause: "no WAL".into(),
         })?;
@@ -208,14 +225,20 @@ impl WalState {
         }
         w.sync()?;
         let old: Vec<u64> = self.files.range(..self.id).map(|(id, _)| *id).collect();
+        let mut kept = Vec::new();
         for id in old {
             let path = wal_dir.join(wal_name(id));
-            fs.remove(&path)
-                .map_err(|e| Error::io("removing", &path, e))?;
+            if damaged.contains(&id) {
+                kept.push(crate::wal::keep_damaged(&**fs, &path)?);
+            } else {
+                fs.remove(&path)
+                    .map_err(|e| Error::io("removing", &path, e))?;
+            }
             self.files.remove(&id);
         }
         fs.sync_dir(wal_dir)
-            .map_err(|e| Error::io("syncing directory", wal_dir, e))
+            .map_err(|e| Error::io("syncing directory", wal_dir, e))?;
+        Ok(kept)
     }
 }
 
@@ -534,6 +557,17 @@ impl Shared {
                 return Err(e);
             }
         };
+        // The new file's directory entry is durable before any write in it is
+        // acknowledged (and before an older file it lets go is deleted).
+        if let Err(e) = fs.sync_dir(&self.wal_dir) {
+            let e = Error::io("syncing directory", &self.wal_dir, e);
+            wal.broken = true;
+            let _ = fs.remove(&path);
+            if !e.is_no_space() {
+                self.poison(&e);
+            }
+            return Err(e);
+        }
         if let Some(mut old) = wal.writer.replace(WalWriter::new(file, path)) {
             if let Err(e) = old.sync() {
                 self.poison(&e);

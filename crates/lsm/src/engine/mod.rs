@@ -90,6 +90,11 @@ pub struct EngineOptions {
     /// When the WAL files together pass this size, partitions whose memtables keep the
     /// oldest one alive are flushed (0: no limit).
     pub wal_space_bytes: u64,
+    /// Open even when the WAL is damaged before its end (acknowledged writes from the
+    /// damage on are lost; the damaged file is kept in `wal/damaged/`). Off: such damage
+    /// fails the open with an error naming the file and offset (Cassandra's
+    /// `cassandra.commitlog.ignorereplayerrors`).
+    pub ignore_wal_corruption: bool,
     /// How long a write may wait in a stall (the node out of memtable space, or a
     /// partition's frozen memtables or level-0 tables piled up) before it is refused with
     /// [`Error::WriteStalled`]; `None` waits as long as it
@@ -111,6 +116,7 @@ impl Default for EngineOptions {
             compaction_bytes_per_sec: 0,
             wal_file_bytes: 64 << 20,
             wal_space_bytes: 1 << 30,
+            ignore_wal_corruption: false,
             write_stall_timeout: None,
         }
     }
@@ -141,6 +147,7 @@ impl EngineOptions {
             flush_threads: 1,
             compaction_threads: opts.compaction_threads,
             wal_space_bytes: 0,
+            ignore_wal_corruption: opts.ignore_wal_corruption,
             ..EngineOptions::default()
         }
     }
@@ -320,10 +327,11 @@ impl Engine {
             .map_err(|e| Error::io("locking", &lock_path, e))?;
         let mut catalog = Catalog::read(&fs, &root)?;
         finish_drops(&fs, &root, &mut catalog)?;
-        let mut replay = commit::replay(&fs, &wal_dir, &catalog)?;
+        let mut replay = commit::replay(&fs, &wal_dir, &catalog, opts.ignore_wal_corruption)?;
         let mut wal = WalState::start(&fs, &wal_dir, replay.files, replay.next_wal_id)?;
         if !replay.report.dropped.is_empty() {
-            wal.rewrite_pending(&fs, &wal_dir, &mut replay.pending)?;
+            replay.report.kept =
+                wal.rewrite_pending(&fs, &wal_dir, &mut replay.pending, &replay.damaged)?;
         }
         let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
         let limiter = (opts.compaction_bytes_per_sec > 0)

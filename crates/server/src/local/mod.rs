@@ -206,6 +206,7 @@ impl LocalCoordinator {
         ));
         let node_engine = Engine::open(&data_dir, node_options)
             .with_context(|| format!("opening the storage engine in {}", data_dir.display()))?;
+        log_recovery(&node_engine.recovery_report());
         let cold = Arc::new(ColdTier::open(
             &config.cold_tier,
             &data_dir,
@@ -517,5 +518,32 @@ impl LocalCoordinator {
     /// The client-facing error for an unknown table id.
     pub fn unknown_table(&self, table: TableId) -> ErrorResponse {
         self.unconfigured(table)
+    }
+}
+
+/// Logs what replaying the commit log found at start: what it replayed, each damaged part
+/// it dropped (a torn last write after a crash, or damage the operator chose to skip) and
+/// where skipped files were kept.
+fn log_recovery(report: &mosaic_lsm::RecoveryReport) {
+    tracing::info!(
+        files = report.wal_files_replayed,
+        records = report.records_replayed,
+        "commit log replayed"
+    );
+    for d in &report.dropped {
+        tracing::warn!(
+            file = %d.file.display(),
+            offset = d.offset,
+            bytes = d.bytes,
+            damage = ?d.damage,
+            reason = %d.reason,
+            "commit log: dropped what follows a damaged record"
+        );
+    }
+    for kept in &report.kept {
+        tracing::error!(
+            file = %kept.display(),
+            "commit log: damaged file skipped by wal_ignore_replay_errors, kept here; writes after the damage are lost"
+        );
     }
 }
