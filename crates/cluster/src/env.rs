@@ -49,11 +49,26 @@ pub fn run_or_spawn(mut task: BoxFuture<'static, ()>, spawn: impl FnOnce(BoxFutu
 }
 
 /// Sends envelopes to peers. Never blocks: a message that cannot be queued (peer queue
-/// full, no connection) is dropped, and the request it carried times out.
+/// full, no connection) is dropped, and the request it carried fails.
 pub trait Transport: Send + Sync + 'static {
-    /// Queues `env` for `to`; false if it was dropped.
+    /// Queues `env` for `to`; false if it was dropped, or cannot be delivered now (the
+    /// last attempt to connect to `to` failed).
     fn send(&self, to: Endpoint, env: Envelope) -> bool;
+    /// Asks to be told (`lost(peer)`) whenever the connection to a peer breaks or cannot
+    /// be made, so requests in flight to it fail at once instead of at their timeout.
+    /// The default: never told.
+    fn on_connection_lost(&self, lost: ConnectionLost) {
+        let _ = lost;
+    }
+    /// A peer connected to this node (it runs again, or still does): a connection to it
+    /// that failed may be tried again at once. The default: nothing to do.
+    fn peer_heard(&self, peer: Endpoint) {
+        let _ = peer;
+    }
 }
+
+/// What a [`Transport`] calls when the connection to a peer is lost.
+pub type ConnectionLost = std::sync::Arc<dyn Fn(Endpoint) + Send + Sync>;
 
 /// Tables a data node chose to code: `(table id, the table's file)`.
 pub type Shards = Vec<(u64, Vec<u8>)>;
@@ -410,6 +425,13 @@ pub trait Store: Send + Sync + 'static {
     ) -> Option<Vec<f64>> {
         let _ = (table, tags, limit, rf);
         None
+    }
+    /// When a read of `table` asks one replica more than its consistency level needs
+    /// (the table's `speculative_retry`). The default: never (as the simulator's stores
+    /// keep it, so recorded seeds replay unchanged).
+    fn speculative_retry(&self, table: TableKey) -> mosaic_types::SpeculativeRetry {
+        let _ = table;
+        mosaic_types::SpeculativeRetry::Never
     }
     /// Whether reads of `table` should ask its primary replica first (erasure-tiered: the
     /// secondaries relay reads of coded rows to it). The default: no.

@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 pub mod consistency;
 pub mod env;
 pub mod gossip;
+pub mod latency;
 pub mod local_queue;
 pub mod message;
 pub mod node;

@@ -2,23 +2,30 @@
 //!
 //! Owns the sockets between nodes. Each peer gets one outgoing connection, fed by a
 //! bounded queue of encoded frames (`[cluster] peer_queue_max`): a full queue drops the
-//! message (its request times out at the coordinator) instead of growing memory, and a
-//! peer that cannot be reached has its queue emptied while the writer backs off, so a
-//! dead node never holds memory or blocks anyone. Incoming connections are read frame
+//! message (its request fails at the coordinator) instead of growing memory, and a peer
+//! that cannot be reached has its queue emptied while the writer backs off, so a dead node
+//! never holds memory or blocks anyone. When a connection breaks or cannot be made, the
+//! node is told (`Node::connection_lost`): the requests awaiting that peer's answers fail
+//! at once, and until a connection is made again, sends to it report failure at once
+//! (while still queued, for the next attempt) — a coordinator never waits out a timeout
+//! on a peer whose process is gone. Incoming connections are read frame
 //! by frame; a bad length, checksum or payload closes only that connection, never the
 //! node. Frames are `mosaic_cluster::message`'s.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use mosaic_cluster::env::ConnectionLost;
 use mosaic_cluster::message::{decode_payload, encode_frame, frame_len, FRAME_HEADER_LEN};
 use mosaic_cluster::{Endpoint, Envelope, Node, Runtime, Transport};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Notify};
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -61,9 +68,18 @@ impl Runtime for TokioRuntime {
 
 /// Outgoing connections, one writer task per peer (see the module doc).
 pub struct TcpTransport {
-    peers: Mutex<HashMap<Endpoint, mpsc::Sender<Vec<u8>>>>,
+    peers: Mutex<HashMap<Endpoint, Peer>>,
     queue_max: usize,
     handle: tokio::runtime::Handle,
+    lost: Arc<OnceLock<ConnectionLost>>,
+}
+
+/// One peer's queue, whether its last connection attempt succeeded, and what wakes its
+/// writer from a backoff.
+struct Peer {
+    tx: mpsc::Sender<Vec<u8>>,
+    reachable: Arc<AtomicBool>,
+    wake: Arc<Notify>,
 }
 
 impl TcpTransport {
@@ -73,6 +89,7 @@ impl TcpTransport {
             peers: Mutex::new(HashMap::new()),
             queue_max: queue_max.max(1),
             handle: tokio::runtime::Handle::current(),
+            lost: Arc::new(OnceLock::new()),
         }
     }
 }
@@ -80,69 +97,130 @@ impl TcpTransport {
 impl Transport for TcpTransport {
     fn send(&self, to: Endpoint, env: Envelope) -> bool {
         let frame = encode_frame(&env);
-        let tx = {
+        let (tx, reachable) = {
             let mut peers = self.peers.lock();
-            peers
-                .entry(to)
-                .or_insert_with(|| {
-                    let (tx, rx) = mpsc::channel(self.queue_max);
-                    self.handle.spawn(peer_writer(to, rx));
-                    tx
-                })
-                .clone()
+            let peer = peers.entry(to).or_insert_with(|| {
+                let (tx, rx) = mpsc::channel(self.queue_max);
+                let reachable = Arc::new(AtomicBool::new(true));
+                let wake = Arc::new(Notify::new());
+                let writer = PeerWriter {
+                    to,
+                    reachable: reachable.clone(),
+                    lost: self.lost.clone(),
+                    wake: wake.clone(),
+                };
+                self.handle.spawn(writer.run(rx));
+                Peer {
+                    tx,
+                    reachable,
+                    wake,
+                }
+            });
+            (peer.tx.clone(), peer.reachable.load(Ordering::Relaxed))
         };
-        tx.try_send(frame).is_ok()
+        // Queued even when the peer is unreachable (the writer's next attempt may find it
+        // back), but reported undeliverable: a request to it fails now, not at its timeout.
+        tx.try_send(frame).is_ok() && reachable
+    }
+
+    fn on_connection_lost(&self, lost: ConnectionLost) {
+        let _ = self.lost.set(lost);
+    }
+
+    fn peer_heard(&self, peer: Endpoint) {
+        if let Some(p) = self.peers.lock().get(&peer) {
+            // It runs: connect now rather than after a backoff (a permit left unused ends
+            // at most one later backoff early).
+            p.reachable.store(true, Ordering::Relaxed);
+            p.wake.notify_one();
+        }
     }
 }
 
-/// Writes queued frames to `to`, reconnecting with backoff.
-async fn peer_writer(to: Endpoint, mut rx: mpsc::Receiver<Vec<u8>>) {
-    let mut backoff = Duration::from_millis(50);
-    while let Some(first) = rx.recv().await {
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(to)).await {
-            Ok(Ok(s)) => s,
-            _ => {
-                // Unreachable: what is queued would only time out; drop it and wait.
+/// The task writing one peer's queue.
+struct PeerWriter {
+    to: Endpoint,
+    reachable: Arc<AtomicBool>,
+    lost: Arc<OnceLock<ConnectionLost>>,
+    wake: Arc<Notify>,
+}
+
+impl PeerWriter {
+    /// The connection broke or could not be made: the requests awaiting the peer's
+    /// answers will not get them.
+    fn lost(&self) {
+        if let Some(lost) = self.lost.get() {
+            lost(self.to);
+        }
+    }
+
+    /// Writes queued frames to the peer, reconnecting with backoff.
+    async fn run(self, mut rx: mpsc::Receiver<Vec<u8>>) {
+        let to = self.to;
+        let mut backoff = Duration::from_millis(50);
+        while let Some(first) = rx.recv().await {
+            let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(to)).await;
+            let Ok(Ok(stream)) = connected else {
+                // Unreachable: what is queued could only time out; drop it and wait.
+                self.reachable.store(false, Ordering::Relaxed);
                 drop(first);
                 while rx.try_recv().is_ok() {}
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-                continue;
-            }
-        };
-        backoff = Duration::from_millis(50);
-        let _ = stream.set_nodelay(true);
-        // The peer never writes on this connection: anything readable (its FIN when its
-        // process died, a reset) means the connection is dead. Noticing it at once, rather
-        // than at the next failed write, keeps messages for a restarted peer from
-        // vanishing into its previous incarnation's socket.
-        let (mut rd, wr) = stream.into_split();
-        let mut w = BufWriter::with_capacity(64 << 10, wr);
-        let mut probe = [0u8; 1];
-        if w.write_all(&first).await.is_err() {
-            continue;
-        }
-        'connected: loop {
-            // Write everything already queued, then flush once.
-            while let Ok(frame) = rx.try_recv() {
-                if w.write_all(&frame).await.is_err() {
-                    break 'connected;
+                self.lost();
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => backoff = (backoff * 2).min(BACKOFF_MAX),
+                    // The peer connected to us: it runs again.
+                    _ = self.wake.notified() => backoff = Duration::from_millis(50),
                 }
+                continue;
+            };
+            self.reachable.store(true, Ordering::Relaxed);
+            backoff = Duration::from_millis(50);
+            if !write_connected(stream, first, &mut rx).await {
+                return;
             }
-            if w.flush().await.is_err() {
-                break;
+            self.lost();
+        }
+    }
+}
+
+/// Writes `first` and then the queue to a fresh connection until it breaks (`true`) or
+/// the queue is closed (`false`).
+async fn write_connected(
+    stream: TcpStream,
+    first: Vec<u8>,
+    rx: &mut mpsc::Receiver<Vec<u8>>,
+) -> bool {
+    let _ = stream.set_nodelay(true);
+    // The peer never writes on this connection: anything readable (its FIN when its
+    // process died, a reset) means the connection is dead. Noticing it at once, rather
+    // than at the next failed write, keeps messages for a restarted peer from
+    // vanishing into its previous incarnation's socket.
+    let (mut rd, wr) = stream.into_split();
+    let mut w = BufWriter::with_capacity(64 << 10, wr);
+    let mut probe = [0u8; 1];
+    if w.write_all(&first).await.is_err() {
+        return true;
+    }
+    loop {
+        // Write everything already queued, then flush once.
+        while let Ok(frame) = rx.try_recv() {
+            if w.write_all(&frame).await.is_err() {
+                return true;
             }
-            tokio::select! {
-                frame = rx.recv() => match frame {
-                    Some(frame) => {
-                        if w.write_all(&frame).await.is_err() {
-                            break;
-                        }
+        }
+        if w.flush().await.is_err() {
+            return true;
+        }
+        tokio::select! {
+            frame = rx.recv() => match frame {
+                Some(frame) => {
+                    if w.write_all(&frame).await.is_err() {
+                        return true;
                     }
-                    None => return,
-                },
-                _ = rd.read(&mut probe) => break,
-            }
+                }
+                None => return false,
+            },
+            _ = rd.read(&mut probe) => return true,
         }
     }
 }
@@ -180,6 +258,7 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
     let _ = stream.set_nodelay(true);
     let mut r = tokio::io::BufReader::with_capacity(64 << 10, stream);
     let mut header = [0u8; FRAME_HEADER_LEN];
+    let mut first = true;
     loop {
         match r.read_exact(&mut header).await {
             Ok(_) => {}
@@ -194,6 +273,9 @@ async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
             anyhow::bail!("connection closed inside a frame");
         }
         let env = decode_payload(&payload, crc)?;
+        if std::mem::take(&mut first) {
+            node.peer_heard(env.from);
+        }
         node.receive(env);
     }
 }

@@ -13,7 +13,9 @@
 //! - [`ConsistencyLevel`]: one enum from the CQL frame to the coordinator;
 //! - [`HostId`], [`TableId`]: the ids that cross crates, as newtypes;
 //! - [`Layout`], [`ReplicaSelection`]: policies named in config and CQL options, parsed
-//!   once into enums whose parse errors name the valid values.
+//!   once into enums whose parse errors name the valid values;
+//! - [`SpeculativeRetry`]: the `speculative_retry` table option, parsed and printed as
+//!   Cassandra does.
 //!
 //! Pure data and functions: no I/O, no clock, no dependency on any other Mosaic crate, so
 //! every layer (storage, scheduling, cluster, CQL) can use it.
@@ -24,6 +26,7 @@ pub mod cql_type;
 pub mod ids;
 pub mod layout;
 pub mod number;
+pub mod speculative;
 pub mod time;
 pub mod token;
 pub mod value;
@@ -36,6 +39,7 @@ pub use layout::{
     ParsePolicyError, ReplicaSelection,
 };
 pub use number::{Decimal, DecimalParts, NumberError, Varint};
+pub use speculative::SpeculativeRetry;
 pub use time::{secs_from_micros, Timestamp, MICROS_PER_SEC};
 pub use token::{compose_partition_key, token_of, Token, PARTITION_KEY_LEN_MAX};
 pub use value::{uuid_version, CqlValue, ValueError, DATE_EPOCH};

@@ -97,7 +97,12 @@ impl Node {
         for c in changes {
             match c {
                 Change::Joined(peer) => tracing::info!(peer = %peer, "node joined"),
-                Change::Up(peer) => tracing::info!(peer = %peer, "node up"),
+                Change::Up(peer) => {
+                    tracing::info!(peer = %peer, "node up");
+                    // Seen alive (perhaps through a third node's gossip): a connection to
+                    // it that failed while it was down may be tried at once.
+                    self.inner.transport.peer_heard(*peer);
+                }
                 Change::Down(peer) => tracing::warn!(peer = %peer, "node down"),
             }
         }

@@ -32,7 +32,7 @@ use futures::future::{select, BoxFuture, Either};
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use mosaic_rows::{merge_fragments, Fragment, KeyRange};
-use mosaic_types::Token;
+use mosaic_types::{SpeculativeRetry, Token};
 use parking_lot::{Mutex, RwLock};
 
 use crate::consistency::{ClusterError, ConsistencyLevel};
@@ -119,6 +119,8 @@ struct Counters {
     hints_failed: AtomicU64,
     repair_ranges: AtomicU64,
     repair_entries: AtomicU64,
+    speculative_reads: AtomicU64,
+    speculative_failovers: AtomicU64,
 }
 
 /// A copy of the node's counters.
@@ -134,6 +136,12 @@ pub struct CounterSnapshot {
     pub repair_ranges: u64,
     /// Entries repair wrote to replicas that lacked them.
     pub repair_entries: u64,
+    /// Reads that asked one replica more because the ones asked were slow
+    /// (`speculative_retry`).
+    pub speculative_reads: u64,
+    /// Reads that asked another replica because one asked failed or its connection was
+    /// lost.
+    pub speculative_failovers: u64,
 }
 
 /// How long a truncate waits for every node (Cassandra's `truncate_request_timeout`).
@@ -160,7 +168,8 @@ struct Inner {
     selector: Arc<dyn ReplicaSelector>,
     membership: Mutex<Membership>,
     ring: RwLock<Arc<Ring>>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Body>>>,
+    /// Requests awaiting an answer: the node asked, and where the answer goes.
+    pending: Mutex<HashMap<u64, (Endpoint, oneshot::Sender<Body>)>>,
     next_id: AtomicU64,
     listeners: Mutex<Vec<ChangeListener>>,
     schema_pulls: Mutex<HashMap<Endpoint, u64>>,
@@ -170,6 +179,8 @@ struct Inner {
     replaying: Mutex<std::collections::HashSet<Endpoint>>,
     lost: lost::LostReads,
     read_load: facts::ReadLoad,
+    /// Recent read latency per table (for percentile `speculative_retry`).
+    latencies: crate::latency::ReadLatencies,
     /// Tags reads with an item-size oracle's estimates ([`Node::set_tagger`]).
     tagger: std::sync::OnceLock<crate::selection::Tagger>,
 }
@@ -280,11 +291,34 @@ impl Node {
                 replaying: Mutex::new(std::collections::HashSet::new()),
                 lost: lost::LostReads::default(),
                 read_load: facts::ReadLoad::default(),
+                latencies: crate::latency::ReadLatencies::default(),
                 tagger: std::sync::OnceLock::new(),
             }),
         };
         node.rebuild_ring();
+        let weak = node.downgrade();
+        node.inner
+            .transport
+            .on_connection_lost(Arc::new(move |peer| {
+                if let Some(node) = weak.upgrade() {
+                    node.connection_lost(peer);
+                }
+            }));
         node
+    }
+
+    /// `peer` opened a connection to this node (the transport calls this once per
+    /// incoming connection): requests to it need not wait out a connection backoff.
+    pub fn peer_heard(&self, peer: Endpoint) {
+        self.inner.transport.peer_heard(peer);
+    }
+
+    /// The connection to `peer` broke or could not be made: every request awaiting its
+    /// answer fails now (its caller moves on to another replica, or gives up), rather
+    /// than at its timeout.
+    pub fn connection_lost(&self, peer: Endpoint) {
+        // Dropping a request's sender ends its wait as unanswered.
+        self.inner.pending.lock().retain(|_, (to, _)| *to != peer);
     }
 
     /// A handle that does not keep the node alive (for listeners the node itself holds).
@@ -377,7 +411,7 @@ impl Node {
             _ => env,
         };
         if env.body.is_response() {
-            if let Some(tx) = self.inner.pending.lock().remove(&env.id) {
+            if let Some((_, tx)) = self.inner.pending.lock().remove(&env.id) {
                 let _ = tx.send(env.body);
             }
             return;
@@ -512,6 +546,8 @@ impl Node {
             hints_failed: c.hints_failed.load(Ordering::Relaxed),
             repair_ranges: c.repair_ranges.load(Ordering::Relaxed),
             repair_entries: c.repair_entries.load(Ordering::Relaxed),
+            speculative_reads: c.speculative_reads.load(Ordering::Relaxed),
+            speculative_failovers: c.speculative_failovers.load(Ordering::Relaxed),
         }
     }
 
@@ -593,7 +629,7 @@ impl Node {
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.inner.pending.lock().insert(id, tx);
+        self.inner.pending.lock().insert(id, (to, tx));
         let slot = PendingSlot {
             inner: Arc::downgrade(&self.inner),
             id,
@@ -639,9 +675,17 @@ impl Node {
     /// that broke): repair's requests are idempotent, and one lost message must not fail
     /// or stall a long repair.
     async fn call_retrying(&self, to: Endpoint, body: Body, ms: u64) -> Option<Body> {
-        for _ in 1..REPAIR_ATTEMPTS {
+        for attempt in 1..REPAIR_ATTEMPTS {
+            let started = self.now_ms();
             if let Some(answer) = self.call_timeout(to, body.clone(), ms).await {
                 return Some(answer);
+            }
+            // Failed at once (no connection to `to` right now): give it a moment to come
+            // back before asking again.
+            let waited = self.now_ms().saturating_sub(started);
+            if waited < ms {
+                let pause = (1000u64 << attempt).min(ms - waited);
+                self.inner.runtime.sleep(pause).await;
             }
         }
         self.call_timeout(to, body, ms).await

@@ -185,7 +185,9 @@ impl Node {
         };
         let costs = self.inner.store.replica_costs(table, extra, limit, rf);
         let prefer = Prefer { first, costs };
-        let (targets, mut tags) = self.read_targets(table, &seg, limit, cl, block_for, prefer)?;
+        let (mut targets, mut tags) =
+            self.read_targets(table, &seg, limit, cl, block_for, prefer)?;
+        let spare = targets.split_off(block_for.min(targets.len()));
         tags.extend_from_slice(extra);
         let read = SegmentRead {
             table,
@@ -196,9 +198,14 @@ impl Node {
             limit: u32::try_from(limit).unwrap_or(u32::MAX),
             tags,
         };
-        let (data, digests, _first_round) = self
-            .data_and_digests(&read, &targets, cl, block_for)
+        let started = self.inner.runtime.now_micros();
+        let (data, digests, answered, _first_round) = self
+            .data_and_digests(&read, &targets, &spare, cl, block_for)
             .await?;
+        let now = self.inner.runtime.now_micros();
+        self.inner
+            .latencies
+            .record(table, now.saturating_sub(started), now);
         if digests.is_empty() {
             return Ok(data);
         }
@@ -206,12 +213,13 @@ impl Node {
         if digests.iter().all(|d| *d == expected) {
             return Ok(data);
         }
-        self.resolve_mismatch(&read, &targets, limit, cl, block_for)
+        self.resolve_mismatch(&read, &answered, limit, cl, block_for)
             .await
     }
 
-    /// The live replicas to ask, in the selector's order and cut to `block_for`, with the
-    /// tags the selector attached; `Unavailable` when too few are alive. `first` (for
+    /// The live replicas, in the order to ask them (the first `block_for` first, the rest
+    /// spare for speculation), with the tags the selector attached; `Unavailable` when too
+    /// few are alive. `first` (for
     /// erasure-tiered rows: the primary, or this replica when its copy is whole) goes
     /// first when alive; `costs` (per replica position) puts the cheapest first.
     fn read_targets(
@@ -271,44 +279,101 @@ impl Node {
                 head.rotate_right(1);
             }
         }
-        live.truncate(block_for);
         Ok((live, tags))
     }
 
     /// First round: data from the first target, digests from the others, until
-    /// `block_for` answered. The round's calls and deadline come back with the answers:
-    /// the caller keeps them until the segment's read ends (dropping them earlier cancels
-    /// the round's timer sooner, which changes a simulated run's schedule and so what an
-    /// existing seed replays).
+    /// `block_for` answered. A replica that fails (or whose connection is lost) is replaced
+    /// by a spare one at once, and when the table's `speculative_retry` delay passes
+    /// before enough answered, one spare is asked too (for data when no data came yet) —
+    /// Cassandra's speculative retry; with `NEVER`, neither. Returns the data, the digests,
+    /// the replicas that answered, and the round's calls and deadline: the caller keeps
+    /// them until the segment's read ends (dropping them earlier cancels the round's timer
+    /// sooner, which changes a simulated run's schedule and so what an existing seed
+    /// replays).
     async fn data_and_digests(
         &self,
         read: &SegmentRead,
         targets: &[Endpoint],
+        spare: &[Endpoint],
         cl: ConsistencyLevel,
         block_for: usize,
-    ) -> Result<(Entries, Vec<[u8; 16]>, RoundInFlight), ClusterError> {
+    ) -> Result<(Entries, Vec<[u8; 16]>, Vec<Endpoint>, RoundInFlight), ClusterError> {
         let mut calls: FuturesUnordered<CallFuture> = targets
             .iter()
             .enumerate()
             .map(|(i, r)| self.call(*r, read.body(i > 0)))
             .collect();
+        let mut asked = Asked {
+            data: targets.first().copied().into_iter().collect(),
+            outstanding: targets.len(),
+            data_outstanding: usize::from(!targets.is_empty()),
+        };
         let mut deadline = self.inner.runtime.sleep(self.inner.config.read_timeout_ms);
+        let policy = self.inner.store.speculative_retry(read.table);
+        let speculating = policy != SpeculativeRetry::Never && !spare.is_empty();
+        let mut spare = spare.iter().copied();
+        let mut speculation = if speculating {
+            let latencies = &self.inner.latencies;
+            let now = self.inner.runtime.now_micros();
+            policy
+                .delay_ms(|q| latencies.quantile_ms(read.table, q, now))
+                .map(|ms| self.inner.runtime.sleep(ms.ceil() as u64))
+        } else {
+            None
+        };
         let mut data: Option<Entries> = None;
         let mut digests: Vec<[u8; 16]> = Vec::new();
+        let mut answered: Vec<Endpoint> = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
         while data.is_some() as usize + digests.len() < block_for {
-            match next_before(&mut calls, &mut deadline).await {
-                Some(Some((_, Ok(Body::ReadData { entries, exhausted })))) => {
+            let event = match speculation.as_mut() {
+                Some(timer) => {
+                    match select(timer, next_before(&mut calls, &mut deadline).boxed()).await {
+                        Either::Left(_) => None,
+                        Either::Right((event, _)) => Some(event),
+                    }
+                }
+                None => Some(next_before(&mut calls, &mut deadline).await),
+            };
+            let failed = match event {
+                // The speculation delay passed: one more replica, once.
+                None => {
+                    speculation = None;
+                    if let Some(r) = spare.next() {
+                        self.inner
+                            .counters
+                            .speculative_reads
+                            .fetch_add(1, Ordering::Relaxed);
+                        asked.ask(self, &mut calls, read, r, data.is_none());
+                    }
+                    continue;
+                }
+                Some(Some(Some((from, Ok(Body::ReadData { entries, exhausted }))))) => {
                     self.learn_size(read, &entries);
-                    data = Some((entries, exhausted));
+                    asked.answered(from);
+                    answered.push(from);
+                    if data.is_none() {
+                        data = Some((entries, exhausted));
+                    } else {
+                        // A second data answer (a spare asked for data): its digest.
+                        digests.push(digest(&entries, exhausted));
+                    }
+                    continue;
                 }
-                Some(Some((_, Ok(Body::ReadDigest { digest })))) => digests.push(digest),
-                Some(Some((_, Ok(Body::Failed(f))))) => {
-                    failures.push(f);
-                    return Err(read_failure(cl, digests.len(), block_for, failures));
+                Some(Some(Some((from, Ok(Body::ReadDigest { digest }))))) => {
+                    asked.answered(from);
+                    answered.push(from);
+                    digests.push(digest);
+                    continue;
                 }
-                Some(Some(_)) => {}
-                Some(None) | None => {
+                Some(Some(Some((from, Ok(Body::Failed(f)))))) => (from, f),
+                Some(Some(Some((from, Err(NoAnswer::Dropped))))) => (
+                    from,
+                    Failure::Storage(format!("no answer from {from}: its connection is lost")),
+                ),
+                Some(Some(Some(_))) => continue,
+                Some(Some(None)) | Some(None) => {
                     return Err(ClusterError::ReadTimeout {
                         consistency: cl,
                         received: data.is_some() as usize + digests.len(),
@@ -316,10 +381,31 @@ impl Node {
                         data_present: data.is_some(),
                     });
                 }
+            };
+            let (from, failure) = failed;
+            failures.push(failure);
+            asked.answered(from);
+            // A spare replaces it (for data if it was to send the data and none came).
+            if let Some(r) = spare.next().filter(|_| speculating) {
+                self.inner
+                    .counters
+                    .speculative_failovers
+                    .fetch_add(1, Ordering::Relaxed);
+                let want_data = data.is_none() && asked.data_outstanding == 0;
+                asked.ask(self, &mut calls, read, r, want_data);
+                continue;
+            }
+            // No spare: fail unless the requests still out can complete the read (a spare
+            // asked earlier, on speculation, may).
+            let received = data.is_some() as usize + digests.len();
+            if received + asked.outstanding < block_for
+                || (data.is_none() && asked.data_outstanding == 0)
+            {
+                return Err(read_failure(cl, digests.len(), block_for, failures));
             }
         }
         match data {
-            Some(data) => Ok((data, digests, RoundInFlight(calls, deadline))),
+            Some(data) => Ok((data, digests, answered, RoundInFlight(calls, deadline))),
             None => Err(ClusterError::ReadTimeout {
                 consistency: cl,
                 received: digests.len(),
@@ -410,6 +496,41 @@ impl Node {
             }
         }
         Ok(())
+    }
+}
+
+/// What a read round asked: who was asked for data, and how many requests (and of those,
+/// data requests) are still unanswered.
+struct Asked {
+    data: Vec<Endpoint>,
+    outstanding: usize,
+    data_outstanding: usize,
+}
+
+impl Asked {
+    /// Asks `r` too, for data or a digest.
+    fn ask(
+        &mut self,
+        node: &Node,
+        calls: &mut FuturesUnordered<CallFuture>,
+        read: &SegmentRead,
+        r: Endpoint,
+        want_data: bool,
+    ) {
+        if want_data {
+            self.data.push(r);
+            self.data_outstanding += 1;
+        }
+        self.outstanding += 1;
+        calls.push(node.call(r, read.body(!want_data)));
+    }
+
+    /// `from` answered (or failed).
+    fn answered(&mut self, from: Endpoint) {
+        self.outstanding = self.outstanding.saturating_sub(1);
+        if self.data.contains(&from) {
+            self.data_outstanding = self.data_outstanding.saturating_sub(1);
+        }
     }
 }
 

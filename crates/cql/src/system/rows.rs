@@ -690,6 +690,10 @@ fn compression(mut map: BTreeMap<String, String>) -> BTreeMap<String, String> {
 /// `speculative_retry` and `additional_write_policy` as Cassandra 4.0 prints them: `99p`
 /// (also given as `99PERCENTILE`), `10ms`, `ALWAYS`, `NEVER` (also given as `NONE`).
 fn speculative_retry(text: &str) -> String {
+    if let Ok(policy) = mosaic_types::SpeculativeRetry::parse(text) {
+        return policy.to_string();
+    }
+    // A value from before options were checked: shown as close to Cassandra as it gets.
     let lower = text.trim().to_ascii_lowercase();
     let percentile = lower
         .strip_suffix("percentile")

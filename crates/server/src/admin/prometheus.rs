@@ -41,6 +41,10 @@ pub async fn record(admin: &Admin) {
     metrics::gauge!("mosaic_hints_pending").set(admin.hints.count() as f64);
     metrics::counter!("mosaic_repair_ranges_total").absolute(c.repair_ranges);
     metrics::counter!("mosaic_repair_entries_streamed_total").absolute(c.repair_entries);
+    metrics::counter!("mosaic_speculative_reads_total", "cause" => "slow")
+        .absolute(c.speculative_reads);
+    metrics::counter!("mosaic_speculative_reads_total", "cause" => "failed")
+        .absolute(c.speculative_failovers);
     let selector = node.replica_selector();
     for (decision, n) in selector.decisions() {
         metrics::counter!(

@@ -320,6 +320,15 @@ impl Store for LocalStore {
         self.hints.targets()
     }
 
+    fn speculative_retry(&self, table: TableKey) -> mosaic_types::SpeculativeRetry {
+        let catalog = self.local.current_catalog();
+        catalog
+            .table_by_id(table)
+            .and_then(|t| t.params.extra.get("speculative_retry"))
+            .and_then(|text| mosaic_types::SpeculativeRetry::parse(text).ok())
+            .unwrap_or_default()
+    }
+
     fn replication_factor(&self, table: TableKey) -> Option<usize> {
         let catalog = self.local.current_catalog();
         let t = catalog.table_by_id(table)?;

@@ -3,6 +3,7 @@
 //! replica layout, with Cassandra's validation and messages.
 
 use super::*;
+use mosaic_types::SpeculativeRetry;
 
 pub(super) fn s_props(s: &AlterKeyspaceStatement) -> Vec<Property> {
     s.properties.clone()
@@ -137,8 +138,7 @@ pub(super) fn parse_replication(
 
 /// Table options Cassandra 4.0 accepts that Mosaic keeps verbatim without using them
 /// (shown in `system_schema.tables` and by `DESCRIBE`).
-pub(super) const KNOWN_TABLE_OPTIONS: [&str; 13] = [
-    "additional_write_policy",
+pub(super) const KNOWN_TABLE_OPTIONS: [&str; 11] = [
     "bloom_filter_fp_chance",
     "caching",
     "cdc",
@@ -149,7 +149,6 @@ pub(super) const KNOWN_TABLE_OPTIONS: [&str; 13] = [
     "memtable_flush_period_in_ms",
     "min_index_interval",
     "read_repair",
-    "speculative_retry",
     "id",
 ];
 
@@ -320,6 +319,15 @@ pub(super) fn apply_table_properties(
                     ));
                 }
                 params.extra.insert(name.to_owned(), value);
+            }
+            "speculative_retry" | "additional_write_policy" => {
+                let PropertyValue::Constant(lit) = &p.value else {
+                    return Err(config(format!("Invalid value for option '{name}'")));
+                };
+                let text = literal_text(lit);
+                let policy = SpeculativeRetry::parse(&text)
+                    .map_err(|e| config(e.replace("'speculative_retry'", &format!("'{name}'"))))?;
+                params.extra.insert(name.to_owned(), policy.to_string());
             }
             obsolete if OBSOLETE_TABLE_OPTIONS.contains(&obsolete) => {}
             "comment" => {
