@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -179,6 +180,28 @@ impl CrashFs {
         s.crash_at.extend(ops);
         s.mark = Some(mark);
         s.rng = SplitMix64Cell(SplitMix64::new(seed));
+    }
+
+    /// A file system holding directory `root`, set to take `count` images at operation
+    /// counts drawn from `rng` in `1..=ops_max`, each marked with the value of the returned
+    /// counter then (a test stores there, say, how many writes were acknowledged).
+    pub fn with_crash_points(
+        rng: &mut SplitMix64,
+        root: &Path,
+        count: usize,
+        ops_max: u64,
+    ) -> io::Result<(CrashFs, Arc<AtomicU64>)> {
+        let fs = CrashFs::new();
+        fs.create_dir_all(root)?;
+        let counter = Arc::new(AtomicU64::new(0));
+        let points: Vec<u64> = (0..count).map(|_| rng.between(1, ops_max)).collect();
+        let mark = counter.clone();
+        fs.crash_at(
+            points,
+            rng.next_u64(),
+            Arc::new(move || mark.load(Ordering::SeqCst)),
+        );
+        Ok((fs, counter))
     }
 
     /// The images taken so far: `(operation count, mark, image)`.
@@ -386,6 +409,18 @@ impl Fs for CrashFs {
         d.entries.insert(name, inode);
         Ok(())
     }
+}
+
+/// The seeds a crash-image test runs: `$MOSAIC_SEED` alone when set (to replay one),
+/// else `$MOSAIC_CRASH_SEEDS` (or `default_count`) seeds derived from `salt`.
+pub fn crash_seeds(default_count: u64, salt: u64) -> Vec<u64> {
+    let var = |name: &str| std::env::var(name).ok().and_then(|s| s.parse::<u64>().ok());
+    if let Some(seed) = var("MOSAIC_SEED") {
+        return vec![seed];
+    }
+    let n = var("MOSAIC_CRASH_SEEDS").unwrap_or(default_count);
+    let base = SplitMix64::new(salt).next_u64();
+    (0..n).map(|i| base.wrapping_add(i)).collect()
 }
 
 #[cfg(test)]

@@ -17,11 +17,11 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use mosaic_env::{CrashFs, SplitMix64};
-use mosaic_lsm::{Db, Engine, EngineOptions, Fs, Options, SyncMode};
+use mosaic_lsm::{Db, Engine, EngineOptions, Options, SyncMode};
 
 const PARTS: usize = 2;
 const WRITES: usize = 700;
@@ -79,36 +79,15 @@ fn index_of(value: &[u8]) -> usize {
 }
 
 fn seeds() -> Vec<u64> {
-    if let Some(seed) = std::env::var("MOSAIC_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        return vec![seed];
-    }
-    let n = std::env::var("MOSAIC_CRASH_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200u64);
-    let base = SplitMix64::new(0x5eed).next_u64();
-    (0..n).map(|i| base.wrapping_add(i)).collect()
+    mosaic_env::crash::crash_seeds(200, 0x5eed)
 }
 
 /// Runs seed `seed`'s workload with its crash points; checks every image taken.
 fn run(seed: u64) -> usize {
     let mut rng = SplitMix64::new(seed);
-    let fs = CrashFs::new();
-    fs.create_dir_all(Path::new("/db")).unwrap();
-    let acked = Arc::new(AtomicU64::new(0));
-    // A run makes some 3,000-6,000 file-system calls: points spread over them.
-    let points: Vec<u64> = (0..CRASHES_PER_SEED)
-        .map(|_| rng.between(1, 5000))
-        .collect();
-    let mark = acked.clone();
-    fs.crash_at(
-        points,
-        rng.next_u64(),
-        Arc::new(move || mark.load(Ordering::SeqCst)),
-    );
+    // A run makes some 1,700 file-system calls: points spread over them.
+    let (fs, acked) =
+        CrashFs::with_crash_points(&mut rng, Path::new("/db"), CRASHES_PER_SEED, 1650).unwrap();
     let (engine, dbs) = open(&fs).unwrap();
     let mut log: Vec<(usize, u64)> = Vec::with_capacity(WRITES);
     for i in 0..WRITES {
