@@ -117,6 +117,21 @@ impl Inner {
         }
         let new_version = {
             let st = self.state.lock();
+            // An edit replacing a table by itself (a relocation) whose table a compaction
+            // removed meanwhile must not bring it back: the level would then hold it next to
+            // the compaction's outputs, overlapping them.
+            for (level, id) in &edit.deleted {
+                let present = st
+                    .version
+                    .levels
+                    .get(*level as usize)
+                    .is_some_and(|tables| tables.iter().any(|t| t.meta().id == *id));
+                if !present && edit.added.iter().any(|(_, m)| m.id == *id) {
+                    return Err(Error::InvalidArgument(format!(
+                        "no table {id} at level {level} any more (compacted away)"
+                    )));
+                }
+            }
             edit.next_file_id = Some(st.next_file_id);
             edit.last_seqno = Some(self.visible_seqno.load(Ordering::SeqCst));
             st.version.apply(&edit, added)?
@@ -225,6 +240,18 @@ impl Inner {
                 })
         };
         let (level, old) = found.ok_or_else(|| Error::InvalidArgument(format!("no table {id}")))?;
+        self.relocate_found(level, &old, location)
+    }
+
+    /// [`Inner::relocate_table`] of `old`, found at `level` (a compaction may have removed it
+    /// since: then nothing changes and the error says so).
+    pub(super) fn relocate_found(
+        &self,
+        level: usize,
+        old: &Arc<TableHandle>,
+        location: &str,
+    ) -> Result<()> {
+        let id = old.meta().id;
         if !old.meta().location.is_empty() {
             return Err(Error::InvalidArgument(format!(
                 "table {id} already lives at {:?}",
@@ -246,7 +273,11 @@ impl Inner {
             added: vec![(level as u32, meta)],
             ..VersionEdit::default()
         };
-        self.install(edit, &[handle], |_| {})?;
+        if let Err(e) = self.install(edit, &[handle], |_| {}) {
+            // Compacted away meanwhile (or the edit failed): the sidecar serves nothing.
+            let _ = self.fs.remove(&sidecar);
+            return Err(e);
+        }
         old.mark_obsolete();
         Ok(())
     }

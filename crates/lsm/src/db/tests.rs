@@ -155,6 +155,66 @@ mod relocation_tests {
     }
 
     #[test]
+    fn a_relocation_racing_a_compaction_never_brings_the_compacted_table_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let cold = tempfile::tempdir().unwrap();
+        let opts = Options {
+            table_store: Some(Arc::new(DirStore {
+                dir: cold.path().to_path_buf(),
+                bytes_read: Arc::new(AtomicU64::new(0)),
+            })),
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        for round in 0..2u32 {
+            for i in 0..500u32 {
+                db.put(
+                    format!("k{i:05}").as_bytes(),
+                    u64::from(round) + 1,
+                    &[7; 100],
+                )
+                .unwrap();
+            }
+            db.flush().unwrap();
+        }
+        // The relocation found a table ...
+        let (level, old) = {
+            let st = db.inner.state.lock();
+            let (level, tables) = st
+                .version
+                .levels
+                .iter()
+                .enumerate()
+                .find(|(_, t)| !t.is_empty())
+                .unwrap();
+            (level, tables[0].clone())
+        };
+        std::fs::copy(
+            dir.path().join(table_file_name(old.meta().id)),
+            cold.path().join("obj"),
+        )
+        .unwrap();
+        // ... a compaction replaced it before the relocation's edit.
+        db.compact().unwrap();
+        let err = db.inner.relocate_found(level, &old, "obj").unwrap_err();
+        assert!(err.to_string().contains("compacted away"), "{err}");
+        let levels = db.levels();
+        assert!(
+            levels
+                .iter()
+                .flat_map(|l| &l.tables)
+                .all(|t| t.id != old.meta().id),
+            "the compacted table came back: {levels:?}"
+        );
+        assert!(!dir.path().join(table_sidecar_name(old.meta().id)).exists());
+        for i in (0..500u32).step_by(37) {
+            let got = db.get(format!("k{i:05}").as_bytes()).unwrap().unwrap();
+            assert_eq!(got.ts, 2);
+        }
+        db.close().unwrap();
+    }
+
+    #[test]
     fn a_relocated_table_reads_only_data_blocks_from_its_store_and_is_removed_when_obsolete() {
         let dir = tempfile::tempdir().unwrap();
         let cold = tempfile::tempdir().unwrap();
