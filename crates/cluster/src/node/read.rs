@@ -198,14 +198,21 @@ impl Node {
             limit: u32::try_from(limit).unwrap_or(u32::MAX),
             tags,
         };
+        let policy = self.inner.store.speculative_retry(table);
         let started = self.inner.runtime.now_micros();
         let (data, digests, answered, _first_round) = self
-            .data_and_digests(&read, &targets, &spare, cl, block_for)
+            .data_and_digests(&read, &targets, &spare, &policy, cl, block_for)
             .await?;
-        let now = self.inner.runtime.now_micros();
-        self.inner
-            .latencies
-            .record(table, now.saturating_sub(started), now);
+        // Only percentile policies read the latencies: the others skip the lock.
+        if matches!(
+            policy,
+            SpeculativeRetry::Percentile(_) | SpeculativeRetry::Hybrid { .. }
+        ) {
+            let now = self.inner.runtime.now_micros();
+            self.inner
+                .latencies
+                .record(table, now.saturating_sub(started), now);
+        }
         if digests.is_empty() {
             return Ok(data);
         }
@@ -296,6 +303,7 @@ impl Node {
         read: &SegmentRead,
         targets: &[Endpoint],
         spare: &[Endpoint],
+        policy: &SpeculativeRetry,
         cl: ConsistencyLevel,
         block_for: usize,
     ) -> Result<(Entries, Vec<[u8; 16]>, Vec<Endpoint>, RoundInFlight), ClusterError> {
@@ -310,8 +318,7 @@ impl Node {
             data_outstanding: usize::from(!targets.is_empty()),
         };
         let mut deadline = self.inner.runtime.sleep(self.inner.config.read_timeout_ms);
-        let policy = self.inner.store.speculative_retry(read.table);
-        let speculating = policy != SpeculativeRetry::Never && !spare.is_empty();
+        let speculating = *policy != SpeculativeRetry::Never && !spare.is_empty();
         let mut spare = spare.iter().copied();
         let mut speculation = if speculating {
             let latencies = &self.inner.latencies;
@@ -329,7 +336,8 @@ impl Node {
         while data.is_some() as usize + digests.len() < block_for {
             let event = match speculation.as_mut() {
                 Some(timer) => {
-                    match select(timer, next_before(&mut calls, &mut deadline).boxed()).await {
+                    let next = std::pin::pin!(next_before(&mut calls, &mut deadline));
+                    match select(timer, next).await {
                         Either::Left(_) => None,
                         Either::Right((event, _)) => Some(event),
                     }
