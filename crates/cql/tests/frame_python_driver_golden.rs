@@ -86,11 +86,7 @@ fn driver_negotiation_attempts_get_the_fallback_error() {
         ("startup_v5_beta", 5),
     ] {
         let err = request(name).unwrap_err();
-        assert_eq!(
-            err,
-            FrameError::UnsupportedVersion { version, stream: 0 },
-            "{name}"
-        );
+        assert_eq!(err, FrameError::UnsupportedVersion { version }, "{name}");
         assert!(err.to_string().contains("unsupported protocol version"));
     }
 }
@@ -379,11 +375,7 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
     ];
 
     let mut unsupported = BytesMut::new();
-    FrameError::UnsupportedVersion {
-        version: 5,
-        stream: 0,
-    }
-    .encode_response(&mut unsupported);
+    FrameError::UnsupportedVersion { version: 5 }.encode_response(&mut unsupported);
     out.push(("error_unsupported_version", unsupported));
 
     // Rows of every native type, a null, collections and a paging state; streamed.

@@ -127,6 +127,7 @@ async fn serve(config: Config) -> Result<()> {
         .with_slow_query(config.log.slow_query()),
     );
     publish_membership_events(&node, &shared);
+    publish_peer_schema_events(&local, &shared);
     start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
@@ -390,6 +391,20 @@ fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
                 );
             }
         });
+    }));
+}
+
+/// Pushes the schema changes this node learns from peers to clients that registered for
+/// them (the node that ran the DDL pushes its own with the statement's result).
+fn publish_peer_schema_events(local: &LocalCoordinator, shared: &Arc<Shared<ClusterCoordinator>>) {
+    let shared = Arc::downgrade(shared);
+    local.on_peer_schema_change(Arc::new(move |changes| {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        for change in changes {
+            shared.publish(Event::SchemaChange(change));
+        }
     }));
 }
 

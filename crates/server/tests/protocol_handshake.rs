@@ -90,9 +90,11 @@ fn options_startup_and_the_state_machine() {
 fn protocol_v5_is_refused_so_drivers_step_down() {
     let node = Node::start("");
     let mut c = node.connect();
-    // A v5 STARTUP (header layout as v4: version, flags, stream, opcode, length).
+    // A v5 STARTUP (header layout as v4: version, flags, stream, opcode, length) on stream 7
+    // is answered on stream 0, as Cassandra answers: gocql v2 sends its first request on a
+    // non-zero stream and steps down only when the refusal arrives on stream 0.
     let body = startup_body(&[("CQL_VERSION", "3.0.0")]);
-    let mut frame = vec![0x05, 0x00, 0x00, 0x00, 0x01];
+    let mut frame = vec![0x05, 0x00, 0x00, 0x07, 0x01];
     frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
     frame.extend_from_slice(&body);
     c.send_raw(&frame);
@@ -107,12 +109,12 @@ fn protocol_v5_is_refused_so_drivers_step_down() {
     assert!(message.contains("(5)"), "{message}");
     assert!(c.is_closed());
 
-    // v1 is answered in its own 8-byte header layout, then closed.
+    // v1 is answered in its own 8-byte header layout, on stream 0, then closed.
     let mut c = node.connect();
     c.send_raw(&[0x01, 0x00, 0x07, 0x01, 0, 0, 0, 0]);
     let mut header = [0u8; 8];
     std::io::Read::read_exact(&mut c_stream(&mut c), &mut header).unwrap();
-    assert_eq!(&header[..4], &[0x81, 0x00, 0x07, 0x00]);
+    assert_eq!(&header[..4], &[0x81, 0x00, 0x00, 0x00]);
 
     // The node still serves a well-behaved v4 client.
     let mut ok = node.ready();

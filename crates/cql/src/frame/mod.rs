@@ -36,11 +36,14 @@
 //! looks for, and we use the wording of the versions drivers now expect to meet.) Like
 //! Cassandra's `ProtocolVersion.decode`,
 //! the reply is framed with the client's own version for the retired v1/v2 (8-byte header,
-//! one-byte stream) and with our greatest version, 0x84, for anything newer. Cassandra
-//! answers on stream 0 because its decoder throws before it reads the stream id; we wait for
-//! the whole header and answer on the client's stream, which is what the Python driver
-//! matches responses on (any other stream would leave its connect attempt to time out) and
-//! is identical whenever the client, like every driver's first message, used stream 0. The
+//! one-byte stream) and with our greatest version, 0x84, for anything newer, and it goes to
+//! stream 0 as Cassandra's does (its decoder throws before it reads the stream id). Every
+//! driver depends on that: the Python driver sends its first message on stream 0 and matches
+//! the reply there; the Go driver (gocql v2) never uses stream 0 for requests and steps down
+//! only when a protocol error arrives on stream 0 (a reply on its own stream in another
+//! version is reported as a fatal error instead). We still wait for the whole header before
+//! answering, so the request is read off the socket and closing it does not reset the
+//! connection before the client has read the refusal. The
 //! v5 `USE_BETA` flag does not help: v5 is refused with or without it (Cassandra 3.11
 //! accepts v5 only as a beta; we do not speak it at all), and on v3/v4 frames the flag is
 //! ignored as Cassandra does.
@@ -365,8 +368,6 @@ pub enum FrameError {
     UnsupportedVersion {
         /// The version number the client sent (direction bit clear).
         version: u8,
-        /// The client's stream id, read with its version's header layout.
-        stream: i16,
     },
     /// The direction bit says "response".
     #[error("Wrong protocol direction (expected REQUEST, got RESPONSE) for opcode {opcode}")]
@@ -403,11 +404,12 @@ pub enum FrameError {
 }
 
 impl FrameError {
-    /// The stream id the error response goes to.
+    /// The stream id the error response goes to: 0 for an unsupported version (see the
+    /// module doc), the request's own otherwise.
     pub fn stream(&self) -> i16 {
         match *self {
-            FrameError::UnsupportedVersion { stream, .. }
-            | FrameError::NotARequest { stream, .. }
+            FrameError::UnsupportedVersion { .. } => 0,
+            FrameError::NotARequest { stream, .. }
             | FrameError::UnknownOpcode { stream, .. }
             | FrameError::FrameTooLarge { stream, .. } => stream,
         }
@@ -431,8 +433,7 @@ impl FrameError {
                 out.reserve(HEADER_LEN_V2 + body.len());
                 out.put_u8(RESPONSE_BIT | version);
                 out.put_u8(0);
-                // v1/v2 stream ids are one signed byte; ours came from one, so it fits.
-                out.put_i8(i8::try_from(stream).unwrap_or(0));
+                out.put_i8(0);
                 out.put_u8(Opcode::Error.byte());
             }
             _ => {
@@ -471,21 +472,17 @@ pub fn decode_frame(
     };
     let version_number = first & !RESPONSE_BIT;
     let Some(version) = ProtocolVersion::from_number(version_number) else {
-        // Wait for the stream id so the refusal reaches the request that's waiting for it.
-        let stream = if version_number == 1 || version_number == 2 {
-            match buf.get(2) {
-                Some(&s) => i16::from(s as i8),
-                None => return Ok(None),
-            }
+        // Wait for the whole header (see the module doc).
+        let header_len = if version_number == 1 || version_number == 2 {
+            HEADER_LEN_V2
         } else {
-            match buf.get(2..4) {
-                Some(&[s0, s1]) if buf.len() >= HEADER_LEN => i16::from_be_bytes([s0, s1]),
-                _ => return Ok(None),
-            }
+            HEADER_LEN
         };
+        if buf.len() < header_len {
+            return Ok(None);
+        }
         return Err(FrameError::UnsupportedVersion {
             version: version_number,
-            stream,
         });
     };
     let Some(&[_, flags, s0, s1, opcode, l0, l1, l2, l3]) = buf.get(..HEADER_LEN) else {

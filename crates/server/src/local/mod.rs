@@ -176,7 +176,14 @@ pub struct LocalCoordinator {
     inline_writes: bool,
     /// The data directory's lock, released at [`LocalCoordinator::close`].
     lock: Mutex<Option<Box<dyn std::any::Any + Send + Sync>>>,
+    /// Told what a peer's schema changed once this node has installed it
+    /// ([`LocalCoordinator::on_peer_schema_change`]).
+    peer_schema_listener: std::sync::OnceLock<PeerSchemaListener>,
 }
+
+/// Called with the SCHEMA_CHANGE events of a peer's schema this node adopted.
+pub type PeerSchemaListener =
+    Arc<dyn Fn(Vec<mosaic_cql::frame::SchemaChange>) + Send + Sync + 'static>;
 
 impl LocalCoordinator {
     /// Opens the node's data directory: takes its lock, loads (or creates) the identity and
@@ -249,6 +256,7 @@ impl LocalCoordinator {
             dropped_names: Mutex::new(HashMap::new()),
             clock: AtomicI64::new(0),
             closing: AtomicBool::new(false),
+            peer_schema_listener: std::sync::OnceLock::new(),
             identity,
             tokens,
             rpc_address: config.rpc_address(),

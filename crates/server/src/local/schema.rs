@@ -48,10 +48,22 @@ impl LocalCoordinator {
             self.persist_epoch(&current, snapshot.epoch).await?;
             return Ok(true);
         }
+        let changes = current.changes_to(&next);
         self.install(&current, next, snapshot.epoch, "peer")
             .await
             .map_err(|e| e.message)?;
+        if let Some(listener) = self.peer_schema_listener.get() {
+            listener(changes);
+        }
         Ok(true)
+    }
+
+    /// Sets what hears of the changes a peer's schema brought, once this node has
+    /// installed it (its `system_schema` shows them): the server pushes them as
+    /// SCHEMA_CHANGE events to its clients (see `mosaic_cql::schema::Catalog::changes_to`).
+    /// Only the first listener set is kept.
+    pub fn on_peer_schema_change(&self, listener: PeerSchemaListener) {
+        let _ = self.peer_schema_listener.set(listener);
     }
 
     /// Records a new epoch for an unchanged catalog.

@@ -10,6 +10,8 @@
 //! Column ids ([`ColumnId`]) are what the row layer stores; they are allocated per table
 //! and never reused, so a dropped and re-added column does not resurrect old cells.
 
+mod diff;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
