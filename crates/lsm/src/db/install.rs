@@ -117,16 +117,18 @@ impl Inner {
         }
         let new_version = {
             let st = self.state.lock();
-            // An edit replacing a table by itself (a relocation) whose table a compaction
-            // removed meanwhile must not bring it back: the level would then hold it next to
-            // the compaction's outputs, overlapping them.
+            // Every table an edit deletes must still be where the edit's author saw it: an
+            // edit built on a stale view (a relocation whose table a compaction removed
+            // meanwhile, which would bring it back next to the compaction's outputs,
+            // overlapping them; or a compaction whose inputs another edit took) is refused,
+            // and its author discards its outputs.
             for (level, id) in &edit.deleted {
                 let present = st
                     .version
                     .levels
                     .get(*level as usize)
                     .is_some_and(|tables| tables.iter().any(|t| t.meta().id == *id));
-                if !present && edit.added.iter().any(|(_, m)| m.id == *id) {
+                if !present {
                     return Err(Error::InvalidArgument(format!(
                         "no table {id} at level {level} any more (compacted away)"
                     )));
