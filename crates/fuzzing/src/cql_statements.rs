@@ -18,9 +18,11 @@ const PRELUDE: &[&str] = &[
     "CREATE TABLE t (k int PRIMARY KEY, v text)",
     "CREATE TABLE c (k int, c1 int, c2 text, s int STATIC, v blob, PRIMARY KEY (k, c1, c2)) WITH CLUSTERING ORDER BY (c1 DESC)",
     "CREATE TABLE p (a text, b bigint, c timestamp, d decimal, e varint, PRIMARY KEY ((a, b), c))",
+    "CREATE TABLE n (a inet, b time, d duration, PRIMARY KEY (a, b)) WITH CLUSTERING ORDER BY (b DESC)",
     "INSERT INTO t (k, v) VALUES (1, 'a')",
     "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00)",
     "INSERT INTO p (a, b, c, d, e) VALUES ('a', 1, 0, 1.5, 7)",
+    "INSERT INTO n (a, b, d) VALUES ('::1', '08:12:54.123', -P1Y2M3DT4H5M6S)",
 ];
 
 /// The target: must return (never panic) for any `data`.

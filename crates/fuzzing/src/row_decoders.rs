@@ -6,7 +6,7 @@
 use mosaic_rows::{decode_component, ClusteringFilter, Fragment, KeySchema, Order, Permutation};
 use mosaic_types::CqlType;
 
-const TYPES: [CqlType; 8] = [
+const TYPES: [CqlType; 11] = [
     CqlType::Int,
     CqlType::Text,
     CqlType::Blob,
@@ -15,6 +15,9 @@ const TYPES: [CqlType; 8] = [
     CqlType::TimeUuid,
     CqlType::Varint,
     CqlType::Decimal,
+    CqlType::Inet,
+    CqlType::Time,
+    CqlType::Duration,
 ];
 
 /// The target: must return (never panic) for any `data`.

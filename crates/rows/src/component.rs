@@ -12,7 +12,8 @@
 //! (`1.0` and `1.00` are one key and decode as `1`), a `varint` is minimal, and a NaN
 //! float is canonical (Java's `Float.compare` treats all NaNs as one value). Decoding is
 //! strict: any non-canonical encoding is an error, so `encode(decode(b)) == b` whenever
-//! decoding succeeds.
+//! decoding succeeds (a `time` outside a day and a `duration` with non-minimal vints are
+//! refused too).
 
 use mosaic_types::value::reorder_timestamp_bytes;
 use mosaic_types::{CqlType, CqlValue, Decimal, DecimalParts, Varint};
@@ -231,7 +232,7 @@ fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
         CqlValue::TinyInt(v) => out.push((*v as u8) ^ 0x80),
         CqlValue::SmallInt(v) => out.extend_from_slice(&((*v as u16) ^ 0x8000).to_be_bytes()),
         CqlValue::Int(v) => out.extend_from_slice(&((*v as u32) ^ SIGN32).to_be_bytes()),
-        CqlValue::BigInt(v) | CqlValue::Timestamp(v) => {
+        CqlValue::BigInt(v) | CqlValue::Timestamp(v) | CqlValue::Time(v) => {
             out.extend_from_slice(&((*v as u64) ^ SIGN64).to_be_bytes())
         }
         CqlValue::Float(v) => out.extend_from_slice(&float_key32(*v).to_be_bytes()),
@@ -249,8 +250,11 @@ fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
         }
         CqlValue::Varint(v) => encode_varint(out, v),
         CqlValue::Decimal(d) => encode_decimal(out, d),
+        // Byte-ordered types (`InetAddressType`, `DurationType`): their serialized bytes,
+        // escaped. A duration is never part of a CQL primary key, but every value encodes.
+        CqlValue::Inet(_) | CqlValue::Duration(_) => encode_escaped(out, &value.to_cql_bytes()),
         // Types added to `mosaic-types` later sort by their serialized bytes until they get
-        // an encoding of their own (right for byte-ordered types such as `inet`).
+        // an encoding of their own.
         other => encode_escaped(out, &other.to_cql_bytes()),
     }
 }
@@ -371,6 +375,21 @@ fn decode_asc(r: &mut Reader<'_>) -> Result<CqlValue, KeyError> {
         }
         CqlType::Varint => CqlValue::Varint(decode_varint(r)?),
         CqlType::Decimal => CqlValue::Decimal(decode_decimal(r)?),
+        CqlType::Time => {
+            let nanos = (u64::from_be_bytes(r.array()?) ^ SIGN64) as i64;
+            CqlValue::from_cql_bytes(CqlType::Time, &nanos.to_be_bytes())
+                .map_err(|_| r.bad("time outside a day"))?
+        }
+        ty @ (CqlType::Inet | CqlType::Duration) => {
+            let bytes = r.escaped()?;
+            let value = CqlValue::from_cql_bytes(ty, &bytes)
+                .map_err(|_| r.bad("invalid serialized value"))?;
+            // A duration decodes from non-minimal vints too; only the canonical bytes are its key.
+            if value.to_cql_bytes() != bytes {
+                return Err(r.bad("non-canonical serialized value"));
+            }
+            value
+        }
         ty => {
             let bytes = r.escaped()?;
             CqlValue::from_cql_bytes(ty, &bytes).map_err(|_| r.bad("invalid serialized value"))?
@@ -493,6 +512,29 @@ mod tests {
     }
 
     #[test]
+    fn inet_time_and_duration_have_documented_bytes() {
+        let ip = |s: &str| CqlValue::Inet(s.parse().unwrap());
+        // Zero bytes are escaped as in blobs.
+        assert_eq!(
+            enc(&ip("10.0.0.1"), Order::Asc),
+            [10, 0, 0xff, 0, 0xff, 1, 0, 0]
+        );
+        assert_eq!(
+            enc(&ip("10.0.0.1"), Order::Desc),
+            [!10, 0xff, 0, 0xff, 0, !1, 0xff, 0xff]
+        );
+        let mut v6 = [0u8, 0xff].repeat(15);
+        v6.extend_from_slice(&[1, 0, 0]);
+        assert_eq!(enc(&ip("::1"), Order::Asc), v6);
+        assert_eq!(
+            enc(&CqlValue::Time(1), Order::Asc),
+            [0x80, 0, 0, 0, 0, 0, 0, 1]
+        );
+        let d = CqlValue::Duration(mosaic_types::CqlDuration::new(0, 1, 0).unwrap());
+        assert_eq!(enc(&d, Order::Asc), [0, 0xff, 2, 0, 0xff, 0, 0]);
+    }
+
+    #[test]
     fn non_canonical_components_are_rejected() {
         let decode = |bytes: &[u8], ty| decode_component(bytes, &mut 0, ty, Order::Asc);
         assert!(decode(&[b'a', 0, 1], CqlType::Blob).is_err());
@@ -504,5 +546,17 @@ mod tests {
         assert!(decode(&[0x03, 0x80, 0, 0, 0, 0, 0, 0, 1, 0], CqlType::Decimal).is_err());
         assert!(decode(&[0xc3, 0x28, 0, 0], CqlType::Text).is_err());
         assert!(decode(&[0xff, 0xc0, 0, 1], CqlType::Float).is_err());
+        assert!(decode(&[1, 2, 3, 0, 0], CqlType::Inet).is_err());
+        // Time outside a day: -1 and one day.
+        assert!(decode(
+            &[0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff],
+            CqlType::Time
+        )
+        .is_err());
+        let day = (86_400_000_000_000u64 ^ (1 << 63)).to_be_bytes();
+        assert!(decode(&day, CqlType::Time).is_err());
+        // A duration of 1 month with a non-minimal first vint (0x80 0x02).
+        assert!(decode(&[0x80, 2, 0, 0xff, 0, 0xff, 0, 0], CqlType::Duration).is_err());
+        assert!(decode(&[2, 0, 0xff, 3, 0, 0], CqlType::Duration).is_err());
     }
 }

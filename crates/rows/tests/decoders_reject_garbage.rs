@@ -162,6 +162,13 @@ fn valid_key(schema: &KeySchema, seed: u64, shape: u8) -> Option<Vec<u8>> {
                 u[6] = 0x10;
                 u
             }
+            CqlType::Inet => vec![n as u8; if n > 0 { 16 } else { 4 }],
+            CqlType::Time => (n.unsigned_abs() as i64).to_be_bytes().to_vec(),
+            // Zig-zag: months n, days 0, nanoseconds n.
+            CqlType::Duration => {
+                let z = ((n << 1) ^ (n >> 63)) as u8;
+                vec![z, 0, z]
+            }
             other => vec![n as u8; other.fixed_len().unwrap_or(1)],
         };
         CqlValue::from_cql_bytes(ty, &bytes).expect("valid template")

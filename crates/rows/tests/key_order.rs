@@ -10,7 +10,9 @@ use std::cmp::Ordering;
 use mosaic_rows::{
     decode_component, encode_component, BoundSide, ClusteringBound, KeyEntry, KeySchema, Order,
 };
-use mosaic_types::{CqlType, CqlValue, Decimal, Token, Varint};
+use std::net::IpAddr;
+
+use mosaic_types::{CqlDuration, CqlType, CqlValue, Decimal, Token, Varint, NANOS_PER_DAY};
 use proptest::prelude::*;
 
 fn byte_biased() -> impl Strategy<Value = u8> {
@@ -84,6 +86,49 @@ fn uuid_bytes() -> impl Strategy<Value = [u8; 16]> {
         })
 }
 
+/// IPv4 and IPv6 addresses, often sharing leading bytes (so 4-byte addresses meet the
+/// 16-byte ones they are a prefix of).
+fn inet() -> impl Strategy<Value = IpAddr> {
+    prop_oneof![
+        any::<[u8; 4]>().prop_map(IpAddr::from),
+        any::<[u8; 16]>().prop_map(IpAddr::from),
+        (
+            prop_oneof![Just(0u8), Just(10u8), Just(0xffu8)],
+            any::<[u8; 16]>()
+        )
+            .prop_map(|(x, mut b)| {
+                b[0] = x;
+                IpAddr::from(b)
+            }),
+        prop_oneof![Just(0u8), Just(10u8), Just(0xffu8)].prop_map(|x| IpAddr::from([x, 0, 0, 1])),
+    ]
+}
+
+fn time_nanos() -> impl Strategy<Value = i64> {
+    prop_oneof![Just(0i64), Just(NANOS_PER_DAY - 1), 0..NANOS_PER_DAY]
+}
+
+fn duration() -> impl Strategy<Value = CqlDuration> {
+    (
+        0..=i32::MAX,
+        0..=i32::MAX,
+        0..=i64::MAX,
+        any::<bool>(),
+        0u8..8,
+    )
+        .prop_map(|(m, d, n, neg, zeros)| {
+            // Zero some fields often: small values and shared prefixes.
+            let m = if zeros & 1 != 0 { 0 } else { m };
+            let d = if zeros & 2 != 0 { 0 } else { d };
+            let n = if zeros & 4 != 0 { 0 } else { n };
+            if neg {
+                CqlDuration::new(-m, -d, -n).unwrap()
+            } else {
+                CqlDuration::new(m, d, n).unwrap()
+            }
+        })
+}
+
 fn timeuuid_bytes() -> impl Strategy<Value = [u8; 16]> {
     any::<[u8; 16]>().prop_map(|mut b| {
         b[6] = (b[6] & 0x0f) | 0x10;
@@ -118,6 +163,9 @@ fn value_of(ty: CqlType) -> BoxedStrategy<CqlValue> {
         CqlType::TimeUuid => timeuuid_bytes().prop_map(CqlValue::TimeUuid).boxed(),
         CqlType::Varint => varint().prop_map(CqlValue::Varint).boxed(),
         CqlType::Decimal => decimal().prop_map(CqlValue::Decimal).boxed(),
+        CqlType::Inet => inet().prop_map(CqlValue::Inet).boxed(),
+        CqlType::Time => time_nanos().prop_map(CqlValue::Time).boxed(),
+        CqlType::Duration => duration().prop_map(CqlValue::Duration).boxed(),
         other => panic!("no strategy for {other}"),
     }
 }
@@ -140,6 +188,18 @@ fn small_value_of(ty: CqlType) -> BoxedStrategy<CqlValue> {
             .boxed(),
         CqlType::Decimal => ((-20i64..20), (-1i32..2))
             .prop_map(|(u, s)| CqlValue::Decimal(Decimal::new(Varint::from(u), s)))
+            .boxed(),
+        CqlType::Inet => prop_oneof![
+            Just("10.0.0.1"),
+            Just("::1"),
+            Just("a00:1::"),
+            Just("0.0.0.0"),
+            Just("255.255.255.255")
+        ]
+        .prop_map(|s| CqlValue::Inet(s.parse().unwrap()))
+        .boxed(),
+        CqlType::Time => prop_oneof![Just(0i64), Just(1), Just(NANOS_PER_DAY - 1)]
+            .prop_map(CqlValue::Time)
             .boxed(),
         other => value_of(other),
     }
@@ -361,4 +421,15 @@ fn signed_zero_and_infinities_sort_as_java() {
     // NaN sorts last, and every NaN is the same key.
     assert!(f(f64::INFINITY) < f(f64::NAN));
     assert_eq!(f(f64::NAN), f(-f64::NAN));
+}
+
+#[test]
+fn inets_sort_as_cassandras_unsigned_bytes() {
+    let ip = |s: &str| enc(&CqlValue::Inet(s.parse().unwrap()), Order::Asc);
+    // ::1 (00…01) < 10.0.0.1 (0A000001) < a00:1:: (0A000001…, longer) < 192.168.0.1.
+    assert!(ip("::1") < ip("10.0.0.1"));
+    assert!(ip("10.0.0.1") < ip("a00:1::"));
+    assert!(ip("a00:1::") < ip("192.168.0.1"));
+    let desc = |s: &str| enc(&CqlValue::Inet(s.parse().unwrap()), Order::Desc);
+    assert!(desc("a00:1::") < desc("10.0.0.1"));
 }

@@ -1,8 +1,7 @@
 //! The CQL types Mosaic stores, with their CQL names and native-protocol option ids.
 //!
-//! Only the native (non-collection, non-UDT) types the design needs today are listed; the
-//! enum is `#[non_exhaustive]` so adding `inet`, `time`, collections or counters later does
-//! not break callers.
+//! Every native (non-collection, non-UDT) type except `counter` is listed; the enum is
+//! `#[non_exhaustive]` so adding collections or counters later does not break callers.
 
 use std::fmt;
 use std::str::FromStr;
@@ -43,11 +42,17 @@ pub enum CqlType {
     Varint,
     /// `decimal`: arbitrary-precision decimal (`unscaled × 10^-scale`).
     Decimal,
+    /// `inet`: an IPv4 (4 bytes) or IPv6 (16 bytes) address.
+    Inet,
+    /// `time`: nanoseconds since midnight, `0..86_400_000_000_000`.
+    Time,
+    /// `duration`: months, days and nanoseconds, all of one sign. Never part of a primary key.
+    Duration,
 }
 
 impl CqlType {
     /// Every type, in declaration order (handy for exhaustive tests).
-    pub const ALL: [CqlType; 16] = [
+    pub const ALL: [CqlType; 19] = [
         CqlType::Ascii,
         CqlType::Text,
         CqlType::Blob,
@@ -64,6 +69,9 @@ impl CqlType {
         CqlType::TimeUuid,
         CqlType::Varint,
         CqlType::Decimal,
+        CqlType::Inet,
+        CqlType::Time,
+        CqlType::Duration,
     ];
 
     /// The type's CQL name, as Cassandra prints it (e.g. in `system_schema.columns`).
@@ -85,10 +93,14 @@ impl CqlType {
             CqlType::TimeUuid => "timeuuid",
             CqlType::Varint => "varint",
             CqlType::Decimal => "decimal",
+            CqlType::Inet => "inet",
+            CqlType::Time => "time",
+            CqlType::Duration => "duration",
         }
     }
 
-    /// The native protocol's `[option]` id for the type (v4 §6, "Result" metadata).
+    /// The native protocol's `[option]` id for the type (v4 §6, "Result" metadata; `duration`'s
+    /// 0x0015 is v5's: v3 and v4 name it as a custom type, which the frame layer does).
     pub fn protocol_id(self) -> u16 {
         match self {
             CqlType::Ascii => 0x0001,
@@ -104,9 +116,12 @@ impl CqlType {
             CqlType::Text => 0x000D,
             CqlType::Varint => 0x000E,
             CqlType::TimeUuid => 0x000F,
+            CqlType::Inet => 0x0010,
             CqlType::Date => 0x0011,
+            CqlType::Time => 0x0012,
             CqlType::SmallInt => 0x0013,
             CqlType::TinyInt => 0x0014,
+            CqlType::Duration => 0x0015,
         }
     }
 
@@ -121,11 +136,15 @@ impl CqlType {
             CqlType::Boolean | CqlType::TinyInt => Some(1),
             CqlType::SmallInt => Some(2),
             CqlType::Int | CqlType::Float | CqlType::Date => Some(4),
-            CqlType::BigInt | CqlType::Double | CqlType::Timestamp => Some(8),
+            CqlType::BigInt | CqlType::Double | CqlType::Timestamp | CqlType::Time => Some(8),
             CqlType::Uuid | CqlType::TimeUuid => Some(16),
-            CqlType::Ascii | CqlType::Text | CqlType::Blob | CqlType::Varint | CqlType::Decimal => {
-                None
-            }
+            CqlType::Ascii
+            | CqlType::Text
+            | CqlType::Blob
+            | CqlType::Varint
+            | CqlType::Decimal
+            | CqlType::Inet
+            | CqlType::Duration => None,
         }
     }
 }
@@ -183,5 +202,8 @@ mod tests {
             assert_eq!(CqlType::from_protocol_id(t.protocol_id()), Some(t));
         }
         assert_eq!(CqlType::from_protocol_id(0x0005), None); // counter
+        assert_eq!(CqlType::Inet.protocol_id(), 0x0010);
+        assert_eq!(CqlType::Time.protocol_id(), 0x0012);
+        assert_eq!(CqlType::Duration.protocol_id(), 0x0015);
     }
 }

@@ -4,13 +4,19 @@
 //! `to_cql_bytes`/`from_cql_bytes` produce and accept exactly what Cassandra's v4 native
 //! protocol puts in a `[bytes]` cell for each type (the length prefix is the caller's).
 //! Null is not a value here: callers use `Option<CqlValue>`. Unlike Cassandra, the empty
-//! byte string is rejected for every fixed-size type and for varint/decimal (Cassandra
-//! accepts it as an "empty value", a legacy Thrift-era quirk no driver produces by default).
+//! byte string is rejected for every fixed-size type and for varint/decimal/inet/duration
+//! (Cassandra accepts it as an "empty value", a legacy Thrift-era quirk no driver produces by
+//! default). Two more values Cassandra stores but no driver can read back are refused too:
+//! a `time` outside a day, and a `duration` with bytes after its third vint.
 
 use std::cmp::Ordering;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::cql_type::CqlType;
+use crate::duration::{CqlDuration, DurationError};
+use crate::inet::inet_octets;
 use crate::number::{Decimal, Varint};
+use crate::time_of_day::NANOS_PER_DAY;
 
 /// A non-null CQL value.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +54,12 @@ pub enum CqlValue {
     Varint(Varint),
     /// `decimal`.
     Decimal(Decimal),
+    /// `inet`: IPv4 or IPv6, kept as given (a 16-byte IPv4-mapped address stays IPv6).
+    Inet(IpAddr),
+    /// `time`: nanoseconds since midnight, `0..NANOS_PER_DAY`.
+    Time(i64),
+    /// `duration`.
+    Duration(CqlDuration),
 }
 
 /// The `date` value of the Unix epoch.
@@ -97,6 +109,21 @@ pub enum ValueError {
         /// The version nibble found.
         version: u8,
     },
+    /// An `inet` that is neither 4 nor 16 bytes.
+    #[error("Expected 4 or 16 byte inetaddress; got {actual} bytes")]
+    InetLength {
+        /// The size given.
+        actual: usize,
+    },
+    /// A `time` outside `0..86_400_000_000_000`.
+    #[error("a time value must be nanoseconds within a day (0 to 86399999999999), got {nanos}")]
+    TimeOutOfRange {
+        /// The nanoseconds given.
+        nanos: i64,
+    },
+    /// A `duration` that is not three vints of one sign.
+    #[error(transparent)]
+    Duration(#[from] DurationError),
     /// A value of one type where another was expected.
     #[error("expected a {expected} value, got a {actual} value")]
     TypeMismatch {
@@ -132,6 +159,9 @@ impl CqlValue {
             CqlValue::TimeUuid(_) => CqlType::TimeUuid,
             CqlValue::Varint(_) => CqlType::Varint,
             CqlValue::Decimal(_) => CqlType::Decimal,
+            CqlValue::Inet(_) => CqlType::Inet,
+            CqlValue::Time(_) => CqlType::Time,
+            CqlValue::Duration(_) => CqlType::Duration,
         }
     }
 
@@ -155,7 +185,9 @@ impl CqlValue {
             CqlValue::Blob(b) => out.extend_from_slice(b),
             CqlValue::Boolean(b) => out.push(u8::from(*b)),
             CqlValue::Int(v) => out.extend_from_slice(&v.to_be_bytes()),
-            CqlValue::BigInt(v) | CqlValue::Timestamp(v) => out.extend_from_slice(&v.to_be_bytes()),
+            CqlValue::BigInt(v) | CqlValue::Timestamp(v) | CqlValue::Time(v) => {
+                out.extend_from_slice(&v.to_be_bytes())
+            }
             CqlValue::SmallInt(v) => out.extend_from_slice(&v.to_be_bytes()),
             CqlValue::TinyInt(v) => out.extend_from_slice(&v.to_be_bytes()),
             CqlValue::Float(v) => out.extend_from_slice(&v.to_be_bytes()),
@@ -167,6 +199,8 @@ impl CqlValue {
                 out.extend_from_slice(&d.scale.to_be_bytes());
                 out.extend_from_slice(d.unscaled.as_be_bytes());
             }
+            CqlValue::Inet(a) => out.extend_from_slice(&inet_octets(a)),
+            CqlValue::Duration(d) => d.write_cql_bytes(out),
         }
     }
 
@@ -237,6 +271,19 @@ impl CqlValue {
                 let unscaled = Varint::from_be_bytes(unscaled).map_err(|_| too_short)?;
                 CqlValue::Decimal(Decimal::new(unscaled, i32::from_be_bytes(fixed(scale))))
             }
+            CqlType::Inet => CqlValue::Inet(match bytes.len() {
+                4 => IpAddr::V4(Ipv4Addr::from(fixed::<4>(bytes))),
+                16 => IpAddr::V6(Ipv6Addr::from(fixed::<16>(bytes))),
+                actual => return Err(ValueError::InetLength { actual }),
+            }),
+            CqlType::Time => {
+                let nanos = i64::from_be_bytes(fixed(bytes));
+                if !(0..NANOS_PER_DAY).contains(&nanos) {
+                    return Err(ValueError::TimeOutOfRange { nanos });
+                }
+                CqlValue::Time(nanos)
+            }
+            CqlType::Duration => CqlValue::Duration(CqlDuration::from_cql_bytes(bytes)?),
         };
         Ok(value)
     }
@@ -248,7 +295,10 @@ impl CqlValue {
     /// `decimal` too, so `1.0` equals `1.00`); floats as Java's `Float.compare` (`-0.0 <
     /// 0.0`, NaN above everything and equal to itself); `date` unsigned; `uuid` as
     /// `UUIDType` (version, then the timestamp for version 1, then unsigned bytes) and
-    /// `timeuuid` as `TimeUUIDType` (timestamp, then the last 8 bytes as signed bytes).
+    /// `timeuuid` as `TimeUUIDType` (timestamp, then the last 8 bytes as signed bytes);
+    /// `inet` and `duration` as their serialized bytes, unsigned (Cassandra's byte-ordered
+    /// `InetAddressType` and `DurationType`: an IPv4 address sorts by its 4 bytes against the
+    /// first 4 of an IPv6 one, and before it when those are equal); `time` as a signed long.
     pub fn cql_cmp(&self, other: &CqlValue) -> Option<Ordering> {
         use CqlValue as V;
         let ord = match (self, other) {
@@ -266,6 +316,9 @@ impl CqlValue {
             (V::TimeUuid(a), V::TimeUuid(b)) => timeuuid_cmp(a, b),
             (V::Varint(a), V::Varint(b)) => a.cmp(b),
             (V::Decimal(a), V::Decimal(b)) => a.numeric_cmp(b),
+            (V::Inet(a), V::Inet(b)) => inet_octets(a).cmp(&inet_octets(b)),
+            (V::Time(a), V::Time(b)) => a.cmp(b),
+            (V::Duration(_), V::Duration(_)) => self.to_cql_bytes().cmp(&other.to_cql_bytes()),
             _ => return None,
         };
         Some(ord)
@@ -448,6 +501,66 @@ mod tests {
         );
     }
 
+    #[test]
+    fn inet_time_and_duration_have_cassandras_wire_bytes() {
+        let v4 = CqlValue::Inet("192.168.0.1".parse().unwrap());
+        assert_eq!(v4.to_cql_bytes(), [192, 168, 0, 1]);
+        let v6 = CqlValue::Inet("::1".parse().unwrap());
+        let mut one = [0u8; 16];
+        one[15] = 1;
+        assert_eq!(v6.to_cql_bytes(), one);
+        assert_eq!(CqlValue::from_cql_bytes(CqlType::Inet, &one), Ok(v6));
+        // A mapped address sent as 16 bytes stays 16 bytes.
+        let mut mapped = [0u8; 16];
+        mapped[10..].copy_from_slice(&[0xff, 0xff, 1, 2, 3, 4]);
+        assert_eq!(
+            CqlValue::from_cql_bytes(CqlType::Inet, &mapped).map(|v| v.to_cql_bytes()),
+            Ok(mapped.to_vec())
+        );
+        for len in [0, 1, 5, 15, 17] {
+            assert_eq!(
+                CqlValue::from_cql_bytes(CqlType::Inet, &vec![1; len]),
+                Err(ValueError::InetLength { actual: len })
+            );
+        }
+        let t = CqlValue::Time(29_574_123_456_789);
+        assert_eq!(t.to_cql_bytes(), 29_574_123_456_789i64.to_be_bytes());
+        for bad in [-1i64, NANOS_PER_DAY, i64::MAX] {
+            assert_eq!(
+                CqlValue::from_cql_bytes(CqlType::Time, &bad.to_be_bytes()),
+                Err(ValueError::TimeOutOfRange { nanos: bad })
+            );
+        }
+        assert!(CqlValue::from_cql_bytes(CqlType::Time, &[0; 4]).is_err());
+        let d = CqlValue::Duration(CqlDuration::new(1, 2, 3).unwrap());
+        assert_eq!(d.to_cql_bytes(), [2, 4, 6]);
+        assert_eq!(
+            CqlValue::from_cql_bytes(CqlType::Duration, &[2, 4, 6]),
+            Ok(d)
+        );
+        assert_eq!(
+            CqlValue::from_cql_bytes(CqlType::Duration, &[2, 5, 6])
+                .unwrap_err()
+                .to_string(),
+            "The duration months, days and nanoseconds must be all of the same sign (1, -3, 3)"
+        );
+    }
+
+    #[test]
+    fn inets_order_as_unsigned_bytes_and_times_as_longs() {
+        let ip = |s: &str| CqlValue::Inet(s.parse().unwrap());
+        let lt = |a: &CqlValue, b: &CqlValue| a.cql_cmp(b) == Some(Ordering::Less);
+        assert!(lt(&ip("::1"), &ip("0.0.0.2")));
+        // a00:1:: starts with the bytes of 10.0.0.1: the shorter address sorts first.
+        assert!(lt(&ip("10.0.0.1"), &ip("a00:1::")));
+        assert!(lt(&ip("a00:0::"), &ip("10.0.0.1")));
+        assert!(lt(&ip("10.0.0.1"), &ip("192.168.0.1")));
+        assert!(lt(&ip("127.0.0.1"), &ip("128.0.0.0")));
+        assert!(lt(&ip("fe80::"), &ip("255.0.0.0")));
+        assert!(lt(&CqlValue::Time(1), &CqlValue::Time(2)));
+        assert_eq!(ip("::1").cql_cmp(&CqlValue::Time(1)), None);
+    }
+
     fn any_type() -> impl Strategy<Value = CqlType> {
         proptest::sample::select(CqlType::ALL.to_vec())
     }
@@ -463,7 +576,12 @@ mod tests {
                 let again = CqlValue::from_cql_bytes(ty, &v.to_cql_bytes()).unwrap();
                 // Floats may be NaN, which is not equal to itself: compare bytes instead.
                 prop_assert_eq!(again.to_cql_bytes(), v.to_cql_bytes());
-                if !matches!(ty, CqlType::Varint | CqlType::Decimal | CqlType::Boolean) {
+                // Varints and decimals re-encode minimal, booleans as 0/1, durations with
+                // minimal vints.
+                if !matches!(
+                    ty,
+                    CqlType::Varint | CqlType::Decimal | CqlType::Boolean | CqlType::Duration
+                ) {
                     prop_assert_eq!(v.to_cql_bytes(), bytes);
                 }
             }

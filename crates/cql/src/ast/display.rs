@@ -85,7 +85,9 @@ impl Display for Literal {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             Literal::String(s) => write_quoted(f, s, '\''),
-            Literal::Integer(text) | Literal::Float(text) => f.write_str(text),
+            Literal::Integer(text) | Literal::Float(text) | Literal::Duration(text) => {
+                f.write_str(text)
+            }
             Literal::NaN => f.write_str("NaN"),
             Literal::Infinity => f.write_str("Infinity"),
             Literal::NegInfinity => f.write_str("-Infinity"),

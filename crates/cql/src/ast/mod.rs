@@ -94,6 +94,9 @@ pub enum Literal {
     Boolean(bool),
     /// `NULL`.
     Null,
+    /// An unquoted duration exactly as written: `1h30m`, `-2d`, `P1Y2M`, `PT5M`, `P2W`,
+    /// `P0001-02-03T04:05:06` (a leading `-` included).
+    Duration(String),
 }
 
 impl Literal {

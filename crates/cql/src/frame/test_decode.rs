@@ -162,15 +162,13 @@ pub(crate) fn decode_option(r: &mut Reader) -> Result<ColumnType, BodyError> {
     Ok(match id {
         option_id::CUSTOM => {
             let class = r.string("custom class")?;
-            if class == "org.apache.cassandra.db.marshal.DurationType" {
-                ColumnType::Duration
+            if class == super::types::DURATION_CLASS {
+                ColumnType::Native(CqlType::Duration)
             } else {
                 ColumnType::Custom(class)
             }
         }
         option_id::COUNTER => ColumnType::Counter,
-        option_id::INET => ColumnType::Inet,
-        option_id::TIME => ColumnType::Time,
         option_id::LIST => ColumnType::List(Box::new(decode_option(r)?)),
         option_id::MAP => ColumnType::Map(Box::new(decode_option(r)?), Box::new(decode_option(r)?)),
         option_id::SET => ColumnType::Set(Box::new(decode_option(r)?)),

@@ -1158,13 +1158,10 @@ fn all_column_types() -> Vec<ColumnType> {
     types.extend([
         ColumnType::Custom("org.example.MyType".into()),
         ColumnType::Counter,
-        ColumnType::Inet,
-        ColumnType::Time,
-        ColumnType::Duration,
         ColumnType::List(Box::new(ColumnType::Native(CqlType::Int))),
         ColumnType::Map(
             Box::new(ColumnType::Native(CqlType::Text)),
-            Box::new(ColumnType::Set(Box::new(ColumnType::Inet))),
+            Box::new(ColumnType::Set(Box::new(ColumnType::Native(CqlType::Inet)))),
         ),
         ColumnType::Set(Box::new(ColumnType::Native(CqlType::Uuid))),
         ColumnType::Udt {

@@ -13,7 +13,8 @@ pub use mosaic_types::ConsistencyLevel as Consistency;
 
 /// A column or bind-marker type as an `[option]` (§4.2.5.2): the native types of
 /// [`CqlType`] plus the ones Mosaic doesn't store yet, so metadata can describe anything a
-/// driver may meet (for instance in `system_schema` results).
+/// driver may meet (for instance in `system_schema` results). `inet`, `time` and `duration`
+/// are native types (`ColumnType::Native(CqlType::Inet)`, …).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ColumnType {
@@ -23,12 +24,6 @@ pub enum ColumnType {
     Custom(String),
     /// 0x0005 `counter`.
     Counter,
-    /// 0x0010 `inet`.
-    Inet,
-    /// 0x0012 `time` (v4; `TimeType` custom in v3).
-    Time,
-    /// `duration`: no id before v5, so always `DurationType` custom, as Cassandra does.
-    Duration,
     /// 0x0020 `list<T>`.
     List(Box<ColumnType>),
     /// 0x0021 `map<K, V>`.
@@ -52,8 +47,6 @@ pub enum ColumnType {
 pub(crate) mod option_id {
     pub(crate) const CUSTOM: u16 = 0x0000;
     pub(crate) const COUNTER: u16 = 0x0005;
-    pub(crate) const INET: u16 = 0x0010;
-    pub(crate) const TIME: u16 = 0x0012;
     pub(crate) const LIST: u16 = 0x0020;
     pub(crate) const MAP: u16 = 0x0021;
     pub(crate) const SET: u16 = 0x0022;
@@ -61,9 +54,10 @@ pub(crate) mod option_id {
     pub(crate) const TUPLE: u16 = 0x0031;
 }
 
-/// Java classes Cassandra names, as custom types, for ids a protocol version lacks.
-const DURATION_CLASS: &str = "org.apache.cassandra.db.marshal.DurationType";
-const V3_CUSTOM_CLASSES: [(CqlType, &str); 3] = [
+/// Java classes Cassandra names, as custom types, for ids a protocol version lacks:
+/// `duration` has no id before v5, so it always goes out as `DurationType`.
+pub(crate) const DURATION_CLASS: &str = "org.apache.cassandra.db.marshal.DurationType";
+const V3_CUSTOM_CLASSES: [(CqlType, &str); 4] = [
     (
         CqlType::Date,
         "org.apache.cassandra.db.marshal.SimpleDateType",
@@ -73,8 +67,8 @@ const V3_CUSTOM_CLASSES: [(CqlType, &str); 3] = [
         "org.apache.cassandra.db.marshal.ShortType",
     ),
     (CqlType::TinyInt, "org.apache.cassandra.db.marshal.ByteType"),
+    (CqlType::Time, "org.apache.cassandra.db.marshal.TimeType"),
 ];
-const V3_TIME_CLASS: &str = "org.apache.cassandra.db.marshal.TimeType";
 
 impl From<CqlType> for ColumnType {
     fn from(t: CqlType) -> ColumnType {
@@ -83,14 +77,19 @@ impl From<CqlType> for ColumnType {
 }
 
 impl ColumnType {
-    /// Appends the `[option]`. v3 lacks ids for date, time, smallint and tinyint, so they go
-    /// out as Cassandra sends them to v3 clients: custom types naming the Java class.
+    /// Appends the `[option]`. v3 lacks ids for date, time, smallint and tinyint, and v3 and
+    /// v4 for duration, so they go out as Cassandra sends them: custom types naming the Java
+    /// class.
     pub(crate) fn put_option(
         &self,
         out: &mut BytesMut,
         version: ProtocolVersion,
     ) -> Result<(), EncodeError> {
         match self {
+            ColumnType::Native(CqlType::Duration) => {
+                out.put_u16(option_id::CUSTOM);
+                put_string(out, DURATION_CLASS)?;
+            }
             ColumnType::Native(t) => {
                 if version < ProtocolVersion::V4 {
                     if let Some((_, class)) = V3_CUSTOM_CLASSES.iter().find(|(v3, _)| v3 == t) {
@@ -105,16 +104,6 @@ impl ColumnType {
                 put_string(out, class)?;
             }
             ColumnType::Counter => out.put_u16(option_id::COUNTER),
-            ColumnType::Inet => out.put_u16(option_id::INET),
-            ColumnType::Time if version < ProtocolVersion::V4 => {
-                out.put_u16(option_id::CUSTOM);
-                put_string(out, V3_TIME_CLASS)?;
-            }
-            ColumnType::Time => out.put_u16(option_id::TIME),
-            ColumnType::Duration => {
-                out.put_u16(option_id::CUSTOM);
-                put_string(out, DURATION_CLASS)?;
-            }
             ColumnType::List(e) => {
                 out.put_u16(option_id::LIST);
                 e.put_option(out, version)?;
@@ -188,6 +177,43 @@ impl ColumnSpec {
             table: table.into(),
             name: name.into(),
             ty: ty.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn option(ty: ColumnType, version: ProtocolVersion) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        ty.put_option(&mut out, version).expect("encodes");
+        out.to_vec()
+    }
+
+    fn custom(class: &str) -> Vec<u8> {
+        let mut out = BytesMut::from(&[0u8, 0][..]);
+        put_string(&mut out, class).expect("encodes");
+        out.to_vec()
+    }
+
+    #[test]
+    fn inet_time_and_duration_options_are_cassandras() {
+        let v3 = ProtocolVersion::V3;
+        let v4 = ProtocolVersion::V4;
+        assert_eq!(option(CqlType::Inet.into(), v3), [0x00, 0x10]);
+        assert_eq!(option(CqlType::Inet.into(), v4), [0x00, 0x10]);
+        assert_eq!(option(CqlType::Time.into(), v4), [0x00, 0x12]);
+        assert_eq!(
+            option(CqlType::Time.into(), v3),
+            custom("org.apache.cassandra.db.marshal.TimeType")
+        );
+        // No id for duration before v5: Cassandra names its class.
+        for version in [v3, v4] {
+            assert_eq!(
+                option(CqlType::Duration.into(), version),
+                custom("org.apache.cassandra.db.marshal.DurationType")
+            );
         }
     }
 }

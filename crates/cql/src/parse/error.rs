@@ -37,8 +37,7 @@ pub enum Feature {
     CompactStorage,
     /// Users, roles and permissions: `CREATE USER/ROLE`, `GRANT`, `REVOKE`, `LIST`.
     Authorization,
-    /// A native type Mosaic does not store (`inet`, `time`, `duration`, custom types) or
-    /// a duration literal.
+    /// A type Mosaic does not store: custom (Java class) types.
     DataType,
 }
 

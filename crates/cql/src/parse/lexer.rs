@@ -8,7 +8,8 @@
 //! The lexical rules follow Cassandra's lexer: `--`, `//` and `/* */` comments; `'…'`
 //! strings with `''` escapes and `$$…$$` strings; `"…"` quoted names with `""` escapes;
 //! integers with an optional leading `-`; floats (`1.5`, `1.`, `-2e10`); `0x…` blobs;
-//! unquoted UUIDs; duration literals (`1h30m`, refused later); `?` and `:` for bind markers.
+//! unquoted UUIDs; duration literals (`1h30m`, `-2d`, and the ISO 8601 forms `P1Y2M3DT4H`,
+//! `PT5M`, `P2W`, `P0001-02-03T04:05:06`); `?` and `:` for bind markers.
 //!
 //! Spans always start and end on ASCII bytes (or the end of the text), so slicing the text
 //! by them never splits a character.
@@ -32,7 +33,7 @@ pub(crate) enum Kind {
     /// `0x…`.
     Hex,
     Uuid,
-    /// `1h30m`, `-2d`.
+    /// `1h30m`, `-2d`, `P1Y2M`, `-PT5M`, `P2W`, `P0001-02-03T04:05:06`.
     Duration,
     QMark,
     Colon,
@@ -218,6 +219,14 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ParseError> {
                 let (end, kind) = number(text, i)?;
                 i = end;
                 kind
+            }
+            b'-' if next == Some(b'P') && iso_duration_end(b, i + 1).is_some() => {
+                i = iso_duration_end(b, i + 1).unwrap_or(i + 1);
+                Kind::Duration
+            }
+            b'P' if iso_duration_end(b, i).is_some() => {
+                i = iso_duration_end(b, i).unwrap_or(i + 1);
+                Kind::Duration
             }
             b'a'..=b'z' | b'A'..=b'Z' => {
                 i += 1;
@@ -422,6 +431,74 @@ fn is_duration(word: &str) -> bool {
     groups > 0
 }
 
+/// The end of the ISO 8601 duration starting with the `P` at `p`, as Cassandra's lexer's
+/// `DURATION` rule reads one: `P` then years, months, days (each optional, in that order,
+/// at least one) and optionally `T` with hours, minutes, seconds (likewise); or `P` and the
+/// time part alone; or `PnW`; or the alternative form `Pyyyy-mm-ddThh:mm:ss`. Designators
+/// are upper case. A match followed by a letter, digit or `_` is the start of an identifier
+/// instead (the longer token wins, as in Cassandra's lexer), except for the alternative form,
+/// which is longer than any identifier it starts.
+fn iso_duration_end(b: &[u8], p: usize) -> Option<usize> {
+    if b.get(p) != Some(&b'P') {
+        return None;
+    }
+    const ALTERNATIVE: &[u8] = b"P####-##-##T##:##:##";
+    let alternative = b.get(p..p + ALTERNATIVE.len()).is_some_and(|candidate| {
+        candidate
+            .iter()
+            .zip(ALTERNATIVE)
+            .all(|(&c, &shape)| match shape {
+                b'#' => c.is_ascii_digit(),
+                _ => c == shape,
+            })
+    });
+    if alternative {
+        return Some(p + ALTERNATIVE.len());
+    }
+    // Digits at `i` and the byte after them.
+    let digits_then = |i: usize| -> Option<(usize, u8)> {
+        let n = b
+            .get(i..)?
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if n == 0 {
+            return None;
+        }
+        Some((i + n, *b.get(i + n)?))
+    };
+    // Designators in order, each after its digits; the end of the last one, if any.
+    let designators = |mut i: usize, mut allowed: &[u8]| -> Option<usize> {
+        let mut end = None;
+        while let Some((j, d)) = digits_then(i) {
+            let Some(at) = allowed.iter().position(|&a| a == d) else {
+                break;
+            };
+            allowed = allowed.get(at + 1..).unwrap_or_default();
+            i = j + 1;
+            end = Some(i);
+        }
+        end
+    };
+    let mut end = p + 1;
+    if b.get(end) != Some(&b'T') {
+        if let Some((j, b'W')) = digits_then(end) {
+            end = j + 1;
+        } else {
+            end = designators(end, b"YMD")?;
+            if b.get(end) == Some(&b'T') {
+                end = designators(end + 1, b"HMS").unwrap_or(end);
+            }
+        }
+    } else {
+        end = designators(end + 1, b"HMS")?;
+    }
+    if b.get(end).copied().is_some_and(is_ident_byte) {
+        return None;
+    }
+    Some(end)
+}
+
 fn bad_token(text: &str, start: usize) -> ParseError {
     let b = text.as_bytes();
     let mut end = start;
@@ -538,6 +615,43 @@ mod tests {
         assert!(tokenize("0xabc").is_err(), "odd hex digits");
         assert!(tokenize("0xzz").is_err());
         assert!(tokenize("1.5h").is_err());
+    }
+
+    #[test]
+    fn iso_durations_are_tokens_and_near_misses_are_words() {
+        for text in [
+            "P1Y2M3DT4H5M6S",
+            "P1Y",
+            "P2M3D",
+            "P3D",
+            "PT4H",
+            "PT5M6S",
+            "PT6S",
+            "P1DT1S",
+            "P2W",
+            "-P2W",
+            "-PT1H",
+            "P0001-02-03T04:05:06",
+            "-P0001-02-03T04:05:06",
+        ] {
+            assert_eq!(kinds(text), vec![Kind::Duration, Kind::Eof], "{text}");
+        }
+        // Identifiers that merely start like a duration.
+        for text in [
+            "P", "PT", "P1", "P1Dx", "P1YT", "P1D2", "Pw", "p1d", "P1W2", "PT1D",
+        ] {
+            assert_eq!(kinds(text), vec![Kind::Word, Kind::Eof], "{text}");
+        }
+        assert_eq!(
+            kinds("-P1 P0001-02-03T04:05:06x"),
+            vec![
+                Kind::Minus,
+                Kind::Word,
+                Kind::Duration,
+                Kind::Word,
+                Kind::Eof
+            ]
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //! and `CONTAINS`/`LIKE`, materialized views, user-defined types, functions, aggregates
 //! and triggers, collection and tuple types, literals and element access, counters
 //! (`counter` columns, `c = c + 1`, counter batches), JSON, `COMPACT STORAGE`, roles and
-//! permissions, and the types `inet`, `time`, `duration`. The parser stops at
+//! permissions, and custom (Java class) types. The parser stops at
 //! the first token of such a feature, so the error points at it. Statements Cassandra
 //! refuses before looking at a schema (two `PRIMARY KEY`s, unmatched `INSERT` columns and
 //! values, duplicate properties, more than 65,535 bind markers) give

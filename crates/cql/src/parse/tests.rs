@@ -150,6 +150,44 @@ fn every_literal_kind() {
 }
 
 #[test]
+fn inet_time_and_duration_types_and_duration_literals() {
+    let Statement::CreateTable(t) =
+        parse("CREATE TABLE t (k INET, c time, d Duration, PRIMARY KEY (k, c))")
+    else {
+        panic!("create table")
+    };
+    let types: Vec<CqlType> = t.columns.iter().map(|c| c.ty).collect();
+    assert_eq!(types, [CqlType::Inet, CqlType::Time, CqlType::Duration]);
+    for lit in [
+        "1h30m",
+        "-2d",
+        "1y2mo3w4d5h6m7s8ms9us10ns",
+        "1Y2MO3W4D5H6M7S8MS9US10NS",
+        "12µs",
+        "P1Y2M3DT4H5M6S",
+        "PT5M",
+        "P2W",
+        "-P2W",
+        "P0001-02-03T04:05:06",
+        "-P0001-02-03T04:05:06",
+    ] {
+        let text = format!("INSERT INTO t (k, d) VALUES (1, {lit})");
+        let Statement::Insert(ins) = parse(&text) else {
+            panic!("insert")
+        };
+        assert_eq!(
+            ins.values.get(1),
+            Some(&Term::Literal(Literal::Duration(lit.into()))),
+            "{text}"
+        );
+        assert_round_trips(&text);
+    }
+    // A duration in a WHERE clause, and a column that only looks like one.
+    assert_round_trips("SELECT * FROM t WHERE d = -1h ALLOW FILTERING");
+    assert_round_trips("SELECT P1Dx FROM t");
+}
+
+#[test]
 fn bind_markers_are_numbered_in_textual_order_with_names() {
     let s =
         parse("INSERT INTO t (a, b, c) VALUES (?, :Bee, :\"Cee\") USING TTL ? AND TIMESTAMP :ts");
@@ -547,7 +585,7 @@ fn unsupported_features_are_invalid_with_a_feature() {
             Feature::Counter,
         ),
         (
-            "CREATE TABLE t (k int PRIMARY KEY, v inet)",
+            "CREATE TABLE t (k int PRIMARY KEY, v 'org.example.MyType')",
             Feature::DataType,
         ),
         (
@@ -572,7 +610,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
             "INSERT INTO t (k, v) VALUES (1, {'a': 1})",
             Feature::Collection,
         ),
-        ("INSERT INTO t (k, v) VALUES (1, 1h30m)", Feature::DataType),
         (
             "GRANT SELECT ON ALL KEYSPACES TO bob",
             Feature::Authorization,
@@ -834,6 +871,9 @@ mod properties {
             proptest::collection::vec(any::<u8>(), 0..6).prop_map(Literal::Blob),
             any::<bool>().prop_map(Literal::Boolean),
             Just(Literal::Null),
+            "-?([0-9]{1,3}(y|mo|w|d|h|m|s|ms|us|µs|ns)){1,3}".prop_map(Literal::Duration),
+            "-?P([0-9]{1,2}Y)?([0-9]{1,2}M)?[0-9]{1,2}D(T[0-9]H)?".prop_map(Literal::Duration),
+            "-?P[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}".prop_map(Literal::Duration),
         ]
     }
 

@@ -5,7 +5,10 @@
 //! another. Bound values are the client's native-protocol bytes, checked against that type.
 
 use bytes::Bytes;
-use mosaic_types::{uuid_version, CqlType, CqlValue, Decimal, Varint, DATE_EPOCH};
+use mosaic_types::{
+    parse_inet, parse_time, uuid_version, CqlDuration, CqlType, CqlValue, Decimal, Varint,
+    DATE_EPOCH,
+};
 
 use crate::ast::{BindMarker, IntValue, Literal, Term};
 use crate::frame::{BoundValues, ErrorResponse, Value};
@@ -229,7 +232,7 @@ pub(crate) fn eval_int(
 fn type_mismatch(lit: &Literal, ty: CqlType, name: &str) -> ErrorResponse {
     let shown = match lit {
         Literal::String(s) => format!("'{s}'"),
-        Literal::Integer(s) | Literal::Float(s) => s.clone(),
+        Literal::Integer(s) | Literal::Float(s) | Literal::Duration(s) => s.clone(),
         Literal::NaN => "NaN".to_owned(),
         Literal::Infinity => "Infinity".to_owned(),
         Literal::NegInfinity => "-Infinity".to_owned(),
@@ -270,6 +273,19 @@ pub(crate) fn literal(lit: &Literal, ty: CqlType, name: &str) -> Result<Eval, Er
         (Literal::String(s), CqlType::Decimal) => {
             CqlValue::Decimal(s.parse::<Decimal>().map_err(|_| mismatch())?)
         }
+        (Literal::String(s), CqlType::Inet) => {
+            CqlValue::Inet(parse_inet(s).map_err(|e| invalid(e.to_string()))?)
+        }
+        // A string or an integer (Cassandra reads both as TimeType text; digits are
+        // nanoseconds).
+        (Literal::String(s) | Literal::Integer(s), CqlType::Time) => {
+            CqlValue::Time(parse_time(s).map_err(|e| invalid(e.to_string()))?)
+        }
+        // Cassandra accepts an integer for a duration too, and then fails to read it as one.
+        (Literal::Duration(s) | Literal::Integer(s), CqlType::Duration) => CqlValue::Duration(
+            s.parse::<CqlDuration>()
+                .map_err(|e| invalid(e.to_string()))?,
+        ),
         (Literal::Integer(s), CqlType::Int) => CqlValue::Int(parse_int(s, name, ty)?),
         (Literal::Integer(s), CqlType::BigInt) => CqlValue::BigInt(parse_int(s, name, ty)?),
         (Literal::Integer(s), CqlType::SmallInt) => CqlValue::SmallInt(parse_int(s, name, ty)?),
@@ -344,6 +360,10 @@ fn call(
         "currentdate" => no_args(CqlValue::Date(date_of_millis(
             ctx.now_micros.div_euclid(1000),
         )))?,
+        // Millisecond precision, as Cassandra's `currentTime()`.
+        "currenttime" => no_args(CqlValue::Time(
+            ctx.now_micros.div_euclid(1000).rem_euclid(86_400_000) * 1_000_000,
+        ))?,
         "totimestamp" | "todate" | "tounixtimestamp" => {
             let [arg] = args else {
                 return Err(invalid(format!(
@@ -652,6 +672,47 @@ mod tests {
         assert!(decode_list(&b[..b.len() - 1], CqlType::Int, "k").is_err());
         assert!(decode_list(&[0xff, 0xff, 0xff, 0xff], CqlType::Int, "k").is_err());
         assert!(decode_list(&[0x7f, 0xff, 0xff, 0xff], CqlType::Int, "k").is_err());
+    }
+
+    #[test]
+    fn inet_time_and_duration_literals_convert_with_cassandras_errors() {
+        let lit = |l: Literal, ty| literal(&l, ty, "c");
+        let s = |t: &str| Literal::String(t.into());
+        assert_eq!(
+            lit(s("192.168.0.1"), CqlType::Inet).unwrap(),
+            Eval::Value(CqlValue::Inet("192.168.0.1".parse().unwrap()))
+        );
+        assert_eq!(
+            lit(s("x"), CqlType::Inet).unwrap_err().message,
+            "Unable to make inet address from 'x'"
+        );
+        assert_eq!(
+            lit(s("00:00:01.5"), CqlType::Time).unwrap(),
+            Eval::Value(CqlValue::Time(1_500_000_000))
+        );
+        assert_eq!(
+            lit(Literal::Integer("42".into()), CqlType::Time).unwrap(),
+            Eval::Value(CqlValue::Time(42))
+        );
+        assert_eq!(
+            lit(Literal::Integer("-1".into()), CqlType::Time)
+                .unwrap_err()
+                .message,
+            "Unable to make long (for time) from: '-1'"
+        );
+        assert_eq!(
+            lit(Literal::Duration("-3d".into()), CqlType::Duration).unwrap(),
+            Eval::Value(CqlValue::Duration(CqlDuration::new(0, -3, 0).unwrap()))
+        );
+        assert_eq!(
+            lit(Literal::Integer("5".into()), CqlType::Duration)
+                .unwrap_err()
+                .message,
+            "Unable to convert '5' to a duration"
+        );
+        // Cassandra takes no string for a duration, and no duration for anything else.
+        assert!(lit(s("1h"), CqlType::Duration).is_err());
+        assert!(lit(Literal::Duration("1h".into()), CqlType::BigInt).is_err());
     }
 
     #[test]

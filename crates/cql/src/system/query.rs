@@ -4,8 +4,6 @@
 //! aliases) or `count`, `DISTINCT` and `LIMIT`. Everything else is refused with Invalid
 //! and a message naming what is not supported.
 
-use std::net::IpAddr;
-
 use bytes::Bytes;
 use mosaic_types::CqlType;
 
@@ -481,10 +479,9 @@ fn constant(lit: &Literal, ty: &ColumnType) -> Option<Bytes> {
             u.to_be_bytes().to_vec()
         }
         (ColumnType::Native(CqlType::Blob), Literal::Blob(b)) => b.clone(),
-        (ColumnType::Inet, Literal::String(s)) => match s.parse::<IpAddr>().ok()? {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
-        },
+        (ColumnType::Native(CqlType::Inet), Literal::String(s)) => {
+            mosaic_types::inet::inet_octets(&mosaic_types::parse_inet(s).ok()?)
+        }
         _ => return None,
     };
     Some(Bytes::from(bytes))
@@ -493,7 +490,6 @@ fn constant(lit: &Literal, ty: &ColumnType) -> Option<Bytes> {
 fn type_name(ty: &ColumnType) -> String {
     match ty {
         ColumnType::Native(t) => t.name().to_owned(),
-        ColumnType::Inet => "inet".to_owned(),
         other => format!("{other:?}"),
     }
 }

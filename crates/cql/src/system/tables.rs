@@ -941,10 +941,7 @@ pub(crate) fn parse_type(text: &str) -> Option<ColumnType> {
         ));
     }
     match text {
-        "inet" => Some(ColumnType::Inet),
         "counter" => Some(ColumnType::Counter),
-        "time" => Some(ColumnType::Time),
-        "duration" => Some(ColumnType::Duration),
         _ => CqlType::from_str(text).ok().map(ColumnType::Native),
     }
 }

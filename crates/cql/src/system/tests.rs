@@ -223,11 +223,11 @@ fn text_list(values: &[&str]) -> Option<Bytes> {
 /// Checks that `bytes` is a well-formed value of `ty`, as a driver decoding it would.
 fn check_cell(ty: &ColumnType, bytes: &[u8]) -> bool {
     match ty {
+        ColumnType::Native(CqlType::Inet) => bytes.len() == 4 || bytes.len() == 16,
         ColumnType::Native(t) => match t.fixed_len() {
             Some(n) => bytes.len() == n,
             None => !matches!(t, CqlType::Text) || std::str::from_utf8(bytes).is_ok(),
         },
-        ColumnType::Inet => bytes.len() == 4 || bytes.len() == 16,
         ColumnType::List(e) | ColumnType::Set(e) => cell::decode_elements(bytes).is_some_and(|v| {
             v.iter()
                 .all(|x| x.as_ref().is_some_and(|x| check_cell(e, x)))
@@ -340,7 +340,7 @@ fn system_local_is_what_the_python_driver_reads() {
         ty("tokens"),
         ColumnType::Set(Box::new(CqlType::Text.into()))
     );
-    assert_eq!(ty("rpc_address"), ColumnType::Inet);
+    assert_eq!(ty("rpc_address"), ColumnType::Native(CqlType::Inet));
     assert_eq!(ty("host_id"), ColumnType::Native(CqlType::Uuid));
     assert_eq!(
         ty("truncated_at"),

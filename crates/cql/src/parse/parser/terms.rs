@@ -124,9 +124,7 @@ impl Parser<'_> {
                 Ok(u) => Literal::Uuid(u),
                 Err(_) => return Err(self.no_viable()),
             },
-            Kind::Duration => {
-                return Err(self.unsupported(t, Feature::DataType, "duration literals"))
-            }
+            Kind::Duration => Literal::Duration(text.to_owned()),
             Kind::Minus => {
                 let next = self.peek_at(1);
                 let word = self.slice(next);
@@ -261,9 +259,6 @@ impl Parser<'_> {
                     }
                     "tuple" if generic => Err(self.unsupported(t, Feature::Tuple, "type tuple<…>")),
                     "counter" => Err(self.unsupported(t, Feature::Counter, "type counter")),
-                    "inet" | "time" | "duration" => {
-                        Err(self.unsupported(t, Feature::DataType, &format!("type {lower}")))
-                    }
                     _ if is_reserved(word) => Err(self.no_viable()),
                     _ => Err(self.unsupported(
                         t,

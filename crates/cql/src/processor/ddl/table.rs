@@ -52,7 +52,8 @@ fn key_column<'s>(
 }
 
 /// Checks the column definitions against the PRIMARY KEY (no duplicates, key columns
-/// defined and not static, static columns only with clustering columns); the key's names.
+/// defined, not `duration` and not static, static columns only with clustering columns);
+/// the key's names.
 fn check_columns(
     s: &CreateTableStatement,
 ) -> Result<std::collections::HashSet<&str>, ErrorResponse> {
@@ -78,7 +79,15 @@ fn check_columns(
                 ident.as_str()
             )));
         }
-        if key_column(s, ident)?.is_static {
+        let def = key_column(s, ident)?;
+        if def.ty == mosaic_types::CqlType::Duration {
+            // Cassandra 4's CreateTableStatement, word for word.
+            return Err(invalid(format!(
+                "duration type is not supported for PRIMARY KEY column '{}'",
+                ident.as_str()
+            )));
+        }
+        if def.is_static {
             return Err(invalid(format!(
                 "Static column {} cannot be part of the PRIMARY KEY",
                 ident.as_str()

@@ -109,6 +109,11 @@ pub(super) fn add_compare(
             "Unsupported \"!=\" relation: {name} != {value}"
         )));
     }
+    if col.ty == CqlType::Duration && *op != Operator::Eq {
+        return Err(invalid(
+            "Slice restrictions are not supported on duration columns",
+        ));
+    }
     let v = eval(value, col.ty, name, ctx)?
         .required(name)
         .map_err(|_| invalid(format!("Invalid null value in condition for column {name}")))?;

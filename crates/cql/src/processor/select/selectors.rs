@@ -183,6 +183,12 @@ fn constant(term: &Term) -> Result<Selected, ErrorResponse> {
         crate::ast::Literal::Float(s) => {
             (CqlType::Double, s.parse::<f64>().ok().map(CqlValue::Double))
         }
+        crate::ast::Literal::Duration(s) => (
+            CqlType::Duration,
+            Some(CqlValue::Duration(s.parse().map_err(
+                |e: mosaic_types::ParseDurationError| invalid(e.to_string()),
+            )?)),
+        ),
         _ => return Err(invalid("Unsupported constant in the selection clause")),
     };
     Ok((
@@ -281,12 +287,18 @@ pub(super) fn sample_of(ty: CqlType) -> CqlValue {
         CqlType::Ascii => CqlValue::Ascii(String::new()),
         CqlType::Boolean => CqlValue::Boolean(false),
         CqlType::Timestamp => CqlValue::Timestamp(0),
+        CqlType::Inet => CqlValue::Inet(std::net::IpAddr::from([0u8; 4])),
+        CqlType::Time => CqlValue::Time(0),
+        CqlType::Duration => CqlValue::Duration(Default::default()),
         _ => CqlValue::Blob(Vec::new()),
     }
 }
 
-/// CAST between numeric types and to text, as Cassandra supports.
+/// CAST between numeric types and to text, as Cassandra supports (a `duration` has no cast).
 pub(super) fn cast_value(v: &CqlValue, to: CqlType) -> Option<CqlValue> {
+    if matches!(v, CqlValue::Duration(_)) {
+        return None;
+    }
     let as_f64 = |v: &CqlValue| -> Option<f64> {
         Some(match v {
             CqlValue::Int(n) => f64::from(*n),
@@ -335,6 +347,10 @@ pub(super) fn display_value(v: &CqlValue) -> String {
         CqlValue::Varint(v) => v.to_string(),
         CqlValue::Decimal(d) => d.to_string(),
         CqlValue::Timestamp(ms) => ms.to_string(),
+        // As Cassandra's serializers print them: Java's host address, `hh:mm:ss.fffffffff`.
+        CqlValue::Inet(a) => mosaic_types::java_host_address(a),
+        CqlValue::Time(nanos) => mosaic_types::format_time(*nanos),
+        CqlValue::Duration(d) => d.to_string(),
         other => format!("{other:?}"),
     }
 }
