@@ -147,6 +147,27 @@ impl FragmentKind {
     }
 }
 
+/// A multi-cell (non-frozen collection or UDT) column of one row: an optional column-wide
+/// deletion (written by an overwrite `c = …` or a `DELETE c`, it shadows every element
+/// written at or before it) and one cell per element, keyed by the element's *path* (Cassandra's
+/// `CellPath`): for a set the element, for a map the key, for a list a time-based id, each
+/// in an order-preserving encoding chosen by the writer so that bytewise path order is the
+/// collection's order. The row layer only compares paths as bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ComplexColumn {
+    /// Deletes every element written at or before it.
+    pub deletion: Option<DeletionTime>,
+    /// Elements by path.
+    pub cells: BTreeMap<Vec<u8>, Cell>,
+}
+
+impl ComplexColumn {
+    /// Whether the column holds nothing (no deletion, no element).
+    pub fn is_empty(&self) -> bool {
+        self.deletion.is_none() && self.cells.is_empty()
+    }
+}
+
 /// What one engine entry of the row layer holds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Fragment {
@@ -158,6 +179,8 @@ pub struct Fragment {
     pub deletion: Option<DeletionTime>,
     /// Cells by column.
     pub cells: BTreeMap<ColumnId, Cell>,
+    /// Multi-cell columns by column (never holding an empty [`ComplexColumn`]).
+    pub complex: BTreeMap<ColumnId, ComplexColumn>,
 }
 
 /// The fragment format version written by this build.
@@ -166,7 +189,8 @@ pub const FORMAT_VERSION: u8 = 1;
 const HAS_LIVENESS: u8 = 0x01;
 const LIVENESS_EXPIRING: u8 = 0x02;
 const HAS_DELETION: u8 = 0x04;
-const KNOWN_FLAGS: u8 = HAS_LIVENESS | LIVENESS_EXPIRING | HAS_DELETION;
+const HAS_COMPLEX: u8 = 0x08;
+const KNOWN_FLAGS: u8 = HAS_LIVENESS | LIVENESS_EXPIRING | HAS_DELETION | HAS_COMPLEX;
 
 const CELL_LIVE: u8 = 0;
 const CELL_EXPIRING: u8 = 1;
@@ -180,6 +204,7 @@ impl Fragment {
             liveness: None,
             deletion: None,
             cells: BTreeMap::new(),
+            complex: BTreeMap::new(),
         }
     }
 
@@ -201,7 +226,10 @@ impl Fragment {
 
     /// Whether the fragment holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.liveness.is_none() && self.deletion.is_none() && self.cells.is_empty()
+        self.liveness.is_none()
+            && self.deletion.is_none()
+            && self.cells.is_empty()
+            && self.complex.is_empty()
     }
 
     /// Every timestamp in the fragment.
@@ -211,6 +239,12 @@ impl Fragment {
             .map(|l| l.ts)
             .chain(self.deletion.iter().map(|d| d.marked_for_delete_at))
             .chain(self.cells.values().map(Cell::ts))
+            .chain(self.complex.values().flat_map(|c| {
+                c.deletion
+                    .iter()
+                    .map(|d| d.marked_for_delete_at)
+                    .chain(c.cells.values().map(Cell::ts))
+            }))
     }
 
     /// The newest timestamp in the fragment.
@@ -219,10 +253,13 @@ impl Fragment {
     }
 
     /// Whether `bytes` may be a fragment that carries a deletion: `false` only when they
-    /// have a flags byte (the third) and it says there is none. Looks at that one byte; it
+    /// have a flags byte (the third) and it says there is neither a row deletion nor a
+    /// multi-cell column (which may carry a column deletion). Looks at that one byte; it
     /// does not check that the rest decodes.
     pub fn may_carry_deletion(bytes: &[u8]) -> bool {
-        bytes.get(2).is_none_or(|flags| flags & HAS_DELETION != 0)
+        bytes
+            .get(2)
+            .is_none_or(|flags| flags & (HAS_DELETION | HAS_COMPLEX) != 0)
     }
 
     /// Appends the fragment's bytes to `out`.
@@ -238,6 +275,9 @@ impl Fragment {
         }
         if self.deletion.is_some() {
             flags |= HAS_DELETION;
+        }
+        if !self.complex.is_empty() {
+            flags |= HAS_COMPLEX;
         }
         out.push(FORMAT_VERSION);
         out.push(self.kind as u8);
@@ -258,28 +298,29 @@ impl Fragment {
         for (id, cell) in &self.cells {
             put_unsigned(out, u64::from(id.0) - next_id);
             next_id = u64::from(id.0) + 1;
-            match cell {
-                Cell::Live { ts, value, expiry } => {
-                    out.push(if expiry.is_some() {
-                        CELL_EXPIRING
-                    } else {
-                        CELL_LIVE
-                    });
-                    put_unsigned(out, delta(*ts));
-                    if let Some(e) = expiry {
-                        put_expiry(out, e);
-                    }
-                    put_unsigned(out, value.len() as u64);
-                    out.extend_from_slice(value);
+            put_cell(out, cell, &delta);
+        }
+        if self.complex.is_empty() {
+            return;
+        }
+        put_unsigned(out, self.complex.len() as u64);
+        let mut next_id: u64 = 0;
+        for (id, column) in &self.complex {
+            put_unsigned(out, u64::from(id.0) - next_id);
+            next_id = u64::from(id.0) + 1;
+            match &column.deletion {
+                Some(d) => {
+                    out.push(1);
+                    put_unsigned(out, delta(d.marked_for_delete_at));
+                    put_signed(out, d.local_deletion_secs);
                 }
-                Cell::Tombstone {
-                    ts,
-                    local_deletion_secs,
-                } => {
-                    out.push(CELL_TOMBSTONE);
-                    put_unsigned(out, delta(*ts));
-                    put_signed(out, *local_deletion_secs);
-                }
+                None => out.push(0),
+            }
+            put_unsigned(out, column.cells.len() as u64);
+            for (path, cell) in &column.cells {
+                put_unsigned(out, path.len() as u64);
+                out.extend_from_slice(path);
+                put_cell(out, cell, &delta);
             }
         }
     }
@@ -332,6 +373,11 @@ impl Fragment {
             None
         };
         let cells = decode_cells(&mut r, &mut ts)?;
+        let complex = if flags & HAS_COMPLEX != 0 {
+            decode_complex(&mut r, &mut ts)?
+        } else {
+            BTreeMap::new()
+        };
         if r.pos != bytes.len() {
             return Err(r.invalid(r.pos, "trailing bytes"));
         }
@@ -340,6 +386,7 @@ impl Fragment {
             liveness,
             deletion,
             cells,
+            complex,
         };
         let canonical_base = match fragment.timestamps().next() {
             Some(_) => ts.min_delta == 0,
@@ -391,24 +438,117 @@ fn decode_cells(
             .filter(|&id| id <= u64::from(u32::MAX))
             .ok_or(r.invalid(at, "column id out of range"))?;
         next_id = id + 1;
-        let at = r.pos;
-        let cell = match r.byte()? {
-            k @ (CELL_LIVE | CELL_EXPIRING) => {
-                let expiring = k == CELL_EXPIRING;
-                let ts = ts.read(r)?;
-                let expiry = if expiring { Some(r.expiry()?) } else { None };
-                let value = r.bytes()?;
-                Cell::Live { ts, value, expiry }
-            }
-            CELL_TOMBSTONE => Cell::Tombstone {
-                ts: ts.read(r)?,
-                local_deletion_secs: r.signed()?,
-            },
-            _ => return Err(r.invalid(at, "unknown cell kind")),
-        };
+        let cell = read_cell(r, ts)?;
         cells.insert(ColumnId(id as u32), cell);
     }
     Ok(cells)
+}
+
+/// Reads one cell (kind byte, timestamp, expiry, value).
+fn read_cell(r: &mut Reader<'_>, ts: &mut Timestamps) -> Result<Cell, FragmentError> {
+    let at = r.pos;
+    Ok(match r.byte()? {
+        k @ (CELL_LIVE | CELL_EXPIRING) => {
+            let expiring = k == CELL_EXPIRING;
+            let ts = ts.read(r)?;
+            let expiry = if expiring { Some(r.expiry()?) } else { None };
+            let value = r.bytes()?;
+            Cell::Live { ts, value, expiry }
+        }
+        CELL_TOMBSTONE => Cell::Tombstone {
+            ts: ts.read(r)?,
+            local_deletion_secs: r.signed()?,
+        },
+        _ => return Err(r.invalid(at, "unknown cell kind")),
+    })
+}
+
+/// Decodes the multi-cell columns: count, then per column its id gap, deletion and
+/// elements (paths strictly ascending); an empty column is not canonical.
+fn decode_complex(
+    r: &mut Reader<'_>,
+    ts: &mut Timestamps,
+) -> Result<BTreeMap<ColumnId, ComplexColumn>, FragmentError> {
+    let at = r.pos;
+    let count = r.unsigned()?;
+    // Every column takes at least 3 bytes.
+    if count == 0 || count > (r.buf.len().saturating_sub(r.pos) / 3) as u64 {
+        return Err(r.invalid(at, "bad multi-cell column count"));
+    }
+    let mut columns = BTreeMap::new();
+    let mut next_id: u64 = 0;
+    for _ in 0..count {
+        let at = r.pos;
+        let id = next_id
+            .checked_add(r.unsigned()?)
+            .filter(|&id| id <= u64::from(u32::MAX))
+            .ok_or(r.invalid(at, "column id out of range"))?;
+        next_id = id + 1;
+        let at = r.pos;
+        let deletion = match r.byte()? {
+            0 => None,
+            1 => Some(DeletionTime {
+                marked_for_delete_at: ts.read(r)?,
+                local_deletion_secs: r.signed()?,
+            }),
+            _ => return Err(r.invalid(at, "bad column deletion flag")),
+        };
+        let at = r.pos;
+        let elements = r.unsigned()?;
+        // Every element takes at least 4 bytes.
+        if elements > (r.buf.len().saturating_sub(r.pos) / 4) as u64 {
+            return Err(r.invalid(at, "element count exceeds the bytes left"));
+        }
+        let mut column = ComplexColumn {
+            deletion,
+            cells: BTreeMap::new(),
+        };
+        for _ in 0..elements {
+            let at = r.pos;
+            let path = r.bytes()?;
+            if column
+                .cells
+                .last_key_value()
+                .is_some_and(|(last, _)| *last >= path)
+            {
+                return Err(r.invalid(at, "element paths out of order"));
+            }
+            let cell = read_cell(r, ts)?;
+            column.cells.insert(path, cell);
+        }
+        if column.is_empty() {
+            return Err(r.invalid(at, "empty multi-cell column"));
+        }
+        columns.insert(ColumnId(id as u32), column);
+    }
+    Ok(columns)
+}
+
+/// Appends one cell (kind byte, timestamp delta, expiry, value).
+fn put_cell(out: &mut Vec<u8>, cell: &Cell, delta: &impl Fn(Timestamp) -> u64) {
+    match cell {
+        Cell::Live { ts, value, expiry } => {
+            out.push(if expiry.is_some() {
+                CELL_EXPIRING
+            } else {
+                CELL_LIVE
+            });
+            put_unsigned(out, delta(*ts));
+            if let Some(e) = expiry {
+                put_expiry(out, e);
+            }
+            put_unsigned(out, value.len() as u64);
+            out.extend_from_slice(value);
+        }
+        Cell::Tombstone {
+            ts,
+            local_deletion_secs,
+        } => {
+            out.push(CELL_TOMBSTONE);
+            put_unsigned(out, delta(*ts));
+            put_signed(out, *local_deletion_secs);
+        }
+    }
 }
 
 fn put_unsigned(out: &mut Vec<u8>, mut v: u64) {
@@ -547,6 +687,76 @@ mod tests {
         assert_eq!(Fragment::decode(&bytes).unwrap(), f);
         let empty = Fragment::new(FragmentKind::Static);
         assert_eq!(Fragment::decode(&empty.encode()).unwrap(), empty);
+    }
+
+    fn with_collection() -> Fragment {
+        let mut f = sample();
+        let mut column = ComplexColumn {
+            deletion: Some(DeletionTime {
+                marked_for_delete_at: Timestamp(999),
+                local_deletion_secs: 40,
+            }),
+            cells: BTreeMap::new(),
+        };
+        column.cells.insert(
+            b"a".to_vec(),
+            Cell::Live {
+                ts: Timestamp(1_000),
+                value: Vec::new(),
+                expiry: Some(Expiry {
+                    ttl_secs: 5,
+                    local_expiration_secs: 45,
+                }),
+            },
+        );
+        column.cells.insert(
+            b"b".to_vec(),
+            Cell::Tombstone {
+                ts: Timestamp(1_002),
+                local_deletion_secs: 42,
+            },
+        );
+        f.complex.insert(ColumnId(4), column);
+        f.complex.insert(
+            ColumnId(9),
+            ComplexColumn {
+                deletion: Some(DeletionTime {
+                    marked_for_delete_at: Timestamp(998),
+                    local_deletion_secs: 40,
+                }),
+                cells: BTreeMap::new(),
+            },
+        );
+        f
+    }
+
+    #[test]
+    fn multi_cell_columns_round_trip_and_reject_non_canonical_bytes() {
+        let f = with_collection();
+        let bytes = f.encode();
+        assert_eq!(Fragment::decode(&bytes).unwrap(), f);
+        assert!(Fragment::may_carry_deletion(&bytes));
+        for len in 0..bytes.len() {
+            assert!(Fragment::decode(&bytes[..len]).is_err(), "prefix {len}");
+        }
+        // Only complex columns: the flag alone says so.
+        let mut only = Fragment::new(FragmentKind::Row);
+        only.complex = f.complex.clone();
+        let bytes = only.encode();
+        assert_eq!(bytes[2], HAS_COMPLEX);
+        assert!(Fragment::may_carry_deletion(&bytes));
+        assert_eq!(Fragment::decode(&bytes).unwrap(), only);
+        // An empty complex column is not canonical, nor a flag with no column.
+        let mut empty = Fragment::new(FragmentKind::Row);
+        empty.complex.insert(ColumnId(1), ComplexColumn::default());
+        assert!(Fragment::decode(&empty.encode()).is_err());
+        // Paths out of order: swap the two one-byte paths "a" and "b" of column 4.
+        let mut bytes = with_collection().encode();
+        let find = |bytes: &[u8], w: [u8; 3]| bytes.windows(3).position(|x| x == w).unwrap() + 1;
+        let a = find(&bytes, [1, b'a', CELL_EXPIRING]);
+        let b = find(&bytes, [1, b'b', CELL_TOMBSTONE]);
+        bytes.swap(a, b);
+        assert!(Fragment::decode(&bytes).is_err());
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub mod resolve;
 pub use component::{decode_component, encode_component, Order};
 pub use error::{FragmentError, KeyError, ResolveError};
 pub use filter::{ClusteringFilter, ColumnFilter};
-pub use fragment::{Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, Liveness};
+pub use fragment::{
+    Cell, ColumnId, ComplexColumn, DeletionTime, Expiry, Fragment, FragmentKind, Liveness,
+};
 pub use key::{
     decode_token, encode_token, ring_range, token_range, BoundSide, ClusteringBound,
     ClusteringColumn, DecodedKey, KeyEntry, KeyRange, KeySchema, PartitionPrefix, SliceOp,

@@ -9,7 +9,10 @@
 //! - row markers: the higher timestamp, then expiring over non-expiring, then the later
 //!   expiration, then the larger TTL;
 //! - deletions: the higher `marked_for_delete_at`, then the later local deletion time;
-//! - a deletion shadows the marker and every cell with a timestamp `<=` its own.
+//! - a deletion shadows the marker and every cell with a timestamp `<=` its own;
+//! - a multi-cell column's elements merge per path by the cell rule, its column deletion by
+//!   the deletion rule; the column deletion shadows the column's elements like a row
+//!   deletion, and a row deletion shadows both.
 //!
 //! Each rule picks the maximum of a total order, and shadowing only removes what the final
 //! deletion would remove anyway, so merging is commutative and associative: compaction
@@ -30,7 +33,9 @@ use mosaic_lsm::merge::lww_winner;
 use mosaic_lsm::{MergeOperator, PurgeContext, Resolved, ValueKind, Version};
 use mosaic_types::{secs_from_micros, Timestamp, MICROS_PER_SEC};
 
-use crate::fragment::{Cell, DeletionTime, Expiry, Fragment, FragmentKind, Liveness};
+use crate::fragment::{
+    Cell, ComplexColumn, DeletionTime, Expiry, Fragment, FragmentKind, Liveness,
+};
 
 /// Cassandra's reconciliation order of two cells of one column: `Greater` if `a` wins.
 pub fn compare_cells(a: &Cell, b: &Cell) -> Ordering {
@@ -108,27 +113,58 @@ pub fn merge_into(acc: &mut Fragment, other: Fragment) {
     acc.deletion = max_by(acc.deletion, other.deletion, compare_deletions);
     acc.liveness = max_by(acc.liveness, other.liveness, compare_liveness);
     for (id, cell) in other.cells {
-        match acc.cells.get_mut(&id) {
-            Some(existing) => {
-                if compare_cells(&cell, existing) == Ordering::Greater {
-                    *existing = cell;
-                }
-            }
-            None => {
-                acc.cells.insert(id, cell);
-            }
+        merge_cell(&mut acc.cells, id, cell);
+    }
+    for (id, column) in other.complex {
+        let into = acc.complex.entry(id).or_default();
+        into.deletion = max_by(into.deletion, column.deletion, compare_deletions);
+        for (path, cell) in column.cells {
+            merge_cell(&mut into.cells, path, cell);
         }
     }
     apply_row_deletion(acc);
 }
 
 /// Drops the marker and cells shadowed by the fragment's own deletion.
+/// Keeps the newer of `cell` and the cell already at `key`.
+fn merge_cell<K: Ord>(cells: &mut std::collections::BTreeMap<K, Cell>, key: K, cell: Cell) {
+    match cells.get_mut(&key) {
+        Some(existing) => {
+            if compare_cells(&cell, existing) == Ordering::Greater {
+                *existing = cell;
+            }
+        }
+        None => {
+            cells.insert(key, cell);
+        }
+    }
+}
+
 fn apply_row_deletion(f: &mut Fragment) {
     if let Some(d) = f.deletion {
         if f.liveness.is_some_and(|l| d.deletes(l.ts)) {
             f.liveness = None;
         }
         f.cells.retain(|_, c| !d.deletes(c.ts()));
+    }
+    let row = f.deletion;
+    f.complex.retain(|_, column| {
+        apply_column_deletion(column, row);
+        !column.is_empty()
+    });
+}
+
+/// Drops a multi-cell column's elements (and its own deletion) shadowed by its deletion or
+/// by `outer` (the row's).
+fn apply_column_deletion(column: &mut ComplexColumn, outer: Option<DeletionTime>) {
+    if let (Some(own), Some(outer)) = (column.deletion, outer) {
+        if outer.deletes(own.marked_for_delete_at) {
+            column.deletion = None;
+        }
+    }
+    let shadow = max_by(column.deletion, outer, compare_deletions);
+    if let Some(d) = shadow {
+        column.cells.retain(|_, c| !d.deletes(c.ts()));
     }
 }
 
@@ -169,33 +205,48 @@ pub fn purge_fragment(f: &mut Fragment, ctx: &PurgeContext) -> bool {
             f.liveness = None;
         }
     }
-    f.cells.retain(|_, cell| {
-        if let Cell::Live {
-            ts,
-            expiry: Some(e),
-            ..
-        } = cell
+    f.cells
+        .retain(|_, cell| keep_after_purge(cell, ctx, now_secs));
+    f.complex.retain(|_, column| {
+        if column
+            .deletion
+            .is_some_and(|d| purgeable(ctx, d.local_deletion_secs))
         {
-            if e.is_expired(now_secs) {
-                // Cassandra turns an expired cell into a tombstone dated at its write.
-                *cell = Cell::Tombstone {
-                    ts: *ts,
-                    local_deletion_secs: e.local_expiration_secs - i64::from(e.ttl_secs),
-                };
-            }
+            column.deletion = None;
         }
-        match cell {
-            Cell::Tombstone {
-                local_deletion_secs,
-                ..
-            } => !purgeable(ctx, *local_deletion_secs),
-            Cell::Live { .. } => true,
-        }
+        column
+            .cells
+            .retain(|_, cell| keep_after_purge(cell, ctx, now_secs));
+        !column.is_empty()
     });
     *f != before
 }
 
 /// The row layer's [`MergeOperator`]: last-write-wins per cell, as Cassandra.
+/// Turns an expired cell into the tombstone it now is; whether the cell survives the purge.
+fn keep_after_purge(cell: &mut Cell, ctx: &PurgeContext, now_secs: i64) -> bool {
+    if let Cell::Live {
+        ts,
+        expiry: Some(e),
+        ..
+    } = cell
+    {
+        if e.is_expired(now_secs) {
+            *cell = Cell::Tombstone {
+                ts: *ts,
+                local_deletion_secs: e.local_expiration_secs - i64::from(e.ttl_secs),
+            };
+        }
+    }
+    match cell {
+        Cell::Tombstone {
+            local_deletion_secs,
+            ..
+        } => !purgeable(ctx, *local_deletion_secs),
+        Cell::Live { .. } => true,
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RowMerge;
 

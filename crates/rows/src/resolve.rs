@@ -39,6 +39,9 @@ pub struct LiveRow {
     pub liveness: Option<Liveness>,
     /// The live cells.
     pub cells: BTreeMap<ColumnId, LiveCell>,
+    /// The live elements of multi-cell columns, in path order (columns with none left
+    /// are absent).
+    pub complex: BTreeMap<ColumnId, Vec<(Vec<u8>, LiveCell)>>,
 }
 
 /// A partition's live content.
@@ -179,19 +182,38 @@ impl<'s> PartitionResolver<'s> {
         let liveness = fragment
             .liveness
             .filter(|l| !shadowed(l.ts) && l.is_live(self.now_secs));
+        let now_secs = self.now_secs;
+        let live = move |c: Cell| match c {
+            Cell::Live { ts, value, expiry } if c_is_live(expiry, now_secs) => {
+                Some(LiveCell { value, ts, expiry })
+            }
+            _ => None,
+        };
         let cells: BTreeMap<ColumnId, LiveCell> = fragment
             .cells
             .into_iter()
-            .filter(|(_, c)| !shadowed(c.ts()) && c.is_live(self.now_secs))
-            .filter_map(|(id, c)| match c {
-                Cell::Live { ts, value, expiry } => Some((id, LiveCell { value, ts, expiry })),
-                Cell::Tombstone { .. } => None,
+            .filter(|(_, c)| !shadowed(c.ts()))
+            .filter_map(|(id, c)| Some((id, live(c)?)))
+            .collect();
+        let complex: BTreeMap<ColumnId, Vec<(Vec<u8>, LiveCell)>> = fragment
+            .complex
+            .into_iter()
+            .filter_map(|(id, column)| {
+                let own = newer(deletion, column.deletion);
+                let elements: Vec<(Vec<u8>, LiveCell)> = column
+                    .cells
+                    .into_iter()
+                    .filter(|(_, c)| !own.is_some_and(|d| d.deletes(c.ts())))
+                    .filter_map(|(path, c)| Some((path, live(c)?)))
+                    .collect();
+                (!elements.is_empty()).then_some((id, elements))
             })
             .collect();
-        (liveness.is_some() || !cells.is_empty()).then_some(LiveRow {
+        (liveness.is_some() || !cells.is_empty() || !complex.is_empty()).then_some(LiveRow {
             clustering,
             liveness,
             cells,
+            complex,
         })
     }
 
@@ -206,6 +228,11 @@ impl<'s> PartitionResolver<'s> {
             rows,
         })
     }
+}
+
+/// Whether a live cell with `expiry` is still live at `now_secs`.
+fn c_is_live(expiry: Option<Expiry>, now_secs: i64) -> bool {
+    expiry.is_none_or(|e| !e.is_expired(now_secs))
 }
 
 fn newer(a: Option<DeletionTime>, b: Option<DeletionTime>) -> Option<DeletionTime> {

@@ -7,8 +7,9 @@
 
 use mosaic_lsm::{MergeOperator, PurgeContext, Resolved, ValueKind, Version};
 use mosaic_rows::{
-    decode_component, encode_component, resolve_partition, Cell, ColumnId, DecodedKey,
-    DeletionTime, Expiry, Fragment, FragmentKind, KeyEntry, KeySchema, Liveness, Order, RowMerge,
+    decode_component, encode_component, resolve_partition, Cell, ColumnId, ComplexColumn,
+    DecodedKey, DeletionTime, Expiry, Fragment, FragmentKind, KeyEntry, KeySchema, Liveness, Order,
+    RowMerge,
 };
 use mosaic_types::{CqlType, CqlValue, Timestamp, Token};
 use proptest::prelude::*;
@@ -99,14 +100,34 @@ fn fragment() -> impl Strategy<Value = Fragment> {
             Just(FragmentKind::RangeTombstone)
         ],
         proptest::option::of((ts.clone(), proptest::option::of(expiry))),
-        proptest::option::of((ts, any::<i64>())),
+        proptest::option::of((ts.clone(), any::<i64>())),
         proptest::collection::btree_map(
             prop_oneof![0u32..8, any::<u32>()].prop_map(ColumnId),
-            cell,
+            cell.clone(),
             0..4,
         ),
+        proptest::collection::btree_map(
+            prop_oneof![0u32..8, any::<u32>()].prop_map(ColumnId),
+            (
+                proptest::option::of((ts.clone(), any::<i64>())),
+                proptest::collection::btree_map(
+                    proptest::collection::vec(any::<u8>(), 0..5),
+                    cell,
+                    0..3,
+                ),
+            )
+                .prop_map(|(deletion, cells)| ComplexColumn {
+                    deletion: deletion.map(|(ts, l)| DeletionTime {
+                        marked_for_delete_at: ts,
+                        local_deletion_secs: l,
+                    }),
+                    cells,
+                })
+                .prop_filter("non-empty", |c| !c.is_empty()),
+            0..3,
+        ),
     )
-        .prop_map(|(kind, liveness, deletion, cells)| Fragment {
+        .prop_map(|(kind, liveness, deletion, cells, complex)| Fragment {
             kind,
             liveness: liveness.map(|(ts, expiry)| Liveness { ts, expiry }),
             deletion: deletion.map(|(ts, l)| DeletionTime {
@@ -114,6 +135,7 @@ fn fragment() -> impl Strategy<Value = Fragment> {
                 local_deletion_secs: l,
             }),
             cells,
+            complex,
         })
 }
 

@@ -6,8 +6,8 @@
 
 use mosaic_lsm::{MergeOperator, Resolved, ValueKind, Version};
 use mosaic_rows::{
-    merge_fragments, Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, Liveness,
-    RowMerge,
+    merge_fragments, Cell, ColumnId, ComplexColumn, DeletionTime, Expiry, Fragment, FragmentKind,
+    Liveness, RowMerge,
 };
 use mosaic_types::Timestamp;
 use proptest::prelude::*;
@@ -39,13 +39,36 @@ fn cell() -> impl Strategy<Value = Cell> {
     ]
 }
 
+fn deletion_time() -> impl Strategy<Value = DeletionTime> {
+    (0i64..4, 0i64..3).prop_map(|(ts, ldt)| DeletionTime {
+        marked_for_delete_at: Timestamp(ts),
+        local_deletion_secs: ldt,
+    })
+}
+
+/// A multi-cell column (never empty): an optional column deletion and elements on a few
+/// paths.
+fn complex_column() -> impl Strategy<Value = ComplexColumn> {
+    (
+        proptest::option::of(deletion_time()),
+        proptest::collection::btree_map(
+            prop::sample::select(vec![&b"p"[..], b"q", b"r"]).prop_map(<[u8]>::to_vec),
+            cell(),
+            0..3,
+        ),
+    )
+        .prop_map(|(deletion, cells)| ComplexColumn { deletion, cells })
+        .prop_filter("non-empty", |c| !c.is_empty())
+}
+
 fn fragment() -> impl Strategy<Value = Fragment> {
     (
         proptest::option::of((0i64..4, proptest::option::of(expiry()))),
         proptest::option::of((0i64..4, 0i64..3)),
         proptest::collection::btree_map((0u32..4).prop_map(ColumnId), cell(), 0..4),
+        proptest::collection::btree_map((4u32..6).prop_map(ColumnId), complex_column(), 0..2),
     )
-        .prop_map(|(liveness, deletion, cells)| Fragment {
+        .prop_map(|(liveness, deletion, cells, complex)| Fragment {
             kind: FragmentKind::Row,
             liveness: liveness.map(|(ts, expiry)| Liveness {
                 ts: Timestamp(ts),
@@ -56,6 +79,7 @@ fn fragment() -> impl Strategy<Value = Fragment> {
                 local_deletion_secs: ldt,
             }),
             cells,
+            complex,
         })
 }
 

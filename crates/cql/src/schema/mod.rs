@@ -559,6 +559,10 @@ pub struct Catalog {
     pub keyspaces: BTreeMap<String, KeyspaceMeta>,
     /// The schema version (a digest of `keyspaces`).
     pub version: Uuid,
+    /// Every table by id, built by [`Catalog::new`] (a catalog is a value: change one by
+    /// building a new one from changed `keyspaces`).
+    #[serde(skip)]
+    by_id: std::collections::HashMap<TableId, Arc<TableMeta>>,
 }
 
 impl Default for Catalog {
@@ -585,10 +589,16 @@ pub enum CatalogError {
 impl Catalog {
     /// A catalog of `keyspaces`, its version computed from them.
     pub fn new(keyspaces: BTreeMap<String, KeyspaceMeta>) -> Catalog {
+        let by_id = keyspaces
+            .values()
+            .flat_map(|k| k.tables.values())
+            .map(|t| (t.id, t.clone()))
+            .collect();
         let mut catalog = Catalog {
             format: CATALOG_FORMAT,
             keyspaces,
             version: Uuid::default(),
+            by_id,
         };
         catalog.version = catalog.digest();
         catalog
@@ -612,10 +622,7 @@ impl Catalog {
 
     /// A table by id.
     pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableMeta>> {
-        self.keyspaces
-            .values()
-            .flat_map(|k| k.tables.values())
-            .find(|t| t.id == id)
+        self.by_id.get(&id)
     }
 
     /// Every table.
