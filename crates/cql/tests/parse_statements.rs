@@ -96,12 +96,10 @@ fn every_query_drivers_send_by_themselves_parses() {
 }
 
 #[test]
-fn function_argument_list_literal_is_refused_as_a_collection() {
-    // Cassandra would take the list literal; Mosaic has no collections. Drivers only send
-    // this for schema refreshes of functions, which never exist in Mosaic.
+fn function_argument_list_literal_parses() {
+    // Drivers send this for schema refreshes of functions.
     let q = "SELECT * FROM system_schema.functions WHERE keyspace_name = 'ks' AND argument_types = ['int']";
-    let e = parse_statement(q).expect_err("collection literal");
-    assert_eq!(e.feature(), Some(Feature::Collection));
+    parse_statement(q).expect("a list literal");
 }
 
 #[test]
@@ -307,11 +305,11 @@ fn unsupported_statements_name_the_feature() {
     )
     .expect_err("mv");
     assert_eq!(e.feature(), Some(Feature::MaterializedView));
-    let e = parse_statement("CREATE TABLE t (k int PRIMARY KEY, tags set<text>)").expect_err("set");
-    assert_eq!(e.feature(), Some(Feature::Collection));
+    let e = parse_statement("CREATE TABLE t (k int PRIMARY KEY, c counter)").expect_err("counter");
+    assert_eq!(e.feature(), Some(Feature::Counter));
     assert_eq!(
         e.to_string(),
-        "Mosaic does not support collections: type set<…>"
+        "Mosaic does not support counters: type counter"
     );
 }
 

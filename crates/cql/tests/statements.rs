@@ -45,7 +45,7 @@ fn keyspace_and_table_ddl_follow_cassandra() {
     assert_eq!(code(&e), error_code::CONFIG);
     let e = h.err("CREATE TABLE u (k int PRIMARY KEY) WITH bogus = 1");
     assert_eq!(code(&e), error_code::SYNTAX);
-    let e = h.err("CREATE TABLE u (k int, v map<int, int>, PRIMARY KEY (k))");
+    let e = h.err("CREATE TABLE u (k map<int, int>, v int, PRIMARY KEY (k))");
     assert_eq!(code(&e), error_code::INVALID);
     let e = h.err("SELECT * FROM nope");
     assert_eq!(code(&e), error_code::INVALID);
@@ -404,6 +404,7 @@ fn prepared_statements_batches_and_unprepared() {
     h.ok("CREATE TABLE t (a int, b text, c int, v blob, PRIMARY KEY ((a, b), c))");
     let Response::Result(ResultBody::Prepared(p)) = h.request(Request::Prepare(Prepare {
         query: "INSERT INTO t (c, b, a, v) VALUES (?, ?, ?, ?) USING TTL ?".into(),
+        keyspace: None,
     })) else {
         panic!("prepared")
     };
@@ -421,10 +422,12 @@ fn prepared_statements_batches_and_unprepared() {
     let r = h.request(Request::Execute(Execute {
         id: p.id.clone(),
         params,
+        result_metadata_id: None,
     }));
     assert!(matches!(r, Response::Result(ResultBody::Void)), "{r:?}");
     let Response::Result(ResultBody::Prepared(sel)) = h.request(Request::Prepare(Prepare {
         query: "SELECT v FROM t WHERE a = :a AND b = :b AND c IN ?".into(),
+        keyspace: None,
     })) else {
         panic!("prepared")
     };
@@ -453,6 +456,8 @@ fn prepared_statements_batches_and_unprepared() {
         consistency: Consistency::Quorum,
         serial_consistency: None,
         timestamp: None,
+        keyspace: None,
+        now_in_seconds: None,
     });
     assert!(matches!(
         h.request(batch),
@@ -464,6 +469,7 @@ fn prepared_statements_batches_and_unprepared() {
     let r = h.request(Request::Execute(Execute {
         id: Bytes::from_static(&[9; 16]),
         params: QueryParameters::new(Consistency::One),
+        result_metadata_id: None,
     }));
     let Response::Error(e) = r else {
         panic!("{r:?}")

@@ -260,7 +260,8 @@ fn decimal_oracle(a: &Decimal, b: &Decimal) -> Ordering {
 fn assert_round_trip(v: &CqlValue, order: Order) -> Result<(), TestCaseError> {
     let bytes = enc(v, order);
     let mut pos = 0;
-    let back = decode_component(&bytes, &mut pos, v.cql_type(), order).expect("decodes");
+    let back = decode_component(&bytes, &mut pos, v.native_type().expect("native"), order)
+        .expect("decodes");
     prop_assert_eq!(pos, bytes.len());
     match v {
         CqlValue::Decimal(d) => {

@@ -25,6 +25,7 @@
 
 pub mod consistency;
 pub mod cql_type;
+pub mod data_type;
 pub mod duration;
 pub mod ids;
 pub mod inet;
@@ -38,6 +39,7 @@ pub mod value;
 
 pub use consistency::{ConsistencyLevel, ParseConsistencyError};
 pub use cql_type::{CqlType, ParseTypeError};
+pub use data_type::{normalize_map, normalize_set, DataType, InvalidTypeError, ParseDataTypeError};
 pub use duration::{CqlDuration, DurationError, ParseDurationError};
 pub use ids::{HostId, ParseIdError, TableId};
 pub use inet::{java_host_address, parse_inet, ParseInetError};

@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::cql_type::CqlType;
+use crate::data_type::{write_bytes, write_collection};
 use crate::duration::{CqlDuration, DurationError};
 use crate::inet::inet_octets;
 use crate::number::{Decimal, Varint};
@@ -60,6 +61,16 @@ pub enum CqlValue {
     Time(i64),
     /// `duration`.
     Duration(CqlDuration),
+    /// `list<T>` (frozen or not): elements in list order.
+    List(Vec<CqlValue>),
+    /// `set<T>`: elements in their type's order, without duplicates
+    /// ([`crate::data_type::normalize_set`]).
+    Set(Vec<CqlValue>),
+    /// `map<K, V>`: entries by key in the key type's order, keys unique
+    /// ([`crate::data_type::normalize_map`]).
+    Map(Vec<(CqlValue, CqlValue)>),
+    /// `tuple<…>`: one entry per field, `None` for a null field.
+    Tuple(Vec<Option<CqlValue>>),
 }
 
 /// The `date` value of the Unix epoch.
@@ -124,6 +135,14 @@ pub enum ValueError {
     /// A `duration` that is not three vints of one sign.
     #[error(transparent)]
     Duration(#[from] DurationError),
+    /// A malformed collection or tuple, or a value of another shape than its type.
+    #[error("invalid {ty} value: {reason}")]
+    Malformed {
+        /// The type being decoded (its CQL name).
+        ty: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A value of one type where another was expected.
     #[error("expected a {expected} value, got a {actual} value")]
     TypeMismatch {
@@ -140,9 +159,9 @@ pub fn uuid_version(uuid: &[u8; 16]) -> u8 {
 }
 
 impl CqlValue {
-    /// The value's type.
-    pub fn cql_type(&self) -> CqlType {
-        match self {
+    /// The value's native type (`None` for collections and tuples).
+    pub fn native_type(&self) -> Option<CqlType> {
+        Some(match self {
             CqlValue::Ascii(_) => CqlType::Ascii,
             CqlValue::Text(_) => CqlType::Text,
             CqlValue::Blob(_) => CqlType::Blob,
@@ -162,19 +181,24 @@ impl CqlValue {
             CqlValue::Inet(_) => CqlType::Inet,
             CqlValue::Time(_) => CqlType::Time,
             CqlValue::Duration(_) => CqlType::Duration,
-        }
+            CqlValue::List(_) | CqlValue::Set(_) | CqlValue::Map(_) | CqlValue::Tuple(_) => {
+                return None
+            }
+        })
     }
 
-    /// Checks that the value is of type `ty`.
+    /// Checks that the value is of native type `ty`.
     pub fn check_type(&self, ty: CqlType) -> Result<(), ValueError> {
-        let actual = self.cql_type();
-        if actual == ty {
-            Ok(())
-        } else {
-            Err(ValueError::TypeMismatch {
+        match self.native_type() {
+            Some(actual) if actual == ty => Ok(()),
+            Some(actual) => Err(ValueError::TypeMismatch {
                 expected: ty,
                 actual,
-            })
+            }),
+            None => Err(ValueError::Malformed {
+                ty: ty.to_string(),
+                reason: "a collection or tuple where a native value was expected",
+            }),
         }
     }
 
@@ -201,6 +225,17 @@ impl CqlValue {
             }
             CqlValue::Inet(a) => out.extend_from_slice(&inet_octets(a)),
             CqlValue::Duration(d) => d.write_cql_bytes(out),
+            CqlValue::List(items) | CqlValue::Set(items) => {
+                write_collection(out, items.len(), items.iter())
+            }
+            CqlValue::Map(entries) => {
+                write_collection(out, entries.len(), entries.iter().flat_map(|(k, v)| [k, v]))
+            }
+            CqlValue::Tuple(fields) => {
+                for field in fields {
+                    write_bytes(out, field.as_ref());
+                }
+            }
         }
     }
 
@@ -319,6 +354,38 @@ impl CqlValue {
             (V::Inet(a), V::Inet(b)) => inet_octets(a).cmp(&inet_octets(b)),
             (V::Time(a), V::Time(b)) => a.cmp(b),
             (V::Duration(_), V::Duration(_)) => self.to_cql_bytes().cmp(&other.to_cql_bytes()),
+            (V::List(a), V::List(b)) | (V::Set(a), V::Set(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    match x.cql_cmp(y)? {
+                        Ordering::Equal => {}
+                        other => return Some(other),
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (V::Map(a), V::Map(b)) => {
+                for ((ka, va), (kb, vb)) in a.iter().zip(b) {
+                    match ka.cql_cmp(kb)?.then(va.cql_cmp(vb)?) {
+                        Ordering::Equal => {}
+                        other => return Some(other),
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (V::Tuple(a), V::Tuple(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    let ord = match (x, y) {
+                        (None, None) => Ordering::Equal,
+                        (None, Some(_)) => Ordering::Less,
+                        (Some(_), None) => Ordering::Greater,
+                        (Some(x), Some(y)) => x.cql_cmp(y)?,
+                    };
+                    if ord != Ordering::Equal {
+                        return Some(ord);
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
             _ => return None,
         };
         Some(ord)
@@ -572,7 +639,7 @@ mod tests {
             bytes in proptest::collection::vec(any::<u8>(), 0..24),
         ) {
             if let Ok(v) = CqlValue::from_cql_bytes(ty, &bytes) {
-                prop_assert_eq!(v.cql_type(), ty);
+                prop_assert_eq!(v.native_type(), Some(ty));
                 let again = CqlValue::from_cql_bytes(ty, &v.to_cql_bytes()).unwrap();
                 // Floats may be NaN, which is not equal to itself: compare bytes instead.
                 prop_assert_eq!(again.to_cql_bytes(), v.to_cql_bytes());

@@ -148,6 +148,26 @@ impl Display for Term {
                 join(f, items, ", ")?;
                 f.write_str(")")
             }
+            Term::List(items) => {
+                f.write_str("[")?;
+                join(f, items, ", ")?;
+                f.write_str("]")
+            }
+            Term::Set(items) => {
+                f.write_str("{")?;
+                join(f, items, ", ")?;
+                f.write_str("}")
+            }
+            Term::Map(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {v}")?;
+                }
+                f.write_str("}")
+            }
         }
     }
 }
@@ -210,6 +230,10 @@ impl Display for Relation {
             }
             Relation::Token { columns, op, value } => {
                 write!(f, "token{} {op} {value}", Columns(columns))
+            }
+            Relation::Contains { column, key, value } => {
+                let key = if *key { " KEY" } else { "" };
+                write!(f, "{column} CONTAINS{key} {value}")
             }
         }
     }
@@ -347,7 +371,15 @@ impl Display for InsertStatement {
 
 impl Display for Assignment {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {}", self.column, self.value)
+        let c = &self.column;
+        let v = &self.value;
+        match (&self.element, self.op) {
+            (Some(e), _) => write!(f, "{c}[{e}] = {v}"),
+            (None, AssignOp::Set) => write!(f, "{c} = {v}"),
+            (None, AssignOp::Add) => write!(f, "{c} = {c} + {v}"),
+            (None, AssignOp::Prepend) => write!(f, "{c} = {v} + {c}"),
+            (None, AssignOp::Remove) => write!(f, "{c} = {c} - {v}"),
+        }
     }
 }
 
@@ -356,6 +388,16 @@ impl Display for UpdateStatement {
         write!(f, "UPDATE {}{} SET ", self.table, self.using)?;
         join(f, &self.assignments, ", ")?;
         write_where(f, &self.where_clause)
+    }
+}
+
+impl Display for DeletedColumn {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.column)?;
+        if let Some(e) = &self.element {
+            write!(f, "[{e}]")?;
+        }
+        Ok(())
     }
 }
 

@@ -18,7 +18,7 @@
 
 mod display;
 
-use mosaic_types::CqlType;
+use mosaic_types::{CqlType, DataType};
 
 /// A CQL identifier (keyspace, table, column, property, function or bind-marker name), as
 /// CQL normalises it: unquoted identifiers are lowercased, `"quoted"` ones keep their case
@@ -144,9 +144,16 @@ pub enum Term {
         /// Its arguments, in order.
         args: Vec<Term>,
     },
-    /// `(t1, t2, …)`: the right-hand side of a multi-column relation, or one element of its
-    /// `IN` list.
+    /// `(t1, t2, …)`: a tuple literal, the right-hand side of a multi-column relation, or
+    /// one element of its `IN` list.
     Tuple(Vec<Term>),
+    /// `[t1, t2, …]`: a list literal.
+    List(Vec<Term>),
+    /// `{t1, t2, …}`: a set literal (`{}` is a [`Term::Map`]: Cassandra decides from the
+    /// receiver).
+    Set(Vec<Term>),
+    /// `{k1: v1, …}` or `{}`: a map literal.
+    Map(Vec<(Term, Term)>),
 }
 
 /// An integer that may be bound later: `USING TTL`, `USING TIMESTAMP`, `LIMIT`.
@@ -221,6 +228,15 @@ pub enum Relation {
         columns: Vec<Ident>,
         /// The tuples.
         values: InValues,
+    },
+    /// `column CONTAINS term` / `column CONTAINS KEY term`.
+    Contains {
+        /// The collection column.
+        column: Ident,
+        /// `CONTAINS KEY` (a map's keys) rather than `CONTAINS` (values or elements).
+        key: bool,
+        /// The value looked for.
+        value: Term,
     },
     /// `token(c1, …) op term`: a token range restriction. `value` is typically a literal,
     /// a bind marker or `token(?, …)` ([`Term::Call`] named `token`).
@@ -342,13 +358,40 @@ pub struct InsertStatement {
     pub bind_markers: Vec<BindMarker>,
 }
 
-/// `column = term` in an `UPDATE`'s `SET`.
+/// What an assignment does with its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AssignOp {
+    /// `c = t` (or, with an element key, `c[k] = t`).
+    Set,
+    /// `c = c + t`: append to a list, add to a set or a map.
+    Add,
+    /// `c = t + c`: prepend to a list.
+    Prepend,
+    /// `c = c - t`: remove from a list, a set or (keys) a map.
+    Remove,
+}
+
+/// One assignment in an `UPDATE`'s `SET`: `c = t`, `c[k] = t`, `c = c + t`, `c = t + c`
+/// or `c = c - t`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Assignment {
     /// The column set.
     pub column: Ident,
-    /// Its new value.
+    /// `c[k] = …`: the element (list index or map key).
+    pub element: Option<Term>,
+    /// What to do.
+    pub op: AssignOp,
+    /// The value.
     pub value: Term,
+}
+
+/// One column a `DELETE` names: the whole column, or one element `c[k]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeletedColumn {
+    /// The column.
+    pub column: Ident,
+    /// `c[k]`: the list index or map key (or set element).
+    pub element: Option<Term>,
 }
 
 /// `UPDATE t [USING …] SET … WHERE …`.
@@ -369,8 +412,8 @@ pub struct UpdateStatement {
 /// `DELETE [cols] FROM t [USING TIMESTAMP …] WHERE …`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DeleteStatement {
-    /// The columns deleted; empty deletes whole rows.
-    pub columns: Vec<Ident>,
+    /// The columns (or elements) deleted; empty deletes whole rows.
+    pub columns: Vec<DeletedColumn>,
     /// The table written.
     pub table: QualifiedName,
     /// `USING TIMESTAMP`.
@@ -505,7 +548,7 @@ pub struct ColumnDefinition {
     /// The column.
     pub name: Ident,
     /// Its type.
-    pub ty: CqlType,
+    pub ty: DataType,
     /// `STATIC`.
     pub is_static: bool,
 }

@@ -2,7 +2,7 @@
 //! `[option]`).
 
 use bytes::{BufMut, BytesMut};
-use mosaic_types::CqlType;
+use mosaic_types::{CqlType, DataType};
 
 use super::wire::{put_string, EncodeError};
 use super::ProtocolVersion;
@@ -73,6 +73,24 @@ const V3_CUSTOM_CLASSES: [(CqlType, &str); 4] = [
 impl From<CqlType> for ColumnType {
     fn from(t: CqlType) -> ColumnType {
         ColumnType::Native(t)
+    }
+}
+
+impl From<&DataType> for ColumnType {
+    /// The wire type of a column type (`frozen<>` does not show on the wire).
+    fn from(t: &DataType) -> ColumnType {
+        match t {
+            DataType::Native(t) => ColumnType::Native(*t),
+            DataType::List(e) => ColumnType::List(Box::new(e.as_ref().into())),
+            DataType::Set(e) => ColumnType::Set(Box::new(e.as_ref().into())),
+            DataType::Map(k, v) => {
+                ColumnType::Map(Box::new(k.as_ref().into()), Box::new(v.as_ref().into()))
+            }
+            DataType::Tuple(fields) => ColumnType::Tuple(fields.iter().map(Into::into).collect()),
+            DataType::Frozen(inner) => inner.as_ref().into(),
+            // DataType is non-exhaustive; a future kind goes out as a blob.
+            _ => ColumnType::Native(CqlType::Blob),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ast::*;
-use mosaic_types::CqlType;
+use mosaic_types::{CqlType, DataType};
 
 fn parse(text: &str) -> Statement {
     match parse_statement(text) {
@@ -156,8 +156,15 @@ fn inet_time_and_duration_types_and_duration_literals() {
     else {
         panic!("create table")
     };
-    let types: Vec<CqlType> = t.columns.iter().map(|c| c.ty).collect();
-    assert_eq!(types, [CqlType::Inet, CqlType::Time, CqlType::Duration]);
+    let types: Vec<Option<CqlType>> = t.columns.iter().map(|c| c.ty.native()).collect();
+    assert_eq!(
+        types,
+        [
+            Some(CqlType::Inet),
+            Some(CqlType::Time),
+            Some(CqlType::Duration)
+        ]
+    );
     for lit in [
         "1h30m",
         "-2d",
@@ -358,7 +365,19 @@ fn update_and_delete() {
     let Statement::Delete(d) = parse("DELETE a, b FROM t USING TIMESTAMP ? WHERE k = 1") else {
         panic!("delete")
     };
-    assert_eq!(d.columns, vec![id("a"), id("b")]);
+    assert_eq!(
+        d.columns,
+        vec![
+            DeletedColumn {
+                column: id("a"),
+                element: None
+            },
+            DeletedColumn {
+                column: id("b"),
+                element: None
+            }
+        ]
+    );
     assert_eq!(
         d.timestamp,
         Some(IntValue::Bind(BindMarker {
@@ -531,6 +550,71 @@ fn alter_drop_truncate() {
 }
 
 #[test]
+fn collection_syntax_parses_as_cassandra_writes_it() {
+    let Statement::CreateTable(t) = parse(
+        "CREATE TABLE t (k int PRIMARY KEY, l list<int>, s set<frozen<list<text>>>, \
+         m map<text, int>, f frozen<map<int, text>>, t tuple<int, text>)",
+    ) else {
+        panic!("create table")
+    };
+    let types: Vec<String> = t.columns.iter().map(|c| c.ty.to_string()).collect();
+    assert_eq!(
+        types,
+        [
+            "int",
+            "list<int>",
+            "set<frozen<list<text>>>",
+            "map<text, int>",
+            "frozen<map<int, text>>",
+            "frozen<tuple<int, text>>"
+        ]
+    );
+    for (text, shown) in [
+        ("UPDATE t SET l = l + [1, 2] WHERE k = 1", "l = l + [1, 2]"),
+        ("UPDATE t SET l = [1] + l WHERE k = 1", "l = [1] + l"),
+        ("UPDATE t SET s = s - {'a'} WHERE k = 1", "s = s - {'a'}"),
+        ("UPDATE t SET m['a'] = 1 WHERE k = 1", "m['a'] = 1"),
+        (
+            "UPDATE t SET m = {'a': 1, 'b': ?} WHERE k = 1",
+            "m = {'a': 1, 'b': ?}",
+        ),
+        ("UPDATE t SET m = {} WHERE k = 1", "m = {}"),
+    ] {
+        let Statement::Update(u) = parse(text) else {
+            panic!("{text}")
+        };
+        assert_eq!(u.assignments[0].to_string(), shown);
+    }
+    let Statement::Delete(d) = parse("DELETE m['a'], l FROM t WHERE k = 1") else {
+        panic!("delete")
+    };
+    assert_eq!(d.columns[0].to_string(), "m['a']");
+    assert!(d.columns[1].element.is_none());
+    let Statement::Select(s) = parse("SELECT * FROM t WHERE m CONTAINS KEY 'a' ALLOW FILTERING")
+    else {
+        panic!("select")
+    };
+    assert_eq!(s.where_clause[0].to_string(), "m CONTAINS KEY 'a'");
+    for (bad, message) in [
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, l list<list<int>>)",
+            "Non-frozen collections are not allowed inside collections: list<list<int>>",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, f frozen<int>)",
+            "frozen<> is only allowed on collections, tuples, and user-defined types",
+        ),
+        (
+            "CREATE TABLE t (k int PRIMARY KEY, s set<duration>)",
+            "Durations are not allowed inside sets: set<duration>",
+        ),
+    ] {
+        let e = parse_err(bad);
+        assert!(e.to_string().contains(message), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn unsupported_features_are_invalid_with_a_feature() {
     let cases = [
         (
@@ -565,22 +649,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ("CREATE TYPE ty (a int)", Feature::UserDefinedType),
         ("CREATE TRIGGER tr ON t USING 'x'", Feature::Trigger),
         (
-            "CREATE TABLE t (k int PRIMARY KEY, v list<int>)",
-            Feature::Collection,
-        ),
-        (
-            "CREATE TABLE t (k int PRIMARY KEY, v map<text, frozen<set<int>>>)",
-            Feature::Collection,
-        ),
-        (
-            "CREATE TABLE t (k int PRIMARY KEY, v frozen<tuple<int>>)",
-            Feature::Collection,
-        ),
-        (
-            "CREATE TABLE t (k int PRIMARY KEY, v tuple<int, int>)",
-            Feature::Tuple,
-        ),
-        (
             "CREATE TABLE t (k int PRIMARY KEY, v counter)",
             Feature::Counter,
         ),
@@ -596,20 +664,11 @@ fn unsupported_features_are_invalid_with_a_feature() {
             "CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
             Feature::CompactStorage,
         ),
-        ("UPDATE t SET c = c + 1 WHERE k = 1", Feature::Counter),
         ("UPDATE t SET c += 1 WHERE k = 1", Feature::Counter),
-        ("UPDATE t SET l = [1] + l WHERE k = 1", Feature::Collection),
-        ("UPDATE t SET m['a'] = 1 WHERE k = 1", Feature::Collection),
-        ("DELETE m['a'] FROM t WHERE k = 1", Feature::Collection),
         ("BEGIN COUNTER BATCH APPLY BATCH", Feature::Counter),
         ("INSERT INTO t JSON '{}'", Feature::Json),
         ("SELECT JSON * FROM t", Feature::Json),
-        ("SELECT * FROM t WHERE l CONTAINS 1", Feature::Collection),
         ("SELECT * FROM t WHERE v LIKE 'a%'", Feature::SecondaryIndex),
-        (
-            "INSERT INTO t (k, v) VALUES (1, {'a': 1})",
-            Feature::Collection,
-        ),
         (
             "GRANT SELECT ON ALL KEYSPACES TO bob",
             Feature::Authorization,
@@ -1027,7 +1086,7 @@ mod properties {
                         .into_iter()
                         .map(|(name, ty, is_static)| ColumnDefinition {
                             name,
-                            ty,
+                            ty: DataType::Native(ty),
                             is_static,
                         })
                         .collect(),

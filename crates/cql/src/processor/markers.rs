@@ -5,11 +5,11 @@
 //! column's name, `in(col)` for `IN ?`, `[ttl]`, `[timestamp]`, `[limit]`,
 //! `[per_partition_limit]` and `partition key token`.
 
-use mosaic_types::CqlType;
+use mosaic_types::{CqlType, DataType};
 
-use crate::ast::{InValues, IntValue, Operator, Relation, Statement, Term, Using};
+use crate::ast::{AssignOp, InValues, IntValue, Operator, Relation, Statement, Term, Using};
 use crate::frame::{ColumnSpec, ColumnType, ErrorResponse, RowsMetadata};
-use crate::schema::{Catalog, ColumnKind, TableMeta};
+use crate::schema::{Catalog, ColumnKind, ColumnMeta, TableMeta};
 
 use super::{invalid, restrict, Exec};
 
@@ -158,12 +158,13 @@ fn using(table: &TableMeta, u: &Using, specs: &mut Vec<(usize, ColumnSpec)>) {
     );
 }
 
-/// Markers of a term standing for column `name` of type `ty`.
+/// Markers of a term standing for column `name` of type `ty` (inside collection and
+/// tuple literals, for their elements).
 fn term(
     table: &TableMeta,
     t: &Term,
     name: &str,
-    ty: CqlType,
+    ty: &DataType,
     specs: &mut Vec<(usize, ColumnSpec)>,
 ) {
     match t {
@@ -173,16 +174,54 @@ fn term(
         )),
         Term::Call { name: func, args } if func.as_str() == "token" => {
             for (arg, col) in args.iter().zip(table.partition_key()) {
-                term(table, arg, &col.name, col.ty, specs);
+                term(table, arg, &col.name, &col.ty, specs);
             }
         }
         Term::Call { args, .. } => {
             for arg in args {
-                term(table, arg, name, CqlType::Timestamp, specs);
+                term(table, arg, name, &CqlType::Timestamp.into(), specs);
             }
         }
-        Term::Tuple(_) | Term::Literal(_) => {}
+        Term::List(items) | Term::Set(items) => {
+            if let DataType::List(e) | DataType::Set(e) = ty.unfrozen() {
+                for item in items {
+                    term(table, item, name, e, specs);
+                }
+            }
+        }
+        Term::Map(entries) => {
+            if let DataType::Map(k, v) = ty.unfrozen() {
+                for (kt, vt) in entries {
+                    term(table, kt, name, k, specs);
+                    term(table, vt, name, v, specs);
+                }
+            }
+        }
+        Term::Tuple(items) => {
+            if let DataType::Tuple(fields) = ty.unfrozen() {
+                for (item, field) in items.iter().zip(fields) {
+                    term(table, item, name, field, specs);
+                }
+            }
+        }
+        Term::Literal(_) => {}
     }
+}
+
+/// The element type of a collection and the name Cassandra gives a marker for it: `key(m)`
+/// / `value(m)` for maps, `idx(l)` / `value(l)` for lists.
+fn element_marker(col: &ColumnMeta, key: bool) -> Option<(String, DataType)> {
+    let name = &col.name;
+    Some(match (col.ty.unfrozen(), key) {
+        (DataType::Map(k, _), true) => (format!("key({name})"), (**k).clone()),
+        (DataType::Map(_, v), false) => (format!("value({name})"), (**v).clone()),
+        (DataType::List(_), true) => (format!("idx({name})"), CqlType::Int.into()),
+        (DataType::List(e), false) | (DataType::Set(e), false) => {
+            (format!("value({name})"), (**e).clone())
+        }
+        (DataType::Set(e), true) => (format!("key({name})"), (**e).clone()),
+        _ => return None,
+    })
 }
 
 fn relations(
@@ -195,7 +234,7 @@ fn relations(
         match r {
             Relation::Compare { column, op, value } => {
                 let col = restrict::column(table, column.as_str())?;
-                term(table, value, &col.name, col.ty, specs);
+                term(table, value, &col.name, &col.ty, specs);
                 if let (Operator::Eq, Term::Bind(m), ColumnKind::PartitionKey { position }) =
                     (op, value, col.kind)
                 {
@@ -207,7 +246,7 @@ fn relations(
                 match values {
                     InValues::List(terms) => {
                         for t in terms {
-                            term(table, t, &col.name, col.ty, specs);
+                            term(table, t, &col.name, &col.ty, specs);
                         }
                     }
                     InValues::Bind(m) => specs.push((
@@ -218,7 +257,7 @@ fn relations(
                                 || format!("in({})", col.name),
                                 |n| n.as_str().to_owned(),
                             ),
-                            ColumnType::List(Box::new(ColumnType::Native(col.ty))),
+                            ColumnType::List(Box::new((&col.ty).into())),
                         ),
                     )),
                 }
@@ -241,8 +280,20 @@ fn relations(
                 Term::Bind(m) => {
                     specs.push((m.index, spec(table, "partition key token", CqlType::BigInt)))
                 }
-                other => term(table, other, "partition key token", CqlType::BigInt, specs),
+                other => term(
+                    table,
+                    other,
+                    "partition key token",
+                    &CqlType::BigInt.into(),
+                    specs,
+                ),
             },
+            Relation::Contains { column, key, value } => {
+                let col = restrict::column(table, column.as_str())?;
+                if let Some((name, ty)) = element_marker(col, *key) {
+                    term(table, value, &name, &ty, specs);
+                }
+            }
         }
     }
     Ok(())
@@ -280,7 +331,7 @@ fn multi_column_tuple(
     match value {
         Term::Tuple(items) => {
             for (t, c) in items.iter().zip(&cols) {
-                term(table, t, &c.name, c.ty, specs);
+                term(table, t, &c.name, &c.ty, specs);
             }
         }
         Term::Bind(m) => specs.push((
@@ -288,7 +339,7 @@ fn multi_column_tuple(
             spec(
                 table,
                 whole_name,
-                ColumnType::Tuple(cols.iter().map(|c| ColumnType::Native(c.ty)).collect()),
+                ColumnType::Tuple(cols.iter().map(|c| (&c.ty).into()).collect()),
             ),
         )),
         _ => {}
@@ -309,7 +360,7 @@ fn modification(
             let table = exec.table(catalog, &s.table)?;
             for (ident, value) in s.columns.iter().zip(&s.values) {
                 let col = restrict::column(&table, ident.as_str())?;
-                term(&table, value, &col.name, col.ty, specs);
+                term(&table, value, &col.name, &col.ty, specs);
                 if let (Term::Bind(m), ColumnKind::PartitionKey { position }) = (value, col.kind) {
                     pk_markers.push((position, m.index));
                 }
@@ -322,7 +373,24 @@ fn modification(
             using(&table, &s.using, specs);
             for a in &s.assignments {
                 let col = restrict::column(&table, a.column.as_str())?;
-                term(&table, &a.value, &col.name, col.ty, specs);
+                match &a.element {
+                    Some(element) => {
+                        if let Some((name, ty)) = element_marker(col, true) {
+                            term(&table, element, &name, &ty, specs);
+                        }
+                        if let Some((name, ty)) = element_marker(col, false) {
+                            term(&table, &a.value, &name, &ty, specs);
+                        }
+                    }
+                    None => {
+                        // `m = m - {k}` removes keys: a set of the key type.
+                        let ty = match (a.op, col.ty.unfrozen()) {
+                            (AssignOp::Remove, DataType::Map(k, _)) => DataType::Set(k.clone()),
+                            _ => col.ty.clone(),
+                        };
+                        term(&table, &a.value, &col.name, &ty, specs);
+                    }
+                }
             }
             relations(&table, &s.where_clause, specs, pk_markers)?;
             Ok(table.partition_key().len())
@@ -336,6 +404,12 @@ fn modification(
                 CqlType::BigInt,
                 specs,
             );
+            for d in &s.columns {
+                let col = restrict::column(&table, d.column.as_str())?;
+                if let (Some(element), Some((name, ty))) = (&d.element, element_marker(col, true)) {
+                    term(&table, element, &name, &ty, specs);
+                }
+            }
             relations(&table, &s.where_clause, specs, pk_markers)?;
             Ok(table.partition_key().len())
         }

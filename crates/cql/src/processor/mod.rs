@@ -18,6 +18,7 @@
 //! Statements are analysed against the catalog at each execution (not only at PREPARE),
 //! so a prepared statement sees ALTERs made since, as in Cassandra.
 
+mod collections;
 mod ddl;
 mod describe;
 mod markers;

@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 use mosaic_types::{
-    parse_inet, parse_time, uuid_version, CqlDuration, CqlType, CqlValue, Decimal, Varint,
-    DATE_EPOCH,
+    parse_inet, parse_time, uuid_version, CqlDuration, CqlType, CqlValue, DataType, Decimal,
+    Varint, DATE_EPOCH,
 };
 
 use crate::ast::{BindMarker, IntValue, Literal, Term};
@@ -68,7 +68,7 @@ impl Bindings {
         }
     }
 
-    fn get(&self, marker: &BindMarker) -> Result<&Value, ErrorResponse> {
+    pub(crate) fn get(&self, marker: &BindMarker) -> Result<&Value, ErrorResponse> {
         self.values
             .get(marker.index)
             .and_then(Option::as_ref)
@@ -117,6 +117,19 @@ pub(crate) struct EvalContext<'a> {
 /// Evaluates `term` as a value of type `ty` for column (or role) `name`.
 pub(crate) fn eval(
     term: &Term,
+    ty: &DataType,
+    name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Eval, ErrorResponse> {
+    match ty {
+        DataType::Native(t) => eval_native(term, *t, name, ctx),
+        _ => super::collections::eval_complex(term, ty, name, ctx),
+    }
+}
+
+/// Evaluates `term` as a value of native type `ty`.
+pub(crate) fn eval_native(
+    term: &Term,
     ty: CqlType,
     name: &str,
     ctx: &EvalContext<'_>,
@@ -133,6 +146,15 @@ pub(crate) fn eval(
         }
         Term::Tuple(_) => Err(invalid(format!(
             "Invalid tuple value for {name} of type {ty}"
+        ))),
+        Term::List(_) => Err(invalid(format!(
+            "Invalid list literal for {name} of type {ty}"
+        ))),
+        Term::Set(_) => Err(invalid(format!(
+            "Invalid set literal for {name} of type {ty}"
+        ))),
+        Term::Map(_) => Err(invalid(format!(
+            "Invalid map literal for {name} of type {ty}"
         ))),
     }
 }
@@ -165,7 +187,7 @@ pub(crate) fn eval_in_list(
     match values {
         crate::ast::InValues::List(terms) => terms
             .iter()
-            .map(|t| eval(t, ty, name, ctx)?.required(&format!("IN value of {name}")))
+            .map(|t| eval_native(t, ty, name, ctx)?.required(&format!("IN value of {name}")))
             .collect(),
         crate::ast::InValues::Bind(marker) => match ctx.bindings.get(marker)? {
             Value::Null | Value::Unset => {
@@ -220,7 +242,7 @@ pub(crate) fn eval_int(
 ) -> Result<Option<i64>, ErrorResponse> {
     match v {
         IntValue::Literal(n) => Ok(Some(*n)),
-        IntValue::Bind(marker) => match eval(&Term::Bind(marker.clone()), ty, name, ctx)? {
+        IntValue::Bind(marker) => match eval_native(&Term::Bind(marker.clone()), ty, name, ctx)? {
             Eval::Value(CqlValue::Int(n)) => Ok(Some(i64::from(n))),
             Eval::Value(CqlValue::BigInt(n)) => Ok(Some(n)),
             Eval::Value(_) => Err(invalid(format!("Invalid value for {name}"))),
@@ -370,9 +392,9 @@ fn call(
                     "Invalid number of arguments in call to function {func}: 1 required"
                 )));
             };
-            let millis = match eval(arg, CqlType::TimeUuid, name, ctx) {
+            let millis = match eval_native(arg, CqlType::TimeUuid, name, ctx) {
                 Ok(Eval::Value(CqlValue::TimeUuid(u))) => timeuuid_millis(&u),
-                _ => match eval(arg, CqlType::Timestamp, name, ctx)? {
+                _ => match eval_native(arg, CqlType::Timestamp, name, ctx)? {
                     Eval::Value(CqlValue::Timestamp(ms)) => ms,
                     _ => return Err(invalid(format!("Invalid argument to function {func}"))),
                 },
@@ -389,7 +411,8 @@ fn call(
                     "Invalid number of arguments in call to function {func}: 1 required"
                 )));
             };
-            let ms = eval(arg, CqlType::Timestamp, name, ctx)?.required("timestamp argument")?;
+            let ms =
+                eval_native(arg, CqlType::Timestamp, name, ctx)?.required("timestamp argument")?;
             let CqlValue::Timestamp(ms) = ms else {
                 return Err(invalid(format!("Invalid argument to function {func}")));
             };
@@ -397,10 +420,9 @@ fn call(
         }
         _ => return Err(invalid(format!("Unknown function '{func}'"))),
     };
-    if value.cql_type() != ty {
+    if let Some(returned) = value.native_type().filter(|t| *t != ty) {
         return Err(invalid(format!(
-            "Type error: {func}() returns {} but {name} is of type {ty}",
-            value.cql_type()
+            "Type error: {func}() returns {returned} but {name} is of type {ty}"
         )));
     }
     Ok(value)

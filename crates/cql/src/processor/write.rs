@@ -10,17 +10,15 @@
 //! timestamp: `USING TIMESTAMP`, else the batch's or the request's default timestamp,
 //! else the coordinator's clock.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mosaic_rows::{
-    Cell, ColumnId, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness,
-    PartitionPrefix,
+    Cell, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness, PartitionPrefix,
 };
-use mosaic_types::{CqlValue, Timestamp};
+use mosaic_types::{CqlType, CqlValue, DataType, Timestamp};
 
 use crate::ast::{
-    BatchStatement, DeleteStatement, InsertStatement, ModificationStatement, Statement,
+    AssignOp, BatchStatement, DeleteStatement, InsertStatement, ModificationStatement, Statement,
     UpdateStatement, Using,
 };
 use crate::coordinator::{Coordinator, Mutation};
@@ -29,6 +27,9 @@ use crate::frame::{
 };
 use crate::schema::{ColumnKind, ColumnMeta, TableMeta};
 
+use super::collections::{
+    assign, delete_column, delete_element, map_key_set, remove_keys, CellTime,
+};
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
 use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
 use super::{invalid, Exec, Processor};
@@ -296,6 +297,14 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
+    fn cell_time(&self) -> CellTime {
+        CellTime {
+            ts: self.ts,
+            expiry: self.expiry,
+            now_secs: self.now_secs,
+        }
+    }
+
     fn cell(&self, value: Option<CqlValue>) -> Cell {
         match value {
             Some(v) => Cell::Live {
@@ -381,7 +390,8 @@ impl Writer<'_> {
         let pk: Vec<CqlValue> = pk.into_iter().flatten().collect();
         let prefix = self.prefix(&pk)?;
         let missing_ck = missing_names(&self.table.clustering(), &ck);
-        let only_static = regular.cells.is_empty() && !statics.cells.is_empty();
+        let holds = |f: &Fragment| !f.cells.is_empty() || !f.complex.is_empty();
+        let only_static = !holds(&regular) && holds(&statics);
         if !missing_ck.is_empty() {
             if only_static && missing_ck.len() == ck_len {
                 self.push(out, &prefix, self.schema.static_key(&prefix), statics);
@@ -397,7 +407,7 @@ impl Writer<'_> {
             ts: self.ts,
             expiry: self.expiry,
         });
-        if !statics.cells.is_empty() {
+        if holds(&statics) {
             self.push(out, &prefix, self.schema.static_key(&prefix), statics);
         }
         let key = self.row_key(&prefix, &ck)?;
@@ -427,7 +437,7 @@ impl Writer<'_> {
                 )));
             }
             let col = restrict::column(self.table, name)?;
-            let value = eval(term, col.ty, name, ctx)?;
+            let value = eval(term, &col.ty, name, ctx)?;
             let key_part = |slots: &mut Vec<Option<CqlValue>>, position: usize, value: Eval| {
                 let v = value.required(name).map_err(|_| {
                     invalid(format!("Invalid null value in condition for column {name}"))
@@ -446,6 +456,22 @@ impl Writer<'_> {
                     } else {
                         &mut row.regular
                     };
+                    if col.ty.is_multi_cell() {
+                        let column = target.complex.entry(col.id).or_default();
+                        assign(
+                            column,
+                            &col.ty,
+                            name,
+                            AssignOp::Set,
+                            None,
+                            value,
+                            self.cell_time(),
+                        )?;
+                        if column.is_empty() {
+                            target.complex.remove(&col.id);
+                        }
+                        continue;
+                    }
                     match value {
                         Eval::Unset => {}
                         Eval::Null => {
@@ -504,8 +530,8 @@ impl Writer<'_> {
     ) -> Result<(), ErrorResponse> {
         let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
         let partitions = self.partitions(&r)?;
-        let mut regular: BTreeMap<ColumnId, Cell> = BTreeMap::new();
-        let mut statics: BTreeMap<ColumnId, Cell> = BTreeMap::new();
+        let mut regular = Fragment::new(FragmentKind::Row);
+        let mut statics = Fragment::new(FragmentKind::Static);
         for a in &s.assignments {
             let name = a.column.as_str();
             let col = restrict::column(self.table, name)?;
@@ -514,18 +540,33 @@ impl Writer<'_> {
                     "PRIMARY KEY part {name} found in SET part"
                 )));
             }
-            let cell = match eval(&a.value, col.ty, name, ctx)? {
+            let target = if col.kind == ColumnKind::Static {
+                &mut statics
+            } else {
+                &mut regular
+            };
+            if col.ty.is_multi_cell() {
+                self.assign_collection(target, col, a, ctx)?;
+                continue;
+            }
+            if a.element.is_some() || a.op != AssignOp::Set {
+                return Err(invalid(if col.ty.is_collection() {
+                    format!("Invalid operation ({a}) for frozen collection column {name}")
+                } else if a.element.is_some() {
+                    format!("Invalid operation ({a}) for non collection column {name}")
+                } else {
+                    format!("Invalid operation ({a}) for non counter column {name}")
+                }));
+            }
+            let cell = match eval(&a.value, &col.ty, name, ctx)? {
                 Eval::Unset => continue,
                 Eval::Null => self.tombstone(),
                 Eval::Value(v) => self.cell(Some(v)),
             };
-            if col.kind == ColumnKind::Static {
-                statics.insert(col.id, cell);
-            } else {
-                regular.insert(col.id, cell);
-            }
+            target.cells.insert(col.id, cell);
         }
-        let rows = if regular.is_empty() && !statics.is_empty() && !r.has_clustering() {
+        let is_empty = |f: &Fragment| f.cells.is_empty() && f.complex.is_empty();
+        let rows = if is_empty(&regular) && !is_empty(&statics) && !r.has_clustering() {
             Vec::new()
         } else {
             match self.full_rows(&r) {
@@ -545,20 +586,60 @@ impl Writer<'_> {
             }
         };
         for prefix in &partitions {
-            if !statics.is_empty() {
-                let mut f = Fragment::new(FragmentKind::Static);
-                f.cells = statics.clone();
-                self.push(out, prefix, self.schema.static_key(prefix), f);
+            if !is_empty(&statics) {
+                self.push(out, prefix, self.schema.static_key(prefix), statics.clone());
             }
-            if regular.is_empty() {
+            if is_empty(&regular) {
                 continue;
             }
             for ck in &rows {
-                let mut f = Fragment::new(FragmentKind::Row);
-                f.cells = regular.clone();
                 let key = self.row_key(prefix, ck)?;
-                self.push(out, prefix, key, f);
+                self.push(out, prefix, key, regular.clone());
             }
+        }
+        Ok(())
+    }
+
+    /// One assignment to a non-frozen collection column, into `target`'s multi-cell
+    /// column.
+    fn assign_collection(
+        &self,
+        target: &mut Fragment,
+        col: &ColumnMeta,
+        a: &crate::ast::Assignment,
+        ctx: &EvalContext<'_>,
+    ) -> Result<(), ErrorResponse> {
+        let name = col.name.as_str();
+        let time = self.cell_time();
+        let column = target.complex.entry(col.id).or_default();
+        match (&a.element, a.op, &col.ty) {
+            (Some(key), _, ty) => {
+                let (key_ty, value_ty) = match ty {
+                    DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                    DataType::List(e) => (CqlType::Int.into(), (**e).clone()),
+                    _ => {
+                        return Err(invalid(format!(
+                            "Invalid operation ({a}) for set column {name}"
+                        )))
+                    }
+                };
+                let key = eval(key, &key_ty, name, ctx)?;
+                let value = eval(&a.value, &value_ty, name, ctx)?;
+                assign(column, ty, name, a.op, Some(key), value, time)?;
+            }
+            (None, AssignOp::Remove, DataType::Map(..)) => {
+                let keys_ty = map_key_set(&col.ty).unwrap_or_else(|| col.ty.clone());
+                if let Eval::Value(keys) = eval(&a.value, &keys_ty, name, ctx)? {
+                    remove_keys(column, &keys, time);
+                }
+            }
+            (None, op, ty) => {
+                let value = eval(&a.value, ty, name, ctx)?;
+                assign(column, ty, name, op, None, value, time)?;
+            }
+        }
+        if column.is_empty() {
+            target.complex.remove(&col.id);
         }
         Ok(())
     }
@@ -572,7 +653,7 @@ impl Writer<'_> {
         let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
         let partitions = self.partitions(&r)?;
         if !s.columns.is_empty() {
-            return self.delete_cells(s, &r, &partitions, out);
+            return self.delete_cells(s, &r, &partitions, ctx, out);
         }
         if !r.has_clustering() {
             for prefix in &partitions {
@@ -615,41 +696,69 @@ impl Writer<'_> {
         s: &DeleteStatement,
         r: &Restrictions,
         partitions: &[PartitionPrefix],
+        ctx: &EvalContext<'_>,
         out: &mut Vec<Mutation>,
     ) -> Result<(), ErrorResponse> {
-        let mut regular = BTreeMap::new();
-        let mut statics = BTreeMap::new();
-        for ident in &s.columns {
-            let name = ident.as_str();
+        let mut regular = Fragment::new(FragmentKind::Row);
+        let mut statics = Fragment::new(FragmentKind::Static);
+        let time = self.cell_time();
+        for deleted in &s.columns {
+            let name = deleted.column.as_str();
             let col = restrict::column(self.table, name)?;
             if col.kind.is_primary_key() {
                 return Err(invalid(format!(
                     "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
                 )));
             }
-            if col.kind == ColumnKind::Static {
-                statics.insert(col.id, self.tombstone());
+            let target = if col.kind == ColumnKind::Static {
+                &mut statics
             } else {
-                regular.insert(col.id, self.tombstone());
+                &mut regular
+            };
+            match (&deleted.element, col.ty.is_multi_cell()) {
+                (None, false) => {
+                    target.cells.insert(col.id, self.tombstone());
+                }
+                (None, true) => delete_column(target.complex.entry(col.id).or_default(), time),
+                (Some(element), true) => {
+                    let key_ty = match &col.ty {
+                        DataType::Map(k, _) => (**k).clone(),
+                        DataType::Set(e) => (**e).clone(),
+                        _ => CqlType::Int.into(),
+                    };
+                    let key = eval(element, &key_ty, name, ctx)?
+                        .required(&format!("element of {name}"))?;
+                    delete_element(
+                        target.complex.entry(col.id).or_default(),
+                        &col.ty,
+                        name,
+                        key,
+                        time,
+                    )?;
+                }
+                (Some(_), false) => {
+                    return Err(invalid(if col.ty.is_collection() {
+                        format!("Invalid deletion operation for frozen collection column {name}")
+                    } else {
+                        format!("Invalid deletion operation for non collection column {name}")
+                    }))
+                }
             }
         }
-        let rows = if regular.is_empty() {
+        let is_empty = |f: &Fragment| f.cells.is_empty() && f.complex.is_empty();
+        let rows = if is_empty(&regular) {
             Vec::new()
         } else {
             self.full_rows(r)
                 .ok_or_else(|| invalid("Range deletions are not supported for specific columns"))?
         };
         for prefix in partitions {
-            if !statics.is_empty() {
-                let mut f = Fragment::new(FragmentKind::Static);
-                f.cells = statics.clone();
-                self.push(out, prefix, self.schema.static_key(prefix), f);
+            if !is_empty(&statics) {
+                self.push(out, prefix, self.schema.static_key(prefix), statics.clone());
             }
             for ck in &rows {
-                let mut f = Fragment::new(FragmentKind::Row);
-                f.cells = regular.clone();
                 let key = self.row_key(prefix, ck)?;
-                self.push(out, prefix, key, f);
+                self.push(out, prefix, key, regular.clone());
             }
         }
         Ok(())

@@ -18,8 +18,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use mosaic_rows::{ColumnId, KeySchema, Order};
-use mosaic_types::CqlType;
 use mosaic_types::Layout;
+use mosaic_types::{CqlType, DataType};
 use serde::{Deserialize, Serialize};
 
 /// The version of the serialized catalog format.
@@ -239,14 +239,14 @@ impl ClusteringOrder {
 }
 
 mod cql_type_serde {
-    use mosaic_types::CqlType;
+    use mosaic_types::DataType;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(ty: &CqlType, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(ty.name())
+    pub fn serialize<S: Serializer>(ty: &DataType, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(ty)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CqlType, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DataType, D::Error> {
         let name = String::deserialize(d)?;
         name.parse().map_err(serde::de::Error::custom)
     }
@@ -417,7 +417,7 @@ pub struct ColumnMeta {
     pub name: String,
     /// Its type.
     #[serde(with = "cql_type_serde")]
-    pub ty: CqlType,
+    pub ty: DataType,
     /// Its role.
     pub kind: ColumnKind,
     /// Its cell id.
@@ -524,7 +524,9 @@ impl TableMeta {
 
     /// The row layer's key schema for this table.
     pub fn key_schema(&self) -> KeySchema {
-        let partition = self.partition_key().iter().map(|c| c.ty).collect();
+        // Key columns are native (CREATE TABLE refuses others).
+        let native = |c: &ColumnMeta| c.ty.native().unwrap_or(CqlType::Blob);
+        let partition = self.partition_key().iter().map(|c| native(c)).collect();
         let clustering = self
             .clustering()
             .iter()
@@ -533,7 +535,7 @@ impl TableMeta {
                     ColumnKind::Clustering { order, .. } => order.to_rows(),
                     _ => Order::Asc,
                 };
-                (c.ty, order)
+                (native(c), order)
             })
             .collect();
         // A table always has a partition key (checked at CREATE), so this cannot fail;
@@ -659,13 +661,13 @@ mod tests {
             columns: vec![
                 ColumnMeta {
                     name: "k".into(),
-                    ty: CqlType::Int,
+                    ty: CqlType::Int.into(),
                     kind: ColumnKind::PartitionKey { position: 0 },
                     id: ColumnId(0),
                 },
                 ColumnMeta {
                     name: "c".into(),
-                    ty: CqlType::Text,
+                    ty: CqlType::Text.into(),
                     kind: ColumnKind::Clustering {
                         position: 0,
                         order: ClusteringOrder::Desc,
@@ -674,7 +676,7 @@ mod tests {
                 },
                 ColumnMeta {
                     name: "v".into(),
-                    ty: CqlType::Blob,
+                    ty: CqlType::Blob.into(),
                     kind: ColumnKind::Regular,
                     id: ColumnId(2),
                 },

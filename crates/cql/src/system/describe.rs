@@ -167,7 +167,7 @@ enum Role {
 /// One column as written in `CREATE TABLE`.
 struct Column<'t> {
     name: &'t str,
-    ty: &'t str,
+    ty: std::borrow::Cow<'t, str>,
     role: Role,
     descending: bool,
 }
@@ -202,7 +202,7 @@ impl<'a> Table<'a> {
                 .iter()
                 .map(|c| Column {
                     name: c.name,
-                    ty: c.ty,
+                    ty: std::borrow::Cow::Borrowed(c.ty),
                     role: match c.kind {
                         tables::Kind::PartitionKey(p) => Role::Partition(usize::from(p)),
                         tables::Kind::Clustering(p) => Role::Clustering(usize::from(p)),
@@ -226,7 +226,7 @@ impl<'a> Table<'a> {
                     };
                     Column {
                         name: &c.name,
-                        ty: c.ty.name(),
+                        ty: std::borrow::Cow::Owned(c.ty.to_string()),
                         role,
                         descending,
                     }

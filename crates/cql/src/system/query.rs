@@ -453,6 +453,29 @@ fn target(
                 type_name(ty)
             ))
         }),
+        Term::List(items) => match ty {
+            ColumnType::List(elem) => {
+                let mut out = Vec::new();
+                out.extend_from_slice(&(items.len() as i32).to_be_bytes());
+                for item in items {
+                    let Term::Literal(lit) = item else {
+                        return Err(invalid(format!(
+                            "Unsupported value {term} in a condition on a system table"
+                        )));
+                    };
+                    let b = constant(lit, elem).ok_or_else(|| {
+                        invalid(format!("Invalid list literal for {column}: {term}"))
+                    })?;
+                    out.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                    out.extend_from_slice(&b);
+                }
+                Ok(Target::Constant(Bytes::from(out)))
+            }
+            _ => Err(invalid(format!(
+                "Invalid list literal for {column} of type {}",
+                type_name(ty)
+            ))),
+        },
         other => Err(invalid(format!(
             "Unsupported value {other} in a condition on a system table"
         ))),

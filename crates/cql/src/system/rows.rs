@@ -307,7 +307,7 @@ fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
                 order,
                 c.kind.name(),
                 position,
-                c.ty.name(),
+                &c.ty.to_string(),
             ));
         }
     }

@@ -37,7 +37,7 @@ fn node(last_octet: u8, tokens: &[i64]) -> NodeInfo {
 fn column(name: &str, ty: CqlType, kind: ColumnKind, id: u32) -> ColumnMeta {
     ColumnMeta {
         name: name.into(),
-        ty,
+        ty: ty.into(),
         kind,
         id: ColumnId(id),
     }

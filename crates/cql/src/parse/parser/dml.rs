@@ -101,42 +101,91 @@ impl Parser<'_> {
         })
     }
 
+    /// `c = t`, `c[k] = t`, `c = c + t`, `c = t + c`, `c = c - t` (counters' `c += t`
+    /// and `c -= t` stay refused).
     pub(super) fn parse_assignment(&mut self) -> PResult<Assignment> {
         let column = self.parse_ident()?;
-        self.refuse_element_access()?;
+        let element = if self.accept(Kind::LBracket) {
+            let key = self.parse_term()?;
+            self.expect(Kind::RBracket)?;
+            Some(key)
+        } else {
+            if self.peek().kind == Kind::Dot {
+                return Err(self.unsupported(
+                    self.peek(),
+                    Feature::UserDefinedType,
+                    "field access c.field",
+                ));
+            }
+            None
+        };
         let t = self.peek();
         if matches!(t.kind, Kind::PlusEq | Kind::MinusEq) {
-            return Err(self.unsupported(
-                t,
-                Feature::Counter,
-                "counter and collection updates c += …",
-            ));
+            return Err(self.unsupported(t, Feature::Counter, "counter updates c += …"));
         }
         self.expect(Kind::Eq)?;
-        // `c = c + x` / `c = x + c`: counter increments or collection appends.
+        if element.is_some() {
+            let value = self.parse_term()?;
+            return Ok(Assignment {
+                column,
+                element,
+                op: AssignOp::Set,
+                value,
+            });
+        }
+        // `c = c + x` / `c = c - x`: the right-hand side starts with the column itself.
         let rhs = self.peek();
-        let is_column = match rhs.kind {
-            Kind::Word => !is_reserved(self.slice(rhs)) && !self.is_at(1, Kind::LParen),
-            Kind::QuotedName => !self.is_at(1, Kind::LParen),
+        let names_column = match rhs.kind {
+            Kind::Word => {
+                !is_reserved(self.slice(rhs))
+                    && !self.is_at(1, Kind::LParen)
+                    && Ident::new(self.slice(rhs).to_ascii_lowercase()) == column
+            }
+            Kind::QuotedName => {
+                !self.is_at(1, Kind::LParen) && Ident::new(unquote(self.slice(rhs), '"')) == column
+            }
             _ => false,
         };
-        if is_column {
-            return Err(self.unsupported(
-                rhs,
-                Feature::Counter,
-                "counter and collection updates c = c + …",
-            ));
+        if names_column {
+            self.bump();
+            let op = self.peek();
+            let op = match op.kind {
+                Kind::Plus => AssignOp::Add,
+                Kind::Minus => AssignOp::Remove,
+                _ => return Err(self.mismatch("'+' or '-'")),
+            };
+            self.bump();
+            let value = self.parse_term()?;
+            return Ok(Assignment {
+                column,
+                element: None,
+                op,
+                value,
+            });
         }
         let value = self.parse_term()?;
-        let after = self.peek();
-        if matches!(after.kind, Kind::Plus | Kind::Minus) {
-            return Err(self.unsupported(
-                after,
-                Feature::Counter,
-                "counter and collection updates c = … + c",
-            ));
+        if self.accept(Kind::Plus) {
+            // `c = t + c`: a prepend.
+            let other = self.parse_ident()?;
+            if other != column {
+                return Err(self.invalid(
+                    rhs,
+                    "Only expressions of the form X = <value> + X are supported.".to_owned(),
+                ));
+            }
+            return Ok(Assignment {
+                column,
+                element: None,
+                op: AssignOp::Prepend,
+                value,
+            });
         }
-        Ok(Assignment { column, value })
+        Ok(Assignment {
+            column,
+            element: None,
+            op: AssignOp::Set,
+            value,
+        })
     }
 
     /// `DELETE [cols] FROM t [USING TIMESTAMP n] WHERE …`.
@@ -146,8 +195,16 @@ impl Parser<'_> {
         let mut columns = Vec::new();
         if !self.is_kw("FROM") {
             loop {
-                columns.push(self.parse_ident()?);
-                self.refuse_element_access()?;
+                let column = self.parse_ident()?;
+                let element = if self.accept(Kind::LBracket) {
+                    let key = self.parse_term()?;
+                    self.expect(Kind::RBracket)?;
+                    Some(key)
+                } else {
+                    self.refuse_element_access()?;
+                    None
+                };
+                columns.push(DeletedColumn { column, element });
                 if !self.accept(Kind::Comma) {
                     break;
                 }

@@ -7,7 +7,7 @@
 //! iteration, so parsing is linear in the number of tokens.
 #![deny(clippy::indexing_slicing)]
 
-use mosaic_types::CqlType;
+use mosaic_types::{CqlType, DataType};
 
 use super::error::{position, Feature, ParseError};
 use super::keywords::is_reserved;

@@ -169,7 +169,7 @@ impl Parser<'_> {
                     self.bump();
                     let expr = self.parse_selector_expr()?;
                     self.expect_kw("AS")?;
-                    let ty = self.parse_type()?;
+                    let ty = self.parse_native_type()?;
                     self.expect(Kind::RParen)?;
                     return Ok(SelectorExpr::Cast {
                         expr: Box::new(expr),
@@ -257,8 +257,10 @@ impl Parser<'_> {
             return Ok(Relation::In { column, values });
         }
         let here = self.peek();
-        if self.is_kw("CONTAINS") {
-            return Err(self.unsupported(here, Feature::Collection, "CONTAINS relations"));
+        if self.accept_kw("CONTAINS") {
+            let key = self.accept_kw("KEY");
+            let value = self.parse_term()?;
+            return Ok(Relation::Contains { column, key, value });
         }
         if self.is_kw("LIKE") {
             return Err(self.unsupported(here, Feature::SecondaryIndex, "LIKE relations"));

@@ -183,9 +183,21 @@ impl Parser<'_> {
                 let items = self.parse_term_list_until_rparen(false)?;
                 return Ok(Term::Tuple(items));
             }
-            Kind::LBracket | Kind::LBrace => {
-                return Err(self.unsupported(t, Feature::Collection, "collection literals"))
+            Kind::LBracket => {
+                self.bump();
+                let mut items = Vec::new();
+                if !self.accept(Kind::RBracket) {
+                    loop {
+                        items.push(self.parse_term()?);
+                        if !self.accept(Kind::Comma) {
+                            break;
+                        }
+                    }
+                    self.expect(Kind::RBracket)?;
+                }
+                return Ok(Term::List(items));
             }
+            Kind::LBrace => return self.parse_set_or_map(),
             _ => {}
         }
         if self.at_call() {
@@ -198,6 +210,31 @@ impl Parser<'_> {
             Some(l) => Ok(Term::Literal(l)),
             None => Err(self.no_viable()),
         }
+    }
+
+    /// `{}`, `{t, …}` or `{k: v, …}` (the opening brace is next).
+    fn parse_set_or_map(&mut self) -> PResult<Term> {
+        self.expect(Kind::LBrace)?;
+        if self.accept(Kind::RBrace) {
+            return Ok(Term::Map(Vec::new()));
+        }
+        let first = self.parse_term()?;
+        if self.accept(Kind::Colon) {
+            let mut entries = vec![(first, self.parse_term()?)];
+            while self.accept(Kind::Comma) {
+                let k = self.parse_term()?;
+                self.expect(Kind::Colon)?;
+                entries.push((k, self.parse_term()?));
+            }
+            self.expect(Kind::RBrace)?;
+            return Ok(Term::Map(entries));
+        }
+        let mut items = vec![first];
+        while self.accept(Kind::Comma) {
+            items.push(self.parse_term()?);
+        }
+        self.expect(Kind::RBrace)?;
+        Ok(Term::Set(items))
     }
 
     /// Terms separated by commas up to and including `)`; `allow_empty` for `f()` and
@@ -242,22 +279,83 @@ impl Parser<'_> {
 
     // ----- types -----
 
-    pub(super) fn parse_type(&mut self) -> PResult<CqlType> {
+    /// A native type (`CAST(… AS type)`).
+    pub(super) fn parse_native_type(&mut self) -> PResult<CqlType> {
+        let t = self.peek();
+        match self.parse_type()? {
+            DataType::Native(ty) => Ok(ty),
+            other => Err(self.invalid(t, format!("Cannot cast to {other}"))),
+        }
+    }
+
+    /// A column type: a native type, `list<T>`, `set<T>`, `map<K, V>`, `tuple<…>` or
+    /// `frozen<…>`, checked against Cassandra's nesting rules.
+    pub(super) fn parse_type(&mut self) -> PResult<DataType> {
+        let t = self.peek();
+        let ty = self.parse_type_inner()?;
+        ty.validate().map_err(|e| self.invalid(t, e.0))?;
+        Ok(ty)
+    }
+
+    fn parse_type_args(&mut self, count: Option<usize>) -> PResult<Vec<DataType>> {
+        self.expect(Kind::Lt)?;
+        let mut args = vec![self.parse_type_inner()?];
+        while self.accept(Kind::Comma) {
+            args.push(self.parse_type_inner()?);
+        }
+        if count.is_some_and(|n| args.len() != n) {
+            return Err(self.mismatch("'>'"));
+        }
+        self.expect(Kind::Gt)?;
+        Ok(args)
+    }
+
+    fn parse_type_inner(&mut self) -> PResult<DataType> {
+        self.enter()?;
+        let ty = self.parse_type_word();
+        self.leave();
+        ty
+    }
+
+    fn parse_type_word(&mut self) -> PResult<DataType> {
         let t = self.peek();
         match t.kind {
             Kind::Word => {
                 let word = self.slice(t);
                 if let Ok(ty) = word.parse::<CqlType>() {
                     self.bump();
-                    return Ok(ty);
+                    return Ok(DataType::Native(ty));
                 }
                 let lower = word.to_ascii_lowercase();
                 let generic = self.is_at(1, Kind::Lt);
                 match lower.as_str() {
-                    "list" | "set" | "map" | "frozen" if generic => {
-                        Err(self.unsupported(t, Feature::Collection, &format!("type {lower}<…>")))
+                    "list" | "set" | "map" | "frozen" | "tuple" if generic => {
+                        self.bump();
+                        let one = |mut args: Vec<DataType>| args.pop().map(Box::new);
+                        Ok(match lower.as_str() {
+                            "list" => DataType::List(
+                                one(self.parse_type_args(Some(1))?)
+                                    .ok_or_else(|| self.no_viable())?,
+                            ),
+                            "set" => DataType::Set(
+                                one(self.parse_type_args(Some(1))?)
+                                    .ok_or_else(|| self.no_viable())?,
+                            ),
+                            "map" => {
+                                let mut args = self.parse_type_args(Some(2))?;
+                                let v = args.pop().ok_or_else(|| self.no_viable())?;
+                                let k = args.pop().ok_or_else(|| self.no_viable())?;
+                                DataType::Map(Box::new(k), Box::new(v))
+                            }
+                            "tuple" => DataType::Tuple(self.parse_type_args(None)?),
+                            _ => match one(self.parse_type_args(Some(1))?)
+                                .ok_or_else(|| self.no_viable())?
+                            {
+                                tuple if matches!(*tuple, DataType::Tuple(_)) => *tuple,
+                                inner => DataType::Frozen(inner),
+                            },
+                        })
                     }
-                    "tuple" if generic => Err(self.unsupported(t, Feature::Tuple, "type tuple<…>")),
                     "counter" => Err(self.unsupported(t, Feature::Counter, "type counter")),
                     _ if is_reserved(word) => Err(self.no_viable()),
                     _ => Err(self.unsupported(

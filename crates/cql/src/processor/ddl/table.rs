@@ -80,7 +80,20 @@ fn check_columns(
             )));
         }
         let def = key_column(s, ident)?;
-        if def.ty == mosaic_types::CqlType::Duration {
+        if def.ty.is_multi_cell() {
+            return Err(invalid(format!(
+                "Invalid non-frozen collection type {} for PRIMARY KEY component {}",
+                def.ty,
+                ident.as_str()
+            )));
+        }
+        if def.ty.native().is_none() {
+            return Err(invalid(format!(
+                "Frozen collections and tuples in the PRIMARY KEY are not supported yet (column {})",
+                ident.as_str()
+            )));
+        }
+        if def.ty == mosaic_types::DataType::Native(mosaic_types::CqlType::Duration) {
             // Cassandra 4's CreateTableStatement, word for word.
             return Err(invalid(format!(
                 "duration type is not supported for PRIMARY KEY column '{}'",
@@ -148,7 +161,7 @@ fn column_metas(
         let id = ColumnId(columns.len() as u32);
         columns.push(ColumnMeta {
             name: def.name.as_str().to_owned(),
-            ty: def.ty,
+            ty: def.ty.clone(),
             kind,
             id,
         });
@@ -255,7 +268,7 @@ fn add_columns(table: &mut TableMeta, defs: &[ColumnDefinition]) -> Result<(), E
         }
         table.columns.push(ColumnMeta {
             name: name.to_owned(),
-            ty: def.ty,
+            ty: def.ty.clone(),
             kind: if def.is_static {
                 ColumnKind::Static
             } else {

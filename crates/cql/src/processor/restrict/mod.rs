@@ -10,14 +10,14 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 
 use mosaic_rows::{ClusteringBound, ClusteringFilter, ColumnFilter, KeySchema, SliceOp};
-use mosaic_types::{CqlType, CqlValue, Token};
+use mosaic_types::{CqlType, CqlValue, DataType, Token};
 
 use crate::ast::{Ident, InValues, Operator, Relation, Term};
 use crate::frame::ErrorResponse;
 use crate::schema::{ClusteringOrder, ColumnKind, ColumnMeta, TableMeta};
 
 use super::invalid;
-use super::values::{eval, eval_in_list, EvalContext};
+use super::values::{eval, eval_in_list, eval_native, EvalContext};
 
 mod relations;
 
@@ -75,6 +75,15 @@ pub(crate) enum Predicate {
         op: Operator,
         /// The tuples.
         values: Vec<Vec<CqlValue>>,
+    },
+    /// `column CONTAINS value` or `column CONTAINS KEY value` on a collection column.
+    Contains {
+        /// Index into the table's columns.
+        column: usize,
+        /// Keys (`CONTAINS KEY`) rather than values or elements.
+        key: bool,
+        /// The value looked for.
+        value: CqlValue,
     },
     /// `token(pk) op value`.
     Token {
@@ -146,6 +155,9 @@ pub(crate) fn analyse(
             Relation::MultiColumnIn { columns, values } => {
                 add_multi_in(&mut r, table, columns, values, ctx)?
             }
+            Relation::Contains { column, key, value } => {
+                add_contains(&mut r, table, column, *key, value, ctx)?
+            }
         }
     }
     Ok(r)
@@ -211,6 +223,19 @@ impl Predicate {
                 values.first().is_some_and(|t| op_holds(*op, cmp(t)))
             }
             Predicate::Token { op, value } => op_holds(*op, token.0.cmp(&value.0)),
+            Predicate::Contains {
+                column,
+                key,
+                value: wanted,
+            } => {
+                let equal = |v: &CqlValue| cmp_values(v, wanted) == Ordering::Equal;
+                match value(*column) {
+                    Some(CqlValue::List(items) | CqlValue::Set(items)) => items.iter().any(equal),
+                    Some(CqlValue::Map(entries)) if *key => entries.iter().any(|(k, _)| equal(k)),
+                    Some(CqlValue::Map(entries)) => entries.iter().any(|(_, v)| equal(v)),
+                    _ => false,
+                }
+            }
         }
     }
 }

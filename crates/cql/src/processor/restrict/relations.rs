@@ -17,7 +17,7 @@ pub(super) fn token_of_term(
             let mut values = Vec::with_capacity(args.len());
             for (arg, col) in args.iter().zip(&pk) {
                 values.push(
-                    eval(arg, col.ty, &col.name, ctx)?
+                    eval(arg, &col.ty, &col.name, ctx)?
                         .required(&format!("partition key part {}", col.name))?,
                 );
             }
@@ -27,7 +27,7 @@ pub(super) fn token_of_term(
                 .map_err(|e| invalid(format!("Invalid partition key: {e}")));
         }
     }
-    match eval(term, CqlType::BigInt, "partition key token", ctx)?.required("token")? {
+    match eval_native(term, CqlType::BigInt, "partition key token", ctx)?.required("token")? {
         CqlValue::BigInt(t) => Ok(Token(t)),
         _ => Err(invalid("Invalid token value")),
     }
@@ -109,12 +109,18 @@ pub(super) fn add_compare(
             "Unsupported \"!=\" relation: {name} != {value}"
         )));
     }
-    if col.ty == CqlType::Duration && *op != Operator::Eq {
+    if col.ty == DataType::Native(CqlType::Duration) && *op != Operator::Eq {
         return Err(invalid(
             "Slice restrictions are not supported on duration columns",
         ));
     }
-    let v = eval(value, col.ty, name, ctx)?
+    if col.ty.is_multi_cell() {
+        return Err(invalid(format!(
+            "Collection column '{name}' ({}) cannot be restricted by a '{op}' relation",
+            col.ty
+        )));
+    }
+    let v = eval(value, &col.ty, name, ctx)?
         .required(name)
         .map_err(|_| invalid(format!("Invalid null value in condition for column {name}")))?;
     r.predicates.push(Predicate::Column {
@@ -164,7 +170,13 @@ pub(super) fn add_in(
         .columns
         .get(index)
         .ok_or_else(|| invalid("bad column"))?;
-    let list = eval_in_list(values, col.ty, name, ctx)?;
+    let Some(native) = col.ty.native() else {
+        return Err(invalid(format!(
+            "Collection column '{name}' ({}) cannot be restricted by a 'IN' relation",
+            col.ty
+        )));
+    };
+    let list = eval_in_list(values, native, name, ctx)?;
     r.predicates.push(Predicate::Column {
         column: index,
         op: Operator::Eq,
@@ -377,7 +389,7 @@ pub(super) fn multi_columns(
             )));
         }
         indexes.push(index);
-        types.push(col.ty);
+        types.push(col.ty.native().unwrap_or(CqlType::Blob));
         orders.push(order);
     }
     Ok((indexes, types, orders, first.unwrap_or(0)))
@@ -402,7 +414,7 @@ pub(super) fn eval_tuple(
                 .iter()
                 .zip(types)
                 .zip(columns)
-                .map(|((t, ty), c)| eval(t, *ty, c.as_str(), ctx)?.required(c.as_str()))
+                .map(|((t, ty), c)| eval_native(t, *ty, c.as_str(), ctx)?.required(c.as_str()))
                 .collect()
         }
         Term::Bind(marker) => {
@@ -435,4 +447,48 @@ pub(super) fn decode_tuple(
         bytes = tail;
     }
     Ok(out)
+}
+
+/// `column CONTAINS value` / `column CONTAINS KEY value`: a filter on a collection column
+/// (it needs `ALLOW FILTERING`, like any filter on a regular column).
+pub(super) fn add_contains(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    column: &Ident,
+    key: bool,
+    value: &Term,
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let name = column.as_str();
+    let index = column_index(table, name)?;
+    let col = table
+        .columns
+        .get(index)
+        .ok_or_else(|| invalid("bad column"))?;
+    let element = match (col.ty.unfrozen(), key) {
+        (DataType::Map(k, _), true) => (**k).clone(),
+        (DataType::Map(_, v), false) => (**v).clone(),
+        (DataType::List(e) | DataType::Set(e), false) => (**e).clone(),
+        (DataType::List(_) | DataType::Set(_), true) => {
+            return Err(invalid(format!(
+                "Cannot use CONTAINS KEY on non-map column {name}"
+            )))
+        }
+        _ => {
+            return Err(invalid(format!(
+                "Cannot use CONTAINS on non-collection column {name}"
+            )))
+        }
+    };
+    let v = eval(value, &element, name, ctx)?
+        .required(name)
+        .map_err(|_| invalid(format!("Unsupported null value for column {name}")))?;
+    r.predicates.push(Predicate::Contains {
+        column: index,
+        key,
+        value: v,
+    });
+    // Key columns are never collections, so this is a filter on a regular column.
+    r.on_regular.push(name.to_owned());
+    Ok(())
 }

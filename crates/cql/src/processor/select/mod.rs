@@ -518,7 +518,7 @@ impl Run<'_> {
                         .get(*column)
                         .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering { .. }))
             }
-            restrict::Predicate::Tuple { .. } => true,
+            restrict::Predicate::Tuple { .. } | restrict::Predicate::Contains { .. } => true,
         });
         if plan.aggregate
             || plan.distinct
@@ -564,13 +564,16 @@ impl RowView<'_> {
         match col.kind {
             ColumnKind::PartitionKey { position } => self.partition_key.get(position).cloned(),
             ColumnKind::Clustering { position, .. } => self.row?.clustering.get(position).cloned(),
-            ColumnKind::Static => {
-                let cell = self.static_row?.cells.get(&col.id)?;
-                CqlValue::from_cql_bytes(col.ty, &cell.value).ok()
-            }
-            ColumnKind::Regular => {
-                let cell = self.row?.cells.get(&col.id)?;
-                CqlValue::from_cql_bytes(col.ty, &cell.value).ok()
+            ColumnKind::Static | ColumnKind::Regular => {
+                let row = if col.kind == ColumnKind::Static {
+                    self.static_row?
+                } else {
+                    self.row?
+                };
+                if col.ty.is_multi_cell() {
+                    return super::collections::assemble(&col.ty, row.complex.get(&col.id)?);
+                }
+                col.ty.decode(&row.cells.get(&col.id)?.value).ok()
             }
         }
     }
@@ -587,7 +590,7 @@ impl RowView<'_> {
     fn bytes(&self, table: &TableMeta, index: usize) -> Option<Bytes> {
         let col = table.columns.get(index)?;
         match col.kind {
-            ColumnKind::Static | ColumnKind::Regular => self
+            ColumnKind::Static | ColumnKind::Regular if !col.ty.is_multi_cell() => self
                 .cell(table, index)
                 .map(|c| Bytes::copy_from_slice(&c.value)),
             _ => self

@@ -66,7 +66,7 @@ pub(crate) fn output_columns(
                     .map(|col| {
                         Ok(OutColumn {
                             name: col.name.clone(),
-                            ty: ColumnType::Native(col.ty),
+                            ty: (&col.ty).into(),
                             expr: Expr::Column(restrict::column_index(table, &col.name)?),
                         })
                     })
@@ -107,11 +107,7 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
     match expr {
         SelectorExpr::Column(ident) => {
             let (index, ty, _) = column(table, ident.as_str())?;
-            Ok((
-                ident.as_str().to_owned(),
-                ColumnType::Native(ty),
-                Expr::Column(index),
-            ))
+            Ok((ident.as_str().to_owned(), ty.into(), Expr::Column(index)))
         }
         SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
             let is_wt = matches!(expr, SelectorExpr::WriteTime(_));
@@ -125,7 +121,7 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
             let SelectorExpr::Column(ident) = expr.as_ref() else {
                 return Err(invalid("CAST is only supported on columns"));
             };
-            let (index, from, _) = column(table, ident.as_str())?;
+            let (index, from, _) = native_column(table, ident.as_str(), "cast")?;
             if cast_value(&sample_of(from), *ty).is_none() && from != *ty {
                 return Err(invalid(format!("{from} cannot be cast to {ty}")));
             }
@@ -141,19 +137,41 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
 }
 
 /// A column's index, type and kind.
-fn column(table: &TableMeta, name: &str) -> Result<(usize, CqlType, ColumnKind), ErrorResponse> {
+fn column<'t>(
+    table: &'t TableMeta,
+    name: &str,
+) -> Result<(usize, &'t mosaic_types::DataType, ColumnKind), ErrorResponse> {
     let index = restrict::column_index(table, name)?;
     let col = table
         .columns
         .get(index)
         .ok_or_else(|| invalid("bad column"))?;
-    Ok((index, col.ty, col.kind))
+    Ok((index, &col.ty, col.kind))
+}
+
+/// A column of a native type, for functions defined on native types only.
+fn native_column(
+    table: &TableMeta,
+    name: &str,
+    func: &str,
+) -> Result<(usize, CqlType, ColumnKind), ErrorResponse> {
+    let (index, ty, kind) = column(table, name)?;
+    let native = ty
+        .native()
+        .ok_or_else(|| invalid(format!("Invalid call to {func} on {name} of type {ty}")))?;
+    Ok((index, native, kind))
 }
 
 /// `writetime(c)` or `ttl(c)`: refused on primary key columns, as Cassandra does.
 fn cell_metadata(table: &TableMeta, name: &str, is_wt: bool) -> Result<Selected, ErrorResponse> {
-    let (index, _, kind) = column(table, name)?;
+    let (index, ty, kind) = column(table, name)?;
     let func = if is_wt { "writetime" } else { "ttl" };
+    if ty.is_multi_cell() {
+        return Err(invalid(format!(
+            "Cannot use selection function {} on non-frozen collection {name}",
+            if is_wt { "writeTime" } else { "ttl" },
+        )));
+    }
     if kind.is_primary_key() {
         return Err(invalid(format!(
             "Cannot use selection function {} on PRIMARY KEY part {name}",
@@ -244,7 +262,15 @@ fn aggregate_call(
             "Invalid arguments in call to function {func}: one column expected"
         )));
     };
-    let (index, ty, _) = column(table, ident.as_str())?;
+    if matches!(agg, Aggregate::Count) {
+        let (index, _, _) = column(table, ident.as_str())?;
+        return Ok((
+            format!("system.count({})", ident.as_str()),
+            CqlType::BigInt.into(),
+            Expr::Aggregate(agg, index),
+        ));
+    }
+    let (index, ty, _) = native_column(table, ident.as_str(), func)?;
     let result_ty = match agg {
         Aggregate::Count => CqlType::BigInt,
         Aggregate::Min | Aggregate::Max => ty,

@@ -1,0 +1,349 @@
+//! Collections and tuples in statements: their literals and bound values, how a write
+//! turns into the cells of a multi-cell column, and how the cells read back into a value.
+//!
+//! A non-frozen collection is stored one element per cell (`mosaic_rows::ComplexColumn`),
+//! as Cassandra stores it, so that concurrent additions merge and each element keeps its
+//! own timestamp and TTL. An element's cell path is chosen here:
+//! - a set element: the element's serialization, with an empty value;
+//! - a map entry: the key's serialization, the value in the cell;
+//! - a list element: a time-based id, 8 bytes of time (microseconds, sign bit flipped,
+//!   big-endian) then 2 bytes of position in the statement and 6 random bytes, so that
+//!   appends sort after what is there and prepends (whose time counts down from a fixed
+//!   reference, as Cassandra's `PrecisionTime` for prepends does) before.
+//!
+//! Overwriting a collection (`c = …`, or an INSERT) writes a column deletion at the write
+//! timestamp minus one plus the new elements; `DELETE c` a column deletion at the write
+//! timestamp; removals are element tombstones. Reads decode the paths and order sets and
+//! maps by their element (key) type.
+
+use std::cmp::Ordering;
+
+use mosaic_rows::{Cell, ComplexColumn, DeletionTime, Expiry, LiveCell};
+use mosaic_types::{normalize_map, normalize_set, CqlValue, DataType, Timestamp};
+
+use crate::ast::{AssignOp, Term};
+use crate::frame::{ErrorResponse, Value};
+
+use super::invalid;
+use super::values::{eval, Eval, EvalContext};
+
+/// Evaluates `term` as a value of the collection or tuple type `ty`.
+pub(crate) fn eval_complex(
+    term: &Term,
+    ty: &DataType,
+    name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Eval, ErrorResponse> {
+    let shape = ty.unfrozen();
+    let mismatch = |what: &str| invalid(format!("Invalid {what} for {name} of type {ty}"));
+    let element = |t: &Term, elem: &DataType| -> Result<CqlValue, ErrorResponse> {
+        match eval(t, elem, name, ctx)? {
+            Eval::Value(v) => Ok(v),
+            Eval::Null => Err(invalid("null is not supported inside collections")),
+            Eval::Unset => Err(invalid(format!(
+                "Invalid unset value for an element of {name}"
+            ))),
+        }
+    };
+    let value = match (term, shape) {
+        (Term::Literal(crate::ast::Literal::Null), _) => return Ok(Eval::Null),
+        (Term::Literal(_), _) => return Err(mismatch("constant")),
+        (Term::Bind(marker), _) => {
+            return match ctx.bindings.get(marker)? {
+                Value::Null => Ok(Eval::Null),
+                Value::Unset => Ok(Eval::Unset),
+                Value::Bytes(b) => ty
+                    .decode(b)
+                    .map(Eval::Value)
+                    .map_err(|e| invalid(format!("Invalid value for {name} of type {ty}: {e}"))),
+            };
+        }
+        (Term::Call { name: func, .. }, _) => {
+            return Err(invalid(format!(
+                "Type error: cannot assign result of function {} to {name} of type {ty}",
+                func.as_str()
+            )))
+        }
+        (Term::List(items), DataType::List(e)) => CqlValue::List(
+            items
+                .iter()
+                .map(|t| element(t, e))
+                .collect::<Result<_, _>>()?,
+        ),
+        (Term::Set(items), DataType::Set(e)) => CqlValue::Set(normalize_set(
+            items
+                .iter()
+                .map(|t| element(t, e))
+                .collect::<Result<_, _>>()?,
+        )),
+        (Term::Map(entries), DataType::Set(_)) if entries.is_empty() => CqlValue::Set(Vec::new()),
+        (Term::Map(entries), DataType::Map(k, v)) => CqlValue::Map(normalize_map(
+            entries
+                .iter()
+                .map(|(kt, vt)| Ok((element(kt, k)?, element(vt, v)?)))
+                .collect::<Result<_, ErrorResponse>>()?,
+        )),
+        (Term::Tuple(items), DataType::Tuple(fields)) => {
+            if items.len() > fields.len() {
+                return Err(invalid(format!(
+                    "Invalid tuple literal for {name}: too many elements. Type {ty} expects {} but got {}",
+                    fields.len(),
+                    items.len()
+                )));
+            }
+            let mut values = Vec::with_capacity(fields.len());
+            for (t, f) in items.iter().zip(fields) {
+                values.push(match eval(t, f, name, ctx)? {
+                    Eval::Value(v) => Some(v),
+                    Eval::Null => None,
+                    Eval::Unset => {
+                        return Err(invalid(format!(
+                            "Invalid unset value for tuple field of {name}"
+                        )))
+                    }
+                });
+            }
+            values.resize(fields.len(), None);
+            CqlValue::Tuple(values)
+        }
+        (Term::List(_), _) => return Err(mismatch("list literal")),
+        (Term::Set(_), _) => return Err(mismatch("set literal")),
+        (Term::Map(_), _) => return Err(mismatch("map literal")),
+        (Term::Tuple(_), _) => return Err(mismatch("tuple literal")),
+    };
+    Ok(Eval::Value(value))
+}
+
+/// The facts of one write that its cells carry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CellTime {
+    /// The write timestamp.
+    pub ts: Timestamp,
+    /// The TTL's expiry, if any.
+    pub expiry: Option<Expiry>,
+    /// Local time, seconds.
+    pub now_secs: i64,
+}
+
+impl CellTime {
+    fn live(&self, value: Vec<u8>) -> Cell {
+        Cell::Live {
+            ts: self.ts,
+            value,
+            expiry: self.expiry,
+        }
+    }
+
+    fn tombstone(&self) -> Cell {
+        Cell::Tombstone {
+            ts: self.ts,
+            local_deletion_secs: self.now_secs,
+        }
+    }
+
+    fn deletion_at(&self, ts: Timestamp) -> DeletionTime {
+        DeletionTime {
+            marked_for_delete_at: ts,
+            local_deletion_secs: self.now_secs,
+        }
+    }
+}
+
+/// Microseconds of 2010-01-01T00:00:00Z: prepended list elements get times counting down
+/// from it, so they sort before every appended one.
+const PREPEND_REFERENCE_MICROS: i64 = 1_262_304_000_000_000;
+
+/// The paths of `n` new list elements written at `ts`, in list order.
+fn list_paths(n: usize, ts: Timestamp, prepend: bool) -> Vec<Vec<u8>> {
+    let time = if prepend {
+        PREPEND_REFERENCE_MICROS.saturating_sub(ts.0.saturating_sub(PREPEND_REFERENCE_MICROS))
+    } else {
+        ts.0
+    };
+    let random: [u8; 8] = mosaic_env::rng::random_bytes();
+    (0..n)
+        .map(|i| {
+            let mut path = Vec::with_capacity(16);
+            path.extend_from_slice(&((time as u64) ^ (1 << 63)).to_be_bytes());
+            path.extend_from_slice(&(i.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+            path.extend_from_slice(random.get(..6).unwrap_or_default());
+            path
+        })
+        .collect()
+}
+
+/// The cells a collection value becomes (`value` already of the column's type).
+fn element_cells(value: &CqlValue, time: CellTime, prepend: bool) -> Vec<(Vec<u8>, Cell)> {
+    match value {
+        CqlValue::List(items) => list_paths(items.len(), time.ts, prepend)
+            .into_iter()
+            .zip(items)
+            .map(|(path, v)| (path, time.live(v.to_cql_bytes())))
+            .collect(),
+        CqlValue::Set(items) => items
+            .iter()
+            .map(|v| (v.to_cql_bytes(), time.live(Vec::new())))
+            .collect(),
+        CqlValue::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| (k.to_cql_bytes(), time.live(v.to_cql_bytes())))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Applies one assignment to a multi-cell column of type `ty` (named `name`): `c = v`
+/// (`value` null deletes the column), `c = c + v`, `c = v + c`, `c = c - v`, `c[k] = v`.
+pub(crate) fn assign(
+    column: &mut ComplexColumn,
+    ty: &DataType,
+    name: &str,
+    op: AssignOp,
+    element: Option<Eval>,
+    value: Eval,
+    time: CellTime,
+) -> Result<(), ErrorResponse> {
+    if let Some(key) = element {
+        let key = match key {
+            Eval::Value(k) => k,
+            Eval::Null => return Err(invalid(format!("Invalid null value for {name} element"))),
+            Eval::Unset => return Err(invalid(format!("Invalid unset value for {name} element"))),
+        };
+        return match ty {
+            DataType::Map(..) => {
+                let cell = match value {
+                    Eval::Unset => return Ok(()),
+                    Eval::Null => time.tombstone(),
+                    Eval::Value(v) => time.live(v.to_cql_bytes()),
+                };
+                column.cells.insert(key.to_cql_bytes(), cell);
+                Ok(())
+            }
+            DataType::List(_) => Err(list_needs_read(name)),
+            _ => Err(invalid(format!(
+                "Invalid operation ({name}[?] = ?) for non list/map column {name}"
+            ))),
+        };
+    }
+    let value = match value {
+        Eval::Unset => return Ok(()),
+        Eval::Null if op == AssignOp::Set => {
+            column.deletion = Some(time.deletion_at(Timestamp(time.ts.0.saturating_sub(1))));
+            return Ok(());
+        }
+        Eval::Null => return Err(invalid(format!("Invalid null value for {name}"))),
+        Eval::Value(v) => v,
+    };
+    match (op, ty) {
+        (AssignOp::Set, _) => {
+            column.deletion = Some(time.deletion_at(Timestamp(time.ts.0.saturating_sub(1))));
+            column.cells.extend(element_cells(&value, time, false));
+        }
+        (AssignOp::Add, DataType::List(_) | DataType::Set(_) | DataType::Map(..)) => {
+            column.cells.extend(element_cells(&value, time, false));
+        }
+        (AssignOp::Prepend, DataType::List(_)) => {
+            column.cells.extend(element_cells(&value, time, true));
+        }
+        (AssignOp::Remove, DataType::Set(_)) => {
+            if let CqlValue::Set(items) = &value {
+                for v in items {
+                    column.cells.insert(v.to_cql_bytes(), time.tombstone());
+                }
+            }
+        }
+        (AssignOp::Remove, DataType::List(_)) => return Err(list_needs_read(name)),
+        (AssignOp::Prepend, _) => {
+            return Err(invalid(format!(
+                "Invalid operation ({name} = ? + {name}) for non list column {name}"
+            )))
+        }
+        _ => {
+            return Err(invalid(format!(
+                "Invalid operation on column {name} of type {ty}"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `c = c - {k1, …}` on a map: the keys to remove, as a set of the key type.
+pub(crate) fn map_key_set(ty: &DataType) -> Option<DataType> {
+    match ty {
+        DataType::Map(k, _) => Some(DataType::Set(k.clone())),
+        _ => None,
+    }
+}
+
+/// Removes map entries by key (`m = m - {k, …}` with `keys` a set of keys).
+pub(crate) fn remove_keys(column: &mut ComplexColumn, keys: &CqlValue, time: CellTime) {
+    if let CqlValue::Set(keys) = keys {
+        for k in keys {
+            column.cells.insert(k.to_cql_bytes(), time.tombstone());
+        }
+    }
+}
+
+/// `DELETE c[k]`: one element of a map (or set).
+pub(crate) fn delete_element(
+    column: &mut ComplexColumn,
+    ty: &DataType,
+    name: &str,
+    key: CqlValue,
+    time: CellTime,
+) -> Result<(), ErrorResponse> {
+    match ty {
+        DataType::Map(..) | DataType::Set(_) => {
+            column.cells.insert(key.to_cql_bytes(), time.tombstone());
+            Ok(())
+        }
+        DataType::List(_) => Err(list_needs_read(name)),
+        _ => Err(invalid(format!(
+            "Invalid element deletion {name}[?]: {name} is not a collection"
+        ))),
+    }
+}
+
+/// `DELETE c`: a column deletion at the write timestamp.
+pub(crate) fn delete_column(column: &mut ComplexColumn, time: CellTime) {
+    column.deletion = Some(time.deletion_at(time.ts));
+}
+
+fn list_needs_read(name: &str) -> ErrorResponse {
+    invalid(format!(
+        "Setting, deleting or removing list elements by index or value ({name}[i], {name} - [...]) is not supported yet"
+    ))
+}
+
+/// The value a multi-cell column's live elements make, `None` when there are none.
+pub(crate) fn assemble(ty: &DataType, elements: &[(Vec<u8>, LiveCell)]) -> Option<CqlValue> {
+    if elements.is_empty() {
+        return None;
+    }
+    let decode = |t: &DataType, b: &[u8]| t.decode(b).ok();
+    Some(match ty {
+        DataType::List(e) => CqlValue::List(
+            elements
+                .iter()
+                .filter_map(|(_, c)| decode(e, &c.value))
+                .collect(),
+        ),
+        DataType::Set(e) => {
+            let mut items: Vec<CqlValue> = elements
+                .iter()
+                .filter_map(|(path, _)| decode(e, path))
+                .collect();
+            items.sort_by(|a, b| a.cql_cmp(b).unwrap_or(Ordering::Equal));
+            CqlValue::Set(items)
+        }
+        DataType::Map(k, v) => {
+            let mut entries: Vec<(CqlValue, CqlValue)> = elements
+                .iter()
+                .filter_map(|(path, c)| Some((decode(k, path)?, decode(v, &c.value)?)))
+                .collect();
+            entries.sort_by(|(a, _), (b, _)| a.cql_cmp(b).unwrap_or(Ordering::Equal));
+            CqlValue::Map(entries)
+        }
+        _ => return None,
+    })
+}
