@@ -18,11 +18,17 @@
 
 use std::cmp::Ordering;
 
-use mosaic_rows::{Cell, ComplexColumn, DeletionTime, Expiry, LiveCell};
-use mosaic_types::{normalize_map, normalize_set, CqlValue, DataType, Timestamp};
+use std::collections::HashMap;
+
+use mosaic_rows::{
+    Cell, ComplexColumn, DeletionTime, Expiry, KeySchema, LiveCell, LiveRow, PartitionPrefix,
+    PartitionResolver,
+};
+use mosaic_types::{normalize_map, normalize_set, CqlValue, DataType, TableId, Timestamp};
 
 use crate::ast::{AssignOp, Term};
-use crate::frame::{ErrorResponse, Value};
+use crate::coordinator::{Coordinator, ReadCommand};
+use crate::frame::{Consistency, ErrorResponse, Value};
 
 use super::invalid;
 use super::values::{eval, Eval, EvalContext};
@@ -311,8 +317,201 @@ pub(crate) fn delete_column(column: &mut ComplexColumn, time: CellTime) {
 
 fn list_needs_read(name: &str) -> ErrorResponse {
     invalid(format!(
-        "Setting, deleting or removing list elements by index or value ({name}[i], {name} - [...]) is not supported yet"
+        "Internal error: list operation on {name} without reading the list first"
     ))
+}
+
+/// One live element of a multi-cell column: its path and cell.
+type Element = (Vec<u8>, LiveCell);
+
+/// A list operation that needs the list's current elements (Cassandra reads the row
+/// before it writes for these).
+#[derive(Clone, Debug)]
+pub(crate) enum ListOp {
+    /// `l[i] = v`.
+    Set {
+        /// The index.
+        index: i32,
+        /// The new value.
+        value: Eval,
+    },
+    /// `DELETE l[i]`.
+    Delete {
+        /// The index.
+        index: i32,
+    },
+    /// `l = l - [v, …]`: every occurrence of each value.
+    Remove(Vec<CqlValue>),
+}
+
+/// Applies a list operation to the list whose live elements (in list order) are
+/// `current` (`None`: the list is null).
+pub(crate) fn apply_list_op(
+    column: &mut ComplexColumn,
+    current: Option<&[(Vec<u8>, LiveCell)]>,
+    op: &ListOp,
+    time: CellTime,
+) -> Result<(), ErrorResponse> {
+    let elements = current.unwrap_or(&[]);
+    let at = |index: i32| {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| elements.get(i))
+            .map(|(path, _)| path.clone())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "List index {index} out of bound, list has size {}",
+                    elements.len()
+                ))
+            })
+    };
+    match op {
+        ListOp::Set { index, value } => {
+            if current.is_none() {
+                return Err(invalid(
+                    "Attempted to set an element on a list which is null",
+                ));
+            }
+            let path = at(*index)?;
+            let cell = match value {
+                Eval::Unset => return Ok(()),
+                Eval::Null => time.tombstone(),
+                Eval::Value(v) => time.live(v.to_cql_bytes()),
+            };
+            column.cells.insert(path, cell);
+        }
+        ListOp::Delete { index } => {
+            if current.is_none() {
+                return Err(invalid(
+                    "Attempted to delete an element from a list which is null",
+                ));
+            }
+            column.cells.insert(at(*index)?, time.tombstone());
+        }
+        ListOp::Remove(values) => {
+            let doomed: Vec<Vec<u8>> = values.iter().map(CqlValue::to_cql_bytes).collect();
+            for (path, cell) in elements {
+                if doomed.contains(&cell.value) {
+                    column.cells.insert(path.clone(), time.tombstone());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rows list operations read before they write. A statement is built twice when it
+/// has such operations: the first pass records the rows it needs ([`PriorRows::list`]
+/// returns `None`), they are read at the statement's consistency level, and the second
+/// pass finds them.
+#[derive(Default)]
+pub(crate) struct PriorRows {
+    /// Whether the needed rows have been read.
+    fetched: bool,
+    /// The rows read, by table and engine key (`None`: no live row).
+    rows: HashMap<(TableId, Vec<u8>), Option<LiveRow>>,
+    /// What the first pass asked for.
+    needed: Vec<NeededRow>,
+}
+
+struct NeededRow {
+    table: TableId,
+    schema: KeySchema,
+    prefix: PartitionPrefix,
+    key: Vec<u8>,
+    is_static: bool,
+}
+
+impl PriorRows {
+    /// The current live elements of list column `column` in the row at `key` of partition
+    /// `prefix`: `None` until the rows are read (the row is then recorded as needed),
+    /// `Some(None)` when the list is null.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn list(
+        &mut self,
+        table: TableId,
+        schema: &KeySchema,
+        prefix: &PartitionPrefix,
+        key: &[u8],
+        is_static: bool,
+        column: mosaic_rows::ColumnId,
+    ) -> Option<Option<&[Element]>> {
+        if !self.fetched {
+            self.needed.push(NeededRow {
+                table,
+                schema: schema.clone(),
+                prefix: prefix.clone(),
+                key: key.to_vec(),
+                is_static,
+            });
+            return None;
+        }
+        let row = self.rows.get(&(table, key.to_vec()))?;
+        Some(
+            row.as_ref()
+                .and_then(|r| r.complex.get(&column))
+                .map(Vec::as_slice),
+        )
+    }
+
+    /// Whether the first pass asked for rows.
+    pub(crate) fn pending(&self) -> bool {
+        !self.fetched && !self.needed.is_empty()
+    }
+
+    /// Reads every row asked for: the partition's head (its deletion, range tombstones and
+    /// static row) and the row itself, merged as a read merges them.
+    pub(crate) async fn fetch<C: Coordinator>(
+        &mut self,
+        coordinator: &C,
+        consistency: Consistency,
+        now_secs: i64,
+    ) -> Result<(), ErrorResponse> {
+        let consistency = match consistency {
+            Consistency::Any => Consistency::One,
+            other => other,
+        };
+        for needed in std::mem::take(&mut self.needed) {
+            let mut ranges = vec![needed.schema.partition_head_range(&needed.prefix)];
+            if !needed.is_static {
+                let mut end = needed.key.clone();
+                end.push(0);
+                ranges.push(mosaic_rows::KeyRange {
+                    start: needed.key.clone(),
+                    end: Some(end),
+                });
+            }
+            let mut resolver = PartitionResolver::new(&needed.schema, now_secs);
+            let mut row = None;
+            for range in ranges {
+                let result = coordinator
+                    .read(
+                        ReadCommand {
+                            table: needed.table,
+                            range,
+                            limit: usize::MAX,
+                            filter: None,
+                        },
+                        consistency,
+                    )
+                    .await?;
+                for (key, value) in &result.entries {
+                    if let Some(live) = resolver
+                        .push(key, value)
+                        .map_err(|e| invalid(format!("Could not read the list: {e}")))?
+                    {
+                        row = Some(live);
+                    }
+                }
+            }
+            if needed.is_static {
+                row = resolver.static_row().cloned();
+            }
+            self.rows.insert((needed.table, needed.key), row);
+        }
+        self.fetched = true;
+        Ok(())
+    }
 }
 
 /// The value a multi-cell column's live elements make, `None` when there are none.

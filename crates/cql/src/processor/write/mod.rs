@@ -10,7 +10,10 @@
 //! timestamp: `USING TIMESTAMP`, else the batch's or the request's default timestamp,
 //! else the coordinator's clock.
 
+use std::cell::RefCell;
 use std::sync::Arc;
+
+mod delete;
 
 use mosaic_rows::{
     Cell, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness, PartitionPrefix,
@@ -18,8 +21,8 @@ use mosaic_rows::{
 use mosaic_types::{CqlType, CqlValue, DataType, Timestamp};
 
 use crate::ast::{
-    AssignOp, BatchStatement, DeleteStatement, InsertStatement, ModificationStatement, Statement,
-    UpdateStatement, Using,
+    AssignOp, BatchStatement, InsertStatement, ModificationStatement, Statement, UpdateStatement,
+    Using,
 };
 use crate::coordinator::{Coordinator, Mutation};
 use crate::frame::{
@@ -28,7 +31,7 @@ use crate::frame::{
 use crate::schema::{ColumnKind, ColumnMeta, TableMeta};
 
 use super::collections::{
-    assign, delete_column, delete_element, map_key_set, remove_keys, CellTime,
+    apply_list_op, assign, map_key_set, remove_keys, CellTime, ListOp, PriorRows,
 };
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
 use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
@@ -75,9 +78,12 @@ pub(crate) async fn execute_single<C: Coordinator>(
         now_secs: coordinator.now_secs(),
         now_micros,
     };
-    let mut mutations = Vec::new();
-    mutations_of(&catalog, exec, statement, &bindings, time, &mut mutations)?;
-    apply(coordinator.as_ref(), mutations, exec.params.consistency).await
+    let consistency = exec.params.consistency;
+    let mutations = with_prior_reads(coordinator.as_ref(), consistency, time, |prior, out| {
+        mutations_of(&catalog, exec, statement, &bindings, time, prior, out)
+    })
+    .await?;
+    apply(coordinator.as_ref(), mutations, consistency).await
 }
 
 /// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared).
@@ -104,12 +110,20 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         now_secs: coordinator.now_secs(),
         now_micros,
     };
-    let mut mutations = Vec::new();
-    for statement in &batch.statements {
-        let statement = to_statement(statement.clone());
-        mutations_of(&catalog, exec, &statement, &bindings, time, &mut mutations)?;
-    }
-    apply(coordinator.as_ref(), mutations, exec.params.consistency).await
+    let statements: Vec<Statement> = batch
+        .statements
+        .iter()
+        .map(|s| to_statement(s.clone()))
+        .collect();
+    let consistency = exec.params.consistency;
+    let mutations = with_prior_reads(coordinator.as_ref(), consistency, time, |prior, out| {
+        for statement in &statements {
+            mutations_of(&catalog, exec, statement, &bindings, time, prior, out)?;
+        }
+        Ok(())
+    })
+    .await?;
+    apply(coordinator.as_ref(), mutations, consistency).await
 }
 
 /// Executes a BATCH request: each statement with its own values and keyspace.
@@ -130,7 +144,7 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         now_secs: coordinator.now_secs(),
         now_micros,
     };
-    let mut mutations = Vec::new();
+    let mut prepared = Vec::with_capacity(statements.len());
     for (statement, keyspace, values) in statements {
         if !matches!(
             statement.as_ref(),
@@ -143,14 +157,48 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         }
         let mut params = QueryParameters::new(batch.consistency);
         params.values = values;
-        let exec = Exec {
-            keyspace: keyspace.as_deref(),
-            params: &params,
-        };
         let bindings = Bindings::new(&params.values, statement.bind_markers())?;
-        mutations_of(&catalog, &exec, &statement, &bindings, time, &mut mutations)?;
+        prepared.push((statement, keyspace, params, bindings));
     }
+    let mutations = with_prior_reads(
+        coordinator.as_ref(),
+        batch.consistency,
+        time,
+        |prior, out| {
+            for (statement, keyspace, params, bindings) in &prepared {
+                let exec = Exec {
+                    keyspace: keyspace.as_deref(),
+                    params,
+                };
+                mutations_of(&catalog, &exec, statement, bindings, time, prior, out)?;
+            }
+            Ok(())
+        },
+    )
+    .await?;
     apply(coordinator.as_ref(), mutations, batch.consistency).await
+}
+
+/// Builds a statement's (or batch's) mutations; when a list operation needs the list's
+/// current elements, reads them at `consistency` and builds again.
+async fn with_prior_reads<C: Coordinator>(
+    coordinator: &C,
+    consistency: Consistency,
+    time: WriteTime,
+    build: impl Fn(&RefCell<PriorRows>, &mut Vec<Mutation>) -> Result<(), ErrorResponse>,
+) -> Result<Vec<Mutation>, ErrorResponse> {
+    let prior = RefCell::new(PriorRows::default());
+    let mut mutations = Vec::new();
+    build(&prior, &mut mutations)?;
+    if !prior.borrow().pending() {
+        return Ok(mutations);
+    }
+    let mut rows = prior.take();
+    rows.fetch(coordinator, consistency, time.now_secs).await?;
+    let prior = RefCell::new(rows);
+    let mut mutations = Vec::new();
+    build(&prior, &mut mutations)?;
+    Ok(mutations)
 }
 
 /// Hands a statement's (or batch's) mutations to the coordinator; nothing to write is a
@@ -231,6 +279,7 @@ fn mutations_of(
     statement: &Statement,
     bindings: &Bindings,
     time: WriteTime,
+    prior: &RefCell<PriorRows>,
     out: &mut Vec<Mutation>,
 ) -> Result<(), ErrorResponse> {
     let ctx = EvalContext {
@@ -268,6 +317,7 @@ fn mutations_of(
             local_expiration_secs: time.now_secs.saturating_add(i64::from(ttl)),
         }),
         now_secs: time.now_secs,
+        prior,
     };
     match statement {
         Statement::Insert(s) => w.insert(s, &ctx, out),
@@ -294,6 +344,8 @@ struct Writer<'a> {
     ts: Timestamp,
     expiry: Option<Expiry>,
     now_secs: i64,
+    /// Rows read before the write, for list operations.
+    prior: &'a RefCell<PriorRows>,
 }
 
 impl Writer<'_> {
@@ -532,6 +584,7 @@ impl Writer<'_> {
         let partitions = self.partitions(&r)?;
         let mut regular = Fragment::new(FragmentKind::Row);
         let mut statics = Fragment::new(FragmentKind::Static);
+        let mut list_ops = Vec::new();
         for a in &s.assignments {
             let name = a.column.as_str();
             let col = restrict::column(self.table, name)?;
@@ -545,6 +598,24 @@ impl Writer<'_> {
             } else {
                 &mut regular
             };
+            if let DataType::List(elem) = &col.ty {
+                let op = match (&a.element, a.op) {
+                    (Some(index), _) => Some(ListOp::Set {
+                        index: list_index(index, name, ctx)?,
+                        value: eval(&a.value, elem, name, ctx)?,
+                    }),
+                    (None, AssignOp::Remove) => match eval(&a.value, &col.ty, name, ctx)? {
+                        Eval::Value(CqlValue::List(values)) => Some(ListOp::Remove(values)),
+                        Eval::Unset => None,
+                        _ => return Err(invalid(format!("Invalid null value for {name}"))),
+                    },
+                    _ => None,
+                };
+                if let Some(op) = op {
+                    list_ops.push((col, col.kind == ColumnKind::Static, op));
+                    continue;
+                }
+            }
             if col.ty.is_multi_cell() {
                 self.assign_collection(target, col, a, ctx)?;
                 continue;
@@ -565,8 +636,11 @@ impl Writer<'_> {
             };
             target.cells.insert(col.id, cell);
         }
-        let is_empty = |f: &Fragment| f.cells.is_empty() && f.complex.is_empty();
-        let rows = if is_empty(&regular) && !is_empty(&statics) && !r.has_clustering() {
+        let is_empty = |f: &Fragment, is_static: bool| {
+            f.cells.is_empty() && f.complex.is_empty() && !list_ops.iter().any(|o| o.1 == is_static)
+        };
+        let rows = if is_empty(&regular, false) && !is_empty(&statics, true) && !r.has_clustering()
+        {
             Vec::new()
         } else {
             match self.full_rows(&r) {
@@ -586,18 +660,51 @@ impl Writer<'_> {
             }
         };
         for prefix in &partitions {
-            if !is_empty(&statics) {
-                self.push(out, prefix, self.schema.static_key(prefix), statics.clone());
+            if !is_empty(&statics, true) {
+                let key = self.schema.static_key(prefix);
+                let f = self.with_list_ops(statics.clone(), &list_ops, prefix, &key, true)?;
+                if !f.is_empty() {
+                    self.push(out, prefix, key, f);
+                }
             }
-            if is_empty(&regular) {
+            if is_empty(&regular, false) {
                 continue;
             }
             for ck in &rows {
                 let key = self.row_key(prefix, ck)?;
-                self.push(out, prefix, key, regular.clone());
+                let f = self.with_list_ops(regular.clone(), &list_ops, prefix, &key, false)?;
+                if !f.is_empty() {
+                    self.push(out, prefix, key, f);
+                }
             }
         }
         Ok(())
+    }
+
+    /// `f` with the list operations of its row (static or not) applied to the lists as
+    /// read before the write (nothing on the first pass, which only records the rows).
+    fn with_list_ops(
+        &self,
+        mut f: Fragment,
+        ops: &[(&ColumnMeta, bool, ListOp)],
+        prefix: &PartitionPrefix,
+        key: &[u8],
+        is_static: bool,
+    ) -> Result<Fragment, ErrorResponse> {
+        for (col, _, op) in ops.iter().filter(|o| o.1 == is_static) {
+            let mut prior = self.prior.borrow_mut();
+            let Some(current) =
+                prior.list(self.table.id, &self.schema, prefix, key, is_static, col.id)
+            else {
+                continue;
+            };
+            let column = f.complex.entry(col.id).or_default();
+            apply_list_op(column, current, op, self.cell_time())?;
+            if column.is_empty() {
+                f.complex.remove(&col.id);
+            }
+        }
+        Ok(f)
     }
 
     /// One assignment to a non-frozen collection column, into `target`'s multi-cell
@@ -643,126 +750,6 @@ impl Writer<'_> {
         }
         Ok(())
     }
-
-    fn delete(
-        &self,
-        s: &DeleteStatement,
-        ctx: &EvalContext<'_>,
-        out: &mut Vec<Mutation>,
-    ) -> Result<(), ErrorResponse> {
-        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
-        let partitions = self.partitions(&r)?;
-        if !s.columns.is_empty() {
-            return self.delete_cells(s, &r, &partitions, ctx, out);
-        }
-        if !r.has_clustering() {
-            for prefix in &partitions {
-                let f = Fragment::partition_deletion(self.deletion());
-                self.push(out, prefix, self.schema.partition_header_key(prefix), f);
-            }
-            return Ok(());
-        }
-        if let Some(rows) = self.full_rows(&r) {
-            for prefix in &partitions {
-                for ck in &rows {
-                    let mut f = Fragment::new(FragmentKind::Row);
-                    f.deletion = Some(self.deletion());
-                    let key = self.row_key(prefix, ck)?;
-                    self.push(out, prefix, key, f);
-                }
-            }
-            return Ok(());
-        }
-        if let Some(problem) = r.clustering_problem(self.table) {
-            return Err(invalid(problem));
-        }
-        let bounds = r.clustering_bounds(&self.schema)?;
-        for prefix in &partitions {
-            for (start, end) in &bounds {
-                let key = self
-                    .schema
-                    .range_tombstone_key(prefix, start, end)
-                    .map_err(|e| invalid(format!("Invalid range deletion: {e}")))?;
-                let f = Fragment::range_deletion(self.deletion());
-                self.push(out, prefix, key, f);
-            }
-        }
-        Ok(())
-    }
-
-    /// `DELETE c1, c2 FROM …`: cell tombstones in the rows (and static rows) named.
-    fn delete_cells(
-        &self,
-        s: &DeleteStatement,
-        r: &Restrictions,
-        partitions: &[PartitionPrefix],
-        ctx: &EvalContext<'_>,
-        out: &mut Vec<Mutation>,
-    ) -> Result<(), ErrorResponse> {
-        let mut regular = Fragment::new(FragmentKind::Row);
-        let mut statics = Fragment::new(FragmentKind::Static);
-        let time = self.cell_time();
-        for deleted in &s.columns {
-            let name = deleted.column.as_str();
-            let col = restrict::column(self.table, name)?;
-            if col.kind.is_primary_key() {
-                return Err(invalid(format!(
-                    "Invalid identifier {name} for deletion (should not be a PRIMARY KEY part)"
-                )));
-            }
-            let target = if col.kind == ColumnKind::Static {
-                &mut statics
-            } else {
-                &mut regular
-            };
-            match (&deleted.element, col.ty.is_multi_cell()) {
-                (None, false) => {
-                    target.cells.insert(col.id, self.tombstone());
-                }
-                (None, true) => delete_column(target.complex.entry(col.id).or_default(), time),
-                (Some(element), true) => {
-                    let key_ty = match &col.ty {
-                        DataType::Map(k, _) => (**k).clone(),
-                        DataType::Set(e) => (**e).clone(),
-                        _ => CqlType::Int.into(),
-                    };
-                    let key = eval(element, &key_ty, name, ctx)?
-                        .required(&format!("element of {name}"))?;
-                    delete_element(
-                        target.complex.entry(col.id).or_default(),
-                        &col.ty,
-                        name,
-                        key,
-                        time,
-                    )?;
-                }
-                (Some(_), false) => {
-                    return Err(invalid(if col.ty.is_collection() {
-                        format!("Invalid deletion operation for frozen collection column {name}")
-                    } else {
-                        format!("Invalid deletion operation for non collection column {name}")
-                    }))
-                }
-            }
-        }
-        let is_empty = |f: &Fragment| f.cells.is_empty() && f.complex.is_empty();
-        let rows = if is_empty(&regular) {
-            Vec::new()
-        } else {
-            self.full_rows(r)
-                .ok_or_else(|| invalid("Range deletions are not supported for specific columns"))?
-        };
-        for prefix in partitions {
-            if !is_empty(&statics) {
-                self.push(out, prefix, self.schema.static_key(prefix), statics.clone());
-            }
-            for ck in &rows {
-                let key = self.row_key(prefix, ck)?;
-                self.push(out, prefix, key, regular.clone());
-            }
-        }
-        Ok(())
-    }
 }
 
 /// An INSERT's values, sorted by the role of their column.
@@ -771,6 +758,20 @@ struct InsertedRow {
     ck: Vec<Option<CqlValue>>,
     regular: Fragment,
     statics: Fragment,
+}
+
+/// A list index (`l[i]`).
+fn list_index(
+    term: &crate::ast::Term,
+    name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<i32, ErrorResponse> {
+    match eval(term, &CqlType::Int.into(), name, ctx)? {
+        Eval::Value(CqlValue::Int(i)) => Ok(i),
+        _ => Err(invalid(format!(
+            "Invalid null value for list index of {name}"
+        ))),
+    }
 }
 
 /// The names of the key columns that got no value.
