@@ -22,11 +22,14 @@ use crate::cql_type::CqlType;
 use crate::value::{CqlValue, ValueError};
 
 /// A column's type.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DataType {
     /// A native type.
-    Native(CqlType),
+    Native(#[serde(with = "native_name")] CqlType),
     /// `list<T>`.
     List(Box<DataType>),
     /// `set<T>`.
@@ -37,6 +40,52 @@ pub enum DataType {
     Tuple(Vec<DataType>),
     /// `frozen<T>`: the collection (or tuple) as one value.
     Frozen(Box<DataType>),
+    /// A user-defined type; non-frozen (one cell per field) unless inside
+    /// [`DataType::Frozen`]. A type written in CQL is a reference (no fields) until the
+    /// statement is checked against its keyspace's types ([`UserType::is_resolved`]).
+    Udt(Box<UserType>),
+}
+
+/// A user-defined type: its keyspace, name and fields in declaration order. A value is
+/// serialized like a tuple of its fields.
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct UserType {
+    /// Its keyspace (empty in an unresolved reference written without one).
+    pub keyspace: String,
+    /// Its name.
+    pub name: String,
+    /// Field names and types (empty in an unresolved reference; a defined type always has
+    /// a field).
+    pub fields: Vec<(String, DataType)>,
+}
+
+impl UserType {
+    /// Whether this is a definition rather than a name waiting to be looked up.
+    pub fn is_resolved(&self) -> bool {
+        !self.fields.is_empty()
+    }
+
+    /// The position of field `name`.
+    pub fn field(&self, name: &str) -> Option<usize> {
+        self.fields.iter().position(|(n, _)| n == name)
+    }
+}
+
+/// A native type in serialized catalogs: its CQL name.
+mod native_name {
+    use super::CqlType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(ty: &CqlType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(ty.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CqlType, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl From<CqlType> for DataType {
@@ -67,17 +116,66 @@ impl DataType {
         }
     }
 
-    /// Whether values are stored one element per cell (a non-frozen collection).
+    /// Whether values are stored one element per cell (a non-frozen collection or
+    /// user-defined type).
     pub fn is_multi_cell(&self) -> bool {
         matches!(
             self,
-            DataType::List(_) | DataType::Set(_) | DataType::Map(..)
+            DataType::List(_) | DataType::Set(_) | DataType::Map(..) | DataType::Udt(_)
         )
+    }
+
+    /// Every user-defined type this type mentions (itself, elements, fields), outermost
+    /// first.
+    pub fn user_types(&self) -> Vec<&UserType> {
+        let mut out = Vec::new();
+        self.collect_user_types(&mut out);
+        out
+    }
+
+    fn collect_user_types<'a>(&'a self, out: &mut Vec<&'a UserType>) {
+        match self {
+            DataType::Native(_) => {}
+            DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => e.collect_user_types(out),
+            DataType::Map(k, v) => {
+                k.collect_user_types(out);
+                v.collect_user_types(out);
+            }
+            DataType::Tuple(fields) => fields.iter().for_each(|f| f.collect_user_types(out)),
+            DataType::Udt(u) => {
+                out.push(u);
+                u.fields.iter().for_each(|(_, f)| f.collect_user_types(out));
+            }
+        }
+    }
+
+    /// The type with every user-defined type replaced by `lookup(keyspace, name)` (its
+    /// current definition); `None` when one is unknown.
+    pub fn resolve(&self, lookup: &impl Fn(&str, &str) -> Option<UserType>) -> Option<DataType> {
+        Some(match self {
+            DataType::Native(t) => DataType::Native(*t),
+            DataType::List(e) => DataType::List(Box::new(e.resolve(lookup)?)),
+            DataType::Set(e) => DataType::Set(Box::new(e.resolve(lookup)?)),
+            DataType::Frozen(e) => DataType::Frozen(Box::new(e.resolve(lookup)?)),
+            DataType::Map(k, v) => {
+                DataType::Map(Box::new(k.resolve(lookup)?), Box::new(v.resolve(lookup)?))
+            }
+            DataType::Tuple(fields) => DataType::Tuple(
+                fields
+                    .iter()
+                    .map(|f| f.resolve(lookup))
+                    .collect::<Option<_>>()?,
+            ),
+            DataType::Udt(u) => DataType::Udt(Box::new(lookup(&u.keyspace, &u.name)?)),
+        })
     }
 
     /// Whether this is a collection, frozen or not.
     pub fn is_collection(&self) -> bool {
-        self.unfrozen().is_multi_cell()
+        matches!(
+            self.unfrozen(),
+            DataType::List(_) | DataType::Set(_) | DataType::Map(..)
+        )
     }
 
     /// Whether the type is a `duration` or holds one anywhere.
@@ -87,6 +185,7 @@ impl DataType {
             DataType::List(e) | DataType::Set(e) | DataType::Frozen(e) => e.contains_duration(),
             DataType::Map(k, v) => k.contains_duration() || v.contains_duration(),
             DataType::Tuple(fields) => fields.iter().any(DataType::contains_duration),
+            DataType::Udt(u) => u.fields.iter().any(|(_, f)| f.contains_duration()),
         }
     }
 
@@ -117,6 +216,12 @@ impl DataType {
                     parent.unwrap_or(self)
                 )))
             }
+            DataType::Udt(_) if parent.is_some() => Err(InvalidTypeError(format!(
+                "Non-frozen UDTs are not allowed inside collections: {}",
+                parent.unwrap_or(self)
+            ))),
+            // A UDT's field types were checked when it was created.
+            DataType::Udt(_) => Ok(()),
             DataType::List(e) => e.validate_at(Some(self)),
             DataType::Set(e) => {
                 self.check_durations()?;
@@ -134,6 +239,7 @@ impl DataType {
                         .into(),
                 )),
                 DataType::List(_) | DataType::Set(_) | DataType::Map(..) => inner.validate_at(None),
+                DataType::Udt(_) => Ok(()),
                 other => other.validate_at(parent),
             },
         }
@@ -190,6 +296,10 @@ impl DataType {
                 r.finish()?;
                 Ok(CqlValue::Map(normalize_map(entries)))
             }
+            DataType::Udt(u) => {
+                let fields: Vec<DataType> = u.fields.iter().map(|(_, t)| t.clone()).collect();
+                DataType::Tuple(fields).decode(bytes)
+            }
             DataType::Tuple(fields) => {
                 let mut r = Reader::new(bytes, self);
                 let mut values = Vec::with_capacity(fields.len());
@@ -233,6 +343,11 @@ impl DataType {
                     .zip(values)
                     .try_for_each(|(f, v)| v.as_ref().map_or(Ok(()), |v| f.check_value(v)))
             }
+            (DataType::Udt(u), CqlValue::Tuple(values)) if values.len() == u.fields.len() => u
+                .fields
+                .iter()
+                .zip(values)
+                .try_for_each(|((_, f), v)| v.as_ref().map_or(Ok(()), |v| f.check_value(v))),
             _ => Err(mismatch()),
         }
     }
@@ -379,7 +494,22 @@ impl fmt::Display for DataType {
                 DataType::Tuple(_) => write!(f, "{inner}"),
                 _ => write!(f, "frozen<{inner}>"),
             },
+            DataType::Udt(u) => write!(f, "{}", quote_name(&u.name)),
         }
+    }
+}
+
+/// A name as CQL must write it: as is when it is lowercase alphanumeric and underscores,
+/// else in double quotes.
+pub fn quote_name(name: &str) -> String {
+    let plain = name
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b.is_ascii_lowercase() || b == b'_' || (i > 0 && b.is_ascii_digit()));
+    if plain && !name.is_empty() {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
     }
 }
 

@@ -39,7 +39,10 @@ pub mod value;
 
 pub use consistency::{ConsistencyLevel, ParseConsistencyError};
 pub use cql_type::{CqlType, ParseTypeError};
-pub use data_type::{normalize_map, normalize_set, DataType, InvalidTypeError, ParseDataTypeError};
+pub use data_type::{
+    normalize_map, normalize_set, quote_name, DataType, InvalidTypeError, ParseDataTypeError,
+    UserType,
+};
 pub use duration::{CqlDuration, DurationError, ParseDurationError};
 pub use ids::{HostId, ParseIdError, TableId};
 pub use inet::{java_host_address, parse_inet, ParseInetError};

@@ -168,6 +168,16 @@ impl Display for Term {
                 }
                 f.write_str("}")
             }
+            Term::Udt(entries) => {
+                f.write_str("{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {v}")?;
+                }
+                f.write_str("}")
+            }
         }
     }
 }
@@ -266,6 +276,7 @@ impl Display for SelectorExpr {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             SelectorExpr::Column(c) => write!(f, "{c}"),
+            SelectorExpr::Field(c, field) => write!(f, "{c}.{field}"),
             SelectorExpr::Value(t) => write!(f, "{t}"),
             SelectorExpr::CountRows => f.write_str("count(*)"),
             SelectorExpr::WriteTime(c) => write!(f, "writetime({c})"),
@@ -373,6 +384,9 @@ impl Display for Assignment {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let c = &self.column;
         let v = &self.value;
+        if let Some(field) = &self.field {
+            return write!(f, "{c}.{field} = {v}");
+        }
         match (&self.element, self.op) {
             (Some(e), _) => write!(f, "{c}[{e}] = {v}"),
             (None, AssignOp::Set) => write!(f, "{c} = {v}"),
@@ -396,6 +410,9 @@ impl Display for DeletedColumn {
         write!(f, "{}", self.column)?;
         if let Some(e) = &self.element {
             write!(f, "[{e}]")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ".{field}")?;
         }
         Ok(())
     }
@@ -628,6 +645,42 @@ impl Display for Statement {
                 write!(f, "{}", s.name)
             }
             Statement::Truncate(s) => write!(f, "TRUNCATE TABLE {}", s.name),
+            Statement::CreateType(s) => {
+                f.write_str("CREATE TYPE ")?;
+                if s.if_not_exists {
+                    f.write_str("IF NOT EXISTS ")?;
+                }
+                write!(f, "{} (", s.name)?;
+                for (i, (name, ty)) in s.fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{name} {ty}")?;
+                }
+                f.write_str(")")
+            }
+            Statement::AlterType(s) => match &s.operation {
+                AlterTypeOperation::Add(name, ty) => {
+                    write!(f, "ALTER TYPE {} ADD {name} {ty}", s.name)
+                }
+                AlterTypeOperation::Rename(pairs) => {
+                    write!(f, "ALTER TYPE {} RENAME ", s.name)?;
+                    for (i, (a, b)) in pairs.iter().enumerate() {
+                        if i > 0 {
+                            f.write_str(" AND ")?;
+                        }
+                        write!(f, "{a} TO {b}")?;
+                    }
+                    Ok(())
+                }
+            },
+            Statement::DropType(s) => {
+                f.write_str("DROP TYPE ")?;
+                if s.if_exists {
+                    f.write_str("IF EXISTS ")?;
+                }
+                write!(f, "{}", s.name)
+            }
             Statement::Insert(s) => write!(f, "{s}"),
             Statement::Update(s) => write!(f, "{s}"),
             Statement::Delete(s) => write!(f, "{s}"),

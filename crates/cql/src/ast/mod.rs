@@ -154,6 +154,8 @@ pub enum Term {
     Set(Vec<Term>),
     /// `{k1: v1, …}` or `{}`: a map literal.
     Map(Vec<(Term, Term)>),
+    /// `{field: v, …}`: a user-defined type literal.
+    Udt(Vec<(Ident, Term)>),
 }
 
 /// An integer that may be bound later: `USING TTL`, `USING TIMESTAMP`, `LIMIT`.
@@ -288,6 +290,8 @@ pub enum SelectorExpr {
     Value(Term),
     /// `count(*)` or `count(1)`: the number of rows.
     CountRows,
+    /// `column.field`: a field of a user-defined type.
+    Field(Ident, Ident),
     /// `writetime(column)`.
     WriteTime(Ident),
     /// `ttl(column)`.
@@ -379,6 +383,8 @@ pub struct Assignment {
     pub column: Ident,
     /// `c[k] = …`: the element (list index or map key).
     pub element: Option<Term>,
+    /// `c.field = …`: a field of a non-frozen user-defined type.
+    pub field: Option<Ident>,
     /// What to do.
     pub op: AssignOp,
     /// The value.
@@ -392,6 +398,8 @@ pub struct DeletedColumn {
     pub column: Ident,
     /// `c[k]`: the list index or map key (or set element).
     pub element: Option<Term>,
+    /// `c.field`: a field of a non-frozen user-defined type.
+    pub field: Option<Ident>,
 }
 
 /// `UPDATE t [USING …] SET … WHERE …`.
@@ -613,6 +621,44 @@ pub struct DropTableStatement {
     pub if_exists: bool,
 }
 
+/// `CREATE TYPE [IF NOT EXISTS] [ks.]name (field type, …)`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CreateTypeStatement {
+    /// The type.
+    pub name: QualifiedName,
+    /// `IF NOT EXISTS`.
+    pub if_not_exists: bool,
+    /// Its fields, in order.
+    pub fields: Vec<(Ident, DataType)>,
+}
+
+/// What `ALTER TYPE` does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum AlterTypeOperation {
+    /// `ADD field type`.
+    Add(Ident, DataType),
+    /// `RENAME a TO b [AND c TO d …]`.
+    Rename(Vec<(Ident, Ident)>),
+}
+
+/// `ALTER TYPE [ks.]name …`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AlterTypeStatement {
+    /// The type.
+    pub name: QualifiedName,
+    /// The change.
+    pub operation: AlterTypeOperation,
+}
+
+/// `DROP TYPE [IF EXISTS] [ks.]name`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DropTypeStatement {
+    /// The type.
+    pub name: QualifiedName,
+    /// `IF EXISTS`.
+    pub if_exists: bool,
+}
+
 /// `TRUNCATE [TABLE] [ks.]t`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TruncateStatement {
@@ -696,6 +742,12 @@ pub enum Statement {
     DropTable(DropTableStatement),
     /// `TRUNCATE`.
     Truncate(TruncateStatement),
+    /// `CREATE TYPE`.
+    CreateType(CreateTypeStatement),
+    /// `ALTER TYPE`.
+    AlterType(AlterTypeStatement),
+    /// `DROP TYPE`.
+    DropType(DropTypeStatement),
     /// `INSERT`.
     Insert(InsertStatement),
     /// `UPDATE`.
@@ -728,6 +780,9 @@ impl Statement {
             | Statement::AlterTable(_)
             | Statement::DropTable(_)
             | Statement::Truncate(_)
+            | Statement::CreateType(_)
+            | Statement::AlterType(_)
+            | Statement::DropType(_)
             | Statement::Describe(_) => &[],
         }
     }
@@ -743,6 +798,9 @@ impl Statement {
                 | Statement::CreateTable(_)
                 | Statement::AlterTable(_)
                 | Statement::DropTable(_)
+                | Statement::CreateType(_)
+                | Statement::AlterType(_)
+                | Statement::DropType(_)
         )
     }
 }

@@ -88,6 +88,15 @@ impl From<&DataType> for ColumnType {
             }
             DataType::Tuple(fields) => ColumnType::Tuple(fields.iter().map(Into::into).collect()),
             DataType::Frozen(inner) => inner.as_ref().into(),
+            DataType::Udt(u) => ColumnType::Udt {
+                keyspace: u.keyspace.clone(),
+                name: u.name.clone(),
+                fields: u
+                    .fields
+                    .iter()
+                    .map(|(n, t)| (n.clone(), t.into()))
+                    .collect(),
+            },
             // DataType is non-exhaustive; a future kind goes out as a blob.
             _ => ColumnType::Native(CqlType::Blob),
         }

@@ -370,11 +370,13 @@ fn update_and_delete() {
         vec![
             DeletedColumn {
                 column: id("a"),
-                element: None
+                element: None,
+                field: None
             },
             DeletedColumn {
                 column: id("b"),
-                element: None
+                element: None,
+                field: None
             }
         ]
     );
@@ -646,7 +648,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
             "CREATE AGGREGATE a (int) SFUNC f STYPE int",
             Feature::UserDefinedAggregate,
         ),
-        ("CREATE TYPE ty (a int)", Feature::UserDefinedType),
         ("CREATE TRIGGER tr ON t USING 'x'", Feature::Trigger),
         (
             "CREATE TABLE t (k int PRIMARY KEY, v counter)",
@@ -655,10 +656,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
         (
             "CREATE TABLE t (k int PRIMARY KEY, v 'org.example.MyType')",
             Feature::DataType,
-        ),
-        (
-            "CREATE TABLE t (k int PRIMARY KEY, v address)",
-            Feature::UserDefinedType,
         ),
         (
             "CREATE TABLE t (k int PRIMARY KEY) WITH COMPACT STORAGE",
@@ -675,7 +672,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ),
         ("CREATE ROLE bob", Feature::Authorization),
         ("DROP INDEX i", Feature::SecondaryIndex),
-        ("DROP TYPE ty", Feature::UserDefinedType),
     ];
     for (text, feature) in cases {
         let e = parse_err(text);

@@ -112,6 +112,36 @@ pub(crate) fn eval_complex(
             values.resize(fields.len(), None);
             CqlValue::Tuple(values)
         }
+        (Term::Udt(entries), DataType::Udt(u)) => {
+            for (field, _) in entries {
+                if u.field(field.as_str()).is_none() {
+                    return Err(invalid(format!(
+                        "Unknown field '{}' in value of user defined type {}",
+                        field.as_str(),
+                        u.name
+                    )));
+                }
+            }
+            let mut values = Vec::with_capacity(u.fields.len());
+            for (field, field_ty) in &u.fields {
+                let term = entries.iter().find(|(n, _)| n.as_str() == field);
+                values.push(match term {
+                    None => None,
+                    Some((_, t)) => match eval(t, field_ty, name, ctx)? {
+                        Eval::Value(v) => Some(v),
+                        Eval::Null => None,
+                        Eval::Unset => {
+                            return Err(invalid(format!(
+                                "Invalid unset value for field '{field}' of user defined type {}",
+                                u.name
+                            )))
+                        }
+                    },
+                });
+            }
+            CqlValue::Tuple(values)
+        }
+        (Term::Udt(_), _) => return Err(mismatch("user type literal")),
         (Term::List(_), _) => return Err(mismatch("list literal")),
         (Term::Set(_), _) => return Err(mismatch("set literal")),
         (Term::Map(_), _) => return Err(mismatch("map literal")),
@@ -194,7 +224,70 @@ fn element_cells(value: &CqlValue, time: CellTime, prepend: bool) -> Vec<(Vec<u8
             .iter()
             .map(|(k, v)| (k.to_cql_bytes(), time.live(v.to_cql_bytes())))
             .collect(),
+        // A non-frozen user-defined type: a cell per non-null field.
+        CqlValue::Tuple(fields) => fields
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((field_path(i), time.live(v.as_ref()?.to_cql_bytes()))))
+            .collect(),
         _ => Vec::new(),
+    }
+}
+
+/// The cell path of field `i` of a non-frozen user-defined type: its position, 2 bytes
+/// big-endian (Cassandra's `UserType` field cell path).
+pub(crate) fn field_path(i: usize) -> Vec<u8> {
+    (i.min(usize::from(u16::MAX)) as u16).to_be_bytes().to_vec()
+}
+
+/// `c.field = v` on a non-frozen user-defined type, or `DELETE c.field` (`value` null).
+pub(crate) fn set_field(
+    column: &mut ComplexColumn,
+    ty: &DataType,
+    name: &str,
+    field: &str,
+    value: Eval,
+    time: CellTime,
+) -> Result<(), ErrorResponse> {
+    let DataType::Udt(u) = ty else {
+        return Err(invalid(format!(
+            "Invalid operation ({name}.{field}) for non-UDT column {name}"
+        )));
+    };
+    let Some(i) = u.field(field) else {
+        return Err(invalid(format!(
+            "UDT column {name} does not have a field named {field}"
+        )));
+    };
+    let cell = match value {
+        Eval::Unset => return Ok(()),
+        Eval::Null => time.tombstone(),
+        Eval::Value(v) => time.live(v.to_cql_bytes()),
+    };
+    column.cells.insert(field_path(i), cell);
+    Ok(())
+}
+
+/// The type of field `field` of user-defined type `ty` (column `name`).
+pub(crate) fn field_type(
+    ty: &DataType,
+    name: &str,
+    field: &str,
+) -> Result<DataType, ErrorResponse> {
+    match ty.unfrozen() {
+        DataType::Udt(u) => u
+            .fields
+            .iter()
+            .find(|(n, _)| n == field)
+            .map(|(_, t)| t.clone())
+            .ok_or_else(|| {
+                invalid(format!(
+                    "UDT column {name} does not have a field named {field}"
+                ))
+            }),
+        _ => Err(invalid(format!(
+            "Invalid field selection: {name} of type {ty} is not a user type"
+        ))),
     }
 }
 
@@ -542,6 +635,22 @@ pub(crate) fn assemble(ty: &DataType, elements: &[(Vec<u8>, LiveCell)]) -> Optio
                 .collect();
             entries.sort_by(|(a, _), (b, _)| a.cql_cmp(b).unwrap_or(Ordering::Equal));
             CqlValue::Map(entries)
+        }
+        DataType::Udt(u) => {
+            let mut fields: Vec<Option<CqlValue>> = vec![None; u.fields.len()];
+            for (path, c) in elements {
+                let index = path
+                    .as_slice()
+                    .try_into()
+                    .map(|b: [u8; 2]| usize::from(u16::from_be_bytes(b)))
+                    .ok();
+                if let Some((slot, (_, field_ty))) =
+                    index.and_then(|i| fields.get_mut(i).zip(u.fields.get(i)))
+                {
+                    *slot = decode(field_ty, &c.value);
+                }
+            }
+            CqlValue::Tuple(fields)
         }
         _ => return None,
     })

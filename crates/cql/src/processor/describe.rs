@@ -95,6 +95,29 @@ impl Element {
         }
     }
 
+    /// A user-defined type, listed or (`described`) with the statement that recreates it.
+    fn user_type(t: &mosaic_types::UserType, described: bool) -> Element {
+        let keyspace = quoted(&t.keyspace);
+        let name = quoted(&t.name);
+        let create_statement = described.then(|| {
+            let fields: Vec<String> = t
+                .fields
+                .iter()
+                .map(|(n, ty)| format!("    {} {ty}", quoted(n)))
+                .collect();
+            format!(
+                "CREATE TYPE {keyspace}.{name} (\n{}\n);",
+                fields.join(",\n")
+            )
+        });
+        Element {
+            keyspace,
+            kind: "type",
+            name,
+            create_statement,
+        }
+    }
+
     fn cells(self) -> Vec<Option<Bytes>> {
         let mut out = vec![
             cell::text(&self.keyspace),
@@ -247,9 +270,41 @@ fn keyspace_of<'a>(
 }
 
 /// A keyspace described: its statement, then (unless `only`) its tables'.
+/// A user keyspace's types, each after the types it uses (then by name).
+fn user_types<'a>(k: &Keyspace<'a>) -> Vec<&'a mosaic_types::UserType> {
+    let Keyspace::User(k) = k else {
+        return Vec::new();
+    };
+    let mut out: Vec<&mosaic_types::UserType> = Vec::new();
+    let mut left: Vec<&mosaic_types::UserType> = k.types.values().collect();
+    while !left.is_empty() {
+        let before = left.len();
+        left.retain(|t| {
+            let ready = t.fields.iter().all(|(_, f)| {
+                f.user_types()
+                    .iter()
+                    .all(|u| u.name == t.name || out.iter().any(|o| o.name == u.name))
+            });
+            if ready {
+                out.push(t);
+            }
+            !ready
+        });
+        if left.len() == before {
+            out.append(&mut left);
+        }
+    }
+    out
+}
+
 fn keyspace_elements(k: &Keyspace<'_>, only: bool, internals: bool) -> Vec<Element> {
     let mut out = vec![Element::described_keyspace(k)];
     if !only {
+        out.extend(
+            user_types(k)
+                .into_iter()
+                .map(|t| Element::user_type(t, true)),
+        );
         out.extend(
             k.tables()
                 .iter()
@@ -313,7 +368,12 @@ fn elements_of(
             .flat_map(|k| k.tables())
             .map(|t| Element::listed_table(&t))
             .collect()),
-        DescribeTarget::Types | DescribeTarget::Functions | DescribeTarget::Aggregates => {
+        DescribeTarget::Types => Ok(listed_keyspaces(catalog, session)?
+            .iter()
+            .flat_map(|k| user_types(k))
+            .map(|t| Element::user_type(t, false))
+            .collect()),
+        DescribeTarget::Functions | DescribeTarget::Aggregates => {
             listed_keyspaces(catalog, session)?;
             Ok(Vec::new())
         }
@@ -337,7 +397,16 @@ fn elements_of(
             )))
         }
         DescribeTarget::MaterializedView(name) => missing(name, "Materialized view"),
-        DescribeTarget::Type(name) => missing(name, "User defined type"),
+        DescribeTarget::Type(name) => {
+            let k = keyspace_of(catalog, session, name)?;
+            match user_types(&k)
+                .into_iter()
+                .find(|t| t.name == name.name.as_str())
+            {
+                Some(t) => Ok(vec![Element::user_type(t, true)]),
+                None => missing(name, "User defined type"),
+            }
+        }
         DescribeTarget::Function(name) => missing(name, "User defined function"),
         DescribeTarget::Aggregate(name) => missing(name, "User defined aggregate"),
         DescribeTarget::Generic(name) => generic_elements(catalog, session, name, internals),

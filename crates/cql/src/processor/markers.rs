@@ -204,6 +204,16 @@ fn term(
                 }
             }
         }
+        Term::Udt(entries) => {
+            if let DataType::Udt(u) = ty.unfrozen() {
+                for (field, item) in entries {
+                    if let Some((_, field_ty)) = u.fields.iter().find(|(n, _)| n == field.as_str())
+                    {
+                        term(table, item, field.as_str(), field_ty, specs);
+                    }
+                }
+            }
+        }
         Term::Literal(_) => {}
     }
 }
@@ -373,6 +383,14 @@ fn modification(
             using(&table, &s.using, specs);
             for a in &s.assignments {
                 let col = restrict::column(&table, a.column.as_str())?;
+                if let Some(field) = &a.field {
+                    if let Ok(field_ty) =
+                        super::collections::field_type(&col.ty, &col.name, field.as_str())
+                    {
+                        term(&table, &a.value, field.as_str(), &field_ty, specs);
+                    }
+                    continue;
+                }
                 match &a.element {
                     Some(element) => {
                         if let Some((name, ty)) = element_marker(col, true) {

@@ -156,6 +156,9 @@ pub(crate) fn eval_native(
         Term::Map(_) => Err(invalid(format!(
             "Invalid map literal for {name} of type {ty}"
         ))),
+        Term::Udt(_) => Err(invalid(format!(
+            "Invalid user type literal for {name} of type {ty}"
+        ))),
     }
 }
 

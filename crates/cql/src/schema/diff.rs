@@ -34,6 +34,22 @@ impl Catalog {
         }
         for (name, keyspace) in &next.keyspaces {
             let old = self.keyspaces.get(name);
+            let type_event = |change, ty: &str| SchemaChange {
+                change,
+                target: SchemaChangeTarget::Type {
+                    keyspace: name.clone(),
+                    name: ty.to_owned(),
+                },
+            };
+            for (ty_name, ty) in &keyspace.types {
+                match old.and_then(|o| o.types.get(ty_name)) {
+                    None => out.push(type_event(SchemaChangeType::Created, ty_name)),
+                    Some(before) if before != ty => {
+                        out.push(type_event(SchemaChangeType::Updated, ty_name))
+                    }
+                    Some(_) => {}
+                }
+            }
             let table_event = |change, table: &str| SchemaChange {
                 change,
                 target: SchemaChangeTarget::Table {
@@ -58,6 +74,11 @@ impl Catalog {
             for table_name in old.iter().flat_map(|o| o.tables.keys()) {
                 if !keyspace.tables.contains_key(table_name) {
                     out.push(table_event(SchemaChangeType::Dropped, table_name));
+                }
+            }
+            for ty_name in old.iter().flat_map(|o| o.types.keys()) {
+                if !keyspace.types.contains_key(ty_name) {
+                    out.push(type_event(SchemaChangeType::Dropped, ty_name));
                 }
             }
         }
@@ -101,6 +122,7 @@ mod tests {
             replication: Replication::simple(rf),
             durable_writes: true,
             tables: tables.iter().map(|t| (t.name.clone(), t.clone())).collect(),
+            types: BTreeMap::new(),
         };
         (name.into(), meta)
     }

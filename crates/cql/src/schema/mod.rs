@@ -168,6 +168,9 @@ pub struct KeyspaceMeta {
     pub durable_writes: bool,
     /// Its tables, by name.
     pub tables: BTreeMap<String, Arc<TableMeta>>,
+    /// Its user-defined types, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub types: BTreeMap<String, mosaic_types::UserType>,
 }
 
 /// What role a column plays in its table.
@@ -238,17 +241,32 @@ impl ClusteringOrder {
     }
 }
 
+/// A column type in the catalog: its CQL name (as `system_schema` shows it), or, when it
+/// holds a user-defined type (whose name alone does not say its fields), its structure.
 mod cql_type_serde {
     use mosaic_types::DataType;
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Name(String),
+        Structure(DataType),
+    }
 
     pub fn serialize<S: Serializer>(ty: &DataType, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(ty)
+        if ty.user_types().is_empty() {
+            s.collect_str(ty)
+        } else {
+            ty.serialize(s)
+        }
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DataType, D::Error> {
-        let name = String::deserialize(d)?;
-        name.parse().map_err(serde::de::Error::custom)
+        match Stored::deserialize(d)? {
+            Stored::Name(name) => name.parse().map_err(serde::de::Error::custom),
+            Stored::Structure(ty) => Ok(ty),
+        }
     }
 }
 
@@ -690,6 +708,7 @@ mod tests {
             replication: Replication::simple(3),
             durable_writes: true,
             tables: BTreeMap::from([("t".to_owned(), Arc::new(table))]),
+            types: BTreeMap::new(),
         };
         Catalog::new(BTreeMap::from([("ks".to_owned(), ks)]))
     }

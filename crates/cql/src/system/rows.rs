@@ -74,6 +74,7 @@ pub(crate) fn rows(view: &SystemView<'_>, table: &'static TableDef) -> Vec<Row> 
         Source::Keyspaces => keyspaces(view),
         Source::Tables => schema_tables(view),
         Source::Columns => schema_columns(view),
+        Source::Types => schema_types(view),
         Source::VirtualKeyspaces => virtual_keyspaces(),
         Source::VirtualTables => virtual_tables(),
         Source::VirtualColumns => virtual_columns(),
@@ -88,6 +89,25 @@ pub(crate) fn rows(view: &SystemView<'_>, table: &'static TableDef) -> Vec<Row> 
         .count();
     rows.sort_by(|a, b| a.iter().take(key_len).cmp(b.iter().take(key_len)));
     rows
+}
+
+/// `system_schema.types`: each user-defined type's field names and types, in order.
+fn schema_types(view: &SystemView<'_>) -> Vec<Row> {
+    view.catalog
+        .keyspaces
+        .values()
+        .flat_map(|k| k.types.values())
+        .map(|t| {
+            let names: Vec<String> = t.fields.iter().map(|(n, _)| n.clone()).collect();
+            let types: Vec<String> = t.fields.iter().map(|(_, ty)| ty.to_string()).collect();
+            RowBuilder::new(&tables::TYPES)
+                .set("keyspace_name", cell::text(&t.keyspace))
+                .set("type_name", cell::text(&t.name))
+                .set("field_names", cell::text_list(&names))
+                .set("field_types", cell::text_list(&types))
+                .build()
+        })
+        .collect()
 }
 
 fn tokens(node: &NodeInfo) -> Cell {

@@ -89,6 +89,8 @@ pub(crate) enum Source {
     Tables,
     /// `system_schema.columns`.
     Columns,
+    /// `system_schema.types`.
+    Types,
     /// `system_virtual_schema.keyspaces`.
     VirtualKeyspaces,
     /// `system_virtual_schema.tables`.
@@ -573,7 +575,7 @@ const VIEWS: TableDef = schema(
     Source::Empty,
 );
 
-const TYPES: TableDef = schema(
+pub(crate) const TYPES: TableDef = schema(
     "types",
     "user defined type definitions",
     &[
@@ -582,7 +584,7 @@ const TYPES: TableDef = schema(
         col("field_names", "frozen<list<text>>"),
         col("field_types", "frozen<list<text>>"),
     ],
-    Source::Empty,
+    Source::Types,
 );
 
 const FUNCTIONS: TableDef = schema(

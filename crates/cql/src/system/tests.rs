@@ -110,6 +110,7 @@ impl Fixture {
             replication: Replication::simple(3),
             durable_writes: true,
             tables,
+            types: BTreeMap::new(),
         };
         let local = node(1, &[-5, 100, 7]);
         Fixture {

@@ -106,7 +106,6 @@ impl Parser<'_> {
             "MATERIALIZED" => (Feature::MaterializedView, "MATERIALIZED VIEW"),
             "FUNCTION" => (Feature::UserDefinedFunction, "FUNCTION"),
             "AGGREGATE" => (Feature::UserDefinedAggregate, "AGGREGATE"),
-            "TYPE" => (Feature::UserDefinedType, "TYPE"),
             "TRIGGER" => (Feature::Trigger, "TRIGGER"),
             "USER" | "ROLE" => (
                 Feature::Authorization,
@@ -134,6 +133,25 @@ impl Parser<'_> {
         if self.accept_kw("TABLE") || self.accept_kw("COLUMNFAMILY") {
             return self.parse_create_table().map(Statement::CreateTable);
         }
+        if self.accept_kw("TYPE") {
+            let if_not_exists = self.parse_if_not_exists()?;
+            let name = self.parse_qualified_name()?;
+            self.expect(Kind::LParen)?;
+            let mut fields = Vec::new();
+            loop {
+                let field = self.parse_ident()?;
+                fields.push((field, self.parse_type()?));
+                if !self.accept(Kind::Comma) {
+                    break;
+                }
+            }
+            self.expect(Kind::RParen)?;
+            return Ok(Statement::CreateType(CreateTypeStatement {
+                name,
+                if_not_exists,
+                fields,
+            }));
+        }
         Err(self.no_viable())
     }
 
@@ -156,6 +174,27 @@ impl Parser<'_> {
                 name,
                 operation,
             }));
+        }
+        if self.accept_kw("TYPE") {
+            let name = self.parse_qualified_name()?;
+            let operation = if self.accept_kw("ADD") {
+                let field = self.parse_ident()?;
+                AlterTypeOperation::Add(field, self.parse_type()?)
+            } else if self.accept_kw("RENAME") {
+                let mut pairs = Vec::new();
+                loop {
+                    let from = self.parse_ident()?;
+                    self.expect_kw("TO")?;
+                    pairs.push((from, self.parse_ident()?));
+                    if !self.accept_kw("AND") {
+                        break;
+                    }
+                }
+                AlterTypeOperation::Rename(pairs)
+            } else {
+                return Err(self.mismatch("K_ADD or K_RENAME"));
+            };
+            return Ok(Statement::AlterType(AlterTypeStatement { name, operation }));
         }
         Err(self.no_viable())
     }
@@ -222,6 +261,11 @@ impl Parser<'_> {
             let if_exists = self.parse_if_exists()?;
             let name = self.parse_qualified_name()?;
             return Ok(Statement::DropTable(DropTableStatement { name, if_exists }));
+        }
+        if self.accept_kw("TYPE") {
+            let if_exists = self.parse_if_exists()?;
+            let name = self.parse_qualified_name()?;
+            return Ok(Statement::DropType(DropTypeStatement { name, if_exists }));
         }
         Err(self.no_viable())
     }

@@ -110,13 +110,11 @@ impl Parser<'_> {
             self.expect(Kind::RBracket)?;
             Some(key)
         } else {
-            if self.peek().kind == Kind::Dot {
-                return Err(self.unsupported(
-                    self.peek(),
-                    Feature::UserDefinedType,
-                    "field access c.field",
-                ));
-            }
+            None
+        };
+        let field = if element.is_none() && self.accept(Kind::Dot) {
+            Some(self.parse_ident()?)
+        } else {
             None
         };
         let t = self.peek();
@@ -124,11 +122,12 @@ impl Parser<'_> {
             return Err(self.unsupported(t, Feature::Counter, "counter updates c += …"));
         }
         self.expect(Kind::Eq)?;
-        if element.is_some() {
+        if element.is_some() || field.is_some() {
             let value = self.parse_term()?;
             return Ok(Assignment {
                 column,
                 element,
+                field,
                 op: AssignOp::Set,
                 value,
             });
@@ -159,6 +158,7 @@ impl Parser<'_> {
             return Ok(Assignment {
                 column,
                 element: None,
+                field: None,
                 op,
                 value,
             });
@@ -176,6 +176,7 @@ impl Parser<'_> {
             return Ok(Assignment {
                 column,
                 element: None,
+                field: None,
                 op: AssignOp::Prepend,
                 value,
             });
@@ -183,6 +184,7 @@ impl Parser<'_> {
         Ok(Assignment {
             column,
             element: None,
+            field: None,
             op: AssignOp::Set,
             value,
         })
@@ -201,10 +203,18 @@ impl Parser<'_> {
                     self.expect(Kind::RBracket)?;
                     Some(key)
                 } else {
-                    self.refuse_element_access()?;
                     None
                 };
-                columns.push(DeletedColumn { column, element });
+                let field = if element.is_none() && self.accept(Kind::Dot) {
+                    Some(self.parse_ident()?)
+                } else {
+                    None
+                };
+                columns.push(DeletedColumn {
+                    column,
+                    element,
+                    field,
+                });
                 if !self.accept(Kind::Comma) {
                     break;
                 }

@@ -198,7 +198,12 @@ impl Parser<'_> {
         } else if let Some(literal) = self.try_parse_literal()? {
             SelectorExpr::Value(Term::Literal(literal))
         } else if matches!(t.kind, Kind::Word | Kind::QuotedName) {
-            SelectorExpr::Column(self.parse_ident()?)
+            let column = self.parse_ident()?;
+            if self.accept(Kind::Dot) {
+                SelectorExpr::Field(column, self.parse_ident()?)
+            } else {
+                SelectorExpr::Column(column)
+            }
         } else if matches!(t.kind, Kind::LBracket | Kind::LBrace) {
             return Err(self.unsupported(t, Feature::Collection, "collection literals"));
         } else {

@@ -218,6 +218,31 @@ impl Parser<'_> {
         if self.accept(Kind::RBrace) {
             return Ok(Term::Map(Vec::new()));
         }
+        // `{field: …}`: a name (not a constant) before the colon is a UDT field.
+        let first = self.peek();
+        let names_field = match first.kind {
+            Kind::Word => {
+                let w = self.slice(first).to_ascii_lowercase();
+                !is_reserved(&w)
+                    && !matches!(w.as_str(), "true" | "false" | "null" | "nan" | "infinity")
+                    && !self.is_at(1, Kind::LParen)
+            }
+            Kind::QuotedName => true,
+            _ => false,
+        } && self.is_at(1, Kind::Colon);
+        if names_field {
+            let mut entries = Vec::new();
+            loop {
+                let field = self.parse_ident()?;
+                self.expect(Kind::Colon)?;
+                entries.push((field, self.parse_term()?));
+                if !self.accept(Kind::Comma) {
+                    break;
+                }
+            }
+            self.expect(Kind::RBrace)?;
+            return Ok(Term::Udt(entries));
+        }
         let first = self.parse_term()?;
         if self.accept(Kind::Colon) {
             let mut entries = vec![(first, self.parse_term()?)];
@@ -278,6 +303,24 @@ impl Parser<'_> {
     }
 
     // ----- types -----
+
+    /// `[ks.]name`: a user-defined type, looked up when the statement runs.
+    fn parse_user_type_ref(&mut self) -> PResult<DataType> {
+        let first = self.parse_ident()?;
+        let (keyspace, name) = if self.accept(Kind::Dot) {
+            (
+                first.as_str().to_owned(),
+                self.parse_ident()?.as_str().to_owned(),
+            )
+        } else {
+            (String::new(), first.as_str().to_owned())
+        };
+        Ok(DataType::Udt(Box::new(mosaic_types::UserType {
+            keyspace,
+            name,
+            fields: Vec::new(),
+        })))
+    }
 
     /// A native type (`CAST(… AS type)`).
     pub(super) fn parse_native_type(&mut self) -> PResult<CqlType> {
@@ -358,18 +401,10 @@ impl Parser<'_> {
                     }
                     "counter" => Err(self.unsupported(t, Feature::Counter, "type counter")),
                     _ if is_reserved(word) => Err(self.no_viable()),
-                    _ => Err(self.unsupported(
-                        t,
-                        Feature::UserDefinedType,
-                        &format!("unknown type {}", clip(&lower)),
-                    )),
+                    _ => self.parse_user_type_ref(),
                 }
             }
-            Kind::QuotedName => Err(self.unsupported(
-                t,
-                Feature::UserDefinedType,
-                &format!("unknown type {}", self.token_text(t)),
-            )),
+            Kind::QuotedName => self.parse_user_type_ref(),
             Kind::String => Err(self.unsupported(t, Feature::DataType, "custom types")),
             _ => Err(self.mismatch("a type")),
         }

@@ -28,6 +28,7 @@ use super::{invalid, Exec, Processor};
 
 mod options;
 mod table;
+mod types;
 
 use options::*;
 use table::*;
@@ -90,6 +91,9 @@ pub(crate) async fn execute<C: Coordinator>(
             let name = s.name.name.as_str().to_owned();
             drop_table(coordinator, keyspace, name, s.if_exists).await
         }
+        Statement::CreateType(s) => types::create_type(coordinator, exec, s).await,
+        Statement::AlterType(s) => types::alter_type(coordinator, exec, s).await,
+        Statement::DropType(s) => types::drop_type(coordinator, exec, s).await,
         Statement::Truncate(s) => {
             user_keyspace(exec, &s.name)?;
             let table = exec.table(&coordinator.catalog(), &s.name)?;
@@ -249,6 +253,7 @@ async fn create_table<C: Coordinator>(
                 return Err(invalid(format!("Keyspace '{keyspace}' does not exist")));
             };
             let name = table.name.clone();
+            let table = types::resolve_table(catalog, table.clone())?;
             if ks.tables.contains_key(&name) {
                 if if_not_exists {
                     return Ok((catalog.clone(), ResultBody::Void));
@@ -290,7 +295,7 @@ async fn alter_table_statement<C: Coordinator>(
                 }
                 return Err(invalid(format!("unconfigured table {name}")));
             };
-            let table = alter_table(old, &s)?;
+            let table = types::resolve_table(catalog, alter_table(old, &s)?)?;
             table_edited(
                 catalog,
                 SchemaChangeType::Updated,

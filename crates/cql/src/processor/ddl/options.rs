@@ -27,6 +27,7 @@ pub(super) fn keyspace_from_create(
             replication,
             durable_writes: durable.unwrap_or(true),
             tables: BTreeMap::new(),
+            types: BTreeMap::new(),
         },
     ))
 }

@@ -81,8 +81,13 @@ fn check_columns(
         }
         let def = key_column(s, ident)?;
         if def.ty.is_multi_cell() {
+            let what = if def.ty.is_collection() {
+                "collection"
+            } else {
+                "user-defined"
+            };
             return Err(invalid(format!(
-                "Invalid non-frozen collection type {} for PRIMARY KEY component {}",
+                "Invalid non-frozen {what} type {} for PRIMARY KEY component {}",
                 def.ty,
                 ident.as_str()
             )));

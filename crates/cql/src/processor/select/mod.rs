@@ -651,6 +651,12 @@ impl Run<'_> {
                         .value(table, *i)
                         .and_then(|v| cast_value(&v, *ty).or(Some(v)))
                         .map(|v| Bytes::from(v.to_cql_bytes())),
+                    Expr::Field(i, position) => match view.value(table, *i) {
+                        Some(CqlValue::Tuple(mut fields)) if *position < fields.len() => fields
+                            .swap_remove(*position)
+                            .map(|v| Bytes::from(v.to_cql_bytes())),
+                        _ => None,
+                    },
                     Expr::CountRows | Expr::Aggregate(..) => None,
                 })
                 .collect();

@@ -22,6 +22,8 @@ pub(crate) enum Expr {
     Aggregate(Aggregate, usize),
     /// `CAST(column AS type)`.
     Cast(usize, CqlType),
+    /// `column.field`: the field at a position of a user-defined type.
+    Field(usize, usize),
 }
 
 /// The native aggregates.
@@ -108,6 +110,33 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
         SelectorExpr::Column(ident) => {
             let (index, ty, _) = column(table, ident.as_str())?;
             Ok((ident.as_str().to_owned(), ty.into(), Expr::Column(index)))
+        }
+        SelectorExpr::Field(ident, field) => {
+            let (index, ty, _) = column(table, ident.as_str())?;
+            let mosaic_types::DataType::Udt(u) = ty.unfrozen() else {
+                return Err(invalid(format!(
+                    "Invalid field selection: {} of type {ty} is not a user type",
+                    ident.as_str()
+                )));
+            };
+            let position = u.field(field.as_str()).ok_or_else(|| {
+                invalid(format!(
+                    "{} of type {} has no field {}",
+                    ident.as_str(),
+                    u.name,
+                    field.as_str()
+                ))
+            })?;
+            let field_ty = u
+                .fields
+                .get(position)
+                .map(|(_, t)| t.into())
+                .unwrap_or(ColumnType::Native(CqlType::Blob));
+            Ok((
+                format!("{}.{}", ident.as_str(), field.as_str()),
+                field_ty,
+                Expr::Field(index, position),
+            ))
         }
         SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
             let is_wt = matches!(expr, SelectorExpr::WriteTime(_));

@@ -9,7 +9,7 @@ use crate::coordinator::Mutation;
 use crate::frame::ErrorResponse;
 use crate::schema::ColumnKind;
 
-use super::super::collections::{delete_column, delete_element, ListOp};
+use super::super::collections::{delete_column, delete_element, set_field, ListOp};
 use super::super::invalid;
 use super::super::restrict::{self, Restrictions};
 use super::super::values::{eval, EvalContext};
@@ -88,6 +88,23 @@ impl Writer<'_> {
             } else {
                 &mut regular
             };
+            if let Some(field) = &deleted.field {
+                if !matches!(col.ty, DataType::Udt(_)) {
+                    return Err(invalid(format!(
+                        "Invalid deletion operation for frozen UDT column {name}"
+                    )));
+                }
+                let column = target.complex.entry(col.id).or_default();
+                set_field(
+                    column,
+                    &col.ty,
+                    name,
+                    field.as_str(),
+                    super::super::values::Eval::Null,
+                    time,
+                )?;
+                continue;
+            }
             match (&deleted.element, col.ty.is_multi_cell()) {
                 (None, false) => {
                     target.cells.insert(col.id, self.tombstone());

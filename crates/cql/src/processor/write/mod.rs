@@ -31,7 +31,8 @@ use crate::frame::{
 use crate::schema::{ColumnKind, ColumnMeta, TableMeta};
 
 use super::collections::{
-    apply_list_op, assign, map_key_set, remove_keys, CellTime, ListOp, PriorRows,
+    apply_list_op, assign, field_type, map_key_set, remove_keys, set_field, CellTime, ListOp,
+    PriorRows,
 };
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
 use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
@@ -598,6 +599,28 @@ impl Writer<'_> {
             } else {
                 &mut regular
             };
+            if let Some(field) = &a.field {
+                if !matches!(col.ty, DataType::Udt(_)) {
+                    return Err(invalid(format!(
+                        "Invalid operation ({a}) for frozen UDT column {name}"
+                    )));
+                }
+                let field_ty = field_type(&col.ty, name, field.as_str())?;
+                let value = eval(&a.value, &field_ty, name, ctx)?;
+                let column = target.complex.entry(col.id).or_default();
+                set_field(
+                    column,
+                    &col.ty,
+                    name,
+                    field.as_str(),
+                    value,
+                    self.cell_time(),
+                )?;
+                if column.is_empty() {
+                    target.complex.remove(&col.id);
+                }
+                continue;
+            }
             if let DataType::List(elem) = &col.ty {
                 let op = match (&a.element, a.op) {
                     (Some(index), _) => Some(ListOp::Set {

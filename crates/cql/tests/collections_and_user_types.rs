@@ -1,0 +1,199 @@
+//! Scenario: collections and user-defined types through the statement processor — what a
+//! Cassandra user writes, what reads return, and the refusals Cassandra gives.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+mod common;
+
+use common::{int, text, Harness};
+use mosaic_types::CqlValue;
+
+fn list(items: &[i32]) -> Option<CqlValue> {
+    Some(CqlValue::List(
+        items.iter().map(|&i| CqlValue::Int(i)).collect(),
+    ))
+}
+
+fn set(items: &[&str]) -> Option<CqlValue> {
+    Some(CqlValue::Set(
+        items.iter().map(|s| CqlValue::Text((*s).into())).collect(),
+    ))
+}
+
+#[test]
+fn collection_operations_read_back_as_cassandra_returns_them() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, l list<int>, s set<text>, m map<text, int>, f frozen<set<int>>)");
+    h.ok("INSERT INTO t (k, l, s, m, f) VALUES (1, [3, 1], {'b', 'a'}, {'x': 1}, {3, 1, 3})");
+    h.ok("UPDATE t SET l = l + [4], l = [0] + l, s = s + {'c'}, s = s - {'a'}, m['y'] = 2 WHERE k = 1");
+    let rows = h.rows("SELECT l, s, m, f FROM t WHERE k = 1");
+    assert_eq!(rows[0][0], list(&[0, 3, 1, 4]));
+    assert_eq!(rows[0][1], set(&["b", "c"]));
+    assert_eq!(
+        rows[0][2],
+        Some(CqlValue::Map(vec![
+            (CqlValue::Text("x".into()), CqlValue::Int(1)),
+            (CqlValue::Text("y".into()), CqlValue::Int(2)),
+        ]))
+    );
+    assert_eq!(
+        rows[0][3],
+        Some(CqlValue::Set(vec![CqlValue::Int(1), CqlValue::Int(3)]))
+    );
+    // By index and by value: read before write.
+    h.ok("UPDATE t SET l[1] = 30 WHERE k = 1");
+    h.ok("DELETE l[0], m['x'] FROM t WHERE k = 1");
+    h.ok("UPDATE t SET l = l - [4] WHERE k = 1");
+    let rows = h.rows("SELECT l, m FROM t WHERE k = 1");
+    assert_eq!(rows[0][0], list(&[30, 1]));
+    assert_eq!(
+        rows[0][1],
+        Some(CqlValue::Map(vec![(
+            CqlValue::Text("y".into()),
+            CqlValue::Int(2)
+        )]))
+    );
+    // An overwrite replaces; an empty collection is null.
+    h.ok("UPDATE t SET s = {'z'}, m = {} WHERE k = 1");
+    let rows = h.rows("SELECT s, m FROM t WHERE k = 1");
+    assert_eq!(rows[0], vec![set(&["z"]), None]);
+    // Writes at explicit timestamps merge per element.
+    h.ok("UPDATE t USING TIMESTAMP 10 SET s = {'old'} WHERE k = 2");
+    h.ok("UPDATE t USING TIMESTAMP 5 SET s = s + {'older'} WHERE k = 2");
+    h.ok("UPDATE t USING TIMESTAMP 20 SET s = s + {'new'} WHERE k = 2");
+    assert_eq!(
+        h.rows("SELECT s FROM t WHERE k = 2")[0][0],
+        set(&["new", "old"])
+    );
+    h.ok("DELETE s FROM t USING TIMESTAMP 15 WHERE k = 2");
+    assert_eq!(h.rows("SELECT s FROM t WHERE k = 2")[0][0], set(&["new"]));
+    // Filters.
+    let rows = h.rows("SELECT k FROM t WHERE s CONTAINS 'new' ALLOW FILTERING");
+    assert_eq!(rows, vec![vec![int(2)]]);
+    h.ok("UPDATE t SET m['y'] = 3 WHERE k = 2");
+    let rows = h.rows("SELECT k FROM t WHERE m CONTAINS KEY 'y' ALLOW FILTERING");
+    assert_eq!(rows, vec![vec![int(2)]]);
+    let rows = h.rows("SELECT k FROM t WHERE m CONTAINS 3 ALLOW FILTERING");
+    assert_eq!(rows, vec![vec![int(2)]]);
+}
+
+#[test]
+fn collection_refusals_are_cassandras() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, l list<int>, f frozen<list<int>>, v int)");
+    for (cql, message) in [
+        (
+            "UPDATE t SET f = f + [1] WHERE k = 1",
+            "Invalid operation (f = f + [1]) for frozen collection column f",
+        ),
+        (
+            "UPDATE t SET v = v + 1 WHERE k = 1",
+            "Invalid operation (v = v + 1) for non counter column v",
+        ),
+        (
+            "UPDATE t SET l[0] = 1 WHERE k = 1",
+            "Attempted to set an element on a list which is null",
+        ),
+        (
+            "SELECT writetime(l) FROM t",
+            "Cannot use selection function writeTime on non-frozen collection l",
+        ),
+        (
+            "INSERT INTO t (k, l) VALUES (1, [1, null])",
+            "null is not supported inside collections",
+        ),
+        (
+            "CREATE TABLE u (k list<int> PRIMARY KEY)",
+            "Invalid non-frozen collection type list<int> for PRIMARY KEY component k",
+        ),
+        ("SELECT k FROM t WHERE l CONTAINS 1", "ALLOW FILTERING"),
+    ] {
+        let e = h.err(cql);
+        assert!(e.message.contains(message), "{cql}: {}", e.message);
+    }
+    h.ok("INSERT INTO t (k, l) VALUES (1, [1, 2])");
+    let e = h.err("UPDATE t SET l[5] = 1 WHERE k = 1");
+    assert_eq!(e.message, "List index 5 out of bound, list has size 2");
+}
+
+#[test]
+fn user_defined_types_are_created_used_altered_and_described() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TYPE address (street text, city text)");
+    h.ok(
+        "CREATE TABLE t (k int PRIMARY KEY, a frozen<address>, n address, l list<frozen<address>>)",
+    );
+    h.ok("INSERT INTO t (k, a, n, l) VALUES (1, {street: 'main', city: 'x'}, {city: 'y'}, [{city: 'z'}])");
+    h.ok("UPDATE t SET n.street = 'side' WHERE k = 1");
+    let field = |s: &str| Some(CqlValue::Text(s.into()));
+    let rows = h.rows("SELECT a, n, a.city FROM t WHERE k = 1");
+    assert_eq!(
+        rows[0][0],
+        Some(CqlValue::Tuple(vec![field("main"), field("x")]))
+    );
+    assert_eq!(
+        rows[0][1],
+        Some(CqlValue::Tuple(vec![field("side"), field("y")]))
+    );
+    assert_eq!(rows[0][2], text("x"));
+    h.ok("ALTER TYPE address ADD zip int");
+    h.ok("ALTER TYPE address RENAME city TO town");
+    let rows = h.rows("SELECT a, a.town FROM t WHERE k = 1");
+    assert_eq!(
+        rows[0][0],
+        Some(CqlValue::Tuple(vec![field("main"), field("x"), None]))
+    );
+    assert_eq!(rows[0][1], text("x"));
+    let rows = h.rows(
+        "SELECT field_names, field_types FROM system_schema.types WHERE keyspace_name = 'ks'",
+    );
+    assert_eq!(
+        rows[0],
+        vec![
+            Some(CqlValue::List(vec![
+                CqlValue::Text("street".into()),
+                CqlValue::Text("town".into()),
+                CqlValue::Text("zip".into())
+            ])),
+            Some(CqlValue::List(vec![
+                CqlValue::Text("text".into()),
+                CqlValue::Text("text".into()),
+                CqlValue::Text("int".into())
+            ])),
+        ]
+    );
+    let described = h.rows("DESCRIBE TYPE address");
+    assert_eq!(
+        described[0][3],
+        text("CREATE TYPE ks.address (\n    street text,\n    town text,\n    zip int\n);")
+    );
+    for (cql, message) in [
+        (
+            "DROP TYPE address",
+            "Cannot drop user type ks.address as it is still used by table ks.t",
+        ),
+        (
+            "CREATE TYPE address (x int)",
+            "A user type with name 'address' already exists",
+        ),
+        (
+            "CREATE TABLE u (k int PRIMARY KEY, v nope)",
+            "Unknown type ks.nope",
+        ),
+        (
+            "INSERT INTO t (k, a) VALUES (2, {nope: 1})",
+            "Unknown field 'nope' in value of user defined type address",
+        ),
+        (
+            "UPDATE t SET a.street = 'q' WHERE k = 1",
+            "for frozen UDT column a",
+        ),
+    ] {
+        let e = h.err(cql);
+        assert!(e.message.contains(message), "{cql}: {}", e.message);
+    }
+    h.ok("DROP TABLE t");
+    h.ok("DROP TYPE address");
+    assert!(h
+        .rows("SELECT type_name FROM system_schema.types WHERE keyspace_name = 'ks'")
+        .is_empty());
+}
