@@ -332,7 +332,7 @@ fn elements_of(
     target: &DescribeTarget,
     internals: bool,
 ) -> Result<Vec<Element>, ErrorResponse> {
-    // Mosaic has no user-defined types, functions, aggregates, secondary indexes or
+    // Mosaic has no user-defined functions, aggregates, secondary indexes or
     // materialized views: their listings are empty and naming one is Cassandra's "not
     // found" error (after the keyspace itself is checked).
     let missing = |name: &QualifiedName, what: &str| -> Result<Vec<Element>, ErrorResponse> {
