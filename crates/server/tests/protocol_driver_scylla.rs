@@ -208,3 +208,115 @@ async fn the_scylla_driver_round_trips_types_pages_and_batches() {
     let (n,): (i64,) = count.single_row().unwrap();
     assert_eq!(n, 100);
 }
+
+/// A user-defined type as an application maps it with the driver's derive macros.
+#[derive(Debug, Clone, PartialEq, scylla::SerializeValue, scylla::DeserializeValue)]
+struct Address {
+    street: String,
+    city: String,
+    zip: Option<i32>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scylla_driver_maps_collections_and_user_types() {
+    let node = tokio::task::spawn_blocking(|| Node::start(""))
+        .await
+        .unwrap();
+    let session = SessionBuilder::new()
+        .known_node(node.addr.to_string())
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("connecting: {e}\nlog:\n{}", node.log()));
+    for ddl in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TYPE ks.address (street text, city text, zip int)",
+        "CREATE TABLE ks.people (k int PRIMARY KEY, home frozen<address>, work address, \
+         tags set<text>, scores map<text, int>, visits list<frozen<address>>)",
+    ] {
+        session.query_unpaged(ddl, &[]).await.unwrap();
+    }
+    session.await_schema_agreement().await.unwrap();
+    let home = Address {
+        street: "1 Main".into(),
+        city: "Springfield".into(),
+        zip: Some(12345),
+    };
+    let work = Address {
+        street: "2 Side".into(),
+        city: "Shelbyville".into(),
+        zip: None,
+    };
+    let insert = session
+        .prepare(
+            "INSERT INTO ks.people (k, home, work, tags, scores, visits) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .await
+        .unwrap();
+    let tags: std::collections::BTreeSet<String> = ["b".to_string(), "a".to_string()].into();
+    let scores: std::collections::BTreeMap<String, i32> = [("x".to_string(), 1)].into();
+    session
+        .execute_unpaged(
+            &insert,
+            (
+                1i32,
+                &home,
+                &work,
+                &tags,
+                &scores,
+                vec![home.clone(), work.clone()],
+            ),
+        )
+        .await
+        .unwrap();
+    let append = session
+        .prepare("UPDATE ks.people SET tags = tags + ?, scores[?] = ?, work.zip = ? WHERE k = ?")
+        .await
+        .unwrap();
+    let more: std::collections::BTreeSet<String> = ["c".to_string()].into();
+    session
+        .execute_unpaged(&append, (&more, "y", 2i32, 999i32, 1i32))
+        .await
+        .unwrap();
+    let rows = session
+        .query_unpaged(
+            "SELECT home, work, tags, scores, visits, home.city FROM ks.people WHERE k = 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap();
+    type Row = (
+        Address,
+        Address,
+        std::collections::BTreeSet<String>,
+        std::collections::BTreeMap<String, i32>,
+        Vec<Address>,
+        String,
+    );
+    let (got_home, got_work, got_tags, got_scores, got_visits, city): Row =
+        rows.single_row().unwrap();
+    assert_eq!(got_home, home);
+    assert_eq!(
+        got_work,
+        Address {
+            zip: Some(999),
+            ..work.clone()
+        }
+    );
+    assert_eq!(
+        got_tags,
+        ["a", "b", "c"].iter().map(|s| s.to_string()).collect()
+    );
+    assert_eq!(
+        got_scores,
+        [("x".to_string(), 1), ("y".to_string(), 2)].into()
+    );
+    assert_eq!(got_visits, vec![home.clone(), work]);
+    assert_eq!(city, "Springfield");
+    // The driver's schema metadata knows the type.
+    session.refresh_metadata().await.unwrap();
+    let state = session.get_cluster_state();
+    let keyspace = state.get_keyspace("ks").unwrap();
+    assert!(keyspace.user_defined_types.contains_key("address"));
+}
