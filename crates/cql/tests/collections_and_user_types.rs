@@ -74,6 +74,13 @@ fn collection_operations_read_back_as_cassandra_returns_them() {
     assert_eq!(rows, vec![vec![int(2)]]);
     let rows = h.rows("SELECT k FROM t WHERE m CONTAINS 3 ALLOW FILTERING");
     assert_eq!(rows, vec![vec![int(2)]]);
+    // Element selection.
+    let rows = h.rows("SELECT m['y'], m['nope'], s['new'], s['nope'] FROM t WHERE k = 2");
+    assert_eq!(rows, vec![vec![int(3), None, text("new"), None]]);
+    let e = h.err("SELECT l[0] FROM t WHERE k = 2");
+    assert!(e
+        .message
+        .contains("Element selection is only allowed on sets and maps"));
 }
 
 #[test]

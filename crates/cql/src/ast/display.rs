@@ -277,6 +277,7 @@ impl Display for SelectorExpr {
         match self {
             SelectorExpr::Column(c) => write!(f, "{c}"),
             SelectorExpr::Field(c, field) => write!(f, "{c}.{field}"),
+            SelectorExpr::Element(c, e) => write!(f, "{c}[{e}]"),
             SelectorExpr::Value(t) => write!(f, "{t}"),
             SelectorExpr::CountRows => f.write_str("count(*)"),
             SelectorExpr::WriteTime(c) => write!(f, "writetime({c})"),

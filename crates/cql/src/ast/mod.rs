@@ -292,6 +292,8 @@ pub enum SelectorExpr {
     CountRows,
     /// `column.field`: a field of a user-defined type.
     Field(Ident, Ident),
+    /// `column[term]`: an element of a set or a map.
+    Element(Ident, Term),
     /// `writetime(column)`.
     WriteTime(Ident),
     /// `ttl(column)`.

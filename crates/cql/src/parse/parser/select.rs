@@ -201,6 +201,18 @@ impl Parser<'_> {
             let column = self.parse_ident()?;
             if self.accept(Kind::Dot) {
                 SelectorExpr::Field(column, self.parse_ident()?)
+            } else if self.accept(Kind::LBracket) {
+                let element = self.parse_term()?;
+                if self.is(Kind::Dot) {
+                    let t = self.peek();
+                    return Err(self.unsupported(
+                        t,
+                        Feature::Collection,
+                        "collection slices c[a..b]",
+                    ));
+                }
+                self.expect(Kind::RBracket)?;
+                SelectorExpr::Element(column, element)
             } else {
                 SelectorExpr::Column(column)
             }

@@ -657,6 +657,17 @@ impl Run<'_> {
                             .map(|v| Bytes::from(v.to_cql_bytes())),
                         _ => None,
                     },
+                    Expr::Element(i, key) => match view.value(table, *i) {
+                        Some(CqlValue::Set(items)) => items
+                            .into_iter()
+                            .find(|v| v.to_cql_bytes() == *key)
+                            .map(|v| Bytes::from(v.to_cql_bytes())),
+                        Some(CqlValue::Map(entries)) => entries
+                            .into_iter()
+                            .find(|(k, _)| k.to_cql_bytes() == *key)
+                            .map(|(_, v)| Bytes::from(v.to_cql_bytes())),
+                        _ => None,
+                    },
                     Expr::CountRows | Expr::Aggregate(..) => None,
                 })
                 .collect();

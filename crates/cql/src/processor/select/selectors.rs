@@ -24,6 +24,8 @@ pub(crate) enum Expr {
     Cast(usize, CqlType),
     /// `column.field`: the field at a position of a user-defined type.
     Field(usize, usize),
+    /// `column[key]`: a set's element or a map's value, by the key's serialization.
+    Element(usize, Vec<u8>),
 }
 
 /// The native aggregates.
@@ -136,6 +138,36 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
                 format!("{}.{}", ident.as_str(), field.as_str()),
                 field_ty,
                 Expr::Field(index, position),
+            ))
+        }
+        SelectorExpr::Element(ident, key) => {
+            let (index, ty, _) = column(table, ident.as_str())?;
+            let (key_ty, out_ty) = match ty.unfrozen() {
+                mosaic_types::DataType::Set(e) => ((**e).clone(), (**e).clone()),
+                mosaic_types::DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "Element selection is only allowed on sets and maps, but {} is a {ty}",
+                        ident.as_str()
+                    )))
+                }
+            };
+            let Term::Literal(_) = key else {
+                return Err(invalid(
+                    "Bind markers are not supported in the selection clause",
+                ));
+            };
+            let ctx_bindings = crate::processor::values::Bindings::default();
+            let ctx = crate::processor::values::EvalContext {
+                bindings: &ctx_bindings,
+                now_micros: 0,
+            };
+            let key_value = crate::processor::values::eval(key, &key_ty, ident.as_str(), &ctx)?
+                .required(ident.as_str())?;
+            Ok((
+                format!("{}[{key}]", ident.as_str()),
+                (&out_ty).into(),
+                Expr::Element(index, key_value.to_cql_bytes()),
             ))
         }
         SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
