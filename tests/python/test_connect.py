@@ -35,9 +35,18 @@ def test_python_driver_builds_full_metadata_without_warnings(node, driver_warnin
     assert not driver_warnings, [r.getMessage() for r in driver_warnings]
 
 
-def test_protocol_negotiation_falls_back_to_v4(node, driver_warnings):
-    # Without a pinned version the driver starts above v4 and must step down on our error.
+def test_protocol_negotiation_steps_down_to_v5_as_with_cassandra_4_1(node, driver_warnings):
+    # Without a pinned version the driver starts at DSE_V2 and must step down on our error,
+    # past DSE_V1, to v5, where Cassandra 4.1 takes it too (test_protocol_v5.py has more).
     c = Cluster(["127.0.0.1"], port=node.port, load_balancing_policy=RoundRobinPolicy())
+    try:
+        s = c.connect()
+        assert c.protocol_version == 5
+        assert s.execute("SELECT release_version FROM system.local").one() is not None
+    finally:
+        c.shutdown()
+    # A driver pinned at v4 (as the other tests here pin it) gets v4.
+    c = node.cluster()
     try:
         s = c.connect()
         assert c.protocol_version == 4

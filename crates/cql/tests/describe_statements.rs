@@ -431,6 +431,7 @@ fn describe_prepares_with_its_result_columns() {
     ] {
         match h.request(Request::Prepare(Prepare {
             query: cql.to_owned(),
+            keyspace: None,
         })) {
             Response::Result(ResultBody::Prepared(p)) => {
                 assert!(p.metadata.columns.is_empty(), "{cql}");

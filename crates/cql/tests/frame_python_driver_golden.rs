@@ -79,15 +79,91 @@ fn driver_connect_sequence_decodes() {
 }
 
 #[test]
-fn driver_negotiation_attempts_get_the_fallback_error() {
-    for (name, version) in [
-        ("options_dse_v2", 0x42),
-        ("startup_v5", 5),
-        ("startup_v5_beta", 5),
+fn driver_negotiation_attempts_get_the_fallback_error_or_v5() {
+    let err = request("options_dse_v2").unwrap_err();
+    assert_eq!(err, FrameError::UnsupportedVersion { version: 0x42 });
+    assert!(err.to_string().contains("unsupported protocol version"));
+    // v5, with or without the beta flag, is accepted as Cassandra 4.1 accepts it.
+    for name in ["startup_v5", "startup_v5_beta"] {
+        let (f, r) = decoded(name, None);
+        assert_eq!(f.version, ProtocolVersion::V5, "{name}");
+        let Request::Startup(s) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(s.negotiate().unwrap().compression, None);
+    }
+}
+
+#[test]
+fn driver_v5_messages_decode_with_keyspaces_and_metadata_ids() {
+    let (f, r) = decoded("query_v5_keyspace", None);
+    assert_eq!(f.version, ProtocolVersion::V5);
+    let Request::Query(q) = r else { panic!() };
+    assert_eq!(q.query, "SELECT v FROM t");
+    assert_eq!(q.params.keyspace.as_deref(), Some("ks"));
+    assert_eq!(q.params.page_size, Some(50));
+    assert_eq!(q.params.now_in_seconds, None);
+    let (_, r) = decoded("prepare_v5_keyspace", None);
+    assert_eq!(
+        r,
+        Request::Prepare(Prepare {
+            query: "SELECT v FROM t WHERE k = ?".into(),
+            keyspace: Some("ks".into()),
+        })
+    );
+    let (_, r) = decoded("execute_v5", None);
+    let Request::Execute(e) = r else { panic!() };
+    assert_eq!(e.id, Bytes::from_static(&[0x11; 16]));
+    assert_eq!(e.result_metadata_id, Some(Bytes::from_static(&[0x55; 16])));
+    // The driver keeps skip_meta but never sets the Skip_metadata flag (3.30 writes no 0x02).
+    assert!(!e.params.skip_metadata);
+    assert_eq!(e.params.values, BoundValues::Positional(vec![b(b"key")]));
+    let (_, r) = decoded("batch_v5_keyspace", None);
+    let Request::Batch(batch) = r else { panic!() };
+    assert_eq!(batch.keyspace.as_deref(), Some("ks"));
+    assert_eq!(batch.statements.len(), 1);
+}
+
+/// Every frame `FrameReader` takes out of a file of segments.
+fn frames_in_segments(name: &str, compression: Option<Compression>) -> Vec<RequestFrame> {
+    let bytes = std::fs::read(data("python_driver", &format!("{name}.bin"))).unwrap();
+    let mut reader = FrameReader::new(FRAME_LEN_MAX_DEFAULT);
+    reader.start_segments(compression);
+    let mut buf = BytesMut::from(&bytes[..]);
+    let mut frames = Vec::new();
+    while let Some(frame) = reader.next_frame(&mut buf).unwrap() {
+        frames.push(frame);
+    }
+    assert!(buf.is_empty(), "{name}: whole segments");
+    frames
+}
+
+#[test]
+fn driver_segments_carry_the_same_frames_plain_and_lz4() {
+    let singles: Vec<RequestFrame> = ["query_v5_keyspace", "prepare_v5_keyspace", "execute_v5"]
+        .iter()
+        .map(|name| request(name).unwrap())
+        .collect();
+    for (name, compression) in [
+        ("segments_v5", None),
+        ("segments_v5_lz4", Some(Compression::Lz4)),
     ] {
-        let err = request(name).unwrap_err();
-        assert_eq!(err, FrameError::UnsupportedVersion { version }, "{name}");
-        assert!(err.to_string().contains("unsupported protocol version"));
+        assert_eq!(frames_in_segments(name, compression), singles, "{name}");
+    }
+    // A frame larger than a segment spans a run of segments that are not self-contained.
+    for (name, compression) in [
+        ("segments_v5_large", None),
+        ("segments_v5_large_lz4", Some(Compression::Lz4)),
+    ] {
+        let frames = frames_in_segments(name, compression);
+        assert_eq!(frames.len(), 1, "{name}");
+        let Request::Query(q) = frames[0].decode(None).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            q.query.len(),
+            "SELECT v FROM t WHERE k = ''".len() + 135_000
+        );
     }
 }
 
@@ -141,7 +217,8 @@ fn driver_prepare_execute_and_batch_decode() {
     assert_eq!(
         r,
         Request::Prepare(Prepare {
-            query: "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)".into()
+            query: "INSERT INTO ks.t (k, c, v) VALUES (?, ?, ?)".into(),
+            keyspace: None,
         })
     );
     let (_, r) = decoded("execute_v4", None);
@@ -159,6 +236,8 @@ fn driver_prepare_execute_and_batch_decode() {
             paging_state: None,
             serial_consistency: None,
             timestamp: Some(42),
+            keyspace: None,
+            now_in_seconds: None,
         }
     );
     let (_, r) = decoded("batch_v4", None);
@@ -183,6 +262,8 @@ fn driver_prepare_execute_and_batch_decode() {
             consistency: Consistency::LocalOne,
             serial_consistency: Some(Consistency::Serial),
             timestamp: Some(7),
+            keyspace: None,
+            now_in_seconds: None,
         })
     );
 }
@@ -276,6 +357,7 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
                     block_for: 3,
                     num_failures: 2,
                     data_present: true,
+                    reasons: Vec::new(),
                 },
                 "Operation failed - received 1 responses and 2 failures",
             )),
@@ -300,6 +382,7 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
                     block_for: 2,
                     num_failures: 1,
                     write_type: WriteType::Batch,
+                    reasons: Vec::new(),
                 },
                 "Operation failed - received 1 responses and 1 failures",
             )),
@@ -370,12 +453,13 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
                     ],
                 },
                 result_metadata: RowsMetadata::empty(),
+                result_metadata_id: Bytes::new(),
             }))),
         ),
     ];
 
     let mut unsupported = BytesMut::new();
-    FrameError::UnsupportedVersion { version: 5 }.encode_response(&mut unsupported);
+    FrameError::UnsupportedVersion { version: 6 }.encode_response(&mut unsupported);
     out.push(("error_unsupported_version", unsupported));
 
     // Rows of every native type, a null, collections and a paging state; streamed.
@@ -408,6 +492,7 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
         columns,
         paging_state: Some(Bytes::from_static(b"\x00\x01next")),
         no_metadata: false,
+        new_metadata_id: None,
     };
     for (name, compression) in [
         ("result_rows", None),
@@ -496,6 +581,131 @@ fn responses() -> Vec<(&'static str, BytesMut)> {
         let mut buf = BytesMut::new();
         v4().encode_event(&mut buf, &event).unwrap();
         out.push((name, buf));
+    }
+    out.extend(v5_responses());
+    out
+}
+
+fn v5_encoded(response: &Response) -> BytesMut {
+    let mut out = BytesMut::new();
+    ResponseEncoder::new(ProtocolVersion::V5, Some(Compression::Lz4))
+        .encode(&mut out, 1, response)
+        .unwrap();
+    out
+}
+
+/// v5 responses: the message changes, then whole frames in segments (the files named
+/// `v5_segments*` hold segments; the others one frame).
+fn v5_responses() -> Vec<(&'static str, BytesMut)> {
+    let result_columns = vec![
+        ColumnSpec::new("ks", "t", "k", CqlType::Text),
+        ColumnSpec::new("ks", "t", "d", CqlType::Duration),
+    ];
+    let mut rows = Rows {
+        metadata: RowsMetadata::new(result_columns.clone()),
+        rows: vec![vec![
+            Some(Bytes::from_static(b"key")),
+            // 1 month, 2 days, 3 ns as zig-zag vints.
+            Some(Bytes::from_static(&[2, 4, 6])),
+        ]],
+    };
+    rows.metadata.new_metadata_id = Some(RowsMetadata::metadata_id(&result_columns));
+    let mut out = vec![
+        (
+            "v5_result_prepared",
+            v5_encoded(&Response::Result(ResultBody::Prepared(Prepared {
+                id: Bytes::from_static(&[0x33; 16]),
+                result_metadata_id: RowsMetadata::metadata_id(&result_columns),
+                metadata: PreparedMetadata {
+                    pk_indexes: vec![0],
+                    columns: vec![ColumnSpec::new("ks", "t", "k", CqlType::Text)],
+                },
+                result_metadata: RowsMetadata::new(result_columns.clone()),
+            }))),
+        ),
+        (
+            "v5_result_rows_metadata_changed",
+            v5_encoded(&Response::Result(ResultBody::Rows(rows))),
+        ),
+        (
+            "v5_error_read_failure",
+            v5_encoded(&error(
+                ErrorKind::ReadFailure {
+                    consistency: Consistency::All,
+                    received: 1,
+                    block_for: 3,
+                    num_failures: 2,
+                    reasons: vec![
+                        ("127.0.0.2".parse().unwrap(), failure_reason::UNKNOWN),
+                        (
+                            "::1".parse().unwrap(),
+                            failure_reason::READ_TOO_MANY_TOMBSTONES,
+                        ),
+                    ],
+                    data_present: true,
+                },
+                "Operation failed - received 1 responses and 2 failures",
+            )),
+        ),
+        (
+            "v5_error_write_failure",
+            v5_encoded(&error(
+                ErrorKind::WriteFailure {
+                    consistency: Consistency::Two,
+                    received: 1,
+                    block_for: 2,
+                    num_failures: 1,
+                    reasons: Vec::new(),
+                    write_type: WriteType::Batch,
+                },
+                "Operation failed - received 1 responses and 1 failures",
+            )),
+        ),
+        (
+            "v5_error_write_timeout_cas",
+            v5_encoded(&error(
+                ErrorKind::WriteTimeout {
+                    consistency: Consistency::Serial,
+                    received: 0,
+                    block_for: 1,
+                    write_type: WriteType::Cas,
+                },
+                "CAS operation timed out",
+            )),
+        ),
+    ];
+    // Segments as a v5 connection sends them: three frames in one self-contained segment,
+    // which LZ4 shrinks (the Rows repeat themselves).
+    let repeated = Rows {
+        metadata: RowsMetadata::new(vec![ColumnSpec::new("ks", "t", "k", CqlType::Text)]),
+        rows: (0..20)
+            .map(|_| vec![Some(Bytes::from_static(b"a value that repeats itself"))])
+            .collect(),
+    };
+    for (name, compression) in [
+        ("v5_segments", None),
+        ("v5_segments_lz4", Some(Compression::Lz4)),
+    ] {
+        let mut writer = SegmentWriter::new(compression);
+        let mut wire = BytesMut::new();
+        let schema_event = Event::SchemaChange(schema(SchemaChangeType::Created, table("t")));
+        let mut frame = BytesMut::new();
+        ResponseEncoder::new(ProtocolVersion::V5, compression)
+            .encode(&mut frame, 7, &Response::Result(ResultBody::Void))
+            .unwrap();
+        ResponseEncoder::new(ProtocolVersion::V5, compression)
+            .encode_event(&mut frame, &schema_event)
+            .unwrap();
+        ResponseEncoder::new(ProtocolVersion::V5, compression)
+            .encode(
+                &mut frame,
+                8,
+                &Response::Result(ResultBody::Rows(repeated.clone())),
+            )
+            .unwrap();
+        writer.push_frame(&mut wire, &frame);
+        writer.seal(&mut wire);
+        out.push((name, wire));
     }
     out
 }

@@ -316,6 +316,7 @@ fn schema_tables_describe_metadata_and_casts_name_the_types() {
     // Result and bind-marker metadata carry the native types.
     let prepared = match h.request(Request::Prepare(Prepare {
         query: "SELECT k, c, d FROM t WHERE k = ? AND c = ?".to_owned(),
+        keyspace: None,
     })) {
         Response::Result(ResultBody::Prepared(p)) => p,
         other => panic!("{other:?}"),

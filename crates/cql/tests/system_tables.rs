@@ -54,6 +54,7 @@ fn harness() -> Harness {
 fn prepare_and_execute(h: &mut Harness, cql: &str, values: Vec<Value>) -> Rows {
     let prepared = match h.request(Request::Prepare(Prepare {
         query: cql.to_owned(),
+        keyspace: None,
     })) {
         Response::Result(ResultBody::Prepared(p)) => p,
         other => panic!("{cql}: {other:?}"),
@@ -64,6 +65,7 @@ fn prepare_and_execute(h: &mut Harness, cql: &str, values: Vec<Value>) -> Rows {
     let result = match h.request(Request::Execute(Execute {
         id: prepared.id.clone(),
         params,
+        result_metadata_id: None,
     })) {
         Response::Result(r) => rows(r),
         other => panic!("{cql}: {other:?}"),
@@ -211,6 +213,7 @@ fn unknown_system_tables_answer_unconfigured_table() {
         );
         match h.request(Request::Prepare(Prepare {
             query: cql.to_owned(),
+            keyspace: None,
         })) {
             Response::Error(e) => assert_eq!(e.kind, ErrorKind::Invalid, "{cql}"),
             other => panic!("{cql}: {other:?}"),

@@ -82,12 +82,23 @@ pub fn run(data: &[u8]) {
                 _ => break,
             }
         }
-        if let Response::Result(ResultBody::Prepared(p)) =
-            run(Request::Prepare(Prepare { query: cql }), &mut session)
-        {
+        if let Response::Result(ResultBody::Prepared(p)) = run(
+            Request::Prepare(Prepare {
+                query: cql,
+                keyspace: None,
+            }),
+            &mut session,
+        ) {
             let mut params = QueryParameters::new(Consistency::One);
             params.values = BoundValues::Positional(values.clone());
-            let _ = run(Request::Execute(Execute { id: p.id, params }), &mut session);
+            let _ = run(
+                Request::Execute(Execute {
+                    id: p.id,
+                    params,
+                    result_metadata_id: None,
+                }),
+                &mut session,
+            );
         }
     }
 }

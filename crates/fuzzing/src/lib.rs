@@ -13,6 +13,7 @@
 
 pub mod cql_frame;
 pub mod cql_parser;
+pub mod cql_segments;
 pub mod cql_statements;
 pub mod internode_frame;
 pub mod row_decoders;
@@ -24,9 +25,10 @@ pub mod wal_reader;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
-pub const TARGETS: [Target; 7] = [
+pub const TARGETS: [Target; 8] = [
     ("cql_frame", cql_frame::run),
     ("cql_parser", cql_parser::run),
+    ("cql_segments", cql_segments::run),
     ("cql_statements", cql_statements::run),
     ("internode_frame", internode_frame::run),
     ("row_decoders", row_decoders::run),

@@ -11,6 +11,7 @@ use mosaic_lsm::{Db, Options};
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     match name {
         "cql_frame" => cql_frames(),
+        "cql_segments" => cql_segments(),
         "cql_parser" => CQL.iter().map(|s| s.as_bytes().to_vec()).collect(),
         "cql_statements" => CQL
             .iter()
@@ -87,6 +88,38 @@ fn cql_frames() -> Vec<Vec<u8>> {
         [&[0u8][..], &stream].concat(),
         [&[7u8][..], &stream].concat(),
     ]
+}
+
+/// v5 frames in segments: the v4 seed stream's frames as v5, packed by the server's own
+/// writer, plain (even selector) and LZ4 (odd), plus a frame large enough to span segments.
+fn cql_segments() -> Vec<Vec<u8>> {
+    use mosaic_cql::frame::{Compression, SegmentWriter};
+    let mut frames = cql_frames().swap_remove(0);
+    frames.remove(0); // the selector
+                      // Every frame of the v4 stream starts with version 4 at a frame boundary: make it 5.
+    let mut at = 0;
+    while at + 9 <= frames.len() {
+        frames[at] = 0x05;
+        let len = u32::from_be_bytes([
+            frames[at + 5],
+            frames[at + 6],
+            frames[at + 7],
+            frames[at + 8],
+        ]);
+        at += 9 + len as usize;
+    }
+    let large = request(0x05, &vec![b'x'; 140_000]);
+    let mut seeds = Vec::new();
+    for (selector, compression) in [(0u8, None), (1u8, Some(Compression::Lz4))] {
+        for payload in [&frames, &large] {
+            let mut writer = SegmentWriter::new(compression);
+            let mut wire = bytes::BytesMut::new();
+            writer.push_frame(&mut wire, payload);
+            writer.seal(&mut wire);
+            seeds.push([&[selector][..], &wire].concat());
+        }
+    }
+    seeds
 }
 
 fn internode_frames() -> Vec<Vec<u8>> {

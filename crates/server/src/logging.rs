@@ -251,6 +251,7 @@ mod tests {
         let execute = Request::Execute(Execute {
             id: Bytes::from_static(&[0xab, 0x01]),
             params: QueryParameters::new(Consistency::One),
+            result_metadata_id: None,
         });
         let (statement, cl) = describe(&execute).unwrap();
         assert_eq!(cl, Some(Consistency::One));

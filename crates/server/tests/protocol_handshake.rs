@@ -1,7 +1,7 @@
 //! A connection's first messages against a real `mosaic server`: OPTIONS → SUPPORTED,
 //! STARTUP → READY, requests before STARTUP refused as Cassandra refuses them, STARTUP
-//! errors, and protocol versions we don't speak (v5, v1) refused with the text drivers
-//! look for before they retry with a lower version.
+//! errors, and protocol versions we don't speak (v6, DSE's, v1) refused with the text
+//! drivers look for before they retry with a lower version (v5 itself: protocol_v5.rs).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
@@ -34,7 +34,11 @@ fn options_startup_and_the_state_machine() {
     assert_eq!(get("COMPRESSION"), Some(vec!["lz4".to_owned()]));
     assert_eq!(
         get("PROTOCOL_VERSIONS"),
-        Some(vec!["3/v3".to_owned(), "4/v4".to_owned()])
+        Some(vec![
+            "3/v3".to_owned(),
+            "4/v4".to_owned(),
+            "5/v5".to_owned()
+        ])
     );
     assert!(supported.iter().all(|(k, _)| !k.starts_with("SCYLLA")));
 
@@ -87,27 +91,32 @@ fn options_startup_and_the_state_machine() {
 }
 
 #[test]
-fn protocol_v5_is_refused_so_drivers_step_down() {
+fn protocol_v6_and_dse_versions_are_refused_so_drivers_step_down() {
     let node = Node::start("");
-    let mut c = node.connect();
-    // A v5 STARTUP (header layout as v4: version, flags, stream, opcode, length) on stream 7
-    // is answered on stream 0, as Cassandra answers: gocql v2 sends its first request on a
+    // A v6 STARTUP (and DSE's 0x42, which the Python and Node.js drivers try first; header
+    // layout as v4: version, flags, stream, opcode, length) on stream 7 is answered on stream
+    // 0, framed as v5, as Cassandra 4.1 answers: gocql v2 sends its first request on a
     // non-zero stream and steps down only when the refusal arrives on stream 0.
-    let body = startup_body(&[("CQL_VERSION", "3.0.0")]);
-    let mut frame = vec![0x05, 0x00, 0x00, 0x07, 0x01];
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    c.send_raw(&frame);
-    let f = c.recv();
-    assert_eq!((f.version, f.stream), (0x84, 0), "{}", f.describe());
-    let (code, message) = f.error();
-    assert_eq!(code, error_code::PROTOCOL);
-    assert!(
-        message.contains("unsupported protocol version"),
-        "drivers step down only on this text: {message}"
-    );
-    assert!(message.contains("(5)"), "{message}");
-    assert!(c.is_closed());
+    for version in [0x06u8, 0x42] {
+        let mut c = node.connect();
+        let body = startup_body(&[("CQL_VERSION", "3.0.0")]);
+        let mut frame = vec![version, 0x00, 0x00, 0x07, 0x01];
+        frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        c.send_raw(&frame);
+        let f = c.recv();
+        assert_eq!((f.version, f.stream), (0x85, 0), "{}", f.describe());
+        let (code, message) = f.error();
+        assert_eq!(code, error_code::PROTOCOL);
+        assert_eq!(
+            message,
+            format!(
+                "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4, 5/v5)"
+            ),
+            "drivers step down only on this text"
+        );
+        assert!(c.is_closed());
+    }
 
     // v1 is answered in its own 8-byte header layout, on stream 0, then closed.
     let mut c = node.connect();

@@ -1,4 +1,8 @@
-//! Frame-body compression (§5): LZ4 only.
+//! Compression (§5 of the v3/v4 specs, §2.2 of v5's): LZ4 only.
+//!
+//! v3/v4 compress each frame body; v5 compresses segments instead (`segment`), each a raw
+//! LZ4 block whose uncompressed length is in the segment header, and ignores the frame
+//! header's compression flag.
 //!
 //! Cassandra's v3/v4 LZ4 body is a 4-byte **big-endian** uncompressed length followed by a
 //! raw LZ4 block (no frame format); the Python driver flips that length to the little-endian
@@ -37,6 +41,30 @@ impl Compression {
                 // Bodies are bounded by the frame length (< 2 GiB), asserted by the caller.
                 out.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
                 out.extend_from_slice(&lz4_flex::block::compress(body));
+            }
+        }
+    }
+
+    /// A raw compressed block, no length prefix: a v5 segment's payload (its header
+    /// carries the uncompressed length).
+    pub(crate) fn compress_block(self, payload: &[u8]) -> Vec<u8> {
+        match self {
+            Compression::Lz4 => lz4_flex::block::compress(payload),
+        }
+    }
+
+    /// Decompresses a raw block that must come out exactly `len` bytes long (a v5
+    /// segment's payload; `len` is at most 128 KiB - 1, from its header).
+    pub(crate) fn decompress_block(self, block: &[u8], len: usize) -> Result<Vec<u8>, String> {
+        match self {
+            Compression::Lz4 => {
+                let mut out = vec![0u8; len];
+                let n =
+                    lz4_flex::block::decompress_into(block, &mut out).map_err(|e| e.to_string())?;
+                if n != len {
+                    return Err(format!("block decompressed to {n} bytes, announced {len}"));
+                }
+                Ok(out)
             }
         }
     }

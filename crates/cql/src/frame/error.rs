@@ -1,5 +1,7 @@
 //! ERROR response bodies (§4.2.1, §9): code, message, and the fields each code carries.
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::types::Consistency;
@@ -44,6 +46,18 @@ pub mod error_code {
     pub const ALREADY_EXISTS: i32 = 0x2400;
     /// The prepared statement id is unknown here.
     pub const UNPREPARED: i32 = 0x2500;
+}
+
+/// Cassandra's `RequestFailureReason` codes, the values of v5's `<reasonmap>`.
+pub mod failure_reason {
+    /// No more specific reason.
+    pub const UNKNOWN: u16 = 0x0000;
+    /// A read met more tombstones than it may scan.
+    pub const READ_TOO_MANY_TOMBSTONES: u16 = 0x0001;
+    /// The replica timed out.
+    pub const TIMEOUT: u16 = 0x0002;
+    /// The replica does not know the table (schema disagreement).
+    pub const INCOMPATIBLE_SCHEMA: u16 = 0x0003;
 }
 
 /// The kind of write that timed out or failed (`<writeType>`), as the Python driver's
@@ -156,8 +170,11 @@ pub enum ErrorKind {
         received: i32,
         /// Responses required.
         block_for: i32,
-        /// Replicas that failed.
+        /// Replicas that failed (v4's `<numfailures>`).
         num_failures: i32,
+        /// The failed replicas' addresses and reason codes, as far as known (v5's
+        /// `<reasonmap>`; see [`failure_reason`]).
+        reasons: Vec<(IpAddr, u16)>,
         /// Whether the replica asked for data answered.
         data_present: bool,
     },
@@ -178,8 +195,11 @@ pub enum ErrorKind {
         received: i32,
         /// Acknowledgements required.
         block_for: i32,
-        /// Replicas that failed.
+        /// Replicas that failed (v4's `<numfailures>`).
         num_failures: i32,
+        /// The failed replicas' addresses and reason codes, as far as known (v5's
+        /// `<reasonmap>`; see [`failure_reason`]).
+        reasons: Vec<(IpAddr, u16)>,
         /// What kind of write.
         write_type: WriteType,
     },
@@ -337,6 +357,11 @@ pub(crate) fn try_put_error_body(
             out.put_i32(*received);
             out.put_i32(*block_for);
             put_string(out, write_type.name())?;
+            // v5 adds `<contentions>` after a CAS write type; we run no Paxos rounds, so
+            // there were none.
+            if version >= ProtocolVersion::V5 && *write_type == WriteType::Cas {
+                out.put_u16(0);
+            }
         }
         ErrorKind::ReadTimeout {
             consistency,
@@ -354,12 +379,13 @@ pub(crate) fn try_put_error_body(
             received,
             block_for,
             num_failures,
+            reasons,
             data_present,
         } => {
             out.put_u16(consistency.code());
             out.put_i32(*received);
             out.put_i32(*block_for);
-            out.put_i32(*num_failures);
+            put_failures(out, *num_failures, reasons, version);
             out.put_u8(u8::from(*data_present));
         }
         ErrorKind::FunctionFailure {
@@ -376,12 +402,13 @@ pub(crate) fn try_put_error_body(
             received,
             block_for,
             num_failures,
+            reasons,
             write_type,
         } => {
             out.put_u16(consistency.code());
             out.put_i32(*received);
             out.put_i32(*block_for);
-            out.put_i32(*num_failures);
+            put_failures(out, *num_failures, reasons, version);
             put_string(out, write_type.name())?;
         }
         ErrorKind::AlreadyExists { keyspace, table } => {
@@ -401,6 +428,43 @@ pub(crate) fn try_put_error_body(
         | ErrorKind::Config => {}
     }
     Ok(())
+}
+
+/// The failures of READ_FAILURE and WRITE_FAILURE: their count before v5, v5's
+/// `<reasonmap>` (`[int]` n, then n × `<inetaddr><short>`) in v5. A v5 client takes the
+/// map's size for the count, so replicas whose address is not known get entries with the
+/// unspecified address 0.0.0.0 and reason UNKNOWN, keeping the map `num_failures` long.
+fn put_failures(
+    out: &mut BytesMut,
+    num_failures: i32,
+    reasons: &[(IpAddr, u16)],
+    version: ProtocolVersion,
+) {
+    if version < ProtocolVersion::V5 {
+        out.put_i32(num_failures);
+        return;
+    }
+    let unknown = usize::try_from(num_failures)
+        .unwrap_or(0)
+        .saturating_sub(reasons.len());
+    let entries = reasons.iter().copied().chain(std::iter::repeat_n(
+        (IpAddr::V4(Ipv4Addr::UNSPECIFIED), failure_reason::UNKNOWN),
+        unknown,
+    ));
+    out.put_i32(i32::try_from(reasons.len() + unknown).unwrap_or(i32::MAX));
+    for (address, code) in entries {
+        match address {
+            IpAddr::V4(a) => {
+                out.put_u8(4);
+                out.extend_from_slice(&a.octets());
+            }
+            IpAddr::V6(a) => {
+                out.put_u8(16);
+                out.extend_from_slice(&a.octets());
+            }
+        }
+        out.put_u16(code);
+    }
 }
 
 /// Appends an ERROR body that has no structured fields to overflow (protocol errors).

@@ -1,58 +1,75 @@
-//! Cassandra's native protocol, versions 4 and 3: frames, request decoding, response encoding.
+//! Cassandra's native protocol, versions 5, 4 and 3: frames, v5 segments, request decoding,
+//! response encoding.
 //!
 //! Owns the bytes on a client connection and nothing else: the server crate reads from the
-//! socket into a [`BytesMut`], calls [`decode_frame`] until it returns `None`, decodes each
-//! [`RequestFrame`] into a [`Request`], and writes responses with a [`ResponseEncoder`].
+//! socket into a [`BytesMut`], takes request frames off it with a [`FrameReader`] (which
+//! calls [`decode_frame`], and on a v5 connection past its handshake [`decode_segment`]
+//! first), decodes each [`RequestFrame`] into a [`Request`], and writes responses with a
+//! [`ResponseEncoder`] (through a [`SegmentWriter`] on a v5 connection).
 //! Pure functions over buffers: no tokio, no I/O, no clock, so every decoder is fuzzable.
 //!
 //! # Layout
 //! - this module: the frame header (`version | flags | stream i16 | opcode | length u32`), the
 //!   incremental [`decode_frame`], version negotiation and the fatal [`FrameError`]s;
+//! - `segment`: v5's checksummed segments around frames ([`FrameReader`],
+//!   [`SegmentWriter`], [`SegmentError`]);
 //! - `wire`: the §3 notations (`[string]`, `[bytes]`, `[value]`, …) as a bounds-checked
 //!   `Reader` over [`Bytes`] and `put_*` writers;
 //! - `request`: the eight request bodies ([`Request`]);
 //! - `response`: [`Response`], the [`ResponseEncoder`] and the streaming [`RowsWriter`];
 //! - `error`: ERROR bodies ([`ErrorResponse`], [`ErrorKind`], [`error_code`]);
 //! - `types`: [`Consistency`], [`ColumnType`] (every `[option]` id) and [`ColumnSpec`];
-//! - `compress`: LZ4 in Cassandra's framing.
+//! - `compress`: LZ4 in Cassandra's framing (per frame body before v5, per segment in v5).
 //!
 //! # Hand-written, not `cassandra-protocol`
 //! The `cassandra-protocol` crate (4.0.x) decodes these bodies too, but: its cursor
-//! decoders copy every bound value into a `Vec<u8>` (`CBytes`), it accepts v5 (which we must
-//! refuse so drivers fall back), has an `unwrap()` reachable from malformed input, and its
-//! response encoder is test-only, so we would write half of the codec anyway and wrap the
-//! other half in our own length checks. The v4 request bodies are small; the hand-written
-//! `Reader` returns typed [`BodyError`]s, never panics, never allocates more than
-//! the bytes that are actually present, and hands bound values out as zero-copy [`Bytes`]
-//! slices of the frame.
+//! decoders copy every bound value into a `Vec<u8>` (`CBytes`), it speaks only the beta v5
+//! (no segments), has an `unwrap()` reachable from malformed input, and its response
+//! encoder is test-only, so we would write half of the codec anyway and wrap the other half
+//! in our own length checks. The request bodies are small; the hand-written `Reader` returns
+//! typed [`BodyError`]s, never panics, never allocates more than the bytes that are actually
+//! present, and hands bound values out as zero-copy [`Bytes`] slices of the frame.
 //!
 //! # Version negotiation (what drivers rely on)
-//! We speak v3 and v4. Any other version byte gets a protocol ERROR (0x000A) whose message
-//! is Cassandra 3.11/4.0's, `Invalid or unsupported protocol version (N); supported versions
-//! are (3/v3, 4/v4)`: the Python driver steps down (0x42 → 0x41 → 5 → 4) only when the
-//! message contains "unsupported protocol version", and the Java and Rust drivers treat any
-//! protocol error on the first request as "try lower". (Cassandra 2.x worded it "…; the lowest
-//! supported version is 3 and the greatest is 4"; both contain the phrase the Python driver
-//! looks for, and we use the wording of the versions drivers now expect to meet.) Like
-//! Cassandra's `ProtocolVersion.decode`,
-//! the reply is framed with the client's own version for the retired v1/v2 (8-byte header,
-//! one-byte stream) and with our greatest version, 0x84, for anything newer, and it goes to
-//! stream 0 as Cassandra's does (its decoder throws before it reads the stream id). Every
-//! driver depends on that: the Python driver sends its first message on stream 0 and matches
-//! the reply there; the Go driver (gocql v2) never uses stream 0 for requests and steps down
-//! only when a protocol error arrives on stream 0 (a reply on its own stream in another
-//! version is reported as a fatal error instead). We still wait for the whole header before
-//! answering, so the request is read off the socket and closing it does not reset the
-//! connection before the client has read the refusal. The
-//! v5 `USE_BETA` flag does not help: v5 is refused with or without it (Cassandra 3.11
-//! accepts v5 only as a beta; we do not speak it at all), and on v3/v4 frames the flag is
-//! ignored as Cassandra does.
+//! We speak v3, v4 and v5 — Cassandra 4.0's final v5, not 3.x's beta — so drivers open
+//! with their default version: the Python driver (3.30) and gocql v2 use v5, the Node.js
+//! driver (4.x, no v5) and the Rust `scylla` driver (v4 only) use v4. Any other version byte
+//! gets a protocol ERROR (0x000A) whose message is Cassandra's,
+//! `Invalid or unsupported protocol version (N); supported versions are (3/v3, 4/v4, 5/v5)`
+//! (Cassandra 4.1 also lists `6/v6-beta`, which we don't speak): the Python driver steps
+//! down (0x42 → 0x41 → 5 → 4) only when the message contains "unsupported protocol
+//! version", and the Java, Node.js and Rust drivers treat any protocol error on the first
+//! request as "try lower". Like Cassandra's `ProtocolVersion.decode`, the reply is framed
+//! with the client's own version for the retired v1/v2 (8-byte header, one-byte stream)
+//! and with our greatest version, 0x85, for anything newer or unknown (DSE's 0x41/0x42, v6):
+//! Cassandra 4.1 frames it in its current version, v5, when the connection has none yet.
+//! It goes to stream 0 as Cassandra's does (its decoder throws before it reads the stream
+//! id), never in a segment. Every driver depends on that: the Python driver sends its first
+//! message on stream 0 and matches the reply there; the Go driver (gocql v2) never uses
+//! stream 0 for requests and steps down only when a protocol error arrives on stream 0 (a
+//! reply on its own stream in another version is reported as a fatal error instead). We
+//! still wait for the whole header before answering, so the request is read off the socket
+//! and closing it does not reset the connection before the client has read the refusal.
+//! The `USE_BETA` flag changes nothing: Cassandra 4.1 needs it only for its beta v6, and
+//! accepts the final v5 with or without it; so do we (and it is ignored on v3/v4 frames).
+//!
+//! # v5
+//! The handshake (OPTIONS, STARTUP and their answers) is unsegmented; from the READY or
+//! AUTHENTICATE that answers STARTUP on, every frame both ways travels in segments
+//! (`segment`), compressed per segment when LZ4 was negotiated (the frame header's
+//! compression flag is ignored, Snappy is refused as for every version). The message
+//! changes: QUERY, EXECUTE and BATCH flags are an `[int]`, with `WITH_KEYSPACE` (0x80, a
+//! per-query keyspace) and `NOW_IN_SECONDS` (0x100); PREPARE has flags (0x01: a keyspace);
+//! PREPARED carries a result metadata id that EXECUTE sends back, and Rows answers a stale
+//! one with `METADATA_CHANGED` (0x0008), the new id and full metadata; READ_FAILURE and
+//! WRITE_FAILURE carry a reason map; `duration` has its own type id (0x0015).
 //!
 //! # Errors
-//! [`FrameError`]s come from the header: the stream can't be trusted past them, so the
-//! server sends [`FrameError::encode_response`] and closes the connection. [`BodyError`]s
-//! come from one frame's body, which has been consumed whole: the server answers with a
-//! protocol error ([`BodyError::to_error_response`]) on the frame's stream and carries on.
+//! [`FrameError`]s come from the header and [`SegmentError`]s from a segment: the stream
+//! can't be trusted past them, so the server sends [`ReadError::encode_response`] and closes
+//! the connection. [`BodyError`]s come from one frame's body, which has been consumed whole:
+//! the server answers with a protocol error ([`BodyError::to_error_response`]) on the
+//! frame's stream and carries on.
 //! Over-long frames are refused from the header, before any body byte is buffered:
 //! Cassandra answers "Request is too big" and skips the body; we answer the same text as a
 //! protocol error and close, so a hostile length costs no memory.
@@ -62,6 +79,7 @@ mod compress;
 mod error;
 mod request;
 mod response;
+mod segment;
 mod types;
 mod wire;
 
@@ -75,7 +93,7 @@ use std::fmt;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 pub use compress::Compression;
-pub use error::{error_code, ErrorKind, ErrorResponse, WriteType};
+pub use error::{error_code, failure_reason, ErrorKind, ErrorResponse, WriteType};
 pub use request::{
     AuthResponse, Batch, BatchQuery, BatchStatement, BatchType, BoundValues, EventType, Execute,
     Prepare, Query, QueryParameters, Register, Request, Startup, StartupOptions, Value,
@@ -84,6 +102,10 @@ pub use response::{
     Event, Prepared, PreparedMetadata, Response, ResponseEncoder, ResponseExtras, ResultBody, Rows,
     RowsMetadata, RowsWriter, SchemaChange, SchemaChangeTarget, SchemaChangeType, StatusChangeType,
     Supported, TopologyChangeType,
+};
+pub use segment::{
+    decode_segment, encode_segment, segment_header_crc24, segment_payload_crc32, FrameReader,
+    ReadError, Segment, SegmentError, SegmentWriter, SEGMENT_PAYLOAD_MAX,
 };
 pub use types::{ColumnSpec, ColumnType, Consistency};
 pub use wire::{BodyError, EncodeError};
@@ -111,19 +133,29 @@ pub enum ProtocolVersion {
     V3,
     /// v4 (Cassandra 2.2 – 4.x), the one drivers pick against Cassandra 3.11.
     V4,
+    /// v5 (Cassandra 4.0+, final): segments after the handshake, `[int]` query flags,
+    /// per-query keyspaces, result metadata ids.
+    V5,
 }
 
 impl ProtocolVersion {
     /// The lowest version we accept.
     pub const MIN: ProtocolVersion = ProtocolVersion::V3;
     /// The greatest version we accept; unsupported newer versions are refused in it.
-    pub const MAX: ProtocolVersion = ProtocolVersion::V4;
+    pub const MAX: ProtocolVersion = ProtocolVersion::V5;
+    /// Every version we accept, lowest first (as SUPPORTED lists them).
+    pub const ALL: [ProtocolVersion; 3] = [
+        ProtocolVersion::V3,
+        ProtocolVersion::V4,
+        ProtocolVersion::V5,
+    ];
 
     /// The version number as on the wire (direction bit clear).
     pub fn number(self) -> u8 {
         match self {
             ProtocolVersion::V3 => 3,
             ProtocolVersion::V4 => 4,
+            ProtocolVersion::V5 => 5,
         }
     }
 
@@ -132,6 +164,7 @@ impl ProtocolVersion {
         match number {
             3 => Some(ProtocolVersion::V3),
             4 => Some(ProtocolVersion::V4),
+            5 => Some(ProtocolVersion::V5),
             _ => None,
         }
     }
@@ -141,6 +174,7 @@ impl ProtocolVersion {
         match self {
             ProtocolVersion::V3 => "3/v3",
             ProtocolVersion::V4 => "4/v4",
+            ProtocolVersion::V5 => "5/v5",
         }
     }
 }
@@ -278,7 +312,8 @@ impl Opcode {
 pub struct FrameFlags(pub u8);
 
 impl FrameFlags {
-    /// 0x01: the body is compressed with the algorithm chosen at STARTUP.
+    /// 0x01: the body is compressed with the algorithm chosen at STARTUP (v3/v4; v5
+    /// compresses segments instead and ignores this flag).
     pub const COMPRESSION: u8 = 0x01;
     /// 0x02: the client asks for tracing; on a response, the body starts with a tracing id.
     pub const TRACING: u8 = 0x02;
@@ -286,7 +321,8 @@ impl FrameFlags {
     pub const CUSTOM_PAYLOAD: u8 = 0x04;
     /// 0x08 (v4, responses): the body starts with warnings, a `[string list]`.
     pub const WARNING: u8 = 0x08;
-    /// 0x10 (v5): the client knowingly uses a beta version. Ignored on v3/v4.
+    /// 0x10: the client knowingly uses a beta version. We have none (v5 is final), so it
+    /// is ignored, as Cassandra 4.1 ignores it on v5 and on v3/v4.
     pub const USE_BETA: u8 = 0x10;
 
     /// Whether the compression bit is set.
@@ -341,9 +377,10 @@ impl RequestFrame {
         Request::decode(self.opcode, self.version, &mut reader)
     }
 
-    /// The body with compression undone.
+    /// The body with compression undone. v5 bodies are never compressed (segments are):
+    /// their compression flag is ignored, as the v5 spec says.
     pub fn body_uncompressed(&self, compression: Option<Compression>) -> Result<Bytes, BodyError> {
-        if !self.flags.compressed() {
+        if !self.flags.compressed() || self.version >= ProtocolVersion::V5 {
             return Ok(self.body.clone());
         }
         match compression {
@@ -361,9 +398,9 @@ impl RequestFrame {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
-    /// A version we don't speak (v1, v2, v5, v6, DSE's 0x41/0x42, or garbage).
+    /// A version we don't speak (v1, v2, v6, DSE's 0x41/0x42, or garbage).
     #[error(
-        "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4)"
+        "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4, 5/v5)"
     )]
     UnsupportedVersion {
         /// The version number the client sent (direction bit clear).
@@ -422,7 +459,7 @@ impl FrameError {
 
     /// Appends the whole ERROR frame to `out`, never compressed (the error may come before
     /// or instead of STARTUP). For an unsupported version the frame is in the client's
-    /// version if it is v1/v2 (8-byte header) and in v4 otherwise; see the module doc.
+    /// version if it is v1/v2 (8-byte header) and in v5 otherwise; see the module doc.
     pub fn encode_response(&self, out: &mut BytesMut) {
         let error = self.to_error_response();
         let mut body = BytesMut::new();

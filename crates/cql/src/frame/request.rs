@@ -158,6 +158,13 @@ pub struct QueryParameters {
     pub serial_consistency: Option<Consistency>,
     /// Flag 0x20: the default write timestamp in microseconds.
     pub timestamp: Option<i64>,
+    /// Flag 0x80 (v5): the keyspace of unqualified names, instead of the connection's.
+    /// Cassandra reads it in QUERY and BATCH and ignores it in EXECUTE (a prepared
+    /// statement keeps the keyspace it was prepared in); so do we.
+    pub keyspace: Option<String>,
+    /// Flag 0x100 (v5): "now" in seconds since the epoch, for TTL liveness and local
+    /// deletion times (the spec: "intended for testing purposes").
+    pub now_in_seconds: Option<i32>,
 }
 
 impl QueryParameters {
@@ -171,19 +178,27 @@ impl QueryParameters {
             paging_state: None,
             serial_consistency: None,
             timestamp: None,
+            keyspace: None,
+            now_in_seconds: None,
         }
     }
 }
 
-/// Query-parameter and batch flags (§4.1.4, §4.1.7).
+/// Query-parameter and batch flags (§4.1.4, §4.1.7): a `[byte]` before v5, an `[int]` in v5.
 mod flag {
-    pub(super) const VALUES: u8 = 0x01;
-    pub(super) const SKIP_METADATA: u8 = 0x02;
-    pub(super) const PAGE_SIZE: u8 = 0x04;
-    pub(super) const PAGING_STATE: u8 = 0x08;
-    pub(super) const SERIAL_CONSISTENCY: u8 = 0x10;
-    pub(super) const DEFAULT_TIMESTAMP: u8 = 0x20;
-    pub(super) const NAMES_FOR_VALUES: u8 = 0x40;
+    pub(super) const VALUES: u32 = 0x01;
+    pub(super) const SKIP_METADATA: u32 = 0x02;
+    pub(super) const PAGE_SIZE: u32 = 0x04;
+    pub(super) const PAGING_STATE: u32 = 0x08;
+    pub(super) const SERIAL_CONSISTENCY: u32 = 0x10;
+    pub(super) const DEFAULT_TIMESTAMP: u32 = 0x20;
+    pub(super) const NAMES_FOR_VALUES: u32 = 0x40;
+    /// v5 only.
+    pub(super) const WITH_KEYSPACE: u32 = 0x80;
+    /// v5 only.
+    pub(super) const NOW_IN_SECONDS: u32 = 0x100;
+    /// PREPARE's flags (v5): 0x01, a keyspace follows.
+    pub(super) const PREPARE_WITH_KEYSPACE: u32 = 0x01;
 }
 
 /// QUERY.
@@ -200,6 +215,18 @@ pub struct Query {
 pub struct Prepare {
     /// The CQL text.
     pub query: String,
+    /// Flag 0x01 (v5): the keyspace of unqualified names, instead of the connection's.
+    pub keyspace: Option<String>,
+}
+
+impl Prepare {
+    /// A PREPARE of `query` in the connection's keyspace.
+    pub fn new(query: impl Into<String>) -> Prepare {
+        Prepare {
+            query: query.into(),
+            keyspace: None,
+        }
+    }
 }
 
 /// EXECUTE.
@@ -207,8 +234,22 @@ pub struct Prepare {
 pub struct Execute {
     /// The prepared statement id.
     pub id: Bytes,
+    /// v5: the result metadata id the client holds (from PREPARED or a Rows result with
+    /// `METADATA_CHANGED`); `None` before v5.
+    pub result_metadata_id: Option<Bytes>,
     /// Its parameters.
     pub params: QueryParameters,
+}
+
+impl Execute {
+    /// An EXECUTE of statement `id` (no result metadata id: v3/v4).
+    pub fn new(id: Bytes, params: QueryParameters) -> Execute {
+        Execute {
+            id,
+            result_metadata_id: None,
+            params,
+        }
+    }
 }
 
 /// BATCH `<type>`.
@@ -254,6 +295,10 @@ pub struct Batch {
     pub serial_consistency: Option<Consistency>,
     /// Flag 0x20.
     pub timestamp: Option<i64>,
+    /// Flag 0x80 (v5): the keyspace of the batch's unqualified names.
+    pub keyspace: Option<String>,
+    /// Flag 0x100 (v5): "now" in seconds, as in [`QueryParameters::now_in_seconds`].
+    pub now_in_seconds: Option<i32>,
 }
 
 /// An event type of REGISTER and EVENT.
@@ -320,13 +365,30 @@ impl Request {
                 let params = decode_query_parameters(r, version)?;
                 Request::Query(Query { query, params })
             }
-            Opcode::Prepare => Request::Prepare(Prepare {
-                query: r.long_string("query string")?,
-            }),
+            Opcode::Prepare => {
+                let query = r.long_string("query string")?;
+                let mut keyspace = None;
+                if version >= ProtocolVersion::V5 {
+                    let flags = r.int("prepare flags")? as u32;
+                    if flags & flag::PREPARE_WITH_KEYSPACE != 0 {
+                        keyspace = Some(r.string("keyspace")?);
+                    }
+                }
+                Request::Prepare(Prepare { query, keyspace })
+            }
             Opcode::Execute => {
                 let id = r.short_bytes("prepared statement id")?;
+                let result_metadata_id = if version >= ProtocolVersion::V5 {
+                    Some(r.short_bytes("result metadata id")?)
+                } else {
+                    None
+                };
                 let params = decode_query_parameters(r, version)?;
-                Request::Execute(Execute { id, params })
+                Request::Execute(Execute {
+                    id,
+                    result_metadata_id,
+                    params,
+                })
             }
             Opcode::Batch => Request::Batch(decode_batch(r, version)?),
             Opcode::Register => {
@@ -398,13 +460,49 @@ fn decode_timestamp(r: &mut Reader) -> Result<i64, BodyError> {
     Ok(timestamp)
 }
 
-/// `<query_parameters>` (§4.1.4). v3 and v4 share the layout (one flags byte).
+/// The flags of QUERY, EXECUTE and BATCH: a `[byte]` before v5, an `[int]` in v5.
+fn decode_flags(
+    r: &mut Reader,
+    version: ProtocolVersion,
+    what: &'static str,
+) -> Result<u32, BodyError> {
+    if version >= ProtocolVersion::V5 {
+        Ok(r.int(what)? as u32)
+    } else {
+        Ok(u32::from(r.u8(what)?))
+    }
+}
+
+/// v5's trailing `[<keyspace>][<now_in_seconds>]` of QUERY, EXECUTE and BATCH.
+fn decode_v5_tail(
+    r: &mut Reader,
+    version: ProtocolVersion,
+    flags: u32,
+) -> Result<(Option<String>, Option<i32>), BodyError> {
+    if version < ProtocolVersion::V5 {
+        return Ok((None, None));
+    }
+    let keyspace = if flags & flag::WITH_KEYSPACE != 0 {
+        Some(r.string("keyspace")?)
+    } else {
+        None
+    };
+    let now_in_seconds = if flags & flag::NOW_IN_SECONDS != 0 {
+        Some(r.int("now in seconds")?)
+    } else {
+        None
+    };
+    Ok((keyspace, now_in_seconds))
+}
+
+/// `<query_parameters>` (§4.1.4): v3 and v4 share the layout (one flags byte); v5 has
+/// an `[int]` of flags and two more optional fields at the end.
 fn decode_query_parameters(
     r: &mut Reader,
     version: ProtocolVersion,
 ) -> Result<QueryParameters, BodyError> {
     let consistency = r.consistency("consistency")?;
-    let flags = r.u8("query flags")?;
+    let flags = decode_flags(r, version, "query flags")?;
     let values = if flags & flag::VALUES != 0 {
         decode_values(r, version, flags & flag::NAMES_FOR_VALUES != 0)?
     } else {
@@ -430,6 +528,7 @@ fn decode_query_parameters(
     } else {
         None
     };
+    let (keyspace, now_in_seconds) = decode_v5_tail(r, version, flags)?;
     Ok(QueryParameters {
         consistency,
         values,
@@ -438,6 +537,8 @@ fn decode_query_parameters(
         paging_state,
         serial_consistency,
         timestamp,
+        keyspace,
+        now_in_seconds,
     })
 }
 
@@ -469,12 +570,12 @@ fn decode_batch(r: &mut Reader, version: ProtocolVersion) -> Result<Batch, BodyE
     }
 }
 
-/// BATCH read with or without value names; returns the batch and its flags byte.
+/// BATCH read with or without value names; returns the batch and its flags.
 fn decode_batch_as(
     r: &mut Reader,
     version: ProtocolVersion,
     named: bool,
-) -> Result<(Batch, u8), BodyError> {
+) -> Result<(Batch, u32), BodyError> {
     let batch_type = match r.u8("batch type")? {
         0 => BatchType::Logged,
         1 => BatchType::Unlogged,
@@ -494,7 +595,7 @@ fn decode_batch_as(
         statements.push(BatchStatement { query, values });
     }
     let consistency = r.consistency("batch consistency")?;
-    let flags = r.u8("batch flags")?;
+    let flags = decode_flags(r, version, "batch flags")?;
     let serial_consistency = if flags & flag::SERIAL_CONSISTENCY != 0 {
         Some(r.consistency("serial consistency")?)
     } else {
@@ -505,6 +606,7 @@ fn decode_batch_as(
     } else {
         None
     };
+    let (keyspace, now_in_seconds) = decode_v5_tail(r, version, flags)?;
     Ok((
         Batch {
             batch_type,
@@ -512,6 +614,8 @@ fn decode_batch_as(
             consistency,
             serial_consistency,
             timestamp,
+            keyspace,
+            now_in_seconds,
         },
         flags,
     ))

@@ -1,5 +1,5 @@
 //! A test-only decoder of responses: the inverse of `response.rs`, so encodings can be
-//! checked by round trip (v4) besides the golden bytes.
+//! checked by round trip (v3, v4, v5) besides the golden bytes.
 
 use bytes::{Buf, Bytes};
 use mosaic_types::CqlType;
@@ -56,7 +56,7 @@ pub(crate) fn decode_response(
         extras.warnings = r.string_list("warnings")?;
     }
     let response = match opcode {
-        Opcode::Error => Response::Error(decode_error(&mut r)?),
+        Opcode::Error => Response::Error(decode_error(&mut r, version)?),
         Opcode::Ready => Response::Ready,
         Opcode::Authenticate => Response::Authenticate {
             authenticator: r.string("authenticator")?,
@@ -92,7 +92,34 @@ pub(crate) fn decode_response(
     })
 }
 
-fn decode_error(r: &mut Reader) -> Result<ErrorResponse, BodyError> {
+/// `<numfailures>` before v5, `<reasonmap>` in v5 (the count is the map's size).
+fn decode_failures(
+    r: &mut Reader,
+    version: ProtocolVersion,
+) -> Result<(i32, Vec<(std::net::IpAddr, u16)>), BodyError> {
+    if version < ProtocolVersion::V5 {
+        return Ok((r.int("numfailures")?, Vec::new()));
+    }
+    let n = r.int("reasonmap")?;
+    let mut reasons = Vec::new();
+    for _ in 0..n {
+        let address = match r.u8("inetaddr length")? {
+            4 => {
+                let b = r.take("ipv4", 4)?;
+                std::net::IpAddr::from(<[u8; 4]>::try_from(&b[..]).map_err(|_| bad("ipv4"))?)
+            }
+            16 => {
+                let b = r.take("ipv6", 16)?;
+                std::net::IpAddr::from(<[u8; 16]>::try_from(&b[..]).map_err(|_| bad("ipv6"))?)
+            }
+            _ => return Err(bad("inetaddr")),
+        };
+        reasons.push((address, r.short("reason")?));
+    }
+    Ok((n, reasons))
+}
+
+fn decode_error(r: &mut Reader, version: ProtocolVersion) -> Result<ErrorResponse, BodyError> {
     let code = r.int("code")?;
     let message = r.string("message")?;
     let write_type = |r: &mut Reader| -> Result<WriteType, BodyError> {
@@ -110,37 +137,64 @@ fn decode_error(r: &mut Reader) -> Result<ErrorResponse, BodyError> {
         error_code::OVERLOADED => ErrorKind::Overloaded,
         error_code::IS_BOOTSTRAPPING => ErrorKind::IsBootstrapping,
         error_code::TRUNCATE => ErrorKind::Truncate,
-        error_code::WRITE_TIMEOUT => ErrorKind::WriteTimeout {
-            consistency: r.consistency("cl")?,
-            received: r.int("received")?,
-            block_for: r.int("blockfor")?,
-            write_type: write_type(r)?,
-        },
+        error_code::WRITE_TIMEOUT => {
+            let kind = ErrorKind::WriteTimeout {
+                consistency: r.consistency("cl")?,
+                received: r.int("received")?,
+                block_for: r.int("blockfor")?,
+                write_type: write_type(r)?,
+            };
+            if matches!(
+                kind,
+                ErrorKind::WriteTimeout {
+                    write_type: WriteType::Cas,
+                    ..
+                }
+            ) && version >= ProtocolVersion::V5
+            {
+                r.short("contentions")?;
+            }
+            kind
+        }
         error_code::READ_TIMEOUT => ErrorKind::ReadTimeout {
             consistency: r.consistency("cl")?,
             received: r.int("received")?,
             block_for: r.int("blockfor")?,
             data_present: r.u8("data_present")? != 0,
         },
-        error_code::READ_FAILURE => ErrorKind::ReadFailure {
-            consistency: r.consistency("cl")?,
-            received: r.int("received")?,
-            block_for: r.int("blockfor")?,
-            num_failures: r.int("numfailures")?,
-            data_present: r.u8("data_present")? != 0,
-        },
+        error_code::READ_FAILURE => {
+            let consistency = r.consistency("cl")?;
+            let received = r.int("received")?;
+            let block_for = r.int("blockfor")?;
+            let (num_failures, reasons) = decode_failures(r, version)?;
+            ErrorKind::ReadFailure {
+                consistency,
+                received,
+                block_for,
+                num_failures,
+                reasons,
+                data_present: r.u8("data_present")? != 0,
+            }
+        }
         error_code::FUNCTION_FAILURE => ErrorKind::FunctionFailure {
             keyspace: r.string("keyspace")?,
             function: r.string("function")?,
             arg_types: r.string_list("arg types")?,
         },
-        error_code::WRITE_FAILURE => ErrorKind::WriteFailure {
-            consistency: r.consistency("cl")?,
-            received: r.int("received")?,
-            block_for: r.int("blockfor")?,
-            num_failures: r.int("numfailures")?,
-            write_type: write_type(r)?,
-        },
+        error_code::WRITE_FAILURE => {
+            let consistency = r.consistency("cl")?;
+            let received = r.int("received")?;
+            let block_for = r.int("blockfor")?;
+            let (num_failures, reasons) = decode_failures(r, version)?;
+            ErrorKind::WriteFailure {
+                consistency,
+                received,
+                block_for,
+                num_failures,
+                reasons,
+                write_type: write_type(r)?,
+            }
+        }
         error_code::SYNTAX => ErrorKind::Syntax,
         error_code::UNAUTHORIZED => ErrorKind::Unauthorized,
         error_code::INVALID => ErrorKind::Invalid,
@@ -231,6 +285,11 @@ fn decode_rows_metadata(r: &mut Reader) -> Result<RowsMetadata, BodyError> {
         None
     };
     let no_metadata = flags & rows_flag::NO_METADATA != 0;
+    let new_metadata_id = if flags & rows_flag::METADATA_CHANGED != 0 {
+        Some(r.short_bytes("new metadata id")?)
+    } else {
+        None
+    };
     let columns = if no_metadata {
         // Only the count is known: stand-in columns keep it.
         (0..count)
@@ -243,6 +302,7 @@ fn decode_rows_metadata(r: &mut Reader) -> Result<RowsMetadata, BodyError> {
         columns,
         paging_state,
         no_metadata,
+        new_metadata_id,
     })
 }
 
@@ -299,6 +359,11 @@ fn decode_result(r: &mut Reader, version: ProtocolVersion) -> Result<ResultBody,
         SET_KEYSPACE => ResultBody::SetKeyspace(r.string("ks")?),
         PREPARED => {
             let id = r.short_bytes("id")?;
+            let result_metadata_id = if version >= ProtocolVersion::V5 {
+                r.short_bytes("result metadata id")?
+            } else {
+                Bytes::new()
+            };
             let flags = r.int("flags")?;
             let count = r.int("columns")? as usize;
             let mut pk_indexes = Vec::new();
@@ -311,6 +376,7 @@ fn decode_result(r: &mut Reader, version: ProtocolVersion) -> Result<ResultBody,
             let result_metadata = decode_rows_metadata(r)?;
             ResultBody::Prepared(Prepared {
                 id,
+                result_metadata_id,
                 metadata: PreparedMetadata {
                     pk_indexes,
                     columns,

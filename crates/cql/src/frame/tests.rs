@@ -35,9 +35,9 @@ fn put_values(out: &mut BytesMut, values: &BoundValues) {
     }
 }
 
-fn put_params(out: &mut BytesMut, p: &QueryParameters) {
+fn put_params(out: &mut BytesMut, p: &QueryParameters, version: ProtocolVersion) {
     out.put_u16(p.consistency.code());
-    let mut flags = 0u8;
+    let mut flags = 0u32;
     if !p.values.is_empty() {
         flags |= 0x01;
     }
@@ -59,7 +59,18 @@ fn put_params(out: &mut BytesMut, p: &QueryParameters) {
     if p.timestamp.is_some() {
         flags |= 0x20;
     }
-    out.put_u8(flags);
+    let v5 = version >= ProtocolVersion::V5;
+    if v5 && p.keyspace.is_some() {
+        flags |= 0x80;
+    }
+    if v5 && p.now_in_seconds.is_some() {
+        flags |= 0x100;
+    }
+    if v5 {
+        out.put_u32(flags);
+    } else {
+        out.put_u8(flags as u8);
+    }
     if flags & 0x01 != 0 {
         put_values(out, &p.values);
     }
@@ -76,9 +87,20 @@ fn put_params(out: &mut BytesMut, p: &QueryParameters) {
     if let Some(t) = p.timestamp {
         out.put_i64(t);
     }
+    if let Some(k) = p.keyspace.as_ref().filter(|_| v5) {
+        put_string(out, k).unwrap();
+    }
+    if let Some(n) = p.now_in_seconds.filter(|_| v5) {
+        out.put_i32(n);
+    }
 }
 
 fn encode_body(request: &Request) -> (Opcode, Bytes) {
+    encode_body_v(request, ProtocolVersion::V4)
+}
+
+fn encode_body_v(request: &Request, version: ProtocolVersion) -> (Opcode, Bytes) {
+    let v5 = version >= ProtocolVersion::V5;
     let mut out = BytesMut::new();
     let op = match request {
         Request::Startup(s) => {
@@ -102,17 +124,28 @@ fn encode_body(request: &Request) -> (Opcode, Bytes) {
         Request::Options => Opcode::Options,
         Request::Query(q) => {
             put_long_string(&mut out, &q.query).unwrap();
-            put_params(&mut out, &q.params);
+            put_params(&mut out, &q.params, version);
             Opcode::Query
         }
         Request::Prepare(p) => {
             put_long_string(&mut out, &p.query).unwrap();
+            if v5 {
+                out.put_u32(u32::from(p.keyspace.is_some()));
+                if let Some(k) = &p.keyspace {
+                    put_string(&mut out, k).unwrap();
+                }
+            }
             Opcode::Prepare
         }
         Request::Execute(e) => {
             out.put_u16(e.id.len() as u16);
             out.extend_from_slice(&e.id);
-            put_params(&mut out, &e.params);
+            if v5 {
+                let id = e.result_metadata_id.clone().unwrap_or_default();
+                out.put_u16(id.len() as u16);
+                out.extend_from_slice(&id);
+            }
+            put_params(&mut out, &e.params, version);
             Opcode::Execute
         }
         Request::Batch(b) => {
@@ -151,12 +184,28 @@ fn encode_body(request: &Request) -> (Opcode, Bytes) {
             if named {
                 flags |= 0x40;
             }
-            out.put_u8(flags);
+            if v5 && b.keyspace.is_some() {
+                flags |= 0x80;
+            }
+            if v5 && b.now_in_seconds.is_some() {
+                flags |= 0x100;
+            }
+            if v5 {
+                out.put_u32(flags);
+            } else {
+                out.put_u8(flags as u8);
+            }
             if let Some(c) = b.serial_consistency {
                 out.put_u16(c.code());
             }
             if let Some(t) = b.timestamp {
                 out.put_i64(t);
+            }
+            if let Some(k) = b.keyspace.as_ref().filter(|_| v5) {
+                put_string(&mut out, k).unwrap();
+            }
+            if let Some(n) = b.now_in_seconds.filter(|_| v5) {
+                out.put_i32(n);
             }
             Opcode::Batch
         }
@@ -201,6 +250,7 @@ fn v(bytes: &[u8]) -> Value {
 fn frame_fed_one_byte_at_a_time_decodes_once_complete() {
     let (op, body) = encode_body(&Request::Prepare(Prepare {
         query: "SELECT * FROM t".into(),
+        keyspace: None,
     }));
     let wire = frame(ProtocolVersion::V4, 0x02, 7, op, &body);
     let mut buf = BytesMut::new();
@@ -328,10 +378,11 @@ fn unknown_and_response_opcodes_are_protocol_errors() {
 }
 
 #[test]
-fn v5_startup_is_refused_with_the_message_drivers_fall_back_on() {
-    // The Python driver 3.30 starts at DSE_V2 (0x42), then 0x41, then 5, then 4; each gets
-    // the same answer: an ERROR in v4 on the client's stream.
-    for version in [5u8, 6, 0x41, 0x42] {
+fn v6_and_dse_startups_are_refused_with_the_message_drivers_fall_back_on() {
+    // The Python driver 3.30 starts at DSE_V2 (0x42), then 0x41, then 5; the Node.js
+    // driver at 0x42, then 4. Each refusal gets the same answer: an ERROR framed in v5 (as
+    // Cassandra 4.1 frames it, in its current version) on stream 0.
+    for version in [6u8, 7, 0x41, 0x42, 0x7f] {
         for flags in [0u8, FrameFlags::USE_BETA] {
             let (_, body) = encode_body(&Request::Startup(Startup {
                 options: vec![("CQL_VERSION".into(), "3.0.0".into())],
@@ -353,7 +404,7 @@ fn v5_startup_is_refused_with_the_message_drivers_fall_back_on() {
             let mut out = BytesMut::new();
             err.encode_response(&mut out);
             let message = format!(
-                "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4)"
+                "Invalid or unsupported protocol version ({version}); supported versions are (3/v3, 4/v4, 5/v5)"
             );
             assert!(
                 message.contains("unsupported protocol version"),
@@ -361,7 +412,7 @@ fn v5_startup_is_refused_with_the_message_drivers_fall_back_on() {
             );
             let mut golden = BytesMut::new();
             // On stream 0 whatever the request's stream, as Cassandra answers.
-            golden.extend_from_slice(&[0x84, 0x00, 0x00, 0x00, 0x00]);
+            golden.extend_from_slice(&[0x85, 0x00, 0x00, 0x00, 0x00]);
             golden.put_u32(4 + 2 + message.len() as u32);
             golden.put_i32(0x000A);
             golden.put_u16(message.len() as u16);
@@ -498,6 +549,8 @@ fn query_with_every_flag_decodes_each_field() {
             paging_state: Some(Bytes::from_static(b"pgs")),
             serial_consistency: Some(Consistency::LocalSerial),
             timestamp: Some(1_700_000_000_000_000),
+            keyspace: None,
+            now_in_seconds: None,
         }
     );
 }
@@ -587,7 +640,8 @@ fn prepare_and_execute_with_paging_state() {
     assert_eq!(
         body_of(ProtocolVersion::V4, Opcode::Prepare, &body),
         Ok(Request::Prepare(Prepare {
-            query: "SELECT * FROM ks.t WHERE k = ?".into()
+            query: "SELECT * FROM ks.t WHERE k = ?".into(),
+            keyspace: None,
         }))
     );
     let mut body = BytesMut::new();
@@ -636,6 +690,8 @@ fn batch_mixing_query_strings_and_prepared_ids() {
         consistency: Consistency::Quorum,
         serial_consistency: Some(Consistency::Serial),
         timestamp: Some(12345),
+        keyspace: None,
+        now_in_seconds: None,
     };
     let (op, body) = encode_body(&Request::Batch(batch.clone()));
     // Spot-check the spec layout: type, count, first kind, first long-string length.
@@ -663,6 +719,8 @@ fn batch_with_names_for_values_is_decoded_when_unambiguous() {
         consistency: Consistency::One,
         serial_consistency: None,
         timestamp: None,
+        keyspace: None,
+        now_in_seconds: None,
     };
     let (op, body) = encode_body(&Request::Batch(batch.clone()));
     assert_eq!(
@@ -725,7 +783,8 @@ fn custom_payload_is_skipped_in_v4() {
     assert_eq!(
         f.decode(None),
         Ok(Request::Prepare(Prepare {
-            query: "SELECT 1".into()
+            query: "SELECT 1".into(),
+            keyspace: None,
         }))
     );
 }
@@ -749,14 +808,18 @@ fn every_truncation_of_every_body_is_a_typed_error() {
                 paging_state: Some(Bytes::from_static(b"p")),
                 serial_consistency: Some(Consistency::Serial),
                 timestamp: Some(1),
+                keyspace: None,
+                now_in_seconds: None,
             },
         }),
         Request::Prepare(Prepare {
             query: "SELECT".into(),
+            keyspace: None,
         }),
         Request::Execute(Execute {
             id: Bytes::from_static(&[1; 16]),
             params: QueryParameters::new(Consistency::All),
+            result_metadata_id: None,
         }),
         Request::Batch(Batch {
             batch_type: BatchType::Counter,
@@ -767,6 +830,8 @@ fn every_truncation_of_every_body_is_a_typed_error() {
             consistency: Consistency::One,
             serial_consistency: None,
             timestamp: Some(5),
+            keyspace: None,
+            now_in_seconds: None,
         }),
         Request::Register(Register {
             events: vec![EventType::SchemaChange],
@@ -832,6 +897,7 @@ fn lz4_body(plain: &[u8]) -> Vec<u8> {
 fn lz4_compressed_request_decodes_when_negotiated() {
     let (op, body) = encode_body(&Request::Prepare(Prepare {
         query: "SELECT x FROM y ".repeat(50),
+        keyspace: None,
     }));
     let f = decode_one(&frame(
         ProtocolVersion::V4,
@@ -844,7 +910,8 @@ fn lz4_compressed_request_decodes_when_negotiated() {
     assert_eq!(
         f.decode(Some(Compression::Lz4)),
         Ok(Request::Prepare(Prepare {
-            query: "SELECT x FROM y ".repeat(50)
+            query: "SELECT x FROM y ".repeat(50),
+            keyspace: None,
         }))
     );
     assert_eq!(f.decode(None), Err(BodyError::CompressedWithoutNegotiation));
@@ -971,7 +1038,7 @@ fn ready_and_authenticate_golden_bytes() {
 }
 
 #[test]
-fn supported_offers_lz4_and_v3_v4_and_never_a_scylla_key() {
+fn supported_offers_lz4_and_v3_v4_v5_and_never_a_scylla_key() {
     let d = round_trip(&Response::Supported(Supported::default()));
     let Response::Supported(s) = d.response else {
         panic!()
@@ -986,7 +1053,11 @@ fn supported_offers_lz4_and_v3_v4_and_never_a_scylla_key() {
     assert_eq!(get("COMPRESSION"), Some(vec!["lz4".to_owned()]));
     assert_eq!(
         get("PROTOCOL_VERSIONS"),
-        Some(vec!["3/v3".to_owned(), "4/v4".to_owned()])
+        Some(vec![
+            "3/v3".to_owned(),
+            "4/v4".to_owned(),
+            "5/v5".to_owned()
+        ])
     );
     assert!(s.options.iter().all(|(k, _)| !k.starts_with("SCYLLA")));
 }
@@ -1033,6 +1104,7 @@ fn every_error() -> Vec<ErrorResponse> {
                 block_for: 3,
                 num_failures: 2,
                 data_present: false,
+                reasons: Vec::new(),
             },
             "rf",
         ),
@@ -1051,6 +1123,7 @@ fn every_error() -> Vec<ErrorResponse> {
                 block_for: 2,
                 num_failures: 1,
                 write_type: WriteType::Cas,
+                reasons: Vec::new(),
             },
             "wf",
         ),
@@ -1258,6 +1331,7 @@ fn rows_from_several_tables_carry_per_column_specs_and_paging_state() {
             ],
             paging_state: Some(Bytes::from_static(b"next")),
             no_metadata: false,
+            new_metadata_id: None,
         },
         rows: vec![],
     })));
@@ -1272,6 +1346,7 @@ fn no_metadata_rows_send_only_the_column_count() {
                 columns: vec![ColumnSpec::new("k", "t", "a", CqlType::Int)],
                 paging_state: Some(Bytes::from_static(b"P")),
                 no_metadata: true,
+                new_metadata_id: None,
             },
             rows: vec![vec![None]],
         })),
@@ -1375,6 +1450,7 @@ fn prepared() -> Prepared {
             ],
         },
         result_metadata: RowsMetadata::empty(),
+        result_metadata_id: Bytes::new(),
     }
 }
 
@@ -1622,6 +1698,8 @@ fn arb_params() -> impl Strategy<Value = QueryParameters> {
                     paging_state: paging_state.map(Bytes::from),
                     serial_consistency,
                     timestamp,
+                    keyspace: None,
+                    now_in_seconds: None,
                 }
             },
         )
@@ -1639,11 +1717,15 @@ fn arb_request() -> impl Strategy<Value = Request> {
         Just(Request::Options),
         ("\\PC{0,40}", arb_params())
             .prop_map(|(query, params)| Request::Query(Query { query, params })),
-        "\\PC{0,40}".prop_map(|query| Request::Prepare(Prepare { query })),
+        "\\PC{0,40}".prop_map(|query| Request::Prepare(Prepare {
+            query,
+            keyspace: None
+        })),
         (proptest::collection::vec(any::<u8>(), 0..20), arb_params()).prop_map(|(id, params)| {
             Request::Execute(Execute {
                 id: Bytes::from(id),
                 params,
+                result_metadata_id: None,
             })
         }),
         (
@@ -1678,6 +1760,8 @@ fn arb_request() -> impl Strategy<Value = Request> {
                         consistency,
                         serial_consistency,
                         timestamp,
+                        keyspace: None,
+                        now_in_seconds: None,
                     })
                 }
             ),
@@ -1769,3 +1853,6 @@ proptest! {
         round_trip(&Response::Error(e));
     }
 }
+
+#[path = "tests_v5.rs"]
+mod v5;

@@ -105,15 +105,15 @@ impl From<&DataType> for ColumnType {
 
 impl ColumnType {
     /// Appends the `[option]`. v3 lacks ids for date, time, smallint and tinyint, and v3 and
-    /// v4 for duration, so they go out as Cassandra sends them: custom types naming the Java
-    /// class.
+    /// v4 for duration (v5's 0x0015), so they go out as Cassandra sends them: custom types
+    /// naming the Java class.
     pub(crate) fn put_option(
         &self,
         out: &mut BytesMut,
         version: ProtocolVersion,
     ) -> Result<(), EncodeError> {
         match self {
-            ColumnType::Native(CqlType::Duration) => {
+            ColumnType::Native(CqlType::Duration) if version < ProtocolVersion::V5 => {
                 out.put_u16(option_id::CUSTOM);
                 put_string(out, DURATION_CLASS)?;
             }
@@ -242,5 +242,9 @@ mod tests {
                 custom("org.apache.cassandra.db.marshal.DurationType")
             );
         }
+        let v5 = ProtocolVersion::V5;
+        assert_eq!(option(CqlType::Duration.into(), v5), [0x00, 0x15]);
+        assert_eq!(option(CqlType::Time.into(), v5), [0x00, 0x12]);
+        assert_eq!(option(CqlType::Inet.into(), v5), [0x00, 0x10]);
     }
 }

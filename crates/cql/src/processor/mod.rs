@@ -279,14 +279,19 @@ impl<C: Coordinator> Processor<C> {
 
     async fn query(&self, session: &mut Session, q: Query) -> Result<ResultBody, ErrorResponse> {
         let statement = parse_statement(&q.query).map_err(parse_error)?;
-        let keyspace = session.keyspace.clone();
+        // v5's per-query keyspace supersedes the connection's (WITH_KEYSPACE).
+        let keyspace = q
+            .params
+            .keyspace
+            .clone()
+            .or_else(|| session.keyspace.clone());
         self.run(session, &statement, keyspace.as_deref(), &q.params)
             .await
     }
 
     fn prepare(&self, session: &Session, p: Prepare) -> Result<ResultBody, ErrorResponse> {
         let statement = parse_statement(&p.query).map_err(parse_error)?;
-        let keyspace = session.keyspace.as_deref();
+        let keyspace = p.keyspace.as_deref().or(session.keyspace.as_deref());
         let catalog = self.coordinator.catalog();
         let exec_params = QueryParameters::new(crate::frame::Consistency::One);
         let exec = Exec {
@@ -298,45 +303,68 @@ impl<C: Coordinator> Processor<C> {
         let id = statement_id(keyspace, &p.query);
         self.prepared
             .lock()
-            .insert(id, Arc::new(statement), session.keyspace.clone());
+            .insert(id, Arc::new(statement), keyspace.map(str::to_owned));
+        let result_metadata = result.unwrap_or_else(RowsMetadata::empty);
         Ok(ResultBody::Prepared(Prepared {
             id: Bytes::copy_from_slice(&id),
+            result_metadata_id: RowsMetadata::metadata_id(&result_metadata.columns),
             metadata: PreparedMetadata {
                 pk_indexes,
                 columns,
             },
-            result_metadata: result.unwrap_or_else(RowsMetadata::empty),
+            result_metadata,
         }))
     }
 
     async fn execute(
         &self,
         session: &mut Session,
-        e: Execute,
+        mut e: Execute,
     ) -> Result<ResultBody, ErrorResponse> {
         let found = self.prepared.lock().get(&e.id);
         let Some((statement, keyspace)) = found else {
             return Err(unprepared(&e.id));
         };
         let keyspace = keyspace.or_else(|| session.keyspace.clone());
-        self.run(session, &statement, keyspace.as_deref(), &e.params)
-            .await
+        let Some(client_id) = e.result_metadata_id.take() else {
+            return self
+                .run(session, &statement, keyspace.as_deref(), &e.params)
+                .await;
+        };
+        // v5: run with full metadata, then compare the columns' id with the client's, as
+        // Cassandra's ExecuteMessage does: a match honours Skip_metadata, a mismatch sends
+        // the metadata with Metadata_changed and the new id.
+        let skip_metadata = std::mem::replace(&mut e.params.skip_metadata, false);
+        let mut result = self
+            .run(session, &statement, keyspace.as_deref(), &e.params)
+            .await;
+        if let Ok(ResultBody::Rows(rows)) = &mut result {
+            let id = RowsMetadata::metadata_id(&rows.metadata.columns);
+            if id == client_id {
+                rows.metadata.no_metadata = skip_metadata;
+            } else {
+                rows.metadata.new_metadata_id = Some(id);
+            }
+        }
+        result
     }
 
     async fn batch(&self, session: &mut Session, b: Batch) -> Result<ResultBody, ErrorResponse> {
         let mut statements = Vec::with_capacity(b.statements.len());
         for s in &b.statements {
+            // v5's per-batch keyspace supersedes the connection's (WITH_KEYSPACE).
+            let default_keyspace = || b.keyspace.clone().or_else(|| session.keyspace.clone());
             let (statement, keyspace) = match &s.query {
                 crate::frame::BatchQuery::Query(text) => (
                     Arc::new(parse_statement(text).map_err(parse_error)?),
-                    session.keyspace.clone(),
+                    default_keyspace(),
                 ),
                 crate::frame::BatchQuery::Prepared(id) => {
                     let found = self.prepared.lock().get(id);
                     let Some((statement, keyspace)) = found else {
                         return Err(unprepared(id));
                     };
-                    (statement, keyspace.or_else(|| session.keyspace.clone()))
+                    (statement, keyspace.or_else(default_keyspace))
                 }
             };
             statements.push((statement, keyspace, s.values.clone()));

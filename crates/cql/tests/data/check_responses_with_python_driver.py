@@ -8,6 +8,7 @@ Dev tool, not run by CI (the Rust test `frame_python_driver_golden` pins the byt
 
 after regenerating the files (see that test's doc). Exits non-zero on any mismatch.
 """
+import io
 import os
 import struct
 import sys
@@ -15,7 +16,10 @@ import uuid
 
 import cassandra
 from cassandra import ConsistencyLevel, WriteType
-from cassandra.connection import locally_supported_compressions
+from cassandra.connection import locally_supported_compressions, segment_codec_lz4
+from cassandra.cqltypes import DurationType
+from cassandra.segment import SegmentCodec
+from cassandra.util import Duration
 from cassandra.protocol import (
     AlreadyExistsException, AuthenticateMessage, AuthSuccessMessage, EventMessage,
     FunctionFailureMessage, InvalidRequestException, OverloadedErrorMessage, PreparedQueryNotFound,
@@ -31,9 +35,10 @@ lz4_decompress = locally_supported_compressions["lz4"][1]
 failures = []
 
 
-def decode(name, handler):
-    with open(os.path.join(DIR, name + ".bin"), "rb") as f:
-        data = f.read()
+def decode(name, handler, data=None):
+    if data is None:
+        with open(os.path.join(DIR, name + ".bin"), "rb") as f:
+            data = f.read()
     version = data[0] & 0x7F
     assert data[0] & 0x80, "response direction bit"
     if version >= 3:
@@ -43,7 +48,38 @@ def decode(name, handler):
         flags, stream, opcode, length = struct.unpack(">BbBi", data[1:8])
         body = data[8:]
     assert length == len(body), (name, length, len(body))
-    return handler.decode_message(version, {}, stream, flags, opcode, body, lz4_decompress, None), stream
+    # v5 bodies are never compressed (segments are): the driver gets no decompressor then.
+    decompressor = lz4_decompress if version < 5 else None
+    return handler.decode_message(version, {}, stream, flags, opcode, body, decompressor, None), stream
+
+
+def frames_in_segments(name, codec):
+    """The frames inside a file of v5 segments, as the driver's connection reassembles them."""
+    with open(os.path.join(DIR, name + ".bin"), "rb") as f:
+        buf = io.BytesIO(f.read())
+    payload = b""
+    while buf.tell() < len(buf.getvalue()):
+        header = codec.decode_header(buf)
+        payload += codec.decode(buf, header).payload
+    frames = []
+    while payload:
+        length = struct.unpack(">i", payload[5:9])[0]
+        frames.append(payload[:9 + length])
+        payload = payload[9 + length:]
+    return frames
+
+
+def check_segments(name, codec, predicates):
+    for handler in (_ProtocolHandler, ProtocolHandler):
+        try:
+            frames = frames_in_segments(name, codec)
+            ok = len(frames) == len(predicates) and all(
+                p(*decode(name, handler, frame)) for p, frame in zip(predicates, frames))
+            msg = frames
+        except Exception as e:  # noqa: BLE001 - report every failure
+            ok, msg = False, repr(e)
+        if not ok:
+            failures.append((name, handler.__name__, msg))
 
 
 def check(name, predicate):
@@ -69,7 +105,7 @@ def rows_ok(m, s):
 
 check("ready", lambda m, s: isinstance(m, ReadyMessage) and s == 1)
 check("supported", lambda m, s: isinstance(m, SupportedMessage) and m.cql_versions == ["3.4.5"]
-      and m.options == {"COMPRESSION": ["lz4"], "PROTOCOL_VERSIONS": ["3/v3", "4/v4"]})
+      and m.options == {"COMPRESSION": ["lz4"], "PROTOCOL_VERSIONS": ["3/v3", "4/v4", "5/v5"]})
 check("authenticate", lambda m, s: isinstance(m, AuthenticateMessage)
       and m.authenticator == "org.apache.cassandra.auth.PasswordAuthenticator")
 # A null token: the driver reads [bytes] as a long string and gets "" (it ignores the token).
@@ -119,6 +155,34 @@ check("event_topology_new_node_v6", lambda m, s: s == -1 and m.event_type == "TO
       and m.event_args == {"change_type": "NEW_NODE", "address": ("2001:db8::1", 9042)})
 check("event_schema_table", lambda m, s: s == -1 and m.event_type == "SCHEMA_CHANGE" and m.event_args == {
     "change_type": "UPDATED", "target_type": "TABLE", "keyspace": "ks", "table": "t"})
+
+# v5: the result metadata id, Metadata_changed, duration's own id, reason maps.
+check("v5_result_prepared", lambda m, s: m.kind == RESULT_KIND_PREPARED and m.query_id == b"\x33" * 16
+      and len(m.result_metadata_id) == 16 and m.bind_metadata[0][:3] == ("ks", "t", "k")
+      and [c[2] for c in m.column_metadata] == ["k", "d"])
+check("v5_result_rows_metadata_changed", lambda m, s: m.kind == RESULT_KIND_ROWS
+      and len(m.result_metadata_id) == 16 and m.column_names == ["k", "d"]
+      and m.column_types[1] is DurationType
+      and list(m.parsed_rows[0]) == ["key", Duration(1, 2, 3)])
+check("v5_error_read_failure", lambda m, s: isinstance(m, ReadFailureMessage) and m.info == {
+    "consistency": ConsistencyLevel.ALL, "received_responses": 1, "required_responses": 3,
+    "failures": 2, "error_code_map": {"127.0.0.2": 0, "::1": 1}, "data_retrieved": True})
+check("v5_error_write_failure", lambda m, s: isinstance(m, WriteFailureMessage) and m.info == {
+    "consistency": ConsistencyLevel.TWO, "received_responses": 1, "required_responses": 2,
+    "failures": 1, "error_code_map": {"0.0.0.0": 0}, "write_type": WriteType.BATCH})
+check("v5_error_write_timeout_cas", lambda m, s: isinstance(m, WriteTimeoutErrorMessage)
+      and m.info["write_type"] == WriteType.CAS)
+void_then_event = [
+    lambda m, s: isinstance(m, ResultMessage) and m.kind == RESULT_KIND_VOID and s == 7,
+    lambda m, s: isinstance(m, EventMessage) and s == -1 and m.event_args["table"] == "t",
+    lambda m, s: m.kind == RESULT_KIND_ROWS and s == 8
+    and m.parsed_rows == [("a value that repeats itself",)] * 20,
+]
+check_segments("v5_segments", SegmentCodec(), void_then_event)
+check_segments("v5_segments_lz4", segment_codec_lz4, void_then_event)
+with open(os.path.join(DIR, "v5_segments_lz4.bin"), "rb") as f:
+    if segment_codec_lz4.decode_header(io.BytesIO(f.read())).uncompressed_payload_length == 0:
+        failures.append(("v5_segments_lz4", "header", "the payload went uncompressed"))
 
 checked = {f[:-4] for f in os.listdir(DIR)}
 if failures:

@@ -7,19 +7,22 @@ output. Regenerate with
     python3 -m venv /tmp/cqlvenv && /tmp/cqlvenv/bin/pip install cassandra-driver==3.30.0 lz4
     /tmp/cqlvenv/bin/python crates/cql/tests/data/gen_python_driver_requests.py
 
-Each file is one whole frame (header + body), named for what it holds.
+Each file is one whole frame (header + body), named for what it holds; `segments_*` files
+are v5 segments as the driver sends them after the handshake.
 """
+import io
 import os
 import sys
 
 import cassandra
 from cassandra import ConsistencyLevel, ProtocolVersion
-from cassandra.connection import locally_supported_compressions
+from cassandra.connection import locally_supported_compressions, segment_codec_lz4
 from cassandra.protocol import (
     AuthResponseMessage, BatchMessage, ExecuteMessage, OptionsMessage, PrepareMessage,
     QueryMessage, RegisterMessage, StartupMessage, _ProtocolHandler, _UNSET_VALUE,
 )
 from cassandra.query import BatchType
+from cassandra.segment import SegmentCodec
 
 assert cassandra.__version__ == "3.30.0", cassandra.__version__
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "python_driver")
@@ -30,6 +33,16 @@ def write(name, msg, stream=0, version=4, compressor=None, beta=False):
     data = _ProtocolHandler.encode_message(msg, stream, version, compressor, beta)
     with open(os.path.join(OUT, name + ".bin"), "wb") as f:
         f.write(data)
+    return data
+
+
+def write_segments(name, frames, codec):
+    """The frames as the driver sends them after a v5 handshake: each in its own segment(s)."""
+    buf = io.BytesIO()
+    for frame in frames:
+        codec.encode(buf, frame)
+    with open(os.path.join(OUT, name + ".bin"), "wb") as f:
+        f.write(buf.getvalue())
 
 
 def main():
@@ -70,6 +83,25 @@ def main():
         (False, "UPDATE ks.t SET v = ? WHERE k = ?", [None, b"c"]),
     ], ConsistencyLevel.LOCAL_ONE, serial_consistency_level=ConsistencyLevel.SERIAL, timestamp=7)
     write("batch_v4", b, stream=10)
+
+    # v5: per-query keyspaces, PREPARE flags, the result metadata id, [int] flags.
+    q5 = write("query_v5_keyspace", QueryMessage("SELECT v FROM t", ConsistencyLevel.ONE, fetch_size=50,
+                                                 keyspace="ks"), stream=11, version=5)
+    p5 = write("prepare_v5_keyspace", PrepareMessage("SELECT v FROM t WHERE k = ?", keyspace="ks"),
+               stream=12, version=5)
+    e5 = write("execute_v5", ExecuteMessage(b"\x11" * 16, [b"key"], ConsistencyLevel.ONE, skip_meta=True,
+                                           result_metadata_id=b"\x55" * 16), stream=13, version=5)
+    write("batch_v5_keyspace", BatchMessage(BatchType.LOGGED, [(False, "INSERT INTO t (k) VALUES ('a')", [])],
+                                            ConsistencyLevel.ONE, keyspace="ks"), stream=14, version=5)
+    # The same frames in segments, plain and LZ4 (the LZ4 codec compresses a payload only when
+    # that makes it smaller), and a frame too large for one segment.
+    write_segments("segments_v5", [q5, p5, e5], SegmentCodec())
+    write_segments("segments_v5_lz4", [q5, p5, e5], segment_codec_lz4)
+    big = write("query_v5_large", QueryMessage("SELECT v FROM t WHERE k = '" + "x" * 135000 + "'",
+                                               ConsistencyLevel.ONE), stream=15, version=5)
+    write_segments("segments_v5_large", [big], SegmentCodec())
+    write_segments("segments_v5_large_lz4", [big], segment_codec_lz4)
+    os.remove(os.path.join(OUT, "query_v5_large.bin"))
     return 0
 
 

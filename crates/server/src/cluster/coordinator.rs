@@ -77,6 +77,7 @@ impl ClusterCoordinator {
                 block_for: n(block_for),
                 num_failures: n(failed),
                 write_type: WriteType::Simple,
+                reasons: Vec::new(),
             },
             ClusterError::ReadFailure {
                 received,
@@ -89,6 +90,7 @@ impl ClusterCoordinator {
                 block_for: n(block_for),
                 num_failures: n(failed),
                 data_present: false,
+                reasons: Vec::new(),
             },
             ClusterError::Overloaded(_) => ErrorKind::Overloaded,
             ClusterError::UnknownTable(t) => return self.local.unknown_table(t),

@@ -6,7 +6,9 @@
 //! schema-change events. It knows nothing of storage: it drives any [`Coordinator`].
 //!
 //! # One connection
-//! A reader (the connection's task) decodes frames from a `BytesMut`. Connection-level
+//! A reader (the connection's task) decodes frames from a `BytesMut` with a
+//! [`FrameReader`]: plain frames, or — on a v5 connection once STARTUP has been answered —
+//! frames out of checksummed segments, which the writer likewise packs its frames into. Connection-level
 //! requests are answered in order by the reader itself; QUERY, PREPARE, EXECUTE and BATCH
 //! run in the reader until they first wait (most finish there: a read served from memory,
 //! a write applied in place), then as their own task, so requests on different streams
@@ -46,8 +48,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use mosaic_cql::coordinator::Coordinator;
 use mosaic_cql::frame::{
-    decode_frame, AuthResponse, Compression, Consistency, ErrorKind, ErrorResponse, Event,
-    EventType, Opcode, ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder,
+    AuthResponse, Compression, Consistency, ErrorKind, ErrorResponse, Event, EventType,
+    FrameReader, Opcode, ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder,
     ResultBody, Startup, Supported,
 };
 use mosaic_cql::processor::{Processor, Session};
@@ -218,6 +220,9 @@ pub async fn serve<C: Coordinator>(
 enum Outgoing {
     /// An encoded frame.
     Frame(Bytes),
+    /// From now on, send frames in v5 segments compressed with this (a v5 connection's
+    /// answer to STARTUP has just been queued, unsegmented).
+    StartSegments(Option<Compression>),
     /// From now on, push events of these types, encoded with this encoder.
     Subscribe {
         events: Vec<EventType>,
@@ -253,6 +258,8 @@ struct Connection<C> {
     /// Fixed by the first frame; later frames must use it.
     version: Option<ProtocolVersion>,
     compression: Option<Compression>,
+    /// Takes request frames off the socket's bytes (in segments once a v5 handshake is done).
+    reader: FrameReader,
     session: Arc<Mutex<Session>>,
     in_flight: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
@@ -270,6 +277,7 @@ async fn run_connection<C: Coordinator>(
     let in_flight_max = shared.limits.connection_requests_in_flight_max;
     let (tx, rx) = mpsc::channel(in_flight_max.saturating_add(WRITER_QUEUE_EXTRA));
     let writer = tokio::spawn(write_loop(wr, rx, shared.events.clone()));
+    let frame_len_max = shared.limits.frame_size_bytes_max;
     let mut conn = Connection {
         shared,
         peer,
@@ -277,6 +285,7 @@ async fn run_connection<C: Coordinator>(
         phase: Phase::Uninitialized,
         version: None,
         compression: None,
+        reader: FrameReader::new(frame_len_max),
         session: Arc::new(Mutex::new(Session::new(ProtocolVersion::MAX))),
         in_flight: Arc::new(Semaphore::new(in_flight_max)),
         shutdown,
@@ -320,11 +329,10 @@ enum Ending {
 
 impl<C: Coordinator> Connection<C> {
     async fn read_loop(&mut self, rd: &mut OwnedReadHalf) -> Ending {
-        let frame_len_max = self.shared.limits.frame_size_bytes_max;
         let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
         loop {
             loop {
-                match decode_frame(&mut buf, frame_len_max) {
+                match self.reader.next_frame(&mut buf) {
                     Ok(Some(frame)) => match self.handle_frame(frame).await {
                         Flow::Continue => {}
                         Flow::Stop(ending) => return ending,
@@ -335,7 +343,7 @@ impl<C: Coordinator> Connection<C> {
                             target: "mosaic::net",
                             peer = %self.peer,
                             error = %e,
-                            "closing connection after a malformed frame"
+                            "closing connection after a malformed frame or segment"
                         );
                         let mut out = BytesMut::new();
                         e.encode_response(&mut out);
@@ -463,6 +471,15 @@ impl<C: Coordinator> Connection<C> {
             }
         };
         self.compression = options.compression;
+        tracing::debug!(
+            target: "mosaic::net",
+            peer = %self.peer,
+            %version,
+            compression = options.compression.map_or("none", Compression::name),
+            driver = startup.option("DRIVER_NAME").unwrap_or("?"),
+            driver_version = startup.option("DRIVER_VERSION").unwrap_or("?"),
+            "connection started"
+        );
         let encoder = ResponseEncoder::new(version, self.compression);
         match self.shared.authenticator.start(self.peer) {
             AuthStart::Ready => {
@@ -477,6 +494,14 @@ impl<C: Coordinator> Connection<C> {
                 self.respond(encoder, stream, &Response::Authenticate { authenticator })
                     .await;
             }
+        }
+        // v5: the READY or AUTHENTICATE just queued is the last unsegmented frame each way
+        // (the spec's §2.3.1; the Python driver and gocql switch on receiving it). Bytes the
+        // client sent after STARTUP are still in the reader's buffer, undecoded: they are
+        // read as segments too.
+        if version >= ProtocolVersion::V5 {
+            self.reader.start_segments(self.compression);
+            self.send(Outgoing::StartSegments(self.compression)).await;
         }
     }
 

@@ -1,6 +1,10 @@
 //! A connection's writer task: owns the socket's write half, coalesces ready frames into
 //! one write, and pushes the events its connection registered for (see the parent
-//! module's doc for the queue bounds).
+//! module's doc for the queue bounds). On a v5 connection past its handshake, frames go out
+//! in segments: the coalesced ones share self-contained segments, a frame larger than a
+//! segment goes out as a run of segments written one at a time.
+
+use mosaic_cql::frame::{encode_segment, SegmentWriter, SEGMENT_PAYLOAD_MAX};
 
 use super::*;
 
@@ -41,20 +45,28 @@ enum Step {
 
 struct Writer {
     wr: OwnedWriteHalf,
+    /// Bytes ready for the socket.
     buf: BytesMut,
     events: broadcast::Sender<Event>,
     sub: Option<Subscription>,
+    /// v5, past the handshake: packs frames into segments (its pending frames are sealed
+    /// into `buf` at each flush).
+    segments: Option<SegmentWriter>,
 }
 
 impl Writer {
+    /// Bytes taken but not yet written.
+    fn buffered(&self) -> usize {
+        self.buf.len() + self.segments.as_ref().map_or(0, SegmentWriter::pending_len)
+    }
+
     /// Takes one message; large frames are written at once (after what is buffered).
     async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
         match message {
-            Outgoing::Frame(frame) if frame.len() > COALESCE_BYTES_MAX => {
-                self.flush().await?;
-                self.wr.write_all(&frame).await?;
+            Outgoing::Frame(frame) => self.put_frame(&frame).await?,
+            Outgoing::StartSegments(compression) => {
+                self.segments = Some(SegmentWriter::new(compression));
             }
-            Outgoing::Frame(frame) => self.buf.extend_from_slice(&frame),
             Outgoing::Subscribe { events, encoder } => {
                 let rx = match self.sub.take() {
                     Some(s) => s.rx,
@@ -71,18 +83,51 @@ impl Writer {
         Ok(Step::Continue)
     }
 
-    fn take_event(&mut self, event: Event) {
-        if let Some(sub) = &self.sub {
-            if event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
-                let start = self.buf.len();
-                if sub.encoder.encode_event(&mut self.buf, &event).is_err() {
-                    self.buf.truncate(start);
+    /// One whole frame: buffered, or (large) written after what is buffered.
+    async fn put_frame(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        match &mut self.segments {
+            None if frame.len() > COALESCE_BYTES_MAX => {
+                self.flush().await?;
+                self.wr.write_all(frame).await?;
+            }
+            None => self.buf.extend_from_slice(frame),
+            Some(segments) if frame.len() > SEGMENT_PAYLOAD_MAX => {
+                // A run of segments, each built and written in turn: a large result costs
+                // one segment of memory beyond its frame, not a second copy of it.
+                let compression = segments.compression();
+                self.flush().await?;
+                let mut segment = BytesMut::with_capacity(SEGMENT_PAYLOAD_MAX + 16);
+                for chunk in frame.chunks(SEGMENT_PAYLOAD_MAX) {
+                    segment.clear();
+                    encode_segment(&mut segment, chunk, false, compression);
+                    self.wr.write_all(&segment).await?;
                 }
             }
+            Some(segments) => segments.push_frame(&mut self.buf, frame),
+        }
+        Ok(())
+    }
+
+    fn take_event(&mut self, event: Event) {
+        let Some(sub) = &self.sub else { return };
+        if !event_type(&event).is_some_and(|t| sub.events.contains(&t)) {
+            return;
+        }
+        let mut frame = BytesMut::new();
+        if sub.encoder.encode_event(&mut frame, &event).is_err() {
+            return;
+        }
+        match &mut self.segments {
+            // Events are small: they always fit the segment being filled or the next one.
+            Some(segments) => segments.push_frame(&mut self.buf, &frame),
+            None => self.buf.extend_from_slice(&frame),
         }
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(segments) = &mut self.segments {
+            segments.seal(&mut self.buf);
+        }
         if !self.buf.is_empty() {
             self.wr.write_all(&self.buf).await?;
             self.buf.clear();
@@ -106,6 +151,7 @@ pub(super) async fn write_loop(
         buf: BytesMut::new(),
         events,
         sub: None,
+        segments: None,
     };
     let result: std::io::Result<()> = async {
         loop {
@@ -131,7 +177,7 @@ pub(super) async fn write_loop(
             }
             // Coalesce whatever else is ready into the same write.
             let mut close = false;
-            while w.buf.len() < COALESCE_BYTES_MAX {
+            while w.buffered() < COALESCE_BYTES_MAX {
                 match rx.try_recv() {
                     Ok(message) => {
                         if let Step::Close = w.take(message).await? {

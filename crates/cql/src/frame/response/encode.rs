@@ -1,6 +1,6 @@
 //! The pieces of a response body: column specs, Rows and Prepared metadata, schema-change
-//! targets and events, as §4.2.5 and §4.2.6 of the v4 spec lay them out (v3 where it
-//! differs).
+//! targets and events, as §4.2.5 and §4.2.6 of the v4 spec lay them out (v3 and v5 where
+//! they differ).
 
 use super::*;
 
@@ -55,7 +55,7 @@ pub(super) fn put_column_specs(
     Ok(())
 }
 
-/// `<metadata>` of Rows (§4.2.5.2).
+/// `<metadata>` of Rows (§4.2.5.2); v5 adds Metadata_changed and `<new_metadata_id>`.
 pub(super) fn put_rows_metadata(
     out: &mut BytesMut,
     metadata: &RowsMetadata,
@@ -66,7 +66,14 @@ pub(super) fn put_rows_metadata(
     } else {
         global_table(&metadata.columns)
     };
+    let new_metadata_id = metadata
+        .new_metadata_id
+        .as_ref()
+        .filter(|_| version >= ProtocolVersion::V5 && !metadata.no_metadata);
     let mut flags = 0;
+    if new_metadata_id.is_some() {
+        flags |= rows_flag::METADATA_CHANGED;
+    }
     if global.is_some() {
         flags |= rows_flag::GLOBAL_TABLES_SPEC;
     }
@@ -80,6 +87,9 @@ pub(super) fn put_rows_metadata(
     out.put_i32(column_count(&metadata.columns)?);
     if let Some(paging_state) = &metadata.paging_state {
         put_bytes(out, Some(paging_state))?;
+    }
+    if let Some(id) = new_metadata_id {
+        put_short_bytes(out, id)?;
     }
     if !metadata.no_metadata {
         put_column_specs(out, &metadata.columns, global, version)?;

@@ -65,8 +65,8 @@ pub struct Supported {
 
 impl Default for Supported {
     /// What Mosaic offers: `CQL_VERSION` ["3.4.5"], `COMPRESSION` ["lz4"],
-    /// `PROTOCOL_VERSIONS` ["3/v3", "4/v4"]. Never any `SCYLLA_*` key: the Rust `scylla`
-    /// driver would take it for ScyllaDB and append `USING TIMEOUT` to its queries.
+    /// `PROTOCOL_VERSIONS` ["3/v3", "4/v4", "5/v5"]. Never any `SCYLLA_*` key: the Rust
+    /// `scylla` driver would take it for ScyllaDB and append `USING TIMEOUT` to its queries.
     fn default() -> Supported {
         let s = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         Supported {
@@ -75,10 +75,10 @@ impl Default for Supported {
                 ("COMPRESSION".to_owned(), s(&["lz4"])),
                 (
                     "PROTOCOL_VERSIONS".to_owned(),
-                    s(&[
-                        ProtocolVersion::V3.description(),
-                        ProtocolVersion::V4.description(),
-                    ]),
+                    ProtocolVersion::ALL
+                        .iter()
+                        .map(|v| v.description().to_owned())
+                        .collect(),
                 ),
             ],
         }
@@ -111,6 +111,10 @@ pub struct RowsMetadata {
     pub paging_state: Option<Bytes>,
     /// No_metadata: the client asked to skip it (Skip_metadata) and knows the columns.
     pub no_metadata: bool,
+    /// Metadata_changed (v5): the result metadata id the client sent with EXECUTE is stale;
+    /// this is the current one, sent with full metadata (ignored with `no_metadata`, and
+    /// before v5).
+    pub new_metadata_id: Option<Bytes>,
 }
 
 impl RowsMetadata {
@@ -120,6 +124,7 @@ impl RowsMetadata {
             columns,
             paging_state: None,
             no_metadata: false,
+            new_metadata_id: None,
         }
     }
 
@@ -130,7 +135,29 @@ impl RowsMetadata {
             columns: Vec::new(),
             paging_state: None,
             no_metadata: true,
+            new_metadata_id: None,
         }
+    }
+
+    /// The result metadata id of these columns (v5's `<result_metadata_id>`): a 16-byte
+    /// hash of each column's keyspace, table, name and type, so it changes exactly when the
+    /// columns a statement returns do, and is the same on every node. Cassandra hashes the
+    /// same things (MD5); ids are opaque to clients, which only send them back.
+    pub fn metadata_id(columns: &[ColumnSpec]) -> Bytes {
+        let mut bytes = Vec::with_capacity(columns.len() * 32);
+        for c in columns {
+            for part in [&c.keyspace, &c.table, &c.name] {
+                bytes.extend_from_slice(part.as_bytes());
+                bytes.push(0);
+            }
+            let mut option = BytesMut::new();
+            // Only a type with more than 65,535 fields or items fails to encode; its id
+            // then hashes what was written, still a function of the type.
+            let _ = c.ty.put_option(&mut option, ProtocolVersion::V5);
+            bytes.extend_from_slice(&option);
+            bytes.push(0);
+        }
+        Bytes::copy_from_slice(&xxhash_rust::xxh3::xxh3_128(&bytes).to_be_bytes())
     }
 }
 
@@ -158,6 +185,8 @@ pub struct PreparedMetadata {
 pub struct Prepared {
     /// The statement id the client EXECUTEs.
     pub id: Bytes,
+    /// v5: [`RowsMetadata::metadata_id`] of `result_metadata` (not sent before v5).
+    pub result_metadata_id: Bytes,
     /// Its bind markers.
     pub metadata: PreparedMetadata,
     /// The columns it returns when executed ([`RowsMetadata::empty`] for non-SELECTs).
@@ -328,14 +357,18 @@ pub(crate) mod rows_flag {
     pub(crate) const GLOBAL_TABLES_SPEC: i32 = 0x0001;
     pub(crate) const HAS_MORE_PAGES: i32 = 0x0002;
     pub(crate) const NO_METADATA: i32 = 0x0004;
+    /// v5.
+    pub(crate) const METADATA_CHANGED: i32 = 0x0008;
 }
 
 /// Encodes responses for one connection: its protocol version and negotiated compression.
+/// Always whole frames: on a v5 connection the server's writer puts them in segments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResponseEncoder {
     /// The connection's version.
     pub version: ProtocolVersion,
-    /// The compression negotiated at STARTUP, applied to every non-empty body.
+    /// The compression negotiated at STARTUP, applied to every non-empty body before v5
+    /// (v5 compresses segments, not bodies).
     pub compression: Option<Compression>,
 }
 
@@ -456,7 +489,8 @@ impl ResponseEncoder {
         Ok(())
     }
 
-    /// Compresses the body if negotiated and non-empty, then patches flags and length.
+    /// Compresses the body if negotiated, non-empty and before v5, then patches flags and
+    /// length.
     fn finish(&self, out: &mut BytesMut, start: usize) -> Result<(), EncodeError> {
         let body_start = start + HEADER_LEN;
         debug_assert!(out.len() >= body_start, "finish without begin");
@@ -464,7 +498,10 @@ impl ResponseEncoder {
         if i32::try_from(body_len).is_err() {
             return Err(EncodeError::FrameTooLarge { length: body_len });
         }
-        if let Some(compression) = self.compression.filter(|_| body_len > 0) {
+        let compression = self
+            .compression
+            .filter(|_| body_len > 0 && self.version < ProtocolVersion::V5);
+        if let Some(compression) = compression {
             let body = out.split_off(body_start);
             compression.compress_into(&body, out);
             if let Some(flags) = out.get_mut(start + 1) {
@@ -534,6 +571,9 @@ impl ResponseEncoder {
                 ResultBody::Prepared(prepared) => {
                     out.put_i32(PREPARED);
                     put_short_bytes(out, &prepared.id)?;
+                    if version >= ProtocolVersion::V5 {
+                        put_short_bytes(out, &prepared.result_metadata_id)?;
+                    }
                     put_prepared_metadata(out, &prepared.metadata, version)?;
                     put_rows_metadata(out, &prepared.result_metadata, version)
                 }
