@@ -494,6 +494,11 @@ impl fmt::Display for DataType {
                 DataType::Tuple(_) => write!(f, "{inner}"),
                 _ => write!(f, "frozen<{inner}>"),
             },
+            // A definition prints as its bare name (as system_schema shows it); a reference
+            // as written, keyspace included.
+            DataType::Udt(u) if !u.is_resolved() && !u.keyspace.is_empty() => {
+                write!(f, "{}.{}", quote_name(&u.keyspace), quote_name(&u.name))
+            }
             DataType::Udt(u) => write!(f, "{}", quote_name(&u.name)),
         }
     }
