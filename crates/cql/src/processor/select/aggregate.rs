@@ -237,3 +237,89 @@ pub(super) fn divide_decimal(
         parts.scale,
     ))
 }
+
+/// The length of the primary-key prefix a `GROUP BY` names: its columns must be the
+/// primary key's first columns in order, the whole partition key at least (Cassandra's
+/// rules); 0 without GROUP BY.
+pub(super) fn group_by_len(table: &TableMeta, group_by: &[Ident]) -> Result<usize, ErrorResponse> {
+    if group_by.is_empty() {
+        return Ok(0);
+    }
+    let key: Vec<&str> = table
+        .partition_key()
+        .iter()
+        .chain(table.clustering().iter())
+        .map(|c| c.name.as_str())
+        .collect();
+    for (i, ident) in group_by.iter().enumerate() {
+        let name = ident.as_str();
+        let column = restrict::column(table, name)?;
+        if !column.kind.is_primary_key() {
+            return Err(invalid(format!(
+                "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
+            )));
+        }
+        if key.get(i) != Some(&name) {
+            return Err(invalid(
+                "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+            ));
+        }
+    }
+    if group_by.len() < table.partition_key().len() {
+        return Err(invalid(
+            "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+        ));
+    }
+    Ok(group_by.len())
+}
+
+/// GROUP BY's groups: rows arrive in primary-key order, so a group ends when the key
+/// prefix changes; each finished group is one result row (its aggregates, or its first
+/// row's values), and `LIMIT` counts groups.
+#[derive(Default)]
+pub(super) struct Groups {
+    /// The key prefix of the group being aggregated.
+    current: Option<Vec<CqlValue>>,
+    /// The finished groups' rows.
+    done: Vec<Vec<Option<Bytes>>>,
+}
+
+impl Groups {
+    /// Before row `view` is aggregated: finishes the current group (resetting `aggs`) if the
+    /// row starts another; breaks when `LIMIT` groups are done.
+    pub(super) fn next_row(
+        &mut self,
+        plan: &Plan,
+        view: &RowView<'_>,
+        aggs: &mut AggState,
+    ) -> std::ops::ControlFlow<()> {
+        let pk = view.partition_key.len();
+        let clustering = plan.group_by.saturating_sub(pk);
+        let mut key: Vec<CqlValue> = view.partition_key.to_vec();
+        if let Some(row) = view.row {
+            key.extend(row.clustering.iter().take(clustering).cloned());
+        }
+        if self.current.as_ref().is_some_and(|c| *c != key) {
+            self.done.push(aggs.finish(&plan.columns));
+            *aggs = AggState::new(&plan.columns);
+            if plan.limit.is_some_and(|l| self.done.len() as u64 >= l) {
+                self.current = None;
+                return std::ops::ControlFlow::Break(());
+            }
+        }
+        self.current = Some(key);
+        std::ops::ControlFlow::Continue(())
+    }
+
+    /// Every group's row, the last one's (still in `aggs`) included.
+    pub(super) fn finish(&mut self, plan: &Plan, aggs: &AggState) -> Vec<Vec<Option<Bytes>>> {
+        let mut out = std::mem::take(&mut self.done);
+        if self.current.take().is_some() {
+            out.push(aggs.finish(&plan.columns));
+        }
+        if let Some(limit) = plan.limit {
+            out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        out
+    }
+}

@@ -52,6 +52,8 @@ struct Plan {
     restrictions: Restrictions,
     columns: Arc<[OutColumn]>,
     aggregate: bool,
+    /// GROUP BY: how many primary key columns (in order) make a group's key; 0: none.
+    group_by: usize,
     distinct: bool,
     reversed: bool,
     /// Sort rows of several partitions by clustering (ORDER BY with IN).
@@ -140,11 +142,15 @@ pub(crate) async fn execute<C: Coordinator>(
     let mut run = Run {
         plan: &plan,
         page_size,
-        limit_left: resume
-            .as_ref()
-            .map_or(plan.limit.unwrap_or(u64::MAX), |r| r.limit_left),
+        // GROUP BY's LIMIT counts groups ([`aggregate::Groups`]).
+        limit_left: match resume.as_ref() {
+            _ if plan.group_by > 0 => u64::MAX,
+            Some(r) => r.limit_left,
+            None => plan.limit.unwrap_or(u64::MAX),
+        },
         rows: Vec::new(),
         aggregates: AggState::new(&plan.columns),
+        groups: aggregate::Groups::default(),
         emitted: 0,
         partition_rows: 0,
         last_key: None,
@@ -214,7 +220,9 @@ fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
             out_rows.truncate(limit as usize);
         }
     }
-    if plan.aggregate {
+    if plan.group_by > 0 {
+        out_rows = run.groups.finish(plan, &run.aggregates);
+    } else if plan.aggregate {
         out_rows = vec![run.aggregates.finish(&plan.columns)];
     }
     out_rows
@@ -257,9 +265,8 @@ fn plan(
     let aggregate = columns
         .iter()
         .any(|c| matches!(c.expr, Expr::CountRows | Expr::Aggregate(..)));
-    if !s.group_by.is_empty() {
-        return Err(invalid("GROUP BY is not supported yet"));
-    }
+    let group_by = aggregate::group_by_len(&table, &s.group_by)?;
+    let aggregate = aggregate || group_by > 0;
     if s.distinct {
         check_distinct(&table, &columns)?;
     }
@@ -300,6 +307,7 @@ fn plan(
         filter,
         columns,
         aggregate,
+        group_by,
         distinct: s.distinct,
         reversed,
         merge_sort,
@@ -486,6 +494,8 @@ struct Run<'p> {
     limit_left: u64,
     rows: Vec<Vec<Option<Bytes>>>,
     aggregates: AggState,
+    /// GROUP BY's finished groups.
+    groups: aggregate::Groups,
     emitted: u64,
     partition_rows: u64,
     last_key: Option<Vec<u8>>,
@@ -628,6 +638,15 @@ impl Run<'_> {
         }
         self.partition_rows += 1;
         if plan.aggregate {
+            if plan.group_by > 0
+                && self
+                    .groups
+                    .next_row(plan, view, &mut self.aggregates)
+                    .is_break()
+            {
+                self.stop = true;
+                return Next::Stop;
+            }
             self.aggregates.add(&plan.columns, table, view);
         } else {
             let out: Vec<Option<Bytes>> = plan
