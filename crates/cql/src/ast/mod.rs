@@ -17,6 +17,9 @@
 //! and it is handy in logs and error messages.
 
 mod display;
+mod types;
+
+pub use types::{AlterTypeOperation, AlterTypeStatement, CreateTypeStatement, DropTypeStatement};
 
 use mosaic_types::{CqlType, DataType};
 
@@ -618,44 +621,6 @@ pub struct AlterTableStatement {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DropTableStatement {
     /// The table.
-    pub name: QualifiedName,
-    /// `IF EXISTS`.
-    pub if_exists: bool,
-}
-
-/// `CREATE TYPE [IF NOT EXISTS] [ks.]name (field type, …)`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct CreateTypeStatement {
-    /// The type.
-    pub name: QualifiedName,
-    /// `IF NOT EXISTS`.
-    pub if_not_exists: bool,
-    /// Its fields, in order.
-    pub fields: Vec<(Ident, DataType)>,
-}
-
-/// What `ALTER TYPE` does.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AlterTypeOperation {
-    /// `ADD field type`.
-    Add(Ident, DataType),
-    /// `RENAME a TO b [AND c TO d …]`.
-    Rename(Vec<(Ident, Ident)>),
-}
-
-/// `ALTER TYPE [ks.]name …`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct AlterTypeStatement {
-    /// The type.
-    pub name: QualifiedName,
-    /// The change.
-    pub operation: AlterTypeOperation,
-}
-
-/// `DROP TYPE [IF EXISTS] [ks.]name`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct DropTypeStatement {
-    /// The type.
     pub name: QualifiedName,
     /// `IF EXISTS`.
     pub if_exists: bool,
