@@ -158,28 +158,22 @@ impl Display for Term {
                 join(f, items, ", ")?;
                 f.write_str("}")
             }
-            Term::Map(entries) => {
-                f.write_str("{")?;
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k}: {v}")?;
-                }
-                f.write_str("}")
-            }
-            Term::Udt(entries) => {
-                f.write_str("{")?;
-                for (i, (k, v)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k}: {v}")?;
-                }
-                f.write_str("}")
-            }
+            Term::Map(entries) => write_entries(f, entries),
+            Term::Udt(entries) => write_entries(f, entries),
         }
     }
+}
+
+/// `{k: v, …}`: a map or user-defined type literal.
+fn write_entries<K: Display>(f: &mut Formatter<'_>, entries: &[(K, Term)]) -> fmt::Result {
+    f.write_str("{")?;
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{k}: {v}")?;
+    }
+    f.write_str("}")
 }
 
 impl Display for IntValue {

@@ -143,31 +143,12 @@ impl Writer<'_> {
                 }
             }
         }
-        let is_empty = |f: &Fragment, is_static: bool| {
-            f.cells.is_empty() && f.complex.is_empty() && !list_ops.iter().any(|o| o.1 == is_static)
-        };
-        let rows = if is_empty(&regular, false) {
+        let rows = if super::writes_nothing(&regular, &list_ops, false) {
             Vec::new()
         } else {
             self.full_rows(r)
                 .ok_or_else(|| invalid("Range deletions are not supported for specific columns"))?
         };
-        for prefix in partitions {
-            if !is_empty(&statics, true) {
-                let key = self.schema.static_key(prefix);
-                let f = self.with_list_ops(statics.clone(), &list_ops, prefix, &key, true)?;
-                if !f.is_empty() {
-                    self.push(out, prefix, key, f);
-                }
-            }
-            for ck in &rows {
-                let key = self.row_key(prefix, ck)?;
-                let f = self.with_list_ops(regular.clone(), &list_ops, prefix, &key, false)?;
-                if !f.is_empty() {
-                    self.push(out, prefix, key, f);
-                }
-            }
-        }
-        Ok(())
+        self.push_rows(partitions, &rows, &statics, &regular, &list_ops, out)
     }
 }

@@ -657,9 +657,7 @@ impl Writer<'_> {
             };
             target.cells.insert(col.id, cell);
         }
-        let is_empty = |f: &Fragment, is_static: bool| {
-            f.cells.is_empty() && f.complex.is_empty() && !list_ops.iter().any(|o| o.1 == is_static)
-        };
+        let is_empty = |f: &Fragment, is_static: bool| writes_nothing(f, &list_ops, is_static);
         let rows = if is_empty(&regular, false) && !is_empty(&statics, true) && !r.has_clustering()
         {
             Vec::new()
@@ -680,20 +678,36 @@ impl Writer<'_> {
                 }
             }
         };
-        for prefix in &partitions {
-            if !is_empty(&statics, true) {
+        let rows = if is_empty(&regular, false) {
+            Vec::new()
+        } else {
+            rows
+        };
+        self.push_rows(&partitions, &rows, &statics, &regular, &list_ops, out)
+    }
+
+    /// Pushes the static row's and every named row's writes (each with its list
+    /// operations applied) in every partition; nothing for what writes nothing.
+    fn push_rows(
+        &self,
+        partitions: &[PartitionPrefix],
+        rows: &[Vec<CqlValue>],
+        statics: &Fragment,
+        regular: &Fragment,
+        list_ops: &[(&ColumnMeta, bool, ListOp)],
+        out: &mut Vec<Mutation>,
+    ) -> Result<(), ErrorResponse> {
+        for prefix in partitions {
+            if !writes_nothing(statics, list_ops, true) {
                 let key = self.schema.static_key(prefix);
-                let f = self.with_list_ops(statics.clone(), &list_ops, prefix, &key, true)?;
+                let f = self.with_list_ops(statics.clone(), list_ops, prefix, &key, true)?;
                 if !f.is_empty() {
                     self.push(out, prefix, key, f);
                 }
             }
-            if is_empty(&regular, false) {
-                continue;
-            }
-            for ck in &rows {
+            for ck in rows {
                 let key = self.row_key(prefix, ck)?;
-                let f = self.with_list_ops(regular.clone(), &list_ops, prefix, &key, false)?;
+                let f = self.with_list_ops(regular.clone(), list_ops, prefix, &key, false)?;
                 if !f.is_empty() {
                     self.push(out, prefix, key, f);
                 }
@@ -701,6 +715,12 @@ impl Writer<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether a row's (or the static row's) writes are empty: no cell, no multi-cell column
+/// and no list operation.
+fn writes_nothing(f: &Fragment, list_ops: &[(&ColumnMeta, bool, ListOp)], is_static: bool) -> bool {
+    f.cells.is_empty() && f.complex.is_empty() && !list_ops.iter().any(|o| o.1 == is_static)
 }
 
 /// An INSERT's values, sorted by the role of their column.
