@@ -8,8 +8,7 @@
 //! - a map entry: the key's serialization, the value in the cell;
 //! - a list element: a time-based id, 8 bytes of time (microseconds, sign bit flipped,
 //!   big-endian) then 2 bytes of position in the statement and 6 random bytes, so that
-//!   appends sort after what is there and prepends (whose time counts down from a fixed
-//!   reference, as Cassandra's `PrecisionTime` for prepends does) before.
+//!   appends sort after what is there and prepends (whose time counts down from zero) before.
 //!
 //! Overwriting a collection (`c = …`, or an INSERT) writes a column deletion at the write
 //! timestamp minus one plus the new elements; `DELETE c` a column deletion at the write
@@ -185,17 +184,26 @@ impl CellTime {
     }
 }
 
-/// Microseconds of 2010-01-01T00:00:00Z: prepended list elements get times counting down
-/// from it, so they sort before every appended one.
-const PREPEND_REFERENCE_MICROS: i64 = 1_262_304_000_000_000;
+/// The time in the path of a list element written at `ts`: the write timestamp for an
+/// append; for a prepend, the timestamp mirrored below zero (`-1 - ts`), so that later
+/// prepends sort first and every prepend sorts before every append written at a timestamp
+/// `>= 0`. Why not Cassandra's way: its prepends count down from 2010-01-01 by the wall
+/// clock, always later than that; counted from 2010 by the write timestamp, a prepend
+/// written with an older client timestamp (`USING TIMESTAMP 1000`) sorted after the
+/// appends. (Prepends written that way with timestamps after 2010 have times between zero
+/// and 2010: they still sort after every prepend written since and before every append.)
+/// Negative timestamps are allowed but get no such order: their prepends all take time -1.
+fn list_time(ts: Timestamp, prepend: bool) -> i64 {
+    if prepend {
+        -1 - ts.0.max(0)
+    } else {
+        ts.0
+    }
+}
 
 /// The paths of `n` new list elements written at `ts`, in list order.
 fn list_paths(n: usize, ts: Timestamp, prepend: bool) -> Vec<Vec<u8>> {
-    let time = if prepend {
-        PREPEND_REFERENCE_MICROS.saturating_sub(ts.0.saturating_sub(PREPEND_REFERENCE_MICROS))
-    } else {
-        ts.0
-    };
+    let time = list_time(ts, prepend);
     let random: [u8; 8] = mosaic_env::rng::random_bytes();
     (0..n)
         .map(|i| {

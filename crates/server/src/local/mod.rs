@@ -86,6 +86,8 @@ use crate::cold::ColdTier;
 use crate::config::{Config, EngineCalls, WalSync};
 use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 
+#[cfg(test)]
+mod collection_model_tests;
 mod coordinator;
 mod hetero;
 mod identity;
