@@ -7,8 +7,9 @@
 //! - a set element: the element's serialization, with an empty value;
 //! - a map entry: the key's serialization, the value in the cell;
 //! - a list element: a time-based id, 8 bytes of time (microseconds, sign bit flipped,
-//!   big-endian) then 2 bytes of position in the statement and 6 random bytes, so that
-//!   appends sort after what is there and prepends (whose time counts down from zero) before.
+//!   big-endian), 6 random bytes of the statement, then 2 bytes of position in the
+//!   statement, so that appends sort after what is there, prepends (whose time counts down
+//!   from zero) before, and the elements of two statements at the same time stay together.
 //!
 //! Overwriting a collection (`c = …`, or an INSERT) writes a column deletion at the write
 //! timestamp minus one plus the new elements; `DELETE c` a column deletion at the write
@@ -209,8 +210,8 @@ fn list_paths(n: usize, ts: Timestamp, prepend: bool) -> Vec<Vec<u8>> {
         .map(|i| {
             let mut path = Vec::with_capacity(16);
             path.extend_from_slice(&((time as u64) ^ (1 << 63)).to_be_bytes());
-            path.extend_from_slice(&(i.min(usize::from(u16::MAX)) as u16).to_be_bytes());
             path.extend_from_slice(random.get(..6).unwrap_or_default());
+            path.extend_from_slice(&(i.min(usize::from(u16::MAX)) as u16).to_be_bytes());
             path
         })
         .collect()
