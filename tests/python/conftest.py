@@ -3,6 +3,12 @@
 The binary comes from $MOSAIC_BIN (scripts/test builds it); each server gets a temporary data
 directory and a free port on 127.0.0.1, and is stopped by PID at teardown, even on failure.
 `make_cluster` starts multi-node clusters with `mosaic cluster up` (see `MosaicCluster`).
+
+MOSAIC_TEST_AGAINST=host:port (opt-in, e.g. an Apache Cassandra 4.1 node) makes the single-node
+fixtures (`node`, `fresh_node`, and `cluster`, `session`, `ks` built on them) connect to that
+running server instead of starting `mosaic server`: run the single-node driver tests against
+Apache Cassandra to check their expectations. Tests that need a Mosaic process (restarts, logs,
+the admin endpoint, `make_cluster`) are not meant to be run that way.
 """
 import contextlib
 import itertools
@@ -24,6 +30,7 @@ from cassandra.policies import (ConstantReconnectionPolicy, HostDistance, RoundR
 
 MOSAIC_BIN = os.environ.get("MOSAIC_BIN", os.path.join(os.path.dirname(__file__), "..", "..", "target", "debug", "mosaic"))
 START_TIMEOUT_S = 60
+TEST_AGAINST = os.environ.get("MOSAIC_TEST_AGAINST")
 
 
 def free_port():
@@ -104,9 +111,46 @@ class Node:
             self.tmp.cleanup()
 
 
+class ExternalNode:
+    """A server already running at MOSAIC_TEST_AGAINST (host:port): connected to, never started
+    or stopped (no process, no log, no restart)."""
+
+    def __init__(self, address):
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"MOSAIC_TEST_AGAINST must be host:port, got {address!r}")
+        self.host = host
+        self.port = int(port)
+        self.proc = None
+
+    def start(self):
+        return self
+
+    def stop(self, sig=signal.SIGTERM):
+        raise RuntimeError("MOSAIC_TEST_AGAINST: an external server is not stopped by the tests")
+
+    def restart(self):
+        raise RuntimeError("MOSAIC_TEST_AGAINST: an external server is not restarted by the tests")
+
+    def log_tail(self):
+        return ""
+
+    def cluster(self, **kwargs):
+        kwargs.setdefault("protocol_version", 4)
+        kwargs.setdefault("load_balancing_policy", RoundRobinPolicy())
+        return Cluster([self.host], port=self.port, **kwargs)
+
+    def close(self):
+        pass
+
+
+def _single_node():
+    return ExternalNode(TEST_AGAINST) if TEST_AGAINST else Node()
+
+
 @pytest.fixture(scope="session")
 def node():
-    n = Node().start()
+    n = _single_node().start()
     try:
         yield n
     finally:
@@ -115,7 +159,7 @@ def node():
 
 @pytest.fixture()
 def fresh_node():
-    n = Node().start()
+    n = _single_node().start()
     try:
         yield n
     finally:
