@@ -40,7 +40,7 @@ def test_tables_use_truncate_and_errors(session, ks):
         session.execute("SELECT * FROM nope")
     with pytest.raises(SyntaxException):
         session.execute("SELEC * FROM t")
-    with pytest.raises(InvalidRequest, match="Invalid non-frozen collection type list<int> for PRIMARY KEY component k"):
+    with pytest.raises(InvalidRequest, match="Invalid non-frozen collection type list<int> for PRIMARY KEY column 'k'"):
         session.execute("CREATE TABLE c (k list<int> PRIMARY KEY, v int)")
     session.execute("DROP TABLE t")
     session.execute("DROP TABLE IF EXISTS t")

@@ -110,7 +110,7 @@ fn collection_refusals_are_cassandras() {
         ),
         (
             "CREATE TABLE u (k list<int> PRIMARY KEY)",
-            "Invalid non-frozen collection type list<int> for PRIMARY KEY component k",
+            "Invalid non-frozen collection type list<int> for PRIMARY KEY column 'k'",
         ),
         ("SELECT k FROM t WHERE l CONTAINS 1", "ALLOW FILTERING"),
     ] {

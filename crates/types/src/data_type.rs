@@ -199,6 +199,51 @@ impl DataType {
         }
     }
 
+    /// The type as Cassandra stores what was written: everything inside a tuple or a
+    /// `frozen<…>` is frozen too (`tuple<int, list<int>>` is `frozen<tuple<int,
+    /// frozen<list<int>>>>`); a non-frozen collection's elements are left as written (for
+    /// [`DataType::validate`] to refuse a non-frozen one).
+    pub fn normalized(self) -> DataType {
+        match self {
+            DataType::List(e) => DataType::List(Box::new(e.normalized())),
+            DataType::Set(e) => DataType::Set(Box::new(e.normalized())),
+            DataType::Map(k, v) => {
+                DataType::Map(Box::new(k.normalized()), Box::new(v.normalized()))
+            }
+            DataType::Tuple(fields) => {
+                DataType::Tuple(fields.into_iter().map(DataType::deep_frozen).collect())
+            }
+            DataType::Frozen(inner) => match *inner {
+                DataType::List(e) => {
+                    DataType::Frozen(Box::new(DataType::List(Box::new(e.deep_frozen()))))
+                }
+                DataType::Set(e) => {
+                    DataType::Frozen(Box::new(DataType::Set(Box::new(e.deep_frozen()))))
+                }
+                DataType::Map(k, v) => DataType::Frozen(Box::new(DataType::Map(
+                    Box::new(k.deep_frozen()),
+                    Box::new(v.deep_frozen()),
+                ))),
+                DataType::Tuple(fields) => {
+                    DataType::Tuple(fields.into_iter().map(DataType::deep_frozen).collect())
+                }
+                DataType::Frozen(inner) => DataType::Frozen(inner).normalized(),
+                other => DataType::Frozen(Box::new(other)),
+            },
+            other => other,
+        }
+    }
+
+    /// The type frozen, and everything inside it.
+    fn deep_frozen(self) -> DataType {
+        match self {
+            DataType::List(_) | DataType::Set(_) | DataType::Map(..) | DataType::Udt(_) => {
+                DataType::Frozen(Box::new(self)).normalized()
+            }
+            other => other.normalized(),
+        }
+    }
+
     /// Checks the nesting rules Cassandra applies to a type written in CQL: no non-frozen
     /// collection inside a collection or tuple, `frozen<>` only around collections and
     /// tuples, no `duration` in a set or as a map key.
@@ -235,10 +280,14 @@ impl DataType {
             DataType::Tuple(fields) => fields.iter().try_for_each(|f| f.validate_at(Some(self))),
             DataType::Frozen(inner) => match inner.as_ref() {
                 DataType::Native(_) => Err(InvalidTypeError(
-                    "frozen<> is only allowed on collections, tuples, and user-defined types"
-                        .into(),
+                    format!(
+                    "frozen<> is only allowed on collections, tuples, and user-defined types (got {inner})"
+                ),
                 )),
-                DataType::List(_) | DataType::Set(_) | DataType::Map(..) => inner.validate_at(None),
+                DataType::List(_) | DataType::Set(_) | DataType::Map(..) => {
+                    inner.check_durations_named(self)?;
+                    inner.validate_at(None)
+                }
                 DataType::Udt(_) => Ok(()),
                 other => other.validate_at(parent),
             },
@@ -246,12 +295,17 @@ impl DataType {
     }
 
     fn check_durations(&self) -> Result<(), InvalidTypeError> {
+        self.check_durations_named(self)
+    }
+
+    /// [`Self::check_durations`], naming `shown` (the type as written, e.g. frozen).
+    fn check_durations_named(&self, shown: &DataType) -> Result<(), InvalidTypeError> {
         match self {
             DataType::Set(e) if e.contains_duration() => Err(InvalidTypeError(format!(
-                "Durations are not allowed inside sets: {self}"
+                "Durations are not allowed inside sets: {shown}"
             ))),
             DataType::Map(k, _) if k.contains_duration() => Err(InvalidTypeError(format!(
-                "Durations are not allowed as map keys: {self}"
+                "Durations are not allowed as map keys: {shown}"
             ))),
             _ => Ok(()),
         }
@@ -647,7 +701,7 @@ mod tests {
         );
         assert_eq!(
             ty("frozen<int>").validate().unwrap_err().0,
-            "frozen<> is only allowed on collections, tuples, and user-defined types"
+            "frozen<> is only allowed on collections, tuples, and user-defined types (got int)"
         );
         assert_eq!(
             ty("set<duration>").validate().unwrap_err().0,

@@ -339,7 +339,8 @@ pub(crate) fn assign(
             column.deletion = Some(time.deletion_at(Timestamp(time.ts.0.saturating_sub(1))));
             return Ok(());
         }
-        Eval::Null => return Err(invalid(format!("Invalid null value for {name}"))),
+        // Adding, prepending or removing null changes nothing, as in Cassandra.
+        Eval::Null => return Ok(()),
         Eval::Value(v) => v,
     };
     match (op, ty) {
@@ -361,9 +362,11 @@ pub(crate) fn assign(
             }
         }
         (AssignOp::Remove, DataType::List(_)) => return Err(list_needs_read(name)),
+        // Cassandra prints a prepend to a non-list with '-' (sic).
         (AssignOp::Prepend, _) => {
             return Err(invalid(format!(
-                "Invalid operation ({name} = ? + {name}) for non list column {name}"
+                "Invalid operation ({name} = {} - {name}) for non list column {name}",
+                literal_text(&value)
             )))
         }
         _ => {
@@ -373,6 +376,27 @@ pub(crate) fn assign(
         }
     }
     Ok(())
+}
+
+/// A value as a CQL literal, for error messages.
+fn literal_text(value: &CqlValue) -> String {
+    let join = |items: &mut dyn Iterator<Item = String>| items.collect::<Vec<_>>().join(", ");
+    match value {
+        CqlValue::Text(s) | CqlValue::Ascii(s) => format!("'{s}'"),
+        CqlValue::List(items) => format!("[{}]", join(&mut items.iter().map(literal_text))),
+        CqlValue::Set(items) => format!("{{{}}}", join(&mut items.iter().map(literal_text))),
+        CqlValue::Map(entries) => format!(
+            "{{{}}}",
+            join(&mut entries.iter().map(|(k, v)| format!(
+                "{}: {}",
+                literal_text(k),
+                literal_text(v)
+            )))
+        ),
+        CqlValue::Int(v) => v.to_string(),
+        CqlValue::BigInt(v) => v.to_string(),
+        other => format!("{other:?}"),
+    }
 }
 
 /// `c = c - {k1, …}` on a map: the keys to remove, as a set of the key type.

@@ -335,7 +335,7 @@ impl Parser<'_> {
     /// `frozen<…>`, checked against Cassandra's nesting rules.
     pub(super) fn parse_type(&mut self) -> PResult<DataType> {
         let t = self.peek();
-        let ty = self.parse_type_inner()?;
+        let ty = self.parse_type_inner()?.normalized();
         ty.validate().map_err(|e| self.invalid(t, e.0))?;
         Ok(ty)
     }

@@ -87,8 +87,15 @@ fn check_columns(
                 "user-defined"
             };
             return Err(invalid(format!(
-                "Invalid non-frozen {what} type {} for PRIMARY KEY component {}",
+                "Invalid non-frozen {what} type {} for PRIMARY KEY column '{}'",
                 def.ty,
+                ident.as_str()
+            )));
+        }
+        if def.ty.contains_duration() {
+            // Cassandra 4's CreateTableStatement, word for word.
+            return Err(invalid(format!(
+                "duration type is not supported for PRIMARY KEY column '{}'",
                 ident.as_str()
             )));
         }
