@@ -51,6 +51,20 @@ pub(crate) fn eval_complex(
             ))),
         }
     };
+    let is_marker = |t: &Term| matches!(t, Term::Bind(_));
+    let refused_marker = match term {
+        Term::List(items) if items.iter().any(is_marker) => Some("list"),
+        Term::Set(items) if items.iter().any(is_marker) => Some("set"),
+        Term::Map(entries) if entries.iter().any(|(k, v)| is_marker(k) || is_marker(v)) => {
+            Some("map")
+        }
+        _ => None,
+    };
+    if let Some(kind) = refused_marker {
+        return Err(invalid(format!(
+            "Invalid {kind} literal for {name}: bind variables are not supported inside collection literals"
+        )));
+    }
     let value = match (term, shape) {
         (Term::Literal(crate::ast::Literal::Null), _) => return Ok(Eval::Null),
         (Term::Literal(_), _) => return Err(mismatch("constant")),

@@ -336,7 +336,19 @@ impl Parser<'_> {
     pub(super) fn parse_type(&mut self) -> PResult<DataType> {
         let t = self.peek();
         let ty = self.parse_type_inner()?.normalized();
-        ty.validate().map_err(|e| self.invalid(t, e.0))?;
+        ty.validate().map_err(|e| {
+            // Cassandra's grammar refuses frozen<native> itself: a syntax error.
+            if e.0.starts_with("frozen<>") {
+                let (line, column) = position(self.text, t.start);
+                ParseError::Syntax {
+                    line,
+                    column,
+                    message: e.0,
+                }
+            } else {
+                self.invalid(t, e.0)
+            }
+        })?;
         Ok(ty)
     }
 

@@ -4,7 +4,7 @@
 use mosaic_rows::{Fragment, PartitionPrefix};
 use mosaic_types::{CqlType, DataType};
 
-use crate::ast::AssignOp;
+use crate::ast::{AssignOp, Term};
 use crate::frame::ErrorResponse;
 use crate::schema::ColumnMeta;
 
@@ -66,6 +66,23 @@ impl Writer<'_> {
                 let key = eval(key, &key_ty, name, ctx)?;
                 let value = eval(&a.value, &value_ty, name, ctx)?;
                 assign(column, ty, name, a.op, Some(key), value, time)?;
+            }
+            (None, AssignOp::Remove, DataType::Map(..))
+                if matches!(&a.value, Term::List(_))
+                    || matches!(&a.value, Term::Map(m) if !m.is_empty()) =>
+            {
+                return Err(invalid(format!(
+                    "Value for a map substraction has to be a set, but was: '{}'",
+                    a.value
+                )));
+            }
+            (None, AssignOp::Add, DataType::Map(..))
+                if matches!(a.value, Term::List(_) | Term::Set(_) | Term::Tuple(_)) =>
+            {
+                return Err(invalid(format!(
+                    "Value for a map addition has to be a map, but was: '{}'",
+                    a.value
+                )));
             }
             (None, AssignOp::Remove, DataType::Map(..)) => {
                 let keys_ty = map_key_set(&col.ty).unwrap_or_else(|| col.ty.clone());

@@ -644,6 +644,8 @@ impl Writer<'_> {
             if a.element.is_some() || a.op != AssignOp::Set {
                 return Err(invalid(if col.ty.is_collection() {
                     format!("Invalid operation ({a}) for frozen collection column {name}")
+                } else if matches!(col.ty, DataType::Tuple(_)) {
+                    format!("Invalid operation ({a}) for tuple column {name}")
                 } else if a.element.is_some() {
                     format!("Invalid operation ({a}) for non collection column {name}")
                 } else {
