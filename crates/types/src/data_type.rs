@@ -318,26 +318,10 @@ impl DataType {
         match self {
             DataType::Native(t) => CqlValue::from_cql_bytes(*t, bytes),
             DataType::Frozen(inner) => inner.decode(bytes),
-            DataType::List(e) => {
-                let mut r = Reader::new(bytes, self);
-                let n = r.count()?;
-                let mut items = Vec::with_capacity(n.min(bytes.len() / 4));
-                for _ in 0..n {
-                    items.push(e.decode(r.element()?)?);
-                }
-                r.finish()?;
-                Ok(CqlValue::List(items))
-            }
-            DataType::Set(e) => {
-                let mut r = Reader::new(bytes, self);
-                let n = r.count()?;
-                let mut items = Vec::with_capacity(n.min(bytes.len() / 4));
-                for _ in 0..n {
-                    items.push(e.decode(r.element()?)?);
-                }
-                r.finish()?;
-                Ok(CqlValue::Set(normalize_set(items)))
-            }
+            DataType::List(e) => Ok(CqlValue::List(self.decode_elements(e, bytes)?)),
+            DataType::Set(e) => Ok(CqlValue::Set(normalize_set(
+                self.decode_elements(e, bytes)?,
+            ))),
             DataType::Map(k, v) => {
                 let mut r = Reader::new(bytes, self);
                 let n = r.count()?;
@@ -350,28 +334,49 @@ impl DataType {
                 r.finish()?;
                 Ok(CqlValue::Map(normalize_map(entries)))
             }
-            DataType::Udt(u) => {
-                let fields: Vec<DataType> = u.fields.iter().map(|(_, t)| t.clone()).collect();
-                DataType::Tuple(fields).decode(bytes)
-            }
-            DataType::Tuple(fields) => {
-                let mut r = Reader::new(bytes, self);
-                let mut values = Vec::with_capacity(fields.len());
-                for field in fields {
-                    if r.done() {
-                        break;
-                    }
-                    values.push(match r.nullable()? {
-                        Some(b) => Some(field.decode(b)?),
-                        None => None,
-                    });
-                }
-                r.finish()?;
-                // Fields missing at the end are null.
-                values.resize(fields.len(), None);
-                Ok(CqlValue::Tuple(values))
-            }
+            DataType::Udt(u) => self.decode_fields(u.fields.iter().map(|(_, t)| t), bytes),
+            DataType::Tuple(fields) => self.decode_fields(fields.iter(), bytes),
         }
+    }
+
+    /// A list's or set's elements, each of type `element`.
+    fn decode_elements(
+        &self,
+        element: &DataType,
+        bytes: &[u8],
+    ) -> Result<Vec<CqlValue>, ValueError> {
+        let mut r = Reader::new(bytes, self);
+        let n = r.count()?;
+        let mut items = Vec::with_capacity(n.min(bytes.len() / 4));
+        for _ in 0..n {
+            items.push(element.decode(r.element()?)?);
+        }
+        r.finish()?;
+        Ok(items)
+    }
+
+    /// A tuple's or user-defined type's fields, in order; fields missing at the end are
+    /// null.
+    fn decode_fields<'a>(
+        &self,
+        fields: impl ExactSizeIterator<Item = &'a DataType>,
+        bytes: &[u8],
+    ) -> Result<CqlValue, ValueError> {
+        let count = fields.len();
+        let mut r = Reader::new(bytes, self);
+        let mut values = Vec::with_capacity(count);
+        for field in fields {
+            if r.done() {
+                break;
+            }
+            values.push(match r.nullable()? {
+                Some(b) => Some(field.decode(b)?),
+                None => None,
+            });
+        }
+        r.finish()?;
+        values.resize(count, None);
+        Ok(CqlValue::Tuple(values))
     }
 
     /// Checks that `value` is a value of this type (recursively).
