@@ -15,10 +15,13 @@
 //! decoding succeeds (a `time` outside a day and a `duration` with non-minimal vints are
 //! refused too).
 
+use std::cmp::Ordering;
+
 use mosaic_types::value::reorder_timestamp_bytes;
-use mosaic_types::{CqlType, CqlValue, Decimal, DecimalParts, Varint};
+use mosaic_types::{CqlType, CqlValue, DataType, Decimal, DecimalParts, Varint};
 
 use crate::error::KeyError;
+use crate::frozen;
 
 /// Sort direction of a clustering column (`WITH CLUSTERING ORDER BY`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -64,6 +67,26 @@ pub fn decode_component(
         ty,
     };
     let value = decode_asc(&mut r)?;
+    *pos = r.pos;
+    Ok(value)
+}
+
+/// Decodes one component of type `ty` — native, or a frozen collection, tuple or
+/// user-defined type ([`crate::frozen`]) — from the front of `input[*pos..]`, advancing
+/// `pos`.
+pub fn decode_component_of(
+    input: &[u8],
+    pos: &mut usize,
+    ty: &DataType,
+    order: Order,
+) -> Result<CqlValue, KeyError> {
+    let mut r = Reader {
+        buf: input,
+        pos: *pos,
+        mask: order.mask(),
+        ty: CqlType::Blob,
+    };
+    let value = frozen::decode_typed(&mut r, ty, 0)?;
     *pos = r.pos;
     Ok(value)
 }
@@ -224,7 +247,7 @@ fn encode_decimal(out: &mut Vec<u8>, d: &Decimal) {
     out.push(mask);
 }
 
-fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
+pub(crate) fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
     match value {
         CqlValue::Ascii(s) | CqlValue::Text(s) => encode_escaped(out, s.as_bytes()),
         CqlValue::Blob(b) => encode_escaped(out, b),
@@ -253,6 +276,11 @@ fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
         // Byte-ordered types (`InetAddressType`, `DurationType`): their serialized bytes,
         // escaped. A duration is never part of a CQL primary key, but every value encodes.
         CqlValue::Inet(_) | CqlValue::Duration(_) => encode_escaped(out, &value.to_cql_bytes()),
+        // Frozen collections, tuples and user-defined types: structurally (`crate::frozen`).
+        CqlValue::List(items) => frozen::encode_elements(out, items, false),
+        CqlValue::Set(items) => frozen::encode_elements(out, items, true),
+        CqlValue::Map(entries) => frozen::encode_entries(out, entries),
+        CqlValue::Tuple(fields) => frozen::encode_fields(out, fields),
         // Types added to `mosaic-types` later sort by their serialized bytes until they get
         // an encoding of their own.
         other => encode_escaped(out, &other.to_cql_bytes()),
@@ -260,15 +288,27 @@ fn encode_asc(out: &mut Vec<u8>, value: &CqlValue) {
 }
 
 /// Reads a component's bytes, undoing a descending column's inversion.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     buf: &'a [u8],
-    pos: usize,
+    pub(crate) pos: usize,
     mask: u8,
-    ty: CqlType,
+    /// The native type being read (named in errors).
+    pub(crate) ty: CqlType,
 }
 
 impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8, KeyError> {
+    /// Compares two spans already read, as ascending encodings (undoing the inversion).
+    pub(crate) fn span_cmp(&self, a: (usize, usize), b: (usize, usize)) -> Ordering {
+        let span = |(start, end): (usize, usize)| self.buf.get(start..end).unwrap_or_default();
+        let ord = span(a).cmp(span(b));
+        if self.mask == 0 {
+            ord
+        } else {
+            ord.reverse()
+        }
+    }
+
+    pub(crate) fn byte(&mut self) -> Result<u8, KeyError> {
         let b = self
             .buf
             .get(self.pos)
@@ -321,7 +361,7 @@ impl Reader<'_> {
     }
 }
 
-fn decode_asc(r: &mut Reader<'_>) -> Result<CqlValue, KeyError> {
+pub(crate) fn decode_asc(r: &mut Reader<'_>) -> Result<CqlValue, KeyError> {
     let value = match r.ty {
         CqlType::Ascii => {
             let bytes = r.escaped()?;

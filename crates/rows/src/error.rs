@@ -31,6 +31,17 @@ pub enum KeyError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An encoded frozen collection, tuple or user-defined type that is not the canonical
+    /// encoding of a value of its type.
+    #[error("invalid {ty} component at offset {offset}: {reason}")]
+    BadFrozenComponent {
+        /// The component's type (its CQL name).
+        ty: String,
+        /// Where the problem was found.
+        offset: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// Bytes left over after a complete key.
     #[error("{extra} trailing bytes after the key")]
     TrailingBytes {

@@ -268,10 +268,13 @@ impl Reader<'_> {
 }
 
 impl KeySchema {
-    fn clustering_order(&self, column: usize) -> Result<(mosaic_types::CqlType, Order), KeyError> {
+    fn clustering_order(
+        &self,
+        column: usize,
+    ) -> Result<(&mosaic_types::DataType, Order), KeyError> {
         self.clustering_columns()
             .get(column)
-            .map(|c| (c.ty, c.order))
+            .map(|c| (&c.ty, c.order))
             .ok_or(KeyError::WrongArity {
                 what: "clustering",
                 expected: self.clustering_columns().len(),
@@ -286,7 +289,7 @@ impl KeySchema {
         value: &CqlValue,
     ) -> Result<Vec<u8>, KeyError> {
         let (ty, order) = self.clustering_order(column)?;
-        value.check_type(ty)?;
+        ty.check_value(value)?;
         let mut out = Vec::new();
         encode_component(&mut out, value, order);
         Ok(out)

@@ -2,7 +2,7 @@
 //!
 //! Owns three things the storage layouts share:
 //! - **keys** ([`key`], [`component`]): an order-preserving encoding of (token, partition
-//!   key, clustering values) so that the engine's bytewise order is Cassandra's order —
+//!   key, clustering values — native, or frozen collections, tuples and user-defined types) so that the engine's bytewise order is Cassandra's order —
 //!   partitions by token, rows in clustering order (ascending or descending per column) —
 //!   with keys for partition deletions, range tombstones and static rows placed so that a
 //!   partition, a token range or a clustering slice is one engine key range;
@@ -22,12 +22,13 @@ pub mod component;
 pub mod error;
 pub mod filter;
 pub mod fragment;
+mod frozen;
 pub mod key;
 pub mod merge;
 pub mod permute;
 pub mod resolve;
 
-pub use component::{decode_component, encode_component, Order};
+pub use component::{decode_component, decode_component_of, encode_component, Order};
 pub use error::{FragmentError, KeyError, ResolveError};
 pub use filter::{ClusteringFilter, ColumnFilter};
 pub use fragment::{

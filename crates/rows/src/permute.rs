@@ -16,7 +16,7 @@
 
 use std::ops::{Bound, Range};
 
-use crate::component::decode_component;
+use crate::component::decode_component_of;
 use crate::error::KeyError;
 use crate::filter::{ClusteringFilter, ColumnFilter};
 use crate::key::{tag, KeySchema};
@@ -129,7 +129,7 @@ impl KeySchema {
                 actual: declared + 1,
             })?;
             let start = pos;
-            decode_component(key, &mut pos, column.ty, column.order)?;
+            decode_component_of(key, &mut pos, &column.ty, column.order)?;
             components.push(start..pos);
         }
         match key.get(pos) {

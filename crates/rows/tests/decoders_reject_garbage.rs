@@ -199,7 +199,7 @@ fn valid_key(schema: &KeySchema, seed: u64, shape: u8) -> Option<Vec<u8>> {
         .partition_types()
         .iter()
         .enumerate()
-        .map(|(i, t)| value(*t, i as u64))
+        .map(|(i, t)| value(t.native().expect("native key"), i as u64))
         .collect();
     let p = schema
         .partition_prefix_with_token(Token(seed as i64), &pk)
@@ -208,7 +208,7 @@ fn valid_key(schema: &KeySchema, seed: u64, shape: u8) -> Option<Vec<u8>> {
         .clustering_columns()
         .iter()
         .enumerate()
-        .map(|(i, c)| value(c.ty, i as u64 + 3))
+        .map(|(i, c)| value(c.ty.native().expect("native key"), i as u64 + 3))
         .collect();
     Some(match shape % 4 {
         0 => schema.row_key(&p, &clustering).ok()?,
