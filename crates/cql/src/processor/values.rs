@@ -183,14 +183,14 @@ pub(crate) fn decode_bound(
 /// refused, as in Cassandra.
 pub(crate) fn eval_in_list(
     values: &crate::ast::InValues,
-    ty: CqlType,
+    ty: &DataType,
     name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Vec<CqlValue>, ErrorResponse> {
     match values {
         crate::ast::InValues::List(terms) => terms
             .iter()
-            .map(|t| eval_native(t, ty, name, ctx)?.required(&format!("IN value of {name}")))
+            .map(|t| eval(t, ty, name, ctx)?.required(&format!("IN value of {name}")))
             .collect(),
         crate::ast::InValues::Bind(marker) => match ctx.bindings.get(marker)? {
             Value::Null | Value::Unset => {
@@ -201,10 +201,25 @@ pub(crate) fn eval_in_list(
     }
 }
 
+/// Decodes a bound value of type `ty` (native, or a collection, tuple or user-defined
+/// type: sets and maps come back canonical).
+pub(crate) fn decode_bound_of(
+    bytes: &[u8],
+    ty: &DataType,
+    name: &str,
+) -> Result<CqlValue, ErrorResponse> {
+    match ty {
+        DataType::Native(t) => decode_bound(bytes, *t, name),
+        _ => ty
+            .decode(bytes)
+            .map_err(|e| invalid(format!("Invalid value for {name} of type {ty}: {e}"))),
+    }
+}
+
 /// Decodes a serialized `list<ty>` (`[int n]` then `n` × `[bytes]`).
 pub(crate) fn decode_list(
     bytes: &[u8],
-    ty: CqlType,
+    ty: &DataType,
     name: &str,
 ) -> Result<Vec<CqlValue>, ErrorResponse> {
     let bad = || invalid(format!("Invalid list value for IN restriction on {name}"));
@@ -227,7 +242,7 @@ pub(crate) fn decode_list(
             .map_err(|_| invalid(format!("Invalid null value in IN list of {name}")))?;
         let (item, tail) = rest.split_at_checked(len).ok_or_else(bad)?;
         rest = tail;
-        out.push(decode_bound(item, ty, name)?);
+        out.push(decode_bound_of(item, ty, name)?);
     }
     if !rest.is_empty() {
         return Err(bad());
@@ -684,6 +699,7 @@ mod tests {
 
     #[test]
     fn bound_lists_decode_and_garbage_is_refused() {
+        let int = &DataType::Native(CqlType::Int);
         let mut b = Vec::new();
         b.extend_from_slice(&2i32.to_be_bytes());
         for v in [5i32, 7] {
@@ -691,12 +707,12 @@ mod tests {
             b.extend_from_slice(&v.to_be_bytes());
         }
         assert_eq!(
-            decode_list(&b, CqlType::Int, "k").unwrap(),
+            decode_list(&b, int, "k").unwrap(),
             vec![CqlValue::Int(5), CqlValue::Int(7)]
         );
-        assert!(decode_list(&b[..b.len() - 1], CqlType::Int, "k").is_err());
-        assert!(decode_list(&[0xff, 0xff, 0xff, 0xff], CqlType::Int, "k").is_err());
-        assert!(decode_list(&[0x7f, 0xff, 0xff, 0xff], CqlType::Int, "k").is_err());
+        assert!(decode_list(&b[..b.len() - 1], int, "k").is_err());
+        assert!(decode_list(&[0xff, 0xff, 0xff, 0xff], int, "k").is_err());
+        assert!(decode_list(&[0x7f, 0xff, 0xff, 0xff], int, "k").is_err());
     }
 
     #[test]

@@ -542,9 +542,8 @@ impl TableMeta {
 
     /// The row layer's key schema for this table.
     pub fn key_schema(&self) -> KeySchema {
-        // Key columns are native (CREATE TABLE refuses others).
-        let native = |c: &ColumnMeta| c.ty.native().unwrap_or(CqlType::Blob);
-        let partition = self.partition_key().iter().map(|c| native(c)).collect();
+        // Key columns are native or frozen (CREATE TABLE refuses others).
+        let partition = self.partition_key().iter().map(|c| c.ty.clone()).collect();
         let clustering = self
             .clustering()
             .iter()
@@ -553,12 +552,12 @@ impl TableMeta {
                     ColumnKind::Clustering { order, .. } => order.to_rows(),
                     _ => Order::Asc,
                 };
-                (native(c), order)
+                (c.ty.clone(), order)
             })
             .collect();
         // A table always has a partition key (checked at CREATE), so this cannot fail;
         // fall back to a blob key rather than panicking on a damaged catalog.
-        KeySchema::new(partition, clustering).unwrap_or_else(|_| {
+        KeySchema::with_types(partition, clustering).unwrap_or_else(|_| {
             KeySchema::new(vec![CqlType::Blob], Vec::new())
                 .unwrap_or_else(|_| unreachable_key_schema())
         })

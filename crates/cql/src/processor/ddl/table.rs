@@ -99,12 +99,6 @@ fn check_columns(
                 ident.as_str()
             )));
         }
-        if def.ty.native().is_none() {
-            return Err(invalid(format!(
-                "Frozen collections and tuples in the PRIMARY KEY are not supported yet (column {})",
-                ident.as_str()
-            )));
-        }
         if def.ty == mosaic_types::DataType::Native(mosaic_types::CqlType::Duration) {
             // Cassandra 4's CreateTableStatement, word for word.
             return Err(invalid(format!(

@@ -170,13 +170,13 @@ pub(super) fn add_in(
         .columns
         .get(index)
         .ok_or_else(|| invalid("bad column"))?;
-    let Some(native) = col.ty.native() else {
+    if col.ty.is_multi_cell() {
         return Err(invalid(format!(
             "Collection column '{name}' ({}) cannot be restricted by a 'IN' relation",
             col.ty
         )));
-    };
-    let list = eval_in_list(values, native, name, ctx)?;
+    }
+    let list = eval_in_list(values, &col.ty, name, ctx)?;
     r.predicates.push(Predicate::Column {
         column: index,
         op: Operator::Eq,
@@ -359,7 +359,7 @@ pub(super) fn add_multi_in(
     Ok(())
 }
 
-pub(super) type MultiColumns = (Vec<usize>, Vec<CqlType>, Vec<ClusteringOrder>, usize);
+pub(super) type MultiColumns = (Vec<usize>, Vec<DataType>, Vec<ClusteringOrder>, usize);
 
 pub(super) fn multi_columns(
     table: &TableMeta,
@@ -389,7 +389,7 @@ pub(super) fn multi_columns(
             )));
         }
         indexes.push(index);
-        types.push(col.ty.native().unwrap_or(CqlType::Blob));
+        types.push(col.ty.clone());
         orders.push(order);
     }
     Ok((indexes, types, orders, first.unwrap_or(0)))
@@ -397,7 +397,7 @@ pub(super) fn multi_columns(
 
 pub(super) fn eval_tuple(
     term: &Term,
-    types: &[CqlType],
+    types: &[DataType],
     columns: &[crate::ast::Ident],
     ctx: &EvalContext<'_>,
 ) -> Result<Vec<CqlValue>, ErrorResponse> {
@@ -414,7 +414,7 @@ pub(super) fn eval_tuple(
                 .iter()
                 .zip(types)
                 .zip(columns)
-                .map(|((t, ty), c)| eval_native(t, *ty, c.as_str(), ctx)?.required(c.as_str()))
+                .map(|((t, ty), c)| eval(t, ty, c.as_str(), ctx)?.required(c.as_str()))
                 .collect()
         }
         Term::Bind(marker) => {
@@ -430,7 +430,7 @@ pub(super) fn eval_tuple(
 /// Decodes a serialized tuple (`[bytes]` per element).
 pub(super) fn decode_tuple(
     mut bytes: &[u8],
-    types: &[CqlType],
+    types: &[DataType],
 ) -> Result<Vec<CqlValue>, ErrorResponse> {
     let bad = || invalid("Invalid tuple value");
     let mut out = Vec::with_capacity(types.len());
@@ -439,9 +439,9 @@ pub(super) fn decode_tuple(
         let len = i32::from_be_bytes(head.try_into().map_err(|_| bad())?);
         let len = usize::try_from(len).map_err(|_| bad())?;
         let (item, tail) = tail.split_at_checked(len).ok_or_else(bad)?;
-        out.push(crate::processor::values::decode_bound(
+        out.push(crate::processor::values::decode_bound_of(
             item,
-            *ty,
+            ty,
             "tuple element",
         )?);
         bytes = tail;
