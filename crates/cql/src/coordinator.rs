@@ -53,6 +53,14 @@ pub struct ReadCommand {
     /// it stores rows in. `exhausted` then says whether the range holds no more entries
     /// that pass. `None`: every entry.
     pub filter: Option<ClusteringFilter>,
+    /// A secondary index to read the range through: the read returns the entries of the
+    /// rows (or partitions) the index's entries for the term point at, with their
+    /// partitions' heads, in key order, each replica from its own index. Like `filter`,
+    /// it may return rows the statement's predicates drop (an index entry outlives an
+    /// overwrite until it is found stale), never fewer than a full read would pass. A
+    /// coordinator or replica without the index (not yet built, or built by a node that
+    /// has not caught up with the schema) reads the range whole. `None`: no index.
+    pub index: Option<crate::index::IndexQuery>,
 }
 
 /// What a read returns: merged `(key, fragment)` entries in key order.
@@ -150,6 +158,20 @@ pub trait Coordinator: Send + Sync + 'static {
 
     /// Cluster-wide facts.
     fn cluster_info(&self) -> ClusterInfo;
+
+    /// The secondary indexes this node has built, as `(keyspace, index name)`
+    /// (`system."IndexInfo"`). The default: every index of the schema, for coordinators
+    /// that build an index as they create it.
+    fn built_indexes(&self) -> Vec<(String, String)> {
+        self.catalog()
+            .tables()
+            .flat_map(|t| {
+                t.indexes
+                    .keys()
+                    .map(|name| (t.keyspace.clone(), name.clone()))
+            })
+            .collect()
+    }
 
     /// The layout of tables created without a `layout` option (the cluster's default,
     /// from the node's configuration, checked when it was loaded); an error when the

@@ -11,6 +11,7 @@
 pub mod ast;
 pub mod coordinator;
 pub mod frame;
+pub mod index;
 pub mod memory;
 pub mod parse;
 pub mod processor;

@@ -298,6 +298,14 @@ fn start_node(
     restore_peers(&node, &config.data_dir);
     // After the restored peers: the store's first ring is then the whole ring.
     store.set_node(node.downgrade());
+    // Index builds read each table's tokens under the roles the ring gives them.
+    let weak = Arc::downgrade(&store);
+    store
+        .local()
+        .set_roles_source(Arc::new(move |table| match weak.upgrade() {
+            Some(store) => store.roles(table),
+            None => Box::new(crate::local::AllPrimary),
+        }));
     persist_peers_on_join(&node, config.data_dir.clone());
     node.start();
     node.start_erasure_coding(config.cluster.erasure_coding_interval_ms);

@@ -225,6 +225,12 @@ impl Display for Relation {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             Relation::Compare { column, op, value } => write!(f, "{column} {op} {value}"),
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => write!(f, "{column}[{key}] {op} {value}"),
             Relation::In { column, values } => write!(f, "{column} IN {values}"),
             Relation::MultiColumn { columns, op, value } => {
                 write!(f, "{} {op} {value}", Columns(columns))
@@ -272,6 +278,10 @@ impl Display for SelectorExpr {
             SelectorExpr::Column(c) => write!(f, "{c}"),
             SelectorExpr::Field(c, field) => write!(f, "{c}.{field}"),
             SelectorExpr::Element(c, e) => write!(f, "{c}[{e}]"),
+            SelectorExpr::Slice(c, from, to) => {
+                let bound = |t: &Option<Term>| t.as_ref().map(Term::to_string).unwrap_or_default();
+                write!(f, "{c}[{}..{}]", bound(from), bound(to))
+            }
             SelectorExpr::Value(t) => write!(f, "{t}"),
             SelectorExpr::CountRows => f.write_str("count(*)"),
             SelectorExpr::WriteTime(c) => write!(f, "writetime({c})"),
@@ -676,6 +686,8 @@ impl Display for Statement {
                 }
                 write!(f, "{}", s.name)
             }
+            Statement::CreateIndex(s) => write!(f, "{s}"),
+            Statement::DropIndex(s) => write!(f, "{s}"),
             Statement::Insert(s) => write!(f, "{s}"),
             Statement::Update(s) => write!(f, "{s}"),
             Statement::Delete(s) => write!(f, "{s}"),

@@ -17,8 +17,10 @@
 //! and it is handy in logs and error messages.
 
 mod display;
+mod index;
 mod types;
 
+pub use index::{CreateIndexStatement, DropIndexStatement};
 pub use types::{AlterTypeOperation, AlterTypeStatement, CreateTypeStatement, DropTypeStatement};
 
 use mosaic_types::{CqlType, DataType};
@@ -234,6 +236,18 @@ pub enum Relation {
         /// The tuples.
         values: InValues,
     },
+    /// `column[key] op term`: a map entry (Cassandra accepts `=` only, with ALLOW
+    /// FILTERING or an index).
+    Element {
+        /// The map column.
+        column: Ident,
+        /// The entry's key.
+        key: Term,
+        /// The comparison.
+        op: Operator,
+        /// The value compared with.
+        value: Term,
+    },
     /// `column CONTAINS term` / `column CONTAINS KEY term`.
     Contains {
         /// The collection column.
@@ -297,6 +311,9 @@ pub enum SelectorExpr {
     Field(Ident, Ident),
     /// `column[term]`: an element of a set or a map.
     Element(Ident, Term),
+    /// `column[from..to]`: the elements of a set or the entries of a map between two
+    /// bounds, both inclusive, either left out.
+    Slice(Ident, Option<Term>, Option<Term>),
     /// `writetime(column)`.
     WriteTime(Ident),
     /// `ttl(column)`.
@@ -715,6 +732,10 @@ pub enum Statement {
     AlterType(AlterTypeStatement),
     /// `DROP TYPE`.
     DropType(DropTypeStatement),
+    /// `CREATE [CUSTOM] INDEX`.
+    CreateIndex(CreateIndexStatement),
+    /// `DROP INDEX`.
+    DropIndex(DropIndexStatement),
     /// `INSERT`.
     Insert(InsertStatement),
     /// `UPDATE`.
@@ -750,6 +771,8 @@ impl Statement {
             | Statement::CreateType(_)
             | Statement::AlterType(_)
             | Statement::DropType(_)
+            | Statement::CreateIndex(_)
+            | Statement::DropIndex(_)
             | Statement::Describe(_) => &[],
         }
     }

@@ -631,11 +631,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
             "DELETE FROM t WHERE k = 1 IF EXISTS",
             Feature::LightweightTransaction,
         ),
-        ("CREATE INDEX ON t (v)", Feature::SecondaryIndex),
-        (
-            "CREATE CUSTOM INDEX i ON t (v) USING 'x'",
-            Feature::SecondaryIndex,
-        ),
         (
             "CREATE MATERIALIZED VIEW v AS SELECT * FROM t",
             Feature::MaterializedView,
@@ -671,7 +666,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
             Feature::Authorization,
         ),
         ("CREATE ROLE bob", Feature::Authorization),
-        ("DROP INDEX i", Feature::SecondaryIndex),
     ];
     for (text, feature) in cases {
         let e = parse_err(text);
@@ -1156,5 +1150,56 @@ mod properties {
             let text = words.join(" ");
             let _ = parse_statements(&text);
         }
+    }
+}
+
+#[test]
+fn index_statements_parse_and_round_trip() {
+    let Statement::CreateIndex(s) = parse("CREATE INDEX ON ks.t (v)") else {
+        panic!("not a CREATE INDEX");
+    };
+    assert_eq!(s.name, None);
+    assert_eq!(s.column.as_str(), "v");
+    assert_eq!(s.kind, None);
+    let Statement::CreateIndex(s) = parse("create index if not exists \"Idx\" on t (KEYS(m))")
+    else {
+        panic!("not a CREATE INDEX");
+    };
+    assert!(s.if_not_exists);
+    assert_eq!(s.name.as_ref().map(|n| n.as_str()), Some("Idx"));
+    assert_eq!(s.kind, Some(crate::schema::TargetKind::Keys));
+    let Statement::CreateIndex(s) = parse(
+        "CREATE CUSTOM INDEX i ON t (v) USING 'StorageAttachedIndex' WITH OPTIONS = {'case_sensitive': 'false'}",
+    ) else {
+        panic!("not a CREATE INDEX");
+    };
+    assert_eq!(s.class.as_deref(), Some("StorageAttachedIndex"));
+    assert_eq!(
+        s.options,
+        [("case_sensitive".to_owned(), "false".to_owned())]
+    );
+    // A column named like a target function is still a column.
+    let Statement::CreateIndex(s) = parse("CREATE INDEX ON t (keys)") else {
+        panic!("not a CREATE INDEX");
+    };
+    assert_eq!((s.column.as_str(), s.kind), ("keys", None));
+    for text in [
+        "CREATE INDEX ON ks.t (v)",
+        "CREATE INDEX IF NOT EXISTS i ON t (entries(m))",
+        "CREATE INDEX i ON t (full(f))",
+        "CREATE INDEX \"Q\" ON t (values(\"L\"))",
+        "CREATE CUSTOM INDEX i ON t (v) USING 'a''b' WITH OPTIONS = {'k': 'v'}",
+        "DROP INDEX i",
+        "DROP INDEX IF EXISTS ks.i",
+    ] {
+        assert_round_trips(text);
+    }
+    for bad in [
+        "CREATE INDEX ks.i ON t (v)",
+        "CREATE INDEX ON t v",
+        "CREATE CUSTOM INDEX ON t (v)",
+        "CREATE INDEX ON t (keys m)",
+    ] {
+        assert!(parse_statement(bad).is_err(), "{bad}");
     }
 }

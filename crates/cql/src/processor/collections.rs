@@ -631,6 +631,7 @@ impl PriorRows {
                             range,
                             limit: usize::MAX,
                             filter: None,
+                            index: None,
                         },
                         consistency,
                     )

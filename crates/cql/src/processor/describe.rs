@@ -95,6 +95,30 @@ impl Element {
         }
     }
 
+    /// A table described: its statement, then one per index on it (by name), as
+    /// Cassandra describes a table.
+    fn described_table_with_indexes(t: &Table<'_>, internals: bool) -> Vec<Element> {
+        let mut out = vec![Element::described_table(t, internals)];
+        if let Table::User(meta) = t {
+            out.extend(
+                meta.indexes
+                    .values()
+                    .map(|i| Element::index(&meta.keyspace, &meta.name, i)),
+            );
+        }
+        out
+    }
+
+    /// A secondary index with the statement that recreates it.
+    fn index(keyspace: &str, table: &str, index: &crate::schema::IndexMeta) -> Element {
+        Element {
+            keyspace: quoted(keyspace),
+            kind: "index",
+            name: quoted(&index.name),
+            create_statement: Some(index.create_statement(keyspace, table)),
+        }
+    }
+
     /// A user-defined type, listed or (`described`) with the statement that recreates it.
     fn user_type(t: &mosaic_types::UserType, described: bool) -> Element {
         let keyspace = quoted(&t.keyspace);
@@ -308,7 +332,7 @@ fn keyspace_elements(k: &Keyspace<'_>, only: bool, internals: bool) -> Vec<Eleme
         out.extend(
             k.tables()
                 .iter()
-                .map(|t| Element::described_table(t, internals)),
+                .flat_map(|t| Element::described_table_with_indexes(t, internals)),
         );
     }
     out
@@ -332,8 +356,7 @@ fn elements_of(
     target: &DescribeTarget,
     internals: bool,
 ) -> Result<Vec<Element>, ErrorResponse> {
-    // Mosaic has no user-defined functions, aggregates, secondary indexes or
-    // materialized views: their listings are empty and naming one is Cassandra's "not
+    // Mosaic has no user-defined functions, aggregates or materialized views: their listings are empty and naming one is Cassandra's "not
     // found" error (after the keyspace itself is checked).
     let missing = |name: &QualifiedName, what: &str| -> Result<Vec<Element>, ErrorResponse> {
         let k = keyspace_of(catalog, session, name)?;
@@ -386,15 +409,15 @@ fn elements_of(
                     k.name()
                 ))
             })?;
-            Ok(vec![Element::described_table(&table, internals)])
+            Ok(Element::described_table_with_indexes(&table, internals))
         }
         DescribeTarget::Index(name) => {
             let k = keyspace_of(catalog, session, name)?;
-            Err(invalid(format!(
-                "Table for existing index '{}' not found in '{}'",
-                name.name.as_str(),
-                k.name()
-            )))
+            match catalog.index(k.name(), name.name.as_str()) {
+                Some((t, i)) => Ok(vec![Element::index(&t.keyspace, &t.name, i)]),
+                // Cassandra's words.
+                None => missing(name, "Table for existing index"),
+            }
         }
         DescribeTarget::MaterializedView(name) => missing(name, "Materialized view"),
         DescribeTarget::Type(name) => {
@@ -413,7 +436,7 @@ fn elements_of(
     }
 }
 
-/// `DESCRIBE name`: a keyspace first, then a table (Mosaic has no indexes or views), in
+/// `DESCRIBE name`: a keyspace first, then a table, then an index (Mosaic has no views), in
 /// the keyspace written, else the session's, else the name itself.
 fn generic_elements(
     catalog: &Catalog,
@@ -432,8 +455,11 @@ fn generic_elements(
         None => session.unwrap_or(element),
     };
     let k = find_keyspace(catalog, keyspace)?;
-    match k.table(element) {
-        Some(t) => Ok(vec![Element::described_table(&t, internals)]),
+    if let Some(t) = k.table(element) {
+        return Ok(Element::described_table_with_indexes(&t, internals));
+    }
+    match catalog.index(k.name(), element) {
+        Some((t, i)) => Ok(vec![Element::index(&t.keyspace, &t.name, i)]),
         None => Err(invalid(format!(
             "'{element}' not found in keyspace '{}'",
             k.name()

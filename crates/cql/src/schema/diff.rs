@@ -112,6 +112,7 @@ mod tests {
             columns: Vec::new(),
             params: TableParams::default(),
             next_column_id: 0,
+            indexes: Default::default(),
             derived: Default::default(),
         })
     }

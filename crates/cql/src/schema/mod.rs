@@ -11,6 +11,9 @@
 //! and never reused, so a dropped and re-added column does not resurrect old cells.
 
 mod diff;
+mod index;
+
+pub use index::{default_kind, default_name, IndexMeta, IndexTarget, TargetKind, SAI_CLASS};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -382,6 +385,9 @@ pub struct TableMeta {
     pub params: TableParams,
     /// The next column id to hand out.
     pub next_column_id: u32,
+    /// Its secondary indexes, by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub indexes: BTreeMap<String, IndexMeta>,
     /// What statements derive from the definition, computed on first use.
     #[serde(skip)]
     pub derived: Derived,
@@ -639,6 +645,15 @@ impl Catalog {
         self.keyspaces.get(keyspace)?.tables.get(name)
     }
 
+    /// The index named `name` in `keyspace`, with its table.
+    pub fn index(&self, keyspace: &str, name: &str) -> Option<(&Arc<TableMeta>, &IndexMeta)> {
+        self.keyspaces
+            .get(keyspace)?
+            .tables
+            .values()
+            .find_map(|t| Some((t, t.indexes.get(name)?)))
+    }
+
     /// A table by id.
     pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableMeta>> {
         self.by_id.get(&id)
@@ -700,6 +715,7 @@ mod tests {
             ],
             params: TableParams::default(),
             next_column_id: 3,
+            indexes: BTreeMap::new(),
             derived: Derived::default(),
         };
         let ks = KeyspaceMeta {

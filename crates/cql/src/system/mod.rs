@@ -53,6 +53,8 @@ pub struct SystemView<'a> {
     pub peers: &'a [NodeInfo],
     /// Cluster facts.
     pub cluster: &'a ClusterInfo,
+    /// The secondary indexes this node has built, as `(keyspace, index)`.
+    pub built_indexes: &'a [(String, String)],
 }
 
 /// Whether `keyspace` is answered by this module (every name in

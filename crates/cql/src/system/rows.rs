@@ -75,6 +75,17 @@ pub(crate) fn rows(view: &SystemView<'_>, table: &'static TableDef) -> Vec<Row> 
         Source::Tables => schema_tables(view),
         Source::Columns => schema_columns(view),
         Source::Types => schema_types(view),
+        Source::Indexes => schema_indexes(view),
+        Source::IndexInfo => view
+            .built_indexes
+            .iter()
+            .map(|(keyspace, index)| {
+                RowBuilder::new(&tables::INDEX_INFO)
+                    .set("table_name", cell::text(keyspace))
+                    .set("index_name", cell::text(index))
+                    .build()
+            })
+            .collect(),
         Source::VirtualKeyspaces => virtual_keyspaces(),
         Source::VirtualTables => virtual_tables(),
         Source::VirtualColumns => virtual_columns(),
@@ -105,6 +116,23 @@ fn schema_types(view: &SystemView<'_>) -> Vec<Row> {
                 .set("type_name", cell::text(&t.name))
                 .set("field_names", cell::text_list(&names))
                 .set("field_types", cell::text_list(&types))
+                .build()
+        })
+        .collect()
+}
+
+/// `system_schema.indexes`: each secondary index's kind and options (its target).
+fn schema_indexes(view: &SystemView<'_>) -> Vec<Row> {
+    view.catalog
+        .tables()
+        .flat_map(|t| t.indexes.values().map(move |i| (t, i)))
+        .map(|(t, i)| {
+            RowBuilder::new(&tables::INDEXES)
+                .set("keyspace_name", cell::text(&t.keyspace))
+                .set("table_name", cell::text(&t.name))
+                .set("index_name", cell::text(&i.name))
+                .set("kind", cell::text(i.kind_name()))
+                .set("options", cell::text_map(&i.schema_options()))
                 .build()
         })
         .collect()

@@ -91,6 +91,10 @@ pub(crate) enum Source {
     Columns,
     /// `system_schema.types`.
     Types,
+    /// `system_schema.indexes`.
+    Indexes,
+    /// `system."IndexInfo"`: the indexes this node has built.
+    IndexInfo,
     /// `system_virtual_schema.keyspaces`.
     VirtualKeyspaces,
     /// `system_virtual_schema.tables`.
@@ -299,6 +303,17 @@ const BATCHES: TableDef = TableDef {
         Source::Empty,
     )
 };
+
+pub(crate) const INDEX_INFO: TableDef = system(
+    "IndexInfo",
+    "built column indexes",
+    &[
+        pk("table_name", "text", 0),
+        ck("index_name", "text", 0),
+        col("value", "blob"),
+    ],
+    Source::IndexInfo,
+);
 
 const PAXOS: TableDef = TableDef {
     compaction: Compaction::Leveled,
@@ -619,7 +634,7 @@ const AGGREGATES: TableDef = schema(
     Source::Empty,
 );
 
-const INDEXES: TableDef = schema(
+pub(crate) const INDEXES: TableDef = schema(
     "indexes",
     "secondary index definitions",
     &[
@@ -629,7 +644,7 @@ const INDEXES: TableDef = schema(
         col("kind", "text"),
         col("options", MAP_TEXT),
     ],
-    Source::Empty,
+    Source::Indexes,
 );
 
 const fn auth(
@@ -830,7 +845,8 @@ pub(crate) const VIRTUAL_COLUMNS: TableDef = virtual_schema(
 );
 
 /// Every system table served, grouped by keyspace, sorted by name within each.
-pub(crate) static ALL: [&TableDef; 37] = [
+pub(crate) static ALL: [&TableDef; 38] = [
+    &INDEX_INFO,
     &AVAILABLE_RANGES,
     &BATCHES,
     &BUILT_VIEWS,

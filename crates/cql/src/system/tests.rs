@@ -69,6 +69,7 @@ fn user_table(name: &str, params: TableParams) -> TableMeta {
         ],
         params,
         next_column_id: 4,
+        indexes: Default::default(),
         derived: Default::default(),
     }
 }
@@ -131,6 +132,7 @@ impl Fixture {
             local: &self.local,
             peers: &self.peers,
             cluster: &self.cluster,
+            built_indexes: &[],
         }
     }
 
@@ -248,7 +250,11 @@ fn check_cell(ty: &ColumnType, bytes: &[u8]) -> bool {
 fn every_table_answers_select_star_with_well_typed_cells() {
     let f = Fixture::new();
     for table in tables::ALL {
-        let cql = format!("SELECT * FROM {}.{}", table.keyspace, table.name);
+        let cql = format!(
+            "SELECT * FROM {}.{}",
+            table.keyspace,
+            crate::ast::Ident::new(table.name)
+        );
         let rows = f.select(&cql);
         let expected: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
         assert_eq!(names(&rows), expected, "{cql}");

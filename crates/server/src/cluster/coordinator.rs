@@ -228,6 +228,10 @@ impl Coordinator for ClusterCoordinator {
                 name: super::FILTER_TAG.to_owned(),
                 value: f.encode(),
             })
+            .chain(command.index.iter().map(|i| mosaic_cluster::message::Tag {
+                name: super::INDEX_TAG.to_owned(),
+                value: i.encode(),
+            }))
             .collect();
         let result = self
             .node
@@ -279,5 +283,9 @@ impl Coordinator for ClusterCoordinator {
 
     fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
         Coordinator::default_layout(&*self.local)
+    }
+
+    fn built_indexes(&self) -> Vec<(String, String)> {
+        self.local.built_index_names()
     }
 }

@@ -141,6 +141,11 @@ impl LocalStore {
         }
     }
 
+    /// The node's local storage.
+    pub fn local(&self) -> &Arc<LocalCoordinator> {
+        &self.local
+    }
+
     /// Gives the store the node whose ring decides roles (once; later calls are ignored),
     /// and takes its ring at once.
     pub fn set_node(&self, node: WeakNode) {
@@ -175,7 +180,7 @@ impl LocalStore {
 
     /// How `table`'s keys get their roles: from the ring, or all primary while the ring
     /// or the table's keyspace is unknown.
-    fn roles(&self, table: TableKey) -> Box<dyn Roles> {
+    pub(crate) fn roles(&self, table: TableKey) -> Box<dyn Roles> {
         match (self.ring_view(), self.replication_factor(table)) {
             (Some(view), Some(rf)) => Box::new(RingRoles { view, rf }),
             _ => Box::new(AllPrimary),
@@ -187,6 +192,17 @@ impl LocalStore {
 /// every replica leaves out the rows it rejects, and heterogeneous tables are routed by
 /// it.
 pub const FILTER_TAG: &str = "clustering_filter";
+
+/// The tag carrying a read through a secondary index
+/// (`mosaic_cql::index::IndexQuery::encode`).
+pub const INDEX_TAG: &str = "secondary_index";
+
+/// The index query among a read's tags, if one decodes (one that does not is not used:
+/// the replica reads the range whole).
+fn index_of(tags: &[Tag]) -> Option<mosaic_cql::index::IndexQuery> {
+    let tag = tags.iter().find(|t| t.name == INDEX_TAG)?;
+    mosaic_cql::index::IndexQuery::decode(&tag.value)
+}
 
 /// The clustering filter among a read's tags, if one decodes.
 fn filter_of(tags: &[Tag]) -> Option<mosaic_rows::ClusteringFilter> {
@@ -258,10 +274,21 @@ impl Store for LocalStore {
         // A filter that does not decode is not applied: the coordinator checks its own
         // predicates on what comes back.
         let filter = filter_of(tags);
+        let index = index_of(tags);
         async move {
             let roles = self.roles(table);
             self.local
-                .read_local(table, range, limit, &*roles, class, filter)
+                .read_local(
+                    ReadCommand {
+                        table,
+                        range,
+                        limit,
+                        filter,
+                        index,
+                    },
+                    &*roles,
+                    class,
+                )
                 .await
                 .map(|r| (r.entries, r.exhausted))
                 .map_err(failure)

@@ -195,12 +195,12 @@ impl Coordinator for Replicas {
             // Whole answers (the tables are tiny), so the merge never cuts at a limit.
             let r = node
                 .read_local(
-                    command.table,
-                    command.range.clone(),
-                    usize::MAX,
+                    ReadCommand {
+                        limit: usize::MAX,
+                        ..command.clone()
+                    },
                     roles(i),
                     ReadClass::default(),
-                    command.filter.clone(),
                 )
                 .await?;
             assert!(r.exhausted);
@@ -566,6 +566,7 @@ async fn learn_list_paths(
             },
             limit: usize::MAX,
             filter: None,
+            index: None,
         },
         Consistency::All,
     )

@@ -81,15 +81,12 @@ impl Coordinator for LocalCoordinator {
         consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
         self.check_available(command.table, consistency, false)?;
-        self.read_local(
-            command.table,
-            command.range,
-            command.limit,
-            &AllPrimary,
-            ReadClass::default(),
-            command.filter,
-        )
-        .await
+        self.read_local(command, &AllPrimary, ReadClass::default())
+            .await
+    }
+
+    fn built_indexes(&self) -> Vec<(String, String)> {
+        self.built_index_names()
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {

@@ -91,6 +91,7 @@ mod collection_model_tests;
 mod coordinator;
 mod hetero;
 mod identity;
+mod indexes;
 mod schema;
 mod tables;
 #[cfg(test)]
@@ -139,6 +140,8 @@ struct TableSlot {
     dropped: AtomicBool,
     /// The node engine the store's partitions live in (dropped with the table).
     node_engine: Engine,
+    /// Its secondary indexes on this node.
+    indexes: indexes::IndexList,
 }
 
 /// The single-node coordinator (see the module doc).
@@ -181,6 +184,8 @@ pub struct LocalCoordinator {
     /// Told what a peer's schema changed once this node has installed it
     /// ([`LocalCoordinator::on_peer_schema_change`]).
     peer_schema_listener: std::sync::OnceLock<PeerSchemaListener>,
+    /// The roles an index build reads a table's tokens under.
+    roles_source: RwLock<indexes::RolesSource>,
 }
 
 /// Called with the SCHEMA_CHANGE events of a peer's schema this node adopted.
@@ -259,6 +264,7 @@ impl LocalCoordinator {
             clock: AtomicI64::new(0),
             closing: AtomicBool::new(false),
             peer_schema_listener: std::sync::OnceLock::new(),
+            roles_source: RwLock::new(Arc::new(|_| Box::new(AllPrimary))),
             identity,
             tokens,
             rpc_address: config.rpc_address(),
@@ -324,8 +330,10 @@ impl LocalCoordinator {
                 }
             };
             let name = slot.name.clone();
+            let slot = slot.clone();
             let closed = tokio::task::spawn_blocking(move || {
                 let mut guard = guard;
+                indexes::close_indexes(&slot.indexes);
                 guard.take().map_or(Ok(()), ReplicaStore::close)
             })
             .await;

@@ -116,12 +116,14 @@ impl LocalCoordinator {
             "schema changed"
         );
         let bytes = schema_file_bytes(&next, epoch);
+        let created_ids: Vec<TableId> = created.iter().map(|t| t.id).collect();
         let opened = self.create_and_persist(created, bytes).await?;
         let installed = next.clone();
         let gone = self.swap_in(opened, next, epoch, &dropped);
         for slot in gone {
             delete_dropped(slot).await;
         }
+        self.sync_indexes(&installed, &created_ids).await;
         self.apply_order_changes(current, &installed).await;
         Ok(())
     }

@@ -266,6 +266,7 @@ pub(super) fn open_slot(
         log.clone(),
         Some(keys.clone()),
     )?;
+    let indexes = super::indexes::open_indexes(engine, &dir, table)?;
     let hetero = (layout == Layout::Heterogeneous).then(|| {
         let state = super::hetero::HeteroState::new(table);
         state.seed(&keys.schema, &db);
@@ -285,6 +286,7 @@ pub(super) fn open_slot(
             .engine
             .clone()
             .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("no node engine".into()))?,
+        indexes: RwLock::new(Arc::new(indexes)),
     })
 }
 
@@ -417,14 +419,20 @@ impl LocalCoordinator {
             if guard.is_none() {
                 return Err(self.closed_error(&slot));
             }
-            work.push((slot.name.clone(), guard, batch));
+            let list = slot.indexes.read().clone();
+            let indexed = (!list.is_empty()).then(|| (list, slot.keys.read().schema.clone()));
+            work.push((slot.name.clone(), guard, batch, indexed));
         }
         // A write that may stall (the engine stalled a write within the last second)
         // leaves the network thread, so the stall holds up no other connection.
         let inline = self.inline_writes && !self.node_engine.is_stalling();
         run_engine_call(inline, move || {
-            for (name, guard, batches) in work {
+            for (name, guard, batches, indexed) in work {
                 if let Some(store) = guard.as_ref() {
+                    if let Some((list, schema)) = &indexed {
+                        super::indexes::index_writes(list, schema, &batches)
+                            .map_err(|e| engine_error(&name, e))?;
+                    }
                     for (role, batch) in batches {
                         store
                             .write(role, batch)
@@ -441,13 +449,40 @@ impl LocalCoordinator {
     /// key order.
     pub async fn read_local(
         &self,
-        table: TableId,
-        range: KeyRange,
-        limit: usize,
+        command: ReadCommand,
         roles: &dyn Roles,
         class: ReadClass,
-        filter: Option<ClusteringFilter>,
     ) -> Result<ReadResult, ErrorResponse> {
+        let ReadCommand {
+            table,
+            range,
+            limit,
+            filter,
+            index,
+        } = command;
+        if let Some(query) = index {
+            let slot = self.slot(table)?;
+            // Not built here (yet): the whole range, which holds every row the index would
+            // point at.
+            if let Some(index) = super::indexes::built_index(&slot.indexes, &query.index) {
+                let schema = slot.keys.read().schema.clone();
+                let now = self.now_secs();
+                return self
+                    .read_pieces(table, range, roles, class, move |store, pieces, name| {
+                        super::indexes::read_through(
+                            store,
+                            &index,
+                            &schema,
+                            &query.term,
+                            pieces,
+                            limit,
+                            now,
+                        )
+                        .map_err(|e| engine_error(name, e))
+                    })
+                    .await;
+            }
+        }
         self.read_pieces(table, range, roles, class, move |store, pieces, name| {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
@@ -567,7 +602,10 @@ impl LocalCoordinator {
         let node_engine = self.node_engine.clone();
         let log = slot.log.clone();
         let keys = slot.keys.read().clone();
+        let catalog = self.current_catalog();
+        let slot2 = slot.clone();
         tokio::task::spawn_blocking(move || {
+            super::indexes::close_indexes(&slot2.indexes);
             close_before_delete(&mut guard, &name, "truncate");
             delete_dir(&node_engine, &dir).map_err(|e| {
                 server_error(format!(
@@ -575,9 +613,13 @@ impl LocalCoordinator {
                     dir.display()
                 ))
             })?;
-            let db = ReplicaStore::open_with_keys(&dir, layout, engine, log, Some(keys))
+            let db = ReplicaStore::open_with_keys(&dir, layout, engine.clone(), log, Some(keys))
                 .map_err(|e| engine_error(&name, e))?;
             *guard = Some(db);
+            if let Some(meta) = catalog.table_by_id(table) {
+                super::indexes::reopen_after_truncate(&engine, &dir, meta, &slot2.indexes)
+                    .map_err(|e| engine_error(&name, e))?;
+            }
             Ok(())
         })
         .await

@@ -140,6 +140,7 @@ fn tables_survive_restart_truncate_and_drop() {
                     },
                     limit: 10,
                     filter: None,
+                    index: None,
                 },
                 Consistency::One,
             )
@@ -362,7 +363,7 @@ fn writes_and_reads_go_to_the_structure_of_their_role() {
                 .collect();
             c.apply(BTreeMap::from([(table, writes)]), &SplitAtZero).await.unwrap();
             let all = KeyRange { start: Vec::new(), end: None };
-            let read = c.read_local(table, all.clone(), 100, &SplitAtZero, ReadClass::default(), None).await.unwrap();
+            let read = c.read_local(ReadCommand { table, range: all.clone(), limit: 100, filter: None, index: None }, &SplitAtZero, ReadClass::default()).await.unwrap();
             assert_eq!(read.entries.len(), 6, "{layout}");
             assert!(read.exhausted);
             let keys: Vec<Token> = read
@@ -372,13 +373,13 @@ fn writes_and_reads_go_to_the_structure_of_their_role() {
                 .collect();
             assert_eq!(keys, tokens.map(Token), "{layout}: in key order across pieces");
             // A limit inside the second piece, and one at the end of the first.
-            let read = c.read_local(table, all.clone(), 4, &SplitAtZero, ReadClass::default(), None).await.unwrap();
+            let read = c.read_local(ReadCommand { table, range: all.clone(), limit: 4, filter: None, index: None }, &SplitAtZero, ReadClass::default()).await.unwrap();
             assert_eq!((read.entries.len(), read.exhausted), (4, false));
-            let read = c.read_local(table, all.clone(), 3, &SplitAtZero, ReadClass::default(), None).await.unwrap();
+            let read = c.read_local(ReadCommand { table, range: all.clone(), limit: 3, filter: None, index: None }, &SplitAtZero, ReadClass::default()).await.unwrap();
             assert_eq!((read.entries.len(), read.exhausted), (3, false));
             // Read as if everything were primary: the redundant copies are elsewhere,
             // except in the uniform layout, which stores every role together.
-            let read = c.read_local(table, all, 100, &AllPrimary, ReadClass::default(), None).await.unwrap();
+            let read = c.read_local(ReadCommand { table, range: all, limit: 100, filter: None, index: None }, &AllPrimary, ReadClass::default()).await.unwrap();
             let want = if layout == "uniform" { 6 } else { 3 };
             assert_eq!(read.entries.len(), want, "{layout}");
             let meta = c.catalog().table("ks", "t").unwrap().clone();

@@ -102,7 +102,6 @@ impl Parser<'_> {
         }
         let word = self.slice(self.peek_at(n)).to_ascii_uppercase();
         let (feature, what) = match word.as_str() {
-            "INDEX" | "CUSTOM" => (Feature::SecondaryIndex, "INDEX"),
             "MATERIALIZED" => (Feature::MaterializedView, "MATERIALIZED VIEW"),
             "FUNCTION" => (Feature::UserDefinedFunction, "FUNCTION"),
             "AGGREGATE" => (Feature::UserDefinedAggregate, "AGGREGATE"),
@@ -132,6 +131,9 @@ impl Parser<'_> {
         }
         if self.accept_kw("TABLE") || self.accept_kw("COLUMNFAMILY") {
             return self.parse_create_table().map(Statement::CreateTable);
+        }
+        if self.is_kw("INDEX") || (self.is_kw("CUSTOM") && self.is_kw_at(1, "INDEX")) {
+            return self.parse_create_index().map(Statement::CreateIndex);
         }
         if self.accept_kw("TYPE") {
             let if_not_exists = self.parse_if_not_exists()?;
@@ -267,7 +269,78 @@ impl Parser<'_> {
             let name = self.parse_qualified_name()?;
             return Ok(Statement::DropType(DropTypeStatement { name, if_exists }));
         }
+        if self.accept_kw("INDEX") {
+            let if_exists = self.parse_if_exists()?;
+            let name = self.parse_qualified_name()?;
+            return Ok(Statement::DropIndex(DropIndexStatement { name, if_exists }));
+        }
         Err(self.no_viable())
+    }
+
+    /// `[CUSTOM] INDEX [IF NOT EXISTS] [name] ON [ks.]t (target) [USING 'class' [WITH
+    /// OPTIONS = {…}]]` after `CREATE`.
+    fn parse_create_index(&mut self) -> PResult<CreateIndexStatement> {
+        let custom = self.accept_kw("CUSTOM");
+        self.expect_kw("INDEX")?;
+        let if_not_exists = self.parse_if_not_exists()?;
+        let name = if self.is_kw("ON") {
+            None
+        } else {
+            Some(self.parse_ident()?)
+        };
+        self.expect_kw("ON")?;
+        let table = self.parse_qualified_name()?;
+        self.expect(Kind::LParen)?;
+        let function = [
+            ("KEYS", TargetKind::Keys),
+            ("VALUES", TargetKind::Values),
+            ("ENTRIES", TargetKind::Entries),
+            ("FULL", TargetKind::Full),
+        ]
+        .into_iter()
+        .find(|(word, _)| self.is_kw(word) && self.is_at(1, Kind::LParen));
+        let (column, kind) = match function {
+            Some((_, kind)) => {
+                self.bump();
+                self.expect(Kind::LParen)?;
+                let column = self.parse_ident()?;
+                self.expect(Kind::RParen)?;
+                (column, Some(kind))
+            }
+            None => (self.parse_ident()?, None),
+        };
+        self.expect(Kind::RParen)?;
+        let mut class = None;
+        let mut options = Vec::new();
+        if custom {
+            self.expect_kw("USING")?;
+            let t = self.expect(Kind::String)?;
+            class = Some(unquote(self.slice(t), '\''));
+            if self.accept_kw("WITH") {
+                let at = self.peek();
+                let property = self.parse_property()?;
+                match property.value {
+                    PropertyValue::Map(entries) if property.name == "options" => {
+                        options = entries;
+                    }
+                    _ => {
+                        return Err(self.invalid(
+                            at,
+                            "Only the OPTIONS property is allowed on an index".to_owned(),
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(CreateIndexStatement {
+            name,
+            table,
+            if_not_exists,
+            column,
+            kind,
+            class,
+            options,
+        })
     }
 
     pub(super) fn parse_column_definition(&mut self) -> PResult<ColumnDefinition> {

@@ -13,6 +13,7 @@ use super::error::{position, Feature, ParseError};
 use super::keywords::is_reserved;
 use super::lexer::{clip, tokenize, unquote, Kind, Token};
 use crate::ast::*;
+use crate::schema::TargetKind;
 
 mod ddl;
 mod dml;

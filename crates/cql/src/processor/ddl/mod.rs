@@ -26,6 +26,7 @@ use mosaic_types::Layout;
 
 use super::{invalid, Exec, Processor};
 
+mod index;
 mod options;
 mod table;
 mod types;
@@ -94,6 +95,8 @@ pub(crate) async fn execute<C: Coordinator>(
         Statement::CreateType(s) => types::create_type(coordinator, exec, s).await,
         Statement::AlterType(s) => types::alter_type(coordinator, exec, s).await,
         Statement::DropType(s) => types::drop_type(coordinator, exec, s).await,
+        Statement::CreateIndex(s) => index::create_index(coordinator, exec, s).await,
+        Statement::DropIndex(s) => index::drop_index(coordinator, exec, s).await,
         Statement::Truncate(s) => {
             user_keyspace(exec, &s.name)?;
             let table = exec.table(&coordinator.catalog(), &s.name)?;

@@ -32,6 +32,7 @@ pub(super) fn table_from_create(
         columns,
         params,
         next_column_id,
+        indexes: Default::default(),
         derived: Default::default(),
     };
     check_layout_columns(&table, defaulted)?;
@@ -300,9 +301,25 @@ fn drop_columns(table: &mut TableMeta, names: &[crate::ast::Ident]) -> Result<()
         if col.kind.is_primary_key() {
             return Err(invalid(format!("Cannot drop PRIMARY KEY part {name}")));
         }
+        if let Some(indexes) = dependent_indexes(table, name) {
+            return Err(invalid(format!(
+                "Cannot drop column {name} because it has dependent secondary indexes ({indexes})"
+            )));
+        }
         table.columns.retain(|c| c.name != name);
     }
     Ok(())
+}
+
+/// The names of the indexes on `column`, comma-separated, if there are any.
+fn dependent_indexes(table: &TableMeta, column: &str) -> Option<String> {
+    let names: Vec<&str> = table
+        .indexes
+        .values()
+        .filter(|i| i.target.column == column)
+        .map(|i| i.name.as_str())
+        .collect();
+    (!names.is_empty()).then(|| names.join(","))
 }
 
 /// `RENAME`: primary key columns only, as Cassandra allows.
@@ -324,6 +341,12 @@ fn rename_columns(
                 from.as_str(),
                 to.as_str(),
                 table.name
+            )));
+        }
+        if let Some(indexes) = dependent_indexes(table, from.as_str()) {
+            return Err(invalid(format!(
+                "Can't rename column {} because it has dependent secondary indexes ({indexes})",
+                from.as_str()
             )));
         }
         let Some(col) = table.columns.get_mut(index) else {

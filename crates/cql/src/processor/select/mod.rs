@@ -34,6 +34,7 @@ use super::values::{eval_int, Bindings, EvalContext};
 use super::{invalid, Exec, Processor};
 
 mod aggregate;
+mod index;
 mod reads;
 mod selectors;
 
@@ -63,6 +64,8 @@ struct Plan {
     now_secs: i64,
     /// What replicas filter rows by before answering ([`pushdown_filter`]).
     filter: Option<ClusteringFilter>,
+    /// The secondary index reads go through ([`index::choose`]).
+    index: Option<crate::index::IndexQuery>,
 }
 
 /// Where a page stopped.
@@ -188,11 +191,13 @@ fn select_system<C: Coordinator>(
     let local = coordinator.local_node();
     let peers = coordinator.peers();
     let cluster = coordinator.cluster_info();
+    let built_indexes = coordinator.built_indexes();
     let view = crate::system::SystemView {
         catalog,
         local: &local,
         peers: &peers,
         cluster: &cluster,
+        built_indexes: &built_indexes,
     };
     let mut qualified = s.clone();
     qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
@@ -271,7 +276,15 @@ fn plan(
         check_distinct(&table, &columns)?;
     }
     let partition_mode = restrictions.partition_fully_restricted();
-    if let Some(message) = filtering_needed(&table, &restrictions, partition_mode)? {
+    let index = index::choose(&table, &restrictions, partition_mode);
+    let filtering = match &index {
+        Some(choice) => {
+            index::check(&restrictions, s)?;
+            index::filtering_needed(&table, &restrictions, partition_mode, choice)
+        }
+        None => filtering_needed(&table, &restrictions, partition_mode)?,
+    };
+    if let Some(message) = filtering {
         if !s.allow_filtering {
             return Err(invalid(message));
         }
@@ -314,6 +327,7 @@ fn plan(
         limit,
         per_partition_limit,
         now_secs,
+        index: index.map(|c| c.query),
     })
 }
 

@@ -32,6 +32,7 @@ pub(super) async fn read_all<C: Coordinator>(
                     },
                     limit: CHUNK_ENTRIES,
                     filter: filter.cloned(),
+                    index: None,
                 },
                 exec.params.consistency,
             )
@@ -203,6 +204,7 @@ impl PartitionCursor<'_> {
                             range: r,
                             limit: CHUNK_ENTRIES,
                             filter: run.plan.filter.clone(),
+                            index: run.plan.index.clone(),
                         },
                         exec.params.consistency,
                     )
@@ -376,6 +378,7 @@ pub(super) async fn scan<C: Coordinator>(
                     range,
                     limit: run.chunk_entries(round),
                     filter: plan.filter.clone(),
+                    index: plan.index.clone(),
                 },
                 exec.params.consistency,
             )

@@ -1,0 +1,555 @@
+//! Secondary indexes on this node (see `mosaic_cql::index` for what an entry is and why
+//! stale entries are harmless): each index of a table is one more partition of the node
+//! engine, in `TABLE_DIR/indexes/<name>.<target>/` (escaped), so it shares the table's
+//! WAL and goes with the table's directory when the table is dropped or truncated.
+//!
+//! - **Writes**: every write applied to a table (a client's, a hint's, read repair's,
+//!   repair's) adds its index entries first, then the rows: the shared WAL orders them, so
+//!   a crash never keeps a row whose entry was lost.
+//! - **Builds**: an index created on a table with data is built in the background from
+//!   what this node stores, a chunk at a time, while writes keep indexing themselves; a
+//!   `BUILT` file then marks it (`system."IndexInfo"`). Until it is built, reads through
+//!   it read the range whole (correct, only slower); a restart resumes an unfinished
+//!   build from the start.
+//! - **Reads**: a read through an index scans the term's entries in the range, reads
+//!   each row (or partition) they point at with its partition's head, and drops and
+//!   deletes the entries the row no longer matches.
+
+use super::*;
+
+use mosaic_cql::index::{base_key, deletion_fragment, entry_key, term_range, HitScope, IndexPlan};
+use mosaic_cql::schema::IndexMeta;
+use mosaic_lsm::Db;
+use mosaic_rows::Fragment;
+use mosaic_types::Timestamp;
+
+/// The directory of a table's indexes, inside the table's.
+const INDEXES_DIR: &str = "indexes";
+/// Marks an index whose build finished.
+const BUILT_FILE: &str = "BUILT";
+/// Base entries an index build reads per step.
+const BUILD_CHUNK: usize = 1000;
+
+/// Where this node reads the roles of a table's tokens for an index build: the cluster
+/// store's ring once it is set, every token primary before.
+pub type RolesSource = Arc<dyn Fn(TableId) -> Box<dyn Roles> + Send + Sync>;
+
+/// One index of a table on this node.
+pub(super) struct IndexSlot {
+    pub(super) meta: IndexMeta,
+    pub(super) plan: IndexPlan,
+    dir: PathBuf,
+    /// `None` once dropped or closed.
+    db: RwLock<Option<Db>>,
+    built: AtomicBool,
+    /// Set while a build runs (one at a time).
+    building: AtomicBool,
+}
+
+impl IndexSlot {
+    /// Whether reads may go through it.
+    pub(super) fn is_built(&self) -> bool {
+        self.built.load(Ordering::SeqCst)
+    }
+}
+
+/// A table's indexes: replaced whole when the schema changes them.
+pub(super) type IndexList = RwLock<Arc<Vec<Arc<IndexSlot>>>>;
+
+/// The directory of `index` of the table stored in `table_dir`: named by the index and
+/// its target, so an index dropped and created again on another column never reads the
+/// old one's entries.
+fn index_dir(table_dir: &Path, index: &IndexMeta) -> PathBuf {
+    table_dir
+        .join(INDEXES_DIR)
+        .join(tables::path_component(&format!(
+            "{}.{}",
+            index.name, index.target
+        )))
+}
+
+/// Opens (creating) the storage of `index` of `table`.
+fn open_index(
+    engine: &Options,
+    table_dir: &Path,
+    table: &TableMeta,
+    index: &IndexMeta,
+) -> mosaic_lsm::Result<IndexSlot> {
+    let plan = IndexPlan::new(table, index).ok_or_else(|| {
+        mosaic_lsm::Error::InvalidArgument(format!(
+            "index {} names a column {} is missing",
+            index.name, table.name
+        ))
+    })?;
+    let dir = index_dir(table_dir, index);
+    let mut options = engine.clone();
+    options.table.filter_prefix_bytes = 0;
+    let db = Db::open(&dir, options)?;
+    let built = dir.join(BUILT_FILE).exists();
+    Ok(IndexSlot {
+        meta: index.clone(),
+        plan,
+        dir,
+        db: RwLock::new(Some(db)),
+        built: AtomicBool::new(built),
+        building: AtomicBool::new(false),
+    })
+}
+
+/// Opens every index of `table` (at start or when the table is created).
+pub(super) fn open_indexes(
+    engine: &Options,
+    table_dir: &Path,
+    table: &TableMeta,
+) -> mosaic_lsm::Result<Vec<Arc<IndexSlot>>> {
+    table
+        .indexes
+        .values()
+        .map(|i| open_index(engine, table_dir, table, i).map(Arc::new))
+        .collect()
+}
+
+/// Closes an index's storage (logging a failure: its entries can always be rebuilt).
+fn close_index(index: &IndexSlot) {
+    if let Some(db) = index.db.write().take() {
+        if let Err(e) = db.close() {
+            tracing::warn!(target: "mosaic::storage", index = index.meta.name, error = %e, "closing an index failed");
+        }
+    }
+}
+
+/// Closes every index of a table (before its directory is deleted, or at shutdown).
+pub(super) fn close_indexes(list: &IndexList) {
+    for index in list.read().iter() {
+        close_index(index);
+    }
+}
+
+/// Reopens a truncated table's indexes: empty, and so built.
+pub(super) fn reopen_after_truncate(
+    engine: &Options,
+    table_dir: &Path,
+    table: &TableMeta,
+    list: &IndexList,
+) -> mosaic_lsm::Result<()> {
+    let reopened = open_indexes(engine, table_dir, table)?;
+    for index in &reopened {
+        mark_built(index)?;
+    }
+    *list.write() = Arc::new(reopened);
+    Ok(())
+}
+
+fn mark_built(index: &IndexSlot) -> mosaic_lsm::Result<()> {
+    write_atomic(&index.dir.join(BUILT_FILE), b"built\n")
+        .map_err(|e| mosaic_lsm::Error::io("marking built", &index.dir, e))?;
+    index.built.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Adds the index entries of a table's writes to each of its indexes (before the rows are
+/// written: see the module doc).
+pub(super) fn index_writes(
+    indexes: &[Arc<IndexSlot>],
+    schema: &KeySchema,
+    batches: &[(Role, WriteBatch)],
+) -> mosaic_lsm::Result<()> {
+    let mut entries = Vec::new();
+    for index in indexes {
+        let mut batch = WriteBatch::new();
+        for (_, b) in batches {
+            for op in b.ops() {
+                let Ok(fragment) = Fragment::decode(&op.value) else {
+                    continue;
+                };
+                entries.clear();
+                index
+                    .plan
+                    .entries_for(schema, &op.key, &fragment, &mut entries);
+                for e in entries.drain(..) {
+                    batch.merge_owned(entry_key(&e.term, &e.base), e.ts.to_engine(), e.fragment());
+                }
+            }
+        }
+        if batch.is_empty() {
+            continue;
+        }
+        if let Some(db) = index.db.read().as_ref() {
+            db.write(batch)?;
+        }
+    }
+    Ok(())
+}
+
+/// The index slot of `name` among a table's, if it is built.
+pub(super) fn built_index(list: &IndexList, name: &str) -> Option<Arc<IndexSlot>> {
+    list.read()
+        .iter()
+        .find(|i| i.meta.name == name && i.is_built())
+        .cloned()
+}
+
+/// What a read through an index returns (see the module doc): up to `limit` entries of
+/// `pieces` (each read under its role), in key order, and whether the range is done.
+pub(super) fn read_through(
+    store: &ReplicaStore,
+    index: &IndexSlot,
+    schema: &KeySchema,
+    term: &[u8],
+    pieces: &[(KeyRange, Role)],
+    limit: usize,
+    now_secs: i64,
+) -> mosaic_lsm::Result<ReadResult> {
+    let guard = index.db.read();
+    let Some(db) = guard.as_ref() else {
+        return Err(mosaic_lsm::Error::Closed);
+    };
+    let mut out = Vec::with_capacity(limit.min(1024));
+    let mut stale = WriteBatch::new();
+    let mut last_partition: Option<Vec<u8>> = None;
+    let mut done = true;
+    'pieces: for (range, role) in pieces {
+        let entries = term_range(term, range);
+        let (start, end) = scan_bounds(&entries);
+        for item in db.scan(start, end)? {
+            let (key, entry) = item?;
+            let Some(base) = base_key(term, &key) else {
+                continue;
+            };
+            let Some(marker) = live_marker(&entry.value, now_secs) else {
+                continue;
+            };
+            let Ok(prefix_len) = schema.partition_prefix_len(base) else {
+                continue;
+            };
+            let prefix = base.get(..prefix_len).unwrap_or_default();
+            let new_partition = last_partition.as_deref() != Some(prefix);
+            if !new_partition && index.plan.scope() == HitScope::Partition {
+                continue;
+            }
+            let mut hit = Vec::new();
+            if index.plan.scope() == HitScope::Partition {
+                let whole = partition_range(prefix, mosaic_rows::key::tag::PARTITION_END);
+                read_range(store, *role, &clip(&whole, range), &mut hit)?;
+                let holds = match hit.iter().find(|(k, _)| k.as_slice() == base) {
+                    _ if !index.plan.points_at_row() => !hit.is_empty(),
+                    Some((_, value)) => row_holds(&index.plan, schema, base, value, term),
+                    None => false,
+                };
+                if !holds {
+                    stale.merge_owned(
+                        key.clone(),
+                        marker.to_engine(),
+                        deletion_fragment(marker, now_secs),
+                    );
+                    continue;
+                }
+            } else {
+                let Some(row) = store.get(*role, base)? else {
+                    stale.merge_owned(
+                        key.clone(),
+                        marker.to_engine(),
+                        deletion_fragment(marker, now_secs),
+                    );
+                    continue;
+                };
+                if !row_holds(&index.plan, schema, base, &row.value, term) {
+                    stale.merge_owned(
+                        key.clone(),
+                        marker.to_engine(),
+                        deletion_fragment(marker, now_secs),
+                    );
+                    continue;
+                }
+                if new_partition {
+                    let head = partition_range(prefix, mosaic_rows::key::tag::BEFORE);
+                    read_range(store, *role, &clip(&head, range), &mut hit)?;
+                }
+                if range.contains(base) {
+                    hit.push((base.to_vec(), row.value));
+                }
+            }
+            if out.len() + hit.len() > limit && !out.is_empty() {
+                done = false;
+                break 'pieces;
+            }
+            last_partition = Some(prefix.to_vec());
+            out.extend(hit);
+        }
+    }
+    if !stale.is_empty() {
+        // Best effort: an entry not deleted now is found stale again by a later read.
+        if let Err(e) = db.write(stale) {
+            tracing::debug!(target: "mosaic::storage", index = index.meta.name, error = %e, "deleting stale index entries failed");
+        }
+    }
+    Ok(ReadResult {
+        entries: out,
+        exhausted: done,
+    })
+}
+
+/// The timestamp of an index entry's marker, if the entry is live at `now_secs`.
+fn live_marker(value: &[u8], now_secs: i64) -> Option<Timestamp> {
+    let fragment = Fragment::decode(value).ok()?;
+    let marker = fragment.liveness?;
+    if fragment.deletion.is_some_and(|d| d.deletes(marker.ts)) || !marker.is_live(now_secs) {
+        return None;
+    }
+    Some(marker.ts)
+}
+
+/// Whether the stored row `value` (at `key`) still holds `term` in the indexed column.
+fn row_holds(plan: &IndexPlan, schema: &KeySchema, key: &[u8], value: &[u8], term: &[u8]) -> bool {
+    let Ok(fragment) = Fragment::decode(value) else {
+        // Unreadable here: let the coordinator's reading of it decide.
+        return true;
+    };
+    let mut entries = Vec::new();
+    plan.entries_for(schema, key, &fragment, &mut entries);
+    entries.iter().any(|e| e.term == term)
+}
+
+/// The keys of a partition from its first key to `prefix ‖ tag`.
+fn partition_range(prefix: &[u8], tag: u8) -> KeyRange {
+    let mut end = prefix.to_vec();
+    end.push(tag);
+    KeyRange {
+        start: prefix.to_vec(),
+        end: Some(end),
+    }
+}
+
+/// `a` ∩ `b`.
+fn clip(a: &KeyRange, b: &KeyRange) -> KeyRange {
+    let start = a.start.clone().max(b.start.clone());
+    let end = match (&a.end, &b.end) {
+        (Some(x), Some(y)) => Some(x.clone().min(y.clone())),
+        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+        (None, None) => None,
+    };
+    KeyRange { start, end }
+}
+
+/// Appends every entry of `range` stored under `role`.
+fn read_range(
+    store: &ReplicaStore,
+    role: Role,
+    range: &KeyRange,
+    out: &mut Vec<(Vec<u8>, Vec<u8>)>,
+) -> mosaic_lsm::Result<()> {
+    if range.is_empty() {
+        return Ok(());
+    }
+    for item in store.scan_filtered(role, range, None)? {
+        let (key, entry) = item?;
+        out.push((key, entry.value));
+    }
+    Ok(())
+}
+
+/// Builds `index` of the table in `slot` from what this node stores (see the module doc).
+pub(super) async fn build(slot: Arc<TableSlot>, index: Arc<IndexSlot>, roles: Box<dyn Roles>) {
+    let started = std::time::Instant::now();
+    let full = KeyRange {
+        start: Vec::new(),
+        end: None,
+    };
+    let mut indexed: u64 = 0;
+    for (range, role) in roles.pieces(full) {
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let guard = slot.db.clone().read_owned().await;
+            if guard.is_none() || index.db.read().is_none() {
+                return;
+            }
+            let schema = slot.keys.read().schema.clone();
+            let index2 = index.clone();
+            let range2 = range.clone();
+            let step = tokio::task::spawn_blocking(
+                move || -> mosaic_lsm::Result<(usize, Option<Vec<u8>>)> {
+                    let Some(store) = guard.as_ref() else {
+                        return Ok((0, None));
+                    };
+                    let mut batch = WriteBatch::new();
+                    let mut last = None;
+                    let mut n = 0;
+                    for item in store.scan_stored(role, &range2, after.as_deref())? {
+                        let item = item?;
+                        batch.merge_owned(item.key, 0, item.entry.value);
+                        last = Some(item.stored);
+                        n += 1;
+                        if n >= BUILD_CHUNK {
+                            break;
+                        }
+                    }
+                    index_writes(&[index2], &schema, &[(role, batch)])?;
+                    Ok((n, if n >= BUILD_CHUNK { last } else { None }))
+                },
+            )
+            .await;
+            match step {
+                Ok(Ok((n, next))) => {
+                    indexed += n as u64;
+                    match next {
+                        Some(next) => after = Some(next),
+                        None => break,
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(target: "mosaic::storage", table = slot.name, index = index.meta.name, error = %e, "building an index failed; reads go without it until the next start");
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(target: "mosaic::storage", table = slot.name, index = index.meta.name, error = %e, "an index build task failed");
+                    return;
+                }
+            }
+        }
+    }
+    let index2 = index.clone();
+    let marked = tokio::task::spawn_blocking(move || mark_built(&index2)).await;
+    match marked {
+        Ok(Ok(())) => tracing::info!(
+            target: "mosaic::storage",
+            table = slot.name,
+            index = index.meta.name,
+            entries = indexed,
+            ms = started.elapsed().as_millis() as u64,
+            "index built"
+        ),
+        Ok(Err(e)) => {
+            tracing::warn!(target: "mosaic::storage", index = index.meta.name, error = %e, "marking an index built failed")
+        }
+        Err(e) => {
+            tracing::warn!(target: "mosaic::storage", index = index.meta.name, error = %e, "marking an index built failed")
+        }
+    }
+}
+
+impl LocalCoordinator {
+    /// Sets where index builds read roles (the cluster store's ring) and starts the builds
+    /// of every index not yet built (left unfinished by the last run).
+    pub fn set_roles_source(&self, source: RolesSource) {
+        *self.roles_source.write() = source;
+        self.start_index_builds();
+    }
+
+    /// Starts a build for every index of every table that is neither built nor building.
+    /// Needs a tokio runtime.
+    pub fn start_index_builds(&self) {
+        let slots: Vec<(TableId, Arc<TableSlot>)> = self
+            .tables
+            .read()
+            .iter()
+            .map(|(id, s)| (*id, s.clone()))
+            .collect();
+        for (id, slot) in slots {
+            let list = slot.indexes.read().clone();
+            for index in list.iter() {
+                self.start_build(id, &slot, index);
+            }
+        }
+    }
+
+    fn start_build(&self, table: TableId, slot: &Arc<TableSlot>, index: &Arc<IndexSlot>) {
+        if index.is_built() || index.building.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let roles = (self.roles_source.read())(table);
+        let (slot, index) = (slot.clone(), index.clone());
+        tokio::spawn(async move {
+            build(slot, index.clone(), roles).await;
+            index.building.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// `(keyspace, index)` of every index this node has built (`system."IndexInfo"`).
+    pub fn built_index_names(&self) -> Vec<(String, String)> {
+        let catalog = self.current_catalog();
+        let tables = self.tables.read();
+        let mut out = Vec::new();
+        for t in catalog.tables() {
+            let Some(slot) = tables.get(&t.id) else {
+                continue;
+            };
+            for index in slot.indexes.read().iter() {
+                if index.is_built() {
+                    out.push((t.keyspace.clone(), index.meta.name.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Brings each table's indexes on this node in line with `catalog` (after a schema
+    /// change): opens the new ones — built at once for a table `created` by this change,
+    /// which is empty, else built in the background — and closes and deletes the dropped
+    /// ones.
+    pub(super) async fn sync_indexes(&self, catalog: &Catalog, created: &[TableId]) {
+        let slots: Vec<(Arc<TableMeta>, Arc<TableSlot>)> = {
+            let tables = self.tables.read();
+            catalog
+                .tables()
+                .filter_map(|t| Some((t.clone(), tables.get(&t.id)?.clone())))
+                .collect()
+        };
+        for (table, slot) in slots {
+            let current = slot.indexes.read().clone();
+            let unchanged = current.len() == table.indexes.len()
+                && current
+                    .iter()
+                    .all(|i| table.indexes.get(&i.meta.name) == Some(&i.meta));
+            if unchanged {
+                continue;
+            }
+            let engine = self.engine.clone();
+            let is_new = created.contains(&table.id);
+            let (table2, slot2) = (table.clone(), slot.clone());
+            let opened = tokio::task::spawn_blocking(move || -> Vec<Arc<IndexSlot>> {
+                let mut kept = Vec::new();
+                for index in current.iter() {
+                    if table2.indexes.get(&index.meta.name) == Some(&index.meta) {
+                        kept.push(index.clone());
+                        continue;
+                    }
+                    close_index(index);
+                    if let Err(e) = tables::delete_dir(&slot2.node_engine, &index.dir) {
+                        tracing::warn!(target: "mosaic::storage", index = index.meta.name, error = %e, "deleting a dropped index failed");
+                    }
+                }
+                for meta in table2.indexes.values() {
+                    if kept.iter().any(|i| i.meta == *meta) {
+                        continue;
+                    }
+                    match open_index(&engine, &slot2.dir, &table2, meta) {
+                        Ok(index) => {
+                            if is_new {
+                                if let Err(e) = mark_built(&index) {
+                                    tracing::warn!(target: "mosaic::storage", index = meta.name, error = %e, "marking an index built failed");
+                                }
+                            }
+                            kept.push(Arc::new(index));
+                        }
+                        Err(e) => {
+                            tracing::warn!(target: "mosaic::storage", index = meta.name, error = %e, "opening an index failed; reads go without it");
+                        }
+                    }
+                }
+                *slot2.indexes.write() = Arc::new(kept.clone());
+                kept
+            })
+            .await;
+            match opened {
+                Ok(list) => {
+                    for index in &list {
+                        self.start_build(table.id, &slot, index);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(target: "mosaic::storage", table = slot.name, error = %e, "updating a table's indexes failed");
+                }
+            }
+        }
+    }
+}
