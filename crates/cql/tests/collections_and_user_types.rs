@@ -261,3 +261,76 @@ fn frozen_collections_and_tuples_are_primary_key_columns() {
         "duration type is not supported for PRIMARY KEY column 'k'"
     );
 }
+
+#[test]
+fn map_entries_filter_and_sets_and_maps_select_slices() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, m map<text, int>, s set<int>, fm frozen<map<int, text>>, l list<int>)");
+    h.ok("INSERT INTO t (k, m, s, fm) VALUES (1, {'x': 1, 'y': 2, 'z': 3}, {1, 5, 9}, {1: 'o', 2: 't'})");
+    h.ok("INSERT INTO t (k, m) VALUES (2, {'x': 2})");
+    // m['x'] = v filters (with ALLOW FILTERING, as any filter on a regular column).
+    let e = h.err("SELECT k FROM t WHERE m['x'] = 1");
+    assert!(e.message.contains("ALLOW FILTERING"), "{}", e.message);
+    assert_eq!(
+        h.rows("SELECT k FROM t WHERE m['x'] = 1 ALLOW FILTERING"),
+        vec![vec![int(1)]]
+    );
+    assert!(h
+        .rows("SELECT k FROM t WHERE m['nope'] = 1 ALLOW FILTERING")
+        .is_empty());
+    for (cql, message) in [
+        (
+            "SELECT k FROM t WHERE l[0] = 3 ALLOW FILTERING",
+            "Indexes on list entries (l[index] = value) are not currently supported.",
+        ),
+        (
+            "SELECT k FROM t WHERE s[1] = 1 ALLOW FILTERING",
+            "Column s cannot be used as a map",
+        ),
+        (
+            "SELECT k FROM t WHERE fm[1] = 'o' ALLOW FILTERING",
+            "Map-entry equality predicates on frozen map column fm are not supported",
+        ),
+        (
+            "SELECT k FROM t WHERE m['x'] > 1 ALLOW FILTERING",
+            "Only EQ relations are supported on map entries",
+        ),
+        (
+            "SELECT l[0..1] FROM t",
+            "Slice selection is only allowed on sets and maps, but l is a list",
+        ),
+    ] {
+        assert_eq!(h.err(cql).message, message, "{cql}");
+    }
+    // Slices: both bounds inclusive, either left out; a non-frozen collection with no
+    // element in the range is null; integer bounds lex as `1..2`.
+    let map = |entries: &[(&str, i32)]| {
+        Some(CqlValue::Map(
+            entries
+                .iter()
+                .map(|(k, v)| (CqlValue::Text((*k).into()), CqlValue::Int(*v)))
+                .collect(),
+        ))
+    };
+    let ints = |items: &[i32]| {
+        Some(CqlValue::Set(
+            items.iter().map(|&i| CqlValue::Int(i)).collect(),
+        ))
+    };
+    let rows = h.rows("SELECT m['x'..'y'], m['y'..], m[..'x'], m['y'..'x'], s[2..9], s[..4], fm[1..1] FROM t WHERE k = 1");
+    assert_eq!(
+        rows[0],
+        vec![
+            map(&[("x", 1), ("y", 2)]),
+            map(&[("y", 2), ("z", 3)]),
+            map(&[("x", 1)]),
+            None,
+            ints(&[5, 9]),
+            ints(&[1]),
+            Some(CqlValue::Map(vec![(
+                CqlValue::Int(1),
+                CqlValue::Text("o".into())
+            )])),
+        ]
+    );
+}

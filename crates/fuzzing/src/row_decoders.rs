@@ -5,8 +5,8 @@
 //! collection or tuple component: to the same bytes).
 
 use mosaic_rows::{
-    decode_component, decode_component_of, encode_component, ClusteringFilter, Fragment,
-    KeySchema, Order, Permutation,
+    decode_component, decode_component_of, encode_component, ClusteringFilter, Fragment, KeySchema,
+    Order, Permutation,
 };
 use mosaic_types::{CqlType, DataType};
 
@@ -55,8 +55,7 @@ pub fn run(data: &[u8]) {
     if decode_component(bytes, &mut pos, ty, order).is_ok() {
         assert!(pos <= bytes.len());
     }
-    if let Ok(frozen) =
-        FROZEN_TYPES[usize::from(selector) % FROZEN_TYPES.len()].parse::<DataType>()
+    if let Ok(frozen) = FROZEN_TYPES[usize::from(selector) % FROZEN_TYPES.len()].parse::<DataType>()
     {
         let mut pos = 0;
         if let Ok(value) = decode_component_of(bytes, &mut pos, &frozen, order) {

@@ -359,7 +359,8 @@ fn number(text: &str, start: usize) -> Result<(usize, Kind), ParseError> {
         i += 1;
     }
     let mut kind = Kind::Integer;
-    if at(i) == Some(b'.') {
+    // `1..2` (a collection slice) is an integer, then `..`.
+    if at(i) == Some(b'.') && at(i + 1) != Some(b'.') {
         kind = Kind::Float;
         i += 1;
         while digit(i) {

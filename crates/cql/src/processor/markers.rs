@@ -52,6 +52,7 @@ pub(crate) fn prepared_metadata(
                 CqlType::Int,
                 &mut specs,
             );
+            selection_markers(&table, &s.selection, &mut specs)?;
             let columns = super::select::output_columns(&table, s)?
                 .iter()
                 .map(|c| ColumnSpec::new(&table.keyspace, &table.name, &c.name, c.ty.clone()))
@@ -199,8 +200,9 @@ fn term(
         }
         Term::Tuple(items) => {
             if let DataType::Tuple(fields) = ty.unfrozen() {
-                for (item, field) in items.iter().zip(fields) {
-                    term(table, item, name, field, specs);
+                // Cassandra names a tuple literal's markers by position: `tu[0]`, `tu[1]`.
+                for (i, (item, field)) in items.iter().zip(fields).enumerate() {
+                    term(table, item, &format!("{name}[{i}]"), field, specs);
                 }
             }
         }
@@ -303,6 +305,45 @@ fn relations(
                 if let Some((name, ty)) = element_marker(col, *key) {
                     term(table, value, &name, &ty, specs);
                 }
+            }
+            Relation::Element {
+                column, key, value, ..
+            } => {
+                let col = restrict::column(table, column.as_str())?;
+                for (t, is_key) in [(key, true), (value, false)] {
+                    if let Some((name, ty)) = element_marker(col, is_key) {
+                        term(table, t, &name, &ty, specs);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Markers in the selection: the key of `m[?]` (`key(m)`), the element of `s[?]`
+/// (`value(s)`), and both bounds of a slice.
+fn selection_markers(
+    table: &TableMeta,
+    selection: &crate::ast::Selection,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) -> Result<(), ErrorResponse> {
+    let crate::ast::Selection::Selectors(selectors) = selection else {
+        return Ok(());
+    };
+    for selector in selectors {
+        let (column, terms) = match &selector.expr {
+            crate::ast::SelectorExpr::Element(c, t) => (c, vec![t]),
+            crate::ast::SelectorExpr::Slice(c, from, to) => {
+                (c, from.iter().chain(to.iter()).collect())
+            }
+            _ => continue,
+        };
+        let col = restrict::column(table, column.as_str())?;
+        let is_map = matches!(col.ty.unfrozen(), DataType::Map(..));
+        if let Some((name, ty)) = element_marker(col, is_map) {
+            for t in terms {
+                term(table, t, &name, &ty, specs);
             }
         }
     }

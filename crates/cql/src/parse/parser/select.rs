@@ -202,17 +202,28 @@ impl Parser<'_> {
             if self.accept(Kind::Dot) {
                 SelectorExpr::Field(column, self.parse_ident()?)
             } else if self.accept(Kind::LBracket) {
-                let element = self.parse_term()?;
-                if self.is(Kind::Dot) {
-                    let t = self.peek();
-                    return Err(self.unsupported(
-                        t,
-                        Feature::Collection,
-                        "collection slices c[a..b]",
-                    ));
+                let from = if self.is_range() {
+                    None
+                } else {
+                    Some(self.parse_term()?)
+                };
+                if self.is_range() {
+                    self.bump();
+                    self.bump();
+                    let to = if self.is(Kind::RBracket) {
+                        None
+                    } else {
+                        Some(self.parse_term()?)
+                    };
+                    self.expect(Kind::RBracket)?;
+                    SelectorExpr::Slice(column, from, to)
+                } else {
+                    self.expect(Kind::RBracket)?;
+                    let Some(element) = from else {
+                        return Err(self.no_viable());
+                    };
+                    SelectorExpr::Element(column, element)
                 }
-                self.expect(Kind::RBracket)?;
-                SelectorExpr::Element(column, element)
             } else {
                 SelectorExpr::Column(column)
             }
@@ -223,6 +234,11 @@ impl Parser<'_> {
         };
         self.refuse_element_access()?;
         Ok(expr)
+    }
+
+    /// Whether `..` (a slice's range) comes next.
+    fn is_range(&self) -> bool {
+        self.is(Kind::Dot) && self.is_at(1, Kind::Dot)
     }
 
     /// `relation AND relation …`.
@@ -268,6 +284,18 @@ impl Parser<'_> {
             return Ok(Relation::Token { columns, op, value });
         }
         let column = self.parse_ident()?;
+        if self.accept(Kind::LBracket) {
+            let key = self.parse_term()?;
+            self.expect(Kind::RBracket)?;
+            let op = self.parse_operator()?;
+            let value = self.parse_term()?;
+            return Ok(Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            });
+        }
         self.refuse_element_access()?;
         if self.accept_kw("IN") {
             let values = self.parse_in_values(false)?;

@@ -85,6 +85,15 @@ pub(crate) enum Predicate {
         /// The value looked for.
         value: CqlValue,
     },
+    /// `column[key] = value` on a map column: the entry `key` holds `value`.
+    Entry {
+        /// Index into the table's columns.
+        column: usize,
+        /// The entry's key.
+        key: CqlValue,
+        /// Its value.
+        value: CqlValue,
+    },
     /// `token(pk) op value`.
     Token {
         /// The operator.
@@ -158,6 +167,12 @@ pub(crate) fn analyse(
             Relation::Contains { column, key, value } => {
                 add_contains(&mut r, table, column, *key, value, ctx)?
             }
+            Relation::Element {
+                column,
+                key,
+                op,
+                value,
+            } => add_entry(&mut r, table, column, (key, *op, value), ctx)?,
         }
     }
     Ok(r)
@@ -223,6 +238,17 @@ impl Predicate {
                 values.first().is_some_and(|t| op_holds(*op, cmp(t)))
             }
             Predicate::Token { op, value } => op_holds(*op, token.0.cmp(&value.0)),
+            Predicate::Entry {
+                column,
+                key,
+                value: wanted,
+            } => match value(*column) {
+                Some(CqlValue::Map(entries)) => entries.iter().any(|(k, v)| {
+                    cmp_values(k, key) == Ordering::Equal
+                        && cmp_values(v, wanted) == Ordering::Equal
+                }),
+                _ => false,
+            },
             Predicate::Contains {
                 column,
                 key,

@@ -492,3 +492,50 @@ pub(super) fn add_contains(
     r.on_regular.push(name.to_owned());
     Ok(())
 }
+
+/// `column[key] = value`: a filter on a map's entry (it needs `ALLOW FILTERING`, like any
+/// filter on a regular column), with Cassandra's refusals in Cassandra's order.
+pub(super) fn add_entry(
+    r: &mut Restrictions,
+    table: &TableMeta,
+    column: &Ident,
+    (key, op, value): (&Term, Operator, &Term),
+    ctx: &EvalContext<'_>,
+) -> Result<(), ErrorResponse> {
+    let name = column.as_str();
+    let index = column_index(table, name)?;
+    let col = table
+        .columns
+        .get(index)
+        .ok_or_else(|| invalid("bad column"))?;
+    let (key_ty, value_ty) = match &col.ty {
+        DataType::List(_) => {
+            return Err(invalid(format!(
+                "Indexes on list entries ({name}[index] = value) are not currently supported."
+            )))
+        }
+        DataType::Map(k, v) => (k, v),
+        DataType::Frozen(inner) if matches!(**inner, DataType::Map(..)) => {
+            return Err(invalid(format!(
+                "Map-entry equality predicates on frozen map column {name} are not supported"
+            )))
+        }
+        _ => return Err(invalid(format!("Column {name} cannot be used as a map"))),
+    };
+    if op != Operator::Eq {
+        return Err(invalid("Only EQ relations are supported on map entries"));
+    }
+    let key = eval(key, key_ty, &format!("key({name})"), ctx)?
+        .required(name)
+        .map_err(|_| invalid(format!("Unsupported null map key for column {name}")))?;
+    let value = eval(value, value_ty, &format!("value({name})"), ctx)?
+        .required(name)
+        .map_err(|_| invalid(format!("Unsupported null map value for column {name}")))?;
+    r.predicates.push(Predicate::Entry {
+        column: index,
+        key,
+        value,
+    });
+    r.on_regular.push(name.to_owned());
+    Ok(())
+}

@@ -34,6 +34,7 @@ use super::values::{eval_int, Bindings, EvalContext};
 use super::{invalid, Exec, Processor};
 
 mod aggregate;
+mod elements;
 mod index;
 mod reads;
 mod selectors;
@@ -266,7 +267,7 @@ fn plan(
     now_secs: i64,
 ) -> Result<Plan, ErrorResponse> {
     let restrictions = restrict::analyse(&table, &s.where_clause, ctx)?;
-    let columns = output_columns(&table, s)?;
+    let columns = elements::bind(output_columns(&table, s)?, ctx)?;
     let aggregate = columns
         .iter()
         .any(|c| matches!(c.expr, Expr::CountRows | Expr::Aggregate(..)));
@@ -542,7 +543,9 @@ impl Run<'_> {
                         .get(*column)
                         .is_some_and(|c| matches!(c.kind, ColumnKind::Clustering { .. }))
             }
-            restrict::Predicate::Tuple { .. } | restrict::Predicate::Contains { .. } => true,
+            restrict::Predicate::Tuple { .. }
+            | restrict::Predicate::Contains { .. }
+            | restrict::Predicate::Entry { .. } => true,
         });
         if plan.aggregate
             || plan.distinct
@@ -690,17 +693,18 @@ impl Run<'_> {
                             .map(|v| Bytes::from(v.to_cql_bytes())),
                         _ => None,
                     },
-                    Expr::Element(i, key) => match view.value(table, *i) {
-                        Some(CqlValue::Set(items)) => items
-                            .into_iter()
-                            .find(|v| v.to_cql_bytes() == *key)
-                            .map(|v| Bytes::from(v.to_cql_bytes())),
-                        Some(CqlValue::Map(entries)) => entries
-                            .into_iter()
-                            .find(|(k, _)| k.to_cql_bytes() == *key)
-                            .map(|(_, v)| Bytes::from(v.to_cql_bytes())),
-                        _ => None,
-                    },
+                    Expr::Element(i, key) => elements::element(view.value(table, *i), key),
+                    Expr::Slice {
+                        column,
+                        from,
+                        to,
+                        multi_cell,
+                    } => elements::slice(
+                        view.value(table, *column),
+                        from.as_ref(),
+                        to.as_ref(),
+                        *multi_cell,
+                    ),
                     Expr::CountRows | Expr::Aggregate(..) => None,
                 })
                 .collect();

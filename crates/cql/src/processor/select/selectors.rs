@@ -24,8 +24,19 @@ pub(crate) enum Expr {
     Cast(usize, CqlType),
     /// `column.field`: the field at a position of a user-defined type.
     Field(usize, usize),
-    /// `column[key]`: a set's element or a map's value, by the key's serialization.
-    Element(usize, Vec<u8>),
+    /// `column[key]`: a set's element or a map's value.
+    Element(usize, elements::ElementKey),
+    /// `column[from..to]`: a set's elements or a map's entries between two bounds.
+    Slice {
+        /// The column.
+        column: usize,
+        /// The lower bound (inclusive), if any.
+        from: Option<elements::ElementKey>,
+        /// The upper bound (inclusive), if any.
+        to: Option<elements::ElementKey>,
+        /// Whether the column is a non-frozen collection (selected cell by cell).
+        multi_cell: bool,
+    },
 }
 
 /// The native aggregates.
@@ -140,35 +151,9 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
                 Expr::Field(index, position),
             ))
         }
-        SelectorExpr::Element(ident, key) => {
-            let (index, ty, _) = column(table, ident.as_str())?;
-            let (key_ty, out_ty) = match ty.unfrozen() {
-                mosaic_types::DataType::Set(e) => ((**e).clone(), (**e).clone()),
-                mosaic_types::DataType::Map(k, v) => ((**k).clone(), (**v).clone()),
-                _ => {
-                    return Err(invalid(format!(
-                        "Element selection is only allowed on sets and maps, but {} is a {ty}",
-                        ident.as_str()
-                    )))
-                }
-            };
-            let Term::Literal(_) = key else {
-                return Err(invalid(
-                    "Bind markers are not supported in the selection clause",
-                ));
-            };
-            let ctx_bindings = crate::processor::values::Bindings::default();
-            let ctx = crate::processor::values::EvalContext {
-                bindings: &ctx_bindings,
-                now_micros: 0,
-            };
-            let key_value = crate::processor::values::eval(key, &key_ty, ident.as_str(), &ctx)?
-                .required(ident.as_str())?;
-            Ok((
-                format!("{}[{key}]", ident.as_str()),
-                (&out_ty).into(),
-                Expr::Element(index, key_value.to_cql_bytes()),
-            ))
+        SelectorExpr::Element(ident, key) => elements::element_selector(table, ident, key),
+        SelectorExpr::Slice(ident, from, to) => {
+            elements::slice_selector(table, ident, from.as_ref(), to.as_ref())
         }
         SelectorExpr::WriteTime(ident) | SelectorExpr::Ttl(ident) => {
             let is_wt = matches!(expr, SelectorExpr::WriteTime(_));
