@@ -91,6 +91,8 @@ mod collection_model_tests;
 mod coordinator;
 mod hetero;
 mod identity;
+#[cfg(test)]
+mod index_tests;
 mod indexes;
 mod schema;
 mod tables;

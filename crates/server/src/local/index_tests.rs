@@ -1,0 +1,374 @@
+//! Secondary indexes on real node storage (issue 15, "How it is checked"): random
+//! sequences of writes — inserts, updates, set additions and removals, row, range and
+//! partition deletions, writes with old timestamps that lose to newer ones — interleaved
+//! with flushes, compactions and restarts, after which every query through an index must
+//! return exactly what the same query returns by filtering a twin table without an index
+//! that took the same writes, in every layout. A read through the index must also read
+//! less than the whole table (it is used, not bypassed).
+//!
+//! `PROPTEST_CASES` sets the number of cases (default 24).
+
+use std::cell::RefCell;
+
+use mosaic_cql::frame::{ProtocolVersion, Query, QueryParameters, Request, Response, ResultBody};
+use mosaic_cql::index::IndexQuery;
+use mosaic_cql::processor::{Processor, Session};
+use mosaic_types::CqlValue;
+use proptest::prelude::*;
+use proptest::test_runner::{TestCaseError, TestRunner};
+
+use super::*;
+
+/// The layouts every statement runs against: an indexed and a plain table each.
+const LAYOUTS: [&str; 4] = ["uniform", "multi-lsm", "decoupled", "heterogeneous"];
+/// Values of `v` and elements of `s`: few, so queries match several rows.
+const VALUES: i32 = 4;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert {
+        k: i32,
+        c: i32,
+        v: Option<i32>,
+        s: Vec<i32>,
+        ts: Option<i64>,
+    },
+    SetV {
+        k: i32,
+        c: i32,
+        v: Option<i32>,
+        ts: Option<i64>,
+    },
+    AddS {
+        k: i32,
+        c: i32,
+        x: i32,
+    },
+    RemoveS {
+        k: i32,
+        c: i32,
+        x: i32,
+    },
+    DeleteRow {
+        k: i32,
+        c: i32,
+    },
+    DeleteFrom {
+        k: i32,
+        c: i32,
+    },
+    DeletePartition {
+        k: i32,
+    },
+    Flush,
+    Compact,
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0..6i32;
+    let c = 0..3i32;
+    let v = proptest::option::weighted(0.85, 0..VALUES);
+    // Old timestamps lose to every write without one (statement time).
+    let ts = proptest::option::weighted(0.2, 1..1_000i64);
+    prop_oneof![
+        6 => (k.clone(), c.clone(), v.clone(), proptest::collection::vec(0..VALUES, 0..3), ts.clone())
+            .prop_map(|(k, c, v, s, ts)| Op::Insert { k, c, v, s, ts }),
+        4 => (k.clone(), c.clone(), v, ts).prop_map(|(k, c, v, ts)| Op::SetV { k, c, v, ts }),
+        2 => (k.clone(), c.clone(), 0..VALUES).prop_map(|(k, c, x)| Op::AddS { k, c, x }),
+        2 => (k.clone(), c.clone(), 0..VALUES).prop_map(|(k, c, x)| Op::RemoveS { k, c, x }),
+        2 => (k.clone(), c.clone()).prop_map(|(k, c)| Op::DeleteRow { k, c }),
+        1 => (k.clone(), c).prop_map(|(k, c)| Op::DeleteFrom { k, c }),
+        1 => k.prop_map(|k| Op::DeletePartition { k }),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Restart),
+    ]
+}
+
+impl Op {
+    /// The statement on `table`, if the op is one.
+    fn cql(&self, table: &str) -> Option<String> {
+        let using =
+            |ts: &Option<i64>| ts.map_or(String::new(), |t| format!(" USING TIMESTAMP {t}"));
+        let value = |v: &Option<i32>| v.map_or("null".to_owned(), |v| v.to_string());
+        Some(match self {
+            Op::Insert { k, c, v, s, ts } => {
+                let set: Vec<String> = s.iter().map(i32::to_string).collect();
+                format!(
+                    "INSERT INTO ks.{table} (k, c, v, s) VALUES ({k}, {c}, {}, {{{}}}){}",
+                    value(v),
+                    set.join(", "),
+                    using(ts)
+                )
+            }
+            Op::SetV { k, c, v, ts } => format!(
+                "UPDATE ks.{table}{} SET v = {} WHERE k = {k} AND c = {c}",
+                using(ts),
+                value(v)
+            ),
+            Op::AddS { k, c, x } => {
+                format!("UPDATE ks.{table} SET s = s + {{{x}}} WHERE k = {k} AND c = {c}")
+            }
+            Op::RemoveS { k, c, x } => {
+                format!("UPDATE ks.{table} SET s = s - {{{x}}} WHERE k = {k} AND c = {c}")
+            }
+            Op::DeleteRow { k, c } => format!("DELETE FROM ks.{table} WHERE k = {k} AND c = {c}"),
+            Op::DeleteFrom { k, c } => {
+                format!("DELETE FROM ks.{table} WHERE k = {k} AND c >= {c}")
+            }
+            Op::DeletePartition { k } => format!("DELETE FROM ks.{table} WHERE k = {k}"),
+            Op::Flush | Op::Compact | Op::Restart => return None,
+        })
+    }
+}
+
+fn config(dir: &Path) -> Config {
+    let mut c = Config {
+        data_dir: dir.to_path_buf(),
+        ..Config::default()
+    };
+    c.storage.memtable_size_bytes = 1 << 16;
+    c.storage.block_cache_size_bytes = 1 << 20;
+    c
+}
+
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+    config: Config,
+    node: Option<Arc<LocalCoordinator>>,
+    session: Session,
+}
+
+async fn run(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) -> Response {
+    p.process(
+        s,
+        Request::Query(Query {
+            query: cql.to_owned(),
+            params: QueryParameters::new(Consistency::One),
+        }),
+    )
+    .await
+}
+
+/// The rows of a SELECT, sorted.
+fn sorted_rows(cql: &str, response: Response) -> Result<Vec<Vec<Option<Vec<u8>>>>, TestCaseError> {
+    let Response::Result(ResultBody::Rows(rows)) = response else {
+        return Err(TestCaseError::fail(format!("{cql}: {response:?}")));
+    };
+    let mut out: Vec<Vec<Option<Vec<u8>>>> = rows
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.as_ref().map(|b| b.to_vec())).collect())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = config(dir.path());
+        let node = Arc::new(LocalCoordinator::open(&config).expect("open node"));
+        let mut h = Harness {
+            rt,
+            _dir: dir,
+            config,
+            node: Some(node),
+            session: Session::new(ProtocolVersion::V4),
+        };
+        let mut ddl = vec!["CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}".to_owned()];
+        for layout in LAYOUTS {
+            let t = layout.replace('-', "_");
+            for twin in ["idx", "plain"] {
+                ddl.push(format!(
+                    "CREATE TABLE ks.{t}_{twin} (k int, c int, v int, s set<int>, PRIMARY KEY (k, c)) WITH layout = '{layout}'"
+                ));
+            }
+            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (v)"));
+            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (s)"));
+            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (c)"));
+        }
+        for cql in ddl {
+            let r = h.exec(&cql);
+            assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+        }
+        h
+    }
+
+    fn node(&self) -> Arc<LocalCoordinator> {
+        self.node.clone().expect("node is open")
+    }
+
+    fn exec(&mut self, cql: &str) -> Response {
+        let p = Processor::new(self.node());
+        self.rt.block_on(run(&p, &mut self.session, cql))
+    }
+
+    fn restart(&mut self) {
+        let node = self.node.take().expect("node is open");
+        let config = self.config.clone();
+        self.rt.block_on(async {
+            let failures = node.close(Duration::from_secs(10)).await;
+            assert!(failures.is_empty(), "closing: {failures:?}");
+        });
+        drop(Arc::into_inner(node).expect("no one else holds the node"));
+        let node = Arc::new(LocalCoordinator::open(&config).expect("reopening"));
+        let _guard = self.rt.enter();
+        node.start_index_builds();
+        self.node = Some(node);
+    }
+
+    fn each_store(&mut self, compact: bool) {
+        let node = self.node();
+        let results = self.rt.block_on(node.each_table(move |store| {
+            if compact {
+                store.compact()
+            } else {
+                store.flush()
+            }
+        }));
+        for (table, result) in results {
+            assert!(result.is_ok(), "{table}: {result:?}");
+        }
+    }
+
+    fn run_case(&mut self, ops: &[Op]) -> Result<(), TestCaseError> {
+        for op in ops {
+            match op {
+                Op::Flush => self.each_store(false),
+                Op::Compact => self.each_store(true),
+                Op::Restart => self.restart(),
+                _ => {
+                    for layout in LAYOUTS {
+                        let t = layout.replace('-', "_");
+                        for twin in ["idx", "plain"] {
+                            let Some(cql) = op.cql(&format!("{t}_{twin}")) else {
+                                continue;
+                            };
+                            let r = self.exec(&cql);
+                            prop_assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+                        }
+                    }
+                }
+            }
+        }
+        self.check()
+    }
+
+    /// Every indexed query equals the filtered twin's answer.
+    fn check(&mut self) -> Result<(), TestCaseError> {
+        for layout in LAYOUTS {
+            let t = layout.replace('-', "_");
+            for x in 0..VALUES {
+                for (relation, filtering) in [
+                    (format!("v = {x}"), ""),
+                    (format!("s CONTAINS {x}"), ""),
+                    (format!("c = {x}"), ""),
+                    (format!("k = 1 AND v = {x}"), ""),
+                    (format!("v = {x} AND c = 1"), " ALLOW FILTERING"),
+                ] {
+                    let indexed =
+                        format!("SELECT k, c, v, s FROM ks.{t}_idx WHERE {relation}{filtering}");
+                    let plain = format!(
+                        "SELECT k, c, v, s FROM ks.{t}_plain WHERE {relation} ALLOW FILTERING"
+                    );
+                    let got = sorted_rows(&indexed, self.exec(&indexed))?;
+                    let want = sorted_rows(&plain, self.exec(&plain))?;
+                    prop_assert_eq!(got, want, "{}", indexed);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn index_queries_equal_filtering_across_layouts_flushes_compactions_and_restarts() {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
+    let harness = RefCell::new(Harness::new());
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    });
+    let result = runner.run(&proptest::collection::vec(op(), 1..40), |ops| {
+        harness.borrow_mut().run_case(&ops)
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// A read through an index reads the rows it points at (and their partitions' heads), not
+/// the table; an index created over existing data is built, and a restart keeps it built.
+#[test]
+fn reads_go_through_a_built_index() {
+    let mut h = Harness::new();
+    for k in 0..50 {
+        let cql = format!(
+            "INSERT INTO ks.uniform_plain (k, c, v) VALUES ({k}, 0, {})",
+            k % 10
+        );
+        h.exec(&cql);
+    }
+    h.exec("CREATE INDEX late ON ks.uniform_plain (v)");
+    let node = h.node();
+    let table = node
+        .current_catalog()
+        .table("ks", "uniform_plain")
+        .expect("table")
+        .id;
+    let built = |node: &LocalCoordinator| {
+        node.built_index_names()
+            .contains(&("ks".to_owned(), "late".to_owned()))
+    };
+    for _ in 0..200 {
+        if built(&node) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(built(&node), "the index was built");
+    let read =
+        |rt: &tokio::runtime::Runtime, node: &LocalCoordinator, index: Option<IndexQuery>| {
+            rt.block_on(node.read_local(
+                ReadCommand {
+                    table,
+                    range: KeyRange {
+                        start: Vec::new(),
+                        end: None,
+                    },
+                    limit: usize::MAX,
+                    filter: None,
+                    index,
+                },
+                &AllPrimary,
+                ReadClass::default(),
+            ))
+            .expect("read")
+        };
+    let query = IndexQuery {
+        index: "late".to_owned(),
+        term: CqlValue::Int(3).to_cql_bytes(),
+    };
+    let all = read(&h.rt, &node, None);
+    let through = read(&h.rt, &node, Some(query.clone()));
+    assert_eq!(all.entries.len(), 50);
+    assert_eq!(through.entries.len(), 5, "{:?}", through.entries);
+    assert!(through.exhausted);
+    drop(node);
+    h.restart();
+    let node = h.node();
+    assert!(built(&node), "still built after a restart");
+    assert_eq!(read(&h.rt, &node, Some(query)).entries.len(), 5);
+}
