@@ -334,3 +334,82 @@ fn map_entries_filter_and_sets_and_maps_select_slices() {
         ]
     );
 }
+
+#[test]
+fn markers_inside_collection_literals_are_refused_at_prepare() {
+    use mosaic_cql::frame::{Prepare, Request, Response};
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, l list<int>, s set<int>, m map<text, int>)");
+    for (cql, kind) in [
+        ("INSERT INTO t (k, l) VALUES (?, [?, ?])", "list"),
+        ("INSERT INTO t (k, s) VALUES (?, {?})", "set"),
+        ("INSERT INTO t (k, m) VALUES (?, {?: ?})", "map"),
+        ("UPDATE t SET m = m + {'a': ?} WHERE k = ?", "map"),
+    ] {
+        match h.request(Request::Prepare(Prepare {
+            query: cql.to_owned(),
+            keyspace: None,
+        })) {
+            Response::Error(e) => assert!(
+                e.message.contains(&format!("Invalid {kind} literal for "))
+                    && e.message
+                        .ends_with(": bind variables are not supported inside collection literals"),
+                "{cql}: {}",
+                e.message
+            ),
+            other => panic!("{cql}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn list_order_is_arrival_order_and_messages_are_cassandras() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, l list<int>, m map<text, int>, fl frozen<list<int>>, fs frozen<set<int>>)");
+    // Elements follow arrival, not USING TIMESTAMP (Cassandra's paths are timeuuids).
+    h.ok("UPDATE t USING TIMESTAMP 10 SET l = l + [1] WHERE k = 1");
+    h.ok("UPDATE t USING TIMESTAMP 5 SET l = l + [2] WHERE k = 1");
+    h.ok("UPDATE t USING TIMESTAMP 3 SET l = [0] + l WHERE k = 1");
+    assert_eq!(
+        h.rows("SELECT l FROM t WHERE k = 1")[0][0],
+        list(&[0, 1, 2])
+    );
+    // Removing null changes nothing.
+    h.ok("UPDATE t SET l = l - null WHERE k = 1");
+    assert_eq!(
+        h.rows("SELECT l FROM t WHERE k = 1")[0][0],
+        list(&[0, 1, 2])
+    );
+    for (cql, message) in [
+        (
+            "UPDATE t SET m[1] = 1 WHERE k = 1",
+            "Invalid INTEGER constant (1) for \"key(m)\" of type text",
+        ),
+        (
+            "UPDATE t SET l['a'] = 1 WHERE k = 1",
+            "Invalid STRING constant (a) for \"idx(l)\" of type int",
+        ),
+        (
+            "UPDATE t SET m[null] = 1 WHERE k = 1",
+            "Invalid null map key",
+        ),
+        (
+            "UPDATE t SET fl = [1] + fl WHERE k = 1",
+            "Invalid operation (fl = [1] - fl) for frozen list column fl",
+        ),
+        (
+            "UPDATE t SET fs = {1} + fs WHERE k = 1",
+            "Invalid operation (fs = {1} - fs) for non list column fs",
+        ),
+        (
+            "CREATE TABLE c (k int PRIMARY KEY, v set<counter>)",
+            "Counters are not allowed inside collections: set<counter>",
+        ),
+        (
+            "CREATE TABLE c (k int PRIMARY KEY, v map<text,counter>)",
+            "Counters are not allowed inside collections: map<text, counter>",
+        ),
+    ] {
+        assert_eq!(h.err(cql).message, message, "{cql}");
+    }
+}

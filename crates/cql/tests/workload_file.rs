@@ -161,7 +161,7 @@ fn malformed_lines_are_refused_with_their_number() {
         (
             "SELECT * FROM ks.t WHERE k = 1 AND a = 'x'".to_owned(),
             1,
-            "for a of type int",
+            "for \"a\" of type int",
         ),
         (
             "SELECT * FROM ks.t WHERE k = 1 LIMIT 0".to_owned(),

@@ -6,10 +6,12 @@
 //! own timestamp and TTL. An element's cell path is chosen here:
 //! - a set element: the element's serialization, with an empty value;
 //! - a map entry: the key's serialization, the value in the cell;
-//! - a list element: a time-based id, 8 bytes of time (microseconds, sign bit flipped,
-//!   big-endian), 6 random bytes of the statement, then 2 bytes of position in the
-//!   statement, so that appends sort after what is there, prepends (whose time counts down
-//!   from zero) before, and the elements of two statements at the same time stay together.
+//! - a list element: a time-based id, 8 bytes of time (the coordinator's clock when the
+//!   statement arrived, microseconds, sign bit flipped, big-endian — not the write
+//!   timestamp: as Cassandra's timeuuid paths, list order is arrival order), 6 random bytes
+//!   of the statement, then 2 bytes of position in the statement, so that appends sort
+//!   after what is there, prepends (whose time counts down from zero) before, and the
+//!   elements of two statements at the same time stay together.
 //!
 //! Overwriting a collection (`c = …`, or an INSERT) writes a column deletion at the write
 //! timestamp minus one plus the new elements; `DELETE c` a column deletion at the write
@@ -173,6 +175,9 @@ pub(crate) struct CellTime {
     pub expiry: Option<Expiry>,
     /// Local time, seconds.
     pub now_secs: i64,
+    /// The coordinator's clock when the statement arrived, microseconds: list element
+    /// paths take their time from it.
+    pub now_micros: i64,
 }
 
 impl CellTime {
@@ -199,26 +204,25 @@ impl CellTime {
     }
 }
 
-/// The time in the path of a list element written at `ts`: the write timestamp for an
-/// append; for a prepend, the timestamp mirrored below zero (`-1 - ts`), so that later
-/// prepends sort first and every prepend sorts before every append written at a timestamp
-/// `>= 0`. Why not Cassandra's way: its prepends count down from 2010-01-01 by the wall
-/// clock, always later than that; counted from 2010 by the write timestamp, a prepend
-/// written with an older client timestamp (`USING TIMESTAMP 1000`) sorted after the
-/// appends. (Prepends written that way with timestamps after 2010 have times between zero
-/// and 2010: they still sort after every prepend written since and before every append.)
-/// Negative timestamps are allowed but get no such order: their prepends all take time -1.
-fn list_time(ts: Timestamp, prepend: bool) -> i64 {
+/// The time in the path of a list element written by a statement that arrived at `now`
+/// (the coordinator's clock, microseconds): `now` for an append; for a prepend, `now`
+/// mirrored below zero (`-1 - now`), so that later prepends sort first and every prepend
+/// sorts before every append. Cassandra's paths are timeuuids of the coordinator's clock
+/// (prepends counting down from 2010-01-01), so list order is arrival order whatever the
+/// write timestamps (`USING TIMESTAMP`) say; mirroring at zero rather than at 2010 keeps
+/// the prepends of a clock set before 2010 before the appends too.
+fn list_time(now: i64, prepend: bool) -> i64 {
     if prepend {
-        -1 - ts.0.max(0)
+        -1 - now.max(0)
     } else {
-        ts.0
+        now
     }
 }
 
-/// The paths of `n` new list elements written at `ts`, in list order.
-fn list_paths(n: usize, ts: Timestamp, prepend: bool) -> Vec<Vec<u8>> {
-    let time = list_time(ts, prepend);
+/// The paths of `n` new list elements written by a statement that arrived at `now`, in
+/// list order.
+fn list_paths(n: usize, now: i64, prepend: bool) -> Vec<Vec<u8>> {
+    let time = list_time(now, prepend);
     let random: [u8; 8] = mosaic_env::rng::random_bytes();
     (0..n)
         .map(|i| {
@@ -234,7 +238,7 @@ fn list_paths(n: usize, ts: Timestamp, prepend: bool) -> Vec<Vec<u8>> {
 /// The cells a collection value becomes (`value` already of the column's type).
 fn element_cells(value: &CqlValue, time: CellTime, prepend: bool) -> Vec<(Vec<u8>, Cell)> {
     match value {
-        CqlValue::List(items) => list_paths(items.len(), time.ts, prepend)
+        CqlValue::List(items) => list_paths(items.len(), time.now_micros, prepend)
             .into_iter()
             .zip(items)
             .map(|(path, v)| (path, time.live(v.to_cql_bytes())))
@@ -328,6 +332,9 @@ pub(crate) fn assign(
     if let Some(key) = element {
         let key = match key {
             Eval::Value(k) => k,
+            Eval::Null if matches!(ty, DataType::Map(..)) => {
+                return Err(invalid("Invalid null map key"))
+            }
             Eval::Null => return Err(invalid(format!("Invalid null value for {name} element"))),
             Eval::Unset => return Err(invalid(format!("Invalid unset value for {name} element"))),
         };

@@ -167,7 +167,31 @@ fn term(
     name: &str,
     ty: &DataType,
     specs: &mut Vec<(usize, ColumnSpec)>,
-) {
+) -> Result<(), ErrorResponse> {
+    // Cassandra refuses a marker standing for an element of a collection literal (bind
+    // the whole collection instead); a marker inside a tuple or a UDT literal is fine.
+    let literal_kind = match t {
+        Term::List(items) if items.iter().any(|i| matches!(i, Term::Bind(_))) => Some("list"),
+        Term::Set(items) if items.iter().any(|i| matches!(i, Term::Bind(_))) => Some("set"),
+        Term::Map(entries)
+            if entries
+                .iter()
+                .any(|(k, v)| matches!(k, Term::Bind(_)) || matches!(v, Term::Bind(_))) =>
+        {
+            Some("map")
+        }
+        _ => None,
+    };
+    if let Some(kind) = literal_kind {
+        if matches!(
+            ty.unfrozen(),
+            DataType::List(_) | DataType::Set(_) | DataType::Map(..)
+        ) {
+            return Err(invalid(format!(
+                "Invalid {kind} literal for {name}: bind variables are not supported inside collection literals"
+            )));
+        }
+    }
     match t {
         Term::Bind(m) => specs.push((
             m.index,
@@ -175,26 +199,26 @@ fn term(
         )),
         Term::Call { name: func, args } if func.as_str() == "token" => {
             for (arg, col) in args.iter().zip(table.partition_key()) {
-                term(table, arg, &col.name, &col.ty, specs);
+                term(table, arg, &col.name, &col.ty, specs)?;
             }
         }
         Term::Call { args, .. } => {
             for arg in args {
-                term(table, arg, name, &CqlType::Timestamp.into(), specs);
+                term(table, arg, name, &CqlType::Timestamp.into(), specs)?;
             }
         }
         Term::List(items) | Term::Set(items) => {
             if let DataType::List(e) | DataType::Set(e) = ty.unfrozen() {
                 for item in items {
-                    term(table, item, name, e, specs);
+                    term(table, item, name, e, specs)?;
                 }
             }
         }
         Term::Map(entries) => {
             if let DataType::Map(k, v) = ty.unfrozen() {
                 for (kt, vt) in entries {
-                    term(table, kt, name, k, specs);
-                    term(table, vt, name, v, specs);
+                    term(table, kt, name, k, specs)?;
+                    term(table, vt, name, v, specs)?;
                 }
             }
         }
@@ -202,7 +226,7 @@ fn term(
             if let DataType::Tuple(fields) = ty.unfrozen() {
                 // Cassandra names a tuple literal's markers by position: `tu[0]`, `tu[1]`.
                 for (i, (item, field)) in items.iter().zip(fields).enumerate() {
-                    term(table, item, &format!("{name}[{i}]"), field, specs);
+                    term(table, item, &format!("{name}[{i}]"), field, specs)?;
                 }
             }
         }
@@ -211,13 +235,14 @@ fn term(
                 for (field, item) in entries {
                     if let Some((_, field_ty)) = u.fields.iter().find(|(n, _)| n == field.as_str())
                     {
-                        term(table, item, field.as_str(), field_ty, specs);
+                        term(table, item, field.as_str(), field_ty, specs)?;
                     }
                 }
             }
         }
         Term::Literal(_) => {}
     }
+    Ok(())
 }
 
 /// The element type of a collection and the name Cassandra gives a marker for it: `key(m)`
@@ -246,7 +271,7 @@ fn relations(
         match r {
             Relation::Compare { column, op, value } => {
                 let col = restrict::column(table, column.as_str())?;
-                term(table, value, &col.name, &col.ty, specs);
+                term(table, value, &col.name, &col.ty, specs)?;
                 if let (Operator::Eq, Term::Bind(m), ColumnKind::PartitionKey { position }) =
                     (op, value, col.kind)
                 {
@@ -258,7 +283,7 @@ fn relations(
                 match values {
                     InValues::List(terms) => {
                         for t in terms {
-                            term(table, t, &col.name, &col.ty, specs);
+                            term(table, t, &col.name, &col.ty, specs)?;
                         }
                     }
                     InValues::Bind(m) => specs.push((
@@ -298,12 +323,12 @@ fn relations(
                     "partition key token",
                     &CqlType::BigInt.into(),
                     specs,
-                ),
+                )?,
             },
             Relation::Contains { column, key, value } => {
                 let col = restrict::column(table, column.as_str())?;
                 if let Some((name, ty)) = element_marker(col, *key) {
-                    term(table, value, &name, &ty, specs);
+                    term(table, value, &name, &ty, specs)?;
                 }
             }
             Relation::Element {
@@ -312,7 +337,7 @@ fn relations(
                 let col = restrict::column(table, column.as_str())?;
                 for (t, is_key) in [(key, true), (value, false)] {
                     if let Some((name, ty)) = element_marker(col, is_key) {
-                        term(table, t, &name, &ty, specs);
+                        term(table, t, &name, &ty, specs)?;
                     }
                 }
             }
@@ -343,7 +368,7 @@ fn selection_markers(
         let is_map = matches!(col.ty.unfrozen(), DataType::Map(..));
         if let Some((name, ty)) = element_marker(col, is_map) {
             for t in terms {
-                term(table, t, &name, &ty, specs);
+                term(table, t, &name, &ty, specs)?;
             }
         }
     }
@@ -382,7 +407,7 @@ fn multi_column_tuple(
     match value {
         Term::Tuple(items) => {
             for (t, c) in items.iter().zip(&cols) {
-                term(table, t, &c.name, &c.ty, specs);
+                term(table, t, &c.name, &c.ty, specs)?;
             }
         }
         Term::Bind(m) => specs.push((
@@ -411,7 +436,7 @@ fn modification(
             let table = exec.table(catalog, &s.table)?;
             for (ident, value) in s.columns.iter().zip(&s.values) {
                 let col = restrict::column(&table, ident.as_str())?;
-                term(&table, value, &col.name, &col.ty, specs);
+                term(&table, value, &col.name, &col.ty, specs)?;
                 if let (Term::Bind(m), ColumnKind::PartitionKey { position }) = (value, col.kind) {
                     pk_markers.push((position, m.index));
                 }
@@ -428,17 +453,17 @@ fn modification(
                     if let Ok(field_ty) =
                         super::collections::field_type(&col.ty, &col.name, field.as_str())
                     {
-                        term(&table, &a.value, field.as_str(), &field_ty, specs);
+                        term(&table, &a.value, field.as_str(), &field_ty, specs)?;
                     }
                     continue;
                 }
                 match &a.element {
                     Some(element) => {
                         if let Some((name, ty)) = element_marker(col, true) {
-                            term(&table, element, &name, &ty, specs);
+                            term(&table, element, &name, &ty, specs)?;
                         }
                         if let Some((name, ty)) = element_marker(col, false) {
-                            term(&table, &a.value, &name, &ty, specs);
+                            term(&table, &a.value, &name, &ty, specs)?;
                         }
                     }
                     None => {
@@ -447,7 +472,7 @@ fn modification(
                             (AssignOp::Remove, DataType::Map(k, _)) => DataType::Set(k.clone()),
                             _ => col.ty.clone(),
                         };
-                        term(&table, &a.value, &col.name, &ty, specs);
+                        term(&table, &a.value, &col.name, &ty, specs)?;
                     }
                 }
             }
@@ -466,7 +491,7 @@ fn modification(
             for d in &s.columns {
                 let col = restrict::column(&table, d.column.as_str())?;
                 if let (Some(element), Some((name, ty))) = (&d.element, element_marker(col, true)) {
-                    term(&table, element, &name, &ty, specs);
+                    term(&table, element, &name, &ty, specs)?;
                 }
             }
             relations(&table, &s.where_clause, specs, pk_markers)?;

@@ -269,19 +269,43 @@ pub(crate) fn eval_int(
     }
 }
 
+/// Cassandra's refusal of a constant for a receiver of another type
+/// (`Constants.Literal.testAssignment`): the constant's kind, its text, the receiver's
+/// name (`k`, or `key(m)`, `idx(l)` for an element) and type.
 fn type_mismatch(lit: &Literal, ty: CqlType, name: &str) -> ErrorResponse {
-    let shown = match lit {
-        Literal::String(s) => format!("'{s}'"),
-        Literal::Integer(s) | Literal::Float(s) | Literal::Duration(s) => s.clone(),
-        Literal::NaN => "NaN".to_owned(),
-        Literal::Infinity => "Infinity".to_owned(),
-        Literal::NegInfinity => "-Infinity".to_owned(),
-        Literal::Uuid(_) => "a uuid".to_owned(),
-        Literal::Blob(_) => "a blob".to_owned(),
-        Literal::Boolean(b) => b.to_string(),
-        Literal::Null => "null".to_owned(),
+    let (kind, text) = match lit {
+        Literal::String(s) => ("STRING", s.clone()),
+        Literal::Integer(s) => ("INTEGER", s.clone()),
+        Literal::Float(s) => ("FLOAT", s.clone()),
+        Literal::Duration(s) => ("DURATION", s.clone()),
+        Literal::NaN => ("FLOAT", "NaN".to_owned()),
+        Literal::Infinity => ("FLOAT", "Infinity".to_owned()),
+        Literal::NegInfinity => ("FLOAT", "-Infinity".to_owned()),
+        Literal::Uuid(u) => {
+            let hex = format!("{u:032x}");
+            let part = |r: std::ops::Range<usize>| hex.get(r).unwrap_or_default().to_owned();
+            let text = [
+                part(0..8),
+                part(8..12),
+                part(12..16),
+                part(16..20),
+                part(20..32),
+            ];
+            ("UUID", text.join("-"))
+        }
+        Literal::Blob(b) => (
+            "HEX",
+            format!(
+                "0x{}",
+                b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+            ),
+        ),
+        Literal::Boolean(b) => ("BOOLEAN", b.to_string()),
+        Literal::Null => ("NULL", "null".to_owned()),
     };
-    invalid(format!("Invalid {shown} constant for {name} of type {ty}"))
+    invalid(format!(
+        "Invalid {kind} constant ({text}) for \"{name}\" of type {ty}"
+    ))
 }
 
 /// Converts a literal to a value of type `ty`.

@@ -27,8 +27,10 @@
 //! elements' and keys' serializations. List paths carry random bytes, so the model learns
 //! each new list element's path from storage right after the write (a raw read of the
 //! row) and checks what it can: the elements' values, timestamps and TTLs, their order
-//! within the statement, and the documented order across statements — appends after
-//! older appends, prepends before older prepends and before every append. List index
+//! within the statement, and the documented order across statements, which is their
+//! order of arrival whatever their write timestamps (as Cassandra's timeuuid paths from the
+//! coordinator's clock) — appends after earlier appends, prepends before earlier prepends
+//! and before every append. List index
 //! operations index into the list as the model sees it at the statement's time, and their
 //! errors (null list, index out of bound) must be Cassandra's.
 //!

@@ -365,6 +365,52 @@ impl Parser<'_> {
         Ok(args)
     }
 
+    /// The element types of `kind<…>` (`count` of them), refusing `counter` among them
+    /// with Cassandra's message, which prints the collection as written.
+    fn parse_collection_args(
+        &mut self,
+        start: Token,
+        kind: &str,
+        count: usize,
+    ) -> PResult<Vec<DataType>> {
+        self.expect(Kind::Lt)?;
+        let mut args = vec![self.parse_collection_arg()?];
+        while self.accept(Kind::Comma) {
+            args.push(self.parse_collection_arg()?);
+        }
+        if args.len() != count {
+            return Err(self.mismatch("'>'"));
+        }
+        self.expect(Kind::Gt)?;
+        if args.iter().any(Option::is_none) {
+            let shown: Vec<String> = args
+                .iter()
+                .map(|a| {
+                    a.as_ref()
+                        .map_or_else(|| "counter".to_owned(), DataType::to_string)
+                })
+                .collect();
+            return Err(self.invalid(
+                start,
+                format!(
+                    "Counters are not allowed inside collections: {kind}<{}>",
+                    shown.join(", ")
+                ),
+            ));
+        }
+        Ok(args.into_iter().flatten().collect())
+    }
+
+    /// One collection element type; `None` for `counter`.
+    fn parse_collection_arg(&mut self) -> PResult<Option<DataType>> {
+        let t = self.peek();
+        if t.kind == Kind::Word && self.slice(t).eq_ignore_ascii_case("counter") {
+            self.bump();
+            return Ok(None);
+        }
+        self.parse_type_inner().map(Some)
+    }
+
     fn parse_type_inner(&mut self) -> PResult<DataType> {
         self.enter()?;
         let ty = self.parse_type_word();
@@ -389,15 +435,15 @@ impl Parser<'_> {
                         let one = |mut args: Vec<DataType>| args.pop().map(Box::new);
                         Ok(match lower.as_str() {
                             "list" => DataType::List(
-                                one(self.parse_type_args(Some(1))?)
+                                one(self.parse_collection_args(t, "list", 1)?)
                                     .ok_or_else(|| self.no_viable())?,
                             ),
                             "set" => DataType::Set(
-                                one(self.parse_type_args(Some(1))?)
+                                one(self.parse_collection_args(t, "set", 1)?)
                                     .ok_or_else(|| self.no_viable())?,
                             ),
                             "map" => {
-                                let mut args = self.parse_type_args(Some(2))?;
+                                let mut args = self.parse_collection_args(t, "map", 2)?;
                                 let v = args.pop().ok_or_else(|| self.no_viable())?;
                                 let k = args.pop().ok_or_else(|| self.no_viable())?;
                                 DataType::Map(Box::new(k), Box::new(v))

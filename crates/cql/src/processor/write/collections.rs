@@ -63,8 +63,12 @@ impl Writer<'_> {
                         )))
                     }
                 };
-                let key = eval(key, &key_ty, name, ctx)?;
-                let value = eval(&a.value, &value_ty, name, ctx)?;
+                let key_name = match ty {
+                    DataType::Map(..) => format!("key({name})"),
+                    _ => format!("idx({name})"),
+                };
+                let key = eval(key, &key_ty, &key_name, ctx)?;
+                let value = eval(&a.value, &value_ty, &format!("value({name})"), ctx)?;
                 assign(column, ty, name, a.op, Some(key), value, time)?;
             }
             (None, AssignOp::Remove, DataType::Map(..))

@@ -316,6 +316,7 @@ fn mutations_of(
             local_expiration_secs: time.now_secs.saturating_add(i64::from(ttl)),
         }),
         now_secs: time.now_secs,
+        now_micros: time.now_micros,
         prior,
     };
     match statement {
@@ -343,6 +344,8 @@ struct Writer<'a> {
     ts: Timestamp,
     expiry: Option<Expiry>,
     now_secs: i64,
+    /// The coordinator's clock when the statement arrived (list element paths).
+    now_micros: i64,
     /// Rows read before the write, for list operations.
     prior: &'a RefCell<PriorRows>,
 }
@@ -353,6 +356,7 @@ impl Writer<'_> {
             ts: self.ts,
             expiry: self.expiry,
             now_secs: self.now_secs,
+            now_micros: self.now_micros,
         }
     }
 
@@ -623,12 +627,15 @@ impl Writer<'_> {
                 let op = match (&a.element, a.op) {
                     (Some(index), _) => Some(ListOp::Set {
                         index: list_index(index, name, ctx)?,
-                        value: eval(&a.value, elem, name, ctx)?,
+                        value: eval(&a.value, elem, &format!("value({name})"), ctx)?,
                     }),
                     (None, AssignOp::Remove) => match eval(&a.value, &col.ty, name, ctx)? {
                         Eval::Value(CqlValue::List(values)) => Some(ListOp::Remove(values)),
-                        Eval::Unset => None,
-                        _ => return Err(invalid(format!("Invalid null value for {name}"))),
+                        // Removing null (or nothing) changes nothing, as in Cassandra.
+                        Eval::Unset | Eval::Null => continue,
+                        Eval::Value(_) => {
+                            return Err(invalid(format!("Invalid list value for {name}")))
+                        }
                     },
                     _ => None,
                 };
@@ -640,6 +647,16 @@ impl Writer<'_> {
             if col.ty.is_multi_cell() {
                 self.assign_collection(target, col, a, ctx)?;
                 continue;
+            }
+            if a.op == AssignOp::Prepend {
+                // Cassandra's `Operation.Prepend`, which prints itself with '-' (sic).
+                let shown = format!("{name} = {} - {name}", a.value);
+                return Err(invalid(match col.ty.unfrozen() {
+                    DataType::List(_) => {
+                        format!("Invalid operation ({shown}) for frozen list column {name}")
+                    }
+                    _ => format!("Invalid operation ({shown}) for non list column {name}"),
+                }));
             }
             if a.element.is_some() || a.op != AssignOp::Set {
                 return Err(invalid(if col.ty.is_collection() {
@@ -739,7 +756,7 @@ fn list_index(
     name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<i32, ErrorResponse> {
-    match eval(term, &CqlType::Int.into(), name, ctx)? {
+    match eval(term, &CqlType::Int.into(), &format!("idx({name})"), ctx)? {
         Eval::Value(CqlValue::Int(i)) => Ok(i),
         _ => Err(invalid(format!(
             "Invalid null value for list index of {name}"

@@ -199,9 +199,9 @@ impl RowModel {
     }
 
     /// Checks a new list write's order against every list write learned before (the
-    /// documented order, docs/cql.md): appends sort after older appends, prepends before
-    /// older prepends, and every prepend before every append. Ties in timestamp have no
-    /// order between statements.
+    /// documented order, docs/cql.md): arrival order, whatever the write timestamps —
+    /// appends sort after earlier appends, prepends before earlier prepends, and every
+    /// prepend before every append.
     pub(super) fn check_list_order(&self, new: &ListWrite) -> Result<(), String> {
         let (Some(first), Some(last)) = (new.paths.first(), new.paths.last()) else {
             return Ok(());
@@ -210,25 +210,21 @@ impl RowModel {
             let (Some(old_first), Some(old_last)) = (old.paths.first(), old.paths.last()) else {
                 continue;
             };
-            let before = match (new.prepend, old.prepend) {
-                (true, false) => Some(true),
-                (false, true) => Some(false),
-                (false, false) if new.ts != old.ts => Some(new.ts < old.ts),
-                (true, true) if new.ts != old.ts => Some(new.ts > old.ts),
-                _ => None,
-            };
-            let ok = match before {
-                Some(true) => last < old_first,
-                Some(false) => first > old_last,
-                None => true,
+            // Arrival order, whatever the write timestamps (Cassandra's list paths are
+            // timeuuids of the coordinator's clock): `old` arrived first, so a new append
+            // sorts after it and a new prepend before it; prepends before appends.
+            let ok = if new.prepend {
+                last < old_first
+            } else {
+                first > old_last
             };
             if !ok {
                 return Err(format!(
-                    "list order: the {} at ts {} (paths {:02x?}) should sort {} the {} at ts {} (paths {:02x?})",
+                    "list order: the {} at ts {} (paths {:02x?}) should sort {} the earlier {} at ts {} (paths {:02x?})",
                     if new.prepend { "prepend" } else { "append" },
                     new.ts,
                     new.paths,
-                    if before == Some(true) { "before" } else { "after" },
+                    if new.prepend { "before" } else { "after" },
                     if old.prepend { "prepend" } else { "append" },
                     old.ts,
                     old.paths,
