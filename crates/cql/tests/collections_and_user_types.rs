@@ -413,3 +413,39 @@ fn list_order_is_arrival_order_and_messages_are_cassandras() {
         assert_eq!(h.err(cql).message, message, "{cql}");
     }
 }
+
+#[test]
+fn dropped_columns_come_back_only_compatible_and_describe_orders_as_cassandra() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, x list<text>, y frozen<list<text>>, b blob, a int)");
+    h.ok("ALTER TABLE t DROP x");
+    h.ok("ALTER TABLE t DROP y");
+    let e = h.err("ALTER TABLE t ADD x set<text>");
+    assert_eq!(
+        e.message,
+        "Cannot re-add previously dropped column 'x' of type set<text>, incompatible with previous type list<text>"
+    );
+    let e = h.err("ALTER TABLE t ADD y list<text>");
+    assert_eq!(
+        e.message,
+        "Cannot re-add previously dropped column 'y' of type list<text>, incompatible with previous type frozen<list<text>>"
+    );
+    h.ok("ALTER TABLE t ADD x list<text>");
+    h.ok("ALTER TABLE t ADD y frozen<list<blob>>");
+    // DESCRIBE: the columns of one cell by name, then the non-frozen collections by name.
+    let rows = h.rows("DESCRIBE TABLE t");
+    let Some(CqlValue::Text(statement)) = &rows[0][3] else {
+        panic!("{rows:?}");
+    };
+    let columns: Vec<&str> = statement.lines().skip(1).take(5).collect();
+    assert_eq!(
+        columns,
+        [
+            "    k int PRIMARY KEY,",
+            "    a int,",
+            "    b blob,",
+            "    y frozen<list<blob>>,",
+            "    x list<text>"
+        ]
+    );
+}

@@ -113,6 +113,7 @@ mod tests {
             params: TableParams::default(),
             next_column_id: 0,
             indexes: Default::default(),
+            dropped_columns: Default::default(),
             derived: Default::default(),
         })
     }

@@ -369,6 +369,15 @@ pub fn encode_blob_literal(bytes: &[u8]) -> String {
     out
 }
 
+/// A dropped column's last definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedColumn {
+    /// Its type.
+    pub ty: DataType,
+    /// Whether it was a static column.
+    pub is_static: bool,
+}
+
 /// One table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TableMeta {
@@ -388,6 +397,11 @@ pub struct TableMeta {
     /// Its secondary indexes, by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub indexes: BTreeMap<String, IndexMeta>,
+    /// Columns dropped from it, by name, with their last definition (Cassandra's
+    /// `dropped_columns`): the name may be added again only with a type that can read
+    /// the old values and the same kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dropped_columns: BTreeMap<String, DroppedColumn>,
     /// What statements derive from the definition, computed on first use.
     #[serde(skip)]
     pub derived: Derived,
@@ -716,6 +730,7 @@ mod tests {
             params: TableParams::default(),
             next_column_id: 3,
             indexes: BTreeMap::new(),
+            dropped_columns: BTreeMap::new(),
             derived: Derived::default(),
         };
         let ks = KeyspaceMeta {

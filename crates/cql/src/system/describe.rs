@@ -170,6 +170,9 @@ struct Column<'t> {
     ty: std::borrow::Cow<'t, str>,
     role: Role,
     descending: bool,
+    /// A non-frozen collection (or UDT): Cassandra's `Columns` order puts these after the
+    /// columns of one cell.
+    multi_cell: bool,
 }
 
 impl<'a> Table<'a> {
@@ -193,8 +196,9 @@ impl<'a> Table<'a> {
         matches!(self, Table::System(t) if t.is_virtual())
     }
 
-    /// Its columns in `CREATE TABLE` order: partition key, clustering columns, then static
-    /// and regular columns by name.
+    /// Its columns in `CREATE TABLE` order, as Cassandra 4 writes them: partition key,
+    /// clustering columns, then static and then regular columns, each the ones of one cell
+    /// by name and then the non-frozen collections and UDTs by name (`Columns`' order).
     fn columns(&self) -> Vec<Column<'a>> {
         let mut out: Vec<Column<'a>> = match self {
             Table::System(t) => t
@@ -209,6 +213,9 @@ impl<'a> Table<'a> {
                         tables::Kind::Regular => Role::Regular,
                     },
                     descending: false,
+                    multi_cell: ["list<", "set<", "map<"]
+                        .iter()
+                        .any(|p| c.ty.starts_with(p)),
                 })
                 .collect(),
             Table::User(t) => t
@@ -229,11 +236,17 @@ impl<'a> Table<'a> {
                         ty: std::borrow::Cow::Owned(c.ty.to_string()),
                         role,
                         descending,
+                        multi_cell: c.ty.is_multi_cell(),
                     }
                 })
                 .collect(),
         };
-        out.sort_by(|a, b| a.role.cmp(&b.role).then_with(|| a.name.cmp(b.name)));
+        out.sort_by(|a, b| {
+            a.role
+                .cmp(&b.role)
+                .then(a.multi_cell.cmp(&b.multi_cell))
+                .then_with(|| a.name.cmp(b.name))
+        });
         out
     }
 

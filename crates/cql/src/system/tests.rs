@@ -70,6 +70,7 @@ fn user_table(name: &str, params: TableParams) -> TableMeta {
         params,
         next_column_id: 4,
         indexes: Default::default(),
+        dropped_columns: Default::default(),
         derived: Default::default(),
     }
 }

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use mosaic_types::DataType;
+
 /// The table `s` creates in `keyspace`; without a `layout` option it gets
 /// `default_layout` (the cluster's, from the coordinator).
 pub(super) fn table_from_create(
@@ -33,6 +35,7 @@ pub(super) fn table_from_create(
         params,
         next_column_id,
         indexes: Default::default(),
+        dropped_columns: Default::default(),
         derived: Default::default(),
     };
     check_layout_columns(&table, defaulted)?;
@@ -268,6 +271,22 @@ fn add_columns(table: &mut TableMeta, defs: &[ColumnDefinition]) -> Result<(), E
                 "Invalid column name {name} because it conflicts with an existing column"
             )));
         }
+        if let Some(dropped) = table.dropped_columns.get(name) {
+            if !value_compatible(&def.ty, &dropped.ty) {
+                return Err(invalid(format!(
+                    "Cannot re-add previously dropped column '{name}' of type {}, incompatible with previous type {}",
+                    def.ty, dropped.ty
+                )));
+            }
+            if dropped.is_static != def.is_static {
+                let kind = |s: bool| if s { "STATIC" } else { "REGULAR" };
+                return Err(invalid(format!(
+                    "Cannot re-add previously dropped column '{name}' of kind {}, incompatible with previous kind {}",
+                    kind(def.is_static),
+                    kind(dropped.is_static)
+                )));
+            }
+        }
         if def.is_static && !has_clustering {
             return Err(invalid(format!(
                 "Static columns are not allowed in tables with no clustering columns (adding {name})"
@@ -306,9 +325,40 @@ fn drop_columns(table: &mut TableMeta, names: &[crate::ast::Ident]) -> Result<()
                 "Cannot drop column {name} because it has dependent secondary indexes ({indexes})"
             )));
         }
+        let dropped = crate::schema::DroppedColumn {
+            ty: col.ty.clone(),
+            is_static: col.kind == ColumnKind::Static,
+        };
+        table.dropped_columns.insert(name.to_owned(), dropped);
         table.columns.retain(|c| c.name != name);
     }
     Ok(())
+}
+
+/// Whether values written as `old` can be read as `new` (Cassandra's
+/// `isValueCompatibleWith`, for re-adding a dropped column): the same type, a blob for any
+/// native value, text for ascii, varint for the fixed-size integers, bigint and timestamp
+/// for each other; collections of the same kind and frozenness whose set elements and map
+/// keys are the same type and whose other elements are compatible.
+fn value_compatible(new: &DataType, old: &DataType) -> bool {
+    use mosaic_types::CqlType as T;
+    if new == old {
+        return true;
+    }
+    match (new, old) {
+        (DataType::Native(n), DataType::Native(o)) => matches!(
+            (n, o),
+            (T::Blob, _)
+                | (T::Text, T::Ascii)
+                | (T::Varint, T::Int | T::BigInt | T::SmallInt | T::TinyInt)
+                | (T::BigInt, T::Timestamp)
+                | (T::Timestamp, T::BigInt)
+        ),
+        (DataType::Frozen(n), DataType::Frozen(o)) => value_compatible(n, o),
+        (DataType::List(n), DataType::List(o)) => value_compatible(n, o),
+        (DataType::Map(nk, nv), DataType::Map(ok, ov)) => nk == ok && value_compatible(nv, ov),
+        _ => false,
+    }
 }
 
 /// The names of the indexes on `column`, comma-separated, if there are any.

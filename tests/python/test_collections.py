@@ -7,10 +7,6 @@ the cqlengine object mapper.
 Every expectation here (values, error classes, message texts) was observed on a real Apache
 Cassandra 4.1.10: run `MOSAIC_TEST_AGAINST=127.0.0.1:PORT python -m pytest <this file>` against
 one (`bench/cassandra/cluster.sh up`) to check them again.
-
-The file is named pending_test_*.py so that the default run (`pytest tests/python`) does not
-collect it while collections are being implemented; rename it test_collections.py when they
-land. Run it explicitly by path meanwhile.
 """
 import re
 import time
