@@ -500,11 +500,22 @@ impl LocalCoordinator {
                 && current
                     .iter()
                     .all(|i| table.indexes.get(&i.meta.name) == Some(&i.meta));
+            let is_new = created.contains(&table.id);
             if unchanged {
+                // A table this change created opened its indexes with it: empty, built.
+                for index in current.iter().filter(|_| is_new) {
+                    let index = index.clone();
+                    let marked = tokio::task::spawn_blocking(move || mark_built(&index)).await;
+                    if !matches!(marked, Ok(Ok(()))) {
+                        tracing::warn!(target: "mosaic::storage", table = slot.name, "marking a new table's index built failed");
+                    }
+                }
+                for index in current.iter() {
+                    self.start_build(table.id, &slot, index);
+                }
                 continue;
             }
             let engine = self.engine.clone();
-            let is_new = created.contains(&table.id);
             let (table2, slot2) = (table.clone(), slot.clone());
             let opened = tokio::task::spawn_blocking(move || -> Vec<Arc<IndexSlot>> {
                 let mut kept = Vec::new();
