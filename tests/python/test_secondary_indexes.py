@@ -159,6 +159,8 @@ def test_queries_an_index_serves(session, ks):
     assert rows(session, "SELECT k, c FROM t WHERE m CONTAINS 2") == [(1, 1)]
     assert rows(session, "SELECT k, c FROM t WHERE m CONTAINS KEY 'a'") == [(1, 1)]
     assert rows(session, "SELECT k, c FROM t WHERE fl = [1, 2]") == [(1, 1)]
+    assert rows(session, "SELECT k, c FROM t WHERE m['b'] = 2") == [(1, 1)]
+    assert rows(session, "SELECT k, c FROM t WHERE m['b'] = 1") == []
     assert rows(session, "SELECT k, c, v FROM t WHERE v = 10 AND k = 1") == [(1, 1, 10)]
     assert rows(session, "SELECT k, c, v FROM t WHERE k = 1 AND v = 10 AND c > 0") == [(1, 1, 10)]
     assert rows(session, "SELECT count(*) FROM t WHERE v = 10") == [(2,)]
@@ -169,6 +171,7 @@ def test_queries_an_index_serves(session, ks):
     invalid(session, "SELECT k FROM t WHERE v = 10 AND c = 1", FILTERING)
     invalid(session, "SELECT k FROM t WHERE v > 10", FILTERING)
     invalid(session, "SELECT k FROM t WHERE fl CONTAINS 1", FILTERING)
+    invalid(session, "SELECT k FROM t WHERE m['a'] = 1 AND m['b'] = 2", FILTERING)
     invalid(session, "SELECT k FROM t WHERE v = 10 AND k IN (1, 2)",
             "Select on indexed columns and with IN clause for the PRIMARY KEY are not supported")
     invalid(session, "SELECT k FROM t WHERE v = 10 ORDER BY c DESC", "ORDER BY with 2ndary indexes is not supported.")

@@ -6,7 +6,7 @@
 
 use mosaic_types::DataType;
 
-use crate::index::IndexQuery;
+use crate::index::{entry_term, IndexQuery};
 use crate::schema::{IndexMeta, TargetKind};
 
 use super::restrict::{ColumnRestriction, Predicate};
@@ -31,7 +31,7 @@ fn index_on<'t>(table: &'t TableMeta, column: &str, kind: TargetKind) -> Option<
 
 /// The first relation (in WHERE order) an index of the table serves: `c = v` (a simple,
 /// or for a frozen collection a `full()`, index), `c CONTAINS v` (`values()`), `c CONTAINS
-/// KEY v` (`keys()`). In partition mode only relations on
+/// KEY v` (`keys()`), `m[k] = v` (`entries()`). In partition mode only relations on
 /// columns outside the primary key are served (the partition read is already narrow).
 pub(super) fn choose(
     table: &TableMeta,
@@ -64,6 +64,11 @@ pub(super) fn choose(
                 };
                 (*column, kind, value.to_cql_bytes())
             }
+            Predicate::Entry { column, key, value } => (
+                *column,
+                TargetKind::Entries,
+                entry_term(&key.to_cql_bytes(), &value.to_cql_bytes()),
+            ),
             _ => return None,
         };
         let meta = table.columns.get(column)?;
