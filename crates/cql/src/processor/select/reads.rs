@@ -371,6 +371,7 @@ pub(super) async fn scan<C: Coordinator>(
         if range.is_empty() {
             break;
         }
+        let range_start = range.start.clone();
         let result = coordinator
             .read(
                 ReadCommand {
@@ -386,8 +387,14 @@ pub(super) async fn scan<C: Coordinator>(
         round = round.saturating_add(1);
         // The coordinator says when the range is done; an empty answer can only mean that.
         let exhausted = result.exhausted || result.entries.is_empty();
+        let next_start = result.entries.last().map(|(k, _)| successor(k));
+        let entries = if plan.index.is_some() && several_replicas(exec.params.consistency) {
+            protect(coordinator, exec, plan, &range_start, result.entries).await?
+        } else {
+            result.entries
+        };
         let mut jumped = false;
-        for (k, v) in &result.entries {
+        for (k, v) in &entries {
             start = successor(k);
             let prefix_len = schema.partition_prefix_len(k).map_err(|e| {
                 ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
@@ -423,11 +430,82 @@ pub(super) async fn scan<C: Coordinator>(
                 }
             }
         }
+        if !jumped {
+            if let Some(next) = next_start {
+                start = start.max(next);
+            }
+        }
         if exhausted && !jumped {
             break;
         }
     }
     Ok(finish_partition(run, current.take()))
+}
+
+/// Whether reads at `consistency` merge several replicas' answers.
+fn several_replicas(consistency: crate::frame::Consistency) -> bool {
+    !matches!(
+        consistency,
+        crate::frame::Consistency::One
+            | crate::frame::Consistency::LocalOne
+            | crate::frame::Consistency::Any
+    )
+}
+
+/// Replica filtering protection (Cassandra's, for reads through an index at a level that
+/// merges replicas): each replica answers only the rows its own index and data match, so a
+/// row one replica returns may be one another replica has newer data for — an overwrite
+/// or a deletion it does not return, having no entry for the value. The rows and heads an
+/// index read returned are read again, whole, at the same level, and those answers stand
+/// instead. `from`: where the index read started (entries before it were not asked for).
+async fn protect<C: Coordinator>(
+    coordinator: &C,
+    exec: &Exec<'_>,
+    plan: &Plan,
+    from: &[u8],
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ErrorResponse> {
+    use mosaic_rows::key::tag;
+    let schema = &plan.schema;
+    let table = plan.table.as_ref();
+    let clustered = !schema.clustering_columns().is_empty();
+    let mut out = Vec::with_capacity(entries.len());
+    let mut last_prefix: Option<Vec<u8>> = None;
+    for (key, _) in entries {
+        let len = schema.partition_prefix_len(&key).map_err(|e| {
+            ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
+        })?;
+        let prefix = key.get(..len).unwrap_or_default().to_vec();
+        let is_row = key.get(len).is_some_and(|t| *t >= tag::BEFORE);
+        let new_partition = last_prefix.as_deref() != Some(prefix.as_slice());
+        if new_partition {
+            let end_tag = if clustered {
+                tag::BEFORE
+            } else {
+                tag::PARTITION_END
+            };
+            let mut end = prefix.clone();
+            end.push(end_tag);
+            let head = KeyRange {
+                start: prefix.clone().max(from.to_vec()),
+                end: Some(end),
+            };
+            if !head.is_empty() {
+                out.extend(read_all(coordinator, exec, table, head, None).await?);
+            }
+            last_prefix = Some(prefix);
+        }
+        if is_row && clustered {
+            let range = KeyRange {
+                start: key.clone(),
+                end: Some(successor(&key)),
+            };
+            out.extend(read_all(coordinator, exec, table, range, None).await?);
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    Ok(out)
 }
 
 /// The scan's state for the partition whose first entry is `key`.
