@@ -126,6 +126,21 @@ fn target(table: &TableMeta, s: &CreateIndexStatement) -> Result<IndexTarget, Er
     })
 }
 
+/// The catalog with `table` (its indexes changed) in place of its old definition: an
+/// UPDATED table event, as Cassandra announces index changes.
+fn with_table(catalog: &Catalog, table: TableMeta) -> Result<(Catalog, ResultBody), ErrorResponse> {
+    let (keyspace, name) = (table.keyspace.clone(), table.name.clone());
+    table_edited(
+        catalog,
+        SchemaChangeType::Updated,
+        keyspace,
+        name.clone(),
+        |t| {
+            t.insert(name, Arc::new(table));
+        },
+    )
+}
+
 pub(super) async fn create_index<C: Coordinator>(
     coordinator: &C,
     exec: &Exec<'_>,
@@ -204,15 +219,7 @@ pub(super) async fn create_index<C: Coordinator>(
             }
             let mut table = TableMeta::clone(table);
             table.indexes.insert(name, index);
-            table_edited(
-                catalog,
-                SchemaChangeType::Updated,
-                keyspace,
-                table_name.clone(),
-                |t| {
-                    t.insert(table_name, Arc::new(table));
-                },
-            )
+            with_table(catalog, table)
         })
         .await
 }
@@ -234,16 +241,7 @@ pub(super) async fn drop_index<C: Coordinator>(
             };
             let mut table = TableMeta::clone(table);
             table.indexes.remove(&name);
-            let table_name = table.name.clone();
-            table_edited(
-                catalog,
-                SchemaChangeType::Updated,
-                keyspace,
-                table_name.clone(),
-                |t| {
-                    t.insert(table_name, Arc::new(table));
-                },
-            )
+            with_table(catalog, table)
         })
         .await
 }
