@@ -349,3 +349,41 @@ fn live_timestamp(fragment: &Fragment) -> Option<Timestamp> {
         });
     marker.into_iter().chain(cells).chain(elements).max()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn queries_round_trip_and_garbage_never_panics(
+            index in "[a-zA-Z0-9_]{0,20}",
+            term in proptest::collection::vec(any::<u8>(), 0..40),
+            garbage in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let q = IndexQuery { index, term };
+            prop_assert_eq!(IndexQuery::decode(&q.encode()), Some(q));
+            let _ = IndexQuery::decode(&garbage);
+        }
+
+        #[test]
+        fn a_terms_entries_are_exactly_its_range(
+            term in proptest::collection::vec(any::<u8>(), 0..8),
+            other in proptest::collection::vec(any::<u8>(), 0..8),
+            base in proptest::collection::vec(any::<u8>(), 0..16),
+            start in proptest::collection::vec(any::<u8>(), 0..16),
+        ) {
+            let key = entry_key(&term, &base);
+            prop_assert_eq!(base_key(&term, &key), Some(base.as_slice()));
+            let all = KeyRange { start: Vec::new(), end: None };
+            prop_assert!(term_range(&term, &all).contains(&key));
+            let from = KeyRange { start: start.clone(), end: None };
+            prop_assert_eq!(term_range(&term, &from).contains(&key), base >= start);
+            if other != term {
+                prop_assert!(!term_range(&other, &all).contains(&key));
+                prop_assert_eq!(base_key(&other, &key), None);
+            }
+        }
+    }
+}
