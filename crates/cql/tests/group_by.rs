@@ -70,3 +70,39 @@ fn rows_group_by_partition_and_clustering_prefixes() {
         assert_eq!(e.message, message, "{cql}");
     }
 }
+
+/// A GROUP BY's pages count groups, end at group boundaries, and its LIMIT holds across
+/// them.
+#[test]
+fn group_by_pages_by_groups() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (p int, c int, v int, PRIMARY KEY (p, c))");
+    for p in 0..7 {
+        for c in 0..(p % 3 + 1) {
+            h.ok(&format!(
+                "INSERT INTO t (p, c, v) VALUES ({p}, {c}, {})",
+                p * 10 + c
+            ));
+        }
+    }
+    let whole = h.rows("SELECT p, count(*), sum(v) FROM t GROUP BY p");
+    assert_eq!(whole.len(), 7);
+    for page in [1, 2, 3, 100] {
+        let (rows, pages) =
+            common::paged(&mut h, "SELECT p, count(*), sum(v) FROM t GROUP BY p", page);
+        assert_eq!(rows, whole, "page size {page}");
+        assert_eq!(
+            pages,
+            7usize.div_ceil(page as usize).max(1),
+            "page size {page}"
+        );
+    }
+    let limited = h.rows("SELECT p, count(*) FROM t GROUP BY p LIMIT 5");
+    assert_eq!(limited.len(), 5);
+    let (rows, _) = common::paged(&mut h, "SELECT p, count(*) FROM t GROUP BY p LIMIT 5", 2);
+    assert_eq!(rows, limited);
+    // Grouping by a clustering prefix within one partition pages the same way.
+    let (rows, pages) = common::paged(&mut h, "SELECT p, c, v FROM t WHERE p = 2 GROUP BY p, c", 1);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(pages, 3);
+}

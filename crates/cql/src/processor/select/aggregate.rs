@@ -275,18 +275,34 @@ pub(super) fn group_by_len(table: &TableMeta, group_by: &[Ident]) -> Result<usiz
 
 /// GROUP BY's groups: rows arrive in primary-key order, so a group ends when the key
 /// prefix changes; each finished group is one result row (its aggregates, or its first
-/// row's values), and `LIMIT` counts groups.
+/// row's values). `LIMIT` counts groups, and so does a page, as in Cassandra: a page ends
+/// at a group boundary, and the next one starts with the group after the last row read.
 #[derive(Default)]
 pub(super) struct Groups {
     /// The key prefix of the group being aggregated.
     current: Option<Vec<CqlValue>>,
     /// The finished groups' rows.
     done: Vec<Vec<Option<Bytes>>>,
+    /// Groups the LIMIT still allows (across pages).
+    pub(super) left: u64,
+    /// Groups per page, if paged.
+    page: Option<u64>,
+    /// Whether this page ended because it was full (more may follow).
+    pub(super) paged: bool,
 }
 
 impl Groups {
+    /// Groups with `left` allowed by the LIMIT, `page` per page.
+    pub(super) fn new(left: u64, page: Option<u64>) -> Groups {
+        Groups {
+            left,
+            page,
+            ..Groups::default()
+        }
+    }
+
     /// Before row `view` is aggregated: finishes the current group (resetting `aggs`) if the
-    /// row starts another; breaks when `LIMIT` groups are done.
+    /// row starts another; breaks when `LIMIT` groups are done or the page is full.
     pub(super) fn next_row(
         &mut self,
         plan: &Plan,
@@ -299,10 +315,16 @@ impl Groups {
         if let Some(row) = view.row {
             key.extend(row.clustering.iter().take(clustering).cloned());
         }
+        if self.left == 0 {
+            return std::ops::ControlFlow::Break(());
+        }
         if self.current.as_ref().is_some_and(|c| *c != key) {
             self.done.push(aggs.finish(&plan.columns));
             *aggs = AggState::new(&plan.columns);
-            if plan.limit.is_some_and(|l| self.done.len() as u64 >= l) {
+            self.left = self.left.saturating_sub(1);
+            let page_full = self.page.is_some_and(|n| self.done.len() as u64 >= n);
+            if self.left == 0 || page_full {
+                self.paged = self.left > 0;
                 self.current = None;
                 return std::ops::ControlFlow::Break(());
             }
@@ -314,11 +336,8 @@ impl Groups {
     /// Every group's row, the last one's (still in `aggs`) included.
     pub(super) fn finish(&mut self, plan: &Plan, aggs: &AggState) -> Vec<Vec<Option<Bytes>>> {
         let mut out = std::mem::take(&mut self.done);
-        if self.current.take().is_some() {
+        if self.current.take().is_some() && self.left > 0 {
             out.push(aggs.finish(&plan.columns));
-        }
-        if let Some(limit) = plan.limit {
-            out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
         }
         out
     }

@@ -132,8 +132,9 @@ pub(crate) async fn execute<C: Coordinator>(
         now_micros: coordinator.new_timestamp(),
     };
     let plan = plan(table, s, &ctx, coordinator.now_secs())?;
+    // An aggregate without GROUP BY is one row; GROUP BY pages by groups.
     let page_size = match exec.params.page_size {
-        Some(n) if n > 0 && !plan.aggregate => Some(n as u64),
+        Some(n) if n > 0 && (!plan.aggregate || plan.group_by > 0) => Some(n as u64),
         _ => None,
     };
     if plan.merge_sort && page_size.is_some() {
@@ -154,7 +155,13 @@ pub(crate) async fn execute<C: Coordinator>(
         },
         rows: Vec::new(),
         aggregates: AggState::new(&plan.columns),
-        groups: aggregate::Groups::default(),
+        groups: aggregate::Groups::new(
+            match resume.as_ref() {
+                Some(r) => r.limit_left,
+                None => plan.limit.unwrap_or(u64::MAX),
+            },
+            page_size,
+        ),
         emitted: 0,
         partition_rows: 0,
         last_key: None,
@@ -162,11 +169,16 @@ pub(crate) async fn execute<C: Coordinator>(
         sort_keys: Vec::new(),
     };
     read(coordinator.as_ref(), exec, &mut run, resume).await?;
-    let paging_state = match (&run.last_key, run.stop && run.limit_left > 0) {
+    let (more, limit_left) = if plan.group_by > 0 {
+        (run.stop && run.groups.paged, run.groups.left)
+    } else {
+        (run.stop && run.limit_left > 0, run.limit_left)
+    };
+    let paging_state = match (&run.last_key, more) {
         (Some(key), true) if page_size.is_some() => Some(
             PagingState {
                 last_key: key.clone(),
-                limit_left: run.limit_left,
+                limit_left,
                 partition_rows: run.partition_rows,
             }
             .encode(),
@@ -722,7 +734,8 @@ impl Run<'_> {
             self.stop = true;
             return Next::Stop;
         }
-        if self.page_size.is_some_and(|n| self.emitted >= n) {
+        // GROUP BY's pages count groups ([`aggregate::Groups`]), not rows.
+        if plan.group_by == 0 && self.page_size.is_some_and(|n| self.emitted >= n) {
             self.stop = true;
             return Next::Stop;
         }
