@@ -17,7 +17,7 @@
 //! Base engine keys start with the token, so one term's entries are in token order and a
 //! token range of the base table is one range of the index ([`term_range`]).
 //!
-//! Entries are only ever *added* when a write is applied ([`entries_for`]): an overwrite,
+//! Entries are only ever *added* when a write is applied ([`IndexPlan::entries_for`]): an overwrite,
 //! a deletion, an expiry or a compaction may leave an entry whose row no longer holds the
 //! term. Such an entry is harmless — a query reads the row an entry points at, the
 //! replica drops (and deletes) entries its row contradicts, and the coordinator checks
@@ -35,7 +35,7 @@ use crate::schema::{ColumnKind, IndexMeta, TableMeta, TargetKind};
 pub struct IndexQuery {
     /// The index's name.
     pub index: String,
-    /// The term, as [`IndexTerm`] builds it.
+    /// The term: a value's serialization, or a map entry's ([`entry_term`]).
     pub term: Vec<u8>,
 }
 

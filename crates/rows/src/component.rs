@@ -72,7 +72,7 @@ pub fn decode_component(
 }
 
 /// Decodes one component of type `ty` — native, or a frozen collection, tuple or
-/// user-defined type ([`crate::frozen`]) — from the front of `input[*pos..]`, advancing
+/// user-defined type (the `frozen` module's encoding) — from the front of `input[*pos..]`, advancing
 /// `pos`.
 pub fn decode_component_of(
     input: &[u8],
