@@ -169,6 +169,12 @@ pub(crate) struct Exec<'a> {
 }
 
 impl Exec<'_> {
+    /// "Now" in seconds for TTLs and deletion times: the request's v5 `now_in_seconds`
+    /// when it sets one (as Cassandra honours it), else the coordinator's clock.
+    pub(crate) fn now_secs(&self, clock: i64) -> i64 {
+        self.params.now_in_seconds.map_or(clock, i64::from)
+    }
+
     /// The keyspace of `name`, or the session's.
     pub(crate) fn keyspace_of<'n>(
         &'n self,

@@ -131,7 +131,7 @@ pub(crate) async fn execute<C: Coordinator>(
         bindings: &bindings,
         now_micros: coordinator.new_timestamp(),
     };
-    let plan = plan(table, s, &ctx, coordinator.now_secs())?;
+    let plan = plan(table, s, &ctx, exec.now_secs(coordinator.now_secs()))?;
     // An aggregate without GROUP BY is one row; GROUP BY pages by groups.
     let page_size = match exec.params.page_size {
         Some(n) if n > 0 && (!plan.aggregate || plan.group_by > 0) => Some(n as u64),

@@ -74,7 +74,7 @@ pub(crate) async fn execute_single<C: Coordinator>(
     let time = WriteTime {
         ts: exec.params.timestamp.unwrap_or(now_micros),
         ts_from_batch: false,
-        now_secs: coordinator.now_secs(),
+        now_secs: exec.now_secs(coordinator.now_secs()),
         now_micros,
     };
     let consistency = exec.params.consistency;
@@ -106,7 +106,7 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
     let time = WriteTime {
         ts: batch_ts.or(exec.params.timestamp).unwrap_or(now_micros),
         ts_from_batch: batch_ts.is_some(),
-        now_secs: coordinator.now_secs(),
+        now_secs: exec.now_secs(coordinator.now_secs()),
         now_micros,
     };
     let statements: Vec<Statement> = batch
@@ -140,7 +140,9 @@ pub(crate) async fn execute_batch<C: Coordinator>(
     let time = WriteTime {
         ts: batch.timestamp.unwrap_or(now_micros),
         ts_from_batch: false,
-        now_secs: coordinator.now_secs(),
+        now_secs: batch
+            .now_in_seconds
+            .map_or_else(|| coordinator.now_secs(), i64::from),
         now_micros,
     };
     let mut prepared = Vec::with_capacity(statements.len());
