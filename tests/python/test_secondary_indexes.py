@@ -170,6 +170,8 @@ def test_queries_an_index_serves(session, ks):
     invalid(session, "SELECT k FROM t WHERE v = 10 AND w = 'a'", FILTERING)
     invalid(session, "SELECT k FROM t WHERE v = 10 AND c = 1", FILTERING)
     invalid(session, "SELECT k FROM t WHERE v > 10", FILTERING)
+    invalid(session, "SELECT k FROM t WHERE v IN (10, 20)", FILTERING)
+    assert rows(session, "SELECT k, c FROM t WHERE v IN (10, 20) ALLOW FILTERING") == [(1, 1), (1, 2), (2, 1)]
     invalid(session, "SELECT k FROM t WHERE fl CONTAINS 1", FILTERING)
     invalid(session, "SELECT k FROM t WHERE m['a'] = 1 AND m['b'] = 2", FILTERING)
     invalid(session, "SELECT k FROM t WHERE v = 10 AND k IN (1, 2)",

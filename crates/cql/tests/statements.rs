@@ -507,3 +507,21 @@ fn every_type_round_trips_through_literals() {
     assert!(e.message.contains("Key may not be empty"));
     assert!(h.coordinator.reads.load(Ordering::SeqCst) > 0);
 }
+
+/// `IN` on a regular column filters, as Cassandra 4 allows with ALLOW FILTERING.
+#[test]
+fn in_on_a_regular_column_filters() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
+    for k in 0..6 {
+        h.ok(&format!("INSERT INTO t (k, v) VALUES ({k}, {})", k % 3));
+    }
+    let mut rows = h.rows("SELECT k FROM t WHERE v IN (0, 2) ALLOW FILTERING");
+    rows.sort_by_key(|r| format!("{r:?}"));
+    assert_eq!(
+        rows,
+        vec![vec![int(0)], vec![int(2)], vec![int(3)], vec![int(5)]]
+    );
+    let e = h.err("SELECT k FROM t WHERE v IN (0, 2)");
+    assert!(e.message.contains("ALLOW FILTERING"), "{}", e.message);
+}

@@ -197,11 +197,8 @@ pub(super) fn add_in(
                 .ok_or_else(|| invalid("bad key"))?;
             set_values(slot, list, name)?;
         }
-        ColumnKind::Static | ColumnKind::Regular => {
-            return Err(invalid(format!(
-                "IN predicates on non-primary-key columns ({name}) is not yet supported"
-            )))
-        }
+        // A filter, as Cassandra 4 allows with ALLOW FILTERING.
+        ColumnKind::Static | ColumnKind::Regular => r.on_regular.push(name.to_owned()),
     }
     Ok(())
 }
