@@ -525,3 +525,14 @@ fn in_on_a_regular_column_filters() {
     let e = h.err("SELECT k FROM t WHERE v IN (0, 2)");
     assert!(e.message.contains("ALLOW FILTERING"), "{}", e.message);
 }
+
+/// Materialized views stay refused, and the error says why.
+#[test]
+fn materialized_views_are_refused_with_the_reason() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
+    let e = h.err(
+        "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY (v, k)",
+    );
+    assert!(e.message.contains("experimental"), "{}", e.message);
+}

@@ -225,7 +225,14 @@ impl<'a> Parser<'a> {
             feature,
             line,
             column,
-            message: format!("Mosaic does not support {}: {what}", feature.name()),
+            message: match feature {
+                // Cassandra 4 marks them experimental and disables them by default
+                // (`materialized_views_enabled: false`).
+                Feature::MaterializedView => format!(
+                    "Mosaic does not support materialized views, which Cassandra itself marks experimental and disables by default; keep a second table written alongside instead: {what}"
+                ),
+                _ => format!("Mosaic does not support {}: {what}", feature.name()),
+            },
         }
     }
 
