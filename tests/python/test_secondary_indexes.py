@@ -12,6 +12,8 @@ import time
 import pytest
 from cassandra import ConsistencyLevel, InvalidRequest
 from cassandra.protocol import ConfigurationException
+from cassandra.cqlengine import columns, connection, management
+from cassandra.cqlengine.models import Model
 from cassandra.query import SimpleStatement
 
 FILTERING = ("Cannot execute this query as it might involve data filtering and thus may have unpredictable "
@@ -240,3 +242,31 @@ def test_an_index_created_over_existing_data_is_built(session, ks):
     assert rows(session, "SELECT k FROM t WHERE v = 'v0'") == []
     session.execute("INSERT INTO t (k, c, v) VALUES (1, 1, 'v0')")
     assert rows(session, "SELECT k FROM t WHERE v = 'v0'") == [(1,)]
+
+
+class Tagged(Model):
+    __table_name__ = "tagged"
+    id = columns.Integer(primary_key=True)
+    owner = columns.Text(index=True)
+    score = columns.Integer(index=True)
+    note = columns.Text()
+
+
+def test_cqlengine_indexed_columns(node, ks, monkeypatch):
+    """cqlengine's `index=True` creates indexes through sync_table (twice: the second sync
+    finds them in the driver's metadata), and its filters on them need no ALLOW FILTERING."""
+    monkeypatch.setenv("CQLENG_ALLOW_SCHEMA_MANAGEMENT", "1")
+    connection.register_connection("mosaic-idx", session=node.cluster().connect(), default=True)
+    try:
+        Tagged.__keyspace__ = ks
+        management.sync_table(Tagged, keyspaces=[ks], connections=["mosaic-idx"])
+        management.sync_table(Tagged, keyspaces=[ks], connections=["mosaic-idx"])
+        for i in range(10):
+            Tagged.create(id=i, owner=f"o{i % 3}", score=i % 2, note="n")
+        assert sorted(t.id for t in Tagged.objects(owner="o1")) == [1, 4, 7]
+        assert sorted(t.id for t in Tagged.objects(score=1)) == [1, 3, 5, 7, 9]
+        targets = {r.options["target"] for r in node.cluster().connect().execute(
+            "SELECT options FROM system_schema.indexes WHERE keyspace_name = %s", (ks,))}
+        assert targets == {"owner", "score"}
+    finally:
+        connection.unregister_connection("mosaic-idx")
