@@ -332,6 +332,9 @@ fn write_where(f: &mut Formatter<'_>, relations: &[Relation]) -> fmt::Result {
 impl Display for SelectStatement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         f.write_str("SELECT ")?;
+        if self.json {
+            f.write_str("JSON ")?;
+        }
         if self.distinct {
             f.write_str("DISTINCT ")?;
         }
@@ -374,6 +377,13 @@ impl Display for Using {
 
 impl Display for InsertStatement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        if let Some(json) = &self.json {
+            write!(f, "INSERT INTO {} JSON {}", self.table, json.value)?;
+            if json.default_unset {
+                f.write_str(" DEFAULT UNSET")?;
+            }
+            return write!(f, "{}", self.using);
+        }
         write!(
             f,
             "INSERT INTO {} {} VALUES (",

@@ -338,6 +338,8 @@ pub enum SelectorExpr {
 /// `SELECT`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SelectStatement {
+    /// `SELECT JSON`: each row as one JSON object in a `[json]` column.
+    pub json: bool,
     /// `SELECT DISTINCT`.
     pub distinct: bool,
     /// What to return.
@@ -378,10 +380,22 @@ pub struct InsertStatement {
     pub columns: Vec<Ident>,
     /// The values, one per column.
     pub values: Vec<Term>,
+    /// `INSERT … JSON`: the row as a JSON object (`columns` and `values` are then empty).
+    pub json: Option<InsertJson>,
     /// `USING` attributes.
     pub using: Using,
     /// Every bind marker of the statement, in textual order.
     pub bind_markers: Vec<BindMarker>,
+}
+
+/// `JSON value [DEFAULT NULL | DEFAULT UNSET]` of an INSERT.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InsertJson {
+    /// The JSON text: a string literal or a bind marker.
+    pub value: Term,
+    /// `DEFAULT UNSET`: columns the object leaves out are left alone (by default they are
+    /// set to null).
+    pub default_unset: bool,
 }
 
 /// What an assignment does with its value.

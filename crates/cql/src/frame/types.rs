@@ -104,6 +104,39 @@ impl From<&DataType> for ColumnType {
 }
 
 impl ColumnType {
+    /// The column type a wire type stands for (`counter` as `bigint`; a custom type has
+    /// none).
+    pub fn data_type(&self) -> Option<DataType> {
+        Some(match self {
+            ColumnType::Native(t) => DataType::Native(*t),
+            ColumnType::Counter => DataType::Native(CqlType::BigInt),
+            ColumnType::Custom(_) => return None,
+            ColumnType::List(e) => DataType::List(Box::new(e.data_type()?)),
+            ColumnType::Set(e) => DataType::Set(Box::new(e.data_type()?)),
+            ColumnType::Map(k, v) => {
+                DataType::Map(Box::new(k.data_type()?), Box::new(v.data_type()?))
+            }
+            ColumnType::Tuple(fields) => DataType::Tuple(
+                fields
+                    .iter()
+                    .map(ColumnType::data_type)
+                    .collect::<Option<_>>()?,
+            ),
+            ColumnType::Udt {
+                keyspace,
+                name,
+                fields,
+            } => DataType::Udt(Box::new(mosaic_types::UserType {
+                keyspace: keyspace.clone(),
+                name: name.clone(),
+                fields: fields
+                    .iter()
+                    .map(|(n, t)| Some((n.clone(), t.data_type()?)))
+                    .collect::<Option<_>>()?,
+            })),
+        })
+    }
+
     /// Appends the `[option]`. v3 lacks ids for date, time, smallint and tinyint, and v3 and
     /// v4 for duration (v5's 0x0015), so they go out as Cassandra sends them: custom types
     /// naming the Java class.

@@ -658,8 +658,6 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ),
         ("UPDATE t SET c += 1 WHERE k = 1", Feature::Counter),
         ("BEGIN COUNTER BATCH APPLY BATCH", Feature::Counter),
-        ("INSERT INTO t JSON '{}'", Feature::Json),
-        ("SELECT JSON * FROM t", Feature::Json),
         ("SELECT * FROM t WHERE v LIKE 'a%'", Feature::SecondaryIndex),
         (
             "GRANT SELECT ON ALL KEYSPACES TO bob",
@@ -1005,6 +1003,7 @@ mod properties {
                         )
                     };
                     Statement::Select(SelectStatement {
+                        json: false,
                         distinct,
                         selection,
                         table,
@@ -1029,6 +1028,7 @@ mod properties {
                     table,
                     columns,
                     values,
+                    json: None,
                     using: Using {
                         ttl: ttl.map(IntValue::Literal),
                         timestamp: None,
@@ -1200,6 +1200,34 @@ fn index_statements_parse_and_round_trip() {
         "CREATE CUSTOM INDEX ON t (v)",
         "CREATE INDEX ON t (keys m)",
     ] {
+        assert!(parse_statement(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn json_statements_parse_and_round_trip() {
+    let s = select("SELECT JSON k, v FROM t");
+    assert!(s.json);
+    // `json` is still a column name.
+    assert!(!select("SELECT json FROM t").json);
+    assert!(!select("SELECT json, v FROM t").json);
+    let Statement::Insert(i) = parse("INSERT INTO t JSON '{\"k\": 1}' DEFAULT UNSET USING TTL 5")
+    else {
+        panic!("not an insert");
+    };
+    let json = i.json.expect("json");
+    assert!(json.default_unset);
+    assert_eq!(i.using.ttl, Some(IntValue::Literal(5)));
+    for text in [
+        "SELECT JSON * FROM t",
+        "SELECT JSON DISTINCT k FROM t",
+        "INSERT INTO t JSON '{}'",
+        "INSERT INTO t JSON ? DEFAULT UNSET",
+        "INSERT INTO t JSON ? USING TIMESTAMP 3",
+    ] {
+        assert_round_trips(text);
+    }
+    for bad in ["INSERT INTO t JSON 1", "INSERT INTO t JSON '{}' DEFAULT x"] {
         assert!(parse_statement(bad).is_err(), "{bad}");
     }
 }

@@ -57,7 +57,11 @@ pub(crate) fn prepared_metadata(
                 .iter()
                 .map(|c| ColumnSpec::new(&table.keyspace, &table.name, &c.name, c.ty.clone()))
                 .collect();
-            result = Some(RowsMetadata::new(columns));
+            result = Some(RowsMetadata::new(if s.json {
+                vec![super::select::json_spec(&table)]
+            } else {
+                columns
+            }));
         }
         Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
             pk_len = modification(catalog, exec, statement, &mut specs, &mut pk_markers)?;
@@ -200,6 +204,11 @@ fn term(
         Term::Call { name: func, args } if func.as_str() == "token" => {
             for (arg, col) in args.iter().zip(table.partition_key()) {
                 term(table, arg, &col.name, &col.ty, specs)?;
+            }
+        }
+        Term::Call { name: func, args } if func.as_str() == "fromjson" => {
+            for arg in args {
+                term(table, arg, name, &CqlType::Text.into(), specs)?;
             }
         }
         Term::Call { args, .. } => {
@@ -440,6 +449,12 @@ fn modification(
                 if let (Term::Bind(m), ColumnKind::PartitionKey { position }) = (value, col.kind) {
                     pk_markers.push((position, m.index));
                 }
+            }
+            if let Some(Term::Bind(m)) = s.json.as_ref().map(|j| &j.value) {
+                specs.push((
+                    m.index,
+                    ColumnSpec::new(&table.keyspace, &table.name, "[json]", CqlType::Text),
+                ));
             }
             using(&table, &s.using, specs);
             Ok(table.partition_key().len())

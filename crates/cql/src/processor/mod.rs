@@ -21,6 +21,7 @@
 mod collections;
 mod ddl;
 mod describe;
+mod json;
 mod markers;
 mod restrict;
 mod select;

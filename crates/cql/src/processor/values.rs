@@ -121,10 +121,39 @@ pub(crate) fn eval(
     name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Eval, ErrorResponse> {
+    if let Term::Call { name: func, args } = term {
+        if func.as_str() == "fromjson" {
+            return from_json(args, ty, name, ctx);
+        }
+    }
     match ty {
         DataType::Native(t) => eval_native(term, *t, name, ctx),
         _ => super::collections::eval_complex(term, ty, name, ctx),
     }
+}
+
+/// `fromJson(text)`: the JSON read as a value of `ty` (null for JSON `null`).
+fn from_json(
+    args: &[Term],
+    ty: &DataType,
+    name: &str,
+    ctx: &EvalContext<'_>,
+) -> Result<Eval, ErrorResponse> {
+    let [arg] = args else {
+        return Err(invalid(format!(
+            "Invalid number of arguments in call to function system.fromjson: 1 required but {} provided",
+            args.len()
+        )));
+    };
+    let text = match eval_native(arg, CqlType::Text, name, ctx)? {
+        Eval::Value(CqlValue::Text(t)) => t,
+        Eval::Value(_) | Eval::Null => return Ok(Eval::Null),
+        Eval::Unset => return Ok(Eval::Unset),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| invalid(format!("Could not decode JSON string '{text}': {e}")))?;
+    let term = super::json::json_term(&value, ty, name)?;
+    eval(&term, ty, name, ctx)
 }
 
 /// Evaluates `term` as a value of native type `ty`.
@@ -141,6 +170,9 @@ pub(crate) fn eval_native(
             Value::Unset => Ok(Eval::Unset),
             Value::Bytes(b) => decode_bound(b, ty, name).map(Eval::Value),
         },
+        Term::Call { name: func, args } if func.as_str() == "fromjson" => {
+            from_json(args, &DataType::Native(ty), name, ctx)
+        }
         Term::Call { name: func, args } => {
             call(func.as_str(), args, ty, name, ctx).map(Eval::Value)
         }
@@ -539,8 +571,7 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// Civil date of days since 1970-01-01.
-#[cfg(test)]
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

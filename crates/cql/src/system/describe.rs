@@ -378,7 +378,7 @@ pub(crate) fn quoted(name: &str) -> String {
 }
 
 /// A double as Java prints it (Cassandra's option values): `0.01`, `1.0`, `1.0E-4`.
-fn java_double(v: f64) -> String {
+pub(crate) fn java_double(v: f64) -> String {
     if v.is_nan() {
         return "NaN".to_owned();
     }

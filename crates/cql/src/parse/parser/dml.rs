@@ -56,8 +56,34 @@ impl Parser<'_> {
         let start = self.expect_kw("INSERT")?;
         self.expect_kw("INTO")?;
         let table = self.parse_qualified_name()?;
-        if self.is_kw("JSON") {
-            return Err(self.unsupported(self.peek(), Feature::Json, "INSERT … JSON"));
+        if self.accept_kw("JSON") {
+            let t = self.peek();
+            let value = match self.parse_term()? {
+                v @ (Term::Literal(Literal::String(_)) | Term::Bind(_)) => v,
+                _ => return Err(self.unexpected_at(t)),
+            };
+            let mut default_unset = false;
+            if self.accept_kw("DEFAULT") {
+                if self.accept_kw("UNSET") {
+                    default_unset = true;
+                } else if !self.accept_kw("NULL") {
+                    return Err(self.mismatch("K_NULL or K_UNSET"));
+                }
+            }
+            self.refuse_conditions()?;
+            let using = self.parse_using()?;
+            self.refuse_conditions()?;
+            return Ok(InsertStatement {
+                table,
+                columns: Vec::new(),
+                values: Vec::new(),
+                json: Some(InsertJson {
+                    value,
+                    default_unset,
+                }),
+                using,
+                bind_markers: self.take_binds(first_bind),
+            });
         }
         let columns = self.parse_ident_list()?;
         self.expect_kw("VALUES")?;
@@ -73,6 +99,7 @@ impl Parser<'_> {
             table,
             columns,
             values,
+            json: None,
             using,
             bind_markers: self.take_binds(first_bind),
         })

@@ -17,8 +17,9 @@ impl Parser<'_> {
         self.expect_kw("SELECT")?;
         // `json` and `distinct` are also valid column names: they are keywords only when
         // what follows them is not what follows a column.
-        if self.is_kw("JSON") && !self.column_follows(1) {
-            return Err(self.unsupported(self.peek(), Feature::Json, "SELECT JSON"));
+        let json = self.is_kw("JSON") && !self.column_follows(1);
+        if json {
+            self.bump();
         }
         let distinct = self.is_kw("DISTINCT") && !self.column_follows(1);
         if distinct {
@@ -72,6 +73,7 @@ impl Parser<'_> {
             self.expect_kw("FILTERING")?;
         }
         Ok(SelectStatement {
+            json,
             distinct,
             selection,
             table,

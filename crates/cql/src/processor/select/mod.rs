@@ -185,8 +185,13 @@ pub(crate) async fn execute<C: Coordinator>(
         ),
         _ => None,
     };
-    let rows = result_rows(&plan, &mut run);
-    let mut metadata = RowsMetadata::new(result_specs(&plan, exec.params.skip_metadata));
+    let mut rows = result_rows(&plan, &mut run);
+    let mut specs = result_specs(&plan, exec.params.skip_metadata);
+    if s.json {
+        rows = json_rows(&plan, rows);
+        specs = vec![json_spec(&plan.table)];
+    }
+    let mut metadata = RowsMetadata::new(specs);
     metadata.paging_state = paging_state;
     metadata.no_metadata = exec.params.skip_metadata;
     Ok(ResultBody::Rows(Rows { metadata, rows }))
@@ -246,7 +251,45 @@ fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
     out_rows
 }
 
-/// The result's column specs.
+/// The one column of a `SELECT JSON`'s result.
+pub(crate) fn json_spec(table: &TableMeta) -> ColumnSpec {
+    ColumnSpec::new(&table.keyspace, &table.name, "[json]", CqlType::Text)
+}
+
+/// `SELECT JSON`: each row as one JSON object, its keys the output columns' names (a
+/// column's quoted as CQL needs it, so a case-sensitive name reads back), in order.
+fn json_rows(plan: &Plan, rows: Vec<Vec<Option<Bytes>>>) -> Vec<Vec<Option<Bytes>>> {
+    let types: Vec<Option<mosaic_types::DataType>> =
+        plan.columns.iter().map(|c| c.ty.data_type()).collect();
+    rows.into_iter()
+        .map(|row| {
+            let fields: Vec<String> = plan
+                .columns
+                .iter()
+                .zip(&types)
+                .zip(&row)
+                .map(|((c, ty), cell)| {
+                    let key = match c.expr {
+                        Expr::Column(_) => super::json::field_key(&c.name),
+                        _ => c.name.clone(),
+                    };
+                    let value = match (ty, cell) {
+                        (Some(ty), Some(bytes)) => {
+                            super::json::to_json(ty.decode(bytes).ok().as_ref(), ty)
+                        }
+                        _ => "null".to_owned(),
+                    };
+                    format!(
+                        "{}: {value}",
+                        serde_json::to_string(&key).unwrap_or_default()
+                    )
+                })
+                .collect();
+            vec![Some(Bytes::from(format!("{{{}}}", fields.join(", "))))]
+        })
+        .collect()
+}
+
 /// The result's column specs; with `count_only` (the client skips the metadata, and only
 /// their count is sent) without their names.
 fn result_specs(plan: &Plan, count_only: bool) -> Vec<ColumnSpec> {
@@ -694,6 +737,12 @@ impl Run<'_> {
                         Bytes::copy_from_slice(&left.to_be_bytes())
                     }),
                     Expr::Token => Some(Bytes::copy_from_slice(&view.token.0.to_be_bytes())),
+                    Expr::ToJson(i) => table.columns.get(*i).map(|col| {
+                        Bytes::from(super::json::to_json(
+                            view.value(table, *i).as_ref(),
+                            &col.ty,
+                        ))
+                    }),
                     Expr::Constant(b) => b.clone(),
                     Expr::Cast(i, ty) => view
                         .value(table, *i)

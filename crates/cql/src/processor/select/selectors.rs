@@ -22,6 +22,8 @@ pub(crate) enum Expr {
     Aggregate(Aggregate, usize),
     /// `CAST(column AS type)`.
     Cast(usize, CqlType),
+    /// `toJson(column)`: the value as JSON text.
+    ToJson(usize),
     /// `column.field`: the field at a position of a user-defined type.
     Field(usize, usize),
     /// `column[key]`: a set's element or a map's value.
@@ -178,6 +180,19 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
             ))
         }
         SelectorExpr::Call { name, args } if name.as_str() == "token" => token_call(table, args),
+        SelectorExpr::Call { name, args } if name.as_str() == "tojson" => {
+            let [SelectorExpr::Column(ident)] = args.as_slice() else {
+                return Err(invalid(
+                    "toJson() takes exactly one argument, a column of the table",
+                ));
+            };
+            let (index, _, _) = column(table, ident.as_str())?;
+            Ok((
+                format!("system.tojson({})", ident.as_str()),
+                CqlType::Text.into(),
+                Expr::ToJson(index),
+            ))
+        }
         SelectorExpr::Call { name, args } => aggregate_call(table, name.as_str(), args),
     }
 }

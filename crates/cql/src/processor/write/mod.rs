@@ -472,6 +472,49 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// `INSERT … JSON`'s values by column: each key of the object names a column (`"\"Name\""`
+    /// a case-sensitive one), its value read as that column's type; a column the object
+    /// leaves out is null (`DEFAULT NULL`, so a JSON insert replaces the whole row) or left
+    /// alone (`DEFAULT UNSET`).
+    fn json_values(
+        &self,
+        json: &crate::ast::InsertJson,
+        ctx: &EvalContext<'_>,
+    ) -> Result<Vec<(String, Eval)>, ErrorResponse> {
+        let text = match eval(&json.value, &DataType::Native(CqlType::Text), "[json]", ctx)? {
+            Eval::Value(CqlValue::Text(t)) => t,
+            Eval::Value(_) => return Err(invalid("INSERT JSON values must be a string")),
+            Eval::Null => return Err(invalid("Got null for INSERT JSON values")),
+            Eval::Unset => return Err(invalid("Got unset for INSERT JSON values")),
+        };
+        let serde_json::Value::Object(object) = super::json::parse(&text)? else {
+            return Err(invalid(format!(
+                "Could not decode JSON string as a map: {text}"
+            )));
+        };
+        let mut values = Vec::with_capacity(self.table.columns.len());
+        let mut named = std::collections::HashSet::new();
+        for (key, value) in &object {
+            let name = super::json::key_name(key);
+            let Some(col) = self.table.column(&name) else {
+                return Err(invalid(format!(
+                    "JSON values map contains unrecognized column: {name}"
+                )));
+            };
+            let term = super::json::json_term(value, &col.ty, &name)?;
+            values.push((name.clone(), eval(&term, &col.ty, &name, ctx)?));
+            named.insert(name);
+        }
+        if !json.default_unset {
+            for col in &self.table.columns {
+                if !named.contains(&col.name) {
+                    values.push((col.name.clone(), Eval::Null));
+                }
+            }
+        }
+        Ok(values)
+    }
+
     /// The INSERT's values by column: key parts (null refused), and cells (a null is a
     /// tombstone, an unset value is left out) of the row and of the static row.
     fn inserted_row(
@@ -485,16 +528,27 @@ impl Writer<'_> {
             regular: Fragment::new(FragmentKind::Row),
             statics: Fragment::new(FragmentKind::Static),
         };
-        let mut seen = std::collections::HashSet::new();
-        for (ident, term) in s.columns.iter().zip(&s.values) {
-            let name = ident.as_str();
-            if !seen.insert(name) {
-                return Err(invalid(format!(
-                    "Multiple definitions found for column {name}"
-                )));
+        let values = match &s.json {
+            Some(json) => self.json_values(json, ctx)?,
+            None => {
+                let mut seen = std::collections::HashSet::new();
+                let mut values = Vec::with_capacity(s.columns.len());
+                for (ident, term) in s.columns.iter().zip(&s.values) {
+                    let name = ident.as_str();
+                    if !seen.insert(name) {
+                        return Err(invalid(format!(
+                            "Multiple definitions found for column {name}"
+                        )));
+                    }
+                    let col = restrict::column(self.table, name)?;
+                    values.push((name.to_owned(), eval(term, &col.ty, name, ctx)?));
+                }
+                values
             }
+        };
+        for (name, value) in values {
+            let name = name.as_str();
             let col = restrict::column(self.table, name)?;
-            let value = eval(term, &col.ty, name, ctx)?;
             let key_part = |slots: &mut Vec<Option<CqlValue>>, position: usize, value: Eval| {
                 let v = value.required(name).map_err(|_| {
                     invalid(format!("Invalid null value in condition for column {name}"))
