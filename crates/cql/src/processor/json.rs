@@ -8,7 +8,14 @@
 use mosaic_types::{CqlType, CqlValue, DataType};
 use serde_json::Value;
 
-use crate::ast::{Ident, Literal, Term};
+use crate::ast::{Ident, InsertJson, Literal, Term};
+use crate::frame::ColumnSpec;
+use crate::schema::TableMeta;
+use bytes::Bytes;
+
+use super::select::OutColumn;
+
+use super::values::{eval, Eval, EvalContext};
 use crate::frame::ErrorResponse;
 
 use super::invalid;
@@ -300,6 +307,88 @@ pub(crate) fn parse(text: &str) -> Result<Value, ErrorResponse> {
             "Could not decode JSON string as a map: {e}. (String was: {text})"
         ))
     })
+}
+
+/// `INSERT … JSON`'s values by column: each key of the object names a column (`"\"Name\""`
+/// a case-sensitive one), its value read as that column's type; a column the object
+/// leaves out is null (`DEFAULT NULL`, so a JSON insert replaces the whole row) or left
+/// alone (`DEFAULT UNSET`).
+pub(crate) fn insert_values(
+    table: &TableMeta,
+    json: &InsertJson,
+    ctx: &EvalContext<'_>,
+) -> Result<Vec<(String, Eval)>, ErrorResponse> {
+    let text = match eval(&json.value, &DataType::Native(CqlType::Text), "[json]", ctx)? {
+        Eval::Value(CqlValue::Text(t)) => t,
+        Eval::Value(_) => return Err(invalid("INSERT JSON values must be a string")),
+        Eval::Null => return Err(invalid("Got null for INSERT JSON values")),
+        Eval::Unset => return Err(invalid("Got unset for INSERT JSON values")),
+    };
+    let serde_json::Value::Object(object) = parse(&text)? else {
+        return Err(invalid(format!(
+            "Could not decode JSON string as a map: {text}"
+        )));
+    };
+    let mut values = Vec::with_capacity(table.columns.len());
+    let mut named = std::collections::HashSet::new();
+    for (key, value) in &object {
+        let name = key_name(key);
+        let Some(col) = table.column(&name) else {
+            return Err(invalid(format!(
+                "JSON values map contains unrecognized column: {name}"
+            )));
+        };
+        let term = json_term(value, &col.ty, &name)?;
+        values.push((name.clone(), eval(&term, &col.ty, &name, ctx)?));
+        named.insert(name);
+    }
+    if !json.default_unset {
+        for col in &table.columns {
+            if !named.contains(&col.name) {
+                values.push((col.name.clone(), Eval::Null));
+            }
+        }
+    }
+    Ok(values)
+}
+
+/// The one column of a `SELECT JSON`'s result.
+pub(crate) fn json_spec(table: &TableMeta) -> ColumnSpec {
+    ColumnSpec::new(&table.keyspace, &table.name, "[json]", CqlType::Text)
+}
+
+/// `SELECT JSON`: each row as one JSON object, its keys the output columns' names (a
+/// column's quoted as CQL needs it, so a case-sensitive name reads back), in order.
+pub(crate) fn json_rows(
+    columns: &[OutColumn],
+    rows: Vec<Vec<Option<Bytes>>>,
+) -> Vec<Vec<Option<Bytes>>> {
+    let types: Vec<Option<mosaic_types::DataType>> =
+        columns.iter().map(|c| c.ty.data_type()).collect();
+    rows.into_iter()
+        .map(|row| {
+            let fields: Vec<String> = columns
+                .iter()
+                .zip(&types)
+                .zip(&row)
+                .map(|((c, ty), cell)| {
+                    let key = match c.expr {
+                        super::select::Expr::Column(_) => field_key(&c.name),
+                        _ => c.name.clone(),
+                    };
+                    let value = match (ty, cell) {
+                        (Some(ty), Some(bytes)) => to_json(ty.decode(bytes).ok().as_ref(), ty),
+                        _ => "null".to_owned(),
+                    };
+                    format!(
+                        "{}: {value}",
+                        serde_json::to_string(&key).unwrap_or_default()
+                    )
+                })
+                .collect();
+            vec![Some(Bytes::from(format!("{{{}}}", fields.join(", "))))]
+        })
+        .collect()
 }
 
 #[cfg(test)]

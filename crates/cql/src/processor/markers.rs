@@ -58,7 +58,7 @@ pub(crate) fn prepared_metadata(
                 .map(|c| ColumnSpec::new(&table.keyspace, &table.name, &c.name, c.ty.clone()))
                 .collect();
             result = Some(RowsMetadata::new(if s.json {
-                vec![super::select::json_spec(&table)]
+                vec![super::json::json_spec(&table)]
             } else {
                 columns
             }));

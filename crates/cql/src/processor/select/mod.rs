@@ -42,7 +42,7 @@ mod selectors;
 use aggregate::*;
 use reads::*;
 use selectors::*;
-pub(crate) use selectors::{output_columns, OutColumn};
+pub(crate) use selectors::{output_columns, Expr, OutColumn};
 
 /// Entries asked of the coordinator per read.
 const CHUNK_ENTRIES: usize = 1000;
@@ -188,8 +188,8 @@ pub(crate) async fn execute<C: Coordinator>(
     let mut rows = result_rows(&plan, &mut run);
     let mut specs = result_specs(&plan, exec.params.skip_metadata);
     if s.json {
-        rows = json_rows(&plan, rows);
-        specs = vec![json_spec(&plan.table)];
+        rows = super::json::json_rows(&plan.columns, rows);
+        specs = vec![super::json::json_spec(&plan.table)];
     }
     let mut metadata = RowsMetadata::new(specs);
     metadata.paging_state = paging_state;
@@ -249,45 +249,6 @@ fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
         out_rows = vec![run.aggregates.finish(&plan.columns)];
     }
     out_rows
-}
-
-/// The one column of a `SELECT JSON`'s result.
-pub(crate) fn json_spec(table: &TableMeta) -> ColumnSpec {
-    ColumnSpec::new(&table.keyspace, &table.name, "[json]", CqlType::Text)
-}
-
-/// `SELECT JSON`: each row as one JSON object, its keys the output columns' names (a
-/// column's quoted as CQL needs it, so a case-sensitive name reads back), in order.
-fn json_rows(plan: &Plan, rows: Vec<Vec<Option<Bytes>>>) -> Vec<Vec<Option<Bytes>>> {
-    let types: Vec<Option<mosaic_types::DataType>> =
-        plan.columns.iter().map(|c| c.ty.data_type()).collect();
-    rows.into_iter()
-        .map(|row| {
-            let fields: Vec<String> = plan
-                .columns
-                .iter()
-                .zip(&types)
-                .zip(&row)
-                .map(|((c, ty), cell)| {
-                    let key = match c.expr {
-                        Expr::Column(_) => super::json::field_key(&c.name),
-                        _ => c.name.clone(),
-                    };
-                    let value = match (ty, cell) {
-                        (Some(ty), Some(bytes)) => {
-                            super::json::to_json(ty.decode(bytes).ok().as_ref(), ty)
-                        }
-                        _ => "null".to_owned(),
-                    };
-                    format!(
-                        "{}: {value}",
-                        serde_json::to_string(&key).unwrap_or_default()
-                    )
-                })
-                .collect();
-            vec![Some(Bytes::from(format!("{{{}}}", fields.join(", "))))]
-        })
-        .collect()
 }
 
 /// The result's column specs; with `count_only` (the client skips the metadata, and only

@@ -472,49 +472,6 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// `INSERT … JSON`'s values by column: each key of the object names a column (`"\"Name\""`
-    /// a case-sensitive one), its value read as that column's type; a column the object
-    /// leaves out is null (`DEFAULT NULL`, so a JSON insert replaces the whole row) or left
-    /// alone (`DEFAULT UNSET`).
-    fn json_values(
-        &self,
-        json: &crate::ast::InsertJson,
-        ctx: &EvalContext<'_>,
-    ) -> Result<Vec<(String, Eval)>, ErrorResponse> {
-        let text = match eval(&json.value, &DataType::Native(CqlType::Text), "[json]", ctx)? {
-            Eval::Value(CqlValue::Text(t)) => t,
-            Eval::Value(_) => return Err(invalid("INSERT JSON values must be a string")),
-            Eval::Null => return Err(invalid("Got null for INSERT JSON values")),
-            Eval::Unset => return Err(invalid("Got unset for INSERT JSON values")),
-        };
-        let serde_json::Value::Object(object) = super::json::parse(&text)? else {
-            return Err(invalid(format!(
-                "Could not decode JSON string as a map: {text}"
-            )));
-        };
-        let mut values = Vec::with_capacity(self.table.columns.len());
-        let mut named = std::collections::HashSet::new();
-        for (key, value) in &object {
-            let name = super::json::key_name(key);
-            let Some(col) = self.table.column(&name) else {
-                return Err(invalid(format!(
-                    "JSON values map contains unrecognized column: {name}"
-                )));
-            };
-            let term = super::json::json_term(value, &col.ty, &name)?;
-            values.push((name.clone(), eval(&term, &col.ty, &name, ctx)?));
-            named.insert(name);
-        }
-        if !json.default_unset {
-            for col in &self.table.columns {
-                if !named.contains(&col.name) {
-                    values.push((col.name.clone(), Eval::Null));
-                }
-            }
-        }
-        Ok(values)
-    }
-
     /// The INSERT's values by column: key parts (null refused), and cells (a null is a
     /// tombstone, an unset value is left out) of the row and of the static row.
     fn inserted_row(
@@ -529,7 +486,7 @@ impl Writer<'_> {
             statics: Fragment::new(FragmentKind::Static),
         };
         let values = match &s.json {
-            Some(json) => self.json_values(json, ctx)?,
+            Some(json) => super::json::insert_values(self.table, json, ctx)?,
             None => {
                 let mut seen = std::collections::HashSet::new();
                 let mut values = Vec::with_capacity(s.columns.len());
