@@ -12,6 +12,8 @@
 //!   `/proc/PID/io`;
 //! - [`monitor`]: the progress display and the per-second timeline of a phase;
 //! - [`cli`]: the `load`/`run` command line, with `--admin-hosts` read over HTTP;
+//! - [`index`]: secondary-index queries (low and high cardinality) and list appends
+//!   (`mosaic-bench index`);
 //! - [`kv`]: the prepared INSERT / SELECT-by-key throughput benchmark (`mosaic-bench kv`);
 //! - [`tpch`]: TPC-H `orders` and the heterogeneous-replicas paper's two queries
 //!   (`mosaic-bench tpch load|workload|run`).
@@ -19,6 +21,7 @@
 
 pub mod cli;
 pub mod generator;
+pub mod index;
 pub mod kv;
 pub mod monitor;
 pub mod osio;

@@ -52,7 +52,8 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// A monitor for a phase of `total` operations starting at `start`.
+    /// A monitor for a phase of `total` operations starting at `start` (0: a phase that
+    /// runs for a time rather than a number of operations).
     pub fn new(total: u64, start: Instant) -> anyhow::Result<Monitor> {
         Ok(Monitor {
             done: AtomicU64::new(0),
@@ -121,26 +122,42 @@ impl Monitor {
                         point.ops_per_s, point.p99_us
                     ));
                 }
-                None if progress && samples.is_multiple_of(LINE_EVERY_SAMPLES) => eprintln!(
-                    "{phase}: {}/{} ops ({:.0}%), {:.0} ops/s, p99 {} µs, {failed} errors, {:.0} s",
-                    done,
-                    self.total,
-                    100.0 * done as f64 / self.total.max(1) as f64,
-                    point.ops_per_s,
-                    point.p99_us,
-                    point.t_s
-                ),
+                None if progress && samples.is_multiple_of(LINE_EVERY_SAMPLES) => {
+                    // A phase that runs for a time has no total (0).
+                    let of = if self.total == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            "/{} ({:.0}%)",
+                            self.total,
+                            100.0 * done as f64 / self.total as f64
+                        )
+                    };
+                    eprintln!(
+                        "{phase}: {done}{of} ops, {:.0} ops/s, p99 {} µs, {failed} errors, {:.0} s",
+                        point.ops_per_s, point.p99_us, point.t_s
+                    )
+                }
                 None => {}
             }
         }
     }
 
     fn bar(&self, phase: &'static str) -> indicatif::ProgressBar {
-        let bar = indicatif::ProgressBar::new(self.total);
-        let style = indicatif::ProgressStyle::with_template(
-            "{prefix}: [{elapsed_precise}] {wide_bar} {pos}/{len} ({percent}%) {msg}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        // A phase that runs for a time has no total (0): a spinner with the count.
+        let (bar, template) = if self.total == 0 {
+            (
+                indicatif::ProgressBar::new_spinner(),
+                "{prefix}: [{elapsed_precise}] {spinner} {pos} ops {msg}",
+            )
+        } else {
+            (
+                indicatif::ProgressBar::new(self.total),
+                "{prefix}: [{elapsed_precise}] {wide_bar} {pos}/{len} ({percent}%) {msg}",
+            )
+        };
+        let style = indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(phase);
         bar

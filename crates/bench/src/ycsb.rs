@@ -44,8 +44,8 @@ use crate::workload::{field_name, key_name, Chooser, Operation, ValuePool, Workl
 
 mod report;
 
-use report::Tally;
-pub use report::{OperationStats, Report};
+pub(crate) use report::Tally;
+pub use report::{OperationKind, OperationStats, Report};
 
 /// The keyspace and table YCSB uses.
 pub const KEYSPACE: &str = "ycsb";
@@ -198,7 +198,7 @@ impl Statements {
 /// A failed operation's kind, for the error counts: the server's error (`ReadTimeout`,
 /// `Unavailable`, `Overloaded`, …), or the client's (`client_timeout`, `no_connection`,
 /// `broken_connection`, `other`).
-fn error_kind(e: &ExecutionError) -> String {
+pub(crate) fn error_kind(e: &ExecutionError) -> String {
     match e {
         ExecutionError::LastAttemptError(RequestAttemptError::DbError(db, _)) => {
             // The variant name, without its fields.
@@ -431,7 +431,7 @@ fn check_config(config: &BenchConfig) -> anyhow::Result<()> {
 }
 
 /// CPU seconds used so far by each of `pids`.
-fn servers_cpu_seconds(pids: &[u32]) -> anyhow::Result<Vec<f64>> {
+pub(crate) fn servers_cpu_seconds(pids: &[u32]) -> anyhow::Result<Vec<f64>> {
     pids.iter()
         .map(|&pid| Ok(mosaic_env::proc::cpu_seconds_of_pid(pid)?))
         .collect()

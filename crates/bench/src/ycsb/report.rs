@@ -3,6 +3,19 @@
 
 use super::*;
 
+/// A kind of operation a report counts, named in its text and JSON: YCSB's [`Operation`],
+/// or another benchmark's own (the index benchmark's queries and appends).
+pub trait OperationKind: Copy + Ord + std::fmt::Debug {
+    /// The name in reports and JSON.
+    fn name(self) -> &'static str;
+}
+
+impl OperationKind for Operation {
+    fn name(self) -> &'static str {
+        Operation::name(self)
+    }
+}
+
 /// Latency and outcome of one kind of operation.
 #[derive(Clone, Debug)]
 pub struct OperationStats {
@@ -13,7 +26,7 @@ pub struct OperationStats {
 }
 
 impl OperationStats {
-    pub(super) fn new() -> anyhow::Result<OperationStats> {
+    pub(crate) fn new() -> anyhow::Result<OperationStats> {
         Ok(OperationStats {
             latency_us: Histogram::new_with_bounds(1, LATENCY_US_MAX, 3)
                 .map_err(|e| anyhow!("histogram: {e}"))?,
@@ -31,23 +44,34 @@ impl OperationStats {
 }
 
 /// What one worker (or the whole phase, after merging) measured.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Tally {
-    pub(super) operations: BTreeMap<Operation, OperationStats>,
-    pub(super) errors_by_kind: BTreeMap<String, u64>,
-    pub(super) user_bytes_written: u64,
-    pub(super) user_bytes_read: u64,
+#[derive(Clone, Debug)]
+pub(crate) struct Tally<K: OperationKind = Operation> {
+    pub(crate) operations: BTreeMap<K, OperationStats>,
+    pub(crate) errors_by_kind: BTreeMap<String, u64>,
+    pub(crate) user_bytes_written: u64,
+    pub(crate) user_bytes_read: u64,
 }
 
-impl Tally {
-    pub(super) fn stats(&mut self, op: Operation) -> anyhow::Result<&mut OperationStats> {
+impl<K: OperationKind> Default for Tally<K> {
+    fn default() -> Self {
+        Tally {
+            operations: BTreeMap::new(),
+            errors_by_kind: BTreeMap::new(),
+            user_bytes_written: 0,
+            user_bytes_read: 0,
+        }
+    }
+}
+
+impl<K: OperationKind> Tally<K> {
+    pub(crate) fn stats(&mut self, op: K) -> anyhow::Result<&mut OperationStats> {
         Ok(match self.operations.entry(op) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(OperationStats::new()?),
         })
     }
 
-    pub(super) fn merge(&mut self, o: &Tally) -> anyhow::Result<()> {
+    pub(crate) fn merge(&mut self, o: &Tally<K>) -> anyhow::Result<()> {
         for (op, s) in &o.operations {
             self.stats(*op)?.merge(s)?;
         }
@@ -62,7 +86,7 @@ impl Tally {
 
 /// The result of a phase.
 #[derive(Clone, Debug)]
-pub struct Report {
+pub struct Report<K: OperationKind = Operation> {
     /// `load` or `run`.
     pub phase: &'static str,
     /// The workload's name.
@@ -78,7 +102,7 @@ pub struct Report {
     /// Wall time of the phase.
     pub elapsed: Duration,
     /// Per kind of operation.
-    pub operations: BTreeMap<Operation, OperationStats>,
+    pub operations: BTreeMap<K, OperationStats>,
     /// Failures by kind (`not_found`, `ReadTimeout`, `client_timeout`, …).
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Key and field bytes sent in inserts and updates.
@@ -95,7 +119,7 @@ pub struct Report {
     pub timeline: Vec<TimelinePoint>,
 }
 
-impl Report {
+impl<K: OperationKind> Report<K> {
     /// Successful operations.
     pub fn succeeded(&self) -> u64 {
         self.operations.values().map(|s| s.latency_us.len()).sum()
