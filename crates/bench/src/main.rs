@@ -2,11 +2,15 @@
 //! like any other, not linked into the server.
 //!
 //! - `mosaic-bench load|run …`: YCSB's core workloads (`mosaic_bench::cli`);
-//! - `mosaic-bench kv …`: prepared INSERT / SELECT-by-key throughput.
+//! - `mosaic-bench kv …`: prepared INSERT / SELECT-by-key throughput;
+//! - `mosaic-bench index load|run …`: secondary-index queries and list appends
+//!   (`mosaic_bench::index`);
+//! - `mosaic-bench tpch …`: TPC-H `orders` and the heterogeneous-replicas queries.
 #![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
 use clap::{Parser, Subcommand};
 use mosaic_bench::cli::{main as ycsb, BenchCommand, LoadArgs, RunArgs};
+use mosaic_bench::index::{self, IndexCommand};
 use mosaic_bench::kv::{run, KvConfig};
 use mosaic_bench::tpch;
 
@@ -28,8 +32,10 @@ enum Command {
     Run(RunArgs),
     /// Prepared INSERT and SELECT-by-key throughput.
     Kv(KvArgs),
-    /// Secondary-index queries (low and high cardinality) and list appends.
-    Index(IndexArgs),
+    /// Secondary-index queries (low and high cardinality) and list appends:
+    /// `index load`, then `index run --workload low|high|append`.
+    #[command(subcommand)]
+    Index(IndexCommand),
     /// TPC-H `orders` and the heterogeneous-replicas paper's queries Q1 and Q2.
     #[command(subcommand)]
     Tpch(TpchCommand),
@@ -118,37 +124,6 @@ struct TpchRunArgs {
 }
 
 #[derive(clap::Args)]
-struct IndexArgs {
-    /// host:port of a CQL node (Mosaic or Cassandra).
-    #[arg(long, default_value = "127.0.0.1:9042")]
-    host: String,
-    /// Keyspace to create and use.
-    #[arg(long, default_value = "idxbench")]
-    keyspace: String,
-    /// Replication factor of the keyspace.
-    #[arg(long, default_value_t = 3)]
-    rf: u32,
-    /// Rows loaded.
-    #[arg(long, default_value_t = 100_000)]
-    rows: u64,
-    /// Rows per value of the low-cardinality column (what a `low` query returns).
-    #[arg(long, default_value_t = 100)]
-    rows_per_lo: u64,
-    /// Requests per query or append phase.
-    #[arg(long, default_value_t = 20_000)]
-    ops: u64,
-    /// Requests in flight.
-    #[arg(long, default_value_t = 32)]
-    concurrency: usize,
-    /// Consistency level of every request.
-    #[arg(long, default_value = "one")]
-    consistency: String,
-    /// Phases to run, in order: load, low, high, append.
-    #[arg(long, value_delimiter = ',', default_value = "load,low,high,append")]
-    phases: Vec<String>,
-}
-
-#[derive(clap::Args)]
 struct KvArgs {
     /// host:port of a CQL node (Mosaic or Cassandra).
     #[arg(long, default_value = "127.0.0.1:9042")]
@@ -174,10 +149,7 @@ fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Load(a) => ycsb(BenchCommand::Load(a)),
         Command::Run(a) => ycsb(BenchCommand::Run(a)),
-        Command::Index(a) => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?
-            .block_on(index(a)),
+        Command::Index(c) => index::main(c),
         Command::Kv(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?
@@ -234,30 +206,6 @@ async fn tpch_command(c: TpchCommand) -> anyhow::Result<()> {
                 }
             }
         }
-    }
-    Ok(())
-}
-
-async fn index(a: IndexArgs) -> anyhow::Result<()> {
-    use mosaic_bench::index::{consistency, create, run, IndexConfig, Phase};
-    let config = IndexConfig {
-        host: a.host,
-        keyspace: a.keyspace,
-        rf: a.rf,
-        rows: a.rows,
-        rows_per_lo: a.rows_per_lo,
-        ops: a.ops,
-        concurrency: a.concurrency,
-        consistency: consistency(&a.consistency)?,
-    };
-    println!(
-        "index: {} rows ({} per low-cardinality value), {} ops per query phase, {} in flight, CL {}, RF {}, against {}",
-        config.rows, config.rows_per_lo, config.ops, config.concurrency, a.consistency, config.rf, config.host
-    );
-    let session = create(&config).await?;
-    for name in &a.phases {
-        let report = run(&config, session.clone(), Phase::parse(name)?).await?;
-        println!("{}", report.summary());
     }
     Ok(())
 }
