@@ -21,6 +21,14 @@ use super::*;
 
 /// The layouts every statement runs against: an indexed and a plain table each.
 const LAYOUTS: [&str; 4] = ["uniform", "multi-lsm", "decoupled", "heterogeneous"];
+/// The tables of each layout: an indexed one and a plain twin, clustered (`PRIMARY KEY (k,
+/// c)`) and not (`PRIMARY KEY ((k, c))`).
+const TWINS: [(&str, &str); 4] = [
+    ("idx", "(k, c)"),
+    ("plain", "(k, c)"),
+    ("uidx", "((k, c))"),
+    ("uplain", "((k, c))"),
+];
 /// Values of `v` and elements of `s`: few, so queries match several rows.
 const VALUES: i32 = 4;
 
@@ -88,7 +96,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 impl Op {
     /// The statement on `table`, if the op is one.
-    fn cql(&self, table: &str) -> Option<String> {
+    fn cql(&self, table: &str, unclustered: bool) -> Option<String> {
         let using =
             |ts: &Option<i64>| ts.map_or(String::new(), |t| format!(" USING TIMESTAMP {t}"));
         let value = |v: &Option<i32>| v.map_or("null".to_owned(), |v| v.to_string());
@@ -114,8 +122,12 @@ impl Op {
                 format!("UPDATE ks.{table} SET s = s - {{{x}}} WHERE k = {k} AND c = {c}")
             }
             Op::DeleteRow { k, c } => format!("DELETE FROM ks.{table} WHERE k = {k} AND c = {c}"),
+            Op::DeleteFrom { .. } if unclustered => return None,
             Op::DeleteFrom { k, c } => {
                 format!("DELETE FROM ks.{table} WHERE k = {k} AND c >= {c}")
+            }
+            Op::DeletePartition { k } if unclustered => {
+                format!("DELETE FROM ks.{table} WHERE k = {k} AND c IN (0, 1, 2)")
             }
             Op::DeletePartition { k } => format!("DELETE FROM ks.{table} WHERE k = {k}"),
             Op::Flush | Op::Compact | Op::Restart => return None,
@@ -191,14 +203,23 @@ impl Harness {
         let mut ddl = vec!["CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}".to_owned()];
         for layout in LAYOUTS {
             let t = layout.replace('-', "_");
-            for twin in ["idx", "plain"] {
+            for (twin, key) in TWINS {
+                // A heterogeneous table needs clustering columns: its unclustered twins
+                // are uniform.
+                let layout = if twin.starts_with('u') && layout == "heterogeneous" {
+                    "uniform"
+                } else {
+                    layout
+                };
                 ddl.push(format!(
-                    "CREATE TABLE ks.{t}_{twin} (k int, c int, v int, s set<int>, PRIMARY KEY (k, c)) WITH layout = '{layout}'"
+                    "CREATE TABLE ks.{t}_{twin} (k int, c int, v int, s set<int>, PRIMARY KEY {key}) WITH layout = '{layout}'"
                 ));
             }
-            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (v)"));
-            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (s)"));
-            ddl.push(format!("CREATE INDEX ON ks.{t}_idx (c)"));
+            for twin in ["idx", "uidx"] {
+                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (v)"));
+                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (s)"));
+                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (c)"));
+            }
         }
         for cql in ddl {
             let r = h.exec(&cql);
@@ -258,8 +279,9 @@ impl Harness {
                 _ => {
                     for layout in LAYOUTS {
                         let t = layout.replace('-', "_");
-                        for twin in ["idx", "plain"] {
-                            let Some(cql) = op.cql(&format!("{t}_{twin}")) else {
+                        for (twin, _) in TWINS {
+                            let unclustered = twin.starts_with('u');
+                            let Some(cql) = op.cql(&format!("{t}_{twin}"), unclustered) else {
                                 continue;
                             };
                             let r = self.exec(&cql);
@@ -277,17 +299,23 @@ impl Harness {
         for layout in LAYOUTS {
             let t = layout.replace('-', "_");
             for x in 0..VALUES {
-                for (relation, filtering) in [
-                    (format!("v = {x}"), ""),
-                    (format!("s CONTAINS {x}"), ""),
-                    (format!("c = {x}"), ""),
-                    (format!("k = 1 AND v = {x}"), ""),
-                    (format!("v = {x} AND c = 1"), " ALLOW FILTERING"),
+                for (relation, filtering, u) in [
+                    (format!("v = {x}"), "", ""),
+                    (format!("s CONTAINS {x}"), "", ""),
+                    (format!("c = {x}"), "", ""),
+                    (format!("k = 1 AND v = {x}"), "", ""),
+                    (format!("v = {x} AND c = 1"), " ALLOW FILTERING", ""),
+                    // A partition key of two columns, no clustering column: a partial key
+                    // needs ALLOW FILTERING (and still reads through the index).
+                    (format!("v = {x}"), "", "u"),
+                    (format!("s CONTAINS {x}"), "", "u"),
+                    (format!("c = {x}"), "", "u"),
+                    (format!("k = 1 AND v = {x}"), " ALLOW FILTERING", "u"),
                 ] {
                     let indexed =
-                        format!("SELECT k, c, v, s FROM ks.{t}_idx WHERE {relation}{filtering}");
+                        format!("SELECT k, c, v, s FROM ks.{t}_{u}idx WHERE {relation}{filtering}");
                     let plain = format!(
-                        "SELECT k, c, v, s FROM ks.{t}_plain WHERE {relation} ALLOW FILTERING"
+                        "SELECT k, c, v, s FROM ks.{t}_{u}plain WHERE {relation} ALLOW FILTERING"
                     );
                     let want = sorted_rows(&plain, self.exec(&plain))?;
                     // QUORUM re-reads what the index returned (replica filtering

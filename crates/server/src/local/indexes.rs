@@ -207,6 +207,7 @@ pub(super) fn read_through(
     let mut out = Vec::with_capacity(limit.min(1024));
     let mut stale = WriteBatch::new();
     let mut last_partition: Option<Vec<u8>> = None;
+    let unclustered = schema.clustering_columns().is_empty();
     let mut done = true;
     'pieces: for (range, role) in pieces {
         let entries = term_range(term, range);
@@ -236,6 +237,25 @@ pub(super) fn read_through(
                     Some((_, value)) => row_holds(&index.plan, schema, base, value, term),
                     None => false,
                 };
+                if !holds {
+                    stale.merge_owned(
+                        key.clone(),
+                        marker.to_engine(),
+                        deletion_fragment(marker, now_secs),
+                    );
+                    continue;
+                }
+            } else if unclustered && new_partition {
+                // The partition is its head and this one row: one scan reads both.
+                let mut end = base.to_vec();
+                end.push(0);
+                let whole = KeyRange {
+                    start: prefix.to_vec(),
+                    end: Some(end),
+                };
+                read_range(store, *role, &clip(&whole, range), &mut hit)?;
+                let holds = matches!(hit.last(), Some((k, v)) if k.as_slice() == base
+                    && row_holds(&index.plan, schema, base, v, term));
                 if !holds {
                     stale.merge_owned(
                         key.clone(),
@@ -458,9 +478,13 @@ impl LocalCoordinator {
         }
         let roles = (self.roles_source.read())(table);
         let (slot, index) = (slot.clone(), index.clone());
+        let running = self.builds_running.clone();
+        running.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             build(slot, index.clone(), roles).await;
             index.building.store(false, Ordering::SeqCst);
+            drop(index);
+            running.fetch_sub(1, Ordering::SeqCst);
         });
     }
 

@@ -188,6 +188,8 @@ pub struct LocalCoordinator {
     peer_schema_listener: std::sync::OnceLock<PeerSchemaListener>,
     /// The roles an index build reads a table's tokens under.
     roles_source: RwLock<indexes::RolesSource>,
+    /// Index builds running (each holds its table's storage until it returns).
+    builds_running: Arc<AtomicU64>,
 }
 
 /// Called with the SCHEMA_CHANGE events of a peer's schema this node adopted.
@@ -267,6 +269,7 @@ impl LocalCoordinator {
             closing: AtomicBool::new(false),
             peer_schema_listener: std::sync::OnceLock::new(),
             roles_source: RwLock::new(Arc::new(|_| Box::new(AllPrimary))),
+            builds_running: Arc::new(AtomicU64::new(0)),
             identity,
             tokens,
             rpc_address: config.rpc_address(),
@@ -344,6 +347,13 @@ impl LocalCoordinator {
                 Ok(Err(e)) => failures.push(format!("{name} ({e})")),
                 Err(e) => failures.push(format!("{name} ({e})")),
             }
+        }
+        // Builds stop at their next step once their table is closed; wait for them to let go
+        // of the storage, so a reopen finds the engine free.
+        while self.builds_running.load(Ordering::SeqCst) > 0
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         if let Err(e) = self.node_engine.sync_wal() {
             failures.push(format!("(syncing the write-ahead log: {e})"));
