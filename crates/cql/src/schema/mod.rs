@@ -503,7 +503,7 @@ impl TableMeta {
     }
 
     /// The columns in the order `SELECT *` returns them, as Cassandra: partition key,
-    /// clustering columns, then static and regular columns by name.
+    /// clustering columns, then static columns by name, then regular columns by name.
     pub fn select_star_order(&self) -> Vec<&ColumnMeta> {
         let mut out = self.partition_key();
         out.extend(self.clustering());
@@ -512,7 +512,7 @@ impl TableMeta {
             .iter()
             .filter(|c| !c.kind.is_primary_key())
             .collect();
-        rest.sort_by(|a, b| a.name.cmp(&b.name));
+        rest.sort_by_key(|c| (c.kind != ColumnKind::Static, &c.name));
         out.extend(rest);
         out
     }
