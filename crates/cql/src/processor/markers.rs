@@ -57,11 +57,9 @@ pub(crate) fn prepared_metadata(
                 .iter()
                 .map(|c| ColumnSpec::new(&table.keyspace, &table.name, &c.name, c.ty.clone()))
                 .collect();
-            result = Some(RowsMetadata::new(if s.json {
-                vec![super::json::json_spec(&table)]
-            } else {
-                columns
-            }));
+            result = Some(RowsMetadata::new(super::json::result_specs(
+                &table, s, columns,
+            )));
         }
         Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
             pk_len = modification(catalog, exec, statement, &mut specs, &mut pk_markers)?;
@@ -206,9 +204,16 @@ fn term(
                 term(table, arg, &col.name, &col.ty, specs)?;
             }
         }
+        // Cassandra names a function's markers by position: `arg0(system.fromjson)`.
         Term::Call { name: func, args } if func.as_str() == "fromjson" => {
             for arg in args {
-                term(table, arg, name, &CqlType::Text.into(), specs)?;
+                term(
+                    table,
+                    arg,
+                    "arg0(system.fromjson)",
+                    &CqlType::Text.into(),
+                    specs,
+                )?;
             }
         }
         Term::Call { args, .. } => {
@@ -451,9 +456,10 @@ fn modification(
                 }
             }
             if let Some(Term::Bind(m)) = s.json.as_ref().map(|j| &j.value) {
+                let name = m.name.as_ref().map_or("[json]", |n| n.as_str());
                 specs.push((
                     m.index,
-                    ColumnSpec::new(&table.keyspace, &table.name, "[json]", CqlType::Text),
+                    ColumnSpec::new(&table.keyspace, &table.name, name, CqlType::Text),
                 ));
             }
             using(&table, &s.using, specs);

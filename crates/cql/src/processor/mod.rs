@@ -9,6 +9,7 @@
 //! # Layout
 //! - this module: dispatch, the prepared-statement cache, table resolution, errors;
 //! - `values`: terms (literals, bind markers, `now()`…) to typed values;
+//! - `json`: `SELECT JSON`, `INSERT … JSON`, `toJson()` and `fromJson()`;
 //! - `markers`: the type of every bind marker (PREPARE metadata) and `pk_indexes`;
 //! - `ddl`: keyspaces and tables;
 //! - `describe`: `DESCRIBE` (Cassandra 4.0's server-side schema description);
@@ -28,6 +29,7 @@ mod select;
 mod values;
 mod write;
 
+pub use json::{decode_json_text, render_json};
 pub(crate) use select::OutColumn;
 
 use std::collections::HashMap;

@@ -121,39 +121,13 @@ pub(crate) fn eval(
     name: &str,
     ctx: &EvalContext<'_>,
 ) -> Result<Eval, ErrorResponse> {
-    if let Term::Call { name: func, args } = term {
-        if func.as_str() == "fromjson" {
-            return from_json(args, ty, name, ctx);
+    match (term, ty) {
+        (Term::Call { name: func, args }, _) if func.as_str() == "fromjson" => {
+            super::json::from_json_call(args, ty, ctx)
         }
-    }
-    match ty {
-        DataType::Native(t) => eval_native(term, *t, name, ctx),
+        (_, DataType::Native(t)) => eval_native(term, *t, name, ctx),
         _ => super::collections::eval_complex(term, ty, name, ctx),
     }
-}
-
-/// `fromJson(text)`: the JSON read as a value of `ty` (null for JSON `null`).
-fn from_json(
-    args: &[Term],
-    ty: &DataType,
-    name: &str,
-    ctx: &EvalContext<'_>,
-) -> Result<Eval, ErrorResponse> {
-    let [arg] = args else {
-        return Err(invalid(format!(
-            "Invalid number of arguments in call to function system.fromjson: 1 required but {} provided",
-            args.len()
-        )));
-    };
-    let text = match eval_native(arg, CqlType::Text, name, ctx)? {
-        Eval::Value(CqlValue::Text(t)) => t,
-        Eval::Value(_) | Eval::Null => return Ok(Eval::Null),
-        Eval::Unset => return Ok(Eval::Unset),
-    };
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| invalid(format!("Could not decode JSON string '{text}': {e}")))?;
-    let term = super::json::json_term(&value, ty, name)?;
-    eval(&term, ty, name, ctx)
 }
 
 /// Evaluates `term` as a value of native type `ty`.
@@ -171,7 +145,7 @@ pub(crate) fn eval_native(
             Value::Bytes(b) => decode_bound(b, ty, name).map(Eval::Value),
         },
         Term::Call { name: func, args } if func.as_str() == "fromjson" => {
-            from_json(args, &DataType::Native(ty), name, ctx)
+            super::json::from_json_call(args, &DataType::Native(ty), ctx)
         }
         Term::Call { name: func, args } => {
             call(func.as_str(), args, ty, name, ctx).map(Eval::Value)

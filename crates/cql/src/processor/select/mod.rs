@@ -29,6 +29,7 @@ use crate::frame::{
 };
 use crate::schema::{ColumnKind, TableMeta};
 
+use super::json;
 use super::restrict::{self, Restrictions};
 use super::values::{eval_int, Bindings, EvalContext};
 use super::{invalid, Exec, Processor};
@@ -42,7 +43,7 @@ mod selectors;
 use aggregate::*;
 use reads::*;
 use selectors::*;
-pub(crate) use selectors::{output_columns, Expr, OutColumn};
+pub(crate) use selectors::{output_columns, OutColumn};
 
 /// Entries asked of the coordinator per read.
 const CHUNK_ENTRIES: usize = 1000;
@@ -185,13 +186,15 @@ pub(crate) async fn execute<C: Coordinator>(
         ),
         _ => None,
     };
-    let mut rows = result_rows(&plan, &mut run);
-    let mut specs = result_specs(&plan, exec.params.skip_metadata);
-    if s.json {
-        rows = super::json::json_rows(&plan.columns, rows);
-        specs = vec![super::json::json_spec(&plan.table)];
-    }
-    let mut metadata = RowsMetadata::new(specs);
+    let columns: Vec<_> = plan
+        .columns
+        .iter()
+        .map(|c| (c.name.clone(), c.ty.clone()))
+        .collect();
+    let depths = json::to_json_depths(s);
+    let rows = json::result_rows(s.json, &columns, &depths, result_rows(&plan, &mut run));
+    let specs = result_specs(&plan, exec.params.skip_metadata);
+    let mut metadata = RowsMetadata::new(json::result_specs(&plan.table, s, specs));
     metadata.paging_state = paging_state;
     metadata.no_metadata = exec.params.skip_metadata;
     Ok(ResultBody::Rows(Rows { metadata, rows }))
@@ -220,6 +223,9 @@ fn select_system<C: Coordinator>(
     let mut qualified = s.clone();
     qualified.table.keyspace = Some(crate::ast::Ident::new(keyspace));
     let mut rows = crate::system::select(&view, &qualified, &bindings.raw())?;
+    if s.json {
+        json::system_rows(keyspace, s.table.name.as_str(), &mut rows);
+    }
     rows.metadata.no_metadata = exec.params.skip_metadata;
     Ok(ResultBody::Rows(rows))
 }
@@ -698,12 +704,6 @@ impl Run<'_> {
                         Bytes::copy_from_slice(&left.to_be_bytes())
                     }),
                     Expr::Token => Some(Bytes::copy_from_slice(&view.token.0.to_be_bytes())),
-                    Expr::ToJson(i) => table.columns.get(*i).map(|col| {
-                        Bytes::from(super::json::to_json(
-                            view.value(table, *i).as_ref(),
-                            &col.ty,
-                        ))
-                    }),
                     Expr::Constant(b) => b.clone(),
                     Expr::Cast(i, ty) => view
                         .value(table, *i)

@@ -22,8 +22,6 @@ pub(crate) enum Expr {
     Aggregate(Aggregate, usize),
     /// `CAST(column AS type)`.
     Cast(usize, CqlType),
-    /// `toJson(column)`: the value as JSON text.
-    ToJson(usize),
     /// `column.field`: the field at a position of a user-defined type.
     Field(usize, usize),
     /// `column[key]`: a set's element or a map's value.
@@ -180,18 +178,14 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
             ))
         }
         SelectorExpr::Call { name, args } if name.as_str() == "token" => token_call(table, args),
+        // What is computed is the argument; the result is rendered as JSON afterwards
+        // (`json::to_json_depths`).
         SelectorExpr::Call { name, args } if name.as_str() == "tojson" => {
-            let [SelectorExpr::Column(ident)] = args.as_slice() else {
-                return Err(invalid(
-                    "toJson() takes exactly one argument, a column of the table",
-                ));
-            };
-            let (index, _, _) = column(table, ident.as_str())?;
-            Ok((
-                format!("system.tojson({})", ident.as_str()),
-                CqlType::Text.into(),
-                Expr::ToJson(index),
-            ))
+            let (inner, ty, expr) = selector(table, json::check_to_json_args(args)?)?;
+            Ok((format!("system.tojson({inner})"), ty, expr))
+        }
+        SelectorExpr::Call { name, .. } if name.as_str() == "fromjson" => {
+            Err(json::from_json_in_selection())
         }
         SelectorExpr::Call { name, args } => aggregate_call(table, name.as_str(), args),
     }
