@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used)] // Oracles: a failed expectation must stop the run loudly.
 
 pub mod cql_frame;
+pub mod cql_json;
 pub mod cql_parser;
 pub mod cql_segments;
 pub mod cql_statements;
@@ -25,8 +26,9 @@ pub mod wal_reader;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
-pub const TARGETS: [Target; 8] = [
+pub const TARGETS: [Target; 9] = [
     ("cql_frame", cql_frame::run),
+    ("cql_json", cql_json::run),
     ("cql_parser", cql_parser::run),
     ("cql_segments", cql_segments::run),
     ("cql_statements", cql_statements::run),

@@ -13,6 +13,11 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "cql_frame" => cql_frames(),
         "cql_segments" => cql_segments(),
         "cql_parser" => CQL.iter().map(|s| s.as_bytes().to_vec()).collect(),
+        // A type selector (an index into `cql_json::TYPES`), then JSON text.
+        "cql_json" => JSON
+            .iter()
+            .map(|(ty, text)| [&[*ty][..], text.as_bytes()].concat())
+            .collect(),
         "cql_statements" => CQL
             .iter()
             .map(|s| [&[3u8, 1, 2, 3][..], s.as_bytes()].concat())
@@ -53,13 +58,28 @@ fn clustering_filter() -> Vec<u8> {
     .encode()
 }
 
-const CQL: [&str; 6] = [
+const CQL: [&str; 8] = [
     "SELECT * FROM t WHERE k = 1",
     "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00) USING TTL 10",
     "UPDATE t SET v = 'b' WHERE k IN (1, 2)",
     "SELECT k, count(*) FROM c WHERE k = 1 AND (c1, c2) > (1, 'a') ORDER BY c1 ASC LIMIT 3",
     "BEGIN BATCH INSERT INTO t (k, v) VALUES (?, ?); DELETE FROM t WHERE k = 2; APPLY BATCH",
     "CREATE TABLE x (a int, b text, PRIMARY KEY (a, b)) WITH CLUSTERING ORDER BY (b DESC)",
+    r#"INSERT INTO c JSON '{"k": 1, "c1": "2", "c2": "x", "s": 3, "v": "0x00"}' DEFAULT UNSET USING TTL 5"#,
+    r#"SELECT JSON k, toJson(v), writetime(v) FROM t WHERE k IN (fromJson('1'), 2)"#,
+];
+
+/// JSON texts for `cql_json`, each with the index of a type it is a value of.
+const JSON: [(u8, &str); 9] = [
+    (0, "\"12\""),
+    (4, "123456789012345678901234567890"),
+    (8, "\"0xcafe\""),
+    (13, "[1, \"2\", 3]"),
+    (15, "{\"1\": \"a\", \"02\": \"b\"}"),
+    (16, "{\"[\\\"0x01\\\"]\": true}"),
+    (17, "[1, null, \"[3, 4]\"]"),
+    (18, "1.10"),
+    (21, "\"2024-01-02 03:04:05.678Z\""),
 ];
 
 /// A v4 request frame: header (version, flags, stream, opcode, length) and body.
