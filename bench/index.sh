@@ -34,12 +34,14 @@
 # 5. Stops both clusters (by pid) and writes DIR/results.md and DIR/results.json
 #    (bench/index_summary.py): per workload and system the median ops/s and rows/s of the
 #    repetitions, Mosaic/Cassandra of the medians and per repetition, latency, server CPU
-#    per operation, errors.
+#    per operation, errors; and per run the cores the measured cluster, the idle one and
+#    everything else on the machine (the client included) used, from /proc before and
+#    after it (warm-up included): other work on a shared machine moves single runs.
 # JSON per run in DIR/<system>/<workload>-<rep>.json (load: DIR/<system>/load.json). The
 # cluster directories are removed at the end unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,39p' "$0" >&2; exit 2; }
+usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 rows=100000 lo_values=1000 workloads=low,high,append duration=20 warmup=5 reps=3
 concurrency=64 read_cl=ONE write_cl=ONE load_cl=ALL list_reads=0 nodes=3 rf=3 heap=1G
 out=/tmp/mosaic-index build=1
@@ -107,6 +109,29 @@ log "starting Cassandra"
 hosts_of() { seq -s, -f "127.0.0.%g:$1" 1 "$nodes"; }
 pids_of() { seq -s, -f "$1/node%g/pid" 1 "$nodes"; }
 
+# Writes to $1 the machine's CPU time (jiffies, /proc/stat) and each cluster's (its nodes'
+# utime + stime): before and after each run, so the summary can tell how much of the
+# cores the other cluster and everything else on the machine took during it.
+snap() { # out-json
+    python3 - "$1" "$(pids_of "$mcluster")" "$(pids_of "$ccluster")" <<'EOF'
+import json, os, sys, time
+out, mosaic, cassandra = sys.argv[1:4]
+def cluster(files):
+    jiffies = 0
+    for f in files.split(","):
+        with open(f) as p, open(f"/proc/{p.read().strip()}/stat") as s:
+            fields = s.read().rsplit(")", 1)[1].split()
+        jiffies += int(fields[11]) + int(fields[12])  # utime, stime
+    return jiffies
+with open("/proc/stat") as f:
+    cpu = [int(x) for x in f.readline().split()[1:9]]
+snap = {"t": time.time(), "hz": os.sysconf("SC_CLK_TCK"), "total": sum(cpu),
+        "idle": cpu[3] + cpu[4], "mosaic": cluster(mosaic), "cassandra": cluster(cassandra)}
+with open(out, "w") as f:
+    json.dump(snap, f)
+EOF
+}
+
 index() { # system out-json command args...
     local system=$1 json=$2 command=$3; shift 3
     local cport=$port cluster=$mcluster
@@ -126,9 +151,11 @@ for rep in $(seq 1 "$reps"); do
     for w in ${workloads//,/ }; do
         for system in $( [ $((rep % 2)) = 1 ] && echo mosaic cassandra || echo cassandra mosaic ); do
             log "rep $rep: $w on $system"
+            snap "$out/$system/$w-$rep.cpu-before.json"
             index "$system" "$out/$system/$w-$rep.json" run --workload "$w" \
                 --duration "$duration" --warmup "$warmup" --read-cl "$read_cl" \
                 --write-cl "$write_cl" --list-reads "$list_reads"
+            snap "$out/$system/$w-$rep.cpu-after.json"
             sed -n '2p;4,$p' "$out/$system/$w-$rep.txt" | grep -v '^server disk' >&2 || true
         done
     done

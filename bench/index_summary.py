@@ -42,6 +42,23 @@ def fmt(v, digits=0):
     return f"{v:,.{digits}f}"
 
 
+def cores(out, system, workload, rep):
+    """Cores used during a run (from bench/index.sh's /proc snapshots): by each cluster and
+    by everything else on the machine (the client included), or None without them."""
+    before = out / system / f"{workload}-{rep}.cpu-before.json"
+    after = out / system / f"{workload}-{rep}.cpu-after.json"
+    if not (before.exists() and after.exists()):
+        return None
+    b, a = load(before), load(after)
+    seconds = a["t"] - b["t"]
+    if seconds <= 0:
+        return None
+    per = lambda k: (a[k] - b[k]) / a["hz"] / seconds
+    busy = per("total") - per("idle")
+    used = {s: per(s) for s in SYSTEMS}
+    return {"busy": busy, **used, "else": busy - sum(used.values()), "seconds": seconds}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -119,6 +136,27 @@ def main():
             f"| {fmt(m['median_p50_us'])} / {fmt(m['median_p99_us'])} | {fmt(c['median_p50_us'])} / {fmt(c['median_p99_us'])} "
             f"| {fmt(m['median_cpu_us_per_op'])} | {fmt(c['median_cpu_us_per_op'])} | {m['errors']} / {c['errors']} |"
         )
+    lines.append("")
+
+    lines += ["## Each run", "",
+              "Cores used while the run went on (warm-up included; 2 cores = the whole machine): by the measured "
+              "cluster, by the idle one, and by everything else (the client included).", "",
+              "| workload | rep | Mosaic ops/s | Cassandra ops/s | Mosaic/Cassandra | cores in Mosaic's run (Mosaic / Cassandra / else) "
+              "| cores in Cassandra's run (Cassandra / Mosaic / else) |",
+              "|---|---:|---:|---:|---:|---|---|"]
+    for w in order:
+        m, c = result["workloads"][w]["mosaic"], result["workloads"][w]["cassandra"]
+        for n in sorted(set(m["ops_per_s"]) | set(c["ops_per_s"])):
+            mc, cc = cores(out, "mosaic", w, n), cores(out, "cassandra", w, n)
+            m.setdefault("cores", {})[n] = mc
+            c.setdefault("cores", {})[n] = cc
+            mo, co = m["ops_per_s"].get(n), c["ops_per_s"].get(n)
+            three = lambda x, first, second: (
+                "—" if x is None else f"{x[first]:.2f} / {x[second]:.2f} / {x['else']:.2f}")
+            lines.append(
+                f"| {w} | {n} | {fmt(mo)} | {fmt(co)} | {fmt(mo / co if mo and co else None, 2)} "
+                f"| {three(mc, 'mosaic', 'cassandra')} | {three(cc, 'cassandra', 'mosaic')} |"
+            )
     lines.append("")
     for w in order:
         for system in SYSTEMS:
