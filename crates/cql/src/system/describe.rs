@@ -385,17 +385,21 @@ pub(crate) fn java_double(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
     }
-    let magnitude = v.abs();
+    java_number(v.abs(), format!("{v}"), format!("{v:e}"))
+}
+
+/// A finite float as Java's `Double.toString`/`Float.toString` print it, from its magnitude
+/// and Rust's shortest plain (`{}`) and scientific (`{:e}`) texts: plain between 10^-3 and
+/// 10^7 (always with a fraction), else `mantissaEexponent`.
+pub(crate) fn java_number(magnitude: f64, plain: String, scientific: String) -> String {
     if magnitude == 0.0 || (1e-3..1e7).contains(&magnitude) {
-        let text = format!("{v}");
-        return if text.contains('.') {
-            text
+        return if plain.contains('.') {
+            plain
         } else {
-            format!("{text}.0")
+            format!("{plain}.0")
         };
     }
-    let text = format!("{v:e}");
-    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
     if mantissa.contains('.') {
         format!("{mantissa}E{exponent}")
     } else {

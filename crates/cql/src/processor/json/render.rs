@@ -24,22 +24,7 @@ pub(crate) fn name_key(name: &str) -> String {
 
 /// A float as Java's `Float.toString` prints it.
 fn java_float(v: f32) -> String {
-    let magnitude = v.abs();
-    if magnitude == 0.0 || (1e-3..1e7).contains(&magnitude) {
-        let text = format!("{v}");
-        return if text.contains('.') {
-            text
-        } else {
-            format!("{text}.0")
-        };
-    }
-    let text = format!("{v:e}");
-    let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-    if mantissa.contains('.') {
-        format!("{mantissa}E{exponent}")
-    } else {
-        format!("{mantissa}.0E{exponent}")
-    }
+    crate::system::describe::java_number(f64::from(v.abs()), format!("{v}"), format!("{v:e}"))
 }
 
 /// A `timestamp` as Cassandra's JSON writes it: `yyyy-MM-dd HH:mm:ss.SSSZ` in UTC, the year
