@@ -131,28 +131,8 @@ pub fn decode_rows(rows: &Rows) -> Vec<Vec<Option<CqlValue>>> {
 
 /// The column type a wire type stands for (collections as non-frozen, which decode alike).
 pub fn data_type(ty: &mosaic_cql::frame::ColumnType) -> mosaic_types::DataType {
-    use mosaic_cql::frame::ColumnType as C;
-    use mosaic_types::DataType as D;
-    match ty {
-        C::Native(t) => D::Native(*t),
-        C::List(e) => D::List(Box::new(data_type(e))),
-        C::Set(e) => D::Set(Box::new(data_type(e))),
-        C::Map(k, v) => D::Map(Box::new(data_type(k)), Box::new(data_type(v))),
-        C::Tuple(fields) => D::Tuple(fields.iter().map(data_type).collect()),
-        C::Udt {
-            keyspace,
-            name,
-            fields,
-        } => D::Udt(Box::new(mosaic_types::UserType {
-            keyspace: keyspace.clone(),
-            name: name.clone(),
-            fields: fields
-                .iter()
-                .map(|(n, t)| (n.clone(), data_type(t)))
-                .collect(),
-        })),
-        other => panic!("no data type for {other:?}"),
-    }
+    ty.data_type()
+        .unwrap_or_else(|| panic!("no data type for {ty:?}"))
 }
 
 /// Positional bound values.
