@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import socket
@@ -33,10 +34,31 @@ START_TIMEOUT_S = 60
 TEST_AGAINST = os.environ.get("MOSAIC_TEST_AGAINST")
 
 
+# Listening ports come from below the kernel's ephemeral range (32768-60999 here), so an
+# outgoing connection (a driver's reconnection attempt, a node dialling a peer) can never hold
+# the port a stopped node must bind again when it restarts; a port is taken only if every
+# loopback address a cluster may bind (127.0.0.1-8) has it free.
+_PORTS = random.Random(os.getpid())
+PORT_RANGE = (20000, 32000)
+LOOPBACK_ADDRESSES = [f"127.0.0.{i}" for i in range(1, 9)]
+
+
+def _port_free(port):
+    for address in LOOPBACK_ADDRESSES:
+        with socket.socket() as s:
+            try:
+                s.bind((address, port))
+            except OSError:
+                return False
+    return True
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(1000):
+        port = _PORTS.randrange(*PORT_RANGE)
+        if _port_free(port):
+            return port
+    raise RuntimeError(f"no free port in {PORT_RANGE} on {LOOPBACK_ADDRESSES}")
 
 
 class Node:
@@ -189,6 +211,21 @@ def ks(session):
     session.set_keyspace(name)
     yield name
     session.execute(f"DROP KEYSPACE {name}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report carries the log tails of the servers it used, so a failure seen
+    only in CI can be read from CI's output."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for name, value in getattr(item, "funcargs", {}).items():
+        if isinstance(value, MosaicCluster):
+            report.sections.append((f"mosaic logs of cluster {name!r}", value.logs()))
+        elif isinstance(value, Node):
+            report.sections.append((f"mosaic log of node {name!r}", value.log_tail()))
 
 
 class WarningCatcher(logging.Handler):
