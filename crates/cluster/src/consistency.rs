@@ -30,6 +30,18 @@ pub enum ClusterError {
         /// Acknowledgements needed.
         block_for: usize,
     },
+    /// A lightweight transaction's Paxos phase did not finish in time: too few answers,
+    /// or contention that outlasted `cas_contention_timeout_ms` (the update may or may
+    /// not be applied; Cassandra's `WriteTimeout` of write type `CAS`).
+    #[error("CAS operation timed out: received only {received} responses of {block_for} required at {}", .consistency.name())]
+    CasTimeout {
+        /// The serial level asked for.
+        consistency: ConsistencyLevel,
+        /// Promises or acceptances received.
+        received: usize,
+        /// How many the phase needs.
+        block_for: usize,
+    },
     /// Not enough replicas answered in time.
     #[error("Operation timed out - received only {received} responses of {block_for} required at {}", .consistency.name())]
     ReadTimeout {
@@ -79,4 +91,19 @@ pub enum ClusterError {
     /// Local storage refused.
     #[error("{0}")]
     Storage(String),
+}
+
+impl ClusterError {
+    /// The consistency level the error names, if it names one.
+    pub fn consistency(&self) -> Option<ConsistencyLevel> {
+        match self {
+            ClusterError::Unavailable { consistency, .. }
+            | ClusterError::WriteTimeout { consistency, .. }
+            | ClusterError::CasTimeout { consistency, .. }
+            | ClusterError::ReadTimeout { consistency, .. }
+            | ClusterError::WriteFailure { consistency, .. }
+            | ClusterError::ReadFailure { consistency, .. } => Some(*consistency),
+            _ => None,
+        }
+    }
 }

@@ -150,6 +150,23 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
+    /// The Paxos state of a partition of a table (lightweight transactions,
+    /// [`crate::paxos`]); `None` when it has none. The node serializes the calls for one
+    /// partition.
+    fn paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Option<crate::paxos::PaxosState>, Failure>>;
+    /// Keeps the Paxos state of a partition, as durably as the table's writes, before the
+    /// replica answers the message that changed it.
+    fn save_paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+        state: crate::paxos::PaxosState,
+    ) -> BoxFuture<'_, Result<(), Failure>>;
+
     /// Durably keeps `mutations` for `target` until they are replayed to it.
     fn store_hint(
         &self,

@@ -27,6 +27,7 @@ pub mod latency;
 pub mod local_queue;
 pub mod message;
 pub mod node;
+pub mod paxos;
 pub mod repair;
 pub mod ring;
 pub mod selection;

@@ -231,6 +231,41 @@ pub enum Body {
         /// xxh3-128 of the entries and the exhausted flag.
         digest: [u8; 16],
     },
+    /// Paxos, phase 1: promise `ballot` for a partition (see [`crate::paxos`]).
+    PaxosPrepare {
+        /// The table.
+        table: TableKey,
+        /// The partition's key prefix.
+        partition: Vec<u8>,
+        /// The ballot.
+        ballot: crate::paxos::Ballot,
+    },
+    /// The answer to a prepare.
+    PaxosPromise(crate::paxos::Promise),
+    /// Paxos, phase 2: accept a proposal for a partition.
+    PaxosPropose {
+        /// The table.
+        table: TableKey,
+        /// The partition's key prefix.
+        partition: Vec<u8>,
+        /// The proposal.
+        proposal: crate::paxos::Proposal,
+    },
+    /// The answer to a proposal.
+    PaxosAccepted {
+        /// Whether it was accepted.
+        accepted: bool,
+    },
+    /// Paxos, commit: apply a chosen proposal's update and record it as committed
+    /// (answered by `WriteAck`).
+    PaxosCommit {
+        /// The table.
+        table: TableKey,
+        /// The partition's key prefix.
+        partition: Vec<u8>,
+        /// The proposal.
+        proposal: crate::paxos::Proposal,
+    },
     /// A request failed on the replica.
     Failed(Failure),
     /// Gossip, first leg: the sender's view of every node.
@@ -421,6 +456,8 @@ impl Body {
         matches!(
             self,
             Body::WriteAck
+                | Body::PaxosPromise(_)
+                | Body::PaxosAccepted { .. }
                 | Body::TruncateAck
                 | Body::ReadData { .. }
                 | Body::StoredData { .. }

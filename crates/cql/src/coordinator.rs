@@ -72,6 +72,46 @@ pub struct ReadResult {
     pub exhausted: bool,
 }
 
+/// A lightweight transaction's compare-and-set of one partition (`INSERT … IF NOT EXISTS`,
+/// `UPDATE … IF …`, `DELETE … IF EXISTS`, a conditional batch): the coordinator wins a Paxos
+/// round for the partition at the serial level, reads `reads` at that level, hands what it
+/// read to a [`CasDecision`] and, when the decision's conditions hold, commits the mutations
+/// it built at the round's timestamp. Rounds for one partition are linearizable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CasRequest {
+    /// The table.
+    pub table: TableId,
+    /// The partition's token.
+    pub token: Token,
+    /// The partition's key prefix ([`mosaic_rows::PartitionPrefix::as_bytes`]): what the
+    /// Paxos state is kept under. Every read and every mutation stays inside it.
+    pub partition: Vec<u8>,
+    /// What the conditions are checked against, read once the round holds a promise.
+    pub reads: Vec<ReadCommand>,
+}
+
+/// What a compare-and-set does with what it read (see [`CasRequest`]).
+pub trait CasDecision: Send + Sync + 'static {
+    /// The mutations to commit, every one written at `timestamp` (microseconds, the
+    /// round's ballot), given `current` (one result per read of the request, in order);
+    /// `None` when the conditions do not hold. A round that loses to a concurrent one
+    /// retries, so this may be called more than once.
+    fn decide(
+        &self,
+        current: &[ReadResult],
+        timestamp: i64,
+    ) -> Result<Option<Vec<Mutation>>, ErrorResponse>;
+}
+
+/// How a compare-and-set ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CasOutcome {
+    /// Whether the conditions held and the mutations were committed.
+    pub applied: bool,
+    /// What the conditions were checked against (one result per read of the request).
+    pub current: Vec<ReadResult>,
+}
+
 /// A node as the system tables describe it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
@@ -140,6 +180,17 @@ pub trait Coordinator: Send + Sync + 'static {
         consistency: Consistency,
     ) -> impl Future<Output = Result<ReadResult, ErrorResponse>> + Send;
 
+    /// A lightweight transaction (see [`CasRequest`]): the Paxos phase at `serial`
+    /// (`Serial` or `LocalSerial`), the commit at `commit`. Contention that outlasts the
+    /// write timeout answers `WriteTimeout` with write type `CAS`.
+    fn cas(
+        &self,
+        request: CasRequest,
+        decision: Arc<dyn CasDecision>,
+        serial: Consistency,
+        commit: Consistency,
+    ) -> impl Future<Output = Result<CasOutcome, ErrorResponse>> + Send;
+
     /// Removes every row of a table on every replica.
     fn truncate(&self, table: TableId) -> impl Future<Output = Result<(), ErrorResponse>> + Send;
 
@@ -179,6 +230,34 @@ pub trait Coordinator: Send + Sync + 'static {
     fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
         Ok(crate::schema::DEFAULT_LAYOUT)
     }
+}
+
+/// A compare-and-set for a coordinator whose reads and writes reach the only copy of the
+/// data (one process's storage): reads the request, decides at a fresh timestamp and
+/// writes. The caller holds a lock that keeps other compare-and-sets out meanwhile, which
+/// with one copy is all Paxos would guarantee.
+pub async fn cas_on_one_copy<C: Coordinator>(
+    coordinator: &C,
+    request: CasRequest,
+    decision: &dyn CasDecision,
+    serial: Consistency,
+    commit: Consistency,
+) -> Result<CasOutcome, ErrorResponse> {
+    let mut current = Vec::with_capacity(request.reads.len());
+    for read in request.reads {
+        current.push(coordinator.read(read, serial).await?);
+    }
+    let Some(mutations) = decision.decide(&current, coordinator.new_timestamp())? else {
+        return Ok(CasOutcome {
+            applied: false,
+            current,
+        });
+    };
+    coordinator.write(mutations, commit).await?;
+    Ok(CasOutcome {
+        applied: true,
+        current,
+    })
 }
 
 /// How many replicas of a keyspace live where: what a consistency level is checked against.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use futures::future::{BoxFuture, FutureExt};
 use mosaic_cluster::env::{Entries, Hint};
 use mosaic_cluster::message::Tag;
+use mosaic_cluster::paxos::PaxosState;
 use mosaic_cluster::{Endpoint, Failure, SchemaSnapshot, Store, TableKey, WireMutation};
 use mosaic_rows::{merge_fragments, Fragment, KeyRange};
 use parking_lot::Mutex;
@@ -72,6 +73,11 @@ pub struct SimStore {
     next_hint: std::sync::atomic::AtomicU64,
     /// Reads served (for the routing scenarios: which replicas a policy chose).
     reads: std::sync::atomic::AtomicU64,
+    /// Paxos state by (table, partition); durable at once (a promise or acceptance a crash
+    /// forgot would break Paxos's guarantees, so the server keeps it as durably as its
+    /// writes, and a simulated node that lost it would be checked against a guarantee
+    /// the server does not claim under periodic sync).
+    paxos: Mutex<BTreeMap<(TableKey, Vec<u8>), PaxosState>>,
 }
 
 /// How long reads and writes take: a seeded delay before the work, which then happens
@@ -118,6 +124,7 @@ impl SimStore {
             hints: Mutex::new(BTreeMap::new()),
             next_hint: std::sync::atomic::AtomicU64::new(1),
             reads: std::sync::atomic::AtomicU64::new(0),
+            paxos: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -293,6 +300,27 @@ impl Store for SimStore {
             }
         }
         s.unsynced.retain(|(t, _)| *t != table);
+        drop(guard);
+        self.paxos.lock().retain(|(t, _), _| *t != table);
+        async { Ok(()) }.boxed()
+    }
+
+    fn paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Option<PaxosState>, Failure>> {
+        let state = self.paxos.lock().get(&(table, partition)).cloned();
+        async move { Ok(state) }.boxed()
+    }
+
+    fn save_paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+        state: PaxosState,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.paxos.lock().insert((table, partition), state);
         async { Ok(()) }.boxed()
     }
 

@@ -53,10 +53,12 @@ mod elect;
 mod hints;
 mod lost;
 mod membership;
+mod paxos;
 mod read;
 mod replica;
 mod write;
 
+pub use paxos::PaxosRound;
 use read::stale_entries;
 pub use read::{digest, merge_answers};
 use write::WriteGroup;
@@ -87,6 +89,9 @@ pub struct NodeConfig {
     pub repair_timeout_ms: u64,
     /// log2 of the leaves of each range's Merkle tree.
     pub repair_tree_depth: u8,
+    /// How long a lightweight transaction retries a contended Paxos round before it
+    /// answers a CAS write timeout (Cassandra's `cas_contention_timeout`).
+    pub cas_contention_timeout_ms: u64,
 }
 
 impl NodeConfig {
@@ -104,6 +109,7 @@ impl NodeConfig {
             hint_window_ms: 3 * 3600 * 1000,
             repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
+            cas_contention_timeout_ms: 1000,
         }
     }
 }
@@ -183,6 +189,10 @@ struct Inner {
     latencies: crate::latency::ReadLatencies,
     /// Tags reads with an item-size oracle's estimates ([`Node::set_tagger`]).
     tagger: std::sync::OnceLock<crate::selection::Tagger>,
+    /// The replicas' per-partition Paxos locks, striped.
+    paxos_locks: Vec<futures::lock::Mutex<()>>,
+    /// The newest ballot this node chose (each next one is above it).
+    last_ballot_micros: AtomicU64,
 }
 
 /// A read in flight to `to`, for the selector: dropping it (answered, timed out or
@@ -293,6 +303,10 @@ impl Node {
                 read_load: facts::ReadLoad::default(),
                 latencies: crate::latency::ReadLatencies::default(),
                 tagger: std::sync::OnceLock::new(),
+                paxos_locks: (0..paxos::PAXOS_LOCKS)
+                    .map(|_| futures::lock::Mutex::new(()))
+                    .collect(),
+                last_ballot_micros: AtomicU64::new(0),
             }),
         };
         node.rebuild_ring();
@@ -439,6 +453,9 @@ impl Node {
                 self.send(from, id, Body::SchemaPush(snapshot));
             }
             body @ (Body::Write { .. }
+            | Body::PaxosPrepare { .. }
+            | Body::PaxosPropose { .. }
+            | Body::PaxosCommit { .. }
             | Body::Truncate { .. }
             | Body::Read { .. }
             | Body::ReadStored { .. }

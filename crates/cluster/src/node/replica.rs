@@ -66,6 +66,9 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            body @ (Body::PaxosPrepare { .. }
+            | Body::PaxosPropose { .. }
+            | Body::PaxosCommit { .. }) => self.serve_paxos(body).await,
             Body::Truncate { table } => match store.truncate(table).await {
                 Ok(()) => Body::TruncateAck,
                 Err(f) => Body::Failed(f),
@@ -197,6 +200,11 @@ pub(super) fn body_name(body: &Body) -> &'static str {
     match body {
         Body::Write { .. } => "Write",
         Body::WriteAck => "WriteAck",
+        Body::PaxosPrepare { .. } => "PaxosPrepare",
+        Body::PaxosPromise(_) => "PaxosPromise",
+        Body::PaxosPropose { .. } => "PaxosPropose",
+        Body::PaxosAccepted { .. } => "PaxosAccepted",
+        Body::PaxosCommit { .. } => "PaxosCommit",
         Body::Read { .. } => "Read",
         Body::ReadData { .. } => "ReadData",
         Body::ReadStored { .. } => "ReadStored",

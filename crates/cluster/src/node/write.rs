@@ -12,6 +12,9 @@ pub(super) struct WriteGroup {
     pub(super) replicas: Vec<Endpoint>,
     pub(super) block_for: usize,
     pub(super) mutations: Vec<WireMutation>,
+    /// A Paxos commit's partition and ballot: the replicas apply the writes and record
+    /// the commit (`PaxosCommit`); a hint carries the writes alone.
+    pub(super) paxos: Option<(Vec<u8>, crate::paxos::Ballot)>,
 }
 
 /// A write sent to one replica of one group.
@@ -25,6 +28,15 @@ impl Node {
         cl: ConsistencyLevel,
     ) -> Result<(), ClusterError> {
         let groups = self.group_writes(mutations, cl)?;
+        self.write_groups(groups, cl).await
+    }
+
+    /// Sends each group's writes to its replicas and waits for `cl` (see [`Node::write`]).
+    pub(super) async fn write_groups(
+        &self,
+        groups: Vec<WriteGroup>,
+        cl: ConsistencyLevel,
+    ) -> Result<(), ClusterError> {
         // Availability first: nothing is sent unless every group can succeed (ANY is
         // satisfied by a hint).
         let now = self.now_ms();
@@ -82,6 +94,7 @@ impl Node {
                     replicas,
                     block_for: cl.block_for(rf),
                     mutations: Vec::new(),
+                    paxos: None,
                 });
                 groups.len() - 1
             });
@@ -149,9 +162,19 @@ impl Node {
         let mut sent = vec![0usize; groups.len()];
         for (gi, (g, live)) in groups.iter().zip(alive).enumerate() {
             for r in live {
-                let body = Body::Write {
-                    table: g.table,
-                    mutations: g.mutations.clone(),
+                let body = match &g.paxos {
+                    Some((partition, ballot)) => Body::PaxosCommit {
+                        table: g.table,
+                        partition: partition.clone(),
+                        proposal: crate::paxos::Proposal {
+                            ballot: *ballot,
+                            mutations: g.mutations.clone(),
+                        },
+                    },
+                    None => Body::Write {
+                        table: g.table,
+                        mutations: g.mutations.clone(),
+                    },
                 };
                 calls.push(self.call(*r, body).map(move |(r, a)| (gi, r, a)).boxed());
                 sent[gi] += 1;
@@ -297,7 +320,7 @@ impl WriteHandler {
     }
 }
 
-fn write_failure(
+pub(super) fn write_failure(
     cl: ConsistencyLevel,
     received: usize,
     block_for: usize,

@@ -5,6 +5,9 @@
 
 use super::*;
 
+use mosaic_cluster::node::PaxosRound;
+use mosaic_cql::coordinator::{CasDecision, CasOutcome, CasRequest};
+
 /// The coordinator of a cluster node (see the module doc).
 pub struct ClusterCoordinator {
     local: Arc<LocalCoordinator>,
@@ -92,11 +95,208 @@ impl ClusterCoordinator {
                 data_present: false,
                 reasons: Vec::new(),
             },
+            ClusterError::CasTimeout {
+                received,
+                block_for,
+                ..
+            } => ErrorKind::WriteTimeout {
+                consistency: cl,
+                received: n(received),
+                block_for: n(block_for),
+                write_type: WriteType::Cas,
+            },
             ClusterError::Overloaded(_) => ErrorKind::Overloaded,
             ClusterError::UnknownTable(t) => return self.local.unknown_table(t),
             _ => ErrorKind::Server,
         };
         ErrorResponse::new(kind, message)
+    }
+}
+
+/// Why a lightweight transaction failed: the cluster's error, or the statement's own
+/// (its reads, its decision).
+enum CasError {
+    Cluster(ClusterError),
+    Statement(ErrorResponse),
+}
+
+impl From<ClusterError> for CasError {
+    fn from(e: ClusterError) -> CasError {
+        CasError::Cluster(e)
+    }
+}
+
+impl From<ErrorResponse> for CasError {
+    fn from(e: ErrorResponse) -> CasError {
+        CasError::Statement(e)
+    }
+}
+
+/// The level a serial level reads and repairs at.
+fn quorum_of(serial: Consistency) -> Consistency {
+    if serial == Consistency::LocalSerial {
+        Consistency::LocalQuorum
+    } else {
+        Consistency::Quorum
+    }
+}
+
+impl ClusterCoordinator {
+    /// A read at a level that is not serial.
+    async fn read_at(
+        &self,
+        command: ReadCommand,
+        consistency: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        let started = std::time::Instant::now();
+        if self.local.is_heterogeneous(command.table) {
+            let filter = command.filter.clone().unwrap_or_default();
+            let catalog = self.local.current_catalog();
+            let rf = catalog
+                .table_by_id(command.table)
+                .and_then(|t| catalog.keyspace(&t.keyspace))
+                .map_or(1, |k| k.replication.factor() as usize);
+            let replicas = consistency.block_for(rf);
+            self.recorder
+                .record(command.table, &filter, command.limit, replicas);
+        }
+        let tags = command
+            .filter
+            .iter()
+            .filter(|f| !f.is_trivial())
+            .map(|f| mosaic_cluster::message::Tag {
+                name: super::FILTER_TAG.to_owned(),
+                value: f.encode(),
+            })
+            .chain(command.index.iter().map(|i| mosaic_cluster::message::Tag {
+                name: super::INDEX_TAG.to_owned(),
+                value: i.encode(),
+            }))
+            .collect();
+        let result = self
+            .node
+            .read_tagged(
+                command.table,
+                command.range,
+                command.limit,
+                consistency,
+                tags,
+            )
+            .await;
+        record(Op::Read, consistency, started, result.as_ref().err());
+        let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;
+        Ok(ReadResult { entries, exhausted })
+    }
+
+    /// A lightweight transaction's rounds (see `mosaic_cluster::paxos`): win a round,
+    /// read at the serial level's quorum, decide, propose and commit; a round lost to a
+    /// concurrent one starts again until the contention timeout.
+    async fn cas_rounds(
+        &self,
+        request: CasRequest,
+        decision: Arc<dyn CasDecision>,
+        serial: Consistency,
+        commit: Consistency,
+    ) -> Result<CasOutcome, CasError> {
+        let mut lost: Option<PaxosRound> = None;
+        loop {
+            let round = self
+                .node
+                .paxos_begin(
+                    request.table,
+                    request.token,
+                    request.partition.clone(),
+                    serial,
+                    commit,
+                    lost.as_ref(),
+                )
+                .await?;
+            let mut current = Vec::with_capacity(request.reads.len());
+            for read in &request.reads {
+                let result = self.read_at(read.clone(), quorum_of(serial)).await?;
+                current.push(result);
+            }
+            let timestamp = i64::try_from(round.ballot.micros).unwrap_or(i64::MAX);
+            let Some(mutations) = decision.decide(&current, timestamp)? else {
+                return Ok(CasOutcome {
+                    applied: false,
+                    current,
+                });
+            };
+            let mut writes = Vec::with_capacity(mutations.len());
+            for m in mutations {
+                if m.table != request.table || !m.key.starts_with(&request.partition) {
+                    return Err(CasError::Statement(ErrorResponse::new(
+                        ErrorKind::Server,
+                        "a conditional update wrote outside its partition".to_owned(),
+                    )));
+                }
+                writes.push(WireMutation {
+                    key: m.key,
+                    ts: m.ts,
+                    fragment: m.fragment,
+                });
+            }
+            if self
+                .node
+                .paxos_propose_and_commit(&round, writes, commit)
+                .await?
+            {
+                return Ok(CasOutcome {
+                    applied: true,
+                    current,
+                });
+            }
+            lost = Some(round);
+        }
+    }
+
+    /// A read at SERIAL or LOCAL_SERIAL (one partition): any Paxos round in progress for
+    /// the partition is finished first, then the partition is read at the level's quorum,
+    /// so the read sees every transaction that may have been applied.
+    async fn serial_read(
+        &self,
+        command: ReadCommand,
+        serial: Consistency,
+    ) -> Result<ReadResult, ErrorResponse> {
+        let one_partition = || {
+            ErrorResponse::new(
+                ErrorKind::Invalid,
+                "SERIAL/LOCAL_SERIAL consistency may only be requested for one partition at a time"
+                    .to_owned(),
+            )
+        };
+        let catalog = self.local.current_catalog();
+        let table = catalog
+            .table_by_id(command.table)
+            .ok_or_else(|| self.local.unknown_table(command.table))?;
+        let start = &command.range.start;
+        let len = table
+            .key_schema()
+            .partition_prefix_len(start)
+            .map_err(|_| one_partition())?;
+        let partition = start.get(..len).ok_or_else(one_partition)?.to_vec();
+        if !command
+            .range
+            .end
+            .as_ref()
+            .is_some_and(|end| end.starts_with(&partition))
+        {
+            return Err(one_partition());
+        }
+        let token = mosaic_rows::decode_token(&partition).map_err(|_| one_partition())?;
+        let quorum = quorum_of(serial);
+        let started = std::time::Instant::now();
+        let begun = self
+            .node
+            .paxos_begin(command.table, token, partition, serial, quorum, None)
+            .await;
+        if let Err(e) = begun {
+            record(Op::Read, serial, started, Some(&e));
+            let cl = e.consistency().unwrap_or(serial);
+            return Err(self.error(e, cl));
+        }
+        self.read_at(command, quorum).await
     }
 }
 
@@ -123,7 +323,11 @@ fn record(op: Op, cl: Consistency, started: std::time::Instant, error: Option<&C
     let outcome = match error {
         None => 0,
         Some(ClusterError::Unavailable { .. }) => 1,
-        Some(ClusterError::WriteTimeout { .. } | ClusterError::ReadTimeout { .. }) => 2,
+        Some(
+            ClusterError::WriteTimeout { .. }
+            | ClusterError::ReadTimeout { .. }
+            | ClusterError::CasTimeout { .. },
+        ) => 2,
         Some(ClusterError::Overloaded(_)) => 3,
         Some(_) => 4,
     };
@@ -208,44 +412,33 @@ impl Coordinator for ClusterCoordinator {
         command: ReadCommand,
         consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
-        let started = std::time::Instant::now();
-        if self.local.is_heterogeneous(command.table) {
-            let filter = command.filter.clone().unwrap_or_default();
-            let catalog = self.local.current_catalog();
-            let rf = catalog
-                .table_by_id(command.table)
-                .and_then(|t| catalog.keyspace(&t.keyspace))
-                .map_or(1, |k| k.replication.factor() as usize);
-            let replicas = consistency.block_for(rf);
-            self.recorder
-                .record(command.table, &filter, command.limit, replicas);
+        if matches!(consistency, Consistency::Serial | Consistency::LocalSerial) {
+            return self.serial_read(command, consistency).await;
         }
-        let tags = command
-            .filter
-            .iter()
-            .filter(|f| !f.is_trivial())
-            .map(|f| mosaic_cluster::message::Tag {
-                name: super::FILTER_TAG.to_owned(),
-                value: f.encode(),
-            })
-            .chain(command.index.iter().map(|i| mosaic_cluster::message::Tag {
-                name: super::INDEX_TAG.to_owned(),
-                value: i.encode(),
-            }))
-            .collect();
-        let result = self
-            .node
-            .read_tagged(
-                command.table,
-                command.range,
-                command.limit,
-                consistency,
-                tags,
-            )
-            .await;
-        record(Op::Read, consistency, started, result.as_ref().err());
-        let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;
-        Ok(ReadResult { entries, exhausted })
+        self.read_at(command, consistency).await
+    }
+
+    async fn cas(
+        &self,
+        request: CasRequest,
+        decision: Arc<dyn CasDecision>,
+        serial: Consistency,
+        commit: Consistency,
+    ) -> Result<CasOutcome, ErrorResponse> {
+        let started = std::time::Instant::now();
+        let result = self.cas_rounds(request, decision, serial, commit).await;
+        let cluster_error = match &result {
+            Err(CasError::Cluster(e)) => Some(e),
+            _ => None,
+        };
+        record(Op::Write, serial, started, cluster_error);
+        result.map_err(|e| match e {
+            CasError::Cluster(e) => {
+                let cl = e.consistency().unwrap_or(serial);
+                self.error(e, cl)
+            }
+            CasError::Statement(e) => e,
+        })
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {

@@ -25,6 +25,7 @@ use mosaic_cluster::env::{
 use mosaic_cluster::local_queue::ReadClass;
 use mosaic_cluster::message::{EndpointState, Tag};
 use mosaic_cluster::node::WeakNode;
+use mosaic_cluster::paxos::PaxosState;
 use mosaic_cluster::{
     ClusterError, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey, WireMutation,
     EC_SHARD_BYTES_MAX,
@@ -315,6 +316,35 @@ impl Store for LocalStore {
 
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
         async move { self.local.truncate_local(table).await.map_err(failure) }.boxed()
+    }
+
+    fn paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+    ) -> BoxFuture<'_, Result<Option<PaxosState>, Failure>> {
+        async move {
+            self.local
+                .paxos_state(table, partition)
+                .await
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn save_paxos_state(
+        &self,
+        table: TableKey,
+        partition: Vec<u8>,
+        state: PaxosState,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        async move {
+            self.local
+                .save_paxos_state(table, partition, state)
+                .await
+                .map_err(failure)
+        }
+        .boxed()
     }
 
     fn store_hint(

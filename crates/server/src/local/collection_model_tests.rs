@@ -98,6 +98,8 @@ struct Replicas {
     now_secs: AtomicI64,
     /// The nodes (a bit mask) the next statement's mutations go to.
     write_mask: AtomicU8,
+    /// Serializes compare-and-sets (this model has no Paxos).
+    cas: tokio::sync::Mutex<()>,
 }
 
 impl Replicas {
@@ -162,6 +164,17 @@ impl Coordinator for Replicas {
                 .map_err(|e| ErrorResponse::new(ErrorKind::Server, e))?;
         }
         Ok(r)
+    }
+
+    async fn cas(
+        &self,
+        request: mosaic_cql::coordinator::CasRequest,
+        decision: Arc<dyn mosaic_cql::coordinator::CasDecision>,
+        serial: Consistency,
+        commit: Consistency,
+    ) -> Result<mosaic_cql::coordinator::CasOutcome, ErrorResponse> {
+        let _step = self.cas.lock().await;
+        mosaic_cql::coordinator::cas_on_one_copy(self, request, &*decision, serial, commit).await
     }
 
     async fn write(
@@ -323,6 +336,7 @@ impl Harness {
             // A day ahead of the wall clock (see the module doc).
             now_secs: AtomicI64::new(now_micros() / 1_000_000 + 86_400),
             write_mask: AtomicU8::new(0b11),
+            cas: tokio::sync::Mutex::new(()),
         });
         let processor = Processor::new(cluster.clone());
         let mut session = Session::new(ProtocolVersion::V4);

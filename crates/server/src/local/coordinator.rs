@@ -3,6 +3,7 @@
 
 use super::tables::server_error;
 use super::*;
+use mosaic_cql::coordinator::{cas_on_one_copy, CasDecision, CasOutcome, CasRequest};
 
 impl Coordinator for LocalCoordinator {
     fn catalog(&self) -> Arc<Catalog> {
@@ -26,6 +27,17 @@ impl Coordinator for LocalCoordinator {
         let epoch = self.epoch.load(Ordering::SeqCst) + 1;
         self.install(&current, next, epoch, "local").await?;
         Ok(r)
+    }
+
+    async fn cas(
+        &self,
+        request: CasRequest,
+        decision: Arc<dyn CasDecision>,
+        serial: Consistency,
+        commit: Consistency,
+    ) -> Result<CasOutcome, ErrorResponse> {
+        let _step = self.cas.lock().await;
+        cas_on_one_copy(self, request, &*decision, serial, commit).await
     }
 
     fn new_timestamp(&self) -> i64 {

@@ -94,6 +94,7 @@ mod identity;
 #[cfg(test)]
 mod index_tests;
 mod indexes;
+mod paxos;
 mod schema;
 mod tables;
 #[cfg(test)]
@@ -144,6 +145,8 @@ struct TableSlot {
     node_engine: Engine,
     /// Its secondary indexes on this node.
     indexes: indexes::IndexList,
+    /// Its lightweight transactions' Paxos state on this node.
+    paxos: paxos::PaxosSlot,
 }
 
 /// The single-node coordinator (see the module doc).
@@ -164,6 +167,9 @@ pub struct LocalCoordinator {
     epoch: AtomicU64,
     /// Serializes schema changes (held across their disk work).
     ddl: tokio::sync::Mutex<()>,
+    /// Serializes compare-and-sets coordinated by this node as its whole cluster (the
+    /// cluster coordinator runs Paxos instead).
+    cas: tokio::sync::Mutex<()>,
     tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
     dropped_names: Mutex<HashMap<TableId, String>>,
     clock: AtomicI64,
@@ -263,6 +269,7 @@ impl LocalCoordinator {
             catalog: RwLock::new(Arc::new(catalog)),
             epoch: AtomicU64::new(epoch),
             ddl: tokio::sync::Mutex::new(()),
+            cas: tokio::sync::Mutex::new(()),
             tables: RwLock::new(tables),
             dropped_names: Mutex::new(HashMap::new()),
             clock: AtomicI64::new(0),
@@ -339,6 +346,7 @@ impl LocalCoordinator {
             let closed = tokio::task::spawn_blocking(move || {
                 let mut guard = guard;
                 indexes::close_indexes(&slot.indexes);
+                slot.paxos.close(&slot.name);
                 guard.take().map_or(Ok(()), ReplicaStore::close)
             })
             .await;

@@ -212,8 +212,10 @@ async fn delete_dropped(slot: Arc<TableSlot>) {
     let dir = slot.dir.clone();
     let engine = slot.node_engine.clone();
     let name = slot.name.clone();
+    let closing = slot.clone();
     let deleted = tokio::task::spawn_blocking(move || -> io::Result<()> {
         let mut guard = guard;
+        closing.paxos.close(&name);
         close_before_delete(&mut guard, &name, "drop");
         delete_dir(&engine, &dir)?;
         if let Some(ks_dir) = dir.parent() {

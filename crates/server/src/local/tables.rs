@@ -287,6 +287,7 @@ pub(super) fn open_slot(
             .clone()
             .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("no node engine".into()))?,
         indexes: RwLock::new(Arc::new(indexes)),
+        paxos: Default::default(),
     })
 }
 
@@ -606,6 +607,7 @@ impl LocalCoordinator {
         let slot2 = slot.clone();
         tokio::task::spawn_blocking(move || {
             super::indexes::close_indexes(&slot2.indexes);
+            slot2.paxos.close(&name);
             close_before_delete(&mut guard, &name, "truncate");
             delete_dir(&node_engine, &dir).map_err(|e| {
                 server_error(format!(
