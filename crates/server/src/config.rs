@@ -153,6 +153,9 @@ pub struct ClusterConfig {
     /// How long a coordinator waits for write acknowledgements (Cassandra's
     /// `write_request_timeout`).
     pub write_request_timeout_ms: u64,
+    /// How long a lightweight transaction retries a contended Paxos round before it
+    /// answers a CAS write timeout (Cassandra's `cas_contention_timeout`).
+    pub cas_contention_timeout_ms: u64,
     /// How long a coordinator waits for read answers, read repair included.
     pub read_request_timeout_ms: u64,
     /// How long a schema change waits for live peers to take it.
@@ -277,6 +280,7 @@ impl Default for ClusterConfig {
             gossip_interval_ms: 1000,
             phi_convict_threshold: 8.0,
             write_request_timeout_ms: 2000,
+            cas_contention_timeout_ms: 1000,
             read_request_timeout_ms: 5000,
             schema_timeout_ms: 10_000,
             replica_requests_max: 4096,
@@ -429,6 +433,7 @@ impl Config {
         let c = &self.cluster;
         if c.gossip_interval_ms == 0
             || c.write_request_timeout_ms == 0
+            || c.cas_contention_timeout_ms == 0
             || c.read_request_timeout_ms == 0
             || c.repair_timeout_ms == 0
             || c.replica_requests_max == 0

@@ -263,6 +263,7 @@ fn start_node(
     node_config.repair_timeout_ms = config.cluster.repair_timeout_ms;
     node_config.phi_convict_threshold = config.cluster.phi_convict_threshold;
     node_config.write_timeout_ms = config.cluster.write_request_timeout_ms;
+    node_config.cas_contention_timeout_ms = config.cluster.cas_contention_timeout_ms;
     node_config.read_timeout_ms = config.cluster.read_request_timeout_ms;
     node_config.schema_timeout_ms = config.cluster.schema_timeout_ms;
     node_config.replica_requests_max = config.cluster.replica_requests_max;
