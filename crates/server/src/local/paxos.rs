@@ -7,6 +7,9 @@
 //! round's repair). Opened the first time a transaction touches the table: most tables
 //! never do.
 //!
+//! State untouched for the table's `gc_grace_seconds` (at least three hours) is forgotten,
+//! as Cassandra's `system.paxos` rows expire: reads ignore it and compactions drop it.
+//!
 //! Calls hold the table's store lock shared, as reads and writes do, so truncate, drop and
 //! shutdown (which hold it exclusively) never close the state under a running call.
 
@@ -14,10 +17,12 @@ use super::tables::{engine_error, join_error};
 use super::*;
 
 use mosaic_cluster::paxos::PaxosState;
-use mosaic_lsm::Db;
+use mosaic_lsm::{CompactionFilter, Db};
 
 /// The directory of a table's Paxos state, inside the table's.
 const PAXOS_DIR: &str = "paxos";
+/// The shortest time state is kept, whatever the table's `gc_grace_seconds` (Cassandra's).
+const MIN_GRACE_SECONDS: u64 = 3 * 3600;
 
 /// A table's Paxos state storage: opened on first use.
 #[derive(Default)]
@@ -26,14 +31,21 @@ pub(super) struct PaxosSlot {
 }
 
 impl PaxosSlot {
-    /// The open storage, opening it in `table_dir` first if needed.
-    fn open(&self, engine: &Options, table_dir: &Path) -> mosaic_lsm::Result<Db> {
+    /// The open storage, opening it in `table_dir` first if needed (state older than
+    /// `grace_micros` is dropped by its compactions).
+    fn open(
+        &self,
+        engine: &Options,
+        table_dir: &Path,
+        grace_micros: u64,
+    ) -> mosaic_lsm::Result<Db> {
         let mut db = self.db.lock();
         if let Some(db) = db.as_ref() {
             return Ok(db.clone());
         }
         let mut options = engine.clone();
         options.table.filter_prefix_bytes = 0;
+        options.compaction_filter = Some(Arc::new(Expiry { grace_micros }));
         let opened = Db::open(table_dir.join(PAXOS_DIR), options)?;
         *db = Some(opened.clone());
         Ok(opened)
@@ -50,6 +62,24 @@ impl PaxosSlot {
     }
 }
 
+/// Forgets state saved more than the grace period ago.
+struct Expiry {
+    grace_micros: u64,
+}
+
+impl Expiry {
+    fn expired(&self, saved_micros: u64) -> bool {
+        let now = u64::try_from(identity::now_micros()).unwrap_or(0);
+        saved_micros.saturating_add(self.grace_micros) < now
+    }
+}
+
+impl CompactionFilter for Expiry {
+    fn drops(&self, _key: &[u8], ts: u64) -> bool {
+        self.expired(ts)
+    }
+}
+
 impl LocalCoordinator {
     /// The Paxos state of `partition` of `table`, if it has one.
     pub async fn paxos_state(
@@ -57,10 +87,13 @@ impl LocalCoordinator {
         table: TableId,
         partition: Vec<u8>,
     ) -> Result<Option<PaxosState>, ErrorResponse> {
-        self.on_paxos(table, move |db, dir| {
+        self.on_paxos(table, move |db, dir, expiry| {
             let Some(entry) = db.get(&partition)? else {
                 return Ok(None);
             };
+            if expiry.expired(entry.ts) {
+                return Ok(None);
+            }
             PaxosState::decode(&entry.value)
                 .map(Some)
                 .map_err(|reason| mosaic_lsm::Error::Corruption {
@@ -79,7 +112,7 @@ impl LocalCoordinator {
         partition: Vec<u8>,
         state: PaxosState,
     ) -> Result<(), ErrorResponse> {
-        self.on_paxos(table, move |db, _| {
+        self.on_paxos(table, move |db, _, _| {
             // Versions are ordered by timestamp: each one above the last and the clock.
             let last = db.get(&partition)?.map_or(0, |e| e.ts);
             let now = u64::try_from(identity::now_micros()).unwrap_or(0);
@@ -93,7 +126,7 @@ impl LocalCoordinator {
     async fn on_paxos<T: Send + 'static>(
         &self,
         table: TableId,
-        f: impl FnOnce(&Db, &Path) -> mosaic_lsm::Result<T> + Send + 'static,
+        f: impl FnOnce(&Db, &Path, &Expiry) -> mosaic_lsm::Result<T> + Send + 'static,
     ) -> Result<T, ErrorResponse> {
         let slot = self.slot(table)?;
         let guard = slot.db.clone().read_owned().await;
@@ -102,13 +135,111 @@ impl LocalCoordinator {
         }
         let engine = self.engine.clone();
         let name = slot.name.clone();
+        let grace_seconds = self
+            .current_catalog()
+            .table_by_id(table)
+            .map_or(0, |t| t.params.gc_grace_seconds);
+        let expiry = Expiry {
+            grace_micros: u64::try_from(grace_seconds)
+                .unwrap_or(0)
+                .max(MIN_GRACE_SECONDS)
+                .saturating_mul(1_000_000),
+        };
         tokio::task::spawn_blocking(move || {
             let _store = guard;
-            let db = slot.paxos.open(&engine, &slot.dir)?;
-            f(&db, &slot.dir)
+            let db = slot.paxos.open(&engine, &slot.dir, expiry.grace_micros)?;
+            f(&db, &slot.dir, &expiry)
         })
         .await
         .map_err(join_error)?
         .map_err(|e| engine_error(&name, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_cluster::paxos::{Ballot, Proposal};
+    use mosaic_cluster::WireMutation;
+    use mosaic_cql::processor::{Processor, Session};
+
+    fn state(micros: u64) -> PaxosState {
+        let ballot = Ballot { micros, node: 7 };
+        let mut s = PaxosState::default();
+        s.prepare(ballot);
+        s.propose(Proposal {
+            ballot,
+            mutations: vec![WireMutation {
+                key: b"k".to_vec(),
+                ts: micros,
+                fragment: vec![1, 2, 3],
+            }],
+        });
+        s
+    }
+
+    #[test]
+    fn state_survives_restart_and_goes_with_truncate_and_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = super::super::tests::rt();
+        let config = super::super::tests::config(dir.path());
+        let table = rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config).unwrap());
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(mosaic_cql::frame::ProtocolVersion::V4);
+            for cql in [
+                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+            ] {
+                super::super::tests::run_ok(&p, &mut s, cql).await;
+            }
+            let table = c.catalog().table("ks", "t").unwrap().id;
+            assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), None);
+            c.save_paxos_state(table, b"p1".to_vec(), state(5)).await.unwrap();
+            c.save_paxos_state(table, b"p1".to_vec(), state(9)).await.unwrap();
+            c.save_paxos_state(table, b"p2".to_vec(), state(6)).await.unwrap();
+            assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), Some(state(9)));
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+            table
+        });
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config).unwrap());
+            // The newest save of each partition, after a restart.
+            assert_eq!(
+                c.paxos_state(table, b"p1".to_vec()).await.unwrap(),
+                Some(state(9))
+            );
+            assert_eq!(
+                c.paxos_state(table, b"p2".to_vec()).await.unwrap(),
+                Some(state(6))
+            );
+            // A truncated table's old rounds are gone with its rows.
+            c.truncate_local(table).await.unwrap();
+            assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), None);
+            c.save_paxos_state(table, b"p1".to_vec(), state(11))
+                .await
+                .unwrap();
+            assert_eq!(
+                c.paxos_state(table, b"p1".to_vec()).await.unwrap(),
+                Some(state(11))
+            );
+            let p = Processor::new(c.clone());
+            let mut s = Session::new(mosaic_cql::frame::ProtocolVersion::V4);
+            super::super::tests::run_ok(&p, &mut s, "DROP TABLE ks.t").await;
+            let e = c.paxos_state(table, b"p1".to_vec()).await.unwrap_err();
+            assert_eq!(e.message, "unconfigured table t");
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+    }
+
+    #[test]
+    fn state_older_than_the_grace_period_is_forgotten() {
+        let expiry = Expiry {
+            grace_micros: MIN_GRACE_SECONDS * 1_000_000,
+        };
+        let now = u64::try_from(identity::now_micros()).unwrap();
+        assert!(!expiry.drops(b"p", now));
+        assert!(!expiry.drops(b"p", now - expiry.grace_micros + 60_000_000));
+        assert!(expiry.drops(b"p", now - expiry.grace_micros - 60_000_000));
     }
 }

@@ -7,7 +7,7 @@ use mosaic_cql::frame::ProtocolVersion;
 use mosaic_cql::frame::{Query, QueryParameters, Request, Response, ResultBody};
 use mosaic_cql::processor::{Processor, Session};
 
-fn config(dir: &Path) -> Config {
+pub(super) fn config(dir: &Path) -> Config {
     let mut c = Config {
         data_dir: dir.to_path_buf(),
         ..Config::default()
@@ -17,7 +17,7 @@ fn config(dir: &Path) -> Config {
     c
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -154,7 +154,7 @@ fn tables_survive_restart_truncate_and_drop() {
     });
 }
 
-async fn run_ok(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) {
+pub(super) async fn run_ok(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) {
     let r = run(p, s, cql).await;
     assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
 }
