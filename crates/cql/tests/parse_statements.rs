@@ -292,14 +292,6 @@ fn errors_carry_positions_and_classes() {
 
 #[test]
 fn unsupported_statements_name_the_feature() {
-    let e = parse_statement("INSERT INTO t (k, v) VALUES (1, 2) IF NOT EXISTS").expect_err("lwt");
-    assert_eq!(e.feature(), Some(Feature::LightweightTransaction));
-    assert_eq!(e.error_code(), 0x2200);
-    assert_eq!((e.line(), e.column()), (1, 35));
-    assert_eq!(
-        e.to_string(),
-        "Mosaic does not support lightweight transactions (IF conditions): IF NOT EXISTS"
-    );
     let e = parse_statement(
         "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE k IS NOT NULL PRIMARY KEY (k)",
     )

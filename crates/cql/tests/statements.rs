@@ -82,7 +82,6 @@ fn unsupported_features_are_refused_with_cassandra_codes() {
     let mut h = Harness::with_keyspace();
     h.ok("CREATE TABLE t (k int PRIMARY KEY, v int)");
     for cql in [
-        "INSERT INTO t (k, v) VALUES (1, 1) IF NOT EXISTS",
         "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE v IS NOT NULL PRIMARY KEY (v, k)",
         "CREATE FUNCTION f (a int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return a;'",
     ] {

@@ -29,7 +29,7 @@ fn write_quoted(f: &mut Formatter<'_>, text: &str, quote: char) -> fmt::Result {
 }
 
 /// Writes `items` separated by `sep`.
-fn join<T: Display>(f: &mut Formatter<'_>, items: &[T], sep: &str) -> fmt::Result {
+pub(super) fn join<T: Display>(f: &mut Formatter<'_>, items: &[T], sep: &str) -> fmt::Result {
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             f.write_str(sep)?;
@@ -382,6 +382,7 @@ impl Display for InsertStatement {
             if json.default_unset {
                 f.write_str(" DEFAULT UNSET")?;
             }
+            write_conditions(f, &self.conditions)?;
             return write!(f, "{}", self.using);
         }
         write!(
@@ -391,7 +392,17 @@ impl Display for InsertStatement {
             Columns(&self.columns)
         )?;
         join(f, &self.values, ", ")?;
-        write!(f, "){}", self.using)
+        f.write_str(")")?;
+        write_conditions(f, &self.conditions)?;
+        write!(f, "{}", self.using)
+    }
+}
+
+/// ` IF …` when there are conditions.
+fn write_conditions(f: &mut Formatter<'_>, conditions: &Option<Conditions>) -> fmt::Result {
+    match conditions {
+        Some(c) => write!(f, " {c}"),
+        None => Ok(()),
     }
 }
 
@@ -416,7 +427,8 @@ impl Display for UpdateStatement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "UPDATE {}{} SET ", self.table, self.using)?;
         join(f, &self.assignments, ", ")?;
-        write_where(f, &self.where_clause)
+        write_where(f, &self.where_clause)?;
+        write_conditions(f, &self.conditions)
     }
 }
 
@@ -444,7 +456,8 @@ impl Display for DeleteStatement {
         if let Some(ts) = &self.timestamp {
             write!(f, " USING TIMESTAMP {ts}")?;
         }
-        write_where(f, &self.where_clause)
+        write_where(f, &self.where_clause)?;
+        write_conditions(f, &self.conditions)
     }
 }
 

@@ -8,18 +8,22 @@
 //! schema and converting literals to column types happens in the executor, because only it
 //! knows the columns.
 //!
-//! Constructs Mosaic does not implement (lightweight transactions, collections, counters,
-//! secondary indexes, …) have no place in this tree: the parser rejects them with
+//! Constructs Mosaic does not implement (counters, materialized views, user-defined
+//! functions, …) have no place in this tree: the parser rejects them with
 //! [`crate::parse::ParseError::Unsupported`], so an executor can never meet one by accident.
 //!
 //! Every node implements [`std::fmt::Display`] as CQL text that parses back to an equal tree
 //! (`parse_statement(&s.to_string()) == Ok(s)`); the parser's round-trip tests rely on it
 //! and it is handy in logs and error messages.
 
+mod conditions;
+mod describe;
 mod display;
 mod index;
 mod types;
 
+pub use conditions::{Condition, ConditionOp, ConditionTarget, Conditions};
+pub use describe::{DescribeStatement, DescribeTarget};
 pub use index::{CreateIndexStatement, DropIndexStatement};
 pub use types::{AlterTypeOperation, AlterTypeStatement, CreateTypeStatement, DropTypeStatement};
 
@@ -382,6 +386,8 @@ pub struct InsertStatement {
     pub values: Vec<Term>,
     /// `INSERT … JSON`: the row as a JSON object (`columns` and `values` are then empty).
     pub json: Option<InsertJson>,
+    /// `IF NOT EXISTS` ([`Conditions::NotExists`], the only one an INSERT takes).
+    pub conditions: Option<Conditions>,
     /// `USING` attributes.
     pub using: Using,
     /// Every bind marker of the statement, in textual order.
@@ -449,6 +455,8 @@ pub struct UpdateStatement {
     pub assignments: Vec<Assignment>,
     /// The `WHERE` relations (never empty).
     pub where_clause: Vec<Relation>,
+    /// `IF EXISTS` or `IF cond AND …`.
+    pub conditions: Option<Conditions>,
     /// Every bind marker of the statement, in textual order.
     pub bind_markers: Vec<BindMarker>,
 }
@@ -464,6 +472,8 @@ pub struct DeleteStatement {
     pub timestamp: Option<IntValue>,
     /// The `WHERE` relations (never empty).
     pub where_clause: Vec<Relation>,
+    /// `IF EXISTS` or `IF cond AND …`.
+    pub conditions: Option<Conditions>,
     /// Every bind marker of the statement, in textual order.
     pub bind_markers: Vec<BindMarker>,
 }
@@ -495,6 +505,15 @@ impl ModificationStatement {
             ModificationStatement::Insert(s) => &s.table,
             ModificationStatement::Update(s) => &s.table,
             ModificationStatement::Delete(s) => &s.table,
+        }
+    }
+
+    /// Its `IF …`, if it has one (a lightweight transaction).
+    pub fn conditions(&self) -> Option<&Conditions> {
+        match self {
+            ModificationStatement::Insert(s) => s.conditions.as_ref(),
+            ModificationStatement::Update(s) => s.conditions.as_ref(),
+            ModificationStatement::Delete(s) => s.conditions.as_ref(),
         }
     }
 }
@@ -664,62 +683,6 @@ pub struct TruncateStatement {
     pub name: QualifiedName,
 }
 
-/// What a `DESCRIBE` statement asks for (Cassandra 4.0's server-side `DESCRIBE`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum DescribeTarget {
-    /// `DESCRIBE CLUSTER`: cluster name, partitioner, snitch, and the token ranges of the
-    /// current keyspace.
-    Cluster,
-    /// `DESCRIBE [FULL] SCHEMA`: every keyspace (`FULL`: system keyspaces too) with
-    /// everything in it.
-    Schema {
-        /// `FULL`.
-        full: bool,
-    },
-    /// `DESCRIBE KEYSPACES`: the keyspace names.
-    Keyspaces,
-    /// `DESCRIBE [ONLY] KEYSPACE [ks]`: the keyspace (the current one without a name) and,
-    /// unless `ONLY`, everything in it.
-    Keyspace {
-        /// The keyspace; `None` means the current one.
-        name: Option<Ident>,
-        /// `ONLY`: the keyspace's own statement, not its tables.
-        only: bool,
-    },
-    /// `DESCRIBE TABLES`: the table names of the current keyspace, or of every keyspace.
-    Tables,
-    /// `DESCRIBE TABLE [ks.]t` (or `COLUMNFAMILY`).
-    Table(QualifiedName),
-    /// `DESCRIBE INDEX [ks.]i`.
-    Index(QualifiedName),
-    /// `DESCRIBE MATERIALIZED VIEW [ks.]v`.
-    MaterializedView(QualifiedName),
-    /// `DESCRIBE TYPES`.
-    Types,
-    /// `DESCRIBE TYPE [ks.]t`.
-    Type(QualifiedName),
-    /// `DESCRIBE FUNCTIONS`.
-    Functions,
-    /// `DESCRIBE FUNCTION [ks.]f`.
-    Function(QualifiedName),
-    /// `DESCRIBE AGGREGATES`.
-    Aggregates,
-    /// `DESCRIBE AGGREGATE [ks.]a`.
-    Aggregate(QualifiedName),
-    /// `DESCRIBE [ks.]name`: a keyspace, else a table, index or view of that name.
-    Generic(QualifiedName),
-}
-
-/// `DESCRIBE … [WITH INTERNALS]` (also `DESC`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct DescribeStatement {
-    /// What is described.
-    pub target: DescribeTarget,
-    /// `WITH INTERNALS`: also the details needed to restore data (table ids).
-    pub internals: bool,
-}
-
 /// One CQL statement.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -788,6 +751,18 @@ impl Statement {
             | Statement::CreateIndex(_)
             | Statement::DropIndex(_)
             | Statement::Describe(_) => &[],
+        }
+    }
+
+    /// Whether the statement is a lightweight transaction: a modification with `IF …`, or a
+    /// batch holding one.
+    pub fn has_conditions(&self) -> bool {
+        match self {
+            Statement::Insert(s) => s.conditions.is_some(),
+            Statement::Update(s) => s.conditions.is_some(),
+            Statement::Delete(s) => s.conditions.is_some(),
+            Statement::Batch(b) => b.statements.iter().any(|s| s.conditions().is_some()),
+            _ => false,
         }
     }
 

@@ -11,7 +11,8 @@ pub const INVALID_ERROR_CODE: i32 = 0x2200;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Feature {
-    /// `IF NOT EXISTS` / `IF EXISTS` / `IF cond` on `INSERT`, `UPDATE`, `DELETE`.
+    /// `IF NOT EXISTS` / `IF EXISTS` / `IF cond` on `INSERT`, `UPDATE`, `DELETE` (no longer
+    /// refused: the parser accepts them and the statement layer runs them).
     LightweightTransaction,
     /// `CREATE INDEX`, `DROP INDEX`, `CONTAINS`/`LIKE` relations.
     SecondaryIndex,

@@ -620,18 +620,6 @@ fn collection_syntax_parses_as_cassandra_writes_it() {
 fn unsupported_features_are_invalid_with_a_feature() {
     let cases = [
         (
-            "INSERT INTO t (k) VALUES (1) IF NOT EXISTS",
-            Feature::LightweightTransaction,
-        ),
-        (
-            "UPDATE t SET v = 1 WHERE k = 1 IF v = 2",
-            Feature::LightweightTransaction,
-        ),
-        (
-            "DELETE FROM t WHERE k = 1 IF EXISTS",
-            Feature::LightweightTransaction,
-        ),
-        (
             "CREATE MATERIALIZED VIEW v AS SELECT * FROM t",
             Feature::MaterializedView,
         ),
@@ -1029,6 +1017,7 @@ mod properties {
                     columns,
                     values,
                     json: None,
+                    conditions: None,
                     using: Using {
                         ttl: ttl.map(IntValue::Literal),
                         timestamp: None,
@@ -1229,5 +1218,83 @@ fn json_statements_parse_and_round_trip() {
     }
     for bad in ["INSERT INTO t JSON 1", "INSERT INTO t JSON '{}' DEFAULT x"] {
         assert!(parse_statement(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn lightweight_transaction_conditions_parse_and_print_back() {
+    for text in [
+        "INSERT INTO t (k, v) VALUES (1, 2) IF NOT EXISTS",
+        "INSERT INTO t (k, v) VALUES (?, ?) IF NOT EXISTS USING TTL 10",
+        "INSERT INTO t JSON '{\"k\": 1}' DEFAULT UNSET IF NOT EXISTS USING TTL ?",
+        "UPDATE t SET v = 1 WHERE k = 1 IF EXISTS",
+        "UPDATE t USING TTL 5 SET v = 1 WHERE k = 1 AND c = 2 IF v = 1 AND w != 'x' AND s < 3 AND s <= 4 AND s > 1 AND s >= 0",
+        "UPDATE t SET v = ? WHERE k = ? IF v IN (1, ?, null) AND w IN ? AND v = null",
+        "UPDATE t SET v = 1 WHERE k = 1 IF m['a'] = 1 AND l[?] IN (1, 2) AND m[:key] IN ? AND u.f = :f AND u.g IN (1)",
+        "UPDATE t SET v = 1 WHERE k = 1 IF s CONTAINS 1 AND m CONTAINS KEY ? AND l CONTAINS ?",
+        "UPDATE t SET v = 1 WHERE k = 1 IF \"exists\" = 1",
+        "DELETE FROM t WHERE k = 1 IF EXISTS",
+        "DELETE v, m['a'] FROM t WHERE k = 1 AND c = 1 IF v = 1 AND m = {'a': 1}",
+        "BEGIN BATCH INSERT INTO t (k, c) VALUES (1, 1) IF NOT EXISTS; UPDATE t SET v = 1 WHERE k = 1 AND c = 2 IF v = 3; APPLY BATCH",
+    ] {
+        assert_round_trips(text);
+    }
+    let Ok(Statement::Update(u)) = parse_statement("UPDATE t SET v = ? WHERE k = ? IF m[?] IN ?")
+    else {
+        panic!("update");
+    };
+    assert_eq!(
+        u.conditions,
+        Some(Conditions::Columns(vec![Condition {
+            column: Ident::new("m"),
+            target: ConditionTarget::Element(Term::Bind(BindMarker {
+                index: 2,
+                name: None
+            })),
+            op: ConditionOp::In(InValues::Bind(BindMarker {
+                index: 3,
+                name: None
+            })),
+        }]))
+    );
+    assert_eq!(u.bind_markers.len(), 4);
+    for (bad, message) in [
+        (
+            "INSERT INTO t (k) VALUES (1) IF EXISTS",
+            "mismatched input 'EXISTS' expecting K_NOT",
+        ),
+        (
+            "INSERT INTO t (k) VALUES (1) IF v = 1",
+            "mismatched input 'v' expecting K_NOT",
+        ),
+        (
+            "INSERT INTO t (k) VALUES (1) USING TTL 1 IF NOT EXISTS",
+            "mismatched input 'IF' expecting EOF",
+        ),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 IF NOT EXISTS",
+            "no viable alternative at input 'NOT'",
+        ),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 IF EXISTS AND v = 1",
+            "no viable alternative at input 'AND'",
+        ),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 IF v = 1 IF v = 2",
+            "mismatched input 'IF' expecting EOF",
+        ),
+        ("UPDATE t SET v = 1 WHERE k = 1 IF", "<EOF>"),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 IF v[1] CONTAINS 1",
+            "mismatched input 'CONTAINS'",
+        ),
+    ] {
+        let e = parse_err(bad);
+        assert_eq!(
+            e.error_code(),
+            crate::parse::SYNTAX_ERROR_CODE,
+            "{bad}: {e}"
+        );
+        assert!(e.to_string().contains(message), "{bad}: {e}");
     }
 }

@@ -601,6 +601,24 @@ impl PriorRows {
         )
     }
 
+    /// Rows already read (a compare-and-set's), by table and engine key (`None`: no live
+    /// row); a list operation on a row not among them changes nothing.
+    pub(crate) fn with_rows(rows: HashMap<(TableId, Vec<u8>), Option<LiveRow>>) -> PriorRows {
+        PriorRows {
+            fetched: true,
+            rows,
+            needed: Vec::new(),
+        }
+    }
+
+    /// The rows the first pass asked for: engine key, and whether it is the static row.
+    pub(crate) fn needed_rows(&self) -> Vec<(Vec<u8>, bool)> {
+        self.needed
+            .iter()
+            .map(|n| (n.key.clone(), n.is_static))
+            .collect()
+    }
+
     /// Whether the first pass asked for rows.
     pub(crate) fn pending(&self) -> bool {
         !self.fetched && !self.needed.is_empty()

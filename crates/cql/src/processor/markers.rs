@@ -7,7 +7,10 @@
 
 use mosaic_types::{CqlType, DataType};
 
-use crate::ast::{AssignOp, InValues, IntValue, Operator, Relation, Statement, Term, Using};
+use crate::ast::{
+    AssignOp, ConditionOp, ConditionTarget, Conditions, InValues, IntValue, Operator, Relation,
+    Statement, Term, Using,
+};
 use crate::frame::{ColumnSpec, ColumnType, ErrorResponse, RowsMetadata};
 use crate::schema::{Catalog, ColumnKind, ColumnMeta, TableMeta};
 
@@ -498,6 +501,7 @@ fn modification(
                 }
             }
             relations(&table, &s.where_clause, specs, pk_markers)?;
+            conditions(&table, s.conditions.as_ref(), specs)?;
             Ok(table.partition_key().len())
         }
         Statement::Delete(s) => {
@@ -516,8 +520,49 @@ fn modification(
                 }
             }
             relations(&table, &s.where_clause, specs, pk_markers)?;
+            conditions(&table, s.conditions.as_ref(), specs)?;
             Ok(table.partition_key().len())
         }
         _ => Ok(0),
     }
+}
+
+/// Markers of `IF cond AND …`, named as Cassandra names them: the column (`in(v)` for `IN
+/// ?`), `key(m)`/`value(m)` and `idx(l)`/`value(l)` for elements, `a.f` for fields.
+fn conditions(
+    table: &TableMeta,
+    conditions: Option<&Conditions>,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) -> Result<(), ErrorResponse> {
+    let Some(Conditions::Columns(all)) = conditions else {
+        return Ok(());
+    };
+    for c in all {
+        let shape = super::write::condition_shape(table, c)?;
+        if let (ConditionTarget::Element(t), Some((name, ty))) = (&c.target, &shape.element) {
+            term(table, t, name, ty, specs)?;
+        }
+        let (name, ty) = &shape.value;
+        match &c.op {
+            ConditionOp::Compare(_, t) | ConditionOp::Contains { value: t, .. } => {
+                term(table, t, name, ty, specs)?
+            }
+            ConditionOp::In(InValues::List(terms)) => {
+                for t in terms {
+                    term(table, t, name, ty, specs)?;
+                }
+            }
+            ConditionOp::In(InValues::Bind(m)) => specs.push((
+                m.index,
+                spec(
+                    table,
+                    &m.name
+                        .as_ref()
+                        .map_or_else(|| format!("in({name})"), |n| n.as_str().to_owned()),
+                    ColumnType::List(Box::new(ty.into())),
+                ),
+            )),
+        }
+    }
+    Ok(())
 }

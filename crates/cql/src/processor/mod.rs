@@ -335,7 +335,10 @@ impl<C: Coordinator> Processor<C> {
             return Err(unprepared(&e.id));
         };
         let keyspace = keyspace.or_else(|| session.keyspace.clone());
-        let Some(client_id) = e.result_metadata_id.take() else {
+        // A lightweight transaction's columns depend on whether it applied: Cassandra
+        // always sends them and never flags them changed (CASSANDRA-13992).
+        let client_id = e.result_metadata_id.take();
+        let Some(client_id) = client_id.filter(|_| !statement.has_conditions()) else {
             return self
                 .run(session, &statement, keyspace.as_deref(), &e.params)
                 .await;

@@ -50,7 +50,7 @@ impl Parser<'_> {
         self.parse_int_value().map(Some)
     }
 
-    /// `INSERT INTO t (cols) VALUES (terms) [USING …]`.
+    /// `INSERT INTO t (cols) VALUES (terms) [IF NOT EXISTS] [USING …]`.
     pub(super) fn parse_insert(&mut self) -> PResult<InsertStatement> {
         let first_bind = self.binds.len();
         let start = self.expect_kw("INSERT")?;
@@ -70,9 +70,8 @@ impl Parser<'_> {
                     return Err(self.mismatch("K_NULL or K_UNSET"));
                 }
             }
-            self.refuse_conditions()?;
+            let conditions = self.parse_if_not_exists_condition()?;
             let using = self.parse_using()?;
-            self.refuse_conditions()?;
             return Ok(InsertStatement {
                 table,
                 columns: Vec::new(),
@@ -81,6 +80,7 @@ impl Parser<'_> {
                     value,
                     default_unset,
                 }),
+                conditions,
                 using,
                 bind_markers: self.take_binds(first_bind),
             });
@@ -92,20 +92,20 @@ impl Parser<'_> {
         if columns.len() != values.len() {
             return Err(self.invalid(start, "Unmatched column names/values".to_owned()));
         }
-        self.refuse_conditions()?;
+        let conditions = self.parse_if_not_exists_condition()?;
         let using = self.parse_using()?;
-        self.refuse_conditions()?;
         Ok(InsertStatement {
             table,
             columns,
             values,
             json: None,
+            conditions,
             using,
             bind_markers: self.take_binds(first_bind),
         })
     }
 
-    /// `UPDATE t [USING …] SET c = term, … WHERE …`.
+    /// `UPDATE t [USING …] SET c = term, … WHERE … [IF EXISTS | IF cond AND …]`.
     pub(super) fn parse_update(&mut self) -> PResult<UpdateStatement> {
         let first_bind = self.binds.len();
         self.expect_kw("UPDATE")?;
@@ -118,12 +118,13 @@ impl Parser<'_> {
         }
         self.expect_kw("WHERE")?;
         let where_clause = self.parse_relations()?;
-        self.refuse_conditions()?;
+        let conditions = self.parse_conditions()?;
         Ok(UpdateStatement {
             table,
             using,
             assignments,
             where_clause,
+            conditions,
             bind_markers: self.take_binds(first_bind),
         })
     }
@@ -217,7 +218,7 @@ impl Parser<'_> {
         })
     }
 
-    /// `DELETE [cols] FROM t [USING TIMESTAMP n] WHERE …`.
+    /// `DELETE [cols] FROM t [USING TIMESTAMP n] WHERE … [IF EXISTS | IF cond AND …]`.
     pub(super) fn parse_delete(&mut self) -> PResult<DeleteStatement> {
         let first_bind = self.binds.len();
         self.expect_kw("DELETE")?;
@@ -252,12 +253,13 @@ impl Parser<'_> {
         let timestamp = self.parse_using_timestamp()?;
         self.expect_kw("WHERE")?;
         let where_clause = self.parse_relations()?;
-        self.refuse_conditions()?;
+        let conditions = self.parse_conditions()?;
         Ok(DeleteStatement {
             columns,
             table,
             timestamp,
             where_clause,
+            conditions,
             bind_markers: self.take_binds(first_bind),
         })
     }

@@ -15,6 +15,7 @@ use super::lexer::{clip, tokenize, unquote, Kind, Token};
 use crate::ast::*;
 use crate::schema::TargetKind;
 
+mod conditions;
 mod ddl;
 mod dml;
 mod select;

@@ -352,20 +352,4 @@ impl Parser<'_> {
         }
         Ok(InValues::List(out))
     }
-
-    /// Refuses an `IF …` condition (lightweight transaction) at the current token.
-    pub(super) fn refuse_conditions(&self) -> PResult<()> {
-        let t = self.peek();
-        if self.is_kw("IF") {
-            let what = if self.is_kw_at(1, "NOT") && self.is_kw_at(2, "EXISTS") {
-                "IF NOT EXISTS"
-            } else if self.is_kw_at(1, "EXISTS") {
-                "IF EXISTS"
-            } else {
-                "IF conditions"
-            };
-            return Err(self.unsupported(t, Feature::LightweightTransaction, what));
-        }
-        Ok(())
-    }
 }

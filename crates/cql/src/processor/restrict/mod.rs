@@ -183,7 +183,8 @@ pub(crate) fn cmp_values(a: &CqlValue, b: &CqlValue) -> Ordering {
     a.cql_cmp(b).unwrap_or(Ordering::Equal)
 }
 
-fn op_holds(op: Operator, ord: Ordering) -> bool {
+/// Whether `ord` (a value compared with another) satisfies `op`.
+pub(crate) fn op_holds(op: Operator, ord: Ordering) -> bool {
     match op {
         Operator::Eq => ord == Ordering::Equal,
         Operator::Ne => ord != Ordering::Equal,

@@ -598,17 +598,18 @@ impl Run<'_> {
     }
 }
 
-/// A row as the handler sees it.
-struct RowView<'a> {
-    token: Token,
-    partition_key: &'a [CqlValue],
-    static_row: Option<&'a LiveRow>,
+/// A row as the handler sees it (and a conditional write's result).
+pub(crate) struct RowView<'a> {
+    pub(crate) token: Token,
+    pub(crate) partition_key: &'a [CqlValue],
+    pub(crate) static_row: Option<&'a LiveRow>,
     /// `None` for a partition shown only by its static row.
-    row: Option<&'a LiveRow>,
+    pub(crate) row: Option<&'a LiveRow>,
 }
 
 impl RowView<'_> {
-    fn value(&self, table: &TableMeta, index: usize) -> Option<CqlValue> {
+    /// The value of the table's column `index` (`None`: null).
+    pub(crate) fn value(&self, table: &TableMeta, index: usize) -> Option<CqlValue> {
         let col = table.columns.get(index)?;
         match col.kind {
             ColumnKind::PartitionKey { position } => self.partition_key.get(position).cloned(),

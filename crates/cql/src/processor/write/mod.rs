@@ -13,8 +13,14 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+mod attributes;
+mod cas;
 mod collections;
 mod delete;
+
+use attributes::{write_timestamp, write_ttl};
+
+pub(crate) use cas::shape as condition_shape;
 
 use mosaic_rows::{
     Cell, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness, PartitionPrefix,
@@ -78,6 +84,15 @@ pub(crate) async fn execute_single<C: Coordinator>(
         now_micros,
     };
     let consistency = exec.params.consistency;
+    if statement.has_conditions() {
+        let part = cas::part(statement.clone(), exec.keyspace, exec.params, bindings);
+        return cas::execute(p, cas::input(vec![part], false, exec.params, time)).await;
+    }
+    if matches!(consistency, Consistency::Serial | Consistency::LocalSerial) {
+        return Err(invalid(
+            "You must use conditional updates for serializable writes",
+        ));
+    }
     let mutations = with_prior_reads(coordinator.as_ref(), consistency, time, |prior, out| {
         mutations_of(&catalog, exec, statement, &bindings, time, prior, out)
     })
@@ -99,6 +114,12 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         bindings: &bindings,
         now_micros,
     };
+    let conditional = batch.statements.iter().any(|s| s.conditions().is_some());
+    if conditional && batch.timestamp.is_some() {
+        return Err(invalid(
+            "Cannot provide custom timestamp for conditional BATCH",
+        ));
+    }
     let batch_ts = match &batch.timestamp {
         Some(v) => eval_int(v, mosaic_types::CqlType::BigInt, "[timestamp]", &ctx)?,
         None => None,
@@ -114,6 +135,13 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         .iter()
         .map(|s| to_statement(s.clone()))
         .collect();
+    if conditional {
+        let parts = statements
+            .into_iter()
+            .map(|s| cas::part(s, exec.keyspace, exec.params, bindings.clone()))
+            .collect();
+        return cas::execute(p, cas::input(parts, true, exec.params, time)).await;
+    }
     let consistency = exec.params.consistency;
     let mutations = with_prior_reads(coordinator.as_ref(), consistency, time, |prior, out| {
         for statement in &statements {
@@ -158,8 +186,18 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         }
         let mut params = QueryParameters::new(batch.consistency);
         params.values = values;
+        params.serial_consistency = batch.serial_consistency;
         let bindings = Bindings::new(&params.values, statement.bind_markers())?;
         prepared.push((statement, keyspace, params, bindings));
+    }
+    if prepared.iter().any(|(s, ..)| s.has_conditions()) {
+        let parts = prepared
+            .into_iter()
+            .map(|(s, ks, params, b)| cas::part((*s).clone(), ks.as_deref(), &params, b))
+            .collect();
+        let mut params = QueryParameters::new(batch.consistency);
+        params.serial_consistency = batch.serial_consistency;
+        return cas::execute(p, cas::input(parts, true, &params, time)).await;
     }
     let mutations = with_prior_reads(
         coordinator.as_ref(),
@@ -222,54 +260,6 @@ fn statement_kind(s: &Statement) -> &'static str {
         Statement::Use(_) => "USE",
         Statement::Truncate(_) => "TRUNCATE",
         _ => "a schema statement",
-    }
-}
-
-/// The write timestamp: `USING TIMESTAMP` (not with a batch's own), else the statement's
-/// time; `i64::MIN` is reserved.
-fn write_timestamp(
-    using: &Using,
-    time: WriteTime,
-    ctx: &EvalContext<'_>,
-) -> Result<i64, ErrorResponse> {
-    let ts = match &using.timestamp {
-        Some(v) => {
-            if time.ts_from_batch {
-                return Err(invalid(
-                    "Timestamp must be set either on BATCH or individual statements",
-                ));
-            }
-            eval_int(v, mosaic_types::CqlType::BigInt, "[timestamp]", ctx)?.unwrap_or(time.ts)
-        }
-        None => time.ts,
-    };
-    if ts == i64::MIN {
-        return Err(invalid(
-            "Invalid timestamp: the minimum long value is reserved",
-        ));
-    }
-    Ok(ts)
-}
-
-/// The TTL in seconds: `USING TTL` (0 to [`TTL_MAX`]), else the table's default.
-fn write_ttl(
-    using: &Using,
-    table: &TableMeta,
-    ctx: &EvalContext<'_>,
-) -> Result<i32, ErrorResponse> {
-    let ttl = match &using.ttl {
-        Some(v) => eval_int(v, mosaic_types::CqlType::Int, "[ttl]", ctx)?,
-        None => None,
-    };
-    match ttl {
-        Some(t) if t < 0 => Err(invalid(format!(
-            "A TTL must be greater or equal to 0, but was {t}"
-        ))),
-        Some(t) if t > i64::from(TTL_MAX) => Err(invalid(format!(
-            "ttl is too large. requested ({t}) maximum ({TTL_MAX})"
-        ))),
-        Some(t) => Ok(t as i32),
-        None => Ok(table.params.default_time_to_live),
     }
 }
 
