@@ -150,6 +150,15 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
+    /// Counter increments this node leads (see `mosaic_rows::counter`): for each, this
+    /// node's new shard of the column, computed from what it stores. Returns the writes
+    /// carrying the new shards (the caller applies and replicates them; it serializes the
+    /// calls for one counter).
+    fn counter_shards(
+        &self,
+        table: TableKey,
+        increments: Vec<crate::message::WireCounter>,
+    ) -> BoxFuture<'_, Result<Vec<WireMutation>, Failure>>;
     /// The Paxos state of a partition of a table (lightweight transactions,
     /// [`crate::paxos`]); `None` when it has none. The node serializes the calls for one
     /// partition.

@@ -48,6 +48,17 @@ pub struct Envelope {
     pub body: Body,
 }
 
+/// An increment of one counter column of one row (see `mosaic_rows::counter`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireCounter {
+    /// The row's engine key (a clustering row or the static row).
+    pub key: Vec<u8>,
+    /// The counter column.
+    pub column: u32,
+    /// What to add.
+    pub delta: i64,
+}
+
 /// A write of one engine key, as the coordinator received it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireMutation {
@@ -265,6 +276,17 @@ pub enum Body {
         partition: Vec<u8>,
         /// The proposal.
         proposal: crate::paxos::Proposal,
+    },
+    /// Lead counter increments of a table (this node is one of their replicas): compute
+    /// this node's new shards, apply them and replicate them at `consistency`; answered
+    /// by `WriteAck` once the level is met.
+    CounterWrite {
+        /// The table.
+        table: TableKey,
+        /// The increments.
+        increments: Vec<WireCounter>,
+        /// The statement's level (its protocol code).
+        consistency: u16,
     },
     /// A request failed on the replica.
     Failed(Failure),

@@ -112,6 +112,22 @@ pub struct CasOutcome {
     pub current: Vec<ReadResult>,
 }
 
+/// An increment of one counter column of one row (`UPDATE … SET c = c + n`; see
+/// `mosaic_rows::counter` for how counters are stored).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CounterIncrement {
+    /// The table.
+    pub table: TableId,
+    /// The partition's token.
+    pub token: Token,
+    /// The row's engine key (a clustering row or the static row).
+    pub key: Vec<u8>,
+    /// The counter column.
+    pub column: mosaic_rows::ColumnId,
+    /// What to add (negative to subtract).
+    pub delta: i64,
+}
+
 /// A node as the system tables describe it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeInfo {
@@ -190,6 +206,16 @@ pub trait Coordinator: Send + Sync + 'static {
         serial: Consistency,
         commit: Consistency,
     ) -> impl Future<Output = Result<CasOutcome, ErrorResponse>> + Send;
+
+    /// Applies counter increments at `consistency`: each counter's increment is led by
+    /// one of its replicas, which adds it to its own shard and replicates the shard
+    /// (timeouts answer `WriteTimeout` with write type `COUNTER`). A retried increment
+    /// may count twice (Cassandra's caveat).
+    fn counter_write(
+        &self,
+        increments: Vec<CounterIncrement>,
+        consistency: Consistency,
+    ) -> impl Future<Output = Result<(), ErrorResponse>> + Send;
 
     /// Removes every row of a table on every replica.
     fn truncate(&self, table: TableId) -> impl Future<Output = Result<(), ErrorResponse>> + Send;

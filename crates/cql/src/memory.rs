@@ -14,13 +14,14 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use mosaic_rows::counter::{counter_key_kind, stored_shard, LeaderBatch};
 use mosaic_rows::{merge_fragments, Fragment};
 use mosaic_types::Token;
 use parking_lot::Mutex;
 
 use crate::coordinator::{
-    cas_on_one_copy, CasDecision, CasOutcome, CasRequest, ClusterInfo, Coordinator, Mutation,
-    NodeInfo, ReadCommand, ReadResult,
+    cas_on_one_copy, CasDecision, CasOutcome, CasRequest, ClusterInfo, Coordinator,
+    CounterIncrement, Mutation, NodeInfo, ReadCommand, ReadResult,
 };
 use crate::frame::{Consistency, ErrorKind, ErrorResponse};
 use crate::schema::{Catalog, TableId};
@@ -40,6 +41,9 @@ pub fn block_on<F: Future>(f: F) -> F::Output {
         }
     }
 }
+
+/// Entries read: `(engine key, merged fragment)` in key order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// One table: engine key → merged fragment.
 type MemTable = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -73,6 +77,33 @@ impl MemoryCoordinator {
         c.clock.store(1_700_000_000_000_000, Ordering::SeqCst);
         c.now_secs.store(1_700_000_000, Ordering::SeqCst);
         Arc::new(c)
+    }
+}
+
+impl MemoryCoordinator {
+    /// A counter row's partition head, then the row (what `stored_shard` reads).
+    fn counter_entries(
+        &self,
+        table: TableId,
+        schema: &mosaic_rows::KeySchema,
+        key: &[u8],
+    ) -> Result<Entries, ErrorResponse> {
+        let head = schema
+            .head_range_of_key(key)
+            .map_err(|e| server_error(format!("a counter key does not decode: {e}")))?;
+        let tables = self.tables.lock();
+        let Some(t) = tables.get(&table) else {
+            return Ok(Vec::new());
+        };
+        let mut entries: Entries = t
+            .range(head.start.clone()..)
+            .take_while(|(k, _)| head.end.as_ref().is_none_or(|e| *k < e))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(v) = t.get(key) {
+            entries.push((key.to_vec(), v.clone()));
+        }
+        Ok(entries)
     }
 }
 
@@ -176,6 +207,66 @@ impl Coordinator for MemoryCoordinator {
         // The reads and the write never wait: the whole step runs under the lock.
         let _step = self.cas.lock();
         block_on(cas_on_one_copy(self, request, &*decision, serial, commit))
+    }
+
+    async fn counter_write(
+        &self,
+        increments: Vec<CounterIncrement>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        // One copy, so this node leads every counter; the lock keeps increments of one
+        // counter from reading the same shard.
+        let _step = self.cas.lock();
+        let catalog = self.catalog();
+        let host = self.local_node().host_id.0;
+        let mut by_table: BTreeMap<TableId, (Token, LeaderBatch)> = BTreeMap::new();
+        for inc in increments {
+            let meta = catalog
+                .table_by_id(inc.table)
+                .ok_or_else(|| server_error(format!("no table {}", inc.table)))?;
+            let schema = meta.key_schema();
+            let kind = counter_key_kind(&schema, &inc.key)
+                .ok_or_else(|| server_error("a counter key is not a row".to_owned()))?;
+            let (_, batch) = by_table
+                .entry(inc.table)
+                .or_insert_with(|| (inc.token, LeaderBatch::new(&host)));
+            let stored = match batch.pending(&inc.key, inc.column) {
+                Some(cell) => {
+                    let clock = cell.ts;
+                    (Some(cell), clock)
+                }
+                None => {
+                    let entries = self.counter_entries(inc.table, &schema, &inc.key)?;
+                    stored_shard(
+                        &schema,
+                        &entries,
+                        &inc.key,
+                        inc.column,
+                        &host,
+                        self.now_secs(),
+                    )
+                    .map_err(|e| server_error(format!("unreadable counter: {e}")))?
+                }
+            };
+            let now = self.new_timestamp();
+            batch.add(&inc.key, kind, inc.column, stored, now, inc.delta);
+        }
+        let mutations = by_table
+            .into_iter()
+            .flat_map(|(table, (token, batch))| {
+                batch
+                    .into_writes()
+                    .into_iter()
+                    .map(move |(key, ts, fragment)| Mutation {
+                        table,
+                        token,
+                        key,
+                        ts,
+                        fragment,
+                    })
+            })
+            .collect();
+        block_on(self.write(mutations, consistency))
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {

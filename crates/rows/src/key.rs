@@ -483,6 +483,16 @@ impl KeySchema {
         )
     }
 
+    /// The head range ([`Self::partition_head_range`]) of the partition a stored key
+    /// belongs to.
+    pub fn head_range_of_key(&self, key: &[u8]) -> Result<KeyRange, KeyError> {
+        let len = self.partition_prefix_len(key)?;
+        let prefix = key.get(..len).unwrap_or_default().to_vec();
+        let mut end = prefix.clone();
+        end.push(tag::BEFORE);
+        Ok(KeyRange::new(prefix, Some(end)))
+    }
+
     /// Every clustering row of the partition.
     pub fn rows_range(&self, partition: &PartitionPrefix) -> KeyRange {
         KeyRange::new(

@@ -19,6 +19,7 @@
 #![deny(clippy::indexing_slicing)]
 
 pub mod component;
+pub mod counter;
 pub mod error;
 pub mod filter;
 pub mod fragment;

@@ -305,6 +305,22 @@ impl Store for SimStore {
         async { Ok(()) }.boxed()
     }
 
+    /// The simulated workload writes no counters (the server's counter path is checked
+    /// through real nodes): a counter write reaching a simulated replica fails as a
+    /// storage error would, so a workload that starts sending them is told at once.
+    fn counter_shards(
+        &self,
+        _table: TableKey,
+        _increments: Vec<mosaic_cluster::message::WireCounter>,
+    ) -> BoxFuture<'_, Result<Vec<WireMutation>, Failure>> {
+        async {
+            Err(Failure::Storage(
+                "the simulator's store does not model counters".to_owned(),
+            ))
+        }
+        .boxed()
+    }
+
     fn paxos_state(
         &self,
         table: TableKey,

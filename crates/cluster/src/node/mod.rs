@@ -49,6 +49,7 @@ use crate::selection::{ReadInfo, ReplicaSelector};
 use crate::Endpoint;
 
 mod anti_entropy;
+mod counter;
 mod elect;
 mod hints;
 mod lost;
@@ -193,6 +194,8 @@ struct Inner {
     paxos_locks: Vec<futures::lock::Mutex<()>>,
     /// The newest ballot this node chose (each next one is above it).
     last_ballot_micros: AtomicU64,
+    /// The per-counter locks of the increments this node leads, striped.
+    counter_locks: Vec<futures::lock::Mutex<()>>,
 }
 
 /// A read in flight to `to`, for the selector: dropping it (answered, timed out or
@@ -307,6 +310,9 @@ impl Node {
                     .map(|_| futures::lock::Mutex::new(()))
                     .collect(),
                 last_ballot_micros: AtomicU64::new(0),
+                counter_locks: (0..counter::COUNTER_LOCKS)
+                    .map(|_| futures::lock::Mutex::new(()))
+                    .collect(),
             }),
         };
         node.rebuild_ring();
@@ -456,6 +462,7 @@ impl Node {
             | Body::PaxosPrepare { .. }
             | Body::PaxosPropose { .. }
             | Body::PaxosCommit { .. }
+            | Body::CounterWrite { .. }
             | Body::Truncate { .. }
             | Body::Read { .. }
             | Body::ReadStored { .. }

@@ -69,6 +69,7 @@ impl Node {
             body @ (Body::PaxosPrepare { .. }
             | Body::PaxosPropose { .. }
             | Body::PaxosCommit { .. }) => self.serve_paxos(body).await,
+            body @ Body::CounterWrite { .. } => self.serve_counter(body).await,
             Body::Truncate { table } => match store.truncate(table).await {
                 Ok(()) => Body::TruncateAck,
                 Err(f) => Body::Failed(f),
@@ -205,6 +206,7 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::PaxosPropose { .. } => "PaxosPropose",
         Body::PaxosAccepted { .. } => "PaxosAccepted",
         Body::PaxosCommit { .. } => "PaxosCommit",
+        Body::CounterWrite { .. } => "CounterWrite",
         Body::Read { .. } => "Read",
         Body::ReadData { .. } => "ReadData",
         Body::ReadStored { .. } => "ReadStored",

@@ -73,7 +73,7 @@ impl Node {
     }
 
     /// Groups writes by table and replica list (one message per replica and group).
-    fn group_writes(
+    pub(super) fn group_writes(
         &self,
         mutations: Vec<(TableKey, Token, WireMutation)>,
         cl: ConsistencyLevel,

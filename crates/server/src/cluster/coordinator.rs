@@ -5,8 +5,9 @@
 
 use super::*;
 
+use mosaic_cluster::message::WireCounter;
 use mosaic_cluster::node::PaxosRound;
-use mosaic_cql::coordinator::{CasDecision, CasOutcome, CasRequest};
+use mosaic_cql::coordinator::{CasDecision, CasOutcome, CasRequest, CounterIncrement};
 
 /// The coordinator of a cluster node (see the module doc).
 pub struct ClusterCoordinator {
@@ -438,6 +439,39 @@ impl Coordinator for ClusterCoordinator {
                 self.error(e, cl)
             }
             CasError::Statement(e) => e,
+        })
+    }
+
+    async fn counter_write(
+        &self,
+        increments: Vec<CounterIncrement>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        let increments = increments
+            .into_iter()
+            .map(|i| {
+                (
+                    i.table,
+                    i.token,
+                    WireCounter {
+                        key: i.key,
+                        column: i.column.0,
+                        delta: i.delta,
+                    },
+                )
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let result = self.node.counter_write(increments, consistency).await;
+        record(Op::Write, consistency, started, result.as_ref().err());
+        result.map_err(|e| {
+            let mut error = self.error(e, consistency);
+            if let ErrorKind::WriteTimeout { write_type, .. }
+            | ErrorKind::WriteFailure { write_type, .. } = &mut error.kind
+            {
+                *write_type = WriteType::Counter;
+            }
+            error
         })
     }
 

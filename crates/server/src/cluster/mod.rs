@@ -23,7 +23,7 @@ use mosaic_cluster::env::{
     Unanswered, Unlisted,
 };
 use mosaic_cluster::local_queue::ReadClass;
-use mosaic_cluster::message::{EndpointState, Tag};
+use mosaic_cluster::message::{EndpointState, Tag, WireCounter};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::paxos::PaxosState;
 use mosaic_cluster::{
@@ -316,6 +316,21 @@ impl Store for LocalStore {
 
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
         async move { self.local.truncate_local(table).await.map_err(failure) }.boxed()
+    }
+
+    fn counter_shards(
+        &self,
+        table: TableKey,
+        increments: Vec<WireCounter>,
+    ) -> BoxFuture<'_, Result<Vec<WireMutation>, Failure>> {
+        async move {
+            let roles = self.roles(table);
+            self.local
+                .counter_shards(table, increments, &*roles)
+                .await
+                .map_err(failure)
+        }
+        .boxed()
     }
 
     fn paxos_state(

@@ -166,6 +166,19 @@ impl Coordinator for Replicas {
         Ok(r)
     }
 
+    async fn counter_write(
+        &self,
+        _increments: Vec<mosaic_cql::coordinator::CounterIncrement>,
+        _consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        // The model's tables have no counter columns (CREATE TABLE refuses none here, but
+        // the generator never makes one).
+        Err(ErrorResponse::new(
+            ErrorKind::Server,
+            "the collection model writes no counters".to_owned(),
+        ))
+    }
+
     async fn cas(
         &self,
         request: mosaic_cql::coordinator::CasRequest,

@@ -3,7 +3,11 @@
 
 use super::tables::server_error;
 use super::*;
-use mosaic_cql::coordinator::{cas_on_one_copy, CasDecision, CasOutcome, CasRequest};
+use mosaic_cluster::message::WireCounter;
+use mosaic_cql::coordinator::{
+    cas_on_one_copy, CasDecision, CasOutcome, CasRequest, CounterIncrement,
+};
+use mosaic_types::Token;
 
 impl Coordinator for LocalCoordinator {
     fn catalog(&self) -> Arc<Catalog> {
@@ -38,6 +42,40 @@ impl Coordinator for LocalCoordinator {
     ) -> Result<CasOutcome, ErrorResponse> {
         let _step = self.cas.lock().await;
         cas_on_one_copy(self, request, &*decision, serial, commit).await
+    }
+
+    async fn counter_write(
+        &self,
+        increments: Vec<CounterIncrement>,
+        consistency: Consistency,
+    ) -> Result<(), ErrorResponse> {
+        // The node is its whole cluster: it leads every counter.
+        let _step = self.cas.lock().await;
+        let mut by_table: BTreeMap<TableId, (Token, Vec<WireCounter>)> = BTreeMap::new();
+        for inc in increments {
+            by_table
+                .entry(inc.table)
+                .or_insert_with(|| (inc.token, Vec::new()))
+                .1
+                .push(WireCounter {
+                    key: inc.key,
+                    column: inc.column.0,
+                    delta: inc.delta,
+                });
+        }
+        let mut mutations = Vec::new();
+        for (table, (token, increments)) in by_table {
+            for m in self.counter_shards(table, increments, &AllPrimary).await? {
+                mutations.push(Mutation {
+                    table,
+                    token,
+                    key: m.key,
+                    ts: m.ts,
+                    fragment: m.fragment,
+                });
+            }
+        }
+        Coordinator::write(self, mutations, consistency).await
     }
 
     fn new_timestamp(&self) -> i64 {

@@ -89,6 +89,7 @@ use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 #[cfg(test)]
 mod collection_model_tests;
 mod coordinator;
+mod counters;
 mod hetero;
 mod identity;
 #[cfg(test)]
@@ -167,8 +168,8 @@ pub struct LocalCoordinator {
     epoch: AtomicU64,
     /// Serializes schema changes (held across their disk work).
     ddl: tokio::sync::Mutex<()>,
-    /// Serializes compare-and-sets coordinated by this node as its whole cluster (the
-    /// cluster coordinator runs Paxos instead).
+    /// Serializes compare-and-sets and counter increments coordinated by this node as its
+    /// whole cluster (the cluster coordinator runs Paxos and leads counters instead).
     cas: tokio::sync::Mutex<()>,
     tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
     dropped_names: Mutex<HashMap<TableId, String>>,
