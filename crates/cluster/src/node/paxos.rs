@@ -29,6 +29,16 @@ pub struct PaxosRound {
     deadline_ms: u64,
 }
 
+/// How a proposal fared.
+enum Proposed {
+    /// A quorum accepted it.
+    Accepted,
+    /// Every replica refused it.
+    Refused,
+    /// Fewer than a quorum accepted it, at least one did.
+    Partial { accepted: usize },
+}
+
 /// The replicas a round talks to: the live ones, and how many must answer.
 struct Participants {
     live: Vec<Endpoint>,
@@ -94,7 +104,7 @@ impl Node {
                     deadline_ms,
                 };
                 if !self
-                    .paxos_propose_and_commit(&round, proposal.mutations, commit)
+                    .propose_and_commit(&round, proposal.mutations, commit, false)
                     .await?
                 {
                     floor = floor.max(ballot);
@@ -126,21 +136,45 @@ impl Node {
     }
 
     /// Phases 2 and 3: proposes `mutations` under the round's ballot and, when a quorum
-    /// accepts, commits them at `commit`. `false`: a replica had promised a higher
-    /// ballot (contention: begin a new round).
+    /// accepts, commits them at `commit`. `false`: every replica refused (one had promised
+    /// a higher ballot: begin a new round). A proposal some replica accepted without a
+    /// quorum may still be finished by a later round, so its outcome is unknown:
+    /// [`ClusterError::CasTimeout`], as Cassandra answers.
     pub async fn paxos_propose_and_commit(
         &self,
         round: &PaxosRound,
         mutations: Vec<WireMutation>,
         commit: ConsistencyLevel,
     ) -> Result<bool, ClusterError> {
+        self.propose_and_commit(round, mutations, commit, true)
+            .await
+    }
+
+    /// [`Self::paxos_propose_and_commit`]; `strict`: a partly accepted proposal is a
+    /// timeout (a transaction's own), else a refusal (finishing another's: start again).
+    async fn propose_and_commit(
+        &self,
+        round: &PaxosRound,
+        mutations: Vec<WireMutation>,
+        commit: ConsistencyLevel,
+        strict: bool,
+    ) -> Result<bool, ClusterError> {
         let who = self.paxos_participants(round.table, round.token, round.serial)?;
         let proposal = Proposal {
             ballot: round.ballot,
             mutations,
         };
-        if !self.propose_round(round, &proposal, &who).await? {
-            return Ok(false);
+        match self.propose_round(round, &proposal, &who).await? {
+            Proposed::Accepted => {}
+            Proposed::Refused => return Ok(false),
+            Proposed::Partial { accepted } if strict => {
+                return Err(ClusterError::CasTimeout {
+                    consistency: round.serial,
+                    received: accepted,
+                    block_for: who.required,
+                })
+            }
+            Proposed::Partial { .. } => return Ok(false),
         }
         let rf = self
             .inner
@@ -289,14 +323,16 @@ impl Node {
         Ok(promises)
     }
 
-    /// Sends the proposal to every live replica: `true` once `required` accepted,
-    /// `false` once too many refused for that.
+    /// Sends the proposal to every live replica: `Accepted` once `required` accepted;
+    /// otherwise, once every replica answered, `Refused` when every one refused (nothing
+    /// was accepted anywhere: the transaction may start again) or `Partial` (a replica
+    /// accepted it, so a later round may still finish it: its outcome is unknown).
     async fn propose_round(
         &self,
         round: &PaxosRound,
         proposal: &Proposal,
         who: &Participants,
-    ) -> Result<bool, ClusterError> {
+    ) -> Result<Proposed, ClusterError> {
         let mut calls: FuturesUnordered<CallFuture> = who
             .live
             .iter()
@@ -314,21 +350,21 @@ impl Node {
         let mut deadline = self.inner.runtime.sleep(self.inner.config.write_timeout_ms);
         let (mut accepted, mut refused, mut failed) = (0, 0, 0);
         let mut first_failure = None;
-        loop {
-            if accepted >= who.required {
-                return Ok(true);
-            }
-            if who.live.len() - refused < who.required {
-                return Ok(false);
-            }
-            if who.live.len() - refused - failed < who.required {
-                return Err(write_failure(
-                    round.serial,
-                    accepted,
-                    who.required,
-                    failed,
-                    first_failure,
-                ));
+        while accepted < who.required {
+            if accepted + refused + failed == who.live.len() {
+                if refused == who.live.len() {
+                    return Ok(Proposed::Refused);
+                }
+                if accepted == 0 && refused == 0 {
+                    return Err(write_failure(
+                        round.serial,
+                        accepted,
+                        who.required,
+                        failed,
+                        first_failure,
+                    ));
+                }
+                return Ok(Proposed::Partial { accepted });
             }
             match next_before(&mut calls, &mut deadline).await {
                 Some(Some((_, Ok(Body::PaxosAccepted { accepted: true })))) => accepted += 1,
@@ -348,6 +384,7 @@ impl Node {
                 }
             }
         }
+        Ok(Proposed::Accepted)
     }
 
     /// Commits `proposal` to `replicas` (those that missed it) and waits for all of them;
