@@ -18,6 +18,13 @@ use crate::Endpoint;
 pub trait Runtime: Send + Sync + 'static {
     /// Microseconds on a monotonic clock.
     fn now_micros(&self) -> u64;
+    /// Microseconds since the Unix epoch on the wall clock: what Paxos ballots are made
+    /// of, since a ballot's time is its update's write timestamp and must order with
+    /// clients' timestamps (the default: the monotonic clock, for runtimes whose clock is
+    /// the only time there is, as a simulation's).
+    fn wall_micros(&self) -> u64 {
+        self.now_micros()
+    }
     /// Resolves `ms` milliseconds from now.
     fn sleep(&self, ms: u64) -> BoxFuture<'static, ()>;
     /// Runs `task` to completion in the background.

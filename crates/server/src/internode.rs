@@ -53,6 +53,10 @@ impl Runtime for TokioRuntime {
         u64::try_from(self.start.elapsed().as_micros()).unwrap_or(u64::MAX)
     }
 
+    fn wall_micros(&self) -> u64 {
+        u64::try_from(crate::local::now_micros()).unwrap_or(0)
+    }
+
     fn sleep(&self, ms: u64) -> BoxFuture<'static, ()> {
         tokio::time::sleep(Duration::from_millis(ms)).boxed()
     }

@@ -223,7 +223,7 @@ impl Node {
 
     /// A ballot above `floor` and above every ballot this node chose before.
     fn next_ballot(&self, floor: Ballot) -> Ballot {
-        let now = self.inner.runtime.now_micros();
+        let now = self.inner.runtime.wall_micros();
         let mut last = self.inner.last_ballot_micros.load(Ordering::SeqCst);
         loop {
             let micros = now.max(last + 1).max(floor.micros + 1);
