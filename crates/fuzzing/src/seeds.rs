@@ -58,7 +58,7 @@ fn clustering_filter() -> Vec<u8> {
     .encode()
 }
 
-const CQL: [&str; 8] = [
+const CQL: [&str; 11] = [
     "SELECT * FROM t WHERE k = 1",
     "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00) USING TTL 10",
     "UPDATE t SET v = 'b' WHERE k IN (1, 2)",
@@ -67,6 +67,9 @@ const CQL: [&str; 8] = [
     "CREATE TABLE x (a int, b text, PRIMARY KEY (a, b)) WITH CLUSTERING ORDER BY (b DESC)",
     r#"INSERT INTO c JSON '{"k": 1, "c1": "2", "c2": "x", "s": 3, "v": "0x00"}' DEFAULT UNSET USING TTL 5"#,
     r#"SELECT JSON k, toJson(v), writetime(v) FROM t WHERE k IN (fromJson('1'), 2)"#,
+    "UPDATE t SET v = ? WHERE k = 1 IF v IN ? AND m['a'] = 1 AND u.f > 2 AND s CONTAINS KEY ?",
+    "INSERT INTO t (k, v) VALUES (1, 2) IF NOT EXISTS USING TTL 5",
+    "BEGIN BATCH INSERT INTO t (k, c) VALUES (1, 1) IF NOT EXISTS; DELETE FROM t WHERE k = 1 AND c = 2 IF EXISTS; APPLY BATCH",
 ];
 
 /// JSON texts for `cql_json`, each with the index of a type it is a value of.
