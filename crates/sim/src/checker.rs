@@ -60,6 +60,39 @@ pub fn write_replicas_promised(cl: ConsistencyLevel, rf: usize) -> usize {
 /// The column every simulated write sets.
 const COLUMN: ColumnId = ColumnId(0);
 
+/// The fragment of a simulated write: one cell of the column every simulated write sets,
+/// holding `id` (the write's, or the lightweight transaction's) at `ts`.
+pub fn value_fragment(id: u64, ts: i64) -> Vec<u8> {
+    let mut f = Fragment::new(FragmentKind::Row);
+    f.cells.insert(
+        COLUMN,
+        Cell::Live {
+            ts: Timestamp(ts),
+            value: id.to_be_bytes().to_vec(),
+            expiry: None,
+        },
+    );
+    f.encode()
+}
+
+/// What a stored fragment of simulated writes holds: the id and timestamp of its cell
+/// ([`value_fragment`]), `None` for an empty row; anything else, described.
+pub fn stored_value(bytes: &[u8]) -> Result<Option<(u64, i64)>, String> {
+    let fragment = Fragment::decode(bytes).map_err(|e| format!("undecodable: {e}"))?;
+    match fragment.cells.get(&COLUMN) {
+        Some(Cell::Live { value, ts, .. }) => match <[u8; 8]>::try_from(value.as_slice()) {
+            Ok(id) => Ok(Some((u64::from_be_bytes(id), ts.0))),
+            Err(_) => Err(format!(
+                "returned value {value:02x?} at {}, never written there",
+                ts.0
+            )),
+        },
+        Some(Cell::Tombstone { .. }) => Err("holds a tombstone nobody wrote".to_owned()),
+        None if fragment.is_empty() => Ok(None),
+        None => Err(format!("holds {fragment:?}")),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Outcome {
     Pending,
@@ -160,10 +193,12 @@ pub struct Checker {
     history: xxhash_rust::xxh3::Xxh3,
 }
 
-fn error_kind(e: &ClusterError) -> &'static str {
+/// A failure's kind, for the counts of failures.
+pub fn error_kind(e: &ClusterError) -> &'static str {
     match e {
         ClusterError::Unavailable { .. } => "Unavailable",
         ClusterError::WriteTimeout { .. } => "WriteTimeout",
+        ClusterError::CasTimeout { .. } => "CasTimeout",
         ClusterError::ReadTimeout { .. } => "ReadTimeout",
         ClusterError::WriteFailure { .. } => "WriteFailure",
         ClusterError::ReadFailure { .. } => "ReadFailure",
@@ -248,16 +283,7 @@ impl Checker {
         });
         self.stats.writes += 1;
         self.record(&format!("w{id} t{table} k{key} {}", cl.name()), now_micros);
-        let mut f = Fragment::new(FragmentKind::Row);
-        f.cells.insert(
-            COLUMN,
-            Cell::Live {
-                ts: Timestamp(ts),
-                value: (id as u64).to_be_bytes().to_vec(),
-                expiry: None,
-            },
-        );
-        (id, ts, f.encode())
+        (id, ts, value_fragment(id as u64, ts))
     }
 
     /// The outcome of write `id`.
@@ -415,34 +441,19 @@ impl Checker {
         bytes: &[u8],
         what: &str,
     ) -> Option<(usize, i64)> {
-        let fragment = match Fragment::decode(bytes) {
-            Ok(f) => f,
+        let (id, ts) = match stored_value(bytes) {
+            Ok(Some((id, ts))) => (id as usize, ts),
+            Ok(None) => return None,
             Err(e) => {
-                self.violation(format!("{what}: key {key} undecodable: {e}"));
+                self.violation(format!("{what}: key {key} {e}"));
                 return None;
             }
         };
-        let (value, ts) = match fragment.cells.get(&COLUMN) {
-            Some(Cell::Live { value, ts, .. }) => (value.clone(), ts.0),
-            Some(Cell::Tombstone { .. }) => {
-                self.violation(format!("{what}: key {key} holds a tombstone nobody wrote"));
-                return None;
-            }
-            None if fragment.is_empty() => return None,
-            None => {
-                self.violation(format!("{what}: key {key} holds {fragment:?}"));
-                return None;
-            }
-        };
-        let id = <[u8; 8]>::try_from(value.as_slice())
-            .ok()
-            .map(|b| u64::from_be_bytes(b) as usize);
-        let written = id.and_then(|id| self.writes.get(id).map(|w| (id, w.clone())));
-        match written {
-            Some((id, w)) if w.table == table && w.key == key && w.ts == ts => Some((id, ts)),
+        match self.writes.get(id) {
+            Some(w) if w.table == table && w.key == key && w.ts == ts => Some((id, ts)),
             _ => {
                 self.violation(format!(
-                    "{what}: key {key} returned value {value:02x?} at {ts}, never written there"
+                    "{what}: key {key} returned write #{id} at {ts}, never written there"
                 ));
                 None
             }
@@ -500,17 +511,10 @@ impl Checker {
     /// A crash of `node` destroyed a stored `fragment` (a write, or a read repair carrying
     /// one).
     pub fn record_loss(&mut self, node: usize, fragment: &[u8]) {
-        let Ok(f) = Fragment::decode(fragment) else {
+        let Ok(Some((id, _))) = stored_value(fragment) else {
             return;
         };
-        let Some(Cell::Live { value, .. }) = f.cells.get(&COLUMN) else {
-            return;
-        };
-        let Ok(bytes) = <[u8; 8]>::try_from(value.as_slice()) else {
-            return;
-        };
-        let id = u64::from_be_bytes(bytes) as usize;
-        if let Some(w) = self.writes.get_mut(id) {
+        if let Some(w) = self.writes.get_mut(id as usize) {
             if w.lost_on.insert(node) && matches!(w.outcome, Outcome::Acked { .. }) {
                 self.stats.acked_copies_lost += 1;
             }
@@ -534,17 +538,10 @@ impl Checker {
             let held: Vec<(usize, Option<(usize, i64)>)> = copies
                 .iter()
                 .map(|(node, c)| {
-                    let value = c.as_deref().and_then(|b| {
-                        let f = Fragment::decode(b).ok()?;
-                        match f.cells.get(&COLUMN)? {
-                            Cell::Live { value, ts, .. } => Some((
-                                u64::from_be_bytes(<[u8; 8]>::try_from(value.as_slice()).ok()?)
-                                    as usize,
-                                ts.0,
-                            )),
-                            Cell::Tombstone { .. } => None,
-                        }
-                    });
+                    let value = c
+                        .as_deref()
+                        .and_then(|b| stored_value(b).ok().flatten())
+                        .map(|(id, ts)| (id as usize, ts));
                     (*node, value)
                 })
                 .collect();

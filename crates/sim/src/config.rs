@@ -25,6 +25,26 @@ pub enum Durability {
     },
 }
 
+/// The lightweight-transaction workload of a run that asks for one ([`Config::with_lwt`]):
+/// clients of their own doing compare-and-sets and SERIAL reads on a few registers (keys
+/// of a table of their own), whose histories must be linearizable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lwt {
+    /// Replication factor of the registers' table (1–5, at most the nodes).
+    pub rf: usize,
+    /// Registers.
+    pub registers: usize,
+    /// Clients doing only lightweight transactions.
+    pub clients: usize,
+    /// Operations per such client.
+    pub ops_per_client: usize,
+    /// Milliseconds such a client waits between operations, at most.
+    pub think_max_ms: u64,
+    /// Of the operations, the share that are SERIAL reads, per million (the rest are
+    /// compare-and-sets).
+    pub serial_read_ppm: u32,
+}
+
 /// One simulated run's configuration (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -89,6 +109,9 @@ pub struct Config {
     pub range_read_ppm: u32,
     /// How every node's reads choose replicas (`[scheduling] replica_selection`).
     pub replica_selection: mosaic_types::ReplicaSelection,
+    /// The lightweight-transaction workload, when the run has one (never drawn by
+    /// [`Config::from_seed`], so seeds without it run as they always did).
+    pub lwt: Option<Lwt>,
 }
 
 impl Config {
@@ -194,7 +217,37 @@ impl Config {
                     C3,
                 ][r.index(6)]
             },
+            lwt: None,
         }
+    }
+
+    /// This configuration with a lightweight-transaction workload drawn from `seed` (on
+    /// a stream of its own: the rest of the configuration stays as the seed made it).
+    ///
+    /// A seed whose stores lose unsynced writes in a crash (lossy periodic sync) runs
+    /// with lossless periodic sync instead (a process crash, the page cache intact).
+    /// Paxos's promises hold only if a replica never forgets what it acknowledged:
+    /// Cassandra promises lightweight transactions only with a commit log synced before
+    /// acknowledging (`batch` or `group`), and Mosaic's server keeps a table's Paxos
+    /// state in the table's WAL, so a power cut under periodic sync takes promises and
+    /// commits with the data. The simulator keeps Paxos state durable at once, so under
+    /// lossy stores a commit's data could vanish while its Paxos state says it is
+    /// there: a failure of a configuration Mosaic does not claim to survive.
+    pub fn with_lwt(mut self, seed: u64) -> Config {
+        let mut r = Prng::new(seed).fork(0xC0F17);
+        if let Durability::Periodic { lossy, .. } = &mut self.durability {
+            *lossy = false;
+        }
+        self.lwt = Some(Lwt {
+            rf: r.between(1, self.nodes.min(5) as u64) as usize,
+            registers: r.between(1, 3) as usize,
+            clients: r.between(2, 5) as usize,
+            ops_per_client: r.between(5, 20) as usize,
+            // As hurried as the seed's other clients, or more.
+            think_max_ms: r.between(1, self.think_max_ms.min(300)),
+            serial_read_ppm: r.between(100_000, 400_000) as u32,
+        });
+        self
     }
 
     /// The number of tables.

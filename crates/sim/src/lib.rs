@@ -22,7 +22,10 @@
 //! system: acknowledged writes are visible to later reads at overlapping levels (net of
 //! copies crashes destroyed), so are values earlier overlapping reads returned (read
 //! repair's promise), reads return only values written, and after faults stop and reads
-//! at ALL repair, replicas hold identical bytes. Liveness is checked too: a phase that
+//! at ALL repair, replicas hold identical bytes. Runs with lightweight transactions
+//! ([`Options::lwt`]; `--lwt` on the command line) add clients doing compare-and-sets and
+//! SERIAL reads on a few registers, and every register's history must be linearizable
+//! ([`linearizable`]). Liveness is checked too: a phase that
 //! does not finish within its bounds (membership or schema agreement that never comes, a
 //! livelock) fails.
 //!
@@ -34,7 +37,9 @@
 //! ```
 //!
 //! The first reruns exactly that seed in the test, the second prints its configuration,
-//! statistics and violations. Long runs outside CI: `cargo run --release -p mosaic-sim --
+//! statistics and violations. A seed of the lightweight-transaction test is printed as
+//! `MOSAIC_SIM_LWT_SEED=<n>` and rerun by the `lightweight_transactions` test or with
+//! `--lwt`. Long runs outside CI: `cargo run --release -p mosaic-sim --
 //! --seeds 100000 --from 0`.
 //!
 //! Dev-only (`publish = false`); the only crate besides the server that wires concrete
@@ -43,13 +48,14 @@
 pub mod checker;
 pub mod config;
 pub mod executor;
+pub mod linearizable;
 pub mod network;
 pub mod prng;
 pub mod store;
 pub mod world;
 
 pub use config::{Config, Durability};
-pub use world::{run, run_with, Options, Report};
+pub use world::{run, run_with, LwtStats, Options, Report};
 
 use std::collections::BTreeMap;
 
@@ -90,6 +96,8 @@ pub struct Summary {
     pub answers_to_later_incarnation: u64,
     /// Schema changes made during the load.
     pub schema_changes: u64,
+    /// Lightweight transactions' outcomes and checks, summed over the seeds.
+    pub lwt: LwtStats,
 }
 
 impl Summary {
@@ -116,6 +124,18 @@ impl Summary {
         self.keys_converged += r.stats.keys_converged;
         self.answers_to_later_incarnation += r.net.answers_to_later_incarnation;
         self.schema_changes += r.faults.schema_changes;
+        let (l, add) = (&mut self.lwt, &r.lwt);
+        l.cas += add.cas;
+        l.applied += add.applied;
+        l.not_applied += add.not_applied;
+        l.serial_reads += add.serial_reads;
+        l.serial_reads_ok += add.serial_reads_ok;
+        for (kind, n) in &add.failures {
+            *l.failures.entry(kind.clone()).or_default() += n;
+        }
+        l.histories_linearizable += add.histories_linearizable;
+        l.ops_checked += add.ops_checked;
+        l.inconclusive += add.inconclusive;
     }
 
     /// Each failing seed as `MOSAIC_SIM_SEED=<n>` and its violations.
@@ -157,6 +177,25 @@ impl std::fmt::Display for Summary {
             self.schema_changes,
             self.keys_converged,
             self.failures
-        )
+        )?;
+        let l = &self.lwt;
+        if l.cas + l.serial_reads > 0 {
+            write!(
+                f,
+                "; lightweight transactions: {} compare-and-sets ({} applied, {} not), {} \
+                 SERIAL reads ({} answered), failed {:?}; {} register histories \
+                 linearizable ({} operations), {} inconclusive",
+                l.cas,
+                l.applied,
+                l.not_applied,
+                l.serial_reads,
+                l.serial_reads_ok,
+                l.failures,
+                l.histories_linearizable,
+                l.ops_checked,
+                l.inconclusive
+            )?;
+        }
+        Ok(())
     }
 }

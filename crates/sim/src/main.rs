@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release -p mosaic-sim -- --seeds 100000 --from 0
 //! cargo run -p mosaic-sim -- --seeds 1 --from 1234 --verbose
+//! cargo run --release -p mosaic-sim -- --lwt --seeds 20000   # with lightweight transactions
 //! ```
 //!
 //! Prints `MOSAIC_SIM_SEED=<n>` with the violations of every failing seed, a summary at
@@ -11,12 +12,13 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mosaic_sim::{run, Report, Summary};
+use mosaic_sim::{run_with, Options, Report, Summary};
 
 struct Args {
     seeds: u64,
     from: u64,
     verbose: bool,
+    lwt: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -24,6 +26,7 @@ fn parse() -> Result<Args, String> {
         seeds: 1000,
         from: 0,
         verbose: false,
+        lwt: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -35,8 +38,9 @@ fn parse() -> Result<Args, String> {
             "--seeds" => args.seeds = number("--seeds")?,
             "--from" => args.from = number("--from")?,
             "--verbose" | "-v" => args.verbose = true,
+            "--lwt" => args.lwt = true,
             "--help" | "-h" => {
-                return Err("usage: mosaic-sim [--seeds N] [--from S] [--verbose]".into())
+                return Err("usage: mosaic-sim [--seeds N] [--from S] [--verbose] [--lwt]".into())
             }
             other => return Err(format!("unknown argument {other}")),
         }
@@ -53,6 +57,9 @@ fn describe(r: &Report) {
     println!("  workload {:?}", r.stats);
     println!("  network {:?}", r.net);
     println!("  faults {:?}", r.faults);
+    if r.config.lwt.is_some() {
+        println!("  lightweight transactions {:?}", r.lwt);
+    }
 }
 
 fn main() -> ExitCode {
@@ -65,9 +72,13 @@ fn main() -> ExitCode {
     };
     #[allow(clippy::disallowed_methods)] // Reports the run's wall time; no decision depends on it.
     let started = Instant::now();
+    let options = Options {
+        lwt: args.lwt,
+        ..Options::default()
+    };
     let mut summary = Summary::default();
     for seed in args.from..args.from.saturating_add(args.seeds) {
-        let r = run(seed);
+        let r = run_with(seed, &options);
         if args.verbose {
             describe(&r);
         }

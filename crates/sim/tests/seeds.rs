@@ -4,42 +4,25 @@
 //! `MOSAIC_SIM_SEED=<n>` reruns one seed (the one a failure printed), exactly;
 //! `MOSAIC_SIM_SEEDS=<count>` changes how many seeds CI runs (split across two tests so
 //! both cores work).
-#![allow(clippy::disallowed_methods)] // Tests run real threads and measure real time; the seam binds the code under test.
 
-use std::time::Instant;
+mod common;
 
-use mosaic_sim::{run, Summary};
+use mosaic_sim::{Options, Summary};
 
 /// Seeds CI runs by default: 4,000 took 32 s in the test profile on two cores at load 5,
 /// 65 s at load 7–9 (other work sharing them), under the two-minute budget.
 const SEEDS_DEFAULT: u64 = 4000;
 
 fn seeds_total() -> u64 {
-    std::env::var("MOSAIC_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(SEEDS_DEFAULT)
+    common::env_u64("MOSAIC_SIM_SEEDS").unwrap_or(SEEDS_DEFAULT)
 }
 
 fn replay_seed() -> Option<u64> {
-    std::env::var("MOSAIC_SIM_SEED")
-        .ok()
-        .map(|s| s.parse().expect("MOSAIC_SIM_SEED is a u64"))
+    common::env_u64("MOSAIC_SIM_SEED")
 }
 
 fn run_seeds(seeds: impl Iterator<Item = u64>) -> Summary {
-    let started = Instant::now();
-    let mut summary = Summary::default();
-    for seed in seeds {
-        summary.add(&run(seed));
-    }
-    println!("{summary} in {:.1?}", started.elapsed());
-    assert!(
-        summary.failed.is_empty(),
-        "{}rerun one with MOSAIC_SIM_SEED=<n> cargo test -p mosaic-sim --test seeds",
-        summary.failures_text()
-    );
-    summary
+    common::run_seeds(seeds, &Options::default(), "MOSAIC_SIM_SEED", "seeds")
 }
 
 /// The faults and outcomes a healthy run of many seeds must include: without them the
@@ -72,13 +55,7 @@ fn assert_explored(s: &Summary) {
 #[test]
 fn even_seeds_hold_every_invariant() {
     if let Some(seed) = replay_seed() {
-        let r = run(seed);
-        println!("{r:#?}");
-        assert!(
-            r.passed(),
-            "MOSAIC_SIM_SEED={seed} failed: {:#?}",
-            r.violations
-        );
+        common::replay(seed, &Options::default(), "MOSAIC_SIM_SEED");
         return;
     }
     let s = run_seeds((0..seeds_total()).step_by(2));

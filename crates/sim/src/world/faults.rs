@@ -118,6 +118,7 @@ impl World {
                 }
             }
         }
+        self.settle_lwt().await;
         done.store(true, Ordering::SeqCst);
     }
 

@@ -7,11 +7,14 @@
 //!
 //! 1. **join**: every node starts and gossips until all see all alive with the full ring;
 //! 2. **load**: clients write and read through random coordinators at random levels while
-//!    the fault schedule crashes, restarts and partitions nodes;
+//!    the fault schedule crashes, restarts and partitions nodes (and, in runs with a
+//!    lightweight-transaction workload, more clients run compare-and-sets, [`lwt`]);
 //! 3. **quiesce**: faults stop, every node runs again, the network heals, membership
 //!    converges, and every node agrees on the schema (the clients changed it now and then);
-//! 4. **settle**: every key is read at ALL, which repairs its replicas;
-//! 5. **compare**: the replicas of every key must hold identical bytes.
+//! 4. **settle**: every key is read at ALL, which repairs its replicas (and every
+//!    register is read at SERIAL);
+//! 5. **compare**: the replicas of every key must hold identical bytes, and every
+//!    register's history must be linearizable.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -32,10 +35,12 @@ use crate::prng::Prng;
 use crate::store::{table_key, SimStore};
 
 mod faults;
+mod lwt;
 mod nodes;
 mod routing;
 mod workload;
 
+pub use lwt::LwtStats;
 pub use routing::{routing, Routing};
 
 /// Knobs for tests of the simulator itself.
@@ -51,6 +56,8 @@ pub struct Options {
     /// Restart nodes without the peers they knew (as a server that does not persist
     /// them would), to show what `Node::restore_peers` prevents.
     pub forget_peers: bool,
+    /// Add the seed's lightweight-transaction workload ([`Config::with_lwt`]).
+    pub lwt: bool,
 }
 
 impl Default for Options {
@@ -60,6 +67,7 @@ impl Default for Options {
             durability: None,
             polls_max: 20_000_000,
             forget_peers: false,
+            lwt: false,
         }
     }
 }
@@ -98,6 +106,8 @@ pub struct Report {
     pub net: NetStats,
     /// The faults'.
     pub faults: FaultStats,
+    /// The lightweight transactions' (all zero without them).
+    pub lwt: LwtStats,
     /// Virtual time the run took.
     pub virtual_ms: u64,
     /// Task polls.
@@ -137,6 +147,8 @@ struct World {
     clients_done: AtomicUsize,
     schema_changes: AtomicU64,
     forget_peers: bool,
+    /// The lightweight-transaction registers and histories, in runs that have them.
+    lwt: Option<Mutex<lwt::LwtLog>>,
 }
 
 /// A client operation.
@@ -209,6 +221,9 @@ fn key_range(key: &[u8]) -> KeyRange {
 impl World {
     fn new(seed: u64, options: &Options) -> Arc<World> {
         let mut config = Config::from_seed(seed);
+        if options.lwt {
+            config = config.with_lwt(seed);
+        }
         if let Some(d) = options.durability {
             config.durability = d;
         }
@@ -238,11 +253,25 @@ impl World {
             .enumerate()
             .map(|(i, t)| engine_key(*t, i))
             .collect();
+        // The registers' table comes after the seed's others.
+        let lwt = config.lwt.as_ref().map(|c| {
+            Mutex::new(lwt::LwtLog::new(
+                config.rf.len(),
+                c.registers,
+                root.fork(0x1A7_0000),
+            ))
+        });
+        let store_rf: Vec<usize> = config
+            .rf
+            .iter()
+            .copied()
+            .chain(config.lwt.as_ref().map(|c| c.rf))
+            .collect();
         let exec = Executor::new(config.shuffle_tasks.then(|| root.fork(2)));
         let net = Network::new(exec.clone(), &config, root.fork(3));
         let stores = (0..config.nodes)
             .map(|i| {
-                let store = SimStore::new(&config.rf, config.durability);
+                let store = SimStore::new(&store_rf, config.durability);
                 let max_us = store_latency_us
                     .get(i)
                     .copied()
@@ -275,6 +304,7 @@ impl World {
             clients_done: AtomicUsize::new(0),
             schema_changes: AtomicU64::new(0),
             forget_peers: options.forget_peers,
+            lwt,
             config,
         })
     }
@@ -321,9 +351,13 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         for _ in 0..w.config.clients {
             w.exec.spawn(Owner::WORLD, w.clone().client().boxed());
         }
+        let lwt_clients = w.config.lwt.as_ref().map_or(0, |c| c.clients);
+        for _ in 0..lwt_clients {
+            w.exec.spawn(Owner::WORLD, w.clone().lwt_client().boxed());
+        }
         w.exec
             .spawn(Owner::WORLD, w.clone().fault_schedule().boxed());
-        let clients = w.config.clients;
+        let clients = w.config.clients + lwt_clients;
         ok = w.run_phase("load", polls, || {
             w.clients_done.load(Ordering::SeqCst) == clients
         });
@@ -352,6 +386,8 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
     if ok {
         w.compare();
     }
+    // Whatever phase a run reached, its histories so far must be linearizable.
+    w.check_lwt();
     // Break the cycles (tasks → nodes → executor and network → nodes) so the run is freed.
     w.exec.clear();
     for i in 0..n {
@@ -367,6 +403,9 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
     h.update(&checker.history_hash().to_le_bytes());
     h.update(&w.exec.now_micros().to_le_bytes());
     h.update(&w.exec.polls().to_le_bytes());
+    if let Some(log) = &w.lwt {
+        h.update(&log.lock().trace_hash().to_le_bytes());
+    }
     Report {
         seed,
         config: w.config.clone(),
@@ -374,6 +413,11 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         stats: checker.stats().clone(),
         net: w.net.stats(),
         faults,
+        lwt: w
+            .lwt
+            .as_ref()
+            .map(|l| l.lock().stats().clone())
+            .unwrap_or_default(),
         virtual_ms: w.exec.now_micros() / 1000,
         polls: w.exec.polls(),
         trace_hash: h.digest(),
