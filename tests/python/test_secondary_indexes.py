@@ -228,6 +228,33 @@ def test_paging_through_an_index(session, ks):
         rows(session, "SELECT k, c, v FROM t WHERE v = 1 LIMIT 10")
 
 
+def test_paging_through_indexes_that_return_whole_partitions(session, ks):
+    """An index on a static column or a partition key component (or on map keys and entries)
+    answers with whole partitions: a page that ends inside one resumes with the rest of it."""
+    session.execute("CREATE TABLE st (k int, c int, s int static, m map<int, int>, PRIMARY KEY (k, c))")
+    session.execute("CREATE TABLE pk (a int, b int, c int, v int, PRIMARY KEY ((a, b), c))")
+    for target in ["s", "keys(m)", "entries(m)"]:
+        session.execute(f"CREATE INDEX ON st ({target})")
+    session.execute("CREATE INDEX ON pk (a)")
+    for k in range(3):
+        for c in range(5):
+            session.execute("INSERT INTO st (k, c, s, m) VALUES (%s, %s, 1, {7: %s})", (k, c, c % 2))
+            session.execute("INSERT INTO pk (a, b, c, v) VALUES (1, %s, %s, %s)", (k, c, c))
+    cases = [
+        ("SELECT k, c FROM st WHERE s = 1", 15),
+        ("SELECT k, c FROM st WHERE k = 1 AND s = 1", 5),
+        ("SELECT k, c FROM st WHERE m CONTAINS KEY 7", 15),
+        ("SELECT k, c FROM st WHERE m[7] = 1", 6),
+        ("SELECT a, b, c FROM pk WHERE a = 1", 15),
+        ("SELECT a, b, c FROM pk WHERE a = 1 AND b = 2 AND c > 1", 3),
+    ]
+    for cql, count in cases:
+        expected = rows(session, cql)
+        assert len(expected) == count, cql
+        for fetch_size in range(1, 6):
+            assert rows(session, cql, fetch_size=fetch_size) == expected, (cql, fetch_size)
+
+
 def test_an_index_created_over_existing_data_is_built(session, ks):
     session.execute("CREATE TABLE t (k int, c int, v text, PRIMARY KEY (k, c))")
     insert = session.prepare("INSERT INTO t (k, c, v) VALUES (?, ?, ?)")

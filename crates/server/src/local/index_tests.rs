@@ -6,6 +6,10 @@
 //! that took the same writes, in every layout. A read through the index must also read
 //! less than the whole table (it is used, not bypassed).
 //!
+//! Indexed queries are also read in small pages, which end inside partitions: an index on a
+//! static column or a partition key component returns whole partitions, and a page must
+//! resume in the middle of one.
+//!
 //! `PROPTEST_CASES` sets the number of cases (default 24).
 
 use std::cell::RefCell;
@@ -21,13 +25,35 @@ use super::*;
 
 /// The layouts every statement runs against: an indexed and a plain table each.
 const LAYOUTS: [&str; 4] = ["uniform", "multi-lsm", "decoupled", "heterogeneous"];
-/// The tables of each layout: an indexed one and a plain twin, clustered (`PRIMARY KEY (k,
-/// c)`) and not (`PRIMARY KEY ((k, c))`).
-const TWINS: [(&str, &str); 4] = [
-    ("idx", "(k, c)"),
-    ("plain", "(k, c)"),
-    ("uidx", "((k, c))"),
-    ("uplain", "((k, c))"),
+/// A table's primary key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// `PRIMARY KEY (k, c)`, with a static column `st`.
+    Clustered,
+    /// `PRIMARY KEY ((k, c))`.
+    Unclustered,
+    /// `PRIMARY KEY ((k, p), c)` with `p = k % 2`, with a static column `st`.
+    Composite,
+}
+
+impl Shape {
+    /// The relations naming the partition of `k`.
+    fn partition(self, k: i32) -> String {
+        match self {
+            Shape::Composite => format!("k = {k} AND p = {}", k % 2),
+            _ => format!("k = {k}"),
+        }
+    }
+}
+
+/// The tables of each layout: an indexed one and a plain twin of each shape.
+const TWINS: [(&str, Shape); 6] = [
+    ("idx", Shape::Clustered),
+    ("plain", Shape::Clustered),
+    ("uidx", Shape::Unclustered),
+    ("uplain", Shape::Unclustered),
+    ("pidx", Shape::Composite),
+    ("pplain", Shape::Composite),
 ];
 /// Values of `v` and elements of `s`: few, so queries match several rows.
 const VALUES: i32 = 4;
@@ -68,6 +94,22 @@ enum Op {
     DeletePartition {
         k: i32,
     },
+    SetStatic {
+        k: i32,
+        st: Option<i32>,
+        ts: Option<i64>,
+    },
+    PutM {
+        k: i32,
+        c: i32,
+        x: i32,
+        y: i32,
+    },
+    DeleteM {
+        k: i32,
+        c: i32,
+        x: i32,
+    },
     Flush,
     Compact,
     Restart,
@@ -82,12 +124,16 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (k.clone(), c.clone(), v.clone(), proptest::collection::vec(0..VALUES, 0..3), ts.clone())
             .prop_map(|(k, c, v, s, ts)| Op::Insert { k, c, v, s, ts }),
-        4 => (k.clone(), c.clone(), v, ts).prop_map(|(k, c, v, ts)| Op::SetV { k, c, v, ts }),
+        4 => (k.clone(), c.clone(), v, ts.clone()).prop_map(|(k, c, v, ts)| Op::SetV { k, c, v, ts }),
         2 => (k.clone(), c.clone(), 0..VALUES).prop_map(|(k, c, x)| Op::AddS { k, c, x }),
         2 => (k.clone(), c.clone(), 0..VALUES).prop_map(|(k, c, x)| Op::RemoveS { k, c, x }),
         2 => (k.clone(), c.clone()).prop_map(|(k, c)| Op::DeleteRow { k, c }),
-        1 => (k.clone(), c).prop_map(|(k, c)| Op::DeleteFrom { k, c }),
-        1 => k.prop_map(|k| Op::DeletePartition { k }),
+        1 => (k.clone(), c.clone()).prop_map(|(k, c)| Op::DeleteFrom { k, c }),
+        1 => k.clone().prop_map(|k| Op::DeletePartition { k }),
+        2 => (k.clone(), proptest::option::weighted(0.85, 0..VALUES), ts.clone())
+            .prop_map(|(k, st, ts)| Op::SetStatic { k, st, ts }),
+        2 => (k.clone(), c.clone(), 0..VALUES, 0..VALUES).prop_map(|(k, c, x, y)| Op::PutM { k, c, x, y }),
+        1 => (k.clone(), c.clone(), 0..VALUES).prop_map(|(k, c, x)| Op::DeleteM { k, c, x }),
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
         1 => Just(Op::Restart),
@@ -95,41 +141,64 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 impl Op {
-    /// The statement on `table`, if the op is one.
-    fn cql(&self, table: &str, unclustered: bool) -> Option<String> {
+    /// The statement on `table` of `shape`, if the op is one.
+    fn cql(&self, table: &str, shape: Shape) -> Option<String> {
         let using =
             |ts: &Option<i64>| ts.map_or(String::new(), |t| format!(" USING TIMESTAMP {t}"));
         let value = |v: &Option<i32>| v.map_or("null".to_owned(), |v| v.to_string());
+        let row = |k: &i32, c: &i32| format!("{} AND c = {c}", shape.partition(*k));
+        let unclustered = shape == Shape::Unclustered;
         Some(match self {
             Op::Insert { k, c, v, s, ts } => {
                 let set: Vec<String> = s.iter().map(i32::to_string).collect();
+                let (p_column, p_value) = match shape {
+                    Shape::Composite => (", p", format!(", {}", k % 2)),
+                    _ => ("", String::new()),
+                };
                 format!(
-                    "INSERT INTO ks.{table} (k, c, v, s) VALUES ({k}, {c}, {}, {{{}}}){}",
+                    "INSERT INTO ks.{table} (k, c, v, s{p_column}) VALUES ({k}, {c}, {}, {{{}}}{p_value}){}",
                     value(v),
                     set.join(", "),
                     using(ts)
                 )
             }
             Op::SetV { k, c, v, ts } => format!(
-                "UPDATE ks.{table}{} SET v = {} WHERE k = {k} AND c = {c}",
+                "UPDATE ks.{table}{} SET v = {} WHERE {}",
                 using(ts),
-                value(v)
+                value(v),
+                row(k, c)
             ),
             Op::AddS { k, c, x } => {
-                format!("UPDATE ks.{table} SET s = s + {{{x}}} WHERE k = {k} AND c = {c}")
+                format!("UPDATE ks.{table} SET s = s + {{{x}}} WHERE {}", row(k, c))
             }
             Op::RemoveS { k, c, x } => {
-                format!("UPDATE ks.{table} SET s = s - {{{x}}} WHERE k = {k} AND c = {c}")
+                format!("UPDATE ks.{table} SET s = s - {{{x}}} WHERE {}", row(k, c))
             }
-            Op::DeleteRow { k, c } => format!("DELETE FROM ks.{table} WHERE k = {k} AND c = {c}"),
+            Op::PutM { k, c, x, y } => {
+                format!("UPDATE ks.{table} SET m[{x}] = {y} WHERE {}", row(k, c))
+            }
+            Op::DeleteM { k, c, x } => format!("DELETE m[{x}] FROM ks.{table} WHERE {}", row(k, c)),
+            Op::DeleteRow { k, c } => format!("DELETE FROM ks.{table} WHERE {}", row(k, c)),
             Op::DeleteFrom { .. } if unclustered => return None,
             Op::DeleteFrom { k, c } => {
-                format!("DELETE FROM ks.{table} WHERE k = {k} AND c >= {c}")
+                format!(
+                    "DELETE FROM ks.{table} WHERE {} AND c >= {c}",
+                    shape.partition(*k)
+                )
             }
             Op::DeletePartition { k } if unclustered => {
                 format!("DELETE FROM ks.{table} WHERE k = {k} AND c IN (0, 1, 2)")
             }
-            Op::DeletePartition { k } => format!("DELETE FROM ks.{table} WHERE k = {k}"),
+            Op::DeletePartition { k } => {
+                format!("DELETE FROM ks.{table} WHERE {}", shape.partition(*k))
+            }
+            Op::SetStatic { .. } if unclustered => return None,
+            Op::SetStatic { k, st, ts } => format!(
+                "UPDATE ks.{table}{} SET st = {} WHERE {}",
+                using(ts),
+                value(st),
+                shape.partition(*k)
+            ),
             Op::Flush | Op::Compact | Op::Restart => return None,
         })
     }
@@ -203,22 +272,34 @@ impl Harness {
         let mut ddl = vec!["CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}".to_owned()];
         for layout in LAYOUTS {
             let t = layout.replace('-', "_");
-            for (twin, key) in TWINS {
+            for (twin, shape) in TWINS {
                 // A heterogeneous table needs clustering columns: its unclustered twins
                 // are uniform.
-                let layout = if twin.starts_with('u') && layout == "heterogeneous" {
+                let layout = if shape == Shape::Unclustered && layout == "heterogeneous" {
                     "uniform"
                 } else {
                     layout
                 };
+                let (more, key) = match shape {
+                    Shape::Clustered => ("st int static, ", "(k, c)"),
+                    Shape::Unclustered => ("", "((k, c))"),
+                    Shape::Composite => ("p int, st int static, ", "((k, p), c)"),
+                };
                 ddl.push(format!(
-                    "CREATE TABLE ks.{t}_{twin} (k int, c int, v int, s set<int>, PRIMARY KEY {key}) WITH layout = '{layout}'"
+                    "CREATE TABLE ks.{t}_{twin} (k int, c int, v int, s set<int>, m map<int, int>, {more}PRIMARY KEY {key}) WITH layout = '{layout}'"
                 ));
             }
-            for twin in ["idx", "uidx"] {
-                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (v)"));
-                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (s)"));
-                ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} (c)"));
+            for (twin, targets) in [
+                (
+                    "idx",
+                    &["v", "s", "c", "st", "keys(m)", "entries(m)", "m"][..],
+                ),
+                ("uidx", &["v", "s", "c", "m"][..]),
+                ("pidx", &["v", "k", "st", "entries(m)"][..]),
+            ] {
+                for target in targets {
+                    ddl.push(format!("CREATE INDEX ON ks.{t}_{twin} ({target})"));
+                }
             }
         }
         for cql in ddl {
@@ -279,9 +360,8 @@ impl Harness {
                 _ => {
                     for layout in LAYOUTS {
                         let t = layout.replace('-', "_");
-                        for (twin, _) in TWINS {
-                            let unclustered = twin.starts_with('u');
-                            let Some(cql) = op.cql(&format!("{t}_{twin}"), unclustered) else {
+                        for (twin, shape) in TWINS {
+                            let Some(cql) = op.cql(&format!("{t}_{twin}"), shape) else {
                                 continue;
                             };
                             let r = self.exec(&cql);
@@ -294,7 +374,46 @@ impl Harness {
         self.check()
     }
 
-    /// Every indexed query equals the filtered twin's answer.
+    /// The rows of a SELECT read in pages of `page_size` (`None`: one answer), sorted.
+    fn select(
+        &mut self,
+        cql: &str,
+        consistency: Consistency,
+        page_size: Option<i32>,
+    ) -> Result<Vec<Vec<Option<Vec<u8>>>>, TestCaseError> {
+        let p = Processor::new(self.node());
+        let mut out = Vec::new();
+        let mut paging_state = None;
+        // A bound on the pages: every query here returns fewer rows.
+        for _ in 0..1000 {
+            let mut params = QueryParameters::new(consistency);
+            params.page_size = page_size;
+            params.paging_state = paging_state.take();
+            let request = Request::Query(Query {
+                query: cql.to_owned(),
+                params,
+            });
+            let response = self.rt.block_on(p.process(&mut self.session, request));
+            let Response::Result(ResultBody::Rows(rows)) = response else {
+                return Err(TestCaseError::fail(format!("{cql}: {response:?}")));
+            };
+            out.extend(
+                rows.rows
+                    .iter()
+                    .map(|r| r.iter().map(|c| c.as_ref().map(|b| b.to_vec())).collect()),
+            );
+            match rows.metadata.paging_state {
+                Some(state) => paging_state = Some(state),
+                None => {
+                    out.sort();
+                    return Ok(out);
+                }
+            }
+        }
+        Err(TestCaseError::fail(format!("{cql}: more than 1000 pages")))
+    }
+
+    /// Every indexed query equals the filtered twin's answer, whole and in small pages.
     fn check(&mut self) -> Result<(), TestCaseError> {
         for layout in LAYOUTS {
             let t = layout.replace('-', "_");
@@ -305,24 +424,56 @@ impl Harness {
                     (format!("c = {x}"), "", ""),
                     (format!("k = 1 AND v = {x}"), "", ""),
                     (format!("v = {x} AND c = 1"), " ALLOW FILTERING", ""),
+                    // A static column's index returns whole partitions.
+                    (format!("st = {x}"), "", ""),
+                    (format!("k = 1 AND st = {x}"), "", ""),
+                    (format!("m CONTAINS KEY {x}"), "", ""),
+                    (format!("m CONTAINS {x}"), "", ""),
+                    (format!("m[1] = {x}"), "", ""),
                     // A partition key of two columns, no clustering column: a partial key
                     // needs ALLOW FILTERING (and still reads through the index).
                     (format!("v = {x}"), "", "u"),
                     (format!("s CONTAINS {x}"), "", "u"),
                     (format!("c = {x}"), "", "u"),
                     (format!("k = 1 AND v = {x}"), " ALLOW FILTERING", "u"),
+                    (format!("m CONTAINS {x}"), "", "u"),
+                    // A partition key of two columns and a clustering column: an index on
+                    // one key column returns whole partitions.
+                    (format!("k = {x}"), "", "p"),
+                    (format!("st = {x}"), "", "p"),
+                    (format!("k = 1 AND p = 1 AND st = {x}"), "", "p"),
+                    (format!("v = {x}"), "", "p"),
+                    (format!("m[1] = {x}"), "", "p"),
                 ] {
+                    let columns = if u == "u" {
+                        "k, c, v, s, m"
+                    } else {
+                        "k, c, v, s, m, st"
+                    };
                     let indexed =
-                        format!("SELECT k, c, v, s FROM ks.{t}_{u}idx WHERE {relation}{filtering}");
+                        format!("SELECT {columns} FROM ks.{t}_{u}idx WHERE {relation}{filtering}");
                     let plain = format!(
-                        "SELECT k, c, v, s FROM ks.{t}_{u}plain WHERE {relation} ALLOW FILTERING"
+                        "SELECT {columns} FROM ks.{t}_{u}plain WHERE {relation} ALLOW FILTERING"
                     );
                     let want = sorted_rows(&plain, self.exec(&plain))?;
                     // QUORUM re-reads what the index returned (replica filtering
-                    // protection); ONE does not.
-                    for cl in [Consistency::One, Consistency::Quorum] {
-                        let got = sorted_rows(&indexed, self.exec_at(&indexed, cl))?;
-                        prop_assert_eq!(&got, &want, "{} at {:?}", indexed, cl);
+                    // protection); ONE does not. Pages of 1 to 4 rows end inside
+                    // partitions.
+                    let page = 1 + x;
+                    for (cl, page_size) in [
+                        (Consistency::One, None),
+                        (Consistency::One, Some(page)),
+                        (Consistency::Quorum, Some(5 - page)),
+                    ] {
+                        let got = self.select(&indexed, cl, page_size)?;
+                        prop_assert_eq!(
+                            &got,
+                            &want,
+                            "{} at {:?}, pages of {:?}",
+                            indexed,
+                            cl,
+                            page_size
+                        );
                     }
                 }
             }

@@ -209,8 +209,20 @@ pub(super) fn read_through(
     let mut last_partition: Option<Vec<u8>> = None;
     let unclustered = schema.clustering_columns().is_empty();
     let mut done = true;
+    let whole_partitions = index.plan.scope() == HitScope::Partition;
     'pieces: for (range, role) in pieces {
-        let entries = term_range(term, range);
+        let mut entries = term_range(term, range);
+        if whole_partitions {
+            // A range that starts inside a partition (the previous page or chunk ended
+            // there) still wants the rest of it, whose entry sorts before the range.
+            if let Some(prefix) = schema
+                .partition_prefix_len(&range.start)
+                .ok()
+                .and_then(|len| range.start.get(..len))
+            {
+                entries.start = entry_key(term, prefix);
+            }
+        }
         let (start, end) = scan_bounds(&entries);
         for item in db.scan(start, end)? {
             let (key, entry) = item?;
@@ -229,10 +241,18 @@ pub(super) fn read_through(
                 continue;
             }
             let mut hit = Vec::new();
-            if index.plan.scope() == HitScope::Partition {
+            if whole_partitions {
                 let whole = partition_range(prefix, mosaic_rows::key::tag::PARTITION_END);
                 read_range(store, *role, &clip(&whole, range), &mut hit)?;
+                // An entry before the range: only the rest of its partition is read, so
+                // the check reads the static row alone and a partition key's entry is
+                // taken as it is (a later read of the whole partition judges it).
+                let before_range = !range.contains(base);
                 let holds = match hit.iter().find(|(k, _)| k.as_slice() == base) {
+                    _ if before_range && !index.plan.points_at_row() => true,
+                    _ if before_range => store
+                        .get(*role, base)?
+                        .is_some_and(|row| row_holds(&index.plan, schema, base, &row.value, term)),
                     _ if !index.plan.points_at_row() => !hit.is_empty(),
                     Some((_, value)) => row_holds(&index.plan, schema, base, value, term),
                     None => false,
