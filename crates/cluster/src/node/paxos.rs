@@ -88,6 +88,15 @@ impl Node {
                 self.contention_pause().await;
                 continue;
             }
+            if let Some(newest) = promises.most_recent_commit() {
+                if newest.ballot.micros >= ballot.micros {
+                    // A commit in the same microsecond (another coordinator's ballot, a
+                    // lower id): this round's update would share its write timestamp and
+                    // could lose to it in the merge. Start again above it.
+                    floor = floor.max(newest.ballot);
+                    continue;
+                }
+            }
             if let Some(in_progress) = promises.in_progress() {
                 // A proposal a quorum may have accepted: finish it under this ballot
                 // before anything else is decided.
