@@ -724,8 +724,10 @@ def test_cas_histories_are_linearizable_while_nodes_are_killed_and_paused(lwt_cl
     for client in range(CLIENTS):
         assert any(op.known for op in late if op.client == client), (client, summary)
 
-    # Every replica converges on the last committed value once hints are in.
-    wait_until("every hint replayed", lambda: sum(c.metric(i, "mosaic_hints_pending") for i in (1, 2, 3)) == 0)
+    # A read at ALL (digests, read repair: the newest write wins) agrees with SERIAL: every
+    # commit was written at its ballot's timestamp, later ballots later. (A new driver: one
+    # that saw every node restart may hold closed connections for a moment.)
+    s = lwt_session(c)
     for register in REGISTERS:
         table, k = register
         rows = list(s.execute(stmt(f"SELECT v FROM lin.{table} WHERE k = {k}", CL.ALL)))
