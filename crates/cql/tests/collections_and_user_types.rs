@@ -415,6 +415,37 @@ fn list_order_is_arrival_order_and_messages_are_cassandras() {
 }
 
 #[test]
+fn a_list_longer_than_65536_elements_keeps_every_element_in_order() {
+    use mosaic_cql::frame::{Consistency, QueryParameters};
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE big (k int PRIMARY KEY, l list<int>)");
+    let n = 70_000;
+    let items: Vec<i32> = (0..n).collect();
+    // Bound.
+    let mut params = QueryParameters::new(Consistency::One);
+    params.values = common::values(&[CqlValue::Int(1), list(&items).unwrap()]);
+    h.query_with("INSERT INTO big (k, l) VALUES (?, ?)", params)
+        .unwrap();
+    assert_eq!(h.rows("SELECT l FROM big WHERE k = 1")[0][0], list(&items));
+    // A literal; then elements appended and prepended by later statements go at the ends.
+    let literal: Vec<String> = items.iter().map(i32::to_string).collect();
+    h.ok(&format!(
+        "INSERT INTO big (k, l) VALUES (2, [{}])",
+        literal.join(", ")
+    ));
+    h.ok("UPDATE big SET l = l + [-1] WHERE k = 2");
+    h.ok("UPDATE big SET l = [-2] + l WHERE k = 2");
+    let mut want = vec![-2];
+    want.extend(&items);
+    want.push(-1);
+    assert_eq!(h.rows("SELECT l FROM big WHERE k = 2")[0][0], list(&want));
+    h.ok("UPDATE big SET l[69999] = 7 WHERE k = 1");
+    let mut want = items.clone();
+    want[69_999] = 7;
+    assert_eq!(h.rows("SELECT l FROM big WHERE k = 1")[0][0], list(&want));
+}
+
+#[test]
 fn dropped_columns_come_back_only_compatible_and_describe_orders_as_cassandra() {
     let mut h = Harness::with_keyspace();
     h.ok("CREATE TABLE t (k int PRIMARY KEY, x list<text>, y frozen<list<text>>, b blob, a int)");

@@ -9,9 +9,9 @@
 //! - a list element: a time-based id, 8 bytes of time (the coordinator's clock when the
 //!   statement arrived, microseconds, sign bit flipped, big-endian — not the write
 //!   timestamp: as Cassandra's timeuuid paths, list order is arrival order), 6 random bytes
-//!   of the statement, then 2 bytes of position in the statement, so that appends sort
-//!   after what is there, prepends (whose time counts down from zero) before, and the
-//!   elements of two statements at the same time stay together.
+//!   of the statement, then the position in the statement ([`list_position`]), so that
+//!   appends sort after what is there, prepends (whose time counts down from zero) before,
+//!   and the elements of two statements at the same time stay together.
 //!
 //! Overwriting a collection (`c = …`, or an INSERT) writes a column deletion at the write
 //! timestamp minus one plus the new elements; `DELETE c` a column deletion at the write
@@ -229,10 +229,25 @@ fn list_paths(n: usize, now: i64, prepend: bool) -> Vec<Vec<u8>> {
             let mut path = Vec::with_capacity(16);
             path.extend_from_slice(&((time as u64) ^ (1 << 63)).to_be_bytes());
             path.extend_from_slice(random.get(..6).unwrap_or_default());
-            path.extend_from_slice(&(i.min(usize::from(u16::MAX)) as u16).to_be_bytes());
+            list_position(i, &mut path);
             path
         })
         .collect()
+}
+
+/// Appends the position `i` of a list element in its statement to its path, so that the
+/// paths of one statement are distinct and in list order as bytes: below 65,535, 2 bytes
+/// big-endian (the only form before lists could be longer, so paths written then read
+/// the same); from 65,535 on, `0xffff` then 8 bytes big-endian, which sort after every
+/// 2-byte position. Paths of different statements already differ in their first 14 bytes.
+fn list_position(i: usize, path: &mut Vec<u8>) {
+    match u16::try_from(i) {
+        Ok(short) if short < u16::MAX => path.extend_from_slice(&short.to_be_bytes()),
+        _ => {
+            path.extend_from_slice(&u16::MAX.to_be_bytes());
+            path.extend_from_slice(&(i as u64).to_be_bytes());
+        }
+    }
 }
 
 /// The cells a collection value becomes (`value` already of the column's type).
@@ -727,4 +742,32 @@ pub(crate) fn assemble(ty: &DataType, elements: &[(Vec<u8>, LiveCell)]) -> Optio
         }
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Positions below 65,535 keep the 2-byte form lists were written with before; every
+    /// position's bytes sort in list order.
+    #[test]
+    fn list_positions_are_distinct_ordered_and_compatible() {
+        let positions = [0usize, 1, 255, 256, 65_534, 65_535, 65_536, 69_999, 1 << 33];
+        let encoded: Vec<Vec<u8>> = positions
+            .iter()
+            .map(|&i| {
+                let mut path = Vec::new();
+                list_position(i, &mut path);
+                path
+            })
+            .collect();
+        for (&i, path) in positions.iter().zip(&encoded) {
+            if i < 65_535 {
+                assert_eq!(path, &(i as u16).to_be_bytes().to_vec());
+            }
+        }
+        assert!(encoded.windows(2).all(|w| w[0] < w[1]), "{encoded:?}");
+        let paths = list_paths(70_000, 1_000, false);
+        assert!(paths.windows(2).all(|w| w[0] < w[1]));
+    }
 }
