@@ -214,7 +214,8 @@ pub struct ColdTierConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Client connections open at once; more are closed at accept.
+    /// Client connections open at once: at the cap a new connection displaces the oldest
+    /// one still in its handshake, and is closed at accept only when there is none.
     pub connection_count_max: usize,
     /// Requests of one connection being executed at once; at the cap the connection's
     /// socket is not read until one finishes.
@@ -224,6 +225,15 @@ pub struct LimitsConfig {
     pub frame_size_bytes_max: u32,
     /// Requests being executed at once on the whole node.
     pub node_requests_concurrent_max: usize,
+    /// Client connections from one address at once (Cassandra's
+    /// `native_transport_max_concurrent_connections_per_ip`); 0: no cap.
+    pub connections_per_address_max: usize,
+    /// How long a connection may take to complete its handshake (STARTUP, and
+    /// authentication when asked) before it is closed.
+    pub handshake_timeout_ms: u64,
+    /// How long a connection may stay silent with nothing running before it is closed
+    /// (Cassandra's `native_transport_idle_timeout`); 0: never.
+    pub idle_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -328,6 +338,9 @@ impl Default for LimitsConfig {
             connection_requests_in_flight_max: 1024,
             frame_size_bytes_max: mosaic_cql::frame::FRAME_LEN_MAX_DEFAULT,
             node_requests_concurrent_max: 4096,
+            connections_per_address_max: 0,
+            handshake_timeout_ms: 10_000,
+            idle_timeout_ms: 0,
         }
     }
 }
@@ -445,6 +458,9 @@ impl Config {
             bail!("[cluster] phi_convict_threshold must be a positive number");
         }
         let l = &self.limits;
+        if l.handshake_timeout_ms == 0 {
+            bail!("[limits] handshake_timeout_ms must be at least 1");
+        }
         if l.connection_count_max == 0
             || l.connection_requests_in_flight_max == 0
             || l.node_requests_concurrent_max == 0

@@ -26,7 +26,12 @@
 //!   answers; a client that doesn't read its responses stalls its own requests only.
 //! - Events go through a bounded broadcast channel; a connection too slow to take them
 //!   loses the oldest (and the loss is logged), never the node's memory.
-//! - At most `connection_count_max` connections; more are closed as they are accepted.
+//! - At most `connection_count_max` connections; when full, a new connection displaces the
+//!   oldest one still in its handshake, and is refused only when every connection has
+//!   completed its handshake; at most `connections_per_address_max` per client address
+//!   ([`admission`]). A handshake that takes longer than `handshake_timeout_ms`, and a
+//!   connection idle (nothing received, nothing running) for `idle_timeout_ms` when set,
+//!   are closed: clients that never finish connecting cannot hold slots for long.
 //!
 //! # Errors
 //! A malformed header ([`mosaic_cql::frame::FrameError`]) gets its protocol error and the connection is
@@ -64,8 +69,10 @@ use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
 use crate::config::LimitsConfig;
 use crate::logging::{self, Statement};
 
+mod admission;
 mod writer;
 
+use admission::{Admission, Refusal, Ticket};
 use writer::write_loop;
 
 /// Events a slow connection may have pending before it loses the oldest.
@@ -159,7 +166,10 @@ pub async fn serve<C: Coordinator>(
     mut shutdown: watch::Receiver<bool>,
     drain_timeout: Duration,
 ) {
-    let connection_permits = Arc::new(Semaphore::new(shared.limits.connection_count_max));
+    let admission = Admission::new(
+        shared.limits.connection_count_max,
+        shared.limits.connections_per_address_max,
+    );
     let mut connections = JoinSet::new();
     loop {
         if *shutdown.borrow() {
@@ -174,21 +184,29 @@ pub async fn serve<C: Coordinator>(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
-                    let Ok(permit) = connection_permits.clone().try_acquire_owned() else {
-                        tracing::warn!(
-                            target: "mosaic::net",
-                            %peer,
-                            "refusing connection: connection_count_max ({}) reached",
-                            shared.limits.connection_count_max
-                        );
-                        drop(socket);
-                        continue;
+                    let ticket = match admission.admit(peer) {
+                        Ok(ticket) => ticket,
+                        Err(refusal) => {
+                            let why = match refusal {
+                                Refusal::Full => format!(
+                                    "connection_count_max ({}) reached, every connection past its handshake",
+                                    shared.limits.connection_count_max
+                                ),
+                                Refusal::AddressFull => format!(
+                                    "connections_per_address_max ({}) reached for {}",
+                                    shared.limits.connections_per_address_max,
+                                    peer.ip()
+                                ),
+                            };
+                            tracing::warn!(target: "mosaic::net", %peer, "refusing connection: {why}");
+                            drop(socket);
+                            continue;
+                        }
                     };
                     let shared = shared.clone();
                     let shutdown = shutdown.clone();
                     connections.spawn(async move {
-                        let _permit = permit;
-                        run_connection(socket, peer, shared, shutdown).await;
+                        run_connection(socket, peer, shared, shutdown, ticket).await;
                     });
                 }
                 Err(e) => {
@@ -263,6 +281,10 @@ struct Connection<C> {
     session: Arc<Mutex<Session>>,
     in_flight: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
+    /// The connection's registration (see [`admission`]).
+    ticket: Ticket,
+    /// When the handshake must be done by (`None` once it is).
+    handshake_deadline: Option<tokio::time::Instant>,
 }
 
 async fn run_connection<C: Coordinator>(
@@ -270,6 +292,7 @@ async fn run_connection<C: Coordinator>(
     peer: SocketAddr,
     shared: Arc<Shared<C>>,
     shutdown: watch::Receiver<bool>,
+    ticket: Ticket,
 ) {
     // Responses are written whole by the writer; Nagle would only delay them.
     let _ = socket.set_nodelay(true);
@@ -278,6 +301,7 @@ async fn run_connection<C: Coordinator>(
     let (tx, rx) = mpsc::channel(in_flight_max.saturating_add(WRITER_QUEUE_EXTRA));
     let writer = tokio::spawn(write_loop(wr, rx, shared.events.clone()));
     let frame_len_max = shared.limits.frame_size_bytes_max;
+    let handshake = Duration::from_millis(shared.limits.handshake_timeout_ms);
     let mut conn = Connection {
         shared,
         peer,
@@ -289,6 +313,8 @@ async fn run_connection<C: Coordinator>(
         session: Arc::new(Mutex::new(Session::new(ProtocolVersion::MAX))),
         in_flight: Arc::new(Semaphore::new(in_flight_max)),
         shutdown,
+        ticket,
+        handshake_deadline: Some(tokio::time::Instant::now() + handshake),
     };
     let mut rd = rd;
     let ending = conn.read_loop(&mut rd).await;
@@ -301,6 +327,22 @@ async fn run_connection<C: Coordinator>(
         // would send a reset instead, which can destroy the error before the client reads
         // it; so read and discard until the client closes, within bounds.
         let _ = tokio::time::timeout(LINGER, linger(&mut rd)).await;
+    }
+}
+
+/// Resolves at `deadline`, never without one.
+async fn sleep_until_some(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves after `duration`, never without one.
+async fn sleep_some(duration: Option<Duration>) {
+    match duration {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -359,16 +401,47 @@ impl<C: Coordinator> Connection<C> {
             if buf.capacity() - buf.len() < READ_CHUNK_BYTES {
                 buf.reserve(READ_CHUNK_BYTES);
             }
+            let handshake = self.handshake_deadline;
+            let idle = self.idle_timeout();
             tokio::select! {
                 biased;
                 _ = self.shutdown.changed() => return Ending::Shutdown,
                 _ = self.tx.closed() => return Ending::Closed,
+                _ = self.ticket.displaced.changed() => return Ending::Closed,
+                _ = sleep_until_some(handshake) => {
+                    tracing::info!(
+                        target: "mosaic::net",
+                        peer = %self.peer,
+                        handshake_timeout_ms = self.shared.limits.handshake_timeout_ms,
+                        "closing a connection that did not complete its handshake in time"
+                    );
+                    return Ending::Closed;
+                }
+                _ = sleep_some(idle) => {
+                    tracing::debug!(target: "mosaic::net", peer = %self.peer, "closing an idle connection");
+                    return Ending::Closed;
+                }
                 read = rd.read_buf(&mut buf) => match read {
                     Ok(0) | Err(_) => return Ending::Closed,
                     Ok(_) => {}
                 },
             }
         }
+    }
+
+    /// How long the connection may stay silent before it is closed: the idle timeout,
+    /// when set and nothing of the connection is running.
+    fn idle_timeout(&self) -> Option<Duration> {
+        let ms = self.shared.limits.idle_timeout_ms;
+        let idle = self.in_flight.available_permits()
+            == self.shared.limits.connection_requests_in_flight_max;
+        (ms > 0 && idle).then(|| Duration::from_millis(ms))
+    }
+
+    /// The handshake is done: the connection keeps its slot and has no deadline.
+    fn handshake_done(&mut self) {
+        self.handshake_deadline = None;
+        self.ticket.ready();
     }
 
     /// Queues `message` for the writer (waiting for room: back-pressure). A closed writer
@@ -484,6 +557,7 @@ impl<C: Coordinator> Connection<C> {
         match self.shared.authenticator.start(self.peer) {
             AuthStart::Ready => {
                 self.phase = Phase::Ready;
+                self.handshake_done();
                 self.respond(encoder, stream, &Response::Ready).await;
             }
             AuthStart::Challenge {
@@ -516,6 +590,7 @@ impl<C: Coordinator> Connection<C> {
             AuthStep::Challenge(token) => Response::AuthChallenge { token },
             AuthStep::Success(token) => {
                 self.phase = Phase::Ready;
+                self.handshake_done();
                 Response::AuthSuccess { token }
             }
             AuthStep::Failed(message) => {
