@@ -106,3 +106,83 @@ fn group_by_pages_by_groups() {
     assert_eq!(rows.len(), 3);
     assert_eq!(pages, 3);
 }
+
+/// With GROUP BY, PER PARTITION LIMIT counts groups, and a group keeps all its rows, across
+/// pages of any size. Answers read from Cassandra 4.1.10 (`a` 1 to 3 in token order).
+#[test]
+fn per_partition_limit_counts_groups_across_pages() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE g (a int, b int, c int, v int, PRIMARY KEY (a, b, c))");
+    for a in 1..4 {
+        for b in 0..4 {
+            for c in 0..3 {
+                let v = a * 100 + b * 10 + c;
+                h.ok(&format!(
+                    "INSERT INTO g (a, b, c, v) VALUES ({a}, {b}, {c}, {v})"
+                ));
+            }
+        }
+    }
+    let row = |values: &[i64]| -> Vec<Option<CqlValue>> {
+        let (last, key) = values.split_last().unwrap();
+        let mut out: Vec<Option<CqlValue>> = key.iter().map(|&x| int(x as i32)).collect();
+        out.push(bigint(*last));
+        out
+    };
+    let sum_row = |a: i32, b: i32, sum: i32| vec![int(a), int(b), int(sum)];
+    let cases: Vec<(&str, Vec<Vec<Option<CqlValue>>>)> = vec![
+        (
+            "SELECT a, b, count(*) FROM g GROUP BY a, b PER PARTITION LIMIT 2",
+            [
+                [1, 0, 3],
+                [1, 1, 3],
+                [2, 0, 3],
+                [2, 1, 3],
+                [3, 0, 3],
+                [3, 1, 3],
+            ]
+            .iter()
+            .map(|r| row(r))
+            .collect(),
+        ),
+        (
+            "SELECT a, b, count(*) FROM g GROUP BY a, b PER PARTITION LIMIT 2 LIMIT 3",
+            [[1, 0, 3], [1, 1, 3], [2, 0, 3]]
+                .iter()
+                .map(|r| row(r))
+                .collect(),
+        ),
+        (
+            "SELECT a, b, c, count(*) FROM g GROUP BY a, b, c PER PARTITION LIMIT 4",
+            (1..4)
+                .flat_map(|a| [[a, 0, 0, 1], [a, 0, 1, 1], [a, 0, 2, 1], [a, 1, 0, 1]])
+                .map(|r| row(&r))
+                .collect(),
+        ),
+        (
+            "SELECT a, count(*) FROM g GROUP BY a PER PARTITION LIMIT 1",
+            (1..4).map(|a| row(&[a, 12])).collect(),
+        ),
+        (
+            "SELECT a, b, sum(v) FROM g WHERE a = 2 GROUP BY a, b PER PARTITION LIMIT 3",
+            vec![sum_row(2, 0, 603), sum_row(2, 1, 633), sum_row(2, 2, 663)],
+        ),
+        (
+            "SELECT a, b, sum(v) FROM g WHERE a IN (1, 3) GROUP BY a, b PER PARTITION LIMIT 1",
+            vec![sum_row(1, 0, 303), sum_row(3, 0, 903)],
+        ),
+        (
+            "SELECT a, b, v FROM g GROUP BY a, b PER PARTITION LIMIT 2",
+            (1..4)
+                .flat_map(|a| [sum_row(a, 0, a * 100), sum_row(a, 1, a * 100 + 10)])
+                .collect(),
+        ),
+    ];
+    for (cql, want) in cases {
+        assert_eq!(h.rows(cql), want, "{cql}");
+        for page in [1, 2, 3, 5] {
+            let (rows, _) = common::paged(&mut h, cql, page);
+            assert_eq!(rows, want, "{cql}, pages of {page}");
+        }
+    }
+}

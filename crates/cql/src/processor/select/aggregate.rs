@@ -139,6 +139,7 @@ impl AggState {
             .map(|((acc, c), first)| {
                 let ty = match &c.ty {
                     ColumnType::Native(t) => *t,
+                    ColumnType::Counter => CqlType::BigInt,
                     _ => CqlType::Blob,
                 };
                 let avg = matches!(c.expr, Expr::Aggregate(Aggregate::Avg, _));
@@ -301,6 +302,24 @@ impl Groups {
         }
     }
 
+    /// The key of the group `view` belongs to.
+    fn key(plan: &Plan, view: &RowView<'_>) -> Vec<CqlValue> {
+        let pk = view.partition_key.len();
+        let clustering = plan.group_by.saturating_sub(pk);
+        let mut key: Vec<CqlValue> = view.partition_key.to_vec();
+        if let Some(row) = view.row {
+            key.extend(row.clustering.iter().take(clustering).cloned());
+        }
+        key
+    }
+
+    /// Whether row `view` starts a group (the first of a page does).
+    pub(super) fn starts_group(&self, plan: &Plan, view: &RowView<'_>) -> bool {
+        self.current
+            .as_ref()
+            .is_none_or(|c| *c != Groups::key(plan, view))
+    }
+
     /// Before row `view` is aggregated: finishes the current group (resetting `aggs`) if the
     /// row starts another; breaks when `LIMIT` groups are done or the page is full.
     pub(super) fn next_row(
@@ -309,12 +328,7 @@ impl Groups {
         view: &RowView<'_>,
         aggs: &mut AggState,
     ) -> std::ops::ControlFlow<()> {
-        let pk = view.partition_key.len();
-        let clustering = plan.group_by.saturating_sub(pk);
-        let mut key: Vec<CqlValue> = view.partition_key.to_vec();
-        if let Some(row) = view.row {
-            key.extend(row.clustering.iter().take(clustering).cloned());
-        }
+        let key = Groups::key(plan, view);
         if self.left == 0 {
             return std::ops::ControlFlow::Break(());
         }

@@ -166,6 +166,7 @@ pub(crate) async fn execute<C: Coordinator>(
         emitted: 0,
         partition_rows: 0,
         last_key: None,
+        last_key_partition_rows: 0,
         stop: false,
         sort_keys: Vec::new(),
     };
@@ -180,7 +181,7 @@ pub(crate) async fn execute<C: Coordinator>(
             PagingState {
                 last_key: key.clone(),
                 limit_left,
-                partition_rows: run.partition_rows,
+                partition_rows: run.last_key_partition_rows,
             }
             .encode(),
         ),
@@ -536,6 +537,9 @@ struct Run<'p> {
     emitted: u64,
     partition_rows: u64,
     last_key: Option<Vec<u8>>,
+    /// `partition_rows` of `last_key`'s partition: where a next page resumes (GROUP BY
+    /// stops a page at the first row of the next group, maybe in the next partition).
+    last_key_partition_rows: u64,
     stop: bool,
     sort_keys: Vec<Vec<u8>>,
 }
@@ -673,10 +677,11 @@ impl Run<'_> {
         } else {
             plan.per_partition_limit
         };
-        if per_partition.is_some_and(|n| self.partition_rows >= n) {
+        // With GROUP BY, PER PARTITION LIMIT counts the groups a partition starts.
+        let counted = plan.group_by == 0 || self.groups.starts_group(plan, view);
+        if counted && per_partition.is_some_and(|n| self.partition_rows >= n) {
             return Next::SkipPartition;
         }
-        self.partition_rows += 1;
         if plan.aggregate {
             if plan.group_by > 0
                 && self
@@ -738,9 +743,13 @@ impl Run<'_> {
                     .push(key.get(prefix_len..).unwrap_or_default().to_vec());
             }
         }
+        if counted {
+            self.partition_rows += 1;
+        }
         self.emitted += 1;
         self.limit_left = self.limit_left.saturating_sub(1);
         self.last_key = Some(key.to_vec());
+        self.last_key_partition_rows = self.partition_rows;
         if self.limit_left == 0 {
             self.stop = true;
             return Next::Stop;
@@ -750,10 +759,12 @@ impl Run<'_> {
             self.stop = true;
             return Next::Stop;
         }
+        // A group's later rows still count towards it.
         if plan.distinct
-            || plan
-                .per_partition_limit
-                .is_some_and(|n| self.partition_rows >= n)
+            || plan.group_by == 0
+                && plan
+                    .per_partition_limit
+                    .is_some_and(|n| self.partition_rows >= n)
         {
             return Next::SkipPartition;
         }
