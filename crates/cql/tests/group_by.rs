@@ -186,3 +186,96 @@ fn per_partition_limit_counts_groups_across_pages() {
         }
     }
 }
+
+/// GROUP BY may skip primary key columns restricted by `=`, and must cover the whole
+/// partition key. Answers and texts read from Cassandra 4.1.10.
+#[test]
+fn group_by_skips_key_columns_restricted_by_equality() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TABLE t (a int, b int, c int, d int, e int, PRIMARY KEY ((a, b), c, d))");
+    for a in 0..2 {
+        for b in 0..2 {
+            for c in 0..3 {
+                for d in 0..2 {
+                    let e = a * 1000 + b * 100 + c * 10 + d;
+                    h.ok(&format!(
+                        "INSERT INTO t (a, b, c, d, e) VALUES ({a}, {b}, {c}, {d}, {e})"
+                    ));
+                }
+            }
+        }
+    }
+    let ints = |values: &[i32], count: i64| -> Vec<Option<CqlValue>> {
+        let mut out: Vec<Option<CqlValue>> = values.iter().map(|&x| int(x)).collect();
+        out.insert(values.len().min(3), bigint(count));
+        out
+    };
+    let by_c = |c: i32| {
+        let mut row = ints(&[0, 1, c], 2);
+        row.push(int(100 + c * 10 + 1));
+        row
+    };
+    for (cql, want) in [
+        (
+            "SELECT a, b, c, count(*), max(e) FROM t WHERE a = 0 AND b = 1 GROUP BY c",
+            vec![by_c(0), by_c(1), by_c(2)],
+        ),
+        (
+            "SELECT a, b, c, count(*), max(e) FROM t WHERE a = 0 AND b = 1 GROUP BY c ORDER BY c DESC",
+            vec![by_c(2), by_c(1), by_c(0)],
+        ),
+        (
+            "SELECT a, b, c, count(*) FROM t WHERE a = 0 AND b = 1 GROUP BY a, c",
+            (0..3).map(|c| ints(&[0, 1, c], 2)).collect(),
+        ),
+        (
+            "SELECT a, b, count(*) FROM t WHERE a = 0 AND b = 1 GROUP BY b",
+            vec![ints(&[0, 1], 6)],
+        ),
+        (
+            "SELECT a, b, count(*) FROM t WHERE a = 0 AND b IN (0, 1) GROUP BY b",
+            vec![ints(&[0, 0], 6), ints(&[0, 1], 6)],
+        ),
+        (
+            "SELECT a, b, c, count(*) FROM t WHERE a = 0 AND b = 1 AND c = 2 GROUP BY d",
+            vec![ints(&[0, 1, 2], 1), ints(&[0, 1, 2], 1)],
+        ),
+        (
+            "SELECT a, b, c, count(*) FROM t WHERE a = 0 AND b = 1 AND c = 2 GROUP BY b, d",
+            vec![ints(&[0, 1, 2], 1), ints(&[0, 1, 2], 1)],
+        ),
+        (
+            "SELECT a, b, c, count(*) FROM t WHERE a = 0 AND b = 1 AND (c, d) = (1, 1) GROUP BY d",
+            vec![ints(&[0, 1, 1], 1)],
+        ),
+    ] {
+        assert_eq!(h.rows(cql), want, "{cql}");
+    }
+    let order = "Group by currently only support groups of columns following their declared order in the PRIMARY KEY";
+    let part = "Group by is not supported on only a part of the partition key";
+    for (cql, message) in [
+        (
+            "SELECT a, count(*) FROM t WHERE a = 0 AND b = 1 GROUP BY d",
+            order,
+        ),
+        (
+            "SELECT a, count(*) FROM t WHERE a = 0 AND b = 1 AND c > 0 GROUP BY d",
+            order,
+        ),
+        (
+            "SELECT a, count(*) FROM t WHERE a = 0 AND b = 1 GROUP BY c, c",
+            order,
+        ),
+        ("SELECT a, count(*) FROM t GROUP BY a", part),
+        (
+            "SELECT a, count(*) FROM t WHERE a = 0 AND b = 1 GROUP BY a",
+            part,
+        ),
+        (
+            "SELECT a, count(*) FROM t WHERE b = 1 GROUP BY a ALLOW FILTERING",
+            part,
+        ),
+    ] {
+        assert_eq!(h.err(cql).message, message, "{cql}");
+    }
+}

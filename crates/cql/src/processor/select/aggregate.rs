@@ -3,6 +3,9 @@
 
 use super::*;
 
+use super::restrict::ColumnRestriction;
+use crate::schema::ColumnMeta;
+
 /// Aggregate accumulators, one per output column.
 pub(super) struct AggState {
     pub(super) accs: Vec<Acc>,
@@ -239,20 +242,49 @@ pub(super) fn divide_decimal(
     ))
 }
 
-/// The length of the primary-key prefix a `GROUP BY` names: its columns must be the
-/// primary key's first columns in order, the whole partition key at least (Cassandra's
-/// rules); 0 without GROUP BY.
-pub(super) fn group_by_len(table: &TableMeta, group_by: &[Ident]) -> Result<usize, ErrorResponse> {
+/// The length of the primary-key prefix a `GROUP BY` names; 0 without GROUP BY. As
+/// Cassandra's `getAggregationSpecification`: its columns follow the primary key's order,
+/// skipping only columns restricted by `=`, and cover the whole partition key.
+pub(super) fn group_by_len(
+    table: &TableMeta,
+    restrictions: &restrict::Restrictions,
+    group_by: &[Ident],
+) -> Result<usize, ErrorResponse> {
     if group_by.is_empty() {
         return Ok(0);
     }
-    let key: Vec<&str> = table
+    let order = || {
+        invalid(
+            "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+        )
+    };
+    let key: Vec<&ColumnMeta> = table
         .partition_key()
-        .iter()
-        .chain(table.clustering().iter())
-        .map(|c| c.name.as_str())
+        .into_iter()
+        .chain(table.clustering())
         .collect();
-    for (i, ident) in group_by.iter().enumerate() {
+    let restricted_by_eq = |column: &ColumnMeta| {
+        let restriction = match column.kind {
+            ColumnKind::PartitionKey { position } => restrictions.partition.get(position),
+            ColumnKind::Clustering { position, .. } => {
+                // `(c1, c2) = (…)` (one tuple) restricts each of its columns by `=`.
+                if let Some((first, restrict::MultiRestriction::Values(tuples))) =
+                    &restrictions.multi
+                {
+                    if let [tuple] = tuples.as_slice() {
+                        if (*first..first + tuple.len()).contains(&position) {
+                            return true;
+                        }
+                    }
+                }
+                restrictions.clustering.get(position)
+            }
+            _ => None,
+        };
+        matches!(restriction, Some(Some(ColumnRestriction::Values(v))) if v.len() == 1)
+    };
+    let mut next = 0;
+    for ident in group_by {
         let name = ident.as_str();
         let column = restrict::column(table, name)?;
         if !column.kind.is_primary_key() {
@@ -260,18 +292,23 @@ pub(super) fn group_by_len(table: &TableMeta, group_by: &[Ident]) -> Result<usiz
                 "Group by is currently only supported on the columns of the PRIMARY KEY, got {name}"
             )));
         }
-        if key.get(i) != Some(&name) {
-            return Err(invalid(
-                "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
-            ));
+        loop {
+            let key_column = key.get(next).ok_or_else(order)?;
+            next += 1;
+            if key_column.name == name {
+                break;
+            }
+            if !restricted_by_eq(key_column) {
+                return Err(order());
+            }
         }
     }
-    if group_by.len() < table.partition_key().len() {
+    if next < table.partition_key().len() {
         return Err(invalid(
-            "Group by currently only support groups of columns following their declared order in the PRIMARY KEY",
+            "Group by is not supported on only a part of the partition key",
         ));
     }
-    Ok(group_by.len())
+    Ok(next)
 }
 
 /// GROUP BY's groups: rows arrive in primary-key order, so a group ends when the key

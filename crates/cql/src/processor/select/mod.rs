@@ -294,7 +294,7 @@ fn plan(
     let aggregate = columns
         .iter()
         .any(|c| matches!(c.expr, Expr::CountRows | Expr::Aggregate(..)));
-    let group_by = aggregate::group_by_len(&table, &s.group_by)?;
+    let group_by = aggregate::group_by_len(&table, &restrictions, &s.group_by)?;
     let aggregate = aggregate || group_by > 0;
     if s.distinct {
         check_distinct(&table, &columns)?;
