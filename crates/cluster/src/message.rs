@@ -21,7 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::Endpoint;
 
 /// The protocol version every frame starts with; peers on another version are refused.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// (2: Paxos and counter messages, cluster names in gossip.)
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest payload accepted (a page of reads or a batch of writes is far smaller; an ELECT
 /// shard is the largest message, see [`EC_SHARD_BYTES_MAX`]).
 pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
@@ -292,11 +293,15 @@ pub enum Body {
     Failed(Failure),
     /// Gossip, first leg: the sender's view of every node.
     GossipSyn {
+        /// The sender's cluster name: gossip from another cluster is refused.
+        cluster: String,
         /// The states.
         states: Vec<EndpointState>,
     },
     /// Gossip, second leg: the states the receiver knows newer than the sender.
     GossipAck {
+        /// The sender's cluster name.
+        cluster: String,
         /// The states.
         states: Vec<EndpointState>,
     },

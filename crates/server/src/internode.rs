@@ -298,6 +298,7 @@ pub async fn shadow_round(
     listener: &TcpListener,
     me: Endpoint,
     seeds: &[Endpoint],
+    cluster: &str,
 ) -> Option<Vec<mosaic_cluster::message::EndpointState>> {
     use mosaic_cluster::message::PROTOCOL_VERSION;
     use mosaic_cluster::Body;
@@ -309,7 +310,10 @@ pub async fn shadow_round(
         version: PROTOCOL_VERSION,
         from: me,
         id: 0,
-        body: Body::GossipSyn { states: Vec::new() },
+        body: Body::GossipSyn {
+            cluster: cluster.to_owned(),
+            states: Vec::new(),
+        },
     });
     let (tx, mut rx) = mpsc::channel(4);
     // Connections accepted during the round are closed as soon as it ends, so their
@@ -322,6 +326,7 @@ pub async fn shadow_round(
             };
             let tx = tx.clone();
             let mut done = done_rx.clone();
+            let cluster = cluster.to_owned();
             tokio::spawn(async move {
                 let mut r = tokio::io::BufReader::new(stream);
                 let read_ack = async {
@@ -331,11 +336,24 @@ pub async fn shadow_round(
                         let mut payload = vec![0u8; len];
                         r.read_exact(&mut payload).await.ok()?;
                         if let Ok(Envelope {
-                            body: Body::GossipAck { states },
+                            body:
+                                Body::GossipAck {
+                                    cluster: theirs,
+                                    states,
+                                },
+                            from,
                             ..
                         }) = decode_payload(&payload, crc)
                         {
-                            return Some(states);
+                            if theirs == cluster {
+                                return Some(states);
+                            }
+                            tracing::warn!(
+                                target: "mosaic::internode",
+                                peer = %from,
+                                peer_cluster = %theirs,
+                                "a seed of another cluster answered the shadow round; ignored"
+                            );
                         }
                     }
                     None

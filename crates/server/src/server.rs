@@ -264,6 +264,7 @@ fn start_node(
     node_config.phi_convict_threshold = config.cluster.phi_convict_threshold;
     node_config.write_timeout_ms = config.cluster.write_request_timeout_ms;
     node_config.cas_contention_timeout_ms = config.cluster.cas_contention_timeout_ms;
+    node_config.cluster_name = config.cluster_name.clone();
     node_config.read_timeout_ms = config.cluster.read_request_timeout_ms;
     node_config.schema_timeout_ms = config.cluster.schema_timeout_ms;
     node_config.replica_requests_max = config.cluster.replica_requests_max;
@@ -553,7 +554,8 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     if seeds.iter().all(|s| *s == me) {
         return Ok(());
     }
-    let Some(states) = internode::shadow_round(listener, me, &seeds).await else {
+    let Some(states) = internode::shadow_round(listener, me, &seeds, &config.cluster_name).await
+    else {
         return Ok(());
     };
     let (mine, peers): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.endpoint == me);

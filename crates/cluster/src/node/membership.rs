@@ -148,6 +148,7 @@ impl Node {
         let facts = self.own_facts();
         for t in self.gossip_targets(&view.live, &view.dead) {
             let syn = Body::GossipSyn {
+                cluster: self.inner.config.cluster_name.clone(),
                 states: view.states.clone(),
             };
             let body = match &facts {

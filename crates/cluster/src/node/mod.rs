@@ -90,6 +90,8 @@ pub struct NodeConfig {
     pub repair_timeout_ms: u64,
     /// log2 of the leaves of each range's Merkle tree.
     pub repair_tree_depth: u8,
+    /// The cluster's name: gossip from a node of another cluster is refused.
+    pub cluster_name: String,
     /// How long a lightweight transaction retries a contended Paxos round before it
     /// answers a CAS write timeout (Cassandra's `cas_contention_timeout`).
     pub cas_contention_timeout_ms: u64,
@@ -111,6 +113,7 @@ impl NodeConfig {
             repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
             cas_contention_timeout_ms: 1000,
+            cluster_name: "Mosaic Cluster".to_owned(),
         }
     }
 }
@@ -413,6 +416,7 @@ impl Node {
                 p,
                 0,
                 Body::GossipSyn {
+                    cluster: self.inner.config.cluster_name.clone(),
                     states: states.clone(),
                 },
             );
@@ -439,7 +443,17 @@ impl Node {
         let from = env.from;
         let id = env.id;
         match env.body {
-            Body::GossipSyn { states } => {
+            Body::GossipSyn { cluster, .. } | Body::GossipAck { cluster, .. }
+                if cluster != self.inner.config.cluster_name =>
+            {
+                tracing::warn!(
+                    peer = %from,
+                    peer_cluster = %cluster,
+                    cluster = %self.inner.config.cluster_name,
+                    "refusing gossip from another cluster"
+                );
+            }
+            Body::GossipSyn { states, .. } => {
                 let now = self.now_ms();
                 let (changes, reply) = {
                     let mut m = self.inner.membership.lock();
@@ -447,9 +461,16 @@ impl Node {
                     (m.merge(states, now), reply)
                 };
                 self.apply_changes(&changes);
-                self.send(from, id, Body::GossipAck { states: reply });
+                self.send(
+                    from,
+                    id,
+                    Body::GossipAck {
+                        cluster: self.inner.config.cluster_name.clone(),
+                        states: reply,
+                    },
+                );
             }
-            Body::GossipAck { states } => {
+            Body::GossipAck { states, .. } => {
                 let now = self.now_ms();
                 let changes = self.inner.membership.lock().merge(states, now);
                 self.apply_changes(&changes);

@@ -28,7 +28,16 @@ impl Coordinator for LocalCoordinator {
         if next == *current {
             return Ok(r);
         }
-        let epoch = self.epoch.load(Ordering::SeqCst) + 1;
+        // Checked: a schema adopted from a peer may carry any epoch (u64::MAX included).
+        let epoch = self
+            .epoch
+            .load(Ordering::SeqCst)
+            .checked_add(1)
+            .ok_or_else(|| {
+                server_error(
+                    "The schema's epoch is exhausted (a peer sent the largest possible epoch);                      the schema cannot change",
+                )
+            })?;
         self.install(&current, next, epoch, "local").await?;
         Ok(r)
     }

@@ -483,3 +483,23 @@ fn an_erasure_tiered_table_keeps_per_source_trees_and_unreferenced_cold_objects_
         assert!(c.close(Duration::from_secs(10)).await.is_empty());
     });
 }
+
+#[test]
+fn a_peer_schema_at_the_largest_epoch_stops_schema_changes_without_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let c = Arc::new(LocalCoordinator::open(&config(dir.path())).unwrap());
+        let p = Processor::new(c.clone());
+        let mut s = Session::new(ProtocolVersion::V4);
+        run_ok(&p, &mut s, "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}").await;
+        let mut snapshot = c.schema_snapshot();
+        snapshot.epoch = u64::MAX;
+        assert!(c.adopt_schema(snapshot).await.unwrap());
+        let r = run(&p, &mut s, "CREATE TABLE ks.t (k int PRIMARY KEY)").await;
+        match r {
+            Response::Error(e) => assert!(e.message.contains("epoch is exhausted"), "{e:?}"),
+            other => panic!("expected an error, got {other:?}"),
+        }
+        assert!(c.close(Duration::from_secs(10)).await.is_empty());
+    });
+}
