@@ -332,6 +332,39 @@ impl IndexPlan {
     }
 }
 
+/// Cassandra refuses to index a value of this many bytes or more (`CassandraIndex`'s
+/// `validateIndexedValue`: below the largest unsigned short).
+pub const TERM_BYTES_LIMIT: usize = 65_535;
+
+/// Cassandra's refusal of a write of `fragment` under `key` to `table` that would give one
+/// of its indexes a term of [`TERM_BYTES_LIMIT`] bytes or more.
+pub fn check_term_sizes(
+    table: &TableMeta,
+    schema: &KeySchema,
+    key: &[u8],
+    fragment: &Fragment,
+) -> Result<(), String> {
+    let mut entries = Vec::new();
+    for index in table.indexes.values() {
+        let Some(plan) = IndexPlan::new(table, index) else {
+            continue;
+        };
+        entries.clear();
+        plan.entries_for(schema, key, fragment, &mut entries);
+        if let Some(e) = entries.iter().find(|e| e.term.len() >= TERM_BYTES_LIMIT) {
+            return Err(format!(
+                "Cannot index value of size {} for index {} on {}.{}({}) (maximum allowed size={TERM_BYTES_LIMIT})",
+                e.term.len(),
+                index.name,
+                table.keyspace,
+                table.name,
+                index.target.column
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The newest timestamp of a fragment's live content (row marker or cells), if it has any.
 fn live_timestamp(fragment: &Fragment) -> Option<Timestamp> {
     let marker = fragment.liveness.map(|l| l.ts);

@@ -248,9 +248,32 @@ async fn apply<C: Coordinator>(
     consistency: Consistency,
 ) -> Result<ResultBody, ErrorResponse> {
     if !mutations.is_empty() {
+        check_indexed_sizes(coordinator, &mutations)?;
         coordinator.write(mutations, consistency).await?;
     }
     Ok(ResultBody::Void)
+}
+
+/// Refuses, as Cassandra does, mutations that give an index a value too large for it.
+fn check_indexed_sizes<C: Coordinator>(
+    coordinator: &C,
+    mutations: &[Mutation],
+) -> Result<(), ErrorResponse> {
+    let catalog = coordinator.catalog();
+    for m in mutations {
+        let Some(table) = catalog
+            .table_by_id(m.table)
+            .filter(|t| !t.indexes.is_empty())
+        else {
+            continue;
+        };
+        let Ok(fragment) = mosaic_rows::Fragment::decode(&m.fragment) else {
+            continue;
+        };
+        crate::index::check_term_sizes(table, &table.key_schema(), &m.key, &fragment)
+            .map_err(invalid)?;
+    }
+    Ok(())
 }
 
 fn statement_kind(s: &Statement) -> &'static str {
