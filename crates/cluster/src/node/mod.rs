@@ -435,8 +435,23 @@ impl Node {
             _ => env,
         };
         if env.body.is_response() {
-            if let Some((_, tx)) = self.inner.pending.lock().remove(&env.id) {
-                let _ = tx.send(env.body);
+            // Only the node a request went to answers it: an answer naming another sender
+            // (a forged acknowledgement, or a stray one) is dropped and the request waits on.
+            let mut pending = self.inner.pending.lock();
+            match pending.get(&env.id) {
+                Some((to, _)) if *to == env.from => {
+                    if let Some((_, tx)) = pending.remove(&env.id) {
+                        let _ = tx.send(env.body);
+                    }
+                }
+                Some((to, _)) => {
+                    tracing::warn!(
+                        peer = %env.from,
+                        asked = %to,
+                        "dropping an answer from a node the request was not sent to"
+                    );
+                }
+                None => {}
             }
             return;
         }
