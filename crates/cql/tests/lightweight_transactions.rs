@@ -6,8 +6,8 @@ mod common;
 
 use common::{decode_rows, int, text, values, Harness};
 use mosaic_cql::frame::{
-    BatchQuery, BatchStatement, BatchType, BoundValues, Consistency, Execute, Prepare,
-    QueryParameters, Request, Response, ResultBody, Rows, Value,
+    BatchQuery, BatchStatement, BatchType, BoundValues, Consistency, Execute, QueryParameters,
+    Request, Response, ResultBody, Rows, Value,
 };
 use mosaic_types::CqlValue;
 
@@ -610,13 +610,7 @@ fn serial_levels_are_for_the_paxos_phase_and_reads() {
 }
 
 fn prepare(h: &mut Harness, cql: &str) -> mosaic_cql::frame::Prepared {
-    match h.request(Request::Prepare(Prepare {
-        query: cql.to_owned(),
-        keyspace: None,
-    })) {
-        Response::Result(ResultBody::Prepared(p)) => p,
-        other => panic!("{cql}: {other:?}"),
-    }
+    h.prepare(cql)
 }
 
 #[test]

@@ -297,7 +297,7 @@ fn unsupported_statements_name_the_feature() {
     )
     .expect_err("mv");
     assert_eq!(e.feature(), Some(Feature::MaterializedView));
-    let e = parse_statement("CREATE TABLE t (k int PRIMARY KEY, c counter)").expect_err("counter");
+    let e = parse_statement("SELECT CAST(k AS counter) FROM t").expect_err("counter");
     assert_eq!(e.feature(), Some(Feature::Counter));
     assert_eq!(
         e.to_string(),

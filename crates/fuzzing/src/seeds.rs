@@ -58,7 +58,7 @@ fn clustering_filter() -> Vec<u8> {
     .encode()
 }
 
-const CQL: [&str; 11] = [
+const CQL: [&str; 14] = [
     "SELECT * FROM t WHERE k = 1",
     "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00) USING TTL 10",
     "UPDATE t SET v = 'b' WHERE k IN (1, 2)",
@@ -70,6 +70,9 @@ const CQL: [&str; 11] = [
     "UPDATE t SET v = ? WHERE k = 1 IF v IN ? AND m['a'] = 1 AND u.f > 2 AND s CONTAINS KEY ?",
     "INSERT INTO t (k, v) VALUES (1, 2) IF NOT EXISTS USING TTL 5",
     "BEGIN BATCH INSERT INTO t (k, c) VALUES (1, 1) IF NOT EXISTS; DELETE FROM t WHERE k = 1 AND c = 2 IF EXISTS; APPLY BATCH",
+    "CREATE TABLE pc (k int, ck int, s counter STATIC, c counter, PRIMARY KEY (k, ck))",
+    "UPDATE pc SET c = c + 1, s -= ?, c += ? WHERE k IN (1, 2) AND ck = 3",
+    "BEGIN COUNTER BATCH UPDATE pc SET c = c - 5 WHERE k = 1 AND ck = 2; DELETE c FROM pc WHERE k = 1 AND ck = 3; APPLY BATCH",
 ];
 
 /// JSON texts for `cql_json`, each with the index of a type it is a value of.

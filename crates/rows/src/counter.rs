@@ -83,7 +83,8 @@ pub fn counter_key_kind(schema: &KeySchema, key: &[u8]) -> Option<FragmentKind> 
 }
 
 /// The shard of `host` in counter `column` of the row `key`, from `entries` (the row's
-/// partition head — [`KeySchema::head_range_of_key`] — then the row, in key order, merged)
+/// partition head — [`KeySchema::head_range_of_key`] — then the row, in key order, merged;
+/// an entry repeating the one before it is skipped)
 /// at local time `now_secs`: the shard as a read sees it (`None` when absent or deleted),
 /// and the floor [`next_shard`] needs (the stored shard's clock and every deletion seen).
 pub fn stored_shard(
@@ -97,7 +98,14 @@ pub fn stored_shard(
     let mut floor = Timestamp(i64::MIN);
     let mut resolver = PartitionResolver::new(schema, now_secs);
     let mut live = None;
+    let mut last: Option<&[u8]> = None;
     for (k, v) in entries {
+        // A static row's key is inside its partition's head: a caller reading the head and
+        // then the row gets it twice.
+        if last == Some(k.as_slice()) {
+            continue;
+        }
+        last = Some(k);
         let fragment = Fragment::decode(v)?;
         let complex = fragment.complex.get(&column);
         let deletions = fragment

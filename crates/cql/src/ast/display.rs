@@ -474,8 +474,10 @@ impl Display for ModificationStatement {
 impl Display for BatchStatement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         f.write_str("BEGIN ")?;
-        if self.kind == BatchKind::Unlogged {
-            f.write_str("UNLOGGED ")?;
+        match self.kind {
+            BatchKind::Logged => {}
+            BatchKind::Unlogged => f.write_str("UNLOGGED ")?,
+            BatchKind::Counter => f.write_str("COUNTER ")?,
         }
         f.write_str("BATCH")?;
         if let Some(ts) = &self.timestamp {
@@ -516,7 +518,11 @@ impl Display for Property {
 
 impl Display for ColumnDefinition {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.name, self.ty)?;
+        if self.counter {
+            write!(f, "{} counter", self.name)?;
+        } else {
+            write!(f, "{} {}", self.name, self.ty)?;
+        }
         if self.is_static {
             f.write_str(" STATIC")?;
         }

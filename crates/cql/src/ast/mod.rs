@@ -8,7 +8,7 @@
 //! schema and converting literals to column types happens in the executor, because only it
 //! knows the columns.
 //!
-//! Constructs Mosaic does not implement (counters, materialized views, user-defined
+//! Constructs Mosaic does not implement (materialized views, user-defined
 //! functions, …) have no place in this tree: the parser rejects them with
 //! [`crate::parse::ParseError::Unsupported`], so an executor can never meet one by accident.
 //!
@@ -518,7 +518,7 @@ impl ModificationStatement {
     }
 }
 
-/// `LOGGED` (the default) or `UNLOGGED`; counter batches are unsupported.
+/// `LOGGED` (the default), `UNLOGGED` or `COUNTER`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum BatchKind {
     /// `BEGIN BATCH`.
@@ -526,6 +526,8 @@ pub enum BatchKind {
     Logged,
     /// `BEGIN UNLOGGED BATCH`.
     Unlogged,
+    /// `BEGIN COUNTER BATCH`: counter updates (and deletions of counter tables) only.
+    Counter,
 }
 
 /// `BEGIN [UNLOGGED] BATCH [USING TIMESTAMP n] stmt; … APPLY BATCH`.
@@ -610,10 +612,12 @@ pub struct DropKeyspaceStatement {
 pub struct ColumnDefinition {
     /// The column.
     pub name: Ident,
-    /// Its type.
+    /// Its type (`bigint` for a counter).
     pub ty: DataType,
     /// `STATIC`.
     pub is_static: bool,
+    /// Whether the type is `counter` (its values are `bigint`s; see `mosaic_rows::counter`).
+    pub counter: bool,
 }
 
 /// The primary key, however it was written (`col type PRIMARY KEY`, `PRIMARY KEY (a, b)`

@@ -30,7 +30,7 @@ pub enum Feature {
     Collection,
     /// `tuple<…>`.
     Tuple,
-    /// The `counter` type, `BEGIN COUNTER BATCH`, `SET c = c + 1`.
+    /// The `counter` type where no counter can stand (`CAST(… AS counter)`).
     Counter,
     /// `INSERT … JSON`, `SELECT JSON`.
     Json,

@@ -27,8 +27,8 @@
 //! Mosaic does not implement gives [`ParseError::Unsupported`] naming a [`Feature`]
 //! (protocol error 0x2200, Invalid): lightweight transactions (`IF …`), secondary indexes
 //! and `CONTAINS`/`LIKE`, materialized views, user-defined types, functions, aggregates
-//! and triggers, collection and tuple types, literals and element access, counters
-//! (`counter` columns, `c = c + 1`, counter batches), JSON, `COMPACT STORAGE`, roles and
+//! and triggers, collection and tuple types, literals and element access, `counter` where
+//! no counter can stand (`CAST(… AS counter)`), JSON, `COMPACT STORAGE`, roles and
 //! permissions, and custom (Java class) types. The parser stops at
 //! the first token of such a feature, so the error points at it. Statements Cassandra
 //! refuses before looking at a schema (two `PRIMARY KEY`s, unmatched `INSERT` columns and

@@ -166,6 +166,24 @@ fn using(table: &TableMeta, u: &Using, specs: &mut Vec<(usize, ColumnSpec)>) {
 
 /// Markers of a term standing for column `name` of type `ty` (inside collection and
 /// tuple literals, for their elements).
+/// Markers of a value of column `col`: a marker standing for a whole counter is a
+/// `counter`, as Cassandra types it.
+fn column_term(
+    table: &TableMeta,
+    col: &ColumnMeta,
+    t: &Term,
+    specs: &mut Vec<(usize, ColumnSpec)>,
+) -> Result<(), ErrorResponse> {
+    match t {
+        Term::Bind(m) if table.is_counter_column(col) => {
+            let name = m.name.as_ref().map_or(col.name.as_str(), |n| n.as_str());
+            specs.push((m.index, spec(table, name, ColumnType::Counter)));
+            Ok(())
+        }
+        _ => term(table, t, &col.name, &col.ty, specs),
+    }
+}
+
 fn term(
     table: &TableMeta,
     t: &Term,
@@ -288,7 +306,7 @@ fn relations(
         match r {
             Relation::Compare { column, op, value } => {
                 let col = restrict::column(table, column.as_str())?;
-                term(table, value, &col.name, &col.ty, specs)?;
+                column_term(table, col, value, specs)?;
                 if let (Operator::Eq, Term::Bind(m), ColumnKind::PartitionKey { position }) =
                     (op, value, col.kind)
                 {
@@ -300,7 +318,7 @@ fn relations(
                 match values {
                     InValues::List(terms) => {
                         for t in terms {
-                            term(table, t, &col.name, &col.ty, specs)?;
+                            column_term(table, col, t, specs)?;
                         }
                     }
                     InValues::Bind(m) => specs.push((
@@ -311,7 +329,7 @@ fn relations(
                                 || format!("in({})", col.name),
                                 |n| n.as_str().to_owned(),
                             ),
-                            ColumnType::List(Box::new((&col.ty).into())),
+                            ColumnType::List(Box::new(table.wire_type(col))),
                         ),
                     )),
                 }
@@ -448,6 +466,8 @@ fn modification(
     specs: &mut Vec<(usize, ColumnSpec)>,
     pk_markers: &mut Vec<(usize, usize)>,
 ) -> Result<usize, ErrorResponse> {
+    // What Cassandra refuses on counter tables it refuses at PREPARE.
+    super::write::counter_table(catalog, exec, statement)?;
     match statement {
         Statement::Insert(s) => {
             let table = exec.table(catalog, &s.table)?;
@@ -489,6 +509,9 @@ fn modification(
                         if let Some((name, ty)) = element_marker(col, false) {
                             term(&table, &a.value, &name, &ty, specs)?;
                         }
+                    }
+                    None if table.is_counter_column(col) => {
+                        column_term(&table, col, &a.value, specs)?
                     }
                     None => {
                         // `m = m - {k}` removes keys: a set of the key type.

@@ -114,6 +114,7 @@ mod tests {
             next_column_id: 0,
             indexes: Default::default(),
             dropped_columns: Default::default(),
+            counter: false,
             derived: Default::default(),
         })
     }

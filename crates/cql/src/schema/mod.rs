@@ -402,6 +402,11 @@ pub struct TableMeta {
     /// the old values and the same kind.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dropped_columns: BTreeMap<String, DroppedColumn>,
+    /// Whether it is a counter table (Cassandra's `counter` flag, fixed at CREATE): every
+    /// column outside the primary key is a `counter`, stored as `bigint` in
+    /// [`ColumnMeta::ty`] and as shards in cells (`mosaic_rows::counter`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counter: bool,
     /// What statements derive from the definition, computed on first use.
     #[serde(skip)]
     pub derived: Derived,
@@ -467,6 +472,29 @@ impl TableMeta {
     /// A column by name.
     pub fn column(&self, name: &str) -> Option<&ColumnMeta> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// Whether `col` (a column of this table) is a counter.
+    pub fn is_counter_column(&self, col: &ColumnMeta) -> bool {
+        self.counter && !col.kind.is_primary_key()
+    }
+
+    /// The type drivers see for `col`: `counter` for a counter, else its type.
+    pub fn wire_type(&self, col: &ColumnMeta) -> crate::frame::ColumnType {
+        if self.is_counter_column(col) {
+            crate::frame::ColumnType::Counter
+        } else {
+            (&col.ty).into()
+        }
+    }
+
+    /// `col`'s type as CQL names it (`system_schema.columns.type`, `DESCRIBE`).
+    pub fn type_name(&self, col: &ColumnMeta) -> String {
+        if self.is_counter_column(col) {
+            "counter".to_owned()
+        } else {
+            col.ty.to_string()
+        }
     }
 
     /// The index of a column by name.
@@ -731,6 +759,7 @@ mod tests {
             next_column_id: 3,
             indexes: BTreeMap::new(),
             dropped_columns: BTreeMap::new(),
+            counter: false,
             derived: Derived::default(),
         };
         let ks = KeyspaceMeta {

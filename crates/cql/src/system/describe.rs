@@ -233,7 +233,7 @@ impl<'a> Table<'a> {
                     };
                     Column {
                         name: &c.name,
-                        ty: std::borrow::Cow::Owned(c.ty.to_string()),
+                        ty: std::borrow::Cow::Owned(t.type_name(c)),
                         role,
                         descending,
                         multi_cell: c.ty.is_multi_cell(),

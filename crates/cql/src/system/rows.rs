@@ -281,16 +281,23 @@ fn system_column_row(
 }
 
 fn schema_tables(view: &SystemView<'_>) -> Vec<Row> {
-    let system =
-        schema_system_tables().map(|t| table_row(t.keyspace, t.name, &system_table_options(t)));
-    let user = view
-        .catalog
-        .tables()
-        .map(|t| table_row(&t.keyspace, &t.name, &user_table_options(t)));
+    const COMPOUND: &[&str] = &["compound"];
+    let system = schema_system_tables()
+        .map(|t| table_row(t.keyspace, t.name, &system_table_options(t), COMPOUND));
+    let user = view.catalog.tables().map(|t| {
+        let flags: &[&str] = if t.counter {
+            &["compound", "counter"]
+        } else {
+            COMPOUND
+        };
+        table_row(&t.keyspace, &t.name, &user_table_options(t), flags)
+    });
     system.chain(user).collect()
 }
 
-fn table_row(keyspace: &str, name: &str, o: &TableOptions) -> Row {
+/// A `system_schema.tables` row; `flags` as Cassandra 4 sets them (`counter` for a
+/// counter table).
+fn table_row(keyspace: &str, name: &str, o: &TableOptions, flags: &[&str]) -> Row {
     RowBuilder::new(&tables::TABLES)
         .set("keyspace_name", cell::text(keyspace))
         .set("table_name", cell::text(name))
@@ -315,7 +322,7 @@ fn table_row(keyspace: &str, name: &str, o: &TableOptions) -> Row {
         .set("default_time_to_live", cell::int(o.default_time_to_live))
         .set("extensions", cell::blob_map(&o.extensions))
         // Every table Mosaic has is a CQL3 table: compound, not dense, not super.
-        .set("flags", cell::text_set(&["compound"], true))
+        .set("flags", cell::text_set(flags, true))
         .set("gc_grace_seconds", cell::int(o.gc_grace_seconds))
         .set("id", cell::uuid(o.id))
         .set("max_index_interval", cell::int(o.max_index_interval))
@@ -355,7 +362,7 @@ fn schema_columns(view: &SystemView<'_>) -> Vec<Row> {
                 order,
                 c.kind.name(),
                 position,
-                &c.ty.to_string(),
+                &t.type_name(c),
             ));
         }
     }

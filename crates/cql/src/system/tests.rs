@@ -71,6 +71,7 @@ fn user_table(name: &str, params: TableParams) -> TableMeta {
         next_column_id: 4,
         indexes: Default::default(),
         dropped_columns: Default::default(),
+        counter: false,
         derived: Default::default(),
     }
 }

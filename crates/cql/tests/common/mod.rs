@@ -85,6 +85,17 @@ impl Harness {
             .factor()
     }
 
+    /// Prepares a statement that must prepare.
+    pub fn prepare(&mut self, cql: &str) -> mosaic_cql::frame::Prepared {
+        match self.request(Request::Prepare(mosaic_cql::frame::Prepare {
+            query: cql.to_owned(),
+            keyspace: None,
+        })) {
+            Response::Result(ResultBody::Prepared(p)) => p,
+            other => panic!("{cql}: {other:?}"),
+        }
+    }
+
     /// Runs a SELECT and decodes its rows with the result metadata's types.
     pub fn rows(&mut self, cql: &str) -> Vec<Vec<Option<CqlValue>>> {
         match self.ok(cql) {

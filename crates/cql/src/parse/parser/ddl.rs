@@ -142,7 +142,7 @@ impl Parser<'_> {
             let mut fields = Vec::new();
             loop {
                 let field = self.parse_ident()?;
-                fields.push((field, self.parse_type()?));
+                fields.push((field, self.parse_field_type()?));
                 if !self.accept(Kind::Comma) {
                     break;
                 }
@@ -181,7 +181,7 @@ impl Parser<'_> {
             let name = self.parse_qualified_name()?;
             let operation = if self.accept_kw("ADD") {
                 let field = self.parse_ident()?;
-                AlterTypeOperation::Add(field, self.parse_type()?)
+                AlterTypeOperation::Add(field, self.parse_field_type()?)
             } else if self.accept_kw("RENAME") {
                 let mut pairs = Vec::new();
                 loop {
@@ -345,12 +345,18 @@ impl Parser<'_> {
 
     pub(super) fn parse_column_definition(&mut self) -> PResult<ColumnDefinition> {
         let name = self.parse_ident()?;
-        let ty = self.parse_type()?;
+        let counter = self.accept_counter();
+        let ty = if counter {
+            DataType::Native(mosaic_types::CqlType::BigInt)
+        } else {
+            self.parse_type()?
+        };
         let is_static = self.accept_kw("STATIC");
         Ok(ColumnDefinition {
             name,
             ty,
             is_static,
+            counter,
         })
     }
 

@@ -129,8 +129,7 @@ impl Parser<'_> {
         })
     }
 
-    /// `c = t`, `c[k] = t`, `c = c + t`, `c = t + c`, `c = c - t` (counters' `c += t`
-    /// and `c -= t` stay refused).
+    /// `c = t`, `c[k] = t`, `c = c + t`, `c = t + c`, `c = c - t`, `c += t`, `c -= t`.
     pub(super) fn parse_assignment(&mut self) -> PResult<Assignment> {
         let column = self.parse_ident()?;
         let element = if self.accept(Kind::LBracket) {
@@ -146,8 +145,22 @@ impl Parser<'_> {
             None
         };
         let t = self.peek();
-        if matches!(t.kind, Kind::PlusEq | Kind::MinusEq) {
-            return Err(self.unsupported(t, Feature::Counter, "counter updates c += …"));
+        if element.is_none() && field.is_none() && matches!(t.kind, Kind::PlusEq | Kind::MinusEq) {
+            // Cassandra 4's `c += t` / `c -= t`: `c = c + t` / `c = c - t`.
+            self.bump();
+            let op = if t.kind == Kind::PlusEq {
+                AssignOp::Add
+            } else {
+                AssignOp::Remove
+            };
+            let value = self.parse_term()?;
+            return Ok(Assignment {
+                column,
+                element: None,
+                field: None,
+                op,
+                value,
+            });
         }
         self.expect(Kind::Eq)?;
         if element.is_some() || field.is_some() {
@@ -264,14 +277,14 @@ impl Parser<'_> {
         })
     }
 
-    /// `BEGIN [UNLOGGED] BATCH [USING TIMESTAMP n] (stmt [;])* APPLY BATCH`.
+    /// `BEGIN [UNLOGGED | COUNTER] BATCH [USING TIMESTAMP n] (stmt [;])* APPLY BATCH`.
     pub(super) fn parse_batch(&mut self) -> PResult<BatchStatement> {
         let first_bind = self.binds.len();
         self.expect_kw("BEGIN")?;
         let kind = if self.accept_kw("UNLOGGED") {
             BatchKind::Unlogged
-        } else if self.is_kw("COUNTER") {
-            return Err(self.unsupported(self.peek(), Feature::Counter, "BEGIN COUNTER BATCH"));
+        } else if self.accept_kw("COUNTER") {
+            BatchKind::Counter
         } else {
             BatchKind::Logged
         };

@@ -352,11 +352,35 @@ impl Parser<'_> {
         Ok(ty)
     }
 
+    /// `counter` where a column's type starts (consumed): the one place it may stand.
+    pub(super) fn accept_counter(&mut self) -> bool {
+        let t = self.peek();
+        let is_counter = t.kind == Kind::Word
+            && self.slice(t).eq_ignore_ascii_case("counter")
+            && !self.is_at(1, Kind::Lt);
+        if is_counter {
+            self.bump();
+        }
+        is_counter
+    }
+
+    /// A user-defined type's field type: any type but `counter`, refused with Cassandra's
+    /// message.
+    pub(super) fn parse_field_type(&mut self) -> PResult<DataType> {
+        let t = self.peek();
+        if self.accept_counter() {
+            return Err(self.invalid(t, "A user type cannot contain counters".to_owned()));
+        }
+        self.parse_type()
+    }
+
+    /// The arguments of `tuple<…>` (`count` `None`) or `frozen<…>` (`Some(1)`); `counter`
+    /// among them is refused as Cassandra refuses it.
     fn parse_type_args(&mut self, count: Option<usize>) -> PResult<Vec<DataType>> {
         self.expect(Kind::Lt)?;
-        let mut args = vec![self.parse_type_inner()?];
+        let mut args = vec![self.parse_type_arg(count.is_none())?];
         while self.accept(Kind::Comma) {
-            args.push(self.parse_type_inner()?);
+            args.push(self.parse_type_arg(count.is_none())?);
         }
         if count.is_some_and(|n| args.len() != n) {
             return Err(self.mismatch("'>'"));
@@ -399,6 +423,24 @@ impl Parser<'_> {
             ));
         }
         Ok(args.into_iter().flatten().collect())
+    }
+
+    /// One argument of `tuple<…>` (`in_tuple`) or `frozen<…>`.
+    fn parse_type_arg(&mut self, in_tuple: bool) -> PResult<DataType> {
+        let t = self.peek();
+        if !self.accept_counter() {
+            return self.parse_type_inner();
+        }
+        if in_tuple {
+            return Err(self.invalid(t, "Counters are not allowed inside tuples".to_owned()));
+        }
+        // Cassandra's grammar refuses frozen<native> itself: a syntax error.
+        let (line, column) = position(self.text, t.start);
+        Err(ParseError::Syntax {
+            line,
+            column,
+            message: "frozen<> is only allowed on collections, tuples, and user-defined types (got counter)".to_owned(),
+        })
     }
 
     /// One collection element type; `None` for `counter`.

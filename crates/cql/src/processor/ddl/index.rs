@@ -170,6 +170,11 @@ pub(super) async fn create_index<C: Coordinator>(
             let Some(table) = catalog.table(&keyspace, &table_name) else {
                 return Err(invalid(format!("Table '{table_name}' doesn't exist")));
             };
+            if table.counter {
+                return Err(invalid(
+                    "Secondary indexes on counter tables aren't supported",
+                ));
+            }
             let target = target(table, &s)?;
             let taken = |name: &str| catalog.index(&keyspace, name).is_some();
             let name = match &s.name {

@@ -36,8 +36,10 @@ pub(super) fn table_from_create(
         next_column_id,
         indexes: Default::default(),
         dropped_columns: Default::default(),
+        counter: s.columns.iter().any(|c| c.counter),
         derived: Default::default(),
     };
+    check_counter_ttl(&table)?;
     check_layout_columns(&table, defaulted)?;
     Ok(table)
 }
@@ -103,10 +105,10 @@ fn check_columns(
                 ident.as_str()
             )));
         }
-        if def.ty == mosaic_types::DataType::Native(mosaic_types::CqlType::Duration) {
+        if def.counter {
             // Cassandra 4's CreateTableStatement, word for word.
             return Err(invalid(format!(
-                "duration type is not supported for PRIMARY KEY column '{}'",
+                "counter type is not supported for PRIMARY KEY column '{}'",
                 ident.as_str()
             )));
         }
@@ -116,6 +118,12 @@ fn check_columns(
                 ident.as_str()
             )));
         }
+    }
+    let counters = s.columns.iter().filter(|c| c.counter).count();
+    if counters > 0 && counters + key_names.len() != s.columns.len() {
+        return Err(invalid(
+            "Cannot mix counter and non counter columns in the same table",
+        ));
     }
     let has_static = s.columns.iter().any(|c| c.is_static);
     if has_static && s.primary_key.clustering_columns.is_empty() {
@@ -214,11 +222,22 @@ pub(super) fn alter_table(
         AlterTableOperation::Rename(pairs) => rename_columns(&mut table, pairs)?,
         AlterTableOperation::With(properties) => {
             apply_table_properties(&mut table.params, properties)?;
+            check_counter_ttl(&table)?;
             check_layout_change(old, &table)?;
         }
     }
     check_layout_columns(&table, false)?;
     Ok(table)
+}
+
+/// A counter table has no `default_time_to_live` (counters cannot expire).
+fn check_counter_ttl(table: &TableMeta) -> Result<(), ErrorResponse> {
+    if table.counter && table.params.default_time_to_live != 0 {
+        return Err(invalid(
+            "Cannot set default_time_to_live on a table with counters",
+        ));
+    }
+    Ok(())
 }
 
 /// Refuses an `ALTER TABLE … WITH` that changes what the layout cannot: its class ever
@@ -269,6 +288,18 @@ fn add_columns(table: &mut TableMeta, defs: &[ColumnDefinition]) -> Result<(), E
         if table.column(name).is_some() {
             return Err(invalid(format!(
                 "Invalid column name {name} because it conflicts with an existing column"
+            )));
+        }
+        if def.counter != table.counter {
+            // Cassandra 4.1's TableMetadata.validate, word for word (a Config error).
+            let (column, table_kind) = if def.counter {
+                ("a counter", "non counter")
+            } else {
+                ("a non counter", "counter")
+            };
+            return Err(config(format!(
+                "{}.{}: Cannot have {column} column (\"{name}\") in a {table_kind} table",
+                table.keyspace, table.name
             )));
         }
         if let Some(dropped) = table.dropped_columns.get(name) {

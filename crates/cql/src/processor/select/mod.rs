@@ -624,6 +624,13 @@ impl RowView<'_> {
                 } else {
                     self.row?
                 };
+                if table.counter {
+                    // Its shards (`mosaic_rows::counter`): the value is their sum.
+                    let shards = row.complex.get(&col.id)?.iter().map(|(_, c)| c);
+                    return Some(CqlValue::BigInt(mosaic_rows::counter::counter_total(
+                        shards,
+                    )));
+                }
                 if col.ty.is_multi_cell() {
                     return super::collections::assemble(&col.ty, row.complex.get(&col.id)?);
                 }
@@ -632,21 +639,31 @@ impl RowView<'_> {
         }
     }
 
+    /// The cell of column `index` (a counter's newest shard: its write time is the
+    /// counter's, as Cassandra's merged counter cell has the newest timestamp).
     fn cell(&self, table: &TableMeta, index: usize) -> Option<&mosaic_rows::LiveCell> {
         let col = table.columns.get(index)?;
-        match col.kind {
-            ColumnKind::Static => self.static_row?.cells.get(&col.id),
-            ColumnKind::Regular => self.row?.cells.get(&col.id),
-            _ => None,
+        let row = match col.kind {
+            ColumnKind::Static => self.static_row?,
+            ColumnKind::Regular => self.row?,
+            _ => return None,
+        };
+        if table.counter {
+            let shards = row.complex.get(&col.id)?;
+            return shards.iter().map(|(_, c)| c).max_by_key(|c| c.ts);
         }
+        row.cells.get(&col.id)
     }
 
     fn bytes(&self, table: &TableMeta, index: usize) -> Option<Bytes> {
         let col = table.columns.get(index)?;
         match col.kind {
-            ColumnKind::Static | ColumnKind::Regular if !col.ty.is_multi_cell() => self
-                .cell(table, index)
-                .map(|c| Bytes::copy_from_slice(&c.value)),
+            ColumnKind::Static | ColumnKind::Regular
+                if !col.ty.is_multi_cell() && !table.counter =>
+            {
+                self.cell(table, index)
+                    .map(|c| Bytes::copy_from_slice(&c.value))
+            }
             _ => self
                 .value(table, index)
                 .map(|v| Bytes::from(v.to_cql_bytes())),

@@ -81,7 +81,7 @@ pub(crate) fn output_columns(
                     .map(|col| {
                         Ok(OutColumn {
                             name: col.name.clone(),
-                            ty: (&col.ty).into(),
+                            ty: table.wire_type(col),
                             expr: Expr::Column(restrict::column_index(table, &col.name)?),
                         })
                     })
@@ -121,8 +121,12 @@ type Selected = (String, ColumnType, Expr);
 pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selected, ErrorResponse> {
     match expr {
         SelectorExpr::Column(ident) => {
-            let (index, ty, _) = column(table, ident.as_str())?;
-            Ok((ident.as_str().to_owned(), ty.into(), Expr::Column(index)))
+            let (index, _, _) = column(table, ident.as_str())?;
+            Ok((
+                ident.as_str().to_owned(),
+                wire_type(table, index),
+                Expr::Column(index),
+            ))
         }
         SelectorExpr::Field(ident, field) => {
             let (index, ty, _) = column(table, ident.as_str())?;
@@ -349,11 +353,24 @@ fn aggregate_call(
             ty
         }
     };
+    // Cassandra's aggregates of a counter are counters.
+    let result_ty = match wire_type(table, index) {
+        ColumnType::Counter => ColumnType::Counter,
+        _ => result_ty.into(),
+    };
     Ok((
         format!("system.{func}({})", ident.as_str()),
-        result_ty.into(),
+        result_ty,
         Expr::Aggregate(agg, index),
     ))
+}
+
+/// The type drivers see for column `index` (`counter` for a counter).
+fn wire_type(table: &TableMeta, index: usize) -> ColumnType {
+    table
+        .columns
+        .get(index)
+        .map_or(ColumnType::Native(CqlType::Blob), |c| table.wire_type(c))
 }
 
 pub(super) fn sample_of(ty: CqlType) -> CqlValue {

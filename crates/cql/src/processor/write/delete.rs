@@ -105,6 +105,11 @@ impl Writer<'_> {
                 )?;
                 continue;
             }
+            if self.table.counter && deleted.element.is_none() {
+                // A counter's shards are cells of one multi-cell column.
+                delete_column(target.complex.entry(col.id).or_default(), time);
+                continue;
+            }
             match (&deleted.element, col.ty.is_multi_cell()) {
                 (None, false) => {
                     target.cells.insert(col.id, self.tombstone());

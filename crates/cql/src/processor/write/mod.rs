@@ -11,16 +11,19 @@
 //! else the coordinator's clock.
 
 use std::cell::RefCell;
-use std::sync::Arc;
 
 mod attributes;
+mod batch;
 mod cas;
 mod collections;
+mod counter;
 mod delete;
 
 use attributes::{write_timestamp, write_ttl};
 
+pub(crate) use batch::{execute_batch, execute_batch_statement};
 pub(crate) use cas::shape as condition_shape;
+pub(crate) use counter::counter_table;
 
 use mosaic_rows::{
     Cell, DeletionTime, Expiry, Fragment, FragmentKind, KeySchema, Liveness, PartitionPrefix,
@@ -28,8 +31,8 @@ use mosaic_rows::{
 use mosaic_types::{CqlType, CqlValue, DataType, Timestamp};
 
 use crate::ast::{
-    AssignOp, BatchStatement, InsertStatement, ModificationStatement, Statement, UpdateStatement,
-    Using,
+    AssignOp, BatchKind, BatchStatement, InsertStatement, ModificationStatement, Statement,
+    UpdateStatement, Using,
 };
 use crate::coordinator::{Coordinator, Mutation};
 use crate::frame::{
@@ -84,6 +87,18 @@ pub(crate) async fn execute_single<C: Coordinator>(
         now_micros,
     };
     let consistency = exec.params.consistency;
+    if let Some(table) = counter::counter_table(&catalog, exec, statement)? {
+        counter::check_consistency(&table, consistency)?;
+        let mut writes = counter::CounterWrites::default();
+        writes.add(&WriteSource {
+            catalog: &catalog,
+            exec,
+            statement,
+            bindings: &bindings,
+            time,
+        })?;
+        return writes.apply(coordinator.as_ref(), consistency).await;
+    }
     if statement.has_conditions() {
         let part = cas::part(statement.clone(), exec.keyspace, exec.params, bindings);
         return cas::execute(p, cas::input(vec![part], false, exec.params, time)).await;
@@ -98,124 +113,6 @@ pub(crate) async fn execute_single<C: Coordinator>(
     })
     .await?;
     apply(coordinator.as_ref(), mutations, consistency).await
-}
-
-/// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared).
-pub(crate) async fn execute_batch_statement<C: Coordinator>(
-    p: &Processor<C>,
-    exec: &Exec<'_>,
-    batch: &BatchStatement,
-) -> Result<ResultBody, ErrorResponse> {
-    let coordinator = p.coordinator();
-    let catalog = coordinator.catalog();
-    let bindings = Bindings::new(&exec.params.values, &batch.bind_markers)?;
-    let now_micros = coordinator.new_timestamp();
-    let ctx = EvalContext {
-        bindings: &bindings,
-        now_micros,
-    };
-    let conditional = batch.statements.iter().any(|s| s.conditions().is_some());
-    if conditional && batch.timestamp.is_some() {
-        return Err(invalid(
-            "Cannot provide custom timestamp for conditional BATCH",
-        ));
-    }
-    let batch_ts = match &batch.timestamp {
-        Some(v) => eval_int(v, mosaic_types::CqlType::BigInt, "[timestamp]", &ctx)?,
-        None => None,
-    };
-    let time = WriteTime {
-        ts: batch_ts.or(exec.params.timestamp).unwrap_or(now_micros),
-        ts_from_batch: batch_ts.is_some(),
-        now_secs: exec.now_secs(coordinator.now_secs()),
-        now_micros,
-    };
-    let statements: Vec<Statement> = batch
-        .statements
-        .iter()
-        .map(|s| to_statement(s.clone()))
-        .collect();
-    if conditional {
-        let parts = statements
-            .into_iter()
-            .map(|s| cas::part(s, exec.keyspace, exec.params, bindings.clone()))
-            .collect();
-        return cas::execute(p, cas::input(parts, true, exec.params, time)).await;
-    }
-    let consistency = exec.params.consistency;
-    let mutations = with_prior_reads(coordinator.as_ref(), consistency, time, |prior, out| {
-        for statement in &statements {
-            mutations_of(&catalog, exec, statement, &bindings, time, prior, out)?;
-        }
-        Ok(())
-    })
-    .await?;
-    apply(coordinator.as_ref(), mutations, consistency).await
-}
-
-/// Executes a BATCH request: each statement with its own values and keyspace.
-pub(crate) async fn execute_batch<C: Coordinator>(
-    p: &Processor<C>,
-    batch: &Batch,
-    statements: Vec<(Arc<Statement>, Option<String>, BoundValues)>,
-) -> Result<ResultBody, ErrorResponse> {
-    if batch.batch_type == BatchType::Counter {
-        return Err(invalid("Counter batches are not supported"));
-    }
-    let coordinator = p.coordinator();
-    let catalog = coordinator.catalog();
-    let now_micros = coordinator.new_timestamp();
-    let time = WriteTime {
-        ts: batch.timestamp.unwrap_or(now_micros),
-        ts_from_batch: false,
-        now_secs: batch
-            .now_in_seconds
-            .map_or_else(|| coordinator.now_secs(), i64::from),
-        now_micros,
-    };
-    let mut prepared = Vec::with_capacity(statements.len());
-    for (statement, keyspace, values) in statements {
-        if !matches!(
-            statement.as_ref(),
-            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)
-        ) {
-            return Err(invalid(format!(
-                "Invalid statement in batch: only UPDATE, INSERT and DELETE statements are allowed, not {}",
-                statement_kind(&statement)
-            )));
-        }
-        let mut params = QueryParameters::new(batch.consistency);
-        params.values = values;
-        params.serial_consistency = batch.serial_consistency;
-        let bindings = Bindings::new(&params.values, statement.bind_markers())?;
-        prepared.push((statement, keyspace, params, bindings));
-    }
-    if prepared.iter().any(|(s, ..)| s.has_conditions()) {
-        let parts = prepared
-            .into_iter()
-            .map(|(s, ks, params, b)| cas::part((*s).clone(), ks.as_deref(), &params, b))
-            .collect();
-        let mut params = QueryParameters::new(batch.consistency);
-        params.serial_consistency = batch.serial_consistency;
-        return cas::execute(p, cas::input(parts, true, &params, time)).await;
-    }
-    let mutations = with_prior_reads(
-        coordinator.as_ref(),
-        batch.consistency,
-        time,
-        |prior, out| {
-            for (statement, keyspace, params, bindings) in &prepared {
-                let exec = Exec {
-                    keyspace: keyspace.as_deref(),
-                    params,
-                };
-                mutations_of(&catalog, &exec, statement, bindings, time, prior, out)?;
-            }
-            Ok(())
-        },
-    )
-    .await?;
-    apply(coordinator.as_ref(), mutations, batch.consistency).await
 }
 
 /// Builds a statement's (or batch's) mutations; when a list operation needs the list's
@@ -296,49 +193,83 @@ fn mutations_of(
     prior: &RefCell<PriorRows>,
     out: &mut Vec<Mutation>,
 ) -> Result<(), ErrorResponse> {
-    let ctx = EvalContext {
+    let source = WriteSource {
+        catalog,
+        exec,
+        statement,
         bindings,
-        now_micros: time.now_micros,
+        time,
     };
-    let (name, using) = match statement {
-        Statement::Insert(s) => (&s.table, s.using.clone()),
-        Statement::Update(s) => (&s.table, s.using.clone()),
-        Statement::Delete(s) => (
-            &s.table,
-            Using {
-                ttl: None,
-                timestamp: s.timestamp.clone(),
-            },
-        ),
-        _ => return Err(invalid("not a modification statement")),
-    };
-    let keyspace = exec.keyspace_of(name)?;
-    if crate::system::is_system_keyspace(keyspace) {
-        return Err(crate::frame::ErrorResponse::new(
-            crate::frame::ErrorKind::Unauthorized,
-            format!("{keyspace} keyspace is not user-modifiable."),
-        ));
-    }
-    let table = exec.table(catalog, name)?;
-    let ts = write_timestamp(&using, time, &ctx)?;
-    let ttl = write_ttl(&using, &table, &ctx)?;
-    let w = Writer {
-        table: &table,
-        schema: table.key_schema(),
-        ts: Timestamp(ts),
-        expiry: (ttl > 0).then(|| Expiry {
-            ttl_secs: ttl as u32,
-            local_expiration_secs: time.now_secs.saturating_add(i64::from(ttl)),
-        }),
-        now_secs: time.now_secs,
-        now_micros: time.now_micros,
-        prior,
-    };
-    match statement {
-        Statement::Insert(s) => w.insert(s, &ctx, out),
-        Statement::Update(s) => w.update(s, &ctx, out),
-        Statement::Delete(s) => w.delete(s, &ctx, out),
+    source.with_writer(prior, |w, ctx| match statement {
+        Statement::Insert(s) => w.insert(s, ctx, out),
+        Statement::Update(s) => w.update(s, ctx, out),
+        Statement::Delete(s) => w.delete(s, ctx, out),
         _ => Ok(()),
+    })
+}
+
+/// A modification statement with what it is run with.
+struct WriteSource<'a> {
+    catalog: &'a crate::schema::Catalog,
+    exec: &'a Exec<'a>,
+    statement: &'a Statement,
+    bindings: &'a Bindings,
+    time: WriteTime,
+}
+
+impl WriteSource<'_> {
+    /// Runs `f` with the statement's [`Writer`] (its table, timestamp and TTL checked).
+    fn with_writer<R>(
+        &self,
+        prior: &RefCell<PriorRows>,
+        f: impl FnOnce(&Writer<'_>, &EvalContext<'_>) -> Result<R, ErrorResponse>,
+    ) -> Result<R, ErrorResponse> {
+        let WriteSource {
+            catalog,
+            exec,
+            statement,
+            bindings,
+            time,
+        } = *self;
+        let ctx = EvalContext {
+            bindings,
+            now_micros: time.now_micros,
+        };
+        let (name, using) = match statement {
+            Statement::Insert(s) => (&s.table, s.using.clone()),
+            Statement::Update(s) => (&s.table, s.using.clone()),
+            Statement::Delete(s) => (
+                &s.table,
+                Using {
+                    ttl: None,
+                    timestamp: s.timestamp.clone(),
+                },
+            ),
+            _ => return Err(invalid("not a modification statement")),
+        };
+        let keyspace = exec.keyspace_of(name)?;
+        if crate::system::is_system_keyspace(keyspace) {
+            return Err(crate::frame::ErrorResponse::new(
+                crate::frame::ErrorKind::Unauthorized,
+                format!("{keyspace} keyspace is not user-modifiable."),
+            ));
+        }
+        let table = exec.table(catalog, name)?;
+        let ts = write_timestamp(&using, time, &ctx)?;
+        let ttl = write_ttl(&using, &table, &ctx)?;
+        let w = Writer {
+            table: &table,
+            schema: table.key_schema(),
+            ts: Timestamp(ts),
+            expiry: (ttl > 0).then(|| Expiry {
+                ttl_secs: ttl as u32,
+                local_expiration_secs: time.now_secs.saturating_add(i64::from(ttl)),
+            }),
+            now_secs: time.now_secs,
+            now_micros: time.now_micros,
+            prior,
+        };
+        f(&w, &ctx)
     }
 }
 
@@ -603,6 +534,34 @@ impl Writer<'_> {
         restrict::values_product(&r.clustering)
     }
 
+    /// The rows an UPDATE names: whole rows only.
+    fn updated_rows(&self, r: &Restrictions) -> Result<Vec<Vec<CqlValue>>, ErrorResponse> {
+        if let Some(rows) = self.full_rows(r) {
+            return Ok(rows);
+        }
+        if r.clustering
+            .iter()
+            .any(|c| matches!(c, Some(ColumnRestriction::Slice { .. })))
+        {
+            return Err(invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements"));
+        }
+        Err(invalid(format!(
+            "Some clustering keys are missing: {}",
+            unrestricted(&self.table.clustering(), &r.clustering)
+        )))
+    }
+
+    /// The column an UPDATE's `SET` names (never a primary key column).
+    fn set_column(&self, name: &str) -> Result<&ColumnMeta, ErrorResponse> {
+        let col = restrict::column(self.table, name)?;
+        if col.kind.is_primary_key() {
+            return Err(invalid(format!(
+                "PRIMARY KEY part {name} found in SET part"
+            )));
+        }
+        Ok(col)
+    }
+
     fn update(
         &self,
         s: &UpdateStatement,
@@ -616,12 +575,7 @@ impl Writer<'_> {
         let mut list_ops = Vec::new();
         for a in &s.assignments {
             let name = a.column.as_str();
-            let col = restrict::column(self.table, name)?;
-            if col.kind.is_primary_key() {
-                return Err(invalid(format!(
-                    "PRIMARY KEY part {name} found in SET part"
-                )));
-            }
+            let col = self.set_column(name)?;
             let target = if col.kind == ColumnKind::Static {
                 &mut statics
             } else {
@@ -707,21 +661,7 @@ impl Writer<'_> {
         {
             Vec::new()
         } else {
-            match self.full_rows(&r) {
-                Some(rows) => rows,
-                None => {
-                    let missing = unrestricted(&self.table.clustering(), &r.clustering);
-                    if r.clustering
-                        .iter()
-                        .any(|c| matches!(c, Some(ColumnRestriction::Slice { .. })))
-                    {
-                        return Err(invalid("Slice restrictions are not supported on the clustering columns in UPDATE statements"));
-                    }
-                    return Err(invalid(format!(
-                        "Some clustering keys are missing: {missing}"
-                    )));
-                }
-            }
+            self.updated_rows(&r)?
         };
         let rows = if is_empty(&regular, false) {
             Vec::new()
