@@ -35,19 +35,16 @@
 //! (`rows_returned`, `rows_per_s`).
 
 use std::ops::ControlFlow;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
-use scylla::errors::ExecutionError;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
 use scylla::response::PagingState;
 use scylla::serialize::row::SerializeRow;
@@ -55,11 +52,11 @@ use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::{Consistency, Statement};
 use serde_json::{json, Value};
 
-use crate::monitor::Monitor;
-use crate::osio::{pid_from_file, IoCounters};
-use crate::ycsb::{
-    connect, error_kind, parse_consistency, servers_cpu_seconds, OperationKind, Report, Tally,
+use crate::phase::{
+    self, pids_of, result_errors_text, undecodable, ClientArgs, Done, Failed, PhaseResult,
+    PhaseSpec, Worker,
 };
+use crate::ycsb::{connect, parse_consistency, OperationKind};
 
 /// The benchmark's keyspace.
 pub const KEYSPACE: &str = "idxbench";
@@ -67,9 +64,6 @@ pub const KEYSPACE: &str = "idxbench";
 pub const TABLE: &str = "t";
 /// The indexes, by the names `CREATE INDEX ON t (lo)` and `… (hi)` give them.
 pub const INDEXES: [&str; 2] = ["t_lo_idx", "t_hi_idx"];
-
-/// Result-check failures kept in the report, at most.
-const RESULT_ERRORS_KEPT: usize = 10;
 
 /// `mosaic-bench index load` and `mosaic-bench index run`.
 #[derive(Subcommand, Debug)]
@@ -84,9 +78,8 @@ pub enum IndexCommand {
 /// Options both commands share.
 #[derive(Args, Debug, Clone)]
 pub struct IndexCommonArgs {
-    /// Contact points, `host[:port]` separated by commas (port 9042 by default).
-    #[arg(long, value_delimiter = ',', required = true)]
-    pub hosts: Vec<String>,
+    #[command(flatten)]
+    pub client: ClientArgs,
     /// Rows of the table (the same for load and run).
     #[arg(long, default_value_t = 100_000)]
     pub rows: u64,
@@ -94,25 +87,9 @@ pub struct IndexCommonArgs {
     /// query returns rows / lo_values rows (the same for load and run).
     #[arg(long, default_value_t = 1_000)]
     pub lo_values: u64,
-    /// Requests in flight.
-    #[arg(long, default_value_t = 64)]
-    pub concurrency: usize,
     /// Consistency level of inserts and appends.
     #[arg(long, default_value = "ONE")]
     pub write_cl: String,
-    /// Files holding server process ids (e.g. DIR/node1/pid), read at start: CPU and disk
-    /// traffic of the servers over the phase.
-    #[arg(long, value_delimiter = ',')]
-    pub pid_files: Vec<PathBuf>,
-    /// Also write the report as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Seed of the random choices.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// No progress line on stderr.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 /// Options of `mosaic-bench index load`.
@@ -252,31 +229,14 @@ fn mix64(k: u64) -> u64 {
 /// Runs an `index` command on its own tokio runtime; prints the report on stdout and writes
 /// the JSON when asked.
 pub fn main(command: IndexCommand) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the tokio runtime")?;
-    let (text, json, path) = runtime.block_on(async {
-        match command {
-            IndexCommand::Load(a) => {
-                let path = a.common.json.clone();
-                let (text, json) = load(&a).await?;
-                anyhow::Ok((text, json, path))
-            }
-            IndexCommand::Run(a) => {
-                let path = a.common.json.clone();
-                let (text, json) = run(&a).await?;
-                anyhow::Ok((text, json, path))
-            }
+    match command {
+        IndexCommand::Load(a) => {
+            phase::main(a.common.client.json.clone(), async move { load(&a).await })
         }
-    })?;
-    print!("{text}");
-    if let Some(path) = path {
-        let text = serde_json::to_string_pretty(&json)?;
-        std::fs::write(&path, text + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        IndexCommand::Run(a) => {
+            phase::main(a.common.client.json.clone(), async move { run(&a).await })
+        }
     }
-    Ok(())
 }
 
 /// The prepared statements.
@@ -342,17 +302,7 @@ async fn create_schema(session: &Session, rf: u32) -> anyhow::Result<()> {
             INDEXES[1]
         ),
     ];
-    for cql in statements {
-        session
-            .query_unpaged(cql.as_str(), &[])
-            .await
-            .with_context(|| format!("executing {cql}"))?;
-        session
-            .await_schema_agreement()
-            .await
-            .context("waiting for schema agreement")?;
-    }
-    Ok(())
+    phase::ddl(session, &statements).await
 }
 
 /// The indexes of [`INDEXES`] that the node does not list as built in its
@@ -435,46 +385,25 @@ struct Shared {
     list_reads: f64,
     /// The next row to insert.
     next: AtomicU64,
-    monitor: Arc<Monitor>,
-    /// When a [`Job::Run`] stops taking operations.
-    deadline: Instant,
-    /// The first result-check failures.
-    result_errors: Mutex<Vec<String>>,
 }
 
-/// What one operation did, when it succeeded.
-#[derive(Default)]
-struct Done {
-    rows: u64,
-    bytes_written: u64,
-    bytes_read: u64,
-}
-
-/// Why one operation failed.
-enum Failed {
-    /// The driver's error, by kind.
-    Driver(String),
-    /// The answer lacked rows the data set has (a description).
-    Missing(String),
-    /// The answer held a row it should not have, or a row twice.
-    Wrong(String),
-}
-
-impl From<ExecutionError> for Failed {
-    fn from(e: ExecutionError) -> Failed {
-        Failed::Driver(error_kind(&e))
+impl Shared {
+    fn new(session: Session, statements: Statements, data: DataSet, list_reads: f64) -> Shared {
+        Shared {
+            session,
+            statements,
+            data,
+            list_reads,
+            next: AtomicU64::new(0),
+        }
     }
 }
 
-/// An answer the client could not decode.
-fn undecodable(e: impl std::fmt::Display) -> Failed {
-    Failed::Wrong(format!("undecodable answer: {e}"))
-}
-
-/// What one worker measured.
-struct WorkerTally {
-    tally: Tally<IndexOp>,
-    rows: u64,
+/// One worker of a phase.
+struct IndexWorker {
+    shared: Arc<Shared>,
+    job: Job,
+    rng: StdRng,
 }
 
 /// Reads every page of a query of `k`s; the keys it returned.
@@ -630,172 +559,49 @@ async fn operation(
     }
 }
 
-/// One worker: inserts rows until all are taken, or runs operations until the deadline.
-async fn worker(shared: Arc<Shared>, job: Job, seed: u64) -> anyhow::Result<WorkerTally> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut tally = Tally::<IndexOp>::default();
-    let mut rows = 0u64;
-    loop {
-        let i = match job {
+impl Worker for IndexWorker {
+    type Op = IndexOp;
+
+    async fn next(&mut self) -> Option<(IndexOp, Result<Done, Failed>)> {
+        let i = match self.job {
             Job::Insert => {
-                let i = shared.next.fetch_add(1, Ordering::Relaxed);
-                if i >= shared.data.rows {
-                    break;
+                let i = self.shared.next.fetch_add(1, Ordering::Relaxed);
+                if i >= self.shared.data.rows {
+                    return None;
                 }
                 i
             }
-            Job::Run(_) => {
-                if Instant::now() >= shared.deadline {
-                    break;
-                }
-                0
-            }
+            Job::Run(_) => 0,
         };
-        let start = Instant::now();
-        let (op, outcome) = operation(&shared, job, &mut rng, i).await;
-        let micros = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
-        shared.monitor.finished(outcome.is_ok().then_some(micros));
-        let stats = tally.stats(op)?;
-        match outcome {
-            Ok(done) => {
-                stats.latency_us.saturating_record(micros.max(1));
-                rows += done.rows;
-                tally.user_bytes_written += done.bytes_written;
-                tally.user_bytes_read += done.bytes_read;
-            }
-            Err(failed) => {
-                stats.errors += 1;
-                let (kind, detail) = match failed {
-                    Failed::Driver(kind) => (kind, None),
-                    Failed::Missing(d) => ("missing_rows".to_owned(), Some(d)),
-                    Failed::Wrong(d) => ("wrong_rows".to_owned(), Some(d)),
-                };
-                if let Some(d) = detail {
-                    let mut kept = shared.result_errors.lock();
-                    if kept.len() < RESULT_ERRORS_KEPT {
-                        kept.push(format!("{}: {d}", op.name()));
-                    }
-                }
-                *tally.errors_by_kind.entry(kind).or_default() += 1;
-            }
-        }
+        Some(operation(&self.shared, self.job, &mut self.rng, i).await)
     }
-    Ok(WorkerTally { tally, rows })
 }
 
-/// What a phase measured, with the report.
-struct PhaseResult {
-    report: Report<IndexOp>,
-    rows: u64,
-    result_errors: Vec<String>,
-}
-
-/// What a phase needs besides the shared state.
-struct PhaseSpec<'a> {
-    name: &'static str,
-    job: Job,
-    duration: Option<Duration>,
-    concurrency: usize,
-    pids: &'a [u32],
-    progress: bool,
-    seed: u64,
-}
-
-/// Runs one phase on the session and statements (handed back for the next phase).
+/// Runs one phase; the session and statements handed back for the next one.
 async fn phase(
-    session: Session,
-    statements: Statements,
-    data: DataSet,
-    list_reads: f64,
+    shared: Shared,
+    job: Job,
     spec: &PhaseSpec<'_>,
-) -> anyhow::Result<(PhaseResult, Session, Statements)> {
-    let total = match spec.job {
-        Job::Insert => data.rows,
-        Job::Run(_) => 0,
-    };
-    let io_before = IoCounters::of_pids(spec.pids)?;
-    let cpu_before = servers_cpu_seconds(spec.pids)?;
-    let client_cpu_before = mosaic_env::proc::cpu_seconds();
-    let start = Instant::now();
-    let monitor = Arc::new(Monitor::new(total, start)?);
-    let shared = Arc::new(Shared {
-        session,
-        statements,
-        data,
-        list_reads,
-        next: AtomicU64::new(0),
-        monitor: monitor.clone(),
-        deadline: start + spec.duration.unwrap_or(Duration::ZERO),
-        result_errors: Mutex::new(Vec::new()),
-    });
-    let sampler = tokio::spawn(monitor.clone().run(spec.name, spec.progress));
-    let mut workers = Vec::with_capacity(spec.concurrency);
-    for w in 0..spec.concurrency as u64 {
-        let seed = spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ w;
-        workers.push(tokio::spawn(worker(shared.clone(), spec.job, seed)));
-    }
-    let mut tally = Tally::<IndexOp>::default();
-    let mut rows = 0;
-    for w in workers {
-        let t = w.await.context("a worker panicked")??;
-        tally.merge(&t.tally)?;
-        rows += t.rows;
-    }
-    let elapsed = start.elapsed();
-    sampler.abort();
-    let timeline = monitor.finish();
-    let server_io = if spec.pids.is_empty() {
-        None
-    } else {
-        Some(IoCounters::of_pids(spec.pids)?.since(&io_before))
-    };
-    let server_cpu_s = servers_cpu_seconds(spec.pids)?
-        .iter()
-        .zip(&cpu_before)
-        .map(|(after, before)| (after - before).max(0.0))
+    concurrency: usize,
+    seed: u64,
+) -> anyhow::Result<(PhaseResult<IndexWorker>, Shared)> {
+    let shared = Arc::new(shared);
+    let workers = (0..concurrency as u64)
+        .map(|w| IndexWorker {
+            shared: shared.clone(),
+            job,
+            rng: StdRng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ w),
+        })
         .collect();
-    let client_cpu_s = mosaic_env::proc::cpu_seconds() - client_cpu_before;
-    let shared = Arc::into_inner(shared).ok_or_else(|| anyhow!("a worker outlived its phase"))?;
-    let attempted = tally
-        .operations
-        .values()
-        .map(|s| s.latency_us.len() + s.errors)
-        .sum();
-    let workload = match spec.job {
-        Job::Insert => "index".to_owned(),
-        Job::Run(w) => format!("index-{}", w.name()),
-    };
-    let report = Report {
-        phase: spec.name,
-        workload,
-        records: data.rows,
-        attempted,
-        concurrency: spec.concurrency,
-        rate: None,
-        elapsed,
-        operations: tally.operations,
-        errors_by_kind: tally.errors_by_kind,
-        user_bytes_written: tally.user_bytes_written,
-        user_bytes_read: tally.user_bytes_read,
-        server_io,
-        server_cpu_s,
-        client_cpu_s,
-        timeline,
-    };
-    let result = PhaseResult {
-        report,
-        rows,
-        result_errors: shared.result_errors.into_inner(),
-    };
-    Ok((result, shared.session, shared.statements))
-}
-
-fn pids_of(files: &[PathBuf]) -> anyhow::Result<Vec<u32>> {
-    files.iter().map(|f| pid_from_file(f)).collect()
+    drop(shared);
+    let mut result = phase::run(spec, workers).await?;
+    let shared = result.workers.drain(..).next().map(|w| w.shared);
+    let shared = shared.ok_or_else(|| anyhow!("no workers"))?;
+    Ok((result, phase::unshare(shared)?))
 }
 
 fn check_common(c: &IndexCommonArgs) -> anyhow::Result<DataSet> {
-    if c.concurrency == 0 {
+    if c.client.concurrency == 0 {
         bail!("concurrency must be positive");
     }
     DataSet::new(c.rows, c.lo_values)
@@ -806,23 +612,31 @@ async fn load(a: &IndexLoadArgs) -> anyhow::Result<(String, Value)> {
     let c = &a.common;
     let data = check_common(c)?;
     let write_cl = parse_consistency(&c.write_cl)?;
-    let pids = pids_of(&c.pid_files)?;
-    let session = connect(&c.hosts).await?;
+    let pids = pids_of(&c.client.pid_files)?;
+    let session = connect(&c.client.hosts).await?;
     create_schema(&session, a.rf).await?;
     let timeout = Duration::from_secs(a.index_wait_s);
     let wait_before = wait_indexes_built(&session, timeout).await?;
     let statements = Statements::prepare(&session, Consistency::One, write_cl, 5000).await?;
     let spec = PhaseSpec {
         name: "load",
-        job: Job::Insert,
+        workload: "index".to_owned(),
+        records: data.rows,
+        total: data.rows,
         duration: None,
-        concurrency: c.concurrency,
         pids: &pids,
-        progress: !c.quiet,
-        seed: c.seed,
+        progress: !c.client.quiet,
     };
-    let (result, session, _) = phase(session, statements, data, 0.0, &spec).await?;
-    let wait_after = wait_indexes_built(&session, timeout).await?;
+    let shared = Shared::new(session, statements, data, 0.0);
+    let (result, shared) = phase(
+        shared,
+        Job::Insert,
+        &spec,
+        c.client.concurrency,
+        c.client.seed,
+    )
+    .await?;
+    let wait_after = wait_indexes_built(&shared.session, timeout).await?;
     let mut text = result.report.text();
     text += &format!(
         "indexes {} built on every node {wait_before:.1} s after creation, and {wait_after:.1} s after the load\n",
@@ -842,23 +656,11 @@ async fn load(a: &IndexLoadArgs) -> anyhow::Result<(String, Value)> {
     Ok((text, json))
 }
 
-fn result_errors_text(errors: &[String]) -> String {
-    errors
-        .iter()
-        .map(|e| format!("result check failed: {e}\n"))
-        .collect()
-}
-
 /// `index run`: the warm-up, then the measured seconds.
 async fn run(a: &IndexRunArgs) -> anyhow::Result<(String, Value)> {
     let c = &a.common;
     let data = check_common(c)?;
-    if !(a.duration.is_finite() && a.duration > 0.0) {
-        bail!("duration must be a positive number of seconds");
-    }
-    if !(a.warmup.is_finite() && a.warmup >= 0.0) {
-        bail!("warmup must be a number of seconds");
-    }
+    phase::check_times(a.duration, a.warmup)?;
     if !(0.0..=1.0).contains(&a.list_reads) {
         bail!("list_reads lies in [0, 1], not {}", a.list_reads);
     }
@@ -867,37 +669,31 @@ async fn run(a: &IndexRunArgs) -> anyhow::Result<(String, Value)> {
     }
     let read_cl = parse_consistency(&a.read_cl)?;
     let write_cl = parse_consistency(&c.write_cl)?;
-    let pids = pids_of(&c.pid_files)?;
-    let session = connect(&c.hosts).await?;
+    let pids = pids_of(&c.client.pid_files)?;
+    let session = connect(&c.client.hosts).await?;
     let statements = Statements::prepare(&session, read_cl, write_cl, a.page_size).await?;
     let job = Job::Run(a.workload);
-    let (mut session, mut statements) = (session, statements);
+    let mut shared = Shared::new(session, statements, data, a.list_reads);
     let mut warmup_ops = 0;
-    if a.warmup > 0.0 {
-        let spec = PhaseSpec {
-            name: "warmup",
-            job,
-            duration: Some(Duration::from_secs_f64(a.warmup)),
-            concurrency: c.concurrency,
-            pids: &[],
-            progress: !c.quiet,
-            // Other draws than the measured run's.
-            seed: c.seed ^ 0x5741_524D,
-        };
-        let (w, s, st) = phase(session, statements, data, a.list_reads, &spec).await?;
-        warmup_ops = w.report.attempted;
-        (session, statements) = (s, st);
-    }
-    let spec = PhaseSpec {
-        name: "run",
-        job,
-        duration: Some(Duration::from_secs_f64(a.duration)),
-        concurrency: c.concurrency,
-        pids: &pids,
-        progress: !c.quiet,
-        seed: c.seed,
+    let spec = |name, seconds: f64, pids| PhaseSpec {
+        name,
+        workload: format!("index-{}", a.workload.name()),
+        records: data.rows,
+        total: 0,
+        duration: Some(Duration::from_secs_f64(seconds)),
+        pids,
+        progress: !c.client.quiet,
     };
-    let (result, _, _) = phase(session, statements, data, a.list_reads, &spec).await?;
+    if a.warmup > 0.0 {
+        // Other draws than the measured run's.
+        let seed = c.client.seed ^ 0x5741_524D;
+        let warmup = spec("warmup", a.warmup, &[]);
+        let (w, s) = phase(shared, job, &warmup, c.client.concurrency, seed).await?;
+        warmup_ops = w.report.attempted;
+        shared = s;
+    }
+    let measured = spec("run", a.duration, &pids);
+    let (result, _) = phase(shared, job, &measured, c.client.concurrency, c.client.seed).await?;
     let report = &result.report;
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     let queries: u64 = report

@@ -14,6 +14,9 @@
 //! - [`cli`]: the `load`/`run` command line, with `--admin-hosts` read over HTTP;
 //! - [`index`]: secondary-index queries (low and high cardinality) and list appends
 //!   (`mosaic-bench index`);
+//! - [`lwt`]: lightweight transactions on uncontended and contended keys, and counter
+//!   increments (`mosaic-bench lwt`);
+//! - [`phase`]: the closed-loop phases `index` and `lwt` run, and their command plumbing;
 //! - [`kv`]: the prepared INSERT / SELECT-by-key throughput benchmark (`mosaic-bench kv`);
 //! - [`tpch`]: TPC-H `orders` and the heterogeneous-replicas paper's two queries
 //!   (`mosaic-bench tpch load|workload|run`).
@@ -23,8 +26,10 @@ pub mod cli;
 pub mod generator;
 pub mod index;
 pub mod kv;
+pub mod lwt;
 pub mod monitor;
 pub mod osio;
+pub mod phase;
 pub mod tpch;
 pub mod workload;
 pub mod ycsb;

@@ -5,6 +5,8 @@
 //! - `mosaic-bench kv …`: prepared INSERT / SELECT-by-key throughput;
 //! - `mosaic-bench index load|run …`: secondary-index queries and list appends
 //!   (`mosaic_bench::index`);
+//! - `mosaic-bench lwt load|run …`: lightweight transactions and counter increments
+//!   (`mosaic_bench::lwt`);
 //! - `mosaic-bench tpch …`: TPC-H `orders` and the heterogeneous-replicas queries.
 #![allow(clippy::disallowed_methods)] // A benchmark client measures real time and runs real threads; it is not simulated.
 
@@ -12,6 +14,7 @@ use clap::{Parser, Subcommand};
 use mosaic_bench::cli::{main as ycsb, BenchCommand, LoadArgs, RunArgs};
 use mosaic_bench::index::{self, IndexCommand};
 use mosaic_bench::kv::{run, KvConfig};
+use mosaic_bench::lwt::{self, LwtCommand};
 use mosaic_bench::tpch;
 
 #[derive(Parser)]
@@ -36,6 +39,10 @@ enum Command {
     /// `index load`, then `index run --workload low|high|append`.
     #[command(subcommand)]
     Index(IndexCommand),
+    /// Lightweight transactions on uncontended and contended keys, and counter increments:
+    /// `lwt load`, then `lwt run --workload uncontended|contended|counter`.
+    #[command(subcommand)]
+    Lwt(LwtCommand),
     /// TPC-H `orders` and the heterogeneous-replicas paper's queries Q1 and Q2.
     #[command(subcommand)]
     Tpch(TpchCommand),
@@ -150,6 +157,7 @@ fn main() -> anyhow::Result<()> {
         Command::Load(a) => ycsb(BenchCommand::Load(a)),
         Command::Run(a) => ycsb(BenchCommand::Run(a)),
         Command::Index(c) => index::main(c),
+        Command::Lwt(c) => lwt::main(c),
         Command::Kv(a) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?

@@ -437,6 +437,42 @@ pub(crate) fn servers_cpu_seconds(pids: &[u32]) -> anyhow::Result<Vec<f64>> {
         .collect()
 }
 
+/// The servers' disk traffic and CPU, and this client's CPU, since the start of a phase.
+pub(crate) struct Meter {
+    pids: Vec<u32>,
+    io: IoCounters,
+    cpu: Vec<f64>,
+    client_cpu: f64,
+}
+
+impl Meter {
+    /// Starts counting for the server processes `pids`.
+    pub(crate) fn start(pids: &[u32]) -> anyhow::Result<Meter> {
+        Ok(Meter {
+            pids: pids.to_vec(),
+            io: IoCounters::of_pids(pids)?,
+            cpu: servers_cpu_seconds(pids)?,
+            client_cpu: mosaic_env::proc::cpu_seconds(),
+        })
+    }
+
+    /// Since the start: the servers' disk traffic (`None` without pids), each server's CPU
+    /// seconds, and the client's.
+    pub(crate) fn read(&self) -> anyhow::Result<(Option<IoCounters>, Vec<f64>, f64)> {
+        let io = if self.pids.is_empty() {
+            None
+        } else {
+            Some(IoCounters::of_pids(&self.pids)?.since(&self.io))
+        };
+        let cpu = servers_cpu_seconds(&self.pids)?
+            .iter()
+            .zip(&self.cpu)
+            .map(|(after, before)| (after - before).max(0.0))
+            .collect();
+        Ok((io, cpu, mosaic_env::proc::cpu_seconds() - self.client_cpu))
+    }
+}
+
 /// Runs one phase and returns its report.
 pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     check_config(&config)?;
@@ -468,9 +504,7 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     // which every worker paying at the start would count against the first operations.
     let values = Values::new(&mut StdRng::seed_from_u64(config.seed), &config.workload);
     let pids = config.pids.clone();
-    let io_before = IoCounters::of_pids(&pids)?;
-    let cpu_before = servers_cpu_seconds(&pids)?;
-    let client_cpu_before = mosaic_env::proc::cpu_seconds();
+    let meter = Meter::start(&pids)?;
     let start = Instant::now();
     let monitor = Arc::new(Monitor::new(total, start)?);
     let shared = Arc::new(Shared {
@@ -502,17 +536,7 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
     if shared.config.progress && std::io::stderr().is_terminal() {
         eprintln!();
     }
-    let server_io = if pids.is_empty() {
-        None
-    } else {
-        Some(IoCounters::of_pids(&pids)?.since(&io_before))
-    };
-    let server_cpu_s = servers_cpu_seconds(&pids)?
-        .iter()
-        .zip(&cpu_before)
-        .map(|(after, before)| (after - before).max(0.0))
-        .collect();
-    let client_cpu_s = mosaic_env::proc::cpu_seconds() - client_cpu_before;
+    let (server_io, server_cpu_s, client_cpu_s) = meter.read()?;
     Ok(Report {
         phase: phase_name,
         workload: shared.config.workload.name.clone(),
