@@ -560,8 +560,27 @@ pub fn frame_len(header: &[u8; FRAME_HEADER_LEN]) -> Result<(usize, u32), FrameE
     Ok((len, crc))
 }
 
+/// The oldest protocol version whose frames this build still reads from disk: a `Write`
+/// (what hints store) is encoded alike since then, so hints stored before an upgrade are
+/// still delivered.
+pub const STORED_VERSION_MIN: u16 = 1;
+
 /// Decodes a payload whose header gave checksum `crc`.
 pub fn decode_payload(payload: &[u8], crc: u32) -> Result<Envelope, FrameError> {
+    decode_payload_of(payload, crc, PROTOCOL_VERSION..=PROTOCOL_VERSION)
+}
+
+/// Decodes a frame this build or an earlier one stored (a hint): like [`decode_frame`],
+/// accepting the versions since [`STORED_VERSION_MIN`].
+pub fn decode_stored_frame(bytes: &[u8]) -> Result<Option<(Envelope, usize)>, FrameError> {
+    decode_frame_of(bytes, STORED_VERSION_MIN..=PROTOCOL_VERSION)
+}
+
+fn decode_payload_of(
+    payload: &[u8],
+    crc: u32,
+    versions: std::ops::RangeInclusive<u16>,
+) -> Result<Envelope, FrameError> {
     let actual = crc32c::crc32c(payload);
     if actual != crc {
         return Err(FrameError::ChecksumMismatch {
@@ -571,7 +590,7 @@ pub fn decode_payload(payload: &[u8], crc: u32) -> Result<Envelope, FrameError> 
     }
     let env: Envelope =
         postcard::from_bytes(payload).map_err(|e| FrameError::Decode(e.to_string()))?;
-    if env.version != PROTOCOL_VERSION {
+    if !versions.contains(&env.version) {
         return Err(FrameError::Version(env.version));
     }
     Ok(env)
@@ -580,6 +599,13 @@ pub fn decode_payload(payload: &[u8], crc: u32) -> Result<Envelope, FrameError> 
 /// Decodes the first frame of `bytes`: the envelope and the bytes it used, `Ok(None)` if
 /// `bytes` holds only part of a frame.
 pub fn decode_frame(bytes: &[u8]) -> Result<Option<(Envelope, usize)>, FrameError> {
+    decode_frame_of(bytes, PROTOCOL_VERSION..=PROTOCOL_VERSION)
+}
+
+fn decode_frame_of(
+    bytes: &[u8],
+    versions: std::ops::RangeInclusive<u16>,
+) -> Result<Option<(Envelope, usize)>, FrameError> {
     let Some(header) = bytes.get(..FRAME_HEADER_LEN) else {
         return Ok(None);
     };
@@ -590,7 +616,7 @@ pub fn decode_frame(bytes: &[u8]) -> Result<Option<(Envelope, usize)>, FrameErro
         return Ok(None);
     };
     Ok(Some((
-        decode_payload(payload, crc)?,
+        decode_payload_of(payload, crc, versions)?,
         FRAME_HEADER_LEN + len,
     )))
 }
@@ -634,6 +660,24 @@ mod tests {
         for cut in 0..frame.len() {
             assert_eq!(decode_frame(&frame[..cut]), Ok(None), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn hints_stored_by_version_1_still_decode_but_peers_must_match() {
+        // Version 1's Write: the same bytes but the version field (Write is the first
+        // body and its layout has not changed since).
+        let mut env = write(vec![b"k".to_vec()]);
+        env.version = 1;
+        let frame = encode_frame(&env);
+        assert_eq!(decode_frame(&frame), Err(FrameError::Version(1)));
+        let (back, _) = decode_stored_frame(&frame).expect("valid").expect("whole");
+        assert_eq!(back, env);
+        env.version = PROTOCOL_VERSION + 1;
+        assert!(decode_stored_frame(&encode_frame(&env)).is_err());
+        // The byte layout of a version-1 Write, written out: version 1, the sender, id 42,
+        // body 0 (Write), the table's 16 bytes, one mutation.
+        let bytes = postcard::to_allocvec(&write(vec![b"k".to_vec()])).unwrap();
+        assert_eq!(bytes[0], PROTOCOL_VERSION as u8);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use mosaic_cluster::env::Hint;
-use mosaic_cluster::message::{decode_frame, encode_frame, PROTOCOL_VERSION};
+use mosaic_cluster::message::{decode_stored_frame, encode_frame, PROTOCOL_VERSION};
 use mosaic_cluster::{Body, Endpoint, Envelope, Failure, TableKey, WireMutation};
 use mosaic_lsm::{Db, Options};
 use parking_lot::Mutex;
@@ -120,7 +120,7 @@ impl HintStore {
             let Some((_, id)) = parse_key(&k) else {
                 continue;
             };
-            match decode_frame(&entry.value) {
+            match decode_stored_frame(&entry.value) {
                 Ok(Some((
                     Envelope {
                         body: Body::Write { table, mutations },
