@@ -29,7 +29,7 @@
 //! value, or a key twice, is a `wrong_rows` error; fewer rows than the value names, a
 //! `missing_rows` error (which reads at ONE may see after writes at ONE that a replica has
 //! not applied yet). Errors stay out of the latency histograms and the throughput, and the
-//! first few are kept in the report (`result_errors`). The report is YCSB's ([`Report`]):
+//! first few are kept in the report (`result_errors`). The report is YCSB's ([`crate::ycsb::Report`]):
 //! per operation latency percentiles, errors by kind, server CPU per operation and disk
 //! traffic (with `pid_files`), the per-second timeline; and the rows the queries returned
 //! (`rows_returned`, `rows_per_s`).
