@@ -8,7 +8,7 @@
 //! 1. **join**: every node starts and gossips until all see all alive with the full ring;
 //! 2. **load**: clients write and read through random coordinators at random levels while
 //!    the fault schedule crashes, restarts and partitions nodes (and, in runs with a
-//!    lightweight-transaction workload, more clients run compare-and-sets, [`lwt`]);
+//!    lightweight-transaction workload, more clients run compare-and-sets, `lwt.rs`);
 //! 3. **quiesce**: faults stop, every node runs again, the network heals, membership
 //!    converges, and every node agrees on the schema (the clients changed it now and then);
 //! 4. **settle**: every key is read at ALL, which repairs its replicas (and every
