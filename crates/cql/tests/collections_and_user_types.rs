@@ -480,3 +480,38 @@ fn dropped_columns_come_back_only_compatible_and_describe_orders_as_cassandra() 
         ]
     );
 }
+
+#[test]
+fn fields_of_nested_user_types_are_selected_by_their_path() {
+    let mut h = Harness::with_keyspace();
+    h.ok("CREATE TYPE address (street text, city text)");
+    h.ok("CREATE TYPE person (name text, addr frozen<address>)");
+    h.ok("CREATE TABLE users (k int PRIMARY KEY, who frozen<person>)");
+    h.ok("INSERT INTO users (k, who) VALUES (1, {name: 'n', addr: {street: 'x', city: 'Y'}})");
+    h.ok("INSERT INTO users (k, who) VALUES (2, {name: 'm'})");
+    h.ok("INSERT INTO users (k) VALUES (3)");
+    let rows = h.rows("SELECT k, who.addr.city, who.name FROM users WHERE k IN (1, 2, 3)");
+    // A null at any level reads as null.
+    assert_eq!(
+        rows,
+        vec![
+            vec![int(1), text("Y"), text("n")],
+            vec![int(2), None, text("m")],
+            vec![int(3), None, None],
+        ]
+    );
+    // Errors as Apache Cassandra 4.1.10 words them.
+    for (cql, message) in [
+        (
+            "SELECT who.addr.nope FROM users",
+            "who.addr of type frozen<address> has no field nope",
+        ),
+        (
+            "SELECT who.name.x FROM users",
+            "Invalid field selection: who.name of type text is not a user type",
+        ),
+    ] {
+        let e = h.err(cql);
+        assert_eq!(e.message, message, "{cql}");
+    }
+}

@@ -276,7 +276,13 @@ impl Display for SelectorExpr {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             SelectorExpr::Column(c) => write!(f, "{c}"),
-            SelectorExpr::Field(c, field) => write!(f, "{c}.{field}"),
+            SelectorExpr::Field(c, path) => {
+                write!(f, "{c}")?;
+                for field in path {
+                    write!(f, ".{field}")?;
+                }
+                Ok(())
+            }
             SelectorExpr::Element(c, e) => write!(f, "{c}[{e}]"),
             SelectorExpr::Slice(c, from, to) => {
                 let bound = |t: &Option<Term>| t.as_ref().map(Term::to_string).unwrap_or_default();

@@ -311,8 +311,9 @@ pub enum SelectorExpr {
     Value(Term),
     /// `count(*)` or `count(1)`: the number of rows.
     CountRows,
-    /// `column.field`: a field of a user-defined type.
-    Field(Ident, Ident),
+    /// `column.field[.field…]`: a field of a user-defined type (a field of a field of a
+    /// nested one, …); the path is never empty.
+    Field(Ident, Vec<Ident>),
     /// `column[term]`: an element of a set or a map.
     Element(Ident, Term),
     /// `column[from..to]`: the elements of a set or the entries of a map between two

@@ -202,7 +202,11 @@ impl Parser<'_> {
         } else if matches!(t.kind, Kind::Word | Kind::QuotedName) {
             let column = self.parse_ident()?;
             if self.accept(Kind::Dot) {
-                SelectorExpr::Field(column, self.parse_ident()?)
+                let mut path = vec![self.parse_ident()?];
+                while self.accept(Kind::Dot) {
+                    path.push(self.parse_ident()?);
+                }
+                SelectorExpr::Field(column, path)
             } else if self.accept(Kind::LBracket) {
                 let from = if self.is_range() {
                     None

@@ -732,12 +732,16 @@ impl Run<'_> {
                         .value(table, *i)
                         .and_then(|v| cast_value(&v, *ty).or(Some(v)))
                         .map(|v| Bytes::from(v.to_cql_bytes())),
-                    Expr::Field(i, position) => match view.value(table, *i) {
-                        Some(CqlValue::Tuple(mut fields)) if *position < fields.len() => fields
-                            .swap_remove(*position)
-                            .map(|v| Bytes::from(v.to_cql_bytes())),
-                        _ => None,
-                    },
+                    Expr::Field(i, positions) => positions
+                        .iter()
+                        .try_fold(view.value(table, *i), |value, position| match value {
+                            Some(CqlValue::Tuple(mut fields)) if *position < fields.len() => {
+                                Some(fields.swap_remove(*position))
+                            }
+                            _ => None,
+                        })
+                        .flatten()
+                        .map(|v| Bytes::from(v.to_cql_bytes())),
                     Expr::Element(i, key) => elements::element(view.value(table, *i), key),
                     Expr::Slice {
                         column,

@@ -22,8 +22,8 @@ pub(crate) enum Expr {
     Aggregate(Aggregate, usize),
     /// `CAST(column AS type)`.
     Cast(usize, CqlType),
-    /// `column.field`: the field at a position of a user-defined type.
-    Field(usize, usize),
+    /// `column.field…`: the field at each position of nested user-defined types.
+    Field(usize, Vec<usize>),
     /// `column[key]`: a set's element or a map's value.
     Element(usize, elements::ElementKey),
     /// `column[from..to]`: a set's elements or a map's entries between two bounds.
@@ -128,32 +128,40 @@ pub(super) fn selector(table: &TableMeta, expr: &SelectorExpr) -> Result<Selecte
                 Expr::Column(index),
             ))
         }
-        SelectorExpr::Field(ident, field) => {
-            let (index, ty, _) = column(table, ident.as_str())?;
-            let mosaic_types::DataType::Udt(u) = ty.unfrozen() else {
-                return Err(invalid(format!(
-                    "Invalid field selection: {} of type {ty} is not a user type",
-                    ident.as_str()
-                )));
-            };
-            let position = u.field(field.as_str()).ok_or_else(|| {
-                invalid(format!(
-                    "{} of type {} has no field {}",
-                    ident.as_str(),
-                    u.name,
-                    field.as_str()
-                ))
-            })?;
-            let field_ty = u
-                .fields
-                .get(position)
-                .map(|(_, t)| t.into())
-                .unwrap_or(ColumnType::Native(CqlType::Blob));
-            Ok((
-                format!("{}.{}", ident.as_str(), field.as_str()),
-                field_ty,
-                Expr::Field(index, position),
-            ))
+        SelectorExpr::Field(ident, path) => {
+            let (index, column_ty, _) = column(table, ident.as_str())?;
+            let mut name = ident.as_str().to_owned();
+            let mut ty = column_ty.clone();
+            let mut positions = Vec::with_capacity(path.len());
+            for (depth, field) in path.iter().enumerate() {
+                let mosaic_types::DataType::Udt(u) = ty.unfrozen() else {
+                    return Err(invalid(format!(
+                        "Invalid field selection: {name} of type {ty} is not a user type"
+                    )));
+                };
+                let position = u.field(field.as_str()).ok_or_else(|| {
+                    // The column itself is named by its type's name, a nested field by
+                    // its declared type (Cassandra's texts).
+                    let of = if depth == 0 {
+                        u.name.clone()
+                    } else {
+                        ty.to_string()
+                    };
+                    invalid(format!(
+                        "{name} of type {of} has no field {}",
+                        field.as_str()
+                    ))
+                })?;
+                let next = u
+                    .fields
+                    .get(position)
+                    .map(|(_, t)| t.clone())
+                    .ok_or_else(|| invalid(format!("{name} has no field {}", field.as_str())))?;
+                positions.push(position);
+                name = format!("{name}.{}", field.as_str());
+                ty = next;
+            }
+            Ok((name, (&ty).into(), Expr::Field(index, positions)))
         }
         SelectorExpr::Element(ident, key) => elements::element_selector(table, ident, key),
         SelectorExpr::Slice(ident, from, to) => {
