@@ -16,6 +16,7 @@ pub mod cql_json;
 pub mod cql_parser;
 pub mod cql_segments;
 pub mod cql_statements;
+pub mod cql_values;
 pub mod internode_frame;
 pub mod row_decoders;
 pub mod seeds;
@@ -26,12 +27,13 @@ pub mod wal_reader;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
-pub const TARGETS: [Target; 9] = [
+pub const TARGETS: [Target; 10] = [
     ("cql_frame", cql_frame::run),
     ("cql_json", cql_json::run),
     ("cql_parser", cql_parser::run),
     ("cql_segments", cql_segments::run),
     ("cql_statements", cql_statements::run),
+    ("cql_values", cql_values::run),
     ("internode_frame", internode_frame::run),
     ("row_decoders", row_decoders::run),
     ("table_reader", table_reader::run),

@@ -22,6 +22,16 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             .iter()
             .map(|s| [&[3u8, 1, 2, 3][..], s.as_bytes()].concat())
             .collect(),
+        "cql_values" => VALUES
+            .iter()
+            .map(|(selector, json)| {
+                let ty = crate::cql_values::type_at(*selector);
+                let value = mosaic_cql::processor::decode_json_text(json, &ty)
+                    .unwrap()
+                    .unwrap();
+                [&[*selector][..], &value.to_cql_bytes()].concat()
+            })
+            .collect(),
         "internode_frame" => internode_frames(),
         "row_decoders" => vec![
             vec![0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7],
@@ -73,6 +83,31 @@ const CQL: [&str; 14] = [
     "CREATE TABLE pc (k int, ck int, s counter STATIC, c counter, PRIMARY KEY (k, ck))",
     "UPDATE pc SET c = c + 1, s -= ?, c += ? WHERE k IN (1, 2) AND ck = 3",
     "BEGIN COUNTER BATCH UPDATE pc SET c = c - 5 WHERE k = 1 AND ck = 2; DELETE c FROM pc WHERE k = 1 AND ck = 3; APPLY BATCH",
+];
+
+/// Values for `cql_values` (as JSON, serialized by the seeds), each with the index of its
+/// type in `cql_values::TYPES`.
+const VALUES: [(u8, &str); 14] = [
+    (0, "[1, 2, 3]"),
+    (1, r#"["a", "b"]"#),
+    (2, r#"{"1": "x", "2": "y"}"#),
+    (3, r#"{"[\"0x01\"]": true}"#),
+    (4, r#"[{"127.0.0.1": "08:00:00"}]"#),
+    (5, r#"[1, "t", [3, 4]]"#),
+    (
+        6,
+        r#"["1h2m", ["2020-01-02", "d2177dd0-eaa2-11de-a572-001b779c76e3"]]"#,
+    ),
+    (7, r#"[["::1", 12345678901234567890, 1.5]]"#),
+    (8, r#""10.0.0.1""#),
+    (9, r#""12:34:56.789""#),
+    (10, r#""-1y2mo3d4h""#),
+    (11, r#"["2020-01-02 03:04:05.000Z"]"#),
+    (12, r#"{"street": "main", "zip": 7, "tags": ["x"]}"#),
+    (
+        13,
+        r#"{"name": "n", "addr": {"street": "s", "zip": 1, "tags": []}, "seen": ["1d"]}"#,
+    ),
 ];
 
 /// JSON texts for `cql_json`, each with the index of a type it is a value of.
