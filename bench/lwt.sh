@@ -179,6 +179,7 @@ for s in SYSTEMS:
         runs.setdefault(m[1], {}).setdefault(s, {})[int(m[2])] = (json.loads(p.read_text()), cores)
 med = lambda xs: statistics.median(xs) if xs else None
 fmt = lambda v, d=0: "—" if v is None else f"{v:,.{d}f}"
+ms = lambda us: fmt(None if us is None else us / 1000, 1)
 lines = ["# bench/lwt.sh results", "", "```", (out / "env.txt").read_text().strip(), "```", ""]
 lines += ["## Load", "", "| system | rows/s | p99 ms | created | failed | server CPU µs/op |", "|---|---:|---:|---:|---:|---:|"]
 result = {"workloads": {}, "load": {}}
@@ -214,14 +215,14 @@ for w, by in runs.items():
     pr = [m["reps"][k]["p99_us"] / c["reps"][k]["p99_us"] for k in common if c["reps"][k]["p99_us"]]
     t = m["ops_per_s"] / c["ops_per_s"] if m["ops_per_s"] and c["ops_per_s"] else None
     p = m["p99_us"] / c["p99_us"] if m["p99_us"] and c["p99_us"] else None
-    met = t is not None and p is not None and t >= 1 and p <= 1
+    met = None if t is None or p is None else t >= 1 and p <= 1
     row.update(throughput_ratio=t, p99_ratio=p, throughput_ratio_per_rep=tr, p99_ratio_per_rep=pr, bar_met=met)
     result["workloads"][w] = row
     cores = lambda s: ", ".join("/".join(f"{v:.2f}" for v in x["cores"].values()) for x in row[s]["reps"].values() if x["cores"])
     lines.append(
         f"| {w} | {fmt(m['ops_per_s'])} | {fmt(c['ops_per_s'])} | **{fmt(t, 2)}×** | {', '.join(f'{x:.2f}' for x in tr)} "
-        f"| {fmt((m['p99_us'] or 0) / 1000, 1)} | {fmt((c['p99_us'] or 0) / 1000, 1)} | **{fmt(p, 2)}** | {', '.join(f'{x:.2f}' for x in pr)} "
-        f"| {'yes' if met else 'NO'} | {' / '.join(f'{x:,}' for x in m['counts'])} | {' / '.join(f'{x:,}' for x in c['counts'])} "
+        f"| {ms(m['p99_us'])} | {ms(c['p99_us'])} | **{fmt(p, 2)}** | {', '.join(f'{x:.2f}' for x in pr)} "
+        f"| {'—' if met is None else 'yes' if met else 'NO'} | {' / '.join(f'{x:,}' for x in m['counts'])} | {' / '.join(f'{x:,}' for x in c['counts'])} "
         f"| {fmt(m['cpu_us_per_op'])} / {fmt(c['cpu_us_per_op'])} | {'ok' if m['checks_ok'] and c['checks_ok'] else 'FAILED'} "
         f"| {cores('mosaic')}; {cores('cassandra')} |")
 (out / "results.json").write_text(json.dumps(result, indent=1) + "\n")
