@@ -13,7 +13,7 @@
 //! Calls hold the table's store lock shared, as reads and writes do, so truncate, drop and
 //! shutdown (which hold it exclusively) never close the state under a running call.
 
-use super::tables::{engine_error, join_error};
+use super::tables::{engine_error, run_engine_call};
 use super::*;
 
 use mosaic_cluster::paxos::PaxosState;
@@ -49,6 +49,11 @@ impl PaxosSlot {
         let opened = Db::open(table_dir.join(PAXOS_DIR), options)?;
         *db = Some(opened.clone());
         Ok(opened)
+    }
+
+    /// Whether the storage is open (opening it is a longer call).
+    fn is_open(&self) -> bool {
+        self.db.lock().is_some()
     }
 
     /// Closes the storage if it is open (before the table's directory is deleted, or at
@@ -121,8 +126,10 @@ impl LocalCoordinator {
         .await
     }
 
-    /// Runs `f` on `table`'s Paxos storage on a blocking thread (a save may wait for an
-    /// fsync), holding the table's store lock shared.
+    /// Runs `f` on `table`'s Paxos storage, holding the table's store lock shared: where
+    /// the table's writes run (`[storage] engine_calls`, see the module doc of
+    /// `crate::local`), so a transaction pays no thread hand-off per step, and off the
+    /// network thread when the storage must be opened first or the engine is stalling.
     async fn on_paxos<T: Send + 'static>(
         &self,
         table: TableId,
@@ -133,8 +140,6 @@ impl LocalCoordinator {
         if guard.is_none() || self.closing.load(Ordering::SeqCst) {
             return Err(self.closed_error(&slot));
         }
-        let engine = self.engine.clone();
-        let name = slot.name.clone();
         let grace_seconds = self
             .current_catalog()
             .table_by_id(table)
@@ -145,14 +150,15 @@ impl LocalCoordinator {
                 .max(MIN_GRACE_SECONDS)
                 .saturating_mul(1_000_000),
         };
-        tokio::task::spawn_blocking(move || {
-            let _store = guard;
-            let db = slot.paxos.open(&engine, &slot.dir, expiry.grace_micros)?;
+        let inline = self.inline_writes && slot.paxos.is_open() && !self.node_engine.is_stalling();
+        let result = run_engine_call(inline, || {
+            let _store = &guard;
+            let db = slot
+                .paxos
+                .open(&self.engine, &slot.dir, expiry.grace_micros)?;
             f(&db, &slot.dir, &expiry)
-        })
-        .await
-        .map_err(join_error)?
-        .map_err(|e| engine_error(&name, e))
+        });
+        result.map_err(|e| engine_error(&slot.name, e))
     }
 }
 
