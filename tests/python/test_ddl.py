@@ -51,8 +51,6 @@ def test_tables_use_truncate_and_errors(session, ks):
 @pytest.mark.parametrize(
     "cql",
     [
-        "INSERT INTO t (k, v) VALUES (1, 1) IF NOT EXISTS",
-        "UPDATE t SET v = 2 WHERE k = 1 IF v = 1",
         "CREATE MATERIALIZED VIEW mv AS SELECT * FROM t WHERE v IS NOT NULL AND k IS NOT NULL PRIMARY KEY (v, k)",
         "CREATE FUNCTION f (a int) RETURNS NULL ON NULL INPUT RETURNS int LANGUAGE java AS 'return a;'",
     ],
