@@ -379,6 +379,26 @@ class MosaicCluster:
             return True
 
         wait_until("the drivers to see every host UP again", all_up, timeout=30, interval=0.05)
+        # A host the driver sees UP may still sit behind a pool whose connections its previous
+        # process closed (the driver then fails a request with ConnectionShutdown on every
+        # host at once, seen in CI after a node was wiped and the others restarted): a query
+        # to each host through each session makes the driver find out and reconnect first.
+        for d in self.drivers:
+            if d.is_shutdown:
+                continue
+            for session in list(d.sessions):
+                for host in d.metadata.all_hosts():
+                    if d.profile_manager.distance(host) == HostDistance.IGNORED:
+                        continue
+
+                    def answers(session=session, host=host):
+                        try:
+                            session.execute("SELECT release_version FROM system.local", host=host, timeout=5)
+                            return True
+                        except Exception:
+                            return False
+
+                    wait_until(f"{host} to answer through every session", answers, timeout=30, interval=0.1)
 
     def _remember_pids(self):
         for i in range(1, self.nodes + 1):

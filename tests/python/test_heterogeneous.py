@@ -54,6 +54,14 @@ def s(c):
     return c.session()
 
 
+@pytest.fixture(autouse=True)
+def drivers_reach_every_node(c):
+    """Each test starts with every driver answering through every node: the tests before
+    restart and wipe nodes, and CI saw the module's session fail its next request with
+    closed connections to all three nodes, every node up and serving."""
+    c.wait_drivers_up()
+
+
 def hetero(orders=ORDERS, extra=""):
     return f"layout = {{'class': 'heterogeneous', 'replica_orders': '{orders}'{extra}}}"
 
