@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::rows::{
+use super::options::{
     cql_string as string, map_text, system_table_options, user_table_options, OptionValue,
     TableOptions,
 };
@@ -340,7 +340,7 @@ impl<'a> Table<'a> {
 
     fn id(&self) -> crate::schema::Uuid {
         match self {
-            Table::System(t) => super::rows::system_table_id(t),
+            Table::System(t) => super::options::system_table_id(t),
             Table::User(t) => crate::schema::Uuid(t.id.0),
         }
     }

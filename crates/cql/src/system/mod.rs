@@ -28,6 +28,7 @@
 
 pub(crate) mod cell;
 pub(crate) mod describe;
+mod options;
 mod query;
 mod rows;
 mod tables;
@@ -40,8 +41,9 @@ use crate::coordinator::{ClusterInfo, NodeInfo};
 use crate::frame::{ColumnSpec, ErrorResponse, Rows};
 use crate::schema::Catalog;
 
+pub(crate) use options::{canonical_table_options, map_text, parse_map};
 pub use rows::LAYOUT_EXTENSION;
-pub(crate) use rows::{canonical_table_options, map_text, parse_map, PEER_PORT};
+pub(crate) use rows::PEER_PORT;
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {

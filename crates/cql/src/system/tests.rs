@@ -859,15 +859,15 @@ fn unsupported_queries_are_invalid_with_a_reason() {
 #[test]
 fn parse_map_reads_what_the_ddl_layer_keeps() {
     assert_eq!(
-        rows::parse_map("{'class': 'LeveledCompactionStrategy', 'x': 'it''s', n: 3}").unwrap(),
+        options::parse_map("{'class': 'LeveledCompactionStrategy', 'x': 'it''s', n: 3}").unwrap(),
         BTreeMap::from([
             ("class".to_owned(), "LeveledCompactionStrategy".to_owned()),
             ("x".to_owned(), "it's".to_owned()),
             ("n".to_owned(), "3".to_owned()),
         ])
     );
-    assert_eq!(rows::parse_map("{}").unwrap(), BTreeMap::new());
-    assert_eq!(rows::parse_map("{'a'}"), None);
-    assert_eq!(rows::parse_map("{'a': 'b',}"), None);
-    assert_eq!(rows::parse_map("not a map"), None);
+    assert_eq!(options::parse_map("{}").unwrap(), BTreeMap::new());
+    assert_eq!(options::parse_map("{'a'}"), None);
+    assert_eq!(options::parse_map("{'a': 'b',}"), None);
+    assert_eq!(options::parse_map("not a map"), None);
 }
