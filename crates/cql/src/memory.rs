@@ -219,7 +219,7 @@ impl Coordinator for MemoryCoordinator {
         let _step = self.cas.lock();
         let catalog = self.catalog();
         let host = self.local_node().host_id.0;
-        let mut by_table: BTreeMap<TableId, (Token, LeaderBatch)> = BTreeMap::new();
+        let mut by_table: BTreeMap<TableId, LeaderBatch> = BTreeMap::new();
         for inc in increments {
             let meta = catalog
                 .table_by_id(inc.table)
@@ -227,14 +227,11 @@ impl Coordinator for MemoryCoordinator {
             let schema = meta.key_schema();
             let kind = counter_key_kind(&schema, &inc.key)
                 .ok_or_else(|| server_error("a counter key is not a row".to_owned()))?;
-            let (_, batch) = by_table
+            let batch = by_table
                 .entry(inc.table)
-                .or_insert_with(|| (inc.token, LeaderBatch::new(&host)));
+                .or_insert_with(|| LeaderBatch::new(&host));
             let stored = match batch.pending(&inc.key, inc.column) {
-                Some(cell) => {
-                    let clock = cell.ts;
-                    (Some(cell), clock)
-                }
+                Some(pending) => pending,
                 None => {
                     let entries = self.counter_entries(inc.table, &schema, &inc.key)?;
                     stored_shard(
@@ -251,21 +248,20 @@ impl Coordinator for MemoryCoordinator {
             let now = self.new_timestamp();
             batch.add(&inc.key, kind, inc.column, stored, now, inc.delta);
         }
-        let mutations = by_table
-            .into_iter()
-            .flat_map(|(table, (token, batch))| {
-                batch
-                    .into_writes()
-                    .into_iter()
-                    .map(move |(key, ts, fragment)| Mutation {
-                        table,
-                        token,
-                        key,
-                        ts,
-                        fragment,
-                    })
-            })
-            .collect();
+        let mut mutations = Vec::new();
+        for (table, batch) in by_table {
+            for (key, ts, fragment) in batch.into_writes() {
+                let token = mosaic_rows::decode_token(&key)
+                    .map_err(|e| server_error(format!("a counter key has no token: {e}")))?;
+                mutations.push(Mutation {
+                    table,
+                    token,
+                    key,
+                    ts,
+                    fragment,
+                });
+            }
+        }
         block_on(self.write(mutations, consistency))
     }
 

@@ -157,28 +157,25 @@ impl LeaderBatch {
         &self.host
     }
 
-    /// The shard this batch already gives counter `column` of row `key` (a second
-    /// increment of a counter adds to the first, not to what is stored).
-    pub fn pending(&self, key: &[u8], column: ColumnId) -> Option<LiveCell> {
-        match self
-            .rows
-            .get(key)?
-            .complex
-            .get(&column)?
-            .cells
-            .get(&self.host)?
-        {
-            Cell::Live { ts, value, .. } => Some(LiveCell {
-                value: value.clone(),
-                ts: *ts,
-                expiry: None,
-            }),
+    /// The shard this batch already gives counter `column` of row `key`, as
+    /// [`Self::add`] takes it (a second increment of a counter adds to the first, not to
+    /// what is stored).
+    pub fn pending(&self, key: &[u8], column: ColumnId) -> Option<(Option<LiveCell>, Timestamp)> {
+        match self.rows.get(key)?.complex.get(&column)?.cells.get(&self.host)? {
+            Cell::Live { ts, value, .. } => Some((
+                Some(LiveCell {
+                    value: value.clone(),
+                    ts: *ts,
+                    expiry: None,
+                }),
+                *ts,
+            )),
             Cell::Tombstone { .. } => None,
         }
     }
 
     /// Adds `delta` to counter `column` of row `key` (a `kind` row), whose shard here is
-    /// `visible` with `floor` ([`stored_shard`], or [`Self::pending`] with its clock).
+    /// `visible` with `floor` ([`stored_shard`], or [`Self::pending`]).
     pub fn add(
         &mut self,
         key: &[u8],

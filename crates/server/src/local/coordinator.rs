@@ -3,11 +3,9 @@
 
 use super::tables::server_error;
 use super::*;
-use mosaic_cluster::message::WireCounter;
 use mosaic_cql::coordinator::{
     cas_on_one_copy, CasDecision, CasOutcome, CasRequest, CounterIncrement,
 };
-use mosaic_types::Token;
 
 impl Coordinator for LocalCoordinator {
     fn catalog(&self) -> Arc<Catalog> {
@@ -60,30 +58,7 @@ impl Coordinator for LocalCoordinator {
     ) -> Result<(), ErrorResponse> {
         // The node is its whole cluster: it leads every counter.
         let _step = self.cas.lock().await;
-        let mut by_table: BTreeMap<TableId, (Token, Vec<WireCounter>)> = BTreeMap::new();
-        for inc in increments {
-            by_table
-                .entry(inc.table)
-                .or_insert_with(|| (inc.token, Vec::new()))
-                .1
-                .push(WireCounter {
-                    key: inc.key,
-                    column: inc.column.0,
-                    delta: inc.delta,
-                });
-        }
-        let mut mutations = Vec::new();
-        for (table, (token, increments)) in by_table {
-            for m in self.counter_shards(table, increments, &AllPrimary).await? {
-                mutations.push(Mutation {
-                    table,
-                    token,
-                    key: m.key,
-                    ts: m.ts,
-                    fragment: m.fragment,
-                });
-            }
-        }
+        let mutations = self.counter_mutations(increments, &AllPrimary).await?;
         Coordinator::write(self, mutations, consistency).await
     }
 

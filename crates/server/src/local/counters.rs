@@ -7,6 +7,7 @@
 use super::*;
 use mosaic_cluster::message::WireCounter;
 use mosaic_cluster::WireMutation;
+use mosaic_cql::coordinator::{CounterIncrement, Mutation};
 use mosaic_rows::counter::{counter_key_kind, stored_shard, LeaderBatch};
 use mosaic_rows::{ColumnId, KeyRange, LiveCell};
 use mosaic_types::Timestamp;
@@ -33,10 +34,7 @@ impl LocalCoordinator {
             let key = &increment.key;
             let kind = counter_key_kind(&schema, key).ok_or_else(|| bad_key(&meta.name))?;
             let stored = match batch.pending(key, column) {
-                Some(cell) => {
-                    let clock = cell.ts;
-                    (Some(cell), clock)
-                }
+                Some(pending) => pending,
                 None => {
                     self.read_shard(table, &schema, key, column, &host, roles, now_secs)
                         .await?
@@ -56,6 +54,39 @@ impl LocalCoordinator {
             .into_iter()
             .map(|(key, ts, fragment)| WireMutation { key, ts, fragment })
             .collect())
+    }
+
+    /// The writes carrying this node's new shards for `increments` (of any tables), as
+    /// a coordinator that leads them all applies them (the caller holds its counters'
+    /// lock).
+    pub async fn counter_mutations(
+        &self,
+        increments: Vec<CounterIncrement>,
+        roles: &dyn Roles,
+    ) -> Result<Vec<Mutation>, ErrorResponse> {
+        let mut by_table: BTreeMap<TableId, Vec<WireCounter>> = BTreeMap::new();
+        for inc in increments {
+            by_table.entry(inc.table).or_default().push(WireCounter {
+                key: inc.key,
+                column: inc.column.0,
+                delta: inc.delta,
+            });
+        }
+        let mut mutations = Vec::new();
+        for (table, increments) in by_table {
+            for m in self.counter_shards(table, increments, roles).await? {
+                let token = mosaic_rows::decode_token(&m.key)
+                    .map_err(|e| server_error(format!("a counter key has no token: {e}")))?;
+                mutations.push(Mutation {
+                    table,
+                    token,
+                    key: m.key,
+                    ts: m.ts,
+                    fragment: m.fragment,
+                });
+            }
+        }
+        Ok(mutations)
     }
 
     /// This node's shard of `column` of the row `key` as a read sees it (`None`: absent or
@@ -114,7 +145,6 @@ fn bad_key(table: &str) -> ErrorResponse {
 mod tests {
     use super::*;
     use mosaic_cql::coordinator::{Coordinator, CounterIncrement};
-    use mosaic_cql::processor::{Processor, Session};
     use mosaic_rows::counter::counter_total;
     use mosaic_types::CqlValue;
 
@@ -167,16 +197,14 @@ mod tests {
         let config = super::super::tests::config(dir.path());
         let table = rt.block_on(async {
             let c = Arc::new(LocalCoordinator::open(&config).unwrap());
-            let p = Processor::new(c.clone());
-            let mut s = Session::new(mosaic_cql::frame::ProtocolVersion::V4);
-            for cql in [
-                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-                // The storage does not look at the column's type: a bigint column holds
-                // the shards here until CQL declares counters.
-                "CREATE TABLE ks.t (k int PRIMARY KEY, c bigint)",
-            ] {
-                super::super::tests::run_ok(&p, &mut s, cql).await;
-            }
+            super::super::tests::run_all_ok(
+                &c,
+                &[
+                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                    "CREATE TABLE ks.t (k int PRIMARY KEY, c counter)",
+                ],
+            )
+            .await;
             let table = c.catalog().table("ks", "t").unwrap().clone();
             let tasks: Vec<_> = (0..8)
                 .map(|task| {
@@ -200,7 +228,7 @@ mod tests {
                 .sum();
             assert_eq!(total(&c, &table, 1).await, expected);
             assert_eq!(total(&c, &table, 2).await, 0);
-            super::super::tests::run_ok(&p, &mut s, "DELETE FROM ks.t WHERE k = 1").await;
+            super::super::tests::run_all_ok(&c, &["DELETE FROM ks.t WHERE k = 1"]).await;
             assert_eq!(total(&c, &table, 1).await, 0);
             Coordinator::counter_write(&*c, vec![increment(&table, 1, 4)], Consistency::One)
                 .await

@@ -167,7 +167,6 @@ mod tests {
     use super::*;
     use mosaic_cluster::paxos::{Ballot, Proposal};
     use mosaic_cluster::WireMutation;
-    use mosaic_cql::processor::{Processor, Session};
 
     fn state(micros: u64) -> PaxosState {
         let ballot = Ballot { micros, node: 7 };
@@ -191,14 +190,14 @@ mod tests {
         let config = super::super::tests::config(dir.path());
         let table = rt.block_on(async {
             let c = Arc::new(LocalCoordinator::open(&config).unwrap());
-            let p = Processor::new(c.clone());
-            let mut s = Session::new(mosaic_cql::frame::ProtocolVersion::V4);
-            for cql in [
-                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-                "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
-            ] {
-                super::super::tests::run_ok(&p, &mut s, cql).await;
-            }
+            super::super::tests::run_all_ok(
+                &c,
+                &[
+                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                    "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+                ],
+            )
+            .await;
             let table = c.catalog().table("ks", "t").unwrap().id;
             assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), None);
             c.save_paxos_state(table, b"p1".to_vec(), state(5)).await.unwrap();
@@ -229,9 +228,7 @@ mod tests {
                 c.paxos_state(table, b"p1".to_vec()).await.unwrap(),
                 Some(state(11))
             );
-            let p = Processor::new(c.clone());
-            let mut s = Session::new(mosaic_cql::frame::ProtocolVersion::V4);
-            super::super::tests::run_ok(&p, &mut s, "DROP TABLE ks.t").await;
+            super::super::tests::run_all_ok(&c, &["DROP TABLE ks.t"]).await;
             let e = c.paxos_state(table, b"p1".to_vec()).await.unwrap_err();
             assert_eq!(e.message, "unconfigured table t");
             assert!(c.close(Duration::from_secs(10)).await.is_empty());

@@ -154,6 +154,15 @@ fn tables_survive_restart_truncate_and_drop() {
     });
 }
 
+/// Runs `statements` in a new session on `c`, each of which must succeed.
+pub(super) async fn run_all_ok(c: &Arc<LocalCoordinator>, statements: &[&str]) {
+    let p = Processor::new(c.clone());
+    let mut s = Session::new(ProtocolVersion::V4);
+    for cql in statements {
+        run_ok(&p, &mut s, cql).await;
+    }
+}
+
 pub(super) async fn run_ok(p: &Processor<LocalCoordinator>, s: &mut Session, cql: &str) {
     let r = run(p, s, cql).await;
     assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
