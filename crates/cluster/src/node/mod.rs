@@ -438,20 +438,17 @@ impl Node {
             // Only the node a request went to answers it: an answer naming another sender
             // (a forged acknowledgement, or a stray one) is dropped and the request waits on.
             let mut pending = self.inner.pending.lock();
-            match pending.get(&env.id) {
-                Some((to, _)) if *to == env.from => {
-                    if let Some((_, tx)) = pending.remove(&env.id) {
-                        let _ = tx.send(env.body);
-                    }
-                }
-                Some((to, _)) => {
+            if let std::collections::hash_map::Entry::Occupied(waiting) = pending.entry(env.id) {
+                if waiting.get().0 == env.from {
+                    let (_, tx) = waiting.remove();
+                    let _ = tx.send(env.body);
+                } else {
                     tracing::warn!(
                         peer = %env.from,
-                        asked = %to,
+                        asked = %waiting.get().0,
                         "dropping an answer from a node the request was not sent to"
                     );
                 }
-                None => {}
             }
             return;
         }

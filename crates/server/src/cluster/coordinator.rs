@@ -133,6 +133,15 @@ impl From<ErrorResponse> for CasError {
     }
 }
 
+/// A statement's write as the cluster sends it.
+fn wire(m: Mutation) -> WireMutation {
+    WireMutation {
+        key: m.key,
+        ts: m.ts,
+        fragment: m.fragment,
+    }
+}
+
 /// The level a serial level reads and repairs at.
 fn quorum_of(serial: Consistency) -> Consistency {
     if serial == Consistency::LocalSerial {
@@ -232,11 +241,7 @@ impl ClusterCoordinator {
                         "a conditional update wrote outside its partition".to_owned(),
                     )));
                 }
-                writes.push(WireMutation {
-                    key: m.key,
-                    ts: m.ts,
-                    fragment: m.fragment,
-                });
+                writes.push(wire(m));
             }
             if self
                 .node
@@ -389,17 +394,7 @@ impl Coordinator for ClusterCoordinator {
     ) -> Result<(), ErrorResponse> {
         let writes = mutations
             .into_iter()
-            .map(|m| {
-                (
-                    m.table,
-                    m.token,
-                    WireMutation {
-                        key: m.key,
-                        ts: m.ts,
-                        fragment: m.fragment,
-                    },
-                )
-            })
+            .map(|m| (m.table, m.token, wire(m)))
             .collect();
         let started = std::time::Instant::now();
         let result = self.node.write(writes, consistency).await;
