@@ -161,7 +161,14 @@ impl LeaderBatch {
     /// [`Self::add`] takes it (a second increment of a counter adds to the first, not to
     /// what is stored).
     pub fn pending(&self, key: &[u8], column: ColumnId) -> Option<(Option<LiveCell>, Timestamp)> {
-        match self.rows.get(key)?.complex.get(&column)?.cells.get(&self.host)? {
+        match self
+            .rows
+            .get(key)?
+            .complex
+            .get(&column)?
+            .cells
+            .get(&self.host)?
+        {
             Cell::Live { ts, value, .. } => Some((
                 Some(LiveCell {
                     value: value.clone(),
