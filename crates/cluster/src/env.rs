@@ -158,9 +158,9 @@ pub trait Store: Send + Sync + 'static {
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
     /// Counter increments this node leads (see `mosaic_rows::counter`): for each, this
-    /// node's new shard of the column, computed from what it stores. Returns the writes
-    /// carrying the new shards (the caller applies and replicates them; it serializes the
-    /// calls for one counter).
+    /// node's new shard of the column, computed from what it stores and applied here.
+    /// Returns the writes carrying the new shards (the caller replicates them; it
+    /// serializes the calls for one counter).
     fn counter_shards(
         &self,
         table: TableKey,

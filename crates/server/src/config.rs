@@ -119,6 +119,10 @@ pub struct StorageConfig {
     pub wal_ignore_replay_errors: bool,
     /// The node's block cache, shared by every table (0 disables it).
     pub block_cache_size_bytes: u64,
+    /// The counter cache: the shards of counters this node led lately, so the next
+    /// increment of a hot counter reads nothing (Cassandra's `counter_cache_size`; 0
+    /// disables it).
+    pub counter_cache_size_bytes: u64,
     /// Read tables with O_DIRECT, bypassing the OS page cache, so reads that miss the block
     /// cache reach the disk (where the file system supports it; otherwise buffered reads).
     pub direct_io: bool,
@@ -272,6 +276,7 @@ impl Default for StorageConfig {
             wal_sync_interval_ms: 10_000,
             wal_ignore_replay_errors: false,
             block_cache_size_bytes: 256 << 20,
+            counter_cache_size_bytes: 50 << 20,
             direct_io: false,
             flush_threads: 2,
             compaction_threads: 2,

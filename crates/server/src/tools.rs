@@ -217,6 +217,16 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
         e.write_slowdowns,
         e.write_slowdown_micros as f64 / 1e6,
     );
+    if e.counter_cache_capacity_bytes > 0 {
+        println!(
+            "  counter cache: {} entries, {} of {}, {} hits, {} misses",
+            e.counter_cache_entries,
+            bytes(e.counter_cache_bytes),
+            bytes(e.counter_cache_capacity_bytes),
+            e.counter_cache_hits,
+            e.counter_cache_misses,
+        );
+    }
 }
 
 /// One table of `mosaic stats`: a summary line, then one line per structure when the

@@ -136,16 +136,11 @@ impl Node {
                     held.push(lock.lock().await);
                 }
             }
-            let store = &self.inner.store;
-            let mutations = store
+            self.inner
+                .store
                 .counter_shards(table, increments)
                 .await
-                .map_err(|f| leader_failure(table, cl, f))?;
-            store
-                .apply(table, mutations.clone())
-                .await
-                .map_err(|f| leader_failure(table, cl, f))?;
-            mutations
+                .map_err(|f| leader_failure(table, cl, f))?
         };
         let writes = mutations
             .into_iter()

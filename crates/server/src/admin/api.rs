@@ -274,6 +274,18 @@ pub struct EngineStats {
     pub write_stall_timeouts: u64,
     pub write_slowdowns: u64,
     pub write_slowdown_micros: u64,
+    /// The counter cache: what it holds, its capacity (`[storage]
+    /// counter_cache_size_bytes`), and its hits and misses since the node started.
+    #[serde(default)]
+    pub counter_cache_bytes: u64,
+    #[serde(default)]
+    pub counter_cache_capacity_bytes: u64,
+    #[serde(default)]
+    pub counter_cache_entries: u64,
+    #[serde(default)]
+    pub counter_cache_hits: u64,
+    #[serde(default)]
+    pub counter_cache_misses: u64,
 }
 
 /// `GET /stats`.

@@ -380,7 +380,7 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
             },
         })
         .collect::<Vec<_>>();
-    let mut engine = engine_stats(admin.local.node_engine());
+    let mut engine = engine_stats(&admin.local);
     for c in tables
         .iter()
         .filter_map(|t| t.stats.as_ref())
@@ -398,11 +398,18 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
     })
 }
 
-/// The node engine's budgets and what they hold now (the stall counters, kept per
-/// partition, are summed by the caller).
-pub(crate) fn engine_stats(engine: &mosaic_lsm::Engine) -> api::EngineStats {
+/// The node engine's budgets and what they hold now, and the counter cache (the stall
+/// counters, kept per partition, are summed by the caller).
+pub(crate) fn engine_stats(local: &LocalCoordinator) -> api::EngineStats {
+    let engine = local.node_engine();
     let o = engine.options();
+    let counters = local.counter_cache_stats();
     api::EngineStats {
+        counter_cache_bytes: counters.bytes,
+        counter_cache_capacity_bytes: counters.capacity_bytes,
+        counter_cache_entries: counters.entries,
+        counter_cache_hits: counters.hits,
+        counter_cache_misses: counters.misses,
         partitions: engine.partitions().len(),
         memtable_bytes: engine.memtable_bytes(),
         memtable_space_bytes: o.memtable_space_bytes,

@@ -125,7 +125,7 @@ pub async fn record(admin: &Admin) {
         metrics::gauge!("mosaic_layout_memtable_bytes", &labels).set(*mem as f64);
     }
     record_storage_sum(&sum);
-    record_engine(&super::engine_stats(admin.local.node_engine()));
+    record_engine(&super::engine_stats(&admin.local));
 }
 
 /// The node engine's budgets and use (gauges).
@@ -143,6 +143,17 @@ fn record_engine(e: &super::api::EngineStats) {
     ] {
         metrics::gauge!(format!("mosaic_engine_{what}")).set(v);
     }
+    for (what, v) in [
+        ("bytes", e.counter_cache_bytes as f64),
+        ("capacity_bytes", e.counter_cache_capacity_bytes as f64),
+        ("entries", e.counter_cache_entries as f64),
+    ] {
+        metrics::gauge!(format!("mosaic_counter_cache_{what}")).set(v);
+    }
+    metrics::counter!("mosaic_counter_cache_requests_total", "result" => "hit")
+        .absolute(e.counter_cache_hits);
+    metrics::counter!("mosaic_counter_cache_requests_total", "result" => "miss")
+        .absolute(e.counter_cache_misses);
 }
 
 /// The node's storage counters summed over every table.

@@ -56,10 +56,18 @@ impl Coordinator for LocalCoordinator {
         increments: Vec<CounterIncrement>,
         consistency: Consistency,
     ) -> Result<(), ErrorResponse> {
-        // The node is its whole cluster: it leads every counter.
+        // The node is its whole cluster: it leads every counter, and its copy is the
+        // write.
+        for table in increments
+            .iter()
+            .map(|i| i.table)
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            self.check_available(table, consistency, true)?;
+        }
         let _step = self.cas.lock().await;
-        let mutations = self.counter_mutations(increments, &AllPrimary).await?;
-        Coordinator::write(self, mutations, consistency).await
+        self.counter_mutations(increments, &AllPrimary).await?;
+        Ok(())
     }
 
     fn new_timestamp(&self) -> i64 {

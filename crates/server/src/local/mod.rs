@@ -148,6 +148,8 @@ struct TableSlot {
     indexes: indexes::IndexList,
     /// Its lightweight transactions' Paxos state on this node.
     paxos: paxos::PaxosSlot,
+    /// A counter table's deletion epochs (see [`counters::CounterCache`]).
+    counter_epochs: Option<counters::CounterEpochs>,
 }
 
 /// The single-node coordinator (see the module doc).
@@ -171,6 +173,8 @@ pub struct LocalCoordinator {
     /// Serializes compare-and-sets and counter increments coordinated by this node as its
     /// whole cluster (the cluster coordinator runs Paxos and leads counters instead).
     cas: tokio::sync::Mutex<()>,
+    /// The shards of the counters this node led lately.
+    counter_cache: counters::CounterCache,
     tables: RwLock<HashMap<TableId, Arc<TableSlot>>>,
     dropped_names: Mutex<HashMap<TableId, String>>,
     clock: AtomicI64,
@@ -271,6 +275,7 @@ impl LocalCoordinator {
             epoch: AtomicU64::new(epoch),
             ddl: tokio::sync::Mutex::new(()),
             cas: tokio::sync::Mutex::new(()),
+            counter_cache: counters::CounterCache::new(config.storage.counter_cache_size_bytes),
             tables: RwLock::new(tables),
             dropped_names: Mutex::new(HashMap::new()),
             clock: AtomicI64::new(0),

@@ -288,6 +288,7 @@ pub(super) fn open_slot(
             .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("no node engine".into()))?,
         indexes: RwLock::new(Arc::new(indexes)),
         paxos: Default::default(),
+        counter_epochs: table.counter.then(super::counters::CounterEpochs::new),
     })
 }
 
@@ -408,6 +409,9 @@ impl LocalCoordinator {
         // Locks in table-id order (the BTreeMap's), so concurrent writers never wait on
         // each other in a cycle.
         let mut work = Vec::with_capacity(batches.len());
+        // Deletions in counter tables: their partitions' cached shards are invalidated
+        // once the writes are applied (or failed: some may be).
+        let mut deletions = Vec::new();
         for (id, batch) in batches {
             let slot = self.slot(id)?;
             if let Some(state) = &slot.hetero {
@@ -422,12 +426,23 @@ impl LocalCoordinator {
             }
             let list = slot.indexes.read().clone();
             let indexed = (!list.is_empty()).then(|| (list, slot.keys.read().schema.clone()));
+            if slot.counter_epochs.is_some() {
+                let shadowing = batch
+                    .iter()
+                    .flat_map(|(_, b)| b.ops())
+                    .filter(|op| super::counters::may_shadow_shards(op))
+                    .filter_map(|op| mosaic_rows::decode_token(&op.key).ok())
+                    .collect::<Vec<_>>();
+                if !shadowing.is_empty() {
+                    deletions.push((slot.clone(), shadowing));
+                }
+            }
             work.push((slot.name.clone(), guard, batch, indexed));
         }
         // A write that may stall (the engine stalled a write within the last second)
         // leaves the network thread, so the stall holds up no other connection.
         let inline = self.inline_writes && !self.node_engine.is_stalling();
-        run_engine_call(inline, move || {
+        let applied = run_engine_call(inline, move || {
             for (name, guard, batches, indexed) in work {
                 if let Some(store) = guard.as_ref() {
                     if let Some((list, schema)) = &indexed {
@@ -442,7 +457,13 @@ impl LocalCoordinator {
                 }
             }
             Ok(())
-        })
+        });
+        for (slot, tokens) in deletions {
+            if let Some(epochs) = &slot.counter_epochs {
+                tokens.into_iter().for_each(|t| epochs.bump(t));
+            }
+        }
+        applied
     }
 
     /// Reads up to `limit` entries of `range` of a table from local storage: the range
@@ -621,6 +642,9 @@ impl LocalCoordinator {
             if let Some(meta) = catalog.table_by_id(table) {
                 super::indexes::reopen_after_truncate(&engine, &dir, meta, &slot2.indexes)
                     .map_err(|e| engine_error(&name, e))?;
+            }
+            if let Some(epochs) = &slot2.counter_epochs {
+                epochs.bump_all();
             }
             Ok(())
         })
