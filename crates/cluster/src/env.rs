@@ -106,6 +106,10 @@ pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 /// to resume after (`None`: the range holds nothing more).
 pub type StoredPage = (Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>);
 
+/// A page of Paxos summaries and the partition the next page starts after (`None`: the
+/// range holds no more).
+pub type PaxosSummaryPage = (Vec<crate::paxos::PaxosSummary>, Option<Vec<u8>>);
+
 /// A write kept for a replica that could not take it (hinted handoff).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hint {
@@ -174,6 +178,16 @@ pub trait Store: Send + Sync + 'static {
         table: TableKey,
         partition: Vec<u8>,
     ) -> BoxFuture<'_, Result<Option<crate::paxos::PaxosState>, Failure>>;
+    /// Repair: summaries of the Paxos state of the partitions of `range` this node keeps
+    /// state for, in key order, at most `limit`, starting after partition `after`; and
+    /// the partition to resume after when more remain.
+    fn paxos_summaries(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<PaxosSummaryPage, Failure>>;
     /// Keeps the Paxos state of a partition, as durably as the table's writes, before the
     /// replica answers the message that changed it.
     fn save_paxos_state(

@@ -475,6 +475,25 @@ pub enum Body {
         /// The answer.
         body: Box<Body>,
     },
+    /// Repair: summaries of the Paxos state of a range's partitions, up to `limit`, after
+    /// partition `after` ([`crate::env::Store::paxos_summaries`]).
+    PaxosSummaryRequest {
+        /// The table.
+        table: TableKey,
+        /// The keys.
+        range: WireRange,
+        /// The partition the previous page ended with.
+        after: Option<Vec<u8>>,
+        /// The most summaries.
+        limit: u32,
+    },
+    /// The summaries, in key order, and the partition to resume after (`None`: no more).
+    PaxosSummaries {
+        /// The summaries.
+        entries: Vec<crate::paxos::PaxosSummary>,
+        /// Where the next page starts after.
+        next: Option<Vec<u8>>,
+    },
 }
 
 impl Body {
@@ -501,6 +520,7 @@ impl Body {
                 | Body::WithFacts { .. }
                 | Body::EcGroups { .. }
                 | Body::EcMetaAck
+                | Body::PaxosSummaries { .. }
         )
     }
 }

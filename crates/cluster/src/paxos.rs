@@ -25,6 +25,14 @@
 //! ([`Promises`]). The node runs the rounds (`node/paxos.rs`); the [`crate::env::Store`]
 //! keeps the state durably with the data.
 //!
+//! **Repair.** Anti-entropy repair (`node/anti_entropy.rs`) repairs Paxos state too, the
+//! safe way: it compares each replica's [`PaxosSummary`] of a range and, for every
+//! partition with a round left unfinished or replicas that disagree on the newest commit,
+//! runs a round at every replica ([`partitions_to_repair`]). The round finishes what was
+//! in progress and commits the newest commit where it is missing, so replicas converge
+//! without a promise or an acceptance ever being copied from one replica to another
+//! (which Paxos does not allow).
+//!
 //! Why v1 and not CEP-14's Paxos v2: v2 saves a round trip by reading with the prepare
 //! and needs Paxos repair coordinated with topology changes; v1's rounds are simpler to
 //! check (the simulator drives them through message loss and reordering) and Mosaic's
@@ -149,6 +157,52 @@ impl PaxosState {
     }
 }
 
+/// What repair compares of one replica's Paxos state for a partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaxosSummary {
+    /// The partition's key prefix.
+    pub partition: Vec<u8>,
+    /// The newest commit's ballot ([`Ballot::ZERO`] without one).
+    pub committed: Ballot,
+    /// Whether a proposal newer than that commit was accepted: a round left unfinished.
+    pub unfinished: bool,
+}
+
+impl PaxosState {
+    /// What repair compares of this state, as `partition`'s.
+    pub fn summary(&self, partition: Vec<u8>) -> PaxosSummary {
+        let committed = self.committed_ballot();
+        PaxosSummary {
+            partition,
+            committed,
+            unfinished: self.accepted.as_ref().is_some_and(|a| a.ballot > committed),
+        }
+    }
+}
+
+/// The partitions a Paxos repair must run a round for, given each replica's summaries
+/// of one range: a round left unfinished on any replica, or replicas that disagree on the
+/// newest commit (a replica without state for the partition has none). A round at every
+/// replica finishes the first and brings every replica up to the newest commit.
+pub fn partitions_to_repair(replicas: &[Vec<PaxosSummary>]) -> Vec<Vec<u8>> {
+    let mut seen: std::collections::BTreeMap<&[u8], (Vec<Ballot>, bool)> = Default::default();
+    for summaries in replicas {
+        for s in summaries {
+            let (ballots, unfinished) = seen.entry(&s.partition).or_default();
+            ballots.push(s.committed);
+            *unfinished |= s.unfinished;
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, (ballots, unfinished))| {
+            *unfinished
+                || ballots.len() < replicas.len()
+                || ballots.iter().any(|b| Some(b) != ballots.first())
+        })
+        .map(|(p, _)| p.to_vec())
+        .collect()
+}
+
 /// The promises a prepare gathered, as the coordinator reads them.
 #[derive(Debug)]
 pub struct Promises<R> {
@@ -228,6 +282,58 @@ mod tests {
                 fragment: vec![key],
             }],
         }
+    }
+
+    #[test]
+    fn repair_runs_a_round_where_replicas_disagree_or_a_round_is_unfinished() {
+        let sum = |partition: u8, committed: u64, unfinished: bool| PaxosSummary {
+            partition: vec![partition],
+            committed: b(committed, 1),
+            unfinished,
+        };
+        // A state's summary: unfinished only when what it accepted is newer than its
+        // commit.
+        let mut s = PaxosState::default();
+        s.prepare(b(5, 1));
+        s.propose(p(b(5, 1), 1));
+        assert_eq!(s.summary(vec![9]).committed, Ballot::ZERO);
+        assert!(s.summary(vec![9]).unfinished);
+        s.commit(p(b(5, 1), 1));
+        assert_eq!(s.summary(vec![9]), {
+            let mut done = sum(9, 5, false);
+            done.committed = b(5, 1);
+            done
+        });
+        let replicas = vec![
+            // 1: agreed; 2: an older commit on one replica; 3: missing on one;
+            // 4: unfinished on one; 5: agreed.
+            vec![
+                sum(1, 7, false),
+                sum(2, 7, false),
+                sum(3, 4, false),
+                sum(4, 2, false),
+                sum(5, 1, false),
+            ],
+            vec![
+                sum(1, 7, false),
+                sum(2, 6, false),
+                sum(3, 4, false),
+                sum(4, 2, true),
+                sum(5, 1, false),
+            ],
+            vec![
+                sum(1, 7, false),
+                sum(2, 7, false),
+                sum(4, 2, false),
+                sum(5, 1, false),
+            ],
+        ];
+        assert_eq!(
+            partitions_to_repair(&replicas),
+            vec![vec![2], vec![3], vec![4]]
+        );
+        assert!(partitions_to_repair(&[vec![sum(1, 3, false)], vec![sum(1, 3, false)]]).is_empty());
+        assert!(partitions_to_repair(&[]).is_empty());
     }
 
     #[test]

@@ -189,6 +189,8 @@ pub struct RepairReport {
     pub shards_rebuilt: u64,
     /// Erasure-tiered tables: shards this node lacks that could not be rebuilt.
     pub shards_failed: u64,
+    /// Partitions whose Paxos state needed a round (see [`crate::paxos`]).
+    pub paxos_repaired: u64,
     /// Why ranges or shards failed (first few).
     pub errors: Vec<String>,
 }
@@ -209,6 +211,7 @@ impl RepairReport {
         self.bytes_streamed += other.bytes_streamed;
         self.shards_rebuilt += other.shards_rebuilt;
         self.shards_failed += other.shards_failed;
+        self.paxos_repaired += other.paxos_repaired;
         for e in other.errors {
             if self.errors.len() < 10 {
                 self.errors.push(e);

@@ -309,5 +309,12 @@ pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> R
             v.shards_rebuilt
         );
     }
+    if v.paxos_repaired > 0 {
+        println!(
+            "repair on {addr}: {} partitions' lightweight transactions finished or brought \
+             up to date on every replica",
+            v.paxos_repaired
+        );
+    }
     Ok(())
 }

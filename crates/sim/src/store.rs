@@ -340,6 +340,32 @@ impl Store for SimStore {
         async { Ok(()) }.boxed()
     }
 
+    fn paxos_summaries(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<mosaic_cluster::env::PaxosSummaryPage, Failure>> {
+        let page = {
+            let states = self.paxos.lock();
+            let mut entries: Vec<_> = states
+                .iter()
+                .filter(|((t, p), _)| {
+                    *t == table && range.contains(p) && after.as_ref().is_none_or(|a| p > a)
+                })
+                .take(limit.saturating_add(1))
+                .map(|((_, p), s)| s.summary(p.clone()))
+                .collect();
+            let next = (entries.len() > limit).then(|| {
+                entries.truncate(limit);
+                entries.last().map(|s| s.partition.clone())
+            });
+            (entries, next.flatten())
+        };
+        async move { Ok(page) }.boxed()
+    }
+
     fn store_hint(
         &self,
         target: Endpoint,

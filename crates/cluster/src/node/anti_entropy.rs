@@ -6,6 +6,8 @@ use super::*;
 
 /// Token ranges a repair works on at once.
 const REPAIR_RANGES_CONCURRENT: usize = 4;
+/// Paxos summaries a replica sends per page.
+const PAXOS_SUMMARY_PAGE: u32 = 1024;
 
 impl Node {
     /// Repairs `tables` over every token range this node replicates (see
@@ -136,7 +138,79 @@ impl Node {
                 }
             }
         }
+        for range in mosaic_rows::ring_range(left, right) {
+            if let Err(why) = self.repair_paxos(table, range, replicas, &mut report).await {
+                return fail(report, why);
+            }
+        }
         report
+    }
+
+    /// Repairs the Paxos state of `range` ([`crate::paxos`], "Repair"): a round at every
+    /// replica for each partition whose replicas' summaries call for one. A round that
+    /// fails (contention past its timeout) fails the range once the others were tried.
+    async fn repair_paxos(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        replicas: &[Endpoint],
+        report: &mut RepairReport,
+    ) -> Result<(), String> {
+        let mut summaries = Vec::with_capacity(replicas.len());
+        for r in replicas {
+            let mut all = Vec::new();
+            let mut after = None;
+            loop {
+                let body = Body::PaxosSummaryRequest {
+                    table,
+                    range: WireRange {
+                        start: range.start.clone(),
+                        end: range.end.clone(),
+                    },
+                    after: after.take(),
+                    limit: PAXOS_SUMMARY_PAGE,
+                };
+                match self
+                    .call_retrying(*r, body, self.inner.config.repair_timeout_ms)
+                    .await
+                {
+                    Some(Body::PaxosSummaries { entries, next }) => {
+                        all.extend(entries);
+                        match next {
+                            Some(n) => after = Some(n),
+                            None => break,
+                        }
+                    }
+                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                    _ => return Err(format!("{r} did not send its Paxos state")),
+                }
+            }
+            summaries.push(all);
+        }
+        let mut first_error = None;
+        for partition in crate::paxos::partitions_to_repair(&summaries) {
+            let Ok(token) = mosaic_rows::decode_token(&partition) else {
+                first_error.get_or_insert_with(|| "a Paxos partition key has no token".to_owned());
+                continue;
+            };
+            let round = self
+                .paxos_begin(
+                    table,
+                    token,
+                    partition,
+                    ConsistencyLevel::All,
+                    ConsistencyLevel::Quorum,
+                    None,
+                )
+                .await;
+            match round {
+                Ok(_) => report.paxos_repaired += 1,
+                Err(e) => {
+                    first_error.get_or_insert_with(|| format!("a Paxos round: {e}"));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Reads `range` in full from every replica, merges, and writes to each replica the

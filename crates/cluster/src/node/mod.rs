@@ -499,6 +499,7 @@ impl Node {
             | Body::Truncate { .. }
             | Body::Read { .. }
             | Body::ReadStored { .. }
+            | Body::PaxosSummaryRequest { .. }
             | Body::SchemaPush(_)
             | Body::TreeRequest { .. }
             | Body::EcFill { .. }

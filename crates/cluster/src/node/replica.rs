@@ -69,6 +69,24 @@ impl Node {
             body @ (Body::PaxosPrepare { .. }
             | Body::PaxosPropose { .. }
             | Body::PaxosCommit { .. }) => self.serve_paxos(body).await,
+            Body::PaxosSummaryRequest {
+                table,
+                range,
+                after,
+                limit,
+            } => {
+                let range = KeyRange {
+                    start: range.start,
+                    end: range.end,
+                };
+                match store
+                    .paxos_summaries(table, range, after, limit as usize)
+                    .await
+                {
+                    Ok((entries, next)) => Body::PaxosSummaries { entries, next },
+                    Err(f) => Body::Failed(f),
+                }
+            }
             body @ Body::CounterWrite { .. } => self.serve_counter(body).await,
             Body::Truncate { table } => match store.truncate(table).await {
                 Ok(()) => Body::TruncateAck,
@@ -202,6 +220,8 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::Write { .. } => "Write",
         Body::WriteAck => "WriteAck",
         Body::PaxosPrepare { .. } => "PaxosPrepare",
+        Body::PaxosSummaryRequest { .. } => "PaxosSummaryRequest",
+        Body::PaxosSummaries { .. } => "PaxosSummaries",
         Body::PaxosPromise(_) => "PaxosPromise",
         Body::PaxosPropose { .. } => "PaxosPropose",
         Body::PaxosAccepted { .. } => "PaxosAccepted",

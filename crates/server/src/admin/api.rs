@@ -330,6 +330,10 @@ pub struct RepairReport {
     /// Erasure-tiered tables: lost shards that could not be rebuilt.
     #[serde(default)]
     pub shards_failed: u64,
+    /// Partitions whose Paxos state needed a round: a transaction left unfinished, or
+    /// replicas that disagreed on its newest commit.
+    #[serde(default)]
+    pub paxos_repaired: u64,
     pub errors: Vec<String>,
     pub complete: bool,
 }

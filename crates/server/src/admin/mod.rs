@@ -503,6 +503,7 @@ async fn repair(
         bytes_streamed: report.bytes_streamed,
         shards_rebuilt: report.shards_rebuilt,
         shards_failed: report.shards_failed,
+        paxos_repaired: report.paxos_repaired,
         complete: report.complete(),
         errors: report.errors,
     };

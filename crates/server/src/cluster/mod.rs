@@ -347,6 +347,22 @@ impl Store for LocalStore {
         .boxed()
     }
 
+    fn paxos_summaries(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> BoxFuture<'_, Result<mosaic_cluster::env::PaxosSummaryPage, Failure>> {
+        async move {
+            self.local
+                .paxos_summaries(table, range, after, limit)
+                .await
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
     fn save_paxos_state(
         &self,
         table: TableKey,

@@ -16,8 +16,10 @@
 use super::tables::{engine_error, run_engine_call};
 use super::*;
 
-use mosaic_cluster::paxos::PaxosState;
+use mosaic_cluster::paxos::{PaxosState, PaxosSummary};
 use mosaic_lsm::{CompactionFilter, Db};
+use mosaic_rows::KeyRange;
+use std::ops::Bound;
 
 /// The directory of a table's Paxos state, inside the table's.
 const PAXOS_DIR: &str = "paxos";
@@ -122,6 +124,54 @@ impl LocalCoordinator {
             let last = db.get(&partition)?.map_or(0, |e| e.ts);
             let now = u64::try_from(identity::now_micros()).unwrap_or(0);
             db.put(&partition, now.max(last + 1), &state.encode())
+        })
+        .await
+    }
+
+    /// Repair: summaries of the Paxos state of `range`'s partitions, in key order, at
+    /// most `limit`, after partition `after`; and the partition to resume after when
+    /// more remain. A table that never ran a transaction here has none (its storage is not
+    /// created for the question).
+    pub async fn paxos_summaries(
+        &self,
+        table: TableId,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> Result<mosaic_cluster::env::PaxosSummaryPage, ErrorResponse> {
+        let slot = self.slot(table)?;
+        if !slot.paxos.is_open() && !slot.dir.join(PAXOS_DIR).exists() {
+            return Ok((Vec::new(), None));
+        }
+        self.on_paxos(table, move |db, dir, expiry| {
+            let start = match &after {
+                Some(a) if a.as_slice() >= range.start.as_slice() => Bound::Excluded(a.as_slice()),
+                _ => Bound::Included(range.start.as_slice()),
+            };
+            let end = range
+                .end
+                .as_deref()
+                .map_or(Bound::Unbounded, Bound::Excluded);
+            let mut entries = Vec::new();
+            for item in db.scan(start, end)? {
+                let (partition, entry) = item?;
+                if expiry.expired(entry.ts) {
+                    continue;
+                }
+                if entries.len() == limit {
+                    let next = entries.last().map(|s: &PaxosSummary| s.partition.clone());
+                    return Ok((entries, next));
+                }
+                let state = PaxosState::decode(&entry.value).map_err(|reason| {
+                    mosaic_lsm::Error::Corruption {
+                        file: dir.join(PAXOS_DIR),
+                        offset: 0,
+                        reason,
+                    }
+                })?;
+                entries.push(state.summary(partition));
+            }
+            Ok((entries, None))
         })
         .await
     }
@@ -231,6 +281,73 @@ mod tests {
             super::super::tests::run_all_ok(&c, &["DROP TABLE ks.t"]).await;
             let e = c.paxos_state(table, b"p1".to_vec()).await.unwrap_err();
             assert_eq!(e.message, "unconfigured table t");
+            assert!(c.close(Duration::from_secs(10)).await.is_empty());
+        });
+    }
+
+    #[test]
+    fn repair_reads_summaries_of_a_range_page_by_page() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = super::super::tests::rt();
+        let config = super::super::tests::config(dir.path());
+        rt.block_on(async {
+            let c = Arc::new(LocalCoordinator::open(&config).unwrap());
+            super::super::tests::run_all_ok(
+                &c,
+                &[
+                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                    "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+                ],
+            )
+            .await;
+            let table = c.catalog().table("ks", "t").unwrap().id;
+            let everything = KeyRange {
+                start: Vec::new(),
+                end: None,
+            };
+            // No transaction ever ran: nothing, and no storage created to say so.
+            assert_eq!(
+                c.paxos_summaries(table, everything.clone(), None, 10).await.unwrap(),
+                (Vec::new(), None)
+            );
+            assert!(!dir.path().join("ks").read_dir().unwrap().any(|d| d
+                .unwrap()
+                .path()
+                .join(PAXOS_DIR)
+                .exists()));
+            for (i, p) in [b"p1", b"p2", b"p3", b"p4", b"p5"].iter().enumerate() {
+                c.save_paxos_state(table, p.to_vec(), state(10 + i as u64))
+                    .await
+                    .unwrap();
+            }
+            let mut seen = Vec::new();
+            let mut after = None;
+            let mut pages = 0;
+            loop {
+                let (page, next) = c
+                    .paxos_summaries(table, everything.clone(), after.take(), 2)
+                    .await
+                    .unwrap();
+                assert!(page.len() <= 2);
+                seen.extend(page);
+                pages += 1;
+                match next {
+                    Some(n) => after = Some(n),
+                    None => break,
+                }
+            }
+            assert_eq!(pages, 3);
+            let names: Vec<&[u8]> = seen.iter().map(|s| s.partition.as_slice()).collect();
+            assert_eq!(names, [b"p1", b"p2", b"p3", b"p4", b"p5"]);
+            assert!(seen.iter().all(|s| s.unfinished && s.committed == Ballot::ZERO));
+            // A range: [p2, p4).
+            let some = KeyRange {
+                start: b"p2".to_vec(),
+                end: Some(b"p4".to_vec()),
+            };
+            let (page, next) = c.paxos_summaries(table, some, None, 10).await.unwrap();
+            let names: Vec<&[u8]> = page.iter().map(|s| s.partition.as_slice()).collect();
+            assert_eq!((names, next), (vec![&b"p2"[..], &b"p3"[..]], None));
             assert!(c.close(Duration::from_secs(10)).await.is_empty());
         });
     }
