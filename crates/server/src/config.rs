@@ -45,6 +45,10 @@ pub struct Config {
     pub storage_port: u16,
     /// The admin HTTP port (`/status`, `/metrics`, flush, compaction, repair), 0 for none.
     pub admin_port: u16,
+    /// The address the admin port binds: by default `listen_address` when that is a
+    /// loopback address (a local cluster's 127.0.0.N), else 127.0.0.1 (or ::1), so other
+    /// hosts cannot reach it ([`Config::admin_address`]).
+    pub admin_listen_address: Option<IpAddr>,
     /// Nodes contacted to join the cluster, as `"ip"` (this node's storage port) or
     /// `"ip:port"`. Empty: this node is its own seed (a one-node cluster to start with).
     pub seeds: Vec<String>,
@@ -238,6 +242,8 @@ pub struct LimitsConfig {
     /// How long a connection may stay silent with nothing running before it is closed
     /// (Cassandra's `native_transport_idle_timeout`); 0: never.
     pub idle_timeout_ms: u64,
+    /// Admin endpoint requests served at once; more are answered 503 at once.
+    pub admin_requests_max: usize,
 }
 
 impl Default for Config {
@@ -254,6 +260,7 @@ impl Default for Config {
             shutdown_timeout_ms: 10_000,
             storage_port: 7000,
             admin_port: 7199,
+            admin_listen_address: None,
             seeds: Vec::new(),
             cluster: ClusterConfig::default(),
             storage: StorageConfig::default(),
@@ -346,6 +353,7 @@ impl Default for LimitsConfig {
             connections_per_address_max: 0,
             handshake_timeout_ms: 10_000,
             idle_timeout_ms: 0,
+            admin_requests_max: 16,
         }
     }
 }
@@ -491,6 +499,22 @@ impl Config {
     /// The address the CQL port binds.
     pub fn native_socket_addr(&self) -> SocketAddr {
         SocketAddr::new(self.listen_address, self.native_port)
+    }
+
+    /// The address the admin endpoint binds (`None`: `admin_port` is 0): see
+    /// `admin_listen_address`.
+    pub fn admin_address(&self) -> Option<SocketAddr> {
+        if self.admin_port == 0 {
+            return None;
+        }
+        let ip = self
+            .admin_listen_address
+            .unwrap_or(match self.listen_address {
+                ip if ip.is_loopback() => ip,
+                IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+            });
+        Some(SocketAddr::new(ip, self.admin_port))
     }
 
     /// The address clients are told to use.
@@ -664,6 +688,30 @@ mod tests {
         assert!(Config::parse("listen_address = \"0.0.0.0\"\n").is_err());
         assert!(Config::parse("[storage]\nmemtable_size_bytes = 10\n").is_err());
         assert!(Config::parse("[limits]\nframe_size_bytes_max = 100\n").is_err());
+    }
+
+    #[test]
+    fn the_admin_endpoint_binds_loopback_unless_told_otherwise() {
+        let admin = |toml: &str| Config::parse(toml).unwrap().admin_address();
+        // A local cluster's node keeps its own loopback alias.
+        assert_eq!(
+            admin("listen_address = \"127.0.0.3\"\nadmin_port = 7001\n"),
+            Some("127.0.0.3:7001".parse().unwrap())
+        );
+        // A node serving other hosts keeps its admin endpoint to its own host.
+        assert_eq!(
+            admin("listen_address = \"10.0.0.5\"\n"),
+            Some("127.0.0.1:7199".parse().unwrap())
+        );
+        assert_eq!(
+            admin("listen_address = \"fd00::5\"\n"),
+            Some("[::1]:7199".parse().unwrap())
+        );
+        assert_eq!(
+            admin("listen_address = \"10.0.0.5\"\nadmin_listen_address = \"10.0.0.5\"\n"),
+            Some("10.0.0.5:7199".parse().unwrap())
+        );
+        assert_eq!(admin("admin_port = 0\n"), None);
     }
 
     #[test]

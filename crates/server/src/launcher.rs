@@ -200,10 +200,9 @@ fn wait_until_all_up(cluster_dir: &Path, nodes: &[(String, Config)]) -> Result<(
     loop {
         let mut lagging = Vec::new();
         for (name, config) in nodes {
-            if config.admin_port == 0 {
+            let Some(admin) = config.admin_address() else {
                 continue;
-            }
-            let admin = SocketAddr::new(config.rpc_address(), config.admin_port);
+            };
             let status = crate::admin::client::get_as::<Status>(admin, "/status");
             let sees_all = status.is_ok_and(|status| {
                 let up: Vec<&str> = status

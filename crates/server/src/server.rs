@@ -487,10 +487,9 @@ async fn start_admin(
     hints: &Arc<HintStore>,
     shutdown: watch::Receiver<bool>,
 ) {
-    if config.admin_port == 0 {
+    let Some(addr) = config.admin_address() else {
         return;
-    }
-    let addr = std::net::SocketAddr::new(config.listen_address, config.admin_port);
+    };
     let listener = match TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -506,6 +505,7 @@ async fn start_admin(
         cluster: coordinator.clone(),
         hints: hints.clone(),
         metrics,
+        requests_max: config.limits.admin_requests_max,
     });
     tracing::info!(target: "mosaic::admin", "admin endpoint on http://{addr}");
     tokio::spawn(admin::serve(listener, admin, shutdown));

@@ -1,8 +1,10 @@
 //! The admin HTTP endpoint: the cluster as this node sees it, and operator actions.
 //!
 //! Owns `[admin_port]`: an HTTP/1.1 server (`axum` over `hyper`) for operators and the
-//! `mosaic` CLI, on the node's listen address. Every answer is JSON ([`api`]) except
-//! `/metrics`; an unknown path or method answers 404 with `{"error": …}`:
+//! `mosaic` CLI, on loopback unless `admin_listen_address` says otherwise
+//! (`Config::admin_address`). Every answer is JSON ([`api`]) except `/metrics`; an unknown
+//! path or method answers 404 with `{"error": …}`. What it admits — no requests a web page
+//! could forge, a bounded number at once — is [`guard`]'s.
 //!
 //! | request | answer |
 //! |---|---|
@@ -12,12 +14,14 @@
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
 //!
-//! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`prometheus`] (the Prometheus
+//! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
+//! [`prometheus`] (the Prometheus
 //! recorder and the series mirrored at each scrape), [`client`] (the CLI's half, which
 //! `mosaic status`, `flush`, `compact`, `stats`, `repair` and `cluster up` use).
 
 pub mod api;
 pub mod client;
+pub mod guard;
 pub mod prometheus;
 
 use std::sync::Arc;
@@ -51,6 +55,8 @@ pub struct Admin {
     pub hints: Arc<HintStore>,
     /// Renders Prometheus metrics.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// Requests served at once (`[limits] admin_requests_max`).
+    pub requests_max: usize,
 }
 
 /// Serves admin requests until `shutdown`.
@@ -69,6 +75,7 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch
 
 /// The routes of the table in the module doc.
 fn router(admin: Arc<Admin>) -> Router {
+    let guard = guard::Guard::new(admin.requests_max);
     Router::new()
         .route("/status", get(status))
         .route("/stats", get(stats))
@@ -79,6 +86,7 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/hr/optimize", post(hr_optimize))
         .fallback(no_such_request)
         .method_not_allowed_fallback(no_such_request)
+        .layer(axum::middleware::from_fn_with_state(guard, guard::admit))
         .with_state(admin)
 }
 
