@@ -9,6 +9,7 @@
 #![deny(clippy::unwrap_used)]
 
 pub mod ast;
+pub mod auth;
 pub mod coordinator;
 pub mod frame;
 pub mod index;

@@ -19,6 +19,7 @@ pub mod cql_statements;
 pub mod cql_values;
 pub mod internode_frame;
 pub mod row_decoders;
+pub mod sasl_plain;
 pub mod seeds;
 pub mod table_reader;
 pub mod wal_reader;
@@ -27,7 +28,7 @@ pub mod wal_reader;
 pub type Target = (&'static str, fn(&[u8]));
 
 /// Every target.
-pub const TARGETS: [Target; 10] = [
+pub const TARGETS: [Target; 11] = [
     ("cql_frame", cql_frame::run),
     ("cql_json", cql_json::run),
     ("cql_parser", cql_parser::run),
@@ -36,6 +37,7 @@ pub const TARGETS: [Target; 10] = [
     ("cql_values", cql_values::run),
     ("internode_frame", internode_frame::run),
     ("row_decoders", row_decoders::run),
+    ("sasl_plain", sasl_plain::run),
     ("table_reader", table_reader::run),
     ("wal_reader", wal_reader::run),
 ];

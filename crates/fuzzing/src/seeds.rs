@@ -33,6 +33,16 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
             })
             .collect(),
         "internode_frame" => internode_frames(),
+        "sasl_plain" => [
+            &b"\0cassandra\0cassandra"[..],
+            b"authz\0bob\0pw",
+            b"bob\0pw",
+            b"\0\0",
+            b"\0u\0p\0",
+        ]
+        .iter()
+        .map(|s| s.to_vec())
+        .collect(),
         "row_decoders" => vec![
             vec![0, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 7],
             vec![0x81, 1, b'a', 0, 0, 0, 0, 2],
@@ -68,7 +78,7 @@ fn clustering_filter() -> Vec<u8> {
     .encode()
 }
 
-const CQL: [&str; 14] = [
+const CQL: [&str; 18] = [
     "SELECT * FROM t WHERE k = 1",
     "INSERT INTO c (k, c1, c2, s, v) VALUES (1, 2, 'x', 3, 0x00) USING TTL 10",
     "UPDATE t SET v = 'b' WHERE k IN (1, 2)",
@@ -83,6 +93,10 @@ const CQL: [&str; 14] = [
     "CREATE TABLE pc (k int, ck int, s counter STATIC, c counter, PRIMARY KEY (k, ck))",
     "UPDATE pc SET c = c + 1, s -= ?, c += ? WHERE k IN (1, 2) AND ck = 3",
     "BEGIN COUNTER BATCH UPDATE pc SET c = c - 5 WHERE k = 1 AND ck = 2; DELETE c FROM pc WHERE k = 1 AND ck = 3; APPLY BATCH",
+    "CREATE ROLE IF NOT EXISTS 'Bob' WITH PASSWORD = 'p''w' AND LOGIN = true AND SUPERUSER = false",
+    "GRANT ALL PERMISSIONS ON KEYSPACE ks TO bob; REVOKE MODIFY ON ks.t FROM \"Bob\"",
+    "LIST SELECT ON TABLE t OF bob NORECURSIVE; LIST ROLES OF bob; LIST USERS",
+    "CREATE USER u WITH PASSWORD 'x' NOSUPERUSER; ALTER USER u SUPERUSER; DROP USER IF EXISTS u; GRANT a TO b",
 ];
 
 /// Values for `cql_values` (as JSON, serialized by the seeds), each with the index of its

@@ -65,6 +65,8 @@ pub struct Config {
     /// How requests are scheduled: which replicas a read asks (`replica_selection` and a
     /// sub-table of parameters per policy, e.g. `[scheduling.dynamic-snitch]`).
     pub scheduling: mosaic_cluster::selection::SchedulingConfig,
+    /// How clients log in and what roles may do.
+    pub auth: crate::auth::AuthConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -268,6 +270,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
             scheduling: mosaic_cluster::selection::SchedulingConfig::default(),
+            auth: crate::auth::AuthConfig::default(),
         }
     }
 }
@@ -376,6 +379,7 @@ impl Config {
         if !sizes.is_empty() && Path::new(sizes.as_str()).is_relative() {
             *sizes = base.join(sizes.as_str()).to_string_lossy().into_owned();
         }
+        config.auth.resolve_paths(base);
         Ok(config)
     }
 
@@ -492,6 +496,7 @@ impl Config {
             bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
         }
         self.storage.validate()?;
+        self.auth.validate()?;
         self.log.filter(None)?;
         Ok(())
     }

@@ -28,7 +28,10 @@ use mosaic_cluster::{Node, NodeConfig};
 use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
 
 use crate::admin::{self, Admin};
-use crate::auth::AllowAll;
+use crate::auth::{
+    auth_settings, ensure_superuser, role_lookup, AllowAll, Authenticator, PasswordAuthenticator,
+    SUPERUSER_PASSWORD_ENV,
+};
 use crate::cluster::{ClusterCoordinator, LocalStore};
 use crate::config::Config;
 use crate::durable::NodeIdentity;
@@ -36,6 +39,7 @@ use crate::hints::HintStore;
 use crate::internode::{self, TcpTransport, TokioRuntime};
 use crate::local::LocalCoordinator;
 use crate::net::{self, Shared};
+use mosaic_cql::auth::Auth;
 
 /// Runs the node configured in `config_path` until it is told to stop.
 pub fn run(config_path: &Path) -> Result<()> {
@@ -83,6 +87,17 @@ async fn serve(config: Config) -> Result<()> {
     // Before anything slow, so a signal during startup still shuts down cleanly.
     let mut signals = Signals::install()?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    // Password authentication without the superuser's password refuses to start, and says
+    // why, before anything is opened.
+    let superuser_password = if config.auth.enabled() {
+        Some(
+            config
+                .auth
+                .superuser_password(std::env::var(SUPERUSER_PASSWORD_ENV).ok())?,
+        )
+    } else {
+        None
+    };
 
     // The cluster node: internode port first, so peers can answer as soon as we gossip.
     let mut config = config;
@@ -118,10 +133,21 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding the CQL port {addr}"))?;
     let bound = listener.local_addr().unwrap_or(addr);
+    let auth = Arc::new(Auth::new(auth_settings(&config.auth)));
+    let authenticator: Arc<dyn Authenticator> = match superuser_password {
+        Some(password) => {
+            // Role lookups and the superuser's creation run on a processor of their own
+            // (sharing the permission cache).
+            let internal = Arc::new(Processor::with_auth(coordinator.clone(), auth.clone()));
+            ensure_superuser(internal.clone(), &config.auth, password).await?;
+            PasswordAuthenticator::new(&config.auth, role_lookup(internal))
+        }
+        None => Arc::new(AllowAll),
+    };
     let shared = Arc::new(
         Shared::new(
-            Processor::new(coordinator.clone()),
-            Arc::new(AllowAll),
+            Processor::with_auth(coordinator.clone(), auth),
+            authenticator,
             config.limits.clone(),
         )
         .with_slow_query(config.log.slow_query()),

@@ -655,6 +655,7 @@ impl Display for DescribeStatement {
 impl Display for Statement {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
+            Statement::Auth(s) => write!(f, "{s}"),
             Statement::Use(s) => write!(f, "USE {}", s.keyspace),
             Statement::CreateKeyspace(s) => {
                 f.write_str("CREATE KEYSPACE ")?;

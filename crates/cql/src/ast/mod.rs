@@ -16,12 +16,14 @@
 //! (`parse_statement(&s.to_string()) == Ok(s)`); the parser's round-trip tests rely on it
 //! and it is handy in logs and error messages.
 
+mod auth;
 mod conditions;
 mod describe;
 mod display;
 mod index;
 mod types;
 
+pub use auth::{AuthStatement, Permission, Permissions, ResourceName, RoleOptions};
 pub use conditions::{Condition, ConditionOp, ConditionTarget, Conditions};
 pub use describe::{DescribeStatement, DescribeTarget};
 pub use index::{CreateIndexStatement, DropIndexStatement};
@@ -730,6 +732,8 @@ pub enum Statement {
     Batch(BatchStatement),
     /// `DESCRIBE`.
     Describe(DescribeStatement),
+    /// Roles and permissions.
+    Auth(AuthStatement),
 }
 
 impl Statement {
@@ -755,7 +759,8 @@ impl Statement {
             | Statement::DropType(_)
             | Statement::CreateIndex(_)
             | Statement::DropIndex(_)
-            | Statement::Describe(_) => &[],
+            | Statement::Describe(_)
+            | Statement::Auth(_) => &[],
         }
     }
 

@@ -689,10 +689,10 @@ fn unsupported_features_are_invalid_with_a_feature() {
         ),
         ("SELECT * FROM t WHERE v LIKE 'a%'", Feature::SecondaryIndex),
         (
-            "GRANT SELECT ON ALL KEYSPACES TO bob",
+            "GRANT EXECUTE ON ALL FUNCTIONS TO bob",
             Feature::Authorization,
         ),
-        ("CREATE ROLE bob", Feature::Authorization),
+        ("CREATE ROLE bob WITH OPTIONS = {}", Feature::Authorization),
     ];
     for (text, feature) in cases {
         let e = parse_err(text);
@@ -1338,5 +1338,86 @@ fn lightweight_transaction_conditions_parse_and_print_back() {
             "{bad}: {e}"
         );
         assert!(e.to_string().contains(message), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn role_and_permission_statements_parse_as_cassandra_reads_them() {
+    use crate::ast::{AuthStatement, Permission, Permissions, ResourceName, RoleOptions};
+    let auth = |text: &str| match parse(text) {
+        Statement::Auth(s) => s,
+        other => panic!("{text}: not a role statement: {other:?}"),
+    };
+    assert_eq!(
+        auth("CREATE ROLE IF NOT EXISTS Bob WITH PASSWORD = 'pw' AND LOGIN = true AND SUPERUSER = false"),
+        AuthStatement::CreateRole {
+            name: "bob".into(),
+            if_not_exists: true,
+            options: RoleOptions {
+                password: Some("pw".into()),
+                login: Some(true),
+                superuser: Some(false),
+            },
+            user: false,
+        }
+    );
+    assert_eq!(
+        auth("CREATE USER 'Al' WITH PASSWORD 'x' SUPERUSER"),
+        AuthStatement::CreateRole {
+            name: "Al".into(),
+            if_not_exists: false,
+            options: RoleOptions {
+                password: Some("x".into()),
+                login: Some(true),
+                superuser: Some(true),
+            },
+            user: true,
+        }
+    );
+    assert_eq!(
+        auth("GRANT SELECT ON ks.t TO bob"),
+        AuthStatement::Grant {
+            permissions: Permissions::Some(vec![Permission::Select]),
+            resource: ResourceName::Table(Some("ks".into()), "t".into()),
+            role: "bob".into(),
+        }
+    );
+    assert_eq!(
+        auth("REVOKE ALL PERMISSIONS ON ALL KEYSPACES FROM bob"),
+        AuthStatement::Revoke {
+            permissions: Permissions::All,
+            resource: ResourceName::AllKeyspaces,
+            role: "bob".into(),
+        }
+    );
+    assert_eq!(
+        auth("GRANT admin TO bob"),
+        AuthStatement::GrantRole {
+            role: "admin".into(),
+            grantee: "bob".into(),
+        }
+    );
+    assert_eq!(
+        auth("LIST ALL OF bob NORECURSIVE"),
+        AuthStatement::ListPermissions {
+            permissions: Permissions::All,
+            resource: None,
+            of: Some("bob".into()),
+            recursive: false,
+        }
+    );
+    assert_eq!(
+        auth("LIST ROLES"),
+        AuthStatement::ListRoles {
+            of: None,
+            recursive: true,
+        }
+    );
+    assert_eq!(auth("LIST USERS"), AuthStatement::ListUsers);
+    for text in [
+        "CREATE ROLE r WITH LOGIN = true AND LOGIN = false",
+        "GRANT SELECT ON KEYSPACE TO bob",
+    ] {
+        parse_err(text);
     }
 }

@@ -58,6 +58,9 @@ pub struct Session {
     pub keyspace: Option<String>,
     /// The connection's protocol version.
     pub version: ProtocolVersion,
+    /// The role the connection logged in as (`None`: anonymous, as every connection is
+    /// when authentication is off).
+    pub user: Option<String>,
 }
 
 impl Session {
@@ -66,6 +69,7 @@ impl Session {
         Session {
             keyspace: None,
             version,
+            user: None,
         }
     }
 }
@@ -121,6 +125,7 @@ impl PreparedCache {
 pub struct Processor<C> {
     coordinator: Arc<C>,
     prepared: Mutex<PreparedCache>,
+    auth: Arc<crate::auth::Auth>,
 }
 
 /// An error response of kind Invalid.
@@ -154,7 +159,7 @@ pub(crate) fn unseal_paging_state(bytes: &[u8]) -> Result<&[u8], ErrorResponse> 
     Ok(body)
 }
 
-fn parse_error(e: ParseError) -> ErrorResponse {
+pub(crate) fn parse_error(e: ParseError) -> ErrorResponse {
     let kind = if e.error_code() == crate::parse::SYNTAX_ERROR_CODE {
         ErrorKind::Syntax
     } else {
@@ -254,10 +259,22 @@ fn statement_id(keyspace: Option<&str>, query: &str) -> [u8; 16] {
 impl<C: Coordinator> Processor<C> {
     /// A processor over `coordinator`.
     pub fn new(coordinator: Arc<C>) -> Processor<C> {
+        Processor::with_auth(coordinator, Arc::default())
+    }
+
+    /// A processor over `coordinator` checking logins and permissions as `auth` says
+    /// (its caches may be shared with other processors of the node).
+    pub fn with_auth(coordinator: Arc<C>, auth: Arc<crate::auth::Auth>) -> Processor<C> {
         Processor {
             coordinator,
             prepared: Mutex::new(PreparedCache::default()),
+            auth,
         }
+    }
+
+    /// The node's authentication state.
+    pub fn auth(&self) -> &Arc<crate::auth::Auth> {
+        &self.auth
     }
 
     /// The coordinator.
@@ -379,13 +396,36 @@ impl<C: Coordinator> Processor<C> {
                     (statement, keyspace.or_else(default_keyspace))
                 }
             };
+            self.authorize(session, &statement, keyspace.as_deref())
+                .await?;
             statements.push((statement, keyspace, s.values.clone()));
         }
         write::execute_batch(self, &b, statements).await
     }
 
-    /// Executes one statement.
+    /// Executes one statement once the session's role is allowed to.
     async fn run(
+        &self,
+        session: &mut Session,
+        statement: &Statement,
+        keyspace: Option<&str>,
+        params: &QueryParameters,
+    ) -> Result<ResultBody, ErrorResponse> {
+        self.authorize(session, statement, keyspace).await?;
+        let result = self
+            .run_unchecked(session, statement, keyspace, params)
+            .await?;
+        // The creator of a keyspace or table gets every permission on it (Cassandra).
+        if let (ResultBody::SchemaChange(_), Some(created)) =
+            (&result, auth_created(statement, keyspace))
+        {
+            self.grant_to_creator(session, created).await?;
+        }
+        Ok(result)
+    }
+
+    /// Executes one statement without checking permissions.
+    pub(crate) async fn run_unchecked(
         &self,
         session: &mut Session,
         statement: &Statement,
@@ -394,6 +434,7 @@ impl<C: Coordinator> Processor<C> {
     ) -> Result<ResultBody, ErrorResponse> {
         let exec = Exec { keyspace, params };
         match statement {
+            Statement::Auth(s) => crate::auth::execute(self, session, keyspace, s).await,
             Statement::Use(u) => {
                 let name = u.keyspace.as_str().to_owned();
                 let catalog = self.coordinator.catalog();
@@ -411,6 +452,22 @@ impl<C: Coordinator> Processor<C> {
             Statement::Describe(d) => describe::execute(self, &exec, d),
             other => ddl::execute(self, &exec, other.clone()).await,
         }
+    }
+}
+
+/// The resource a CREATE KEYSPACE or CREATE TABLE makes.
+fn auth_created(statement: &Statement, keyspace: Option<&str>) -> Option<crate::auth::Resource> {
+    use crate::auth::Resource;
+    match statement {
+        Statement::CreateKeyspace(s) => Some(Resource::Keyspace(s.name.as_str().to_owned())),
+        Statement::CreateTable(s) => {
+            let ks = s.name.keyspace.as_ref().map(|k| k.as_str()).or(keyspace)?;
+            Some(Resource::Table(
+                ks.to_owned(),
+                s.name.name.as_str().to_owned(),
+            ))
+        }
+        _ => None,
     }
 }
 

@@ -10,9 +10,14 @@
 //! Column ids ([`ColumnId`]) are what the row layer stores; they are allocated per table
 //! and never reused, so a dropped and re-added column does not resurrect old cells.
 
+mod auth;
 mod diff;
 mod index;
 
+pub use auth::{
+    auth_keyspace, auth_table_id, AUTH_KEYSPACE, AUTH_REPLICATION_FACTOR, ROLES_TABLE,
+    ROLE_MEMBERS_TABLE, ROLE_PERMISSIONS_TABLE,
+};
 pub use index::{default_kind, default_name, IndexMeta, IndexTarget, TargetKind, SAI_CLASS};
 
 use std::collections::BTreeMap;
@@ -677,14 +682,16 @@ impl Catalog {
         Uuid::from_digest(xxhash_rust::xxh3::xxh3_128(&bytes))
     }
 
-    /// A keyspace by name.
+    /// A keyspace by name (`system_auth` included: see [`auth_keyspace`]).
     pub fn keyspace(&self, name: &str) -> Option<&KeyspaceMeta> {
-        self.keyspaces.get(name)
+        self.keyspaces
+            .get(name)
+            .or_else(|| (name == AUTH_KEYSPACE).then(auth_keyspace))
     }
 
-    /// A table by keyspace and name.
+    /// A table by keyspace and name (`system_auth`'s included).
     pub fn table(&self, keyspace: &str, name: &str) -> Option<&Arc<TableMeta>> {
-        self.keyspaces.get(keyspace)?.tables.get(name)
+        self.keyspace(keyspace)?.tables.get(name)
     }
 
     /// The index named `name` in `keyspace`, with its table.
@@ -696,12 +703,14 @@ impl Catalog {
             .find_map(|t| Some((t, t.indexes.get(name)?)))
     }
 
-    /// A table by id.
+    /// A table by id (`system_auth`'s included).
     pub fn table_by_id(&self, id: TableId) -> Option<&Arc<TableMeta>> {
-        self.by_id.get(&id)
+        self.by_id
+            .get(&id)
+            .or_else(|| auth_keyspace().tables.values().find(|t| t.id == id))
     }
 
-    /// Every table.
+    /// Every user table (not `system_auth`'s: see [`Catalog::stored_tables`]).
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
         self.keyspaces.values().flat_map(|k| k.tables.values())
     }

@@ -44,6 +44,16 @@ use crate::schema::Catalog;
 pub(crate) use options::{canonical_table_options, map_text, parse_map};
 pub use rows::LAYOUT_EXTENSION;
 pub(crate) use rows::PEER_PORT;
+pub(crate) use tables::Kind as ColumnKindDef;
+
+/// The definitions of `system_auth`'s tables (stored tables, see
+/// [`crate::schema::auth_keyspace`]; listed in `system_schema` from these definitions).
+pub(crate) fn auth_table_defs() -> impl Iterator<Item = &'static tables::TableDef> {
+    tables::ALL
+        .iter()
+        .copied()
+        .filter(|t| t.keyspace == crate::schema::AUTH_KEYSPACE)
+}
 
 /// What the system tables are computed from.
 pub struct SystemView<'a> {
@@ -59,10 +69,11 @@ pub struct SystemView<'a> {
     pub built_indexes: &'a [(String, String)],
 }
 
-/// Whether `keyspace` is answered by this module (every name in
-/// [`crate::schema::SYSTEM_KEYSPACES`]).
+/// Whether `keyspace` is answered by this module: every name in
+/// [`crate::schema::SYSTEM_KEYSPACES`] but `system_auth`, whose tables are stored
+/// ([`crate::schema::auth_keyspace`]).
 pub fn is_system_keyspace(keyspace: &str) -> bool {
-    crate::schema::is_system_keyspace(keyspace)
+    crate::schema::is_system_keyspace(keyspace) && keyspace != crate::schema::AUTH_KEYSPACE
 }
 
 /// Answers a SELECT on a system table (the statement's keyspace must be set). `values`

@@ -905,9 +905,10 @@ pub(crate) static SYSTEM_KEYSPACES: [KeyspaceDef; 5] = [
     },
     KeyspaceDef {
         name: "system_auth",
+        // Stored with this many replicas (crate::schema::AUTH_REPLICATION_FACTOR).
         replication: &[
             ("class", "org.apache.cassandra.locator.SimpleStrategy"),
-            ("replication_factor", "1"),
+            ("replication_factor", "3"),
         ],
     },
     KeyspaceDef {

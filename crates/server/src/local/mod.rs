@@ -257,7 +257,8 @@ impl LocalCoordinator {
 
         remove_orphans(&data_dir, &catalog, &node_engine)?;
         let mut tables = HashMap::new();
-        for t in catalog.tables() {
+        // system_auth's tables are in every catalog (mosaic_cql::schema::auth_keyspace).
+        for t in catalog.stored_tables() {
             let slot = open_slot(&data_dir, &engine, &log, t)
                 .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
             tables.insert(t.id, Arc::new(slot));

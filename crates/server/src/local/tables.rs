@@ -296,13 +296,13 @@ pub(super) fn open_slot(
 /// then keyspace directories left empty that the catalog does not list. Only names this
 /// module creates are touched.
 pub(super) fn remove_orphans(data_dir: &Path, catalog: &Catalog, engine: &Engine) -> Result<()> {
-    let live: std::collections::HashSet<PathBuf> =
-        catalog.tables().map(|t| table_dir(data_dir, t)).collect();
-    let keyspaces: std::collections::HashSet<String> = catalog
-        .keyspaces
-        .keys()
-        .map(|k| path_component(k))
+    // system_auth's tables are in every catalog (mosaic_cql::schema::auth_keyspace).
+    let live: std::collections::HashSet<PathBuf> = catalog
+        .stored_tables()
+        .map(|t| table_dir(data_dir, t))
         .collect();
+    let keyspaces: std::collections::HashSet<String> =
+        catalog.stored_keyspaces().map(path_component).collect();
     // Partitions of the engine whose table is gone (a drop interrupted by a crash).
     for dir in engine.partitions() {
         let in_use = live.iter().any(|t| dir.starts_with(t))

@@ -554,7 +554,7 @@ impl<C: Coordinator> Connection<C> {
             "connection started"
         );
         let encoder = ResponseEncoder::new(version, self.compression);
-        match self.shared.authenticator.start(self.peer) {
+        match self.shared.authenticator.clone().start(self.peer) {
             AuthStart::Ready => {
                 self.phase = Phase::Ready;
                 self.handshake_done();
@@ -582,14 +582,17 @@ impl<C: Coordinator> Connection<C> {
     /// AUTH_RESPONSE: one step of the SASL exchange.
     async fn auth_response(&mut self, encoder: ResponseEncoder, stream: i16, auth: AuthResponse) {
         let step = match &mut self.phase {
-            Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token.as_deref()),
+            Phase::Authenticating(negotiator) => negotiator.evaluate(auth.token),
             // `unexpected` lets AUTH_RESPONSE through only while authenticating.
             Phase::Uninitialized | Phase::Ready => return,
         };
-        let response = match step {
+        // The connection reads nothing more until this is decided (a client must not
+        // send anything else before the answer anyway).
+        let response = match step.await {
             AuthStep::Challenge(token) => Response::AuthChallenge { token },
-            AuthStep::Success(token) => {
+            AuthStep::Success { token, user } => {
                 self.phase = Phase::Ready;
+                self.session.lock().user = user;
                 self.handshake_done();
                 Response::AuthSuccess { token }
             }

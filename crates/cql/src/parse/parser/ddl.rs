@@ -106,10 +106,6 @@ impl Parser<'_> {
             "FUNCTION" => (Feature::UserDefinedFunction, "FUNCTION"),
             "AGGREGATE" => (Feature::UserDefinedAggregate, "AGGREGATE"),
             "TRIGGER" => (Feature::Trigger, "TRIGGER"),
-            "USER" | "ROLE" => (
-                Feature::Authorization,
-                if word == "USER" { "USER" } else { "ROLE" },
-            ),
             _ => return Ok(()),
         };
         Err(self.unsupported(t, feature, &format!("{verb} {what}")))
@@ -118,6 +114,9 @@ impl Parser<'_> {
     pub(super) fn parse_create(&mut self) -> PResult<Statement> {
         self.expect_kw("CREATE")?;
         self.refuse_unsupported_object("CREATE")?;
+        if let Some(statement) = self.parse_create_role()? {
+            return Ok(statement);
+        }
         if self.accept_kw("KEYSPACE") || self.accept_kw("SCHEMA") {
             let if_not_exists = self.parse_if_not_exists()?;
             let name = self.parse_ident()?;
@@ -160,6 +159,9 @@ impl Parser<'_> {
     pub(super) fn parse_alter(&mut self) -> PResult<Statement> {
         self.expect_kw("ALTER")?;
         self.refuse_unsupported_object("ALTER")?;
+        if let Some(statement) = self.parse_alter_role()? {
+            return Ok(statement);
+        }
         if self.accept_kw("KEYSPACE") || self.accept_kw("SCHEMA") {
             let name = self.parse_ident()?;
             self.expect_kw("WITH")?;
@@ -251,6 +253,9 @@ impl Parser<'_> {
     pub(super) fn parse_drop(&mut self) -> PResult<Statement> {
         self.expect_kw("DROP")?;
         self.refuse_unsupported_object("DROP")?;
+        if let Some(statement) = self.parse_drop_role()? {
+            return Ok(statement);
+        }
         if self.accept_kw("KEYSPACE") || self.accept_kw("SCHEMA") {
             let if_exists = self.parse_if_exists()?;
             let name = self.parse_ident()?;

@@ -15,6 +15,7 @@ use super::lexer::{clip, tokenize, unquote, Kind, Token};
 use crate::ast::*;
 use crate::schema::TargetKind;
 
+mod auth;
 mod conditions;
 mod ddl;
 mod dml;
@@ -277,9 +278,9 @@ impl<'a> Parser<'a> {
                 let name = self.parse_qualified_name()?;
                 Ok(Statement::Truncate(TruncateStatement { name }))
             }
-            "GRANT" | "REVOKE" | "LIST" => {
-                Err(self.unsupported(t, Feature::Authorization, &format!("{word} statements")))
-            }
+            "GRANT" => self.parse_grant_or_revoke(true),
+            "REVOKE" => self.parse_grant_or_revoke(false),
+            "LIST" => self.parse_list(),
             "DESCRIBE" | "DESC" => self.parse_describe().map(Statement::Describe),
             _ => Err(self.no_viable()),
         }
