@@ -109,9 +109,18 @@ async fn existing<C: Coordinator>(
     p: &Processor<C>,
     name: &str,
 ) -> Result<RoleRecord, ErrorResponse> {
+    found(p, name, name).await
+}
+
+/// The role `name`, or Invalid "`shown` doesn't exist".
+async fn found<C: Coordinator>(
+    p: &Processor<C>,
+    name: &str,
+    shown: impl std::fmt::Display,
+) -> Result<RoleRecord, ErrorResponse> {
     p.role(name)
         .await?
-        .ok_or_else(|| invalid(format!("{name} doesn't exist")))
+        .ok_or_else(|| invalid(format!("{shown} doesn't exist")))
 }
 
 async fn hash<C: Coordinator>(
@@ -338,6 +347,14 @@ async fn change_membership<C: Coordinator>(
     Ok(ResultBody::Void)
 }
 
+/// The role a LIST statement names (`OF r`).
+async fn named_role<C: Coordinator>(
+    p: &Processor<C>,
+    name: &str,
+) -> Result<RoleRecord, ErrorResponse> {
+    found(p, name, Resource::Role(name.to_owned())).await
+}
+
 /// The roles `LIST ROLES [OF r]` shows the caller.
 async fn listed_roles<C: Coordinator>(
     p: &Processor<C>,
@@ -345,13 +362,10 @@ async fn listed_roles<C: Coordinator>(
     of: Option<&str>,
     recursive: bool,
 ) -> Result<Vec<RoleRecord>, ErrorResponse> {
-    let grantee =
-        match of {
-            Some(g) => Some(p.role(g).await?.ok_or_else(|| {
-                invalid(format!("{} doesn't exist", Resource::Role(g.to_owned())))
-            })?),
-            None => None,
-        };
+    let grantee = match of {
+        Some(g) => Some(named_role(p, g).await?),
+        None => None,
+    };
     if caller
         .authz
         .allows(Permission::Describe, &Resource::AllRoles)
@@ -462,13 +476,10 @@ async fn list_permissions<C: Coordinator>(
             return Err(invalid(format!("{r} doesn't exist")));
         }
     }
-    let grantee =
-        match of {
-            Some(g) => Some(p.role(g).await?.ok_or_else(|| {
-                invalid(format!("{} doesn't exist", Resource::Role(g.to_owned())))
-            })?),
-            None => None,
-        };
+    let grantee = match of {
+        Some(g) => Some(named_role(p, g).await?),
+        None => None,
+    };
     let allowed = caller.authz.superuser
         || grantee
             .as_ref()

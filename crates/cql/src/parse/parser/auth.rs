@@ -111,13 +111,20 @@ impl Parser<'_> {
         Ok(options)
     }
 
+    /// `ROLE` (false) or `USER` (true), consumed; `None` when neither is next.
+    fn accept_role_or_user(&mut self) -> Option<bool> {
+        if self.accept_kw("ROLE") {
+            Some(false)
+        } else if self.accept_kw("USER") {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
     /// After `CREATE`: `ROLE …` or `USER …`; `None` when neither follows.
     pub(super) fn parse_create_role(&mut self) -> PResult<Option<Statement>> {
-        let user = if self.accept_kw("ROLE") {
-            false
-        } else if self.accept_kw("USER") {
-            true
-        } else {
+        let Some(user) = self.accept_role_or_user() else {
             return Ok(None);
         };
         let if_not_exists = self.parse_if_not_exists()?;
@@ -141,11 +148,7 @@ impl Parser<'_> {
 
     /// After `ALTER`: `ROLE …` or `USER …`; `None` when neither follows.
     pub(super) fn parse_alter_role(&mut self) -> PResult<Option<Statement>> {
-        let user = if self.accept_kw("ROLE") {
-            false
-        } else if self.accept_kw("USER") {
-            true
-        } else {
+        let Some(user) = self.accept_role_or_user() else {
             return Ok(None);
         };
         let name = self.parse_role_name()?;
@@ -165,11 +168,7 @@ impl Parser<'_> {
 
     /// After `DROP`: `ROLE …` or `USER …`; `None` when neither follows.
     pub(super) fn parse_drop_role(&mut self) -> PResult<Option<Statement>> {
-        let user = if self.accept_kw("ROLE") {
-            false
-        } else if self.accept_kw("USER") {
-            true
-        } else {
+        let Some(user) = self.accept_role_or_user() else {
             return Ok(None);
         };
         let if_exists = self.parse_if_exists()?;
