@@ -6,6 +6,7 @@
 mod common;
 
 use common::Node;
+use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::client::Compression;
 
@@ -65,30 +66,11 @@ async fn the_scylla_driver_round_trips_types_pages_and_batches() {
     use scylla::statement::batch::Batch;
     use scylla::value::{CqlDate, CqlDecimal, CqlTimestamp, CqlVarint};
 
-    let node = tokio::task::spawn_blocking(|| Node::start(""))
-        .await
-        .unwrap();
-    let session = SessionBuilder::new()
-        .known_node(node.addr.to_string())
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("connecting: {e}\nlog:\n{}", node.log()));
-    session
-        .query_unpaged(
-            "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-            &[],
-        )
-        .await
-        .unwrap();
-    session
-        .query_unpaged(
-            "CREATE TABLE ks.types (k int PRIMARY KEY, ti tinyint, si smallint, bi bigint, f float, \
-             d double, b boolean, t text, bl blob, ts timestamp, dt date, vi varint, de decimal)",
-            &[],
-        )
-        .await
-        .unwrap();
-    session.await_schema_agreement().await.unwrap();
+    let (_node, session) = session_after(&[
+        "CREATE TABLE ks.types (k int PRIMARY KEY, ti tinyint, si smallint, bi bigint, f float, \
+         d double, b boolean, t text, bl blob, ts timestamp, dt date, vi varint, de decimal)",
+    ])
+    .await;
     let insert = session
         .prepare(
             "INSERT INTO ks.types (k, ti, si, bi, f, d, b, t, bl, ts, dt, vi, de) \
@@ -209,6 +191,26 @@ async fn the_scylla_driver_round_trips_types_pages_and_batches() {
     assert_eq!(n, 100);
 }
 
+/// A node, and a driver session on it that created keyspace `ks` (RF 1), ran `ddl` and
+/// awaited schema agreement.
+async fn session_after(ddl: &[&str]) -> (Node, Session) {
+    let node = tokio::task::spawn_blocking(|| Node::start(""))
+        .await
+        .unwrap();
+    let session = SessionBuilder::new()
+        .known_node(node.addr.to_string())
+        .build()
+        .await
+        .unwrap_or_else(|e| panic!("connecting: {e}\nlog:\n{}", node.log()));
+    let keyspace =
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}";
+    for statement in std::iter::once(&keyspace).chain(ddl) {
+        session.query_unpaged(*statement, &[]).await.unwrap();
+    }
+    session.await_schema_agreement().await.unwrap();
+    (node, session)
+}
+
 /// A user-defined type as an application maps it with the driver's derive macros.
 #[derive(Debug, Clone, PartialEq, scylla::SerializeValue, scylla::DeserializeValue)]
 struct Address {
@@ -219,23 +221,12 @@ struct Address {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scylla_driver_maps_collections_and_user_types() {
-    let node = tokio::task::spawn_blocking(|| Node::start(""))
-        .await
-        .unwrap();
-    let session = SessionBuilder::new()
-        .known_node(node.addr.to_string())
-        .build()
-        .await
-        .unwrap_or_else(|e| panic!("connecting: {e}\nlog:\n{}", node.log()));
-    for ddl in [
-        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+    let (_node, session) = session_after(&[
         "CREATE TYPE ks.address (street text, city text, zip int)",
         "CREATE TABLE ks.people (k int PRIMARY KEY, home frozen<address>, work address, \
          tags set<text>, scores map<text, int>, visits list<frozen<address>>)",
-    ] {
-        session.query_unpaged(ddl, &[]).await.unwrap();
-    }
-    session.await_schema_agreement().await.unwrap();
+    ])
+    .await;
     let home = Address {
         street: "1 Main".into(),
         city: "Springfield".into(),
@@ -319,4 +310,114 @@ async fn the_scylla_driver_maps_collections_and_user_types() {
     let state = session.get_cluster_state();
     let keyspace = state.get_keyspace("ks").unwrap();
     assert!(keyspace.user_defined_types.contains_key("address"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scylla_driver_round_trips_inet_time_duration_and_tuples() {
+    use scylla::value::{CqlDuration, CqlTime};
+    use std::net::IpAddr;
+
+    let (_node, session) = session_after(&[
+        "CREATE TABLE ks.misc (k int PRIMARY KEY, ip inet, ip6 inet, t time, d duration, \
+         tup tuple<int, text, inet>, nested tuple<int, tuple<text, time>>)",
+    ])
+    .await;
+    type Row = (
+        IpAddr,
+        IpAddr,
+        CqlTime,
+        CqlDuration,
+        (i32, String, Option<IpAddr>),
+        (i32, (String, CqlTime)),
+    );
+    let read = session
+        .prepare("SELECT ip, ip6, t, d, tup, nested FROM ks.misc WHERE k = ?")
+        .await
+        .unwrap();
+    let read_row = |k: i32| {
+        let (session, read) = (&session, &read);
+        async move {
+            session
+                .execute_unpaged(read, (k,))
+                .await
+                .unwrap()
+                .into_rows_result()
+                .unwrap()
+                .single_row::<Row>()
+                .unwrap()
+        }
+    };
+
+    // Bound values come back as they were sent.
+    let bound: Row = (
+        "192.168.10.20".parse().unwrap(),
+        "2001:db8::ff00:42:8329".parse().unwrap(),
+        CqlTime(((23 * 60 + 59) * 60 + 59) * 1_000_000_000 + 999_999_999),
+        CqlDuration {
+            months: -14,
+            days: -3,
+            nanoseconds: -5_000_000_007,
+        },
+        (7, "seven".into(), Some("10.0.0.7".parse().unwrap())),
+        (-1, ("inner".into(), CqlTime(0))),
+    );
+    let insert = session
+        .prepare("INSERT INTO ks.misc (k, ip, ip6, t, d, tup, nested) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .await
+        .unwrap();
+    session
+        .execute_unpaged(
+            &insert,
+            (
+                1i32,
+                bound.0,
+                bound.1,
+                bound.2,
+                bound.3,
+                bound.4.clone(),
+                bound.5.clone(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(read_row(1).await, bound);
+
+    // Literals in Cassandra's syntax read back as the driver's values.
+    session
+        .query_unpaged(
+            "INSERT INTO ks.misc (k, ip, ip6, t, d, tup, nested) VALUES (2, '10.1.2.3', '::1', \
+             '13:30:54.234', 1y2mo3w4d5h6m7s8ms9us10ns, (3, 'x', null), (4, ('y', '00:00:01')))",
+            &[],
+        )
+        .await
+        .unwrap();
+    let nanos = |h: i64, m: i64, s: i64| ((h * 60 + m) * 60 + s) * 1_000_000_000;
+    let literal: Row = (
+        "10.1.2.3".parse().unwrap(),
+        "::1".parse().unwrap(),
+        CqlTime(nanos(13, 30, 54) + 234_000_000),
+        CqlDuration {
+            months: 14,
+            days: 25,
+            nanoseconds: nanos(5, 6, 7) + 8_000_000 + 9_000 + 10,
+        },
+        (3, "x".into(), None),
+        (4, ("y".into(), CqlTime(nanos(0, 0, 1)))),
+    );
+    assert_eq!(read_row(2).await, literal);
+
+    // A bound tuple and inet as WHERE values select by them (ALLOW FILTERING).
+    let by_values = session
+        .prepare("SELECT k FROM ks.misc WHERE tup = ? AND ip = ? ALLOW FILTERING")
+        .await
+        .unwrap();
+    let (k,): (i32,) = session
+        .execute_unpaged(&by_values, (bound.4.clone(), bound.0))
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row()
+        .unwrap();
+    assert_eq!(k, 1);
 }
