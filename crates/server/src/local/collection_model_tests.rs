@@ -1,7 +1,8 @@
-//! A model-based property test of non-frozen collections (issue 15, "How it is checked"):
-//! random sequences of collection writes with timestamps, TTLs and deletes, read back after
-//! flushes, compactions, restarts and replica merges, must equal what a reference model of
-//! Cassandra's cell semantics says.
+//! A model-based property test of non-frozen collections and user-defined types (issue 15,
+//! "How it is checked"): random sequences of collection writes and UDT field writes
+//! (`u.a = v`, `DELETE u.a`, whole-value overwrites) with timestamps, TTLs and deletes, read
+//! back after flushes, compactions, restarts and replica merges, must equal what a
+//! reference model of Cassandra's cell semantics says.
 //!
 //! What runs: the real node storage, two [`LocalCoordinator`]s on temporary directories
 //! behind a test [`Coordinator`] ([`Replicas`]). Node 0 stores every token as its primary,
@@ -20,17 +21,19 @@
 //! may change which of two cells tied on timestamp wins) is out of the picture.
 //!
 //! The model ([`RowModel`]): per row a marker, a row deletion (row, range and partition
-//! deletions alike) and per collection a column deletion and cells by path, each merged by
-//! `mosaic_rows::compare_cells`'s order (timestamp, then tombstone over expiring over
-//! plain, then local time, then value, then TTL); a cell is visible unless a deletion at a
-//! timestamp `>=` its own shadows it or its TTL has run out. Set and map paths are the
-//! elements' and keys' serializations. List paths carry random bytes, so the model learns
-//! each new list element's path from storage right after the write (a raw read of the
-//! row) and checks what it can: the elements' values, timestamps and TTLs, their order
-//! within the statement, and the documented order across statements, which is their
-//! order of arrival whatever their write timestamps (as Cassandra's timeuuid paths from the
-//! coordinator's clock) — appends after earlier appends, prepends before earlier prepends
-//! and before every append. List index
+//! deletions alike) and per multi-cell column a column deletion and cells by path, each
+//! merged by `mosaic_rows::compare_cells`'s order (timestamp, then tombstone over expiring
+//! over plain, then local time, then value, then TTL); a cell is visible unless a deletion
+//! at a timestamp `>=` its own shadows it or its TTL has run out. Set and map paths are the
+//! elements' and keys' serializations, a UDT field's its position (2 bytes). A whole UDT
+//! overwrites as a collection does (a column deletion at the timestamp minus one, then a
+//! cell per non-null field); `u.a = null` and `DELETE u.a` write the field's tombstone.
+//! List paths carry random bytes, so the model learns each new list element's path from
+//! storage right after the write (a raw read of the row) and checks what it can: the
+//! elements' values, timestamps and TTLs, their order within the statement, and the
+//! documented order across statements, which is their order of arrival whatever their write
+//! timestamps (as Cassandra's timeuuid paths from the coordinator's clock) — appends after
+//! earlier appends, prepends before earlier prepends and before every append. List index
 //! operations index into the list as the model sees it at the statement's time, and their
 //! errors (null list, index out of bound) must be Cassandra's.
 //!
@@ -52,7 +55,9 @@ use super::*;
 mod model;
 mod ops;
 
-use model::{apply, bytes_int, expected_error, int_bytes, ListWrite, RowModel, RowValue, Write};
+use model::{
+    apply, bytes_int, expected_error, int_bytes, ListWrite, RowModel, RowValue, Udt, Write,
+};
 use ops::{op, timestamp_base, Col, Op, Stmt};
 
 /// The layouts every statement is run against, one table each.
@@ -97,7 +102,7 @@ struct Replicas {
     /// What `now_secs` answers.
     now_secs: AtomicI64,
     /// The nodes (a bit mask) the next statement's mutations go to.
-    write_mask: AtomicU8,
+    pub(super) write_mask: AtomicU8,
     /// Serializes compare-and-sets (this model has no Paxos).
     cas: tokio::sync::Mutex<()>,
 }
@@ -107,7 +112,7 @@ impl Replicas {
         self.nodes.read()[i].clone().expect("node is open")
     }
 
-    fn all(&self) -> Vec<Arc<LocalCoordinator>> {
+    pub(super) fn all(&self) -> Vec<Arc<LocalCoordinator>> {
         (0..NODES).map(|i| self.node(i)).collect()
     }
 
@@ -266,12 +271,13 @@ impl Coordinator for Replicas {
     }
 }
 
-struct Harness {
-    rt: tokio::runtime::Runtime,
+/// Two nodes behind a processor (also used by `filtering_protection_tests`).
+pub(super) struct Harness {
+    pub(super) rt: tokio::runtime::Runtime,
     _dirs: Vec<tempfile::TempDir>,
-    cluster: Arc<Replicas>,
-    processor: Processor<Replicas>,
-    session: Session,
+    pub(super) cluster: Arc<Replicas>,
+    pub(super) processor: Processor<Replicas>,
+    pub(super) session: Session,
     /// Cases run so far: case `n` uses partition key `n`.
     cases: i32,
 }
@@ -291,11 +297,20 @@ fn table_name(layout: &str) -> String {
 }
 
 async fn run_cql(p: &Processor<Replicas>, s: &mut Session, cql: &str) -> Response {
+    run_cql_at(p, s, cql, Consistency::One).await
+}
+
+pub(super) async fn run_cql_at(
+    p: &Processor<Replicas>,
+    s: &mut Session,
+    cql: &str,
+    consistency: Consistency,
+) -> Response {
     p.process(
         s,
         Request::Query(Query {
             query: cql.to_owned(),
-            params: QueryParameters::new(Consistency::One),
+            params: QueryParameters::new(consistency),
         }),
     )
     .await
@@ -315,6 +330,29 @@ fn decode_ints(b: &[u8]) -> Vec<i32> {
     out
 }
 
+/// Decodes a serialized `pt` (its fields, each an int or null).
+fn decode_udt(b: &[u8]) -> Udt {
+    let mut u: Udt = [None; 2];
+    let mut at = 0;
+    for field in &mut u {
+        let Some(len) = b.get(at..at + 4) else {
+            break;
+        };
+        at += 4;
+        if bytes_int(len) >= 0 {
+            *field = Some(bytes_int(&b[at..at + 4]));
+            at += 4;
+        }
+    }
+    assert_eq!(at, b.len(), "a pt value: {b:02x?}");
+    u
+}
+
+/// Decodes a serialized int, `None` for a null.
+fn decode_int(b: Option<&[u8]>) -> Option<i32> {
+    b.map(bytes_int)
+}
+
 /// Decodes a serialized `map<int, int>`.
 fn decode_map(b: &[u8]) -> Vec<(i32, i32)> {
     let flat = {
@@ -327,7 +365,7 @@ fn decode_map(b: &[u8]) -> Vec<(i32, i32)> {
 }
 
 impl Harness {
-    fn new() -> Harness {
+    pub(super) fn new() -> Harness {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -352,10 +390,13 @@ impl Harness {
         let processor = Processor::new(cluster.clone());
         let mut session = Session::new(ProtocolVersion::V4);
         rt.block_on(async {
-            let mut ddl = vec!["CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}".to_owned()];
+            let mut ddl = vec![
+                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}".to_owned(),
+                "CREATE TYPE ks.pt (a int, b int)".to_owned(),
+            ];
             for layout in LAYOUTS {
                 ddl.push(format!(
-                    "CREATE TABLE ks.{} (k int, c int, s set<int>, l list<int>, m map<int, int>, PRIMARY KEY (k, c)) WITH layout = '{layout}'",
+                    "CREATE TABLE ks.{} (k int, c int, s set<int>, l list<int>, m map<int, int>, u pt, PRIMARY KEY (k, c)) WITH layout = '{layout}'",
                     table_name(layout)
                 ));
             }
@@ -441,7 +482,9 @@ impl Harness {
                             .collect::<Vec<_>>())
                     })
                     .await;
-                for (table, structures) in tables {
+                // The test's own tables (a node also has its system tables).
+                for (table, structures) in tables.into_iter().filter(|(t, _)| t.starts_with("ks."))
+                {
                     let structures = structures.expect("stats");
                     for (structure, tables) in &structures {
                         let holds = match structure {
@@ -659,7 +702,7 @@ async fn check_rows(
     for (layout, rows) in LAYOUTS.iter().zip(models) {
         for (c, model) in rows.iter().enumerate() {
             let cql = format!(
-                "SELECT s, l, m FROM ks.{} WHERE k = {k} AND c = {c}",
+                "SELECT s, l, m, u, u.a, u.b FROM ks.{} WHERE k = {k} AND c = {c}",
                 table_name(layout)
             );
             let response = run_cql(processor, session, &cql).await;
@@ -668,11 +711,20 @@ async fn check_rows(
             };
             let got: Option<RowValue> = match result.rows.as_slice() {
                 [] => None,
-                [row] => Some((
-                    row[0].as_deref().map(decode_ints),
-                    row[1].as_deref().map(decode_ints),
-                    row[2].as_deref().map(decode_map),
-                )),
+                [row] => {
+                    let u = row[3].as_deref().map(decode_udt);
+                    // Fields selected by name read as the whole value's.
+                    let fields = [decode_int(row[4].as_deref()), decode_int(row[5].as_deref())];
+                    if fields != u.unwrap_or_default() {
+                        return Err(format!("{cql}: u is {u:?}, its fields {fields:?}"));
+                    }
+                    Some((
+                        row[0].as_deref().map(decode_ints),
+                        row[1].as_deref().map(decode_ints),
+                        row[2].as_deref().map(decode_map),
+                        u,
+                    ))
+                }
                 more => return Err(format!("{cql}: {} rows", more.len())),
             };
             let want = model.read(now);
@@ -687,7 +739,8 @@ async fn check_rows(
 }
 
 #[test]
-fn collections_read_as_the_model_says_across_layouts_flushes_compactions_restarts_and_replicas() {
+fn collections_and_udts_read_as_the_model_says_across_layouts_flushes_compactions_restarts_and_replicas(
+) {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

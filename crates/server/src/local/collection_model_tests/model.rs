@@ -86,8 +86,17 @@ pub(super) struct ListWrite {
     pub(super) paths: Vec<Vec<u8>>,
 }
 
-/// What one row reads as: its collections, `None` when empty (a null).
-pub(super) type RowValue = (Option<Vec<i32>>, Option<Vec<i32>>, Option<Vec<(i32, i32)>>);
+/// A non-frozen `pt` value's fields `(a, b)`, `None` for a null field.
+pub(super) type Udt = [Option<i32>; 2];
+
+/// What one row reads as: its collections and its user-defined type, `None` when empty
+/// (a null).
+pub(super) type RowValue = (
+    Option<Vec<i32>>,
+    Option<Vec<i32>>,
+    Option<Vec<(i32, i32)>>,
+    Option<Udt>,
+);
 
 #[derive(Clone, Debug, Default)]
 pub(super) struct RowModel {
@@ -95,13 +104,19 @@ pub(super) struct RowModel {
     pub(super) marker: Option<(i64, Ttl)>,
     /// Row, range and partition deletions covering the row.
     pub(super) deletion: Option<Del>,
-    pub(super) cols: [ColModel; 3],
+    pub(super) cols: [ColModel; 4],
     /// Every list write learned, for the order checks.
     pub(super) list_writes: Vec<ListWrite>,
 }
 
 pub(super) fn int_bytes(v: i32) -> Vec<u8> {
     v.to_be_bytes().to_vec()
+}
+
+/// The cell path of field `i` of a non-frozen user-defined type: its position, 2 bytes
+/// big-endian (Cassandra's).
+pub(super) fn field_path(i: usize) -> Vec<u8> {
+    u16::try_from(i).expect("a field").to_be_bytes().to_vec()
 }
 
 pub(super) fn bytes_int(b: &[u8]) -> i32 {
@@ -159,11 +174,23 @@ impl RowModel {
             .map(|(p, v)| (bytes_int(p), bytes_int(v)))
             .collect();
         m.sort_unstable();
-        if !marker_live && s.is_empty() && l.is_empty() && m.is_empty() {
+        // A field's path is its position (`collections::field_path`).
+        let fields = self.visible(Col::U, now);
+        let mut u: Udt = [None; 2];
+        for (path, value) in &fields {
+            let i = usize::from(u16::from_be_bytes((*path).try_into().expect("field path")));
+            u[i] = Some(bytes_int(value));
+        }
+        if !marker_live && s.is_empty() && l.is_empty() && m.is_empty() && fields.is_empty() {
             return None;
         }
         let non_empty = |v: Vec<i32>| (!v.is_empty()).then_some(v);
-        Some((non_empty(s), non_empty(l), (!m.is_empty()).then_some(m)))
+        Some((
+            non_empty(s),
+            non_empty(l),
+            (!m.is_empty()).then_some(m),
+            (!fields.is_empty()).then_some(u),
+        ))
     }
 
     /// The list's visible paths at `now`, `None` for a null list.
@@ -303,13 +330,21 @@ pub(super) fn apply(
             col.merge(int_bytes(*k), w.live(int_bytes(*e)));
         }
     };
+    // A whole user-defined type: a cell per non-null field, as Cassandra writes it.
+    let udt_cells = |col: &mut ColModel, w: &Write, u: &Udt| {
+        for (i, f) in u.iter().enumerate() {
+            if let Some(f) = f {
+                col.merge(field_path(i), w.live(int_bytes(*f)));
+            }
+        }
+    };
     let list_cells = |col: &mut ColModel, w: &Write, v: &[i32]| {
         for (path, e) in list_paths.iter().zip(v) {
             col.merge(path.clone(), w.live(int_bytes(*e)));
         }
     };
     match stmt {
-        Stmt::Insert { s, l, m } => {
+        Stmt::Insert { s, l, m, u } => {
             let marker = (w.ts, w.ttl);
             if r.marker
                 .is_none_or(|old| RowModel::marker_rank(&marker) > RowModel::marker_rank(&old))
@@ -328,6 +363,22 @@ pub(super) fn apply(
                 r.col(Col::M).delete(w.overwrite());
                 map_cells(r.col(Col::M), w, m.as_deref().unwrap_or_default());
             }
+            if let Some(u) = u {
+                r.col(Col::U).delete(w.overwrite());
+                if let Some(u) = u {
+                    udt_cells(r.col(Col::U), w, u);
+                }
+            }
+        }
+        Stmt::UdtAssign(u) => {
+            r.col(Col::U).delete(w.overwrite());
+            if let Some(u) = u {
+                udt_cells(r.col(Col::U), w, u);
+            }
+        }
+        Stmt::UdtSetField(i, Some(v)) => r.col(Col::U).merge(field_path(*i), w.live(int_bytes(*v))),
+        Stmt::UdtSetField(i, None) | Stmt::DeleteUdtField(i) => {
+            r.col(Col::U).merge(field_path(*i), w.tomb())
         }
         Stmt::SetAssign(v) => {
             r.col(Col::S).delete(w.overwrite());

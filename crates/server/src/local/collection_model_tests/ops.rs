@@ -3,14 +3,17 @@
 
 use proptest::prelude::*;
 
+use super::model::Udt;
 use super::{NODES, ROWS};
 
-/// A collection column of the table.
+/// A multi-cell column of the table: a collection, or `u`, a non-frozen user-defined type
+/// `pt (a int, b int)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Col {
     S,
     L,
     M,
+    U,
 }
 
 impl Col {
@@ -19,6 +22,7 @@ impl Col {
             Col::S => "s",
             Col::L => "l",
             Col::M => "m",
+            Col::U => "u",
         }
     }
 
@@ -38,7 +42,14 @@ pub(super) enum Stmt {
         s: Option<Whole<i32>>,
         l: Option<Whole<i32>>,
         m: Option<Whole<(i32, i32)>>,
+        u: Option<Option<Udt>>,
     },
+    /// `u = {a: …, b: …}` (a null field left out of the literal), or `u = null`.
+    UdtAssign(Option<Udt>),
+    /// `u.a = v` (field 0) or `u.b = v` (field 1); `None`: `= null`.
+    UdtSetField(usize, Option<i32>),
+    /// `DELETE u.a` or `DELETE u.b`.
+    DeleteUdtField(usize),
     SetAssign(Whole<i32>),
     SetAdd(Vec<i32>),
     SetRemove(Vec<i32>),
@@ -105,6 +116,29 @@ pub(super) fn map_lit(v: &[(i32, i32)]) -> String {
     format!("{{{}}}", items.join(", "))
 }
 
+/// The names of `pt`'s fields.
+pub(super) const FIELDS: [&str; 2] = ["a", "b"];
+
+/// A `pt` literal: a null field is left out, unless both are (`{a: null, b: null}`).
+pub(super) fn udt_lit(u: &Option<Udt>) -> String {
+    let Some(u) = u else {
+        return "null".to_owned();
+    };
+    let fields: Vec<String> = FIELDS
+        .iter()
+        .zip(u)
+        .filter_map(|(name, f)| Some(format!("{name}: {}", (*f)?)))
+        .collect();
+    if fields.is_empty() {
+        return "{a: null, b: null}".to_owned();
+    }
+    format!("{{{}}}", fields.join(", "))
+}
+
+fn int_or_null(v: Option<i32>) -> String {
+    v.map_or_else(|| "null".to_owned(), |v| v.to_string())
+}
+
 pub(super) fn whole<T>(v: &Whole<T>, lit: impl Fn(&[T]) -> String) -> String {
     v.as_ref().map_or_else(|| "null".to_owned(), |v| lit(v))
 }
@@ -117,6 +151,7 @@ impl Stmt {
                 | Stmt::DeleteSetElement(_)
                 | Stmt::DeleteMapKey(_)
                 | Stmt::DeleteListIndex(_)
+                | Stmt::DeleteUdtField(_)
                 | Stmt::DeleteRow
                 | Stmt::DeletePartition
                 | Stmt::DeleteRange
@@ -136,7 +171,7 @@ impl Stmt {
         };
         let row = format!("k = {k} AND c = {c}");
         match self {
-            Stmt::Insert { s, l, m } => {
+            Stmt::Insert { s, l, m, u } => {
                 let mut names = vec!["k".to_owned(), "c".to_owned()];
                 let mut values = vec![k.to_string(), c.to_string()];
                 if let Some(s) = s {
@@ -150,6 +185,10 @@ impl Stmt {
                 if let Some(m) = m {
                     names.push("m".into());
                     values.push(whole(m, map_lit));
+                }
+                if let Some(u) = u {
+                    names.push("u".into());
+                    values.push(udt_lit(u));
                 }
                 format!(
                     "INSERT INTO ks.{table} ({}) VALUES ({}) {using}",
@@ -169,6 +208,9 @@ impl Stmt {
             Stmt::MapPut(key, v) => update(format!("m[{key}] = {v}")),
             Stmt::MapAdd(v) => update(format!("m = m + {}", map_lit(v))),
             Stmt::MapRemove(v) => update(format!("m = m - {}", set_lit(v))),
+            Stmt::UdtAssign(u) => update(format!("u = {}", udt_lit(u))),
+            Stmt::UdtSetField(i, v) => update(format!("u.{} = {}", FIELDS[*i], int_or_null(*v))),
+            Stmt::DeleteUdtField(i) => delete(&format!("u.{} ", FIELDS[*i]), row),
             Stmt::DeleteColumn(col) => delete(&format!("{} ", col.name()), row),
             Stmt::DeleteSetElement(v) => delete(&format!("s[{v}] "), row),
             Stmt::DeleteMapKey(key) => delete(&format!("m[{key}] "), row),
@@ -216,14 +258,29 @@ pub(super) fn inserted<T: std::fmt::Debug + Clone>(
     prop_oneof![1 => Just(None), 3 => whole_value(s).prop_map(Some)]
 }
 
+/// A `pt` value: each field mostly set.
+pub(super) fn udt() -> impl Strategy<Value = Udt> {
+    let field = proptest::option::weighted(0.75, -2i32..6);
+    (field.clone(), field).prop_map(|(a, b)| [a, b])
+}
+
 pub(super) fn index() -> impl Strategy<Value = i32> {
     prop_oneof![6 => 0i32..2, 3 => 2i32..5, 1 => Just(-1)]
 }
 
 pub(super) fn stmt() -> impl Strategy<Value = Stmt> {
     prop_oneof![
-        3 => (inserted(elements(3)), inserted(elements(3)), inserted(entries()))
-            .prop_map(|(s, l, m)| Stmt::Insert { s, l, m }),
+        3 => (
+            inserted(elements(3)),
+            inserted(elements(3)),
+            inserted(entries()),
+            prop_oneof![1 => Just(None), 1 => Just(Some(None)), 3 => udt().prop_map(|u| Some(Some(u)))],
+        )
+            .prop_map(|(s, l, m, u)| Stmt::Insert { s, l, m, u }),
+        2 => prop_oneof![1 => Just(None), 5 => udt().prop_map(Some)].prop_map(Stmt::UdtAssign),
+        4 => (0..2usize, proptest::option::weighted(0.85, -2i32..6))
+            .prop_map(|(i, v)| Stmt::UdtSetField(i, v)),
+        2 => (0..2usize).prop_map(Stmt::DeleteUdtField),
         1 => whole_value(elements(3)).prop_map(Stmt::SetAssign),
         2 => elements(3).prop_map(Stmt::SetAdd),
         1 => elements(2).prop_map(Stmt::SetRemove),
@@ -236,7 +293,8 @@ pub(super) fn stmt() -> impl Strategy<Value = Stmt> {
         2 => (-2i32..6, -2i32..6).prop_map(|(k, v)| Stmt::MapPut(k, v)),
         1 => entries().prop_map(Stmt::MapAdd),
         1 => elements(2).prop_map(Stmt::MapRemove),
-        1 => prop_oneof![Just(Col::S), Just(Col::L), Just(Col::M)].prop_map(Stmt::DeleteColumn),
+        1 => prop_oneof![Just(Col::S), Just(Col::L), Just(Col::M), Just(Col::U)]
+            .prop_map(Stmt::DeleteColumn),
         1 => (-2i32..6).prop_map(Stmt::DeleteSetElement),
         1 => (-2i32..6).prop_map(Stmt::DeleteMapKey),
         2 => index().prop_map(Stmt::DeleteListIndex),
