@@ -91,6 +91,16 @@ pub enum ClusterError {
     /// Local storage refused.
     #[error("{0}")]
     Storage(String),
+    /// A write larger than the node's `mutation_size_bytes_max` (Cassandra's
+    /// `max_mutation_size`): refused before anything is sent, since replicas, hints and
+    /// internode frames could not carry it.
+    #[error("Rejected an oversized mutation ({bytes}/{max})")]
+    MutationTooLarge {
+        /// Bytes of the write (keys and values).
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl ClusterError {

@@ -246,6 +246,9 @@ pub struct LimitsConfig {
     pub idle_timeout_ms: u64,
     /// Admin endpoint requests served at once; more are answered 503 at once.
     pub admin_requests_max: usize,
+    /// The largest write a coordinator accepts, keys and values of one statement or batch
+    /// (Cassandra's `max_mutation_size`); at most half the internode frame limit.
+    pub mutation_size_bytes_max: usize,
 }
 
 impl Default for Config {
@@ -357,6 +360,7 @@ impl Default for LimitsConfig {
             handshake_timeout_ms: 10_000,
             idle_timeout_ms: 0,
             admin_requests_max: 16,
+            mutation_size_bytes_max: 16 << 20,
         }
     }
 }
@@ -494,6 +498,13 @@ impl Config {
         }
         if l.frame_size_bytes_max < FRAME_SIZE_BYTES_MIN {
             bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
+        }
+        let mutation_max = mosaic_cluster::message::FRAME_PAYLOAD_MAX / 2;
+        if !(FRAME_SIZE_BYTES_MIN as usize..=mutation_max).contains(&l.mutation_size_bytes_max) {
+            bail!(
+                "[limits] mutation_size_bytes_max must be between {FRAME_SIZE_BYTES_MIN} and \
+                 {mutation_max} (half the internode frame limit)"
+            );
         }
         self.storage.validate()?;
         self.auth.validate()?;

@@ -295,6 +295,7 @@ fn start_node(
     node_config.schema_timeout_ms = config.cluster.schema_timeout_ms;
     node_config.replica_requests_max = config.cluster.replica_requests_max;
     node_config.hint_window_ms = config.cluster.max_hint_window_ms;
+    node_config.mutation_size_bytes_max = config.limits.mutation_size_bytes_max;
     let app = AppState {
         host_id: me.host_id,
         tokens: me.tokens.iter().map(|t| t.0).collect(),

@@ -120,6 +120,42 @@ fn a_handshake_that_takes_too_long_and_an_idle_connection_are_closed() {
     assert!(c.is_closed(), "an idle connection is closed");
 }
 
+#[test]
+fn a_write_over_the_mutation_limit_is_refused_and_one_under_it_is_stored() {
+    // Frames large enough to carry the write, so the mutation limit is what refuses it.
+    let node = Node::start(
+        "[limits]\nframe_size_bytes_max = 67108864\nmutation_size_bytes_max = 1048576\n",
+    );
+    let mut c = node.ready();
+    c.exec("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    c.exec("CREATE TABLE ks.t (k int PRIMARY KEY, v blob)");
+    let blob = |bytes: usize| format!("0x{}", "ab".repeat(bytes));
+    let f = c.query(
+        2,
+        &format!("INSERT INTO ks.t (k, v) VALUES (1, {})", blob(2 << 20)),
+    );
+    let (code, message) = f.error();
+    assert_eq!(code, 0x2200, "{message}");
+    assert!(
+        message.starts_with("Rejected an oversized mutation ("),
+        "{message}"
+    );
+    assert!(message.ends_with("/1048576)"), "{message}");
+    // A batch is one write: its statements count together.
+    let half = blob(600 << 10);
+    let f = c.query(
+        3,
+        &format!(
+            "BEGIN UNLOGGED BATCH INSERT INTO ks.t (k, v) VALUES (2, {half}); \
+             INSERT INTO ks.t (k, v) VALUES (3, {half}); APPLY BATCH"
+        ),
+    );
+    assert_eq!(f.error().0, 0x2200, "{}", f.describe());
+    c.exec(&format!("INSERT INTO ks.t (k, v) VALUES (4, {half})"));
+    let rows = c.exec("SELECT k FROM ks.t").rows();
+    assert_eq!(rows.len(), 1, "only the write under the limit is stored");
+}
+
 /// A new connection, if the node answers OPTIONS on it.
 fn answering(node: &Node) -> Option<Conn> {
     let mut c = node.connect();

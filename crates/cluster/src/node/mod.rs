@@ -95,6 +95,10 @@ pub struct NodeConfig {
     /// How long a lightweight transaction retries a contended Paxos round before it
     /// answers a CAS write timeout (Cassandra's `cas_contention_timeout`).
     pub cas_contention_timeout_ms: u64,
+    /// The largest write a coordinator accepts (keys and values of one statement or
+    /// batch, [`ClusterError::MutationTooLarge`]): below the internode frame limit
+    /// ([`crate::message::FRAME_PAYLOAD_MAX`]), so replicas and hints can always carry it.
+    pub mutation_size_bytes_max: usize,
 }
 
 impl NodeConfig {
@@ -113,6 +117,7 @@ impl NodeConfig {
             repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
             cas_contention_timeout_ms: 1000,
+            mutation_size_bytes_max: 16 << 20,
             cluster_name: "Mosaic Cluster".to_owned(),
         }
     }

@@ -155,6 +155,7 @@ impl Node {
         mutations: Vec<WireMutation>,
         commit: ConsistencyLevel,
     ) -> Result<bool, ClusterError> {
+        self.check_mutation_size(mutations.iter())?;
         self.propose_and_commit(round, mutations, commit, true)
             .await
     }

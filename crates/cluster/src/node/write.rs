@@ -27,8 +27,23 @@ impl Node {
         mutations: Vec<(TableKey, Token, WireMutation)>,
         cl: ConsistencyLevel,
     ) -> Result<(), ClusterError> {
+        self.check_mutation_size(mutations.iter().map(|(_, _, m)| m))?;
         let groups = self.group_writes(mutations, cl)?;
         self.write_groups(groups, cl).await
+    }
+
+    /// Refuses a write larger than `mutation_size_bytes_max` (see
+    /// [`ClusterError::MutationTooLarge`]).
+    pub(super) fn check_mutation_size<'a>(
+        &self,
+        mutations: impl Iterator<Item = &'a WireMutation>,
+    ) -> Result<(), ClusterError> {
+        let max = self.inner.config.mutation_size_bytes_max;
+        let bytes = mutations.map(|m| m.key.len() + m.fragment.len()).sum();
+        if bytes > max {
+            return Err(ClusterError::MutationTooLarge { bytes, max });
+        }
+        Ok(())
     }
 
     /// Sends each group's writes to its replicas and waits for `cl` (see [`Node::write`]).

@@ -110,8 +110,8 @@ pub use segment::{
 pub use types::{ColumnSpec, ColumnType, Consistency};
 pub use wire::{BodyError, EncodeError};
 
-/// Cassandra's default `native_transport_max_frame_size`: 256 MiB, header included.
-pub const FRAME_LEN_MAX_DEFAULT: u32 = 256 * 1024 * 1024;
+/// Cassandra 4.1's default `native_transport_max_frame_size`: 16 MiB, header included.
+pub const FRAME_LEN_MAX_DEFAULT: u32 = 16 * 1024 * 1024;
 
 /// Length of a v3+ frame header.
 pub const HEADER_LEN: usize = 9;

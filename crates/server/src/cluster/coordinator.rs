@@ -107,6 +107,7 @@ impl ClusterCoordinator {
                 write_type: WriteType::Cas,
             },
             ClusterError::Overloaded(_) => ErrorKind::Overloaded,
+            ClusterError::MutationTooLarge { .. } => ErrorKind::Invalid,
             ClusterError::UnknownTable(t) => return self.local.unknown_table(t),
             _ => ErrorKind::Server,
         };
