@@ -70,6 +70,22 @@ pub struct ReadResult {
     pub entries: Vec<(Vec<u8>, Vec<u8>)>,
     /// Whether the range holds no more entries than these.
     pub exhausted: bool,
+    /// The keys of `entries` whose replicas answered differently (one lacked the entry or
+    /// held another version of it), in key order: a read through an index re-reads those
+    /// rows (replica filtering protection). `Some(empty)`: every replica asked answered
+    /// alike (or one copy answered); `None`: unknown, so any entry may be.
+    pub disputed: Option<Vec<Vec<u8>>>,
+}
+
+impl ReadResult {
+    /// An answer from one copy of the data (nothing to dispute).
+    pub fn one_copy(entries: Vec<(Vec<u8>, Vec<u8>)>, exhausted: bool) -> ReadResult {
+        ReadResult {
+            entries,
+            exhausted,
+            disputed: Some(Vec::new()),
+        }
+    }
 }
 
 /// A lightweight transaction's compare-and-set of one partition (`INSERT … IF NOT EXISTS`,

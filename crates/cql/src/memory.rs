@@ -171,10 +171,7 @@ impl Coordinator for MemoryCoordinator {
         };
         let tables = self.tables.lock();
         let Some(table) = tables.get(&command.table) else {
-            return Ok(ReadResult {
-                entries: Vec::new(),
-                exhausted: true,
-            });
+            return Ok(ReadResult::one_copy(Vec::new(), true));
         };
         let end = command.range.end.clone();
         let mut entries = Vec::new();
@@ -194,7 +191,7 @@ impl Coordinator for MemoryCoordinator {
         }
         self.entries_read
             .fetch_add(entries.len() as i64, Ordering::SeqCst);
-        Ok(ReadResult { entries, exhausted })
+        Ok(ReadResult::one_copy(entries, exhausted))
     }
 
     async fn cas(

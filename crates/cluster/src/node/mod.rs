@@ -61,7 +61,7 @@ mod write;
 
 pub use paxos::PaxosRound;
 use read::stale_entries;
-pub use read::{digest, merge_answers};
+pub use read::{digest, disputed_keys, merge_answers, ReadAnswer};
 use write::WriteGroup;
 
 /// A node's cluster settings.

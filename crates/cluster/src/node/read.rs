@@ -2,7 +2,9 @@
 //! segment, data from the replica the selector ranks first and digests from the next
 //! block-for − 1 (Cassandra's read executor); a digest mismatch reads data from all of them,
 //! merges by the row layer's last-write-wins and writes the merged rows back to the stale
-//! replicas before answering (blocking read repair).
+//! replicas before answering (blocking read repair). The keys whose answers disagreed (a
+//! replica lacked the entry or held another version) are reported with the answer, so a
+//! read through an index re-reads only those (replica filtering protection).
 
 use super::*;
 
@@ -46,6 +48,31 @@ pub(super) fn stale_entries(
             fragment: v.clone(),
         })
         .collect()
+}
+
+/// The keys of `merged` that some answer lacks or holds another version of: those the
+/// replicas disagreed on (an answer that matched the merged entry did not).
+pub fn disputed_keys(answers: &[Entries], merged: &[(Vec<u8>, Vec<u8>)]) -> Vec<Vec<u8>> {
+    let mut disputed: Vec<Vec<u8>> = Vec::new();
+    for (entries, _) in answers {
+        disputed.extend(stale_entries(entries, merged).into_iter().map(|m| m.key));
+    }
+    disputed.sort_unstable();
+    disputed.dedup();
+    disputed
+}
+
+/// A read's answer: its entries, whether the range is done, and the keys among the entries
+/// whose replicas disagreed ([`disputed_keys`]; empty when every replica asked answered
+/// alike).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadAnswer {
+    /// The merged entries, in key order.
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Whether the range holds no more entries than these.
+    pub exhausted: bool,
+    /// Keys of `entries` the replicas' answers disagreed on, in key order.
+    pub disputed: Vec<Vec<u8>>,
 }
 
 /// Merges several replicas' answers to one read of up to `limit` entries: per key, the
@@ -108,7 +135,10 @@ impl Node {
         limit: usize,
         cl: ConsistencyLevel,
     ) -> Result<Entries, ClusterError> {
-        self.read_tagged(table, range, limit, cl, Vec::new()).await
+        let answer = self
+            .read_tagged(table, range, limit, cl, Vec::new())
+            .await?;
+        Ok((answer.entries, answer.exhausted))
     }
 
     /// [`Node::read`] with `tags` the caller attaches (e.g. a clustering filter): they
@@ -121,18 +151,19 @@ impl Node {
         limit: usize,
         cl: ConsistencyLevel,
         tags: Vec<Tag>,
-    ) -> Result<Entries, ClusterError> {
+    ) -> Result<ReadAnswer, ClusterError> {
         let rf = self
             .inner
             .store
             .replication_factor(table)
             .ok_or(ClusterError::UnknownTable(table))?;
         if limit == 0 {
-            return Ok((Vec::new(), false));
+            return Ok(ReadAnswer::default());
         }
         let segments = self.ring().segments(&range, rf);
         let count = segments.len();
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut disputed: Vec<Vec<u8>> = Vec::new();
         for (i, mut seg) in segments.into_iter().enumerate() {
             // A segment may answer fewer entries than asked without being done (a merge of
             // replicas that stopped at different keys): read on from its last key, so the
@@ -143,12 +174,17 @@ impl Node {
                     range: seg.range.clone(),
                     replicas: seg.replicas.clone(),
                 };
-                let (entries, exhausted) =
+                let ((entries, exhausted), seg_disputed) =
                     self.read_segment(table, piece, want, rf, cl, &tags).await?;
                 let next = entries.last().map(|(k, _)| repair::successor(k));
                 out.extend(entries);
+                disputed.extend(seg_disputed);
                 if out.len() >= limit {
-                    return Ok((out, exhausted && i + 1 == count));
+                    return Ok(ReadAnswer {
+                        entries: out,
+                        exhausted: exhausted && i + 1 == count,
+                        disputed,
+                    });
                 }
                 match next {
                     Some(start) if !exhausted => seg.range.start = start,
@@ -156,10 +192,15 @@ impl Node {
                 }
             }
         }
-        Ok((out, true))
+        Ok(ReadAnswer {
+            entries: out,
+            exhausted: true,
+            disputed,
+        })
     }
 
-    /// Reads one segment of the ring (one replica set) at `cl`.
+    /// Reads one segment of the ring (one replica set) at `cl`, with the keys the
+    /// replicas disagreed on.
     pub(super) async fn read_segment(
         &self,
         table: TableKey,
@@ -168,7 +209,7 @@ impl Node {
         rf: usize,
         cl: ConsistencyLevel,
         extra: &[Tag],
-    ) -> Result<Entries, ClusterError> {
+    ) -> Result<(Entries, Vec<Vec<u8>>), ClusterError> {
         let block_for = cl.block_for(rf);
         // Erasure-tiered rows whose copy here a coding group covers are the primary's to
         // answer; so is a read from a coordinator holding no replica (a secondary it
@@ -214,11 +255,11 @@ impl Node {
                 .record(table, now.saturating_sub(started), now);
         }
         if digests.is_empty() {
-            return Ok(data);
+            return Ok((data, Vec::new()));
         }
         let expected = digest(&data.0, data.1);
         if digests.iter().all(|d| *d == expected) {
-            return Ok(data);
+            return Ok((data, Vec::new()));
         }
         self.resolve_mismatch(&read, &answered, limit, cl, block_for)
             .await
@@ -424,7 +465,7 @@ impl Node {
     }
 
     /// Digests disagreed: full data from every target, merged, and written back where
-    /// stale before answering.
+    /// stale before answering; with the keys the answers disagreed on.
     async fn resolve_mismatch(
         &self,
         read: &SegmentRead,
@@ -432,7 +473,7 @@ impl Node {
         limit: usize,
         cl: ConsistencyLevel,
         block_for: usize,
-    ) -> Result<Entries, ClusterError> {
+    ) -> Result<(Entries, Vec<Vec<u8>>), ClusterError> {
         let mut calls: FuturesUnordered<CallFuture> = targets
             .iter()
             .map(|r| self.call(*r, read.body(false)))
@@ -460,9 +501,10 @@ impl Node {
         }
         let all: Vec<Entries> = answers.iter().map(|(_, e)| e.clone()).collect();
         let merged = merge_answers(&all, limit);
+        let disputed = disputed_keys(&all, &merged.0);
         self.repair_replicas(read.table, &answers, &merged.0, cl, block_for)
             .await?;
-        Ok(merged)
+        Ok((merged, disputed))
     }
 
     /// Writes `merged` to each replica whose answer differed, and waits for them.
@@ -610,5 +652,40 @@ fn read_failure(
             failed: failures.len(),
             reason: f.map(failure_text).unwrap_or_default(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(k: &str, v: &str) -> (Vec<u8>, Vec<u8>) {
+        (k.as_bytes().to_vec(), v.as_bytes().to_vec())
+    }
+
+    /// A key is disputed when some answer lacks it (within what every answer covered) or
+    /// holds another version; answers that agree dispute nothing.
+    #[test]
+    fn disputed_keys_are_those_some_answer_lacks_or_differs_on() {
+        let a = (
+            vec![entry("a", "1"), entry("b", "1"), entry("c", "1")],
+            true,
+        );
+        assert!(disputed_keys(&[a.clone(), a.clone()], &a.0).is_empty());
+        let b = (
+            vec![entry("a", "1"), entry("c", "2"), entry("d", "1")],
+            true,
+        );
+        let merged = vec![
+            entry("a", "1"),
+            entry("b", "1"),
+            entry("c", "2"),
+            entry("d", "1"),
+        ];
+        let keys: Vec<Vec<u8>> = ["b", "c", "d"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        assert_eq!(disputed_keys(&[a, b], &merged), keys);
     }
 }

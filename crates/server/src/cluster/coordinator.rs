@@ -195,8 +195,12 @@ impl ClusterCoordinator {
             )
             .await;
         record(Op::Read, consistency, started, result.as_ref().err());
-        let (entries, exhausted) = result.map_err(|e| self.error(e, consistency))?;
-        Ok(ReadResult { entries, exhausted })
+        let answer = result.map_err(|e| self.error(e, consistency))?;
+        Ok(ReadResult {
+            entries: answer.entries,
+            exhausted: answer.exhausted,
+            disputed: Some(answer.disputed),
+        })
     }
 
     /// A lightweight transaction's rounds (see `mosaic_cluster::paxos`): win a round,

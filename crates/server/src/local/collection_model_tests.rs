@@ -94,8 +94,8 @@ fn roles(node: usize) -> &'static dyn Roles {
 }
 
 /// Two nodes as one coordinator sees them, with a clock the test drives (see the module
-/// doc).
-struct Replicas {
+/// doc). Reads report the keys the nodes' answers disagreed on, as the cluster's do.
+pub(super) struct Replicas {
     configs: Vec<Config>,
     /// `None` only while a node is being reopened.
     nodes: RwLock<Vec<Option<Arc<LocalCoordinator>>>>,
@@ -105,6 +105,8 @@ struct Replicas {
     pub(super) write_mask: AtomicU8,
     /// Serializes compare-and-sets (this model has no Paxos).
     cas: tokio::sync::Mutex<()>,
+    /// Reads asked of this coordinator.
+    pub(super) reads: std::sync::atomic::AtomicUsize,
 }
 
 impl Replicas {
@@ -221,6 +223,7 @@ impl Coordinator for Replicas {
         command: ReadCommand,
         _consistency: Consistency,
     ) -> Result<ReadResult, ErrorResponse> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
         let mut answers = Vec::with_capacity(NODES);
         for (i, node) in self.all().into_iter().enumerate() {
             // Whole answers (the tables are tiny), so the merge never cuts at a limit.
@@ -238,9 +241,14 @@ impl Coordinator for Replicas {
             answers.push((r.entries, r.exhausted));
         }
         let (mut entries, _) = mosaic_cluster::node::merge_answers(&answers, usize::MAX);
+        let disputed = mosaic_cluster::node::disputed_keys(&answers, &entries);
         let exhausted = entries.len() <= command.limit;
         entries.truncate(command.limit);
-        Ok(ReadResult { entries, exhausted })
+        Ok(ReadResult {
+            entries,
+            exhausted,
+            disputed: Some(disputed),
+        })
     }
 
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
@@ -386,6 +394,7 @@ impl Harness {
             now_secs: AtomicI64::new(now_micros() / 1_000_000 + 86_400),
             write_mask: AtomicU8::new(0b11),
             cas: tokio::sync::Mutex::new(()),
+            reads: Default::default(),
         });
         let processor = Processor::new(cluster.clone());
         let mut session = Session::new(ProtocolVersion::V4);

@@ -323,10 +323,7 @@ pub(super) fn read_through(
             tracing::debug!(target: "mosaic::storage", index = index.meta.name, error = %e, "deleting stale index entries failed");
         }
     }
-    Ok(ReadResult {
-        entries: out,
-        exhausted: done,
-    })
+    Ok(ReadResult::one_copy(out, done))
 }
 
 /// The timestamp of an index entry's marker, if the entry is live at `now_secs`.

@@ -90,6 +90,8 @@ use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 mod collection_model_tests;
 mod coordinator;
 mod counters;
+#[cfg(test)]
+mod filtering_protection_tests;
 mod hetero;
 mod identity;
 #[cfg(test)]

@@ -516,18 +516,12 @@ impl LocalCoordinator {
                     let (key, entry) = item.map_err(|e| engine_error(name, e))?;
                     if entries.len() >= limit {
                         // One entry past the limit: the range is not exhausted.
-                        return Ok(ReadResult {
-                            entries,
-                            exhausted: false,
-                        });
+                        return Ok(ReadResult::one_copy(entries, false));
                     }
                     entries.push((key, entry.value));
                 }
             }
-            Ok(ReadResult {
-                entries,
-                exhausted: true,
-            })
+            Ok(ReadResult::one_copy(entries, true))
         })
         .await
     }

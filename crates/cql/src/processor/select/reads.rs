@@ -389,7 +389,16 @@ pub(super) async fn scan<C: Coordinator>(
         let exhausted = result.exhausted || result.entries.is_empty();
         let next_start = result.entries.last().map(|(k, _)| successor(k));
         let entries = if plan.index.is_some() && several_replicas(exec.params.consistency) {
-            protect(coordinator, exec, plan, &range_start, result.entries).await?
+            let disputed = result.disputed.as_deref();
+            protect(
+                coordinator,
+                exec,
+                plan,
+                &range_start,
+                result.entries,
+                disputed,
+            )
+            .await?
         } else {
             result.entries
         };
@@ -455,23 +464,40 @@ fn several_replicas(consistency: crate::frame::Consistency) -> bool {
 /// Replica filtering protection (Cassandra's, for reads through an index at a level that
 /// merges replicas): each replica answers only the rows its own index and data match, so a
 /// row one replica returns may be one another replica has newer data for — an overwrite
-/// or a deletion it does not return, having no entry for the value. The rows and heads an
-/// index read returned are read again, whole, at the same level, and those answers stand
-/// instead. `from`: where the index read started (entries before it were not asked for).
+/// or a deletion it does not return, having no entry for the value. As Cassandra does,
+/// only the entries the replicas' answers disagreed on (`disputed`: one replica silent on
+/// it, or holding another version; `None`: unknown, so every entry) are read again, whole
+/// with their partition's head, at the same level, and those answers stand instead; when
+/// every replica answered alike there is no second read. `from`: where the index read
+/// started (entries before it were not asked for).
 async fn protect<C: Coordinator>(
     coordinator: &C,
     exec: &Exec<'_>,
     plan: &Plan,
     from: &[u8],
     entries: Vec<(Vec<u8>, Vec<u8>)>,
+    disputed: Option<&[Vec<u8>]>,
 ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, ErrorResponse> {
     use mosaic_rows::key::tag;
+    let disputed: Option<std::collections::BTreeSet<&[u8]>> =
+        disputed.map(|d| d.iter().map(Vec::as_slice).collect());
+    if disputed.as_ref().is_some_and(|d| d.is_empty()) {
+        return Ok(entries);
+    }
     let schema = &plan.schema;
     let table = plan.table.as_ref();
     let clustered = !schema.clustering_columns().is_empty();
     let mut out = Vec::with_capacity(entries.len());
+    let mut agreed = Vec::new();
     let mut last_prefix: Option<Vec<u8>> = None;
-    for (key, _) in entries {
+    for (key, value) in entries {
+        if disputed
+            .as_ref()
+            .is_some_and(|d| !d.contains(key.as_slice()))
+        {
+            agreed.push((key, value));
+            continue;
+        }
         let len = schema.partition_prefix_len(&key).map_err(|e| {
             ErrorResponse::new(ErrorKind::Server, format!("Unreadable stored key: {e}"))
         })?;
@@ -503,6 +529,9 @@ async fn protect<C: Coordinator>(
             out.extend(read_all(coordinator, exec, table, range, None).await?);
         }
     }
+    // What was read again stands over what the replicas agreed on (a stable sort keeps
+    // it first among equal keys, and the dedup keeps the first).
+    out.extend(agreed);
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
