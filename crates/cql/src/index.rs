@@ -17,13 +17,15 @@
 //! Base engine keys start with the token, so one term's entries are in token order and a
 //! token range of the base table is one range of the index ([`term_range`]).
 //!
-//! Entries are only ever *added* when a write is applied ([`IndexPlan::entries_for`]): an overwrite,
-//! a deletion, an expiry or a compaction may leave an entry whose row no longer holds the
-//! term. Such an entry is harmless — a query reads the row an entry points at, the
-//! replica drops (and deletes) entries its row contradicts, and the coordinator checks
-//! every row against the query's predicates after merging replicas — so the index never
-//! needs a read before a write, and repair, hints and read repair, which apply writes
-//! like any other, keep it complete.
+//! Entries are only ever *added* when a write is applied ([`IndexPlan::entries_for`]): an
+//! overwrite, a deletion, an expiry or a compaction may leave an entry whose row no longer
+//! holds the term. Such an entry is dropped when the index compacts and the base row
+//! proves it stale ([`IndexPlan::proves_stale`]), or deleted when a read meets it; until
+//! then it is harmless — a query reads the row an entry points at, the replica drops (and
+//! deletes) entries its row contradicts, and the coordinator checks every row against the
+//! query's predicates after merging replicas — so the index never needs a read before a
+//! write, and repair, hints and read repair, which apply writes like any other, keep it
+//! complete.
 
 use mosaic_rows::{Cell, Expiry, Fragment, FragmentKind, KeyEntry, KeyRange, KeySchema, Liveness};
 use mosaic_types::Timestamp;
@@ -87,6 +89,13 @@ pub fn base_key<'k>(term: &[u8], key: &'k [u8]) -> Option<&'k [u8]> {
         return None;
     }
     rest.strip_prefix(term)
+}
+
+/// The term and the base key of an index key, if it is one.
+pub fn split_entry_key(key: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = key.split_first_chunk::<4>()?;
+    let len = usize::try_from(u32::from_be_bytes(*len)).ok()?;
+    (rest.len() >= len).then(|| rest.split_at(len))
 }
 
 /// The range of index keys holding `term`'s entries for the base keys in `base`.
@@ -330,6 +339,58 @@ impl IndexPlan {
             }
         }
     }
+}
+
+impl IndexPlan {
+    /// Whether `row` — the stored, merged fragment at an entry's base key on this replica
+    /// — proves that the entry version of `term` written at `ts` is stale for good: what
+    /// the row keeps shadows the write that added it (a row deletion, the column's
+    /// deletion, or a newer cell or tombstone in the cell the term came from), so no write
+    /// still on its way can make the row hold that version again. A newer write of the
+    /// same term added a newer version of the entry, which this does not judge. When the
+    /// term's cell cannot be told (a list's or a map's value, found by value, not path) or
+    /// the row lacks it, only deletions prove it: the entry stays for a read to judge.
+    pub fn proves_stale(&self, row: &Fragment, term: &[u8], ts: Timestamp) -> bool {
+        if row.deletion.is_some_and(|d| d.deletes(ts)) {
+            return true;
+        }
+        let (ColumnRole::Static | ColumnRole::Regular) = self.role else {
+            // A key column's term is the key itself: only a deletion ends it.
+            return false;
+        };
+        // A cell outranks the entry's write (a live cell at `ts` holding `term`) when it is
+        // newer, or as old and a tombstone; an equal live one may be that very write.
+        let outranks = |cell: &Cell| match cell {
+            Cell::Live { ts: t, .. } => *t > ts,
+            Cell::Tombstone { ts: t, .. } => *t >= ts,
+        };
+        match self.kind {
+            TargetKind::Simple | TargetKind::Full => {
+                row.cells.get(&self.column).is_some_and(outranks)
+            }
+            TargetKind::Keys | TargetKind::Values | TargetKind::Entries => {
+                let Some(column) = row.complex.get(&self.column) else {
+                    return false;
+                };
+                if column.deletion.is_some_and(|d| d.deletes(ts)) {
+                    return true;
+                }
+                let path = match self.kind {
+                    TargetKind::Keys => Some(term),
+                    TargetKind::Entries => entry_key_of(term),
+                    _ if self.set => Some(term),
+                    _ => None,
+                };
+                path.and_then(|p| column.cells.get(p)).is_some_and(outranks)
+            }
+        }
+    }
+}
+
+/// The map key of an entry term ([`entry_term`]).
+fn entry_key_of(term: &[u8]) -> Option<&[u8]> {
+    let (len, rest) = term.split_first_chunk::<4>()?;
+    rest.get(..usize::try_from(u32::from_be_bytes(*len)).ok()?)
 }
 
 /// Cassandra refuses to index a value of this many bytes or more (`CassandraIndex`'s

@@ -179,6 +179,12 @@ pub struct Options {
 pub trait CompactionFilter: Send + Sync + 'static {
     /// Whether the version of `key` written at timestamp `ts` may be dropped.
     fn drops(&self, key: &[u8], ts: u64) -> bool;
+
+    /// Whether flushes ask too (the default). A filter whose answer costs a read elsewhere
+    /// may leave it to compactions, keeping flushes (which writers may wait for) cheap.
+    fn at_flush(&self) -> bool {
+        true
+    }
 }
 
 /// The range group of a user key, for the two-layer log's splitter. Keys of one group

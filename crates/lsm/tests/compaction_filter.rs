@@ -154,3 +154,44 @@ fn a_merged_version_never_carries_a_dropped_ones_content() {
     assert_eq!(db.get(&key(7)).unwrap(), None);
     db.close().unwrap();
 }
+
+/// Drops every version, but only when compactions ask (`at_flush` false).
+struct CompactionsOnly;
+
+impl CompactionFilter for CompactionsOnly {
+    fn drops(&self, _key: &[u8], _ts: u64) -> bool {
+        true
+    }
+
+    fn at_flush(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_filter_that_declines_flushes_is_asked_only_by_compactions() {
+    let dir = scratch();
+    let opts = Options {
+        compaction_filter: Some(Arc::new(CompactionsOnly) as Arc<dyn CompactionFilter>),
+        // No automatic compaction: only the explicit one below.
+        level0_compaction_trigger: 1_000,
+        level0_slowdown_tables: 2_000,
+        level0_stall_tables: 3_000,
+        ..options(Arc::new(Covered::default()), false)
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..50 {
+        db.put(&key(i), 10, b"v").unwrap();
+    }
+    db.flush().unwrap();
+    for i in 0..50 {
+        assert!(db.get(&key(i)).unwrap().is_some(), "flushed whole: {i}");
+    }
+    db.compact().unwrap();
+    for i in 0..50 {
+        assert!(
+            db.get(&key(i)).unwrap().is_none(),
+            "dropped by compaction: {i}"
+        );
+    }
+}

@@ -35,6 +35,8 @@ pub(super) struct OutputContext {
     purge: bool,
     /// The clock's reading, for tombstone expiry.
     now_micros: u64,
+    /// Whether this writes a flushed memtable.
+    flushing: bool,
 }
 
 /// A table being written.
@@ -117,6 +119,7 @@ impl Inner {
             smallest_snapshot,
             min_ts_elsewhere,
             purge: flushing.is_none(),
+            flushing: flushing.is_some(),
             now_micros: self.opts.clock.now_micros(),
         }
     }
@@ -189,7 +192,8 @@ impl Inner {
         let lww = self.opts.merge_operator.is_none();
         while input.valid() {
             let mut n = self.read_key_versions(input, &mut key, &mut group)?;
-            if let Some(filter) = &self.opts.compaction_filter {
+            let filter = self.opts.compaction_filter.as_ref();
+            if let Some(filter) = filter.filter(|f| !ctx.flushing || f.at_flush()) {
                 n = drop_filtered(&**filter, &key, &mut group, n, ctx.smallest_snapshot);
                 if n == 0 {
                     continue;

@@ -34,7 +34,7 @@ use axum::{Json, Router};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use mosaic_lsm::{CounterSnapshot, LevelInfo};
+use mosaic_lsm::{CounterSnapshot, Db, LevelInfo};
 use mosaic_replica::ReplicaStore;
 
 use crate::cluster::ClusterCoordinator;
@@ -519,20 +519,25 @@ async fn repair(
 }
 
 async fn flush(State(admin): State<Arc<Admin>>) -> Response {
-    table_op(&admin.local, "flush", ReplicaStore::flush).await
+    table_op(&admin.local, "flush", ReplicaStore::flush, Db::flush).await
 }
 
 async fn compact(State(admin): State<Arc<Admin>>) -> Response {
-    table_op(&admin.local, "compact", ReplicaStore::compact).await
+    table_op(&admin.local, "compact", ReplicaStore::compact, Db::compact).await
 }
 
-/// Runs `op` on every table; 500 if it failed on any (each failure is logged).
+/// Runs `op` on every table and `index_op` on every secondary index (a compaction also
+/// drops the stale entries its base rows prove); 500 if it failed on any (each failure is
+/// logged).
 async fn table_op(
     local: &LocalCoordinator,
     what: &str,
     op: fn(&ReplicaStore) -> mosaic_lsm::Result<()>,
+    index_op: fn(&Db) -> mosaic_lsm::Result<()>,
 ) -> Response {
-    let results = local.each_table(op).await;
+    let mut results = local.each_table(op).await;
+    let tables = results.len();
+    results.extend(local.each_index(index_op).await);
     let failed: Vec<api::TableFailure> = results
         .iter()
         .filter_map(|(table, r)| {
@@ -551,7 +556,7 @@ async fn table_op(
     };
     let body = api::TableOpReport {
         operation: what.to_owned(),
-        tables: results.len(),
+        tables,
         failed,
     };
     (code, Json(body)).into_response()

@@ -126,6 +126,11 @@ pub async fn record(admin: &Admin) {
     }
     record_storage_sum(&sum);
     record_engine(&super::engine_stats(&admin.local));
+    for (index, c) in admin.local.index_counters() {
+        let labels = [("index", index)];
+        metrics::counter!("mosaic_index_reads_total", &labels).absolute(c.reads);
+        metrics::counter!("mosaic_index_stale_entries_dropped_total", &labels).absolute(c.swept);
+    }
 }
 
 /// The node engine's budgets and use (gauges).

@@ -14,11 +14,24 @@
 //! - **Reads**: a read through an index scans the term's entries in the range, reads
 //!   each row (or partition) they point at with its partition's head, and drops and
 //!   deletes the entries the row no longer matches.
+//! - **Sweeps**: entries are never removed at write time (that would read before every
+//!   write), so stale ones are dropped when the index compacts ([`StaleEntries`], the
+//!   index partition's compaction filter): each entry version is checked against its base
+//!   row as this node stores it, and dropped when the row proves it superseded
+//!   ([`IndexPlan::proves_stale`]; see `index_sweep`). Updates of an indexed column
+//!   therefore leave the index about as large as the live rows, not the writes, whether or
+//!   not reads meet the old entries. Flushes skip the check (it costs a base read per
+//!   entry), so it runs off the write path, on the compaction workers.
 
 use super::*;
 
-use mosaic_cql::index::{base_key, deletion_fragment, entry_key, term_range, HitScope, IndexPlan};
+use mosaic_cql::index::{
+    base_key, deletion_fragment, entry_key, split_entry_key, term_range, HitScope, IndexPlan,
+};
 use mosaic_cql::schema::IndexMeta;
+
+use super::index_sweep::StaleEntries;
+pub(super) use super::index_sweep::{SharedRoles, SweepSource};
 use mosaic_lsm::Db;
 use mosaic_rows::Fragment;
 use mosaic_types::Timestamp;
@@ -34,6 +47,15 @@ const BUILD_CHUNK: usize = 1000;
 /// store's ring once it is set, every token primary before.
 pub type RolesSource = Arc<dyn Fn(TableId) -> Box<dyn Roles> + Send + Sync>;
 
+/// What an index on this node has done since it was opened.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexCounters {
+    /// Reads through it.
+    pub reads: u64,
+    /// Entry versions its compactions dropped as stale.
+    pub swept: u64,
+}
+
 /// One index of a table on this node.
 pub(super) struct IndexSlot {
     pub(super) meta: IndexMeta,
@@ -44,6 +66,10 @@ pub(super) struct IndexSlot {
     built: AtomicBool,
     /// Set while a build runs (one at a time).
     building: AtomicBool,
+    /// Entry versions its compactions dropped as stale since it was opened.
+    swept: Arc<AtomicU64>,
+    /// Reads through it since it was opened.
+    reads: AtomicU64,
 }
 
 impl IndexSlot {
@@ -68,12 +94,13 @@ fn index_dir(table_dir: &Path, index: &IndexMeta) -> PathBuf {
         )))
 }
 
-/// Opens (creating) the storage of `index` of `table`.
+/// Opens (creating) the storage of `index` of `table`, swept against `source`.
 fn open_index(
     engine: &Options,
     table_dir: &Path,
     table: &TableMeta,
     index: &IndexMeta,
+    source: &SweepSource,
 ) -> mosaic_lsm::Result<IndexSlot> {
     let plan = IndexPlan::new(table, index).ok_or_else(|| {
         mosaic_lsm::Error::InvalidArgument(format!(
@@ -84,6 +111,13 @@ fn open_index(
     let dir = index_dir(table_dir, index);
     let mut options = engine.clone();
     options.table.filter_prefix_bytes = 0;
+    let swept = Arc::new(AtomicU64::new(0));
+    options.compaction_filter = Some(Arc::new(StaleEntries::new(
+        plan.clone(),
+        table.id,
+        source.clone(),
+        swept.clone(),
+    )));
     let db = Db::open(&dir, options)?;
     let built = dir.join(BUILT_FILE).exists();
     Ok(IndexSlot {
@@ -93,6 +127,8 @@ fn open_index(
         db: RwLock::new(Some(db)),
         built: AtomicBool::new(built),
         building: AtomicBool::new(false),
+        swept,
+        reads: AtomicU64::new(0),
     })
 }
 
@@ -101,11 +137,12 @@ pub(super) fn open_indexes(
     engine: &Options,
     table_dir: &Path,
     table: &TableMeta,
+    source: &SweepSource,
 ) -> mosaic_lsm::Result<Vec<Arc<IndexSlot>>> {
     table
         .indexes
         .values()
-        .map(|i| open_index(engine, table_dir, table, i).map(Arc::new))
+        .map(|i| open_index(engine, table_dir, table, i, source).map(Arc::new))
         .collect()
 }
 
@@ -131,8 +168,9 @@ pub(super) fn reopen_after_truncate(
     table_dir: &Path,
     table: &TableMeta,
     list: &IndexList,
+    source: &SweepSource,
 ) -> mosaic_lsm::Result<()> {
-    let reopened = open_indexes(engine, table_dir, table)?;
+    let reopened = open_indexes(engine, table_dir, table, source)?;
     for index in &reopened {
         mark_built(index)?;
     }
@@ -204,6 +242,7 @@ pub(super) fn read_through(
     let Some(db) = guard.as_ref() else {
         return Err(mosaic_lsm::Error::Closed);
     };
+    index.reads.fetch_add(1, Ordering::Relaxed);
     let mut out = Vec::with_capacity(limit.min(1024));
     let mut stale = WriteBatch::new();
     let mut last_partition: Option<Vec<u8>> = None;
@@ -505,6 +544,50 @@ impl LocalCoordinator {
         });
     }
 
+    /// Runs `op` on the storage of every open index of every table, named
+    /// `keyspace.table.index` (the admin API's flush and compaction, and tests).
+    pub async fn each_index<T: Send + 'static>(
+        &self,
+        op: impl Fn(&Db) -> mosaic_lsm::Result<T> + Send + Sync + Clone + 'static,
+    ) -> Vec<(String, Result<T, String>)> {
+        let mut dbs: Vec<(String, Db)> = Vec::new();
+        for slot in self.tables.read().values() {
+            for index in slot.indexes.read().iter() {
+                if let Some(db) = index.db.read().as_ref() {
+                    dbs.push((format!("{}.{}", slot.name, index.meta.name), db.clone()));
+                }
+            }
+        }
+        dbs.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out = Vec::with_capacity(dbs.len());
+        for (name, db) in dbs {
+            let op = op.clone();
+            let result = tokio::task::spawn_blocking(move || op(&db).map_err(|e| e.to_string()))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+            out.push((name, result));
+        }
+        out
+    }
+
+    /// Every open index's counters, by `keyspace.table.index` (the metrics).
+    pub fn index_counters(&self) -> Vec<(String, IndexCounters)> {
+        let mut out = Vec::new();
+        for slot in self.tables.read().values() {
+            for index in slot.indexes.read().iter() {
+                out.push((
+                    format!("{}.{}", slot.name, index.meta.name),
+                    IndexCounters {
+                        reads: index.reads.load(Ordering::Relaxed),
+                        swept: index.swept.load(Ordering::Relaxed),
+                    },
+                ));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
     /// `(keyspace, index)` of every index this node has built (`system."IndexInfo"`).
     pub fn built_index_names(&self) -> Vec<(String, String)> {
         let catalog = self.current_catalog();
@@ -557,6 +640,10 @@ impl LocalCoordinator {
                 continue;
             }
             let engine = self.engine.clone();
+            let source = SweepSource {
+                store: slot.db.clone(),
+                roles: self.roles_source.clone(),
+            };
             let (table2, slot2) = (table.clone(), slot.clone());
             let opened = tokio::task::spawn_blocking(move || -> Vec<Arc<IndexSlot>> {
                 let mut kept = Vec::new();
@@ -574,7 +661,7 @@ impl LocalCoordinator {
                     if kept.iter().any(|i| i.meta == *meta) {
                         continue;
                     }
-                    match open_index(&engine, &slot2.dir, &table2, meta) {
+                    match open_index(&engine, &slot2.dir, &table2, meta, &source) {
                         Ok(index) => {
                             if is_new {
                                 if let Err(e) = mark_built(&index) {

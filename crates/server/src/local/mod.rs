@@ -94,6 +94,7 @@ mod counters;
 mod filtering_protection_tests;
 mod hetero;
 mod identity;
+mod index_sweep;
 #[cfg(test)]
 mod index_tests;
 mod indexes;
@@ -199,8 +200,8 @@ pub struct LocalCoordinator {
     /// Told what a peer's schema changed once this node has installed it
     /// ([`LocalCoordinator::on_peer_schema_change`]).
     peer_schema_listener: std::sync::OnceLock<PeerSchemaListener>,
-    /// The roles an index build reads a table's tokens under.
-    roles_source: RwLock<indexes::RolesSource>,
+    /// The roles an index build or sweep reads a table's tokens under.
+    roles_source: indexes::SharedRoles,
     /// Index builds running (each holds its table's storage until it returns).
     builds_running: Arc<AtomicU64>,
 }
@@ -259,9 +260,11 @@ impl LocalCoordinator {
 
         remove_orphans(&data_dir, &catalog, &node_engine)?;
         let mut tables = HashMap::new();
+        let roles_source: indexes::SharedRoles =
+            Arc::new(RwLock::new(Arc::new(|_| Box::new(AllPrimary))));
         // system_auth's tables are in every catalog (mosaic_cql::schema::auth_keyspace).
         for t in catalog.stored_tables() {
-            let slot = open_slot(&data_dir, &engine, &log, t)
+            let slot = open_slot(&data_dir, &engine, &log, t, &roles_source)
                 .map_err(|e| anyhow::anyhow!("opening table {}.{}: {e}", t.keyspace, t.name))?;
             tables.insert(t.id, Arc::new(slot));
         }
@@ -284,7 +287,7 @@ impl LocalCoordinator {
             clock: AtomicI64::new(0),
             closing: AtomicBool::new(false),
             peer_schema_listener: std::sync::OnceLock::new(),
-            roles_source: RwLock::new(Arc::new(|_| Box::new(AllPrimary))),
+            roles_source,
             builds_running: Arc::new(AtomicU64::new(0)),
             identity,
             tokens,

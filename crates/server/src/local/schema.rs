@@ -139,12 +139,13 @@ impl LocalCoordinator {
         let data_dir = self.data_dir.clone();
         let engine = self.engine.clone();
         let log = self.log.clone();
+        let roles = self.roles_source.clone();
         tokio::task::spawn_blocking(
             move || -> Result<Vec<(TableId, TableSlot)>, ErrorResponse> {
                 let mut slots = Vec::with_capacity(created.len());
                 let mut result = Ok(());
                 for t in &created {
-                    match open_slot(&data_dir, &engine, &log, t) {
+                    match open_slot(&data_dir, &engine, &log, t, &roles) {
                         Ok(slot) => slots.push((t.id, slot)),
                         Err(e) => {
                             result = Err(engine_error(&format!("{}.{}", t.keyspace, t.name), e));

@@ -254,6 +254,7 @@ pub(super) fn open_slot(
     engine: &Options,
     log: &LogSettings,
     table: &TableMeta,
+    roles: &super::indexes::SharedRoles,
 ) -> mosaic_lsm::Result<TableSlot> {
     let dir = table_dir(data_dir, table);
     let layout = table_layout(table)?;
@@ -266,12 +267,17 @@ pub(super) fn open_slot(
         log.clone(),
         Some(keys.clone()),
     )?;
-    let indexes = super::indexes::open_indexes(engine, &dir, table)?;
     let hetero = (layout == Layout::Heterogeneous).then(|| {
         let state = super::hetero::HeteroState::new(table);
         state.seed(&keys.schema, &db);
         state
     });
+    let db = Arc::new(AsyncRwLock::new(Some(db)));
+    let source = super::indexes::SweepSource {
+        store: db.clone(),
+        roles: roles.clone(),
+    };
+    let indexes = super::indexes::open_indexes(engine, &dir, table, &source)?;
     Ok(TableSlot {
         name: format!("{}.{}", table.keyspace, table.name),
         table: table.name.clone(),
@@ -280,7 +286,7 @@ pub(super) fn open_slot(
         log,
         keys: RwLock::new(keys),
         hetero,
-        db: Arc::new(AsyncRwLock::new(Some(db))),
+        db,
         dropped: AtomicBool::new(false),
         node_engine: engine
             .engine
@@ -620,6 +626,10 @@ impl LocalCoordinator {
         let keys = slot.keys.read().clone();
         let catalog = self.current_catalog();
         let slot2 = slot.clone();
+        let source = super::indexes::SweepSource {
+            store: slot.db.clone(),
+            roles: self.roles_source.clone(),
+        };
         tokio::task::spawn_blocking(move || {
             super::indexes::close_indexes(&slot2.indexes);
             slot2.paxos.close(&name);
@@ -634,7 +644,7 @@ impl LocalCoordinator {
                 .map_err(|e| engine_error(&name, e))?;
             *guard = Some(db);
             if let Some(meta) = catalog.table_by_id(table) {
-                super::indexes::reopen_after_truncate(&engine, &dir, meta, &slot2.indexes)
+                super::indexes::reopen_after_truncate(&engine, &dir, meta, &slot2.indexes, &source)
                     .map_err(|e| engine_error(&name, e))?;
             }
             if let Some(epochs) = &slot2.counter_epochs {
