@@ -26,8 +26,7 @@ fn role_statements_are_refused_to_the_anonymous_user_and_data_statements_run() {
         let e = h.err(cql);
         assert_eq!(e.kind, ErrorKind::Unauthorized, "{cql}");
         assert_eq!(
-            e.message,
-            "You have to be logged in and not anonymous to perform this request",
+            e.message, "You have to be logged in and not anonymous to perform this request",
             "{cql}"
         );
     }

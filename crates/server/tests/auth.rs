@@ -254,4 +254,34 @@ async fn a_role_reads_what_it_was_granted_and_nothing_else_until_revoked() {
             _ => tokio::time::sleep(Duration::from_millis(50)).await,
         }
     }
+
+    // Grants go with what they were granted on: a table, a keyspace re-created under the
+    // same name starts with none (Cassandra revokes them at DROP).
+    for cql in [
+        "GRANT SELECT ON TABLE ks.u TO bob",
+        "GRANT MODIFY ON KEYSPACE other TO bob",
+        "DROP TABLE ks.u",
+        "DROP KEYSPACE other",
+        "CREATE TABLE ks.u (k int PRIMARY KEY, v text)",
+        "CREATE KEYSPACE other WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE other.t (k int PRIMARY KEY, v text)",
+    ] {
+        run(&admin, cql).await.unwrap_or_else(|e| panic!("{cql}: {e}"));
+    }
+    // Nothing to list answers Void, as Cassandra's LIST PERMISSIONS does.
+    let listed = admin
+        .query_unpaged("LIST ALL PERMISSIONS OF bob", &[])
+        .await
+        .unwrap()
+        .into_rows_result()
+        .map_or(0, |rows| rows.rows_num());
+    assert_eq!(listed, 0, "bob's grants survived the drops");
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    for cql in [
+        "SELECT * FROM ks.u",
+        "INSERT INTO other.t (k, v) VALUES (1, 'x')",
+    ] {
+        let err = run(&bob, cql).await.unwrap_err();
+        assert!(err.contains("has no"), "{cql}: {err}");
+    }
 }

@@ -354,7 +354,43 @@ impl<C: Coordinator> Processor<C> {
             )
             .await?;
         }
-        self.auth().invalidate();
+        self.revoke_all_on(&Resource::Role(role.name.clone())).await
+    }
+
+    /// Removes every permission granted on `dropped` and on what it contains (a
+    /// keyspace's tables), from every role, as Cassandra does when a keyspace, table or
+    /// role is dropped: a later one of the same name starts with no grants.
+    pub(crate) async fn revoke_all_on(&self, dropped: &Resource) -> Result<(), ErrorResponse> {
+        let result = self
+            .internal(
+                "SELECT role, resource FROM system_auth.role_permissions",
+                Vec::new(),
+                Consistency::One,
+            )
+            .await?;
+        let covered = |resource: &Resource| match (dropped, resource) {
+            (Resource::Keyspace(k), Resource::Table(tk, _)) => k == tk,
+            _ => dropped == resource,
+        };
+        let mut revoked = false;
+        for row in rows_of(result) {
+            let (Some(role), Some(name)) = (cell_text(row.first()), cell_text(row.get(1))) else {
+                continue;
+            };
+            if !Resource::from_name(&name).is_some_and(|r| covered(&r)) {
+                continue;
+            }
+            self.internal(
+                "DELETE FROM system_auth.role_permissions WHERE role = ? AND resource = ?",
+                vec![text(&role), text(&name)],
+                Consistency::One,
+            )
+            .await?;
+            revoked = true;
+        }
+        if revoked {
+            self.auth().invalidate();
+        }
         Ok(())
     }
 

@@ -415,11 +415,17 @@ impl<C: Coordinator> Processor<C> {
         let result = self
             .run_unchecked(session, statement, keyspace, params)
             .await?;
-        // The creator of a keyspace or table gets every permission on it (Cassandra).
-        if let (ResultBody::SchemaChange(_), Some(created)) =
-            (&result, auth_created(statement, keyspace))
-        {
-            self.grant_to_creator(session, created).await?;
+        // The creator of a keyspace or table gets every permission on it, and dropping it
+        // revokes every grant on it (Cassandra).
+        if let ResultBody::SchemaChange(_) = &result {
+            if let Some(created) = auth_created(statement, keyspace) {
+                self.grant_to_creator(session, created).await?;
+            }
+            if let (true, Some(dropped)) =
+                (self.auth().enabled(), auth_dropped(statement, keyspace))
+            {
+                self.revoke_all_on(&dropped).await?;
+            }
         }
         Ok(result)
     }
@@ -461,6 +467,22 @@ fn auth_created(statement: &Statement, keyspace: Option<&str>) -> Option<crate::
     match statement {
         Statement::CreateKeyspace(s) => Some(Resource::Keyspace(s.name.as_str().to_owned())),
         Statement::CreateTable(s) => {
+            let ks = s.name.keyspace.as_ref().map(|k| k.as_str()).or(keyspace)?;
+            Some(Resource::Table(
+                ks.to_owned(),
+                s.name.name.as_str().to_owned(),
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// The resource a DROP KEYSPACE or DROP TABLE removed, whose grants go with it.
+fn auth_dropped(statement: &Statement, keyspace: Option<&str>) -> Option<crate::auth::Resource> {
+    use crate::auth::Resource;
+    match statement {
+        Statement::DropKeyspace(s) => Some(Resource::Keyspace(s.name.as_str().to_owned())),
+        Statement::DropTable(s) => {
             let ks = s.name.keyspace.as_ref().map(|k| k.as_str()).or(keyspace)?;
             Some(Resource::Table(
                 ks.to_owned(),
