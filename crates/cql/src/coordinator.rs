@@ -266,6 +266,16 @@ pub trait Coordinator: Send + Sync + 'static {
             .collect()
     }
 
+    /// The estimated mean number of rows per indexed value of index `index` of `table`,
+    /// from this node's statistics of it (Cassandra's `getEstimatedResultRows`, the mean
+    /// row count of the index's partitions): of several indexes a query could read
+    /// through, it reads through the one with the lowest. `None` when unknown (the
+    /// default), which ranks after every known estimate.
+    fn index_mean_rows(&self, table: TableId, index: &str) -> Option<f64> {
+        let _ = (table, index);
+        None
+    }
+
     /// The layout of tables created without a `layout` option (the cluster's default,
     /// from the node's configuration, checked when it was loaded); an error when the
     /// default names a layout this build does not store.

@@ -130,6 +130,8 @@ pub async fn record(admin: &Admin) {
         let labels = [("index", index)];
         metrics::counter!("mosaic_index_reads_total", &labels).absolute(c.reads);
         metrics::counter!("mosaic_index_stale_entries_dropped_total", &labels).absolute(c.swept);
+        metrics::gauge!("mosaic_index_mean_rows_per_value", &labels)
+            .set(c.mean_rows.unwrap_or(0.0));
     }
 }
 

@@ -514,4 +514,10 @@ impl Coordinator for ClusterCoordinator {
     fn built_indexes(&self) -> Vec<(String, String)> {
         self.local.built_index_names()
     }
+
+    /// This node's own statistics, as Cassandra's coordinator consults its own index
+    /// tables (every node indexes the rows it holds, alike in shape).
+    fn index_mean_rows(&self, table: TableId, index: &str) -> Option<f64> {
+        self.local.index_mean_rows(table, index)
+    }
 }

@@ -131,6 +131,10 @@ impl Coordinator for LocalCoordinator {
         self.built_index_names()
     }
 
+    fn index_mean_rows(&self, table: TableId, index: &str) -> Option<f64> {
+        LocalCoordinator::index_mean_rows(self, table, index)
+    }
+
     async fn truncate(&self, table: TableId) -> Result<(), ErrorResponse> {
         self.truncate_local(table).await
     }

@@ -21,6 +21,7 @@ use mosaic_types::CqlValue;
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 
+use super::indexes::IndexCounters;
 use super::*;
 
 /// The layouts every statement runs against: an indexed and a plain table each.
@@ -657,5 +658,84 @@ fn index_entries_stay_bounded_under_updates_of_indexed_columns() {
             panic!("{cql}");
         };
         assert!(got.rows.is_empty(), "{cql}");
+    }
+}
+
+/// Of two indexed relations, the read goes through the more selective index, as Cassandra
+/// chooses (the lowest mean rows per indexed value, from the node's index statistics),
+/// whichever the WHERE clause names first; the answer is the same either way.
+#[test]
+fn a_query_with_two_indexed_relations_reads_through_the_more_selective_index() {
+    let mut h = Harness::new();
+    for cql in [
+        "CREATE TABLE ks.sel (k int, c int, lo int, hi int, PRIMARY KEY (k, c))",
+        "CREATE INDEX sel_lo ON ks.sel (lo)",
+        "CREATE INDEX sel_hi ON ks.sel (hi)",
+    ] {
+        let r = h.exec(cql);
+        assert!(!matches!(r, Response::Error(_)), "{cql}: {r:?}");
+    }
+    let node = h.node();
+    let built = |node: &LocalCoordinator| {
+        let names = node.built_index_names();
+        ["sel_lo", "sel_hi"]
+            .iter()
+            .all(|i| names.contains(&("ks".to_owned(), (*i).to_owned())))
+    };
+    for _ in 0..200 {
+        if built(&node) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(built(&node), "both indexes built");
+    // lo: 2 values of 200 rows each; hi: a value per row.
+    for i in 0..400 {
+        let cql = format!(
+            "INSERT INTO ks.sel (k, c, lo, hi) VALUES ({}, {}, {}, {i})",
+            i % 20,
+            i / 20,
+            i % 2
+        );
+        h.exec(&cql);
+    }
+    let counters = |node: &LocalCoordinator| -> BTreeMap<String, IndexCounters> {
+        node.index_counters()
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("ks.sel."))
+            .collect()
+    };
+    let before = counters(&node);
+    let mean = |name: &str| before[name].mean_rows.expect("statistics");
+    assert!(
+        mean("ks.sel.sel_lo") > 50.0 * mean("ks.sel.sel_hi"),
+        "statistics: {before:?}"
+    );
+    for (cql, rows) in [
+        (
+            "SELECT k, c FROM ks.sel WHERE lo = 1 AND hi = 7 ALLOW FILTERING",
+            1,
+        ),
+        (
+            "SELECT k, c FROM ks.sel WHERE hi = 8 AND lo = 1 ALLOW FILTERING",
+            0,
+        ),
+    ] {
+        let before = counters(&node);
+        let Response::Result(ResultBody::Rows(got)) = h.exec(cql) else {
+            panic!("{cql}");
+        };
+        assert_eq!(got.rows.len(), rows, "{cql}");
+        let after = counters(&node);
+        let reads = |c: &BTreeMap<String, IndexCounters>, i: &str| c[i].reads;
+        assert_eq!(
+            reads(&after, "ks.sel.sel_lo"),
+            reads(&before, "ks.sel.sel_lo"),
+            "{cql}: the low-cardinality index is not read"
+        );
+        assert!(
+            reads(&after, "ks.sel.sel_hi") > reads(&before, "ks.sel.sel_hi"),
+            "{cql}: read through the high-cardinality index"
+        );
     }
 }

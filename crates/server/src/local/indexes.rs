@@ -30,6 +30,7 @@ use mosaic_cql::index::{
 };
 use mosaic_cql::schema::IndexMeta;
 
+use super::index_stats::{IndexStats, OPEN_SAMPLE_ENTRIES};
 use super::index_sweep::StaleEntries;
 pub(super) use super::index_sweep::{SharedRoles, SweepSource};
 use mosaic_lsm::Db;
@@ -54,6 +55,8 @@ pub struct IndexCounters {
     pub reads: u64,
     /// Entry versions its compactions dropped as stale.
     pub swept: u64,
+    /// Its estimated mean rows per indexed value.
+    pub mean_rows: Option<f64>,
 }
 
 /// One index of a table on this node.
@@ -68,6 +71,8 @@ pub(super) struct IndexSlot {
     building: AtomicBool,
     /// Entry versions its compactions dropped as stale since it was opened.
     swept: Arc<AtomicU64>,
+    /// Its selectivity, for choosing among indexes.
+    stats: IndexStats,
     /// Reads through it since it was opened.
     reads: AtomicU64,
 }
@@ -120,6 +125,20 @@ fn open_index(
     )));
     let db = Db::open(&dir, options)?;
     let built = dir.join(BUILT_FILE).exists();
+    let stats = IndexStats::default();
+    // A bounded sample of what the index holds (best effort: writes teach it too).
+    let mut sample = Vec::new();
+    if let Ok(scan) = db.scan(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded) {
+        sample.extend(
+            scan.take(OPEN_SAMPLE_ENTRIES)
+                .map_while(|item| item.ok().map(|(key, _)| key)),
+        );
+    }
+    stats.add(
+        sample
+            .iter()
+            .filter_map(|k| split_entry_key(k).map(|(term, _)| term)),
+    );
     Ok(IndexSlot {
         meta: index.clone(),
         plan,
@@ -128,6 +147,7 @@ fn open_index(
         built: AtomicBool::new(built),
         building: AtomicBool::new(false),
         swept,
+        stats,
         reads: AtomicU64::new(0),
     })
 }
@@ -212,6 +232,12 @@ pub(super) fn index_writes(
         if batch.is_empty() {
             continue;
         }
+        index.stats.add(
+            batch
+                .ops()
+                .iter()
+                .filter_map(|op| split_entry_key(&op.key).map(|(term, _)| term)),
+        );
         if let Some(db) = index.db.read().as_ref() {
             db.write(batch)?;
         }
@@ -570,6 +596,17 @@ impl LocalCoordinator {
         out
     }
 
+    /// The estimated mean rows per indexed value of index `name` of `table` on this node
+    /// (see `index_stats`), `None` when unknown.
+    pub fn index_mean_rows(&self, table: TableId, name: &str) -> Option<f64> {
+        let slot = self.tables.read().get(&table)?.clone();
+        let list = slot.indexes.read().clone();
+        list.iter()
+            .find(|i| i.meta.name == name)?
+            .stats
+            .mean_rows_per_term()
+    }
+
     /// Every open index's counters, by `keyspace.table.index` (the metrics).
     pub fn index_counters(&self) -> Vec<(String, IndexCounters)> {
         let mut out = Vec::new();
@@ -580,6 +617,7 @@ impl LocalCoordinator {
                     IndexCounters {
                         reads: index.reads.load(Ordering::Relaxed),
                         swept: index.swept.load(Ordering::Relaxed),
+                        mean_rows: index.stats.mean_rows_per_term(),
                     },
                 ));
             }

@@ -94,6 +94,7 @@ mod counters;
 mod filtering_protection_tests;
 mod hetero;
 mod identity;
+mod index_stats;
 mod index_sweep;
 #[cfg(test)]
 mod index_tests;

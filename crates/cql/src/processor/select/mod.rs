@@ -66,7 +66,7 @@ struct Plan {
     now_secs: i64,
     /// What replicas filter rows by before answering ([`pushdown_filter`]).
     filter: Option<ClusteringFilter>,
-    /// The secondary index reads go through ([`index::choose`]).
+    /// The secondary index reads go through ([`index::most_selective`]).
     index: Option<crate::index::IndexQuery>,
 }
 
@@ -132,7 +132,15 @@ pub(crate) async fn execute<C: Coordinator>(
         bindings: &bindings,
         now_micros: coordinator.new_timestamp(),
     };
-    let plan = plan(table, s, &ctx, exec.now_secs(coordinator.now_secs()))?;
+    let table_id = table.id;
+    let mean_rows = |index: &str| coordinator.index_mean_rows(table_id, index);
+    let plan = plan(
+        table,
+        s,
+        &ctx,
+        exec.now_secs(coordinator.now_secs()),
+        &mean_rows,
+    )?;
     // An aggregate without GROUP BY is one row; GROUP BY pages by groups.
     let page_size = match exec.params.page_size {
         Some(n) if n > 0 && (!plan.aggregate || plan.group_by > 0) => Some(n as u64),
@@ -282,12 +290,14 @@ fn result_specs(plan: &Plan, count_only: bool) -> Vec<ColumnSpec> {
 }
 
 /// Analyses a SELECT against its table: restrictions, output columns, what needs ALLOW
-/// FILTERING, the order and the limits.
+/// FILTERING, the order and the limits. `mean_rows` estimates an index's rows per indexed
+/// value ([`Coordinator::index_mean_rows`]).
 fn plan(
     table: Arc<TableMeta>,
     s: &SelectStatement,
     ctx: &EvalContext<'_>,
     now_secs: i64,
+    mean_rows: &dyn Fn(&str) -> Option<f64>,
 ) -> Result<Plan, ErrorResponse> {
     let restrictions = restrict::analyse(&table, &s.where_clause, ctx)?;
     let columns = elements::bind(output_columns(&table, s)?, ctx)?;
@@ -300,14 +310,15 @@ fn plan(
         check_distinct(&table, &columns)?;
     }
     let partition_mode = restrictions.partition_fully_restricted();
-    let index = index::choose(&table, &restrictions, partition_mode);
-    let filtering = match &index {
+    let candidates = index::candidates(&table, &restrictions, partition_mode);
+    let filtering = match candidates.first() {
         Some(choice) => {
             index::check(&restrictions, s)?;
             index::filtering_needed(&table, &restrictions, partition_mode, choice)
         }
         None => filtering_needed(&table, &restrictions, partition_mode)?,
     };
+    let index = index::most_selective(&candidates, mean_rows);
     if let Some(message) = filtering {
         if !s.allow_filtering {
             return Err(invalid(message));
@@ -390,29 +401,11 @@ pub(crate) fn workload_query(
     s: &SelectStatement,
     ctx: &EvalContext<'_>,
 ) -> Result<(ClusteringFilter, Option<u64>), ErrorResponse> {
-    let plan = plan(table, s, ctx, ctx.now_micros.div_euclid(1_000_000))?;
+    let plan = plan(table, s, ctx, ctx.now_micros.div_euclid(1_000_000), &|_| {
+        None
+    })?;
     let filter = plan.restrictions.clustering_filter(&plan.schema)?;
     Ok((filter, plan.limit))
-}
-
-/// SELECT DISTINCT may only ask for partition key and static columns (and the token).
-fn check_distinct(table: &TableMeta, columns: &[OutColumn]) -> Result<(), ErrorResponse> {
-    for c in columns {
-        let ok = match c.expr {
-            Expr::Column(i) => table.columns.get(i).is_some_and(|c| {
-                matches!(c.kind, ColumnKind::PartitionKey { .. } | ColumnKind::Static)
-            }),
-            Expr::Token => true,
-            _ => false,
-        };
-        if !ok {
-            return Err(invalid(format!(
-                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
-                c.name
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Why the query needs ALLOW FILTERING (Cassandra's message), if it does.

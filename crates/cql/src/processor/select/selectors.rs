@@ -460,3 +460,26 @@ pub(super) fn display_value(v: &CqlValue) -> String {
         other => format!("{other:?}"),
     }
 }
+
+/// SELECT DISTINCT may only ask for partition key and static columns (and the token).
+pub(super) fn check_distinct(
+    table: &TableMeta,
+    columns: &[OutColumn],
+) -> Result<(), ErrorResponse> {
+    for c in columns {
+        let ok = match c.expr {
+            Expr::Column(i) => table.columns.get(i).is_some_and(|c| {
+                matches!(c.kind, ColumnKind::PartitionKey { .. } | ColumnKind::Static)
+            }),
+            Expr::Token => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(invalid(format!(
+                "SELECT DISTINCT queries must only request partition key columns and/or static columns (not {})",
+                c.name
+            )));
+        }
+    }
+    Ok(())
+}
