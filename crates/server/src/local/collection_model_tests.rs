@@ -7,11 +7,13 @@
 //! What runs: the real node storage, two [`LocalCoordinator`]s on temporary directories
 //! behind a test [`Coordinator`] ([`Replicas`]). Node 0 stores every token as its primary,
 //! node 1 as a redundant copy of node 0's (so `multi-lsm` writes node 1's copy into a
-//! per-source tree and `decoupled` into its two-layer log). Each statement's mutations go
+//! per-source tree, `decoupled` into its two-layer log and `heterogeneous` into the tree of
+//! its second replica index). Each statement's mutations go
 //! to one or both nodes (a replica that missed a write), and reads merge both nodes'
 //! answers with the cluster's own `merge_answers` (a read at ALL): a value whose column
 //! deletion sits on one node and whose elements sit on the other must still read right.
-//! Every statement runs against three tables, one per layout.
+//! Every statement runs against five tables, one per layout (`uniform`, `multi-lsm`,
+//! `decoupled`, `heterogeneous`, `erasure-tiered`).
 //!
 //! Time: the processor takes "now" from its coordinator, so [`Replicas`] has a clock the
 //! test drives (`Advance` steps), and TTLs of a few seconds expire mid-sequence. The clock
@@ -61,7 +63,13 @@ use model::{
 use ops::{op, timestamp_base, Col, Op, Stmt};
 
 /// The layouts every statement is run against, one table each.
-const LAYOUTS: [&str; 3] = ["uniform", "multi-lsm", "decoupled"];
+const LAYOUTS: [&str; 5] = [
+    "uniform",
+    "multi-lsm",
+    "decoupled",
+    "heterogeneous",
+    "erasure-tiered",
+];
 /// How many nodes hold each write (node 0 primary, node 1 a redundant copy).
 const NODES: usize = 2;
 /// The source node 1's copies are filed under.
@@ -499,6 +507,8 @@ impl Harness {
                         let holds = match structure {
                             mosaic_replica::Structure::Shared => true,
                             mosaic_replica::Structure::Primary => i == 0,
+                            // Heterogeneous: the tree of the node's replica index.
+                            mosaic_replica::Structure::Replica(r) => *r == i,
                             _ => i == 1,
                         };
                         // A few cases in, every structure meant to hold data has some.
