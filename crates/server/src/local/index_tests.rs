@@ -25,7 +25,13 @@ use super::indexes::IndexCounters;
 use super::*;
 
 /// The layouts every statement runs against: an indexed and a plain table each.
-const LAYOUTS: [&str; 4] = ["uniform", "multi-lsm", "decoupled", "heterogeneous"];
+const LAYOUTS: [&str; 5] = [
+    "uniform",
+    "multi-lsm",
+    "decoupled",
+    "heterogeneous",
+    "erasure-tiered",
+];
 /// A table's primary key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Shape {
