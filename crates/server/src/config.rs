@@ -67,6 +67,8 @@ pub struct Config {
     pub scheduling: mosaic_cluster::selection::SchedulingConfig,
     /// How clients log in and what roles may do.
     pub auth: crate::auth::AuthConfig,
+    /// TLS on the CQL port.
+    pub client_encryption: crate::tls::ClientEncryptionConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -274,6 +276,7 @@ impl Default for Config {
             log: LogConfig::default(),
             scheduling: mosaic_cluster::selection::SchedulingConfig::default(),
             auth: crate::auth::AuthConfig::default(),
+            client_encryption: crate::tls::ClientEncryptionConfig::default(),
         }
     }
 }
@@ -384,6 +387,7 @@ impl Config {
             *sizes = base.join(sizes.as_str()).to_string_lossy().into_owned();
         }
         config.auth.resolve_paths(base);
+        config.client_encryption.resolve_paths(base);
         Ok(config)
     }
 
@@ -440,6 +444,7 @@ impl Config {
         if self.native_port == 0 {
             bail!("native_port must not be 0");
         }
+        self.client_encryption.validate()?;
         if self.data_dir.as_os_str().is_empty() {
             bail!("data_dir must not be empty");
         }

@@ -47,6 +47,7 @@ mod net;
 mod read_stage;
 mod server;
 mod shell;
+mod tls;
 mod tools;
 
 /// mimalloc instead of glibc's malloc: allocation was about a sixth of the node's CPU on

@@ -39,6 +39,7 @@ use crate::hints::HintStore;
 use crate::internode::{self, TcpTransport, TokioRuntime};
 use crate::local::LocalCoordinator;
 use crate::net::{self, Shared};
+use crate::tls::ClientTls;
 use mosaic_cql::auth::Auth;
 
 /// Runs the node configured in `config_path` until it is told to stop.
@@ -98,6 +99,8 @@ async fn serve(config: Config) -> Result<()> {
     } else {
         None
     };
+    // So does TLS whose certificate or key cannot be read or do not match.
+    let client_tls = ClientTls::from_config(&config.client_encryption)?;
 
     // The cluster node: internode port first, so peers can answer as soon as we gossip.
     let mut config = config;
@@ -150,8 +153,12 @@ async fn serve(config: Config) -> Result<()> {
             authenticator,
             config.limits.clone(),
         )
-        .with_slow_query(config.log.slow_query()),
+        .with_slow_query(config.log.slow_query())
+        .with_tls(client_tls.clone()),
     );
+    if let Some(tls) = client_tls {
+        tokio::spawn(tls.watch_files(shutdown_rx.clone()));
+    }
     publish_membership_events(&node, &shared);
     publish_peer_schema_events(&local, &shared);
     start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;

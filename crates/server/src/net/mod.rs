@@ -59,8 +59,7 @@ use mosaic_cql::frame::{
 };
 use mosaic_cql::processor::{Processor, Session};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{broadcast, mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -68,6 +67,7 @@ use tokio::task::JoinSet;
 use crate::auth::{AuthStart, AuthStep, Authenticator, SaslNegotiator};
 use crate::config::LimitsConfig;
 use crate::logging::{self, Statement};
+use crate::tls::{Accepted, ClientTls};
 
 mod admission;
 mod writer;
@@ -104,6 +104,8 @@ pub struct Shared<C> {
     /// The text of each statement prepared through this node, by id, for the slow-query
     /// log (the statement layer keeps only the parsed statement).
     prepared_texts: Mutex<HashMap<Bytes, String>>,
+    /// `[client_encryption]`: connections go through TLS first (`None`: plaintext only).
+    tls: Option<Arc<ClientTls>>,
 }
 
 impl<C: Coordinator> Shared<C> {
@@ -122,7 +124,14 @@ impl<C: Coordinator> Shared<C> {
             events,
             slow_query: None,
             prepared_texts: Mutex::new(HashMap::new()),
+            tls: None,
         }
+    }
+
+    /// Serves connections through `tls` (`None`: plaintext only).
+    pub fn with_tls(mut self, tls: Option<Arc<ClientTls>>) -> Shared<C> {
+        self.tls = tls;
+        self
     }
 
     /// Logs requests slower than `threshold` (`None`: none).
@@ -291,17 +300,55 @@ async fn run_connection<C: Coordinator>(
     socket: TcpStream,
     peer: SocketAddr,
     shared: Arc<Shared<C>>,
-    shutdown: watch::Receiver<bool>,
-    ticket: Ticket,
+    mut shutdown: watch::Receiver<bool>,
+    mut ticket: Ticket,
 ) {
     // Responses are written whole by the writer; Nagle would only delay them.
     let _ = socket.set_nodelay(true);
-    let (rd, wr) = socket.into_split();
+    // The handshake deadline, shutdown and displacement cover the TLS handshake too.
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_millis(shared.limits.handshake_timeout_ms);
+    let Some(tls) = shared.tls.clone() else {
+        let (rd, wr) = socket.into_split();
+        return run_stream(rd, wr, peer, shared, shutdown, ticket, deadline).await;
+    };
+    let cancelled = async {
+        tokio::select! {
+            _ = shutdown.changed() => {}
+            _ = ticket.displaced.changed() => {}
+        }
+    };
+    match tls.accept_by(socket, peer, deadline, cancelled).await {
+        Accepted::Tls(stream) => {
+            let (rd, wr) = tokio::io::split(*stream);
+            run_stream(rd, wr, peer, shared, shutdown, ticket, deadline).await;
+        }
+        Accepted::Plain(socket) => {
+            let (rd, wr) = socket.into_split();
+            run_stream(rd, wr, peer, shared, shutdown, ticket, deadline).await;
+        }
+        Accepted::Closed => {}
+    }
+}
+
+/// Runs the CQL state machine over a connection's (plaintext or TLS) halves.
+async fn run_stream<C, R, W>(
+    rd: R,
+    wr: W,
+    peer: SocketAddr,
+    shared: Arc<Shared<C>>,
+    shutdown: watch::Receiver<bool>,
+    ticket: Ticket,
+    handshake_deadline: tokio::time::Instant,
+) where
+    C: Coordinator,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let in_flight_max = shared.limits.connection_requests_in_flight_max;
     let (tx, rx) = mpsc::channel(in_flight_max.saturating_add(WRITER_QUEUE_EXTRA));
     let writer = tokio::spawn(write_loop(wr, rx, shared.events.clone()));
     let frame_len_max = shared.limits.frame_size_bytes_max;
-    let handshake = Duration::from_millis(shared.limits.handshake_timeout_ms);
     let mut conn = Connection {
         shared,
         peer,
@@ -314,7 +361,7 @@ async fn run_connection<C: Coordinator>(
         in_flight: Arc::new(Semaphore::new(in_flight_max)),
         shutdown,
         ticket,
-        handshake_deadline: Some(tokio::time::Instant::now() + handshake),
+        handshake_deadline: Some(handshake_deadline),
     };
     let mut rd = rd;
     let ending = conn.read_loop(&mut rd).await;
@@ -347,7 +394,7 @@ async fn sleep_some(duration: Option<Duration>) {
 }
 
 /// Reads and discards at most [`LINGER_BYTES_MAX`] bytes, until end of stream.
-async fn linger(rd: &mut OwnedReadHalf) {
+async fn linger(rd: &mut (impl AsyncRead + Unpin)) {
     let mut scratch = vec![0u8; READ_CHUNK_BYTES];
     let mut total = 0;
     while total < LINGER_BYTES_MAX {
@@ -370,7 +417,7 @@ enum Ending {
 }
 
 impl<C: Coordinator> Connection<C> {
-    async fn read_loop(&mut self, rd: &mut OwnedReadHalf) -> Ending {
+    async fn read_loop(&mut self, rd: &mut (impl AsyncRead + Unpin)) -> Ending {
         let mut buf = BytesMut::with_capacity(READ_CHUNK_BYTES);
         loop {
             loop {

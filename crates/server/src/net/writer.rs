@@ -43,8 +43,8 @@ enum Step {
     Close,
 }
 
-struct Writer {
-    wr: OwnedWriteHalf,
+struct Writer<W> {
+    wr: W,
     /// Bytes ready for the socket.
     buf: BytesMut,
     events: broadcast::Sender<Event>,
@@ -54,7 +54,7 @@ struct Writer {
     segments: Option<SegmentWriter>,
 }
 
-impl Writer {
+impl<W: AsyncWrite + Unpin> Writer<W> {
     /// Bytes taken but not yet written.
     fn buffered(&self) -> usize {
         self.buf.len() + self.segments.as_ref().map_or(0, SegmentWriter::pending_len)
@@ -135,14 +135,15 @@ impl Writer {
                 self.buf = BytesMut::new();
             }
         }
-        Ok(())
+        // A TLS stream holds encrypted records until flushed (a TCP socket's is a no-op).
+        self.wr.flush().await
     }
 }
 
 /// The writer task (see the module doc). Ends when every sender is gone, at a Close, or
 /// when the socket fails.
-pub(super) async fn write_loop(
-    wr: OwnedWriteHalf,
+pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
+    wr: W,
     mut rx: mpsc::Receiver<Outgoing>,
     events: broadcast::Sender<Event>,
 ) {

@@ -99,6 +99,12 @@ impl Node {
 
     /// A node whose config, data and log live in `dir` (reused if present).
     pub fn start_in(dir: &Path, extra: &str) -> Node {
+        Node::start_probed(dir, extra, options_answered)
+    }
+
+    /// Like [`Node::start_in`], the node being up once `up(addr)` says so (a TLS-only
+    /// node does not answer a plaintext OPTIONS).
+    pub fn start_probed(dir: &Path, extra: &str, up: fn(SocketAddr) -> bool) -> Node {
         let config = dir.join("mosaic.toml");
         // A port that was free may be taken by the time the node binds it: try again.
         for _ in 0..5 {
@@ -135,7 +141,7 @@ impl Node {
                 if let Some(status) = node.child.try_wait().unwrap() {
                     return Some(Err(status));
                 }
-                options_answered(node.addr).then_some(Ok(()))
+                up(node.addr).then_some(Ok(()))
             });
             match up {
                 Ok(()) => return node,
@@ -401,9 +407,14 @@ pub fn lz4_decompress(body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A byte stream a [`Conn`] runs over: a TCP socket, or a TLS session on one.
+pub trait Stream: Read + Write + Send {}
+
+impl<T: Read + Write + Send> Stream for T {}
+
 /// A raw native-protocol connection (v4 unless a test writes bytes itself).
 pub struct Conn {
-    s: TcpStream,
+    s: Box<dyn Stream>,
     /// Whether LZ4 was negotiated: request bodies are compressed, responses decompressed.
     pub lz4: bool,
 }
@@ -416,7 +427,15 @@ impl Conn {
     fn from_stream(s: TcpStream) -> Conn {
         s.set_read_timeout(Some(WAIT)).unwrap();
         s.set_nodelay(true).unwrap();
-        Conn { s, lz4: false }
+        Conn::over(s)
+    }
+
+    /// A connection over `s` (set up by the caller: a TLS session, say).
+    pub fn over(s: impl Stream + 'static) -> Conn {
+        Conn {
+            s: Box::new(s),
+            lz4: false,
+        }
     }
 
     /// The bytes of a v4 request frame (compressed if LZ4 is on and the body not empty).

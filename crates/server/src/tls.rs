@@ -1,0 +1,326 @@
+//! TLS on the CQL port (`[client_encryption]`, Cassandra's `client_encryption_options`).
+//!
+//! Owns the settings, the rustls server configuration built from the PEM files they name,
+//! its reload when those files change, and the first step of an accepted connection: the
+//! TLS handshake, or — in optional mode — the choice between TLS and plaintext by the
+//! connection's first byte (0x16, a TLS handshake record, as Cassandra's optional mode
+//! decides). The CQL state machine ([`crate::net`]) then runs over whichever stream came out.
+//!
+//! Crypto is rustls with the `ring` provider (aws-lc-rs, rustls' default, needs cmake).
+//!
+//! # Reload
+//! Every `reload_interval_ms` (5 s) a task compares the modification time and length of
+//! the certificate, key and truststore files with the last ones loaded; when any differ,
+//! it builds a new configuration from them. New connections use it; connections already
+//! open keep the one they were made with. A new set that does not load (a key that does
+//! not match its certificate, a file half written) is logged and the old one stays in use;
+//! it is tried again when the files change again.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use parking_lot::{Mutex, RwLock};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+
+/// The first byte of a TLS record carrying a handshake message (a ClientHello).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// `[client_encryption]`: TLS for CQL clients.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientEncryptionConfig {
+    /// Whether the CQL port speaks TLS.
+    pub enabled: bool,
+    /// With `enabled`: whether plaintext clients are served on the same port too (a
+    /// connection is TLS when its first byte opens a TLS handshake). False: they are refused.
+    pub optional: bool,
+    /// The node's certificate chain (PEM), its own certificate first.
+    pub certificate: String,
+    /// The certificate's private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub private_key: String,
+    /// Whether clients must present a certificate signed by a CA of `truststore`.
+    pub require_client_auth: bool,
+    /// CA certificates (PEM bundle) that client certificates are checked against.
+    pub truststore: String,
+    /// How often the files are checked for changes, in milliseconds (0: never reloaded).
+    pub reload_interval_ms: u64,
+}
+
+impl Default for ClientEncryptionConfig {
+    fn default() -> ClientEncryptionConfig {
+        ClientEncryptionConfig {
+            enabled: false,
+            optional: false,
+            certificate: String::new(),
+            private_key: String::new(),
+            require_client_auth: false,
+            truststore: String::new(),
+            reload_interval_ms: 5_000,
+        }
+    }
+}
+
+impl ClientEncryptionConfig {
+    /// Makes relative file paths relative to `base` (the config file's directory).
+    pub fn resolve_paths(&mut self, base: &Path) {
+        for path in [
+            &mut self.certificate,
+            &mut self.private_key,
+            &mut self.truststore,
+        ] {
+            if !path.is_empty() && Path::new(path.as_str()).is_relative() {
+                *path = base.join(path.as_str()).to_string_lossy().into_owned();
+            }
+        }
+    }
+
+    /// Checks settings no node can run with (the files are read at start, not here).
+    pub fn validate(&self) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.certificate.is_empty() || self.private_key.is_empty() {
+            bail!("[client_encryption] enabled needs both certificate and private_key");
+        }
+        if self.require_client_auth && self.truststore.is_empty() {
+            bail!("[client_encryption] require_client_auth needs a truststore (PEM CA bundle)");
+        }
+        Ok(())
+    }
+
+    /// The files the configuration is built from.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files = vec![
+            PathBuf::from(&self.certificate),
+            PathBuf::from(&self.private_key),
+        ];
+        if self.require_client_auth {
+            files.push(PathBuf::from(&self.truststore));
+        }
+        files
+    }
+}
+
+/// What identifies a version of a file: its modification time and length (`None`: it
+/// could not be read).
+type Stamp = Option<(SystemTime, u64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// The CQL port's TLS: the current server configuration, replaced when its files change.
+pub struct ClientTls {
+    settings: ClientEncryptionConfig,
+    current: RwLock<Arc<ServerConfig>>,
+    /// The stamps of the files last tried (loaded or refused), so a bad set is logged once.
+    tried: Mutex<Vec<Stamp>>,
+}
+
+/// What became of an accepted connection.
+pub enum Accepted {
+    /// TLS is established.
+    Tls(Box<TlsStream<TcpStream>>),
+    /// Optional mode, and the client speaks plaintext.
+    Plain(TcpStream),
+    /// Refused or failed (already logged).
+    Closed,
+}
+
+impl ClientTls {
+    /// The port's TLS, or `None` when `[client_encryption]` is off. Fails, naming the
+    /// file, when a file is missing, unreadable, holds no usable certificate or key, or the
+    /// key does not match the certificate.
+    pub fn from_config(settings: &ClientEncryptionConfig) -> Result<Option<Arc<ClientTls>>> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        let stamps = settings.files().iter().map(|f| stamp(f)).collect();
+        let config = server_config(settings)?;
+        Ok(Some(Arc::new(ClientTls {
+            settings: settings.clone(),
+            current: RwLock::new(Arc::new(config)),
+            tried: Mutex::new(stamps),
+        })))
+    }
+
+    /// Reloads the configuration if its files changed since they were last tried: whether
+    /// a new configuration is now in use.
+    pub fn reload_if_changed(&self) -> bool {
+        let stamps: Vec<Stamp> = self.settings.files().iter().map(|f| stamp(f)).collect();
+        {
+            let mut tried = self.tried.lock();
+            if *tried == stamps {
+                return false;
+            }
+            *tried = stamps;
+        }
+        match server_config(&self.settings) {
+            Ok(config) => {
+                *self.current.write() = Arc::new(config);
+                tracing::info!(
+                    target: "mosaic::tls",
+                    certificate = %self.settings.certificate,
+                    "reloaded the client TLS certificate; new connections use it"
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "mosaic::tls",
+                    error = %format!("{e:#}"),
+                    "the changed client TLS files do not load; still using the previous ones"
+                );
+                false
+            }
+        }
+    }
+
+    /// Checks the files every `reload_interval_ms` until `shutdown` flips (see the module
+    /// doc). Reading two or three small files now and then: done inline.
+    pub async fn watch_files(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        if self.settings.reload_interval_ms == 0 {
+            return;
+        }
+        let mut ticks =
+            tokio::time::interval(Duration::from_millis(self.settings.reload_interval_ms));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                changed = shutdown.changed() => {
+                    if changed.is_err() || *shutdown.borrow() {
+                        return;
+                    }
+                }
+                _ = ticks.tick() => {
+                    self.reload_if_changed();
+                }
+            }
+        }
+    }
+
+    /// [`Self::accept`], given up at `deadline` (the connection's handshake deadline) or
+    /// when `cancelled` resolves (shutdown, or the connection displaced).
+    pub async fn accept_by(
+        &self,
+        socket: TcpStream,
+        peer: SocketAddr,
+        deadline: tokio::time::Instant,
+        cancelled: impl Future<Output = ()>,
+    ) -> Accepted {
+        tokio::select! {
+            biased;
+            _ = cancelled => Accepted::Closed,
+            accepted = tokio::time::timeout_at(deadline, self.accept(socket, peer)) => {
+                accepted.unwrap_or_else(|_| {
+                    tracing::info!(
+                        target: "mosaic::tls",
+                        %peer,
+                        "closing a connection that did not complete its TLS handshake in time \
+                         ([limits] handshake_timeout_ms)"
+                    );
+                    Accepted::Closed
+                })
+            }
+        }
+    }
+
+    /// Takes an accepted connection through the TLS handshake (or, in optional mode, lets
+    /// a plaintext one through). The caller bounds the time this takes.
+    pub async fn accept(&self, socket: TcpStream, peer: SocketAddr) -> Accepted {
+        let mut first = [0u8; 1];
+        match socket.peek(&mut first).await {
+            Ok(0) | Err(_) => return Accepted::Closed,
+            Ok(_) => {}
+        }
+        if first[0] != TLS_HANDSHAKE_RECORD {
+            if self.settings.optional {
+                return Accepted::Plain(socket);
+            }
+            tracing::info!(
+                target: "mosaic::tls",
+                %peer,
+                "refusing a plaintext connection on the TLS-only CQL port"
+            );
+            return Accepted::Closed;
+        }
+        let acceptor = TlsAcceptor::from(self.current.read().clone());
+        match acceptor.accept(socket).await {
+            Ok(stream) => Accepted::Tls(Box::new(stream)),
+            Err(e) => {
+                tracing::info!(target: "mosaic::tls", %peer, error = %e, "TLS handshake failed");
+                Accepted::Closed
+            }
+        }
+    }
+}
+
+/// The rustls configuration `settings` describe, read from its files now.
+fn server_config(settings: &ClientEncryptionConfig) -> Result<ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let certificate = Path::new(&settings.certificate);
+    let chain = read_certificates(certificate)
+        .with_context(|| format!("[client_encryption] certificate {}", certificate.display()))?;
+    let key_file = Path::new(&settings.private_key);
+    let key = PrivateKeyDer::from_pem_file(key_file).with_context(|| {
+        format!(
+            "[client_encryption] private_key {}: reading a PEM private key",
+            key_file.display()
+        )
+    })?;
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("[client_encryption] TLS protocol versions")?;
+    let builder = if settings.require_client_auth {
+        let truststore = Path::new(&settings.truststore);
+        let mut roots = RootCertStore::empty();
+        for ca in read_certificates(truststore)
+            .with_context(|| format!("[client_encryption] truststore {}", truststore.display()))?
+        {
+            roots.add(ca).with_context(|| {
+                format!(
+                    "[client_encryption] truststore {}: a CA certificate",
+                    truststore.display()
+                )
+            })?;
+        }
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            .build()
+            .with_context(|| format!("[client_encryption] truststore {}", truststore.display()))?;
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    builder.with_single_cert(chain, key).with_context(|| {
+        format!(
+            "[client_encryption] certificate {} and private_key {} do not make a usable pair",
+            certificate.display(),
+            key_file.display()
+        )
+    })
+}
+
+/// Every certificate of the PEM file `path` (at least one).
+fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+    let certificates = CertificateDer::pem_file_iter(path)
+        .context("reading the file")?
+        .collect::<Result<Vec<_>, _>>()
+        .context("reading a PEM certificate")?;
+    if certificates.is_empty() {
+        bail!("no PEM certificate in the file");
+    }
+    Ok(certificates)
+}

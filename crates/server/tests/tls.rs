@@ -1,0 +1,282 @@
+//! TLS on the CQL port (`[client_encryption]`) against a real `mosaic server`: a TLS client
+//! trusting the test CA completes STARTUP and queries; a plaintext client on a TLS-only
+//! port is refused cleanly and the node keeps serving; optional mode serves both on one
+//! port; client-certificate auth refuses a client without a certificate (or with one from
+//! another CA); a replaced certificate is served to new connections while open ones carry
+//! on; a missing or mismatched key stops the node at start with the file named.
+//! Certificates are made here with `rcgen`.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // Real processes and real time, as in the other process tests.
+
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{options_answered, output_text, run_mosaic, wait_for, Conn, Node, WAIT};
+use mosaic_cql::frame::Opcode;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair,
+};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+
+/// A certificate authority of the test.
+struct Ca(CertifiedIssuer<'static, KeyPair>);
+
+impl Ca {
+    fn new(name: &str) -> Ca {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        Ca(CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap())
+    }
+
+    /// A certificate for localhost / 127.0.0.1 signed by this CA: (certificate, key) PEM.
+    fn leaf(&self, name: &str) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params =
+            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let cert = params.signed_by(&key, &self.0).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    fn pem(&self) -> String {
+        self.0.pem()
+    }
+}
+
+/// Writes `text` to `path` through a rename, so the node never reads half a file.
+fn write_atomically(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// A directory with the node's certificate and key signed by `ca`, and `ca` itself.
+fn node_files(dir: &Path, ca: &Ca) -> (PathBuf, PathBuf, PathBuf) {
+    let (cert, key) = ca.leaf("mosaic node");
+    let files = (
+        dir.join("node.crt"),
+        dir.join("node.key"),
+        dir.join("ca.crt"),
+    );
+    write_atomically(&files.0, &cert);
+    write_atomically(&files.1, &key);
+    write_atomically(&files.2, &ca.pem());
+    files
+}
+
+/// A node in a new directory with `[client_encryption]` on, its certificate signed by `ca`
+/// (which is in the directory as `ca.crt`), plus `extra` keys of that section.
+fn tls_node(ca: &Ca, extra: &str) -> (tempfile::TempDir, Node) {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key, _) = node_files(dir.path(), ca);
+    let config = format!(
+        "[client_encryption]\nenabled = true\ncertificate = \"{}\"\nprivate_key = \"{}\"\n{extra}",
+        cert.display(),
+        key.display()
+    );
+    // A TLS-only port answers no plaintext OPTIONS: the node is up once it accepts.
+    let node = Node::start_probed(dir.path(), &config, |addr| {
+        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+    });
+    (dir, node)
+}
+
+/// A client configuration trusting `ca`, presenting `identity` (certificate, key PEM).
+fn client_config(ca: &Ca, identity: Option<(String, String)>) -> Arc<ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.0.der().clone()).unwrap();
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match identity {
+        Some((cert, key)) => {
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+            builder.with_client_auth_cert(chain, key).unwrap()
+        }
+        None => builder.with_no_client_auth(),
+    };
+    Arc::new(config)
+}
+
+/// A TLS connection to `addr`, its handshake done (or its error).
+fn connect_tls(addr: SocketAddr, config: &Arc<ClientConfig>) -> std::io::Result<Conn> {
+    let tcp = TcpStream::connect(addr)?;
+    tcp.set_read_timeout(Some(WAIT))?;
+    let name = ServerName::try_from("localhost").unwrap();
+    let session = ClientConnection::new(config.clone(), name).map_err(std::io::Error::other)?;
+    let mut tls = StreamOwned::new(session, tcp);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock)?;
+    }
+    Ok(Conn::over(tls))
+}
+
+/// Whether a connection can start up and read `system.local` (errors are `false`; a
+/// failed TLS handshake, or a refused client certificate, shows as one).
+fn serves(conn: std::io::Result<Conn>) -> bool {
+    let Ok(mut conn) = conn else { return false };
+    if conn
+        .try_send(
+            0,
+            Opcode::Startup,
+            &common::startup_body(&[("CQL_VERSION", "3.0.0")]),
+        )
+        .is_err()
+    {
+        return false;
+    }
+    if !matches!(conn.try_recv(), Ok(Some(f)) if f.opcode == Opcode::Ready.byte()) {
+        return false;
+    }
+    queries(&mut conn)
+}
+
+/// Whether a started connection reads `system.local`.
+fn queries(conn: &mut Conn) -> bool {
+    let body = common::query_body("SELECT release_version FROM system.local");
+    if conn.try_send(1, Opcode::Query, &body).is_err() {
+        return false;
+    }
+    matches!(conn.try_recv(), Ok(Some(f)) if f.opcode == 0x08 && f.rows().len() == 1)
+}
+
+/// A TLS connection to `addr` past STARTUP.
+fn started(addr: SocketAddr, config: &Arc<ClientConfig>) -> Conn {
+    let mut conn = connect_tls(addr, config).unwrap();
+    conn.startup(None);
+    conn
+}
+
+#[test]
+fn tls_client_queries_and_plaintext_client_is_refused() {
+    let ca = Ca::new("test CA");
+    let (_dir, node) = tls_node(&ca, "");
+    let config = client_config(&ca, None);
+    let mut conn = started(node.addr, &config);
+    conn.exec("CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}");
+    conn.exec("CREATE TABLE ks.t (k int PRIMARY KEY, v text)");
+    conn.exec("INSERT INTO ks.t (k, v) VALUES (1, 'over tls')");
+    let rows = conn.exec("SELECT v FROM ks.t WHERE k = 1").rows();
+    assert_eq!(rows, vec![vec![Some(b"over tls".to_vec())]]);
+
+    assert!(
+        !options_answered(node.addr),
+        "a TLS-only port answered plaintext"
+    );
+    wait_for("the refusal to be logged", || {
+        node.log()
+            .contains("refusing a plaintext connection on the TLS-only CQL port")
+            .then_some(())
+    });
+    // A client that does not trust the node's CA fails its handshake.
+    let stranger = client_config(&Ca::new("another CA"), None);
+    assert!(connect_tls(node.addr, &stranger).is_err());
+    // The node keeps serving, the open connection and new ones.
+    assert!(queries(&mut conn));
+    assert!(serves(connect_tls(node.addr, &config)));
+}
+
+#[test]
+fn optional_mode_serves_tls_and_plaintext_on_one_port() {
+    let ca = Ca::new("test CA");
+    let (_dir, node) = tls_node(&ca, "optional = true");
+    assert!(serves(connect_tls(node.addr, &client_config(&ca, None))));
+    assert!(options_answered(node.addr));
+    let mut plain = node.connect();
+    plain.startup(None);
+    assert!(queries(&mut plain));
+}
+
+#[test]
+fn client_certificate_auth_refuses_clients_without_a_trusted_certificate() {
+    let ca = Ca::new("test CA");
+    // A relative path: relative to the config file's directory.
+    let (_dir, node) = tls_node(&ca, "require_client_auth = true\ntruststore = \"ca.crt\"");
+    let trusted = client_config(&ca, Some(ca.leaf("client")));
+    assert!(serves(connect_tls(node.addr, &trusted)));
+    assert!(!serves(connect_tls(node.addr, &client_config(&ca, None))));
+    let other = Ca::new("another CA");
+    let untrusted = client_config(&ca, Some(other.leaf("client")));
+    assert!(!serves(connect_tls(node.addr, &untrusted)));
+    assert!(serves(connect_tls(node.addr, &trusted)));
+}
+
+#[test]
+fn replaced_certificate_is_served_to_new_connections() {
+    let old_ca = Ca::new("old CA");
+    let (dir, node) = tls_node(&old_ca, "reload_interval_ms = 100");
+    let old = client_config(&old_ca, None);
+    let mut open = started(node.addr, &old);
+
+    // A key that does not match the certificate is refused and the old pair kept.
+    let new_ca = Ca::new("new CA");
+    let (new_cert, new_key) = new_ca.leaf("mosaic node, renewed");
+    write_atomically(&dir.path().join("node.crt"), &new_cert);
+    wait_for("the mismatched pair to be refused", || {
+        node.log()
+            .contains("the changed client TLS files do not load")
+            .then_some(())
+    });
+    assert!(serves(connect_tls(node.addr, &old)));
+
+    write_atomically(&dir.path().join("node.key"), &new_key);
+    let new = client_config(&new_ca, None);
+    wait_for("new connections to get the new certificate", || {
+        serves(connect_tls(node.addr, &new)).then_some(())
+    });
+    assert!(!serves(connect_tls(node.addr, &old)));
+    // The connection made before the reload carries on.
+    assert!(queries(&mut open));
+}
+
+#[test]
+fn node_refuses_to_start_without_a_usable_certificate_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("test CA");
+    let (cert, _, _) = node_files(dir.path(), &ca);
+    let config = dir.path().join("mosaic.toml");
+    // The node must exit at start, its error naming what is wrong and the key file.
+    let refused = |key: &Path, why: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "native_port = {}\ndata_dir = \"data\"\n[client_encryption]\nenabled = true\n\
+                 certificate = \"{}\"\nprivate_key = \"{}\"\n",
+                common::free_port(),
+                cert.display(),
+                key.display()
+            ),
+        )
+        .unwrap();
+        let out = run_mosaic(&["server", "--config", config.to_str().unwrap()]);
+        assert!(!out.status.success(), "{}", output_text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let file = key.file_name().unwrap().to_str().unwrap();
+        assert!(
+            stderr.contains(why) && stderr.contains(file),
+            "{}",
+            output_text(&out)
+        );
+    };
+    refused(&dir.path().join("missing.key"), "private_key");
+    let other_key = dir.path().join("other.key");
+    write_atomically(&other_key, &ca.leaf("someone else").1);
+    refused(&other_key, "do not make a usable pair");
+}
