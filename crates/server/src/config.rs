@@ -69,6 +69,8 @@ pub struct Config {
     pub auth: crate::auth::AuthConfig,
     /// TLS on the CQL port.
     pub client_encryption: crate::tls::ClientEncryptionConfig,
+    /// TLS between nodes.
+    pub internode_encryption: crate::internode_tls::InternodeEncryptionConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -277,6 +279,7 @@ impl Default for Config {
             scheduling: mosaic_cluster::selection::SchedulingConfig::default(),
             auth: crate::auth::AuthConfig::default(),
             client_encryption: crate::tls::ClientEncryptionConfig::default(),
+            internode_encryption: crate::internode_tls::InternodeEncryptionConfig::default(),
         }
     }
 }
@@ -388,6 +391,7 @@ impl Config {
         }
         config.auth.resolve_paths(base);
         config.client_encryption.resolve_paths(base);
+        config.internode_encryption.resolve_paths(base);
         Ok(config)
     }
 
@@ -445,6 +449,7 @@ impl Config {
             bail!("native_port must not be 0");
         }
         self.client_encryption.validate()?;
+        self.internode_encryption.validate()?;
         if self.data_dir.as_os_str().is_empty() {
             bail!("data_dir must not be empty");
         }

@@ -10,7 +10,8 @@
 //! (while still queued, for the next attempt) — a coordinator never waits out a timeout
 //! on a peer whose process is gone. Incoming connections are read frame
 //! by frame; a bad length, checksum or payload closes only that connection, never the
-//! node. Frames are `mosaic_cluster::message`'s.
+//! node. Frames are `mosaic_cluster::message`'s. With `[internode_encryption]` every
+//! connection, both ways, is mutual TLS ([`crate::internode_tls`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,14 +24,61 @@ use mosaic_cluster::env::ConnectionLost;
 use mosaic_cluster::message::{decode_payload, encode_frame, frame_len, FRAME_HEADER_LEN};
 use mosaic_cluster::{Endpoint, Envelope, Node, Runtime, Transport};
 use parking_lot::Mutex;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
+
+use crate::internode_tls::InternodeTls;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest pause between connection attempts to an unreachable peer.
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// An internode connection: TCP, or TLS over it.
+trait PeerIo: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
+
+type PeerStream = Box<dyn PeerIo>;
+
+/// A connection to `to` (TLS when configured), or `None` if it could not be made within
+/// [`CONNECT_TIMEOUT`].
+async fn dial(tls: Option<&InternodeTls>, to: Endpoint) -> Option<PeerStream> {
+    let dialled = async {
+        let tcp = TcpStream::connect(to).await.ok()?;
+        let _ = tcp.set_nodelay(true);
+        match tls {
+            None => Some(Box::new(tcp) as PeerStream),
+            Some(tls) => Some(Box::new(tls.connect(to, tcp).await.ok()?) as PeerStream),
+        }
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, dialled)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// A peer's connection, through the TLS handshake when configured (`None`: it failed, or
+/// took longer than [`CONNECT_TIMEOUT`]).
+async fn admit(tls: Option<&InternodeTls>, tcp: TcpStream, from: Endpoint) -> Option<PeerStream> {
+    let _ = tcp.set_nodelay(true);
+    let Some(tls) = tls else {
+        return Some(Box::new(tcp));
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, tls.accept(tcp, from)).await {
+        Ok(Ok(stream)) => Some(Box::new(stream)),
+        Ok(Err(_)) => None, // Logged by `accept`.
+        Err(_) => {
+            tracing::warn!(
+                target: "mosaic::internode",
+                %from,
+                "refusing an internode connection: no TLS handshake in time"
+            );
+            None
+        }
+    }
+}
 
 /// Time, tasks and randomness from tokio and the OS.
 pub struct TokioRuntime {
@@ -76,6 +124,7 @@ pub struct TcpTransport {
     queue_max: usize,
     handle: tokio::runtime::Handle,
     lost: Arc<OnceLock<ConnectionLost>>,
+    tls: Option<Arc<InternodeTls>>,
 }
 
 /// One peer's queue, whether its last connection attempt succeeded, and what wakes its
@@ -87,13 +136,15 @@ struct Peer {
 }
 
 impl TcpTransport {
-    /// A transport queueing at most `queue_max` messages per peer (call inside tokio).
-    pub fn new(queue_max: usize) -> TcpTransport {
+    /// A transport queueing at most `queue_max` messages per peer (call inside tokio),
+    /// connecting through `tls` when set.
+    pub fn new(queue_max: usize, tls: Option<Arc<InternodeTls>>) -> TcpTransport {
         TcpTransport {
             peers: Mutex::new(HashMap::new()),
             queue_max: queue_max.max(1),
             handle: tokio::runtime::Handle::current(),
             lost: Arc::new(OnceLock::new()),
+            tls,
         }
     }
 }
@@ -112,6 +163,7 @@ impl Transport for TcpTransport {
                     reachable: reachable.clone(),
                     lost: self.lost.clone(),
                     wake: wake.clone(),
+                    tls: self.tls.clone(),
                 };
                 self.handle.spawn(writer.run(rx));
                 Peer {
@@ -147,6 +199,7 @@ struct PeerWriter {
     reachable: Arc<AtomicBool>,
     lost: Arc<OnceLock<ConnectionLost>>,
     wake: Arc<Notify>,
+    tls: Option<Arc<InternodeTls>>,
 }
 
 impl PeerWriter {
@@ -163,8 +216,7 @@ impl PeerWriter {
         let to = self.to;
         let mut backoff = Duration::from_millis(50);
         while let Some(first) = rx.recv().await {
-            let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(to)).await;
-            let Ok(Ok(stream)) = connected else {
+            let Some(stream) = dial(self.tls.as_deref(), to).await else {
                 // Unreachable: what is queued could only time out; drop it and wait.
                 self.reachable.store(false, Ordering::Relaxed);
                 drop(first);
@@ -190,16 +242,15 @@ impl PeerWriter {
 /// Writes `first` and then the queue to a fresh connection until it breaks (`true`) or
 /// the queue is closed (`false`).
 async fn write_connected(
-    stream: TcpStream,
+    stream: PeerStream,
     first: Vec<u8>,
     rx: &mut mpsc::Receiver<Vec<u8>>,
 ) -> bool {
-    let _ = stream.set_nodelay(true);
     // The peer never writes on this connection: anything readable (its FIN when its
     // process died, a reset) means the connection is dead. Noticing it at once, rather
     // than at the next failed write, keeps messages for a restarted peer from
     // vanishing into its previous incarnation's socket.
-    let (mut rd, wr) = stream.into_split();
+    let (mut rd, wr) = tokio::io::split(stream);
     let mut w = BufWriter::with_capacity(64 << 10, wr);
     let mut probe = [0u8; 1];
     if w.write_all(&first).await.is_err() {
@@ -230,13 +281,22 @@ async fn write_connected(
 }
 
 /// Accepts peers' connections until `shutdown`, handing each envelope to `node`.
-pub async fn serve(listener: TcpListener, node: Node, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    node: Node,
+    tls: Option<Arc<InternodeTls>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, from)) => {
                     let node = node.clone();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
+                        let Some(stream) = admit(tls.as_deref(), stream, from).await else {
+                            return;
+                        };
                         if let Err(e) = read_frames(stream, &node).await {
                             tracing::debug!(
                                 target: "mosaic::internode",
@@ -258,8 +318,7 @@ pub async fn serve(listener: TcpListener, node: Node, mut shutdown: watch::Recei
 }
 
 /// Reads frames until the peer closes (Ok) or sends something undecodable (Err).
-async fn read_frames(stream: TcpStream, node: &Node) -> anyhow::Result<()> {
-    let _ = stream.set_nodelay(true);
+async fn read_frames(stream: PeerStream, node: &Node) -> anyhow::Result<()> {
     let mut r = tokio::io::BufReader::with_capacity(64 << 10, stream);
     let mut header = [0u8; FRAME_HEADER_LEN];
     let mut first = true;
@@ -299,6 +358,7 @@ pub async fn shadow_round(
     me: Endpoint,
     seeds: &[Endpoint],
     cluster: &str,
+    tls: Option<Arc<InternodeTls>>,
 ) -> Option<Vec<mosaic_cluster::message::EndpointState>> {
     use mosaic_cluster::message::PROTOCOL_VERSION;
     use mosaic_cluster::Body;
@@ -321,13 +381,17 @@ pub async fn shadow_round(
     let (done_tx, done_rx) = watch::channel(false);
     let accept = async {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
+            let Ok((stream, from)) = listener.accept().await else {
                 continue;
             };
             let tx = tx.clone();
             let mut done = done_rx.clone();
             let cluster = cluster.to_owned();
+            let tls = tls.clone();
             tokio::spawn(async move {
+                let Some(stream) = admit(tls.as_deref(), stream, from).await else {
+                    return;
+                };
                 let mut r = tokio::io::BufReader::new(stream);
                 let read_ack = async {
                     let mut header = [0u8; FRAME_HEADER_LEN];
@@ -372,10 +436,9 @@ pub async fn shadow_round(
     let ask = async {
         loop {
             for seed in &seeds {
-                if let Ok(Ok(mut out)) =
-                    tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(seed)).await
-                {
+                if let Some(mut out) = dial(tls.as_deref(), *seed).await {
                     let _ = out.write_all(&syn).await;
+                    let _ = out.flush().await;
                 }
             }
             if let Ok(Some(states)) = tokio::time::timeout(SHADOW_RETRY, rx.recv()).await {

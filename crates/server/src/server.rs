@@ -37,6 +37,7 @@ use crate::config::Config;
 use crate::durable::NodeIdentity;
 use crate::hints::HintStore;
 use crate::internode::{self, TcpTransport, TokioRuntime};
+use crate::internode_tls::InternodeTls;
 use crate::local::LocalCoordinator;
 use crate::net::{self, Shared};
 use crate::tls::ClientTls;
@@ -101,17 +102,19 @@ async fn serve(config: Config) -> Result<()> {
     };
     // So does TLS whose certificate or key cannot be read or do not match.
     let client_tls = ClientTls::from_config(&config.client_encryption)?;
+    let internode_tls = InternodeTls::from_config(&config.internode_encryption)?;
 
     // The cluster node: internode port first, so peers can answer as soon as we gossip.
     let mut config = config;
     let internode_listener = bind_internode(&mut config).await?;
-    recover_identity(&config, &internode_listener).await?;
+    recover_identity(&config, &internode_listener, internode_tls.clone()).await?;
     let local = open_storage(&config, &mut signals).await?;
     let hints = Arc::new(HintStore::open(local.data_dir(), local.engine_options())?);
-    let node = start_node(&config, local.clone(), hints.clone())?;
+    let node = start_node(&config, local.clone(), hints.clone(), internode_tls.clone())?;
     tokio::spawn(internode::serve(
         internode_listener,
         node.clone(),
+        internode_tls,
         shutdown_rx.clone(),
     ));
     if config.data_dir.join(CODED_RECOVERY_FILE).exists() {
@@ -288,6 +291,7 @@ fn start_node(
     config: &Config,
     local: Arc<LocalCoordinator>,
     hints: Arc<HintStore>,
+    tls: Option<Arc<InternodeTls>>,
 ) -> Result<Node> {
     let me = local.local_node();
     let mut node_config = NodeConfig::new(config.storage_endpoint());
@@ -324,7 +328,7 @@ fn start_node(
         app,
         generation,
         Arc::new(TokioRuntime::new()),
-        Arc::new(TcpTransport::new(config.cluster.peer_queue_max)),
+        Arc::new(TcpTransport::new(config.cluster.peer_queue_max, tls)),
         store.clone(),
         mosaic_cluster::selection::selector(&config.selection()),
     );
@@ -579,7 +583,11 @@ async fn recover_coded_shards(node: mosaic_cluster::node::WeakNode, data_dir: st
 /// A node starting without an identity (a new node, or one whose data directory was
 /// wiped) asks the seeds whether the cluster knows a node at its address; if so it takes
 /// that node's host id and tokens, so it comes back as itself and repair refills it.
-async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()> {
+async fn recover_identity(
+    config: &Config,
+    listener: &TcpListener,
+    tls: Option<Arc<InternodeTls>>,
+) -> Result<()> {
     if NodeIdentity::exists(&config.data_dir) {
         return Ok(());
     }
@@ -588,7 +596,8 @@ async fn recover_identity(config: &Config, listener: &TcpListener) -> Result<()>
     if seeds.iter().all(|s| *s == me) {
         return Ok(());
     }
-    let Some(states) = internode::shadow_round(listener, me, &seeds, &config.cluster_name).await
+    let Some(states) =
+        internode::shadow_round(listener, me, &seeds, &config.cluster_name, tls).await
     else {
         return Ok(());
     };

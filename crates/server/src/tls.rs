@@ -75,15 +75,14 @@ impl Default for ClientEncryptionConfig {
 impl ClientEncryptionConfig {
     /// Makes relative file paths relative to `base` (the config file's directory).
     pub fn resolve_paths(&mut self, base: &Path) {
-        for path in [
-            &mut self.certificate,
-            &mut self.private_key,
-            &mut self.truststore,
-        ] {
-            if !path.is_empty() && Path::new(path.as_str()).is_relative() {
-                *path = base.join(path.as_str()).to_string_lossy().into_owned();
-            }
-        }
+        resolve_files(
+            base,
+            [
+                &mut self.certificate,
+                &mut self.private_key,
+                &mut self.truststore,
+            ],
+        );
     }
 
     /// Checks settings no node can run with (the files are read at start, not here).
@@ -270,47 +269,66 @@ impl ClientTls {
 
 /// The rustls configuration `settings` describe, read from its files now.
 fn server_config(settings: &ClientEncryptionConfig) -> Result<ServerConfig> {
+    const SECTION: &str = "[client_encryption]";
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certificate = Path::new(&settings.certificate);
-    let chain = read_certificates(certificate)
-        .with_context(|| format!("[client_encryption] certificate {}", certificate.display()))?;
-    let key_file = Path::new(&settings.private_key);
-    let key = PrivateKeyDer::from_pem_file(key_file).with_context(|| {
-        format!(
-            "[client_encryption] private_key {}: reading a PEM private key",
-            key_file.display()
-        )
-    })?;
+    let (chain, key) = read_identity(SECTION, &settings.certificate, &settings.private_key)?;
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .context("[client_encryption] TLS protocol versions")?;
     let builder = if settings.require_client_auth {
-        let truststore = Path::new(&settings.truststore);
-        let mut roots = RootCertStore::empty();
-        for ca in read_certificates(truststore)
-            .with_context(|| format!("[client_encryption] truststore {}", truststore.display()))?
-        {
-            roots.add(ca).with_context(|| {
-                format!(
-                    "[client_encryption] truststore {}: a CA certificate",
-                    truststore.display()
-                )
-            })?;
-        }
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        let roots = read_roots(SECTION, &settings.truststore)?;
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider)
             .build()
-            .with_context(|| format!("[client_encryption] truststore {}", truststore.display()))?;
+            .with_context(|| format!("{SECTION} truststore {}", settings.truststore))?;
         builder.with_client_cert_verifier(verifier)
     } else {
         builder.with_no_client_auth()
     };
-    builder.with_single_cert(chain, key).with_context(|| {
-        format!(
-            "[client_encryption] certificate {} and private_key {} do not make a usable pair",
-            certificate.display(),
-            key_file.display()
-        )
-    })
+    builder
+        .with_single_cert(chain, key)
+        .with_context(|| unusable_pair(SECTION, &settings.certificate, &settings.private_key))
+}
+
+/// Makes each of `paths` that is set and relative, relative to `base`.
+pub(crate) fn resolve_files<const N: usize>(base: &Path, paths: [&mut String; N]) {
+    for path in paths {
+        if !path.is_empty() && Path::new(path.as_str()).is_relative() {
+            *path = base.join(path.as_str()).to_string_lossy().into_owned();
+        }
+    }
+}
+
+/// A certificate chain and its private key, from the PEM files `certificate` and
+/// `private_key`; an error names `section`'s key and the file.
+pub(crate) fn read_identity(
+    section: &str,
+    certificate: &str,
+    private_key: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let chain = read_certificates(Path::new(certificate))
+        .with_context(|| format!("{section} certificate {certificate}"))?;
+    let key = PrivateKeyDer::from_pem_file(Path::new(private_key)).with_context(|| {
+        format!("{section} private_key {private_key}: reading a PEM private key")
+    })?;
+    Ok((chain, key))
+}
+
+/// The CA certificates of the PEM bundle `truststore`.
+pub(crate) fn read_roots(section: &str, truststore: &str) -> Result<Arc<RootCertStore>> {
+    let mut roots = RootCertStore::empty();
+    for ca in read_certificates(Path::new(truststore))
+        .with_context(|| format!("{section} truststore {truststore}"))?
+    {
+        roots
+            .add(ca)
+            .with_context(|| format!("{section} truststore {truststore}: a CA certificate"))?;
+    }
+    Ok(Arc::new(roots))
+}
+
+/// The error of a key that does not match its certificate (or is of no usable kind).
+pub(crate) fn unusable_pair(section: &str, certificate: &str, private_key: &str) -> String {
+    format!("{section} certificate {certificate} and private_key {private_key} do not make a usable pair")
 }
 
 /// Every certificate of the PEM file `path` (at least one).

@@ -3,13 +3,17 @@
 //! port is refused cleanly and the node keeps serving; optional mode serves both on one
 //! port; client-certificate auth refuses a client without a certificate (or with one from
 //! another CA); a replaced certificate is served to new connections while open ones carry
-//! on; a missing or mismatched key stops the node at start with the file named.
+//! on; a missing or mismatched key stops the node at start with the file named; the
+//! handshake timeout covers the TLS handshake and a malformed frame inside TLS closes only
+//! its connection. Internode (`[internode_encryption]`, mutual TLS): two nodes of one CA see
+//! each other, a node of another CA is refused (and logged) and never joins.
 //! Certificates are made here with `rcgen`.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(clippy::disallowed_methods)] // Real processes and real time, as in the other process tests.
 
 mod common;
 
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -246,6 +250,52 @@ fn replaced_certificate_is_served_to_new_connections() {
     assert!(queries(&mut open));
 }
 
+/// Whether the node closes a raw TCP connection that sent `bytes` (and then nothing)
+/// before the test's bound, i.e. without waiting for the client.
+fn closed_after(addr: SocketAddr, bytes: &[u8]) -> bool {
+    let mut tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(WAIT)).unwrap();
+    tcp.write_all(bytes).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match tcp.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {} // A TLS alert, say.
+            Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+}
+
+#[test]
+fn handshake_timeout_covers_tls_and_a_malformed_frame_over_tls_closes_only_its_connection() {
+    let ca = Ca::new("test CA");
+    let (_dir, node) = tls_node(&ca, "[limits]\nhandshake_timeout_ms = 300");
+    let config = client_config(&ca, None);
+    let mut healthy = started(node.addr, &config);
+    // Silent, half a TLS record header, and TLS done but no STARTUP: all closed by the
+    // handshake deadline.
+    assert!(closed_after(node.addr, &[]));
+    assert!(closed_after(node.addr, &[0x16, 0x03, 0x01]));
+    let mut silent = connect_tls(node.addr, &config).unwrap();
+    assert!(silent.is_closed());
+    wait_for("the TLS handshake timeout to be logged", || {
+        node.log()
+            .contains("did not complete its TLS handshake in time")
+            .then_some(())
+    });
+
+    // An unknown opcode inside TLS: a protocol error on its stream, then the close.
+    let mut bad = started(node.addr, &config);
+    bad.send_raw(&[0x04, 0x00, 0x00, 0x02, 0x55, 0, 0, 0, 0]);
+    let f = bad.recv();
+    assert_eq!(f.stream, 2);
+    assert_eq!(f.error().1, "Unknown opcode 85");
+    assert!(bad.is_closed());
+
+    assert!(queries(&mut healthy));
+    assert!(serves(connect_tls(node.addr, &config)));
+}
+
 #[test]
 fn node_refuses_to_start_without_a_usable_certificate_and_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -279,4 +329,57 @@ fn node_refuses_to_start_without_a_usable_certificate_and_key() {
     let other_key = dir.path().join("other.key");
     write_atomically(&other_key, &ca.leaf("someone else").1);
     refused(&other_key, "do not make a usable pair");
+}
+
+/// A node of a cluster whose internode traffic is TLS, its files (signed by `ca`) in `dir`.
+fn internode_node(dir: &Path, ca: &Ca, storage: u16, seed: u16) -> Node {
+    let (cert, key, truststore) = node_files(dir, ca);
+    Node::start_in(
+        dir,
+        &format!(
+            "storage_port = {storage}\nadmin_port = 0\nseeds = [\"127.0.0.1:{seed}\"]\n\
+             [cluster]\ngossip_interval_ms = 100\n[internode_encryption]\nenabled = true\n\
+             certificate = \"{}\"\nprivate_key = \"{}\"\ntruststore = \"{}\"\n",
+            cert.display(),
+            key.display(),
+            truststore.display()
+        ),
+    )
+}
+
+/// How many peers `node` lists in `system.peers`.
+fn peer_count(node: &Node) -> usize {
+    node.ready()
+        .query(1, "SELECT peer FROM system.peers")
+        .rows()
+        .len()
+}
+
+#[test]
+fn internode_tls_joins_members_and_refuses_a_node_of_another_ca() {
+    let ca = Ca::new("cluster CA");
+    let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
+    let storage = [(); 3].map(|_| common::free_port());
+    let a = internode_node(dirs[0].path(), &ca, storage[0], storage[0]);
+    let b = internode_node(dirs[1].path(), &ca, storage[1], storage[0]);
+    wait_for("the nodes to see each other over TLS", || {
+        (peer_count(&a) == 1 && peer_count(&b) == 1).then_some(())
+    });
+
+    let stranger = internode_node(
+        dirs[2].path(),
+        &Ca::new("another CA"),
+        storage[2],
+        storage[0],
+    );
+    wait_for("node a to refuse the stranger's connections", || {
+        node_log_refuses(&a).then_some(())
+    });
+    assert_eq!(peer_count(&a), 1, "the stranger joined");
+    assert_eq!(peer_count(&stranger), 0);
+}
+
+fn node_log_refuses(node: &Node) -> bool {
+    node.log()
+        .contains("refusing an internode connection: its TLS handshake failed")
 }
