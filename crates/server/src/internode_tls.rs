@@ -10,10 +10,12 @@
 //! binding it to the certificate is the internode-authentication work of issue 21.
 //!
 //! The files are read at start (a missing, unreadable or mismatched one stops the node,
-//! naming it); unlike the client port's, they are not reloaded yet.
+//! naming it) and reloaded as the client port's are ([`crate::tls`]): checked every
+//! `reload_interval_ms`, new connections use the new certificate and truststore, open ones
+//! keep theirs. To move a cluster to a new CA, put both CAs in every truststore first.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -26,12 +28,13 @@ use rustls::{
 };
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-use crate::tls::{read_identity, read_roots, resolve_files, unusable_pair};
+use crate::tls::{read_identity, read_roots, resolve_files, unusable_pair, Reloading};
 
 /// `[internode_encryption]`: TLS between nodes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct InternodeEncryptionConfig {
     /// Whether the internode port (and this node's connections to peers) speak TLS. Every
@@ -43,6 +46,20 @@ pub struct InternodeEncryptionConfig {
     pub private_key: String,
     /// The cluster's CA certificates (PEM bundle): peers' certificates must chain to one.
     pub truststore: String,
+    /// How often the files are checked for changes, in milliseconds (0: never reloaded).
+    pub reload_interval_ms: u64,
+}
+
+impl Default for InternodeEncryptionConfig {
+    fn default() -> InternodeEncryptionConfig {
+        InternodeEncryptionConfig {
+            enabled: false,
+            certificate: String::new(),
+            private_key: String::new(),
+            truststore: String::new(),
+            reload_interval_ms: 5_000,
+        }
+    }
 }
 
 impl InternodeEncryptionConfig {
@@ -71,8 +88,13 @@ impl InternodeEncryptionConfig {
     }
 }
 
-/// Both ends of internode TLS.
+/// Both ends of internode TLS, replaced when the files change.
 pub struct InternodeTls {
+    configs: Arc<Reloading<Ends>>,
+}
+
+/// Both ends of internode TLS as the files were at one time.
+struct Ends {
     acceptor: TlsAcceptor,
     connector: TlsConnector,
 }
@@ -84,34 +106,25 @@ impl InternodeTls {
         if !settings.enabled {
             return Ok(None);
         }
-        const SECTION: &str = "[internode_encryption]";
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let (chain, key) = read_identity(SECTION, &settings.certificate, &settings.private_key)?;
-        let roots = read_roots(SECTION, &settings.truststore)?;
-        let pair = || unusable_pair(SECTION, &settings.certificate, &settings.private_key);
-        let clients = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
-            .build()
-            .context("[internode_encryption] truststore")?;
-        let server = ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()
-            .context("[internode_encryption] TLS protocol versions")?
-            .with_client_cert_verifier(clients)
-            .with_single_cert(chain.clone(), key.clone_key())
-            .with_context(pair)?;
-        let servers = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-            .build()
-            .context("[internode_encryption] truststore")?;
-        let client = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .context("[internode_encryption] TLS protocol versions")?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(ChainOnly(servers)))
-            .with_client_auth_cert(chain, key)
-            .with_context(pair)?;
-        Ok(Some(Arc::new(InternodeTls {
-            acceptor: TlsAcceptor::from(Arc::new(server)),
-            connector: TlsConnector::from(Arc::new(client)),
-        })))
+        let owned = settings.clone();
+        let configs = Reloading::new(
+            "internode TLS",
+            [
+                &settings.certificate,
+                &settings.private_key,
+                &settings.truststore,
+            ]
+            .map(PathBuf::from)
+            .to_vec(),
+            settings.reload_interval_ms,
+            move || ends(&owned),
+        )?;
+        Ok(Some(Arc::new(InternodeTls { configs })))
+    }
+
+    /// Reloads the certificate when its files change, until `shutdown` flips.
+    pub async fn watch_files(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
+        self.configs.clone().watch_files(shutdown).await;
     }
 
     /// The TLS handshake of a connection this node opened to `to`.
@@ -120,7 +133,8 @@ impl InternodeTls {
         to: SocketAddr,
         tcp: TcpStream,
     ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-        self.connector
+        let connector = self.configs.current().connector.clone();
+        connector
             .connect(ServerName::IpAddress(to.ip().into()), tcp)
             .await
     }
@@ -132,7 +146,8 @@ impl InternodeTls {
         tcp: TcpStream,
         from: SocketAddr,
     ) -> std::io::Result<tokio_rustls::server::TlsStream<TcpStream>> {
-        self.acceptor.accept(tcp).await.inspect_err(|e| {
+        let acceptor = self.configs.current().acceptor.clone();
+        acceptor.accept(tcp).await.inspect_err(|e| {
             tracing::warn!(
                 target: "mosaic::internode",
                 %from,
@@ -141,6 +156,38 @@ impl InternodeTls {
             );
         })
     }
+}
+
+/// Both ends' configurations, read from the files `settings` name now.
+fn ends(settings: &InternodeEncryptionConfig) -> Result<Ends> {
+    const SECTION: &str = "[internode_encryption]";
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (chain, key) = read_identity(SECTION, &settings.certificate, &settings.private_key)?;
+    let roots = read_roots(SECTION, &settings.truststore)?;
+    let pair = || unusable_pair(SECTION, &settings.certificate, &settings.private_key);
+    let clients = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+        .build()
+        .context("[internode_encryption] truststore")?;
+    let server = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .context("[internode_encryption] TLS protocol versions")?
+        .with_client_cert_verifier(clients)
+        .with_single_cert(chain.clone(), key.clone_key())
+        .with_context(pair)?;
+    let servers = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+        .build()
+        .context("[internode_encryption] truststore")?;
+    let client = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("[internode_encryption] TLS protocol versions")?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(ChainOnly(servers)))
+        .with_client_auth_cert(chain, key)
+        .with_context(pair)?;
+    Ok(Ends {
+        acceptor: TlsAcceptor::from(Arc::new(server)),
+        connector: TlsConnector::from(Arc::new(client)),
+    })
 }
 
 /// Checks a peer's chain against the truststore, not the name in its certificate (peers

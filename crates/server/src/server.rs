@@ -103,6 +103,9 @@ async fn serve(config: Config) -> Result<()> {
     // So does TLS whose certificate or key cannot be read or do not match.
     let client_tls = ClientTls::from_config(&config.client_encryption)?;
     let internode_tls = InternodeTls::from_config(&config.internode_encryption)?;
+    if let Some(tls) = internode_tls.clone() {
+        tokio::spawn(tls.watch_files(shutdown_rx.clone()));
+    }
 
     // The cluster node: internode port first, so peers can answer as soon as we gossip.
     let mut config = config;

@@ -121,12 +121,106 @@ fn stamp(path: &Path) -> Stamp {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// The CQL port's TLS: the current server configuration, replaced when its files change.
-pub struct ClientTls {
-    settings: ClientEncryptionConfig,
-    current: RwLock<Arc<ServerConfig>>,
+/// A TLS configuration built from files, rebuilt when they change (see the module doc):
+/// the client port's and the internode one.
+pub(crate) struct Reloading<T> {
+    /// What it is, for the log ("client TLS").
+    what: &'static str,
+    files: Vec<PathBuf>,
+    /// How often the files are checked (0: never).
+    interval_ms: u64,
+    build: Box<dyn Fn() -> Result<T> + Send + Sync>,
+    current: RwLock<Arc<T>>,
     /// The stamps of the files last tried (loaded or refused), so a bad set is logged once.
     tried: Mutex<Vec<Stamp>>,
+}
+
+impl<T: Send + Sync + 'static> Reloading<T> {
+    /// `build`'s configuration from `files` now (its error if it fails), checked for
+    /// changes every `interval_ms` once [`Self::watch_files`] runs.
+    pub(crate) fn new(
+        what: &'static str,
+        files: Vec<PathBuf>,
+        interval_ms: u64,
+        build: impl Fn() -> Result<T> + Send + Sync + 'static,
+    ) -> Result<Arc<Reloading<T>>> {
+        let tried = files.iter().map(|f| stamp(f)).collect();
+        let current = build()?;
+        Ok(Arc::new(Reloading {
+            what,
+            files,
+            interval_ms,
+            build: Box::new(build),
+            current: RwLock::new(Arc::new(current)),
+            tried: Mutex::new(tried),
+        }))
+    }
+
+    /// The configuration new connections use.
+    pub(crate) fn current(&self) -> Arc<T> {
+        self.current.read().clone()
+    }
+
+    /// Rebuilds the configuration if its files changed since they were last tried:
+    /// whether a new configuration is now in use.
+    pub(crate) fn reload_if_changed(&self) -> bool {
+        let stamps: Vec<Stamp> = self.files.iter().map(|f| stamp(f)).collect();
+        {
+            let mut tried = self.tried.lock();
+            if *tried == stamps {
+                return false;
+            }
+            *tried = stamps;
+        }
+        match (self.build)() {
+            Ok(config) => {
+                *self.current.write() = Arc::new(config);
+                tracing::info!(
+                    target: "mosaic::tls",
+                    "reloaded the {} certificate; new connections use it",
+                    self.what
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "mosaic::tls",
+                    error = %format!("{e:#}"),
+                    "the changed {} files do not load; still using the previous ones",
+                    self.what
+                );
+                false
+            }
+        }
+    }
+
+    /// Checks the files every `interval_ms` until `shutdown` flips. Reading two or three
+    /// small files now and then: done inline.
+    pub(crate) async fn watch_files(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        if self.interval_ms == 0 {
+            return;
+        }
+        let mut ticks = tokio::time::interval(Duration::from_millis(self.interval_ms));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                changed = shutdown.changed() => {
+                    if changed.is_err() || *shutdown.borrow() {
+                        return;
+                    }
+                }
+                _ = ticks.tick() => {
+                    self.reload_if_changed();
+                }
+            }
+        }
+    }
+}
+
+/// The CQL port's TLS: the current server configuration, replaced when its files change.
+pub struct ClientTls {
+    optional: bool,
+    configs: Arc<Reloading<ServerConfig>>,
 }
 
 /// What became of an accepted connection.
@@ -147,68 +241,22 @@ impl ClientTls {
         if !settings.enabled {
             return Ok(None);
         }
-        let stamps = settings.files().iter().map(|f| stamp(f)).collect();
-        let config = server_config(settings)?;
+        let owned = settings.clone();
+        let configs = Reloading::new(
+            "client TLS",
+            settings.files(),
+            settings.reload_interval_ms,
+            move || server_config(&owned),
+        )?;
         Ok(Some(Arc::new(ClientTls {
-            settings: settings.clone(),
-            current: RwLock::new(Arc::new(config)),
-            tried: Mutex::new(stamps),
+            optional: settings.optional,
+            configs,
         })))
     }
 
-    /// Reloads the configuration if its files changed since they were last tried: whether
-    /// a new configuration is now in use.
-    pub fn reload_if_changed(&self) -> bool {
-        let stamps: Vec<Stamp> = self.settings.files().iter().map(|f| stamp(f)).collect();
-        {
-            let mut tried = self.tried.lock();
-            if *tried == stamps {
-                return false;
-            }
-            *tried = stamps;
-        }
-        match server_config(&self.settings) {
-            Ok(config) => {
-                *self.current.write() = Arc::new(config);
-                tracing::info!(
-                    target: "mosaic::tls",
-                    certificate = %self.settings.certificate,
-                    "reloaded the client TLS certificate; new connections use it"
-                );
-                true
-            }
-            Err(e) => {
-                tracing::warn!(
-                    target: "mosaic::tls",
-                    error = %format!("{e:#}"),
-                    "the changed client TLS files do not load; still using the previous ones"
-                );
-                false
-            }
-        }
-    }
-
-    /// Checks the files every `reload_interval_ms` until `shutdown` flips (see the module
-    /// doc). Reading two or three small files now and then: done inline.
-    pub async fn watch_files(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
-        if self.settings.reload_interval_ms == 0 {
-            return;
-        }
-        let mut ticks =
-            tokio::time::interval(Duration::from_millis(self.settings.reload_interval_ms));
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                changed = shutdown.changed() => {
-                    if changed.is_err() || *shutdown.borrow() {
-                        return;
-                    }
-                }
-                _ = ticks.tick() => {
-                    self.reload_if_changed();
-                }
-            }
-        }
+    /// Reloads the certificate when its files change, until `shutdown` flips.
+    pub async fn watch_files(self: Arc<Self>, shutdown: watch::Receiver<bool>) {
+        self.configs.clone().watch_files(shutdown).await;
     }
 
     /// [`Self::accept`], given up at `deadline` (the connection's handshake deadline) or
@@ -246,7 +294,7 @@ impl ClientTls {
             Ok(_) => {}
         }
         if first[0] != TLS_HANDSHAKE_RECORD {
-            if self.settings.optional {
+            if self.optional {
                 return Accepted::Plain(socket);
             }
             tracing::info!(
@@ -256,7 +304,7 @@ impl ClientTls {
             );
             return Accepted::Closed;
         }
-        let acceptor = TlsAcceptor::from(self.current.read().clone());
+        let acceptor = TlsAcceptor::from(self.configs.current());
         match acceptor.accept(socket).await {
             Ok(stream) => Accepted::Tls(Box::new(stream)),
             Err(e) => {

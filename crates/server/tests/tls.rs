@@ -6,7 +6,8 @@
 //! on; a missing or mismatched key stops the node at start with the file named; the
 //! handshake timeout covers the TLS handshake and a malformed frame inside TLS closes only
 //! its connection. Internode (`[internode_encryption]`, mutual TLS): two nodes of one CA see
-//! each other, a node of another CA is refused (and logged) and never joins.
+//! each other, a node of another CA is refused (and logged) and never joins, and a node
+//! moved to a new CA while it runs lets that CA's nodes join.
 //! Certificates are made here with `rcgen`.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(clippy::disallowed_methods)] // Real processes and real time, as in the other process tests.
@@ -339,7 +340,7 @@ fn internode_node(dir: &Path, ca: &Ca, storage: u16, seed: u16) -> Node {
         &format!(
             "storage_port = {storage}\nadmin_port = 0\nseeds = [\"127.0.0.1:{seed}\"]\n\
              [cluster]\ngossip_interval_ms = 100\n[internode_encryption]\nenabled = true\n\
-             certificate = \"{}\"\nprivate_key = \"{}\"\ntruststore = \"{}\"\n",
+             certificate = \"{}\"\nprivate_key = \"{}\"\ntruststore = \"{}\"\nreload_interval_ms = 100\n",
             cert.display(),
             key.display(),
             truststore.display()
@@ -382,4 +383,23 @@ fn internode_tls_joins_members_and_refuses_a_node_of_another_ca() {
 fn node_log_refuses(node: &Node) -> bool {
     node.log()
         .contains("refusing an internode connection: its TLS handshake failed")
+}
+
+#[test]
+fn internode_certificates_reload_without_a_restart() {
+    let (old, new) = (Ca::new("old cluster CA"), Ca::new("new cluster CA"));
+    let dirs = [(); 2].map(|_| tempfile::tempdir().unwrap());
+    let storage = [(); 2].map(|_| common::free_port());
+    let a = internode_node(dirs[0].path(), &old, storage[0], storage[0]);
+    // Node a moves to the new CA (certificate, key and truststore) while it runs.
+    node_files(dirs[0].path(), &new);
+    wait_for("node a to reload its internode certificate", || {
+        a.log()
+            .contains("reloaded the internode TLS certificate")
+            .then_some(())
+    });
+    let b = internode_node(dirs[1].path(), &new, storage[1], storage[0]);
+    wait_for("a node of the new CA to join node a", || {
+        (peer_count(&a) == 1 && peer_count(&b) == 1).then_some(())
+    });
 }
