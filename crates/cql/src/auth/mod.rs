@@ -3,10 +3,11 @@
 //!
 //! Owns the resources and permissions model ([`Resource`]), the role store over the stored
 //! `system_auth` tables (`store`: every read and write is an internal CQL statement run
-//! through the node's own [`Processor`], so roles are replicated like any table; reads at
-//! ONE as Cassandra's LOCAL_ONE, the default superuser at QUORUM when enough nodes are
-//! up), the role and permission statements (`statements`), and the check of every
-//! statement against the connection's role (`check`), with a cache of each role's
+//! through the node's own [`Processor`](crate::processor::Processor), so roles are
+//! replicated like any table; reads at ONE as Cassandra's LOCAL_ONE, the default superuser
+//! at QUORUM when enough nodes are up), the role and permission statements
+//! (`statements`), and the check of every statement against the connection's role
+//! (`check`), with a cache of each role's
 //! resolved permissions valid for `permissions_validity_ms` (Cassandra's
 //! `permissions_validity`): a REVOKE takes effect on other connections within it, and at
 //! once on the node that ran it (its cache is cleared).
