@@ -158,34 +158,17 @@ impl Node {
     ) -> Result<(), String> {
         let mut summaries = Vec::with_capacity(replicas.len());
         for r in replicas {
-            let mut all = Vec::new();
-            let mut after = None;
-            loop {
-                let body = Body::PaxosSummaryRequest {
-                    table,
-                    range: WireRange {
-                        start: range.start.clone(),
-                        end: range.end.clone(),
-                    },
-                    after: after.take(),
-                    limit: PAXOS_SUMMARY_PAGE,
-                };
-                match self
-                    .call_retrying(*r, body, self.inner.config.repair_timeout_ms)
-                    .await
-                {
-                    Some(Body::PaxosSummaries { entries, next }) => {
-                        all.extend(entries);
-                        match next {
-                            Some(n) => after = Some(n),
-                            None => break,
-                        }
-                    }
-                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
-                    _ => return Err(format!("{r} did not send its Paxos state")),
-                }
-            }
-            summaries.push(all);
+            let request = |after| Body::PaxosSummaryRequest {
+                table,
+                range: wire_range(&range),
+                after,
+                limit: PAXOS_SUMMARY_PAGE,
+            };
+            let page = |answer| match answer {
+                Body::PaxosSummaries { entries, next } => Some((entries, next)),
+                _ => None,
+            };
+            summaries.push(self.all_pages(*r, "its Paxos state", request, page).await?);
         }
         let mut first_error = None;
         for partition in crate::paxos::partitions_to_repair(&summaries) {
@@ -213,6 +196,43 @@ impl Node {
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Every page `r` answers to a paged repair request: `request(after)` asks for the
+    /// page after the key `after`, `page` takes an answer's items and where the next page
+    /// starts (`None`: not the answer expected, `what` names it in the error).
+    async fn all_pages<T>(
+        &self,
+        r: Endpoint,
+        what: &str,
+        request: impl Fn(Option<Vec<u8>>) -> Body,
+        page: impl Fn(Body) -> Option<(Vec<T>, Option<Vec<u8>>)>,
+    ) -> Result<Vec<T>, String> {
+        let mut all = Vec::new();
+        let mut after = None;
+        loop {
+            let answer = self
+                .call_retrying(
+                    r,
+                    request(after.take()),
+                    self.inner.config.repair_timeout_ms,
+                )
+                .await;
+            match answer {
+                Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                Some(answer) => match page(answer) {
+                    Some((items, next)) => {
+                        all.extend(items);
+                        match next {
+                            Some(n) => after = Some(n),
+                            None => return Ok(all),
+                        }
+                    }
+                    None => return Err(format!("{r} did not send {what}")),
+                },
+                None => return Err(format!("{r} did not send {what}")),
+            }
+        }
+    }
+
     /// Reads `range` in full from every replica, merges, and writes to each replica the
     /// entries it lacked. Each replica answers in the order it stores its rows
     /// ([`Store::read_stored`]: no sorting on a replica in another clustering order), and
@@ -227,30 +247,17 @@ impl Node {
         let timeout = self.inner.config.repair_timeout_ms;
         let mut answers: Vec<Entries> = Vec::with_capacity(replicas.len());
         for r in replicas {
-            let mut all = Vec::new();
-            let mut after = None;
-            loop {
-                let body = Body::ReadStored {
-                    table,
-                    range: WireRange {
-                        start: range.start.clone(),
-                        end: range.end.clone(),
-                    },
-                    after: after.take(),
-                    limit: repair::READ_CHUNK as u32,
-                };
-                match self.call_retrying(*r, body, timeout).await {
-                    Some(Body::StoredData { entries, next }) => {
-                        all.extend(entries);
-                        match next {
-                            Some(n) => after = Some(n),
-                            None => break,
-                        }
-                    }
-                    Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
-                    _ => return Err(format!("{r} did not answer a read")),
-                }
-            }
+            let request = |after| Body::ReadStored {
+                table,
+                range: wire_range(&range),
+                after,
+                limit: repair::READ_CHUNK as u32,
+            };
+            let page = |answer| match answer {
+                Body::StoredData { entries, next } => Some((entries, next)),
+                _ => None,
+            };
+            let mut all = self.all_pages(*r, "its rows", request, page).await?;
             // Already sorted unless the replica's order is another: then one sort here.
             if !all.is_sorted_by(|a, b| a.0 < b.0) {
                 all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
@@ -278,5 +285,13 @@ impl Node {
             }
         }
         Ok(())
+    }
+}
+
+/// A key range as a message carries it.
+fn wire_range(range: &KeyRange) -> WireRange {
+    WireRange {
+        start: range.start.clone(),
+        end: range.end.clone(),
     }
 }

@@ -87,6 +87,15 @@ impl CompactionFilter for Expiry {
     }
 }
 
+/// A stored state of the table in `table_dir` (an undecodable one is corruption).
+fn decode_state(bytes: &[u8], table_dir: &Path) -> mosaic_lsm::Result<PaxosState> {
+    PaxosState::decode(bytes).map_err(|reason| mosaic_lsm::Error::Corruption {
+        file: table_dir.join(PAXOS_DIR),
+        offset: 0,
+        reason,
+    })
+}
+
 impl LocalCoordinator {
     /// The Paxos state of `partition` of `table`, if it has one.
     pub async fn paxos_state(
@@ -101,13 +110,7 @@ impl LocalCoordinator {
             if expiry.expired(entry.ts) {
                 return Ok(None);
             }
-            PaxosState::decode(&entry.value)
-                .map(Some)
-                .map_err(|reason| mosaic_lsm::Error::Corruption {
-                    file: dir.join(PAXOS_DIR),
-                    offset: 0,
-                    reason,
-                })
+            decode_state(&entry.value, dir).map(Some)
         })
         .await
     }
@@ -162,14 +165,7 @@ impl LocalCoordinator {
                     let next = entries.last().map(|s: &PaxosSummary| s.partition.clone());
                     return Ok((entries, next));
                 }
-                let state = PaxosState::decode(&entry.value).map_err(|reason| {
-                    mosaic_lsm::Error::Corruption {
-                        file: dir.join(PAXOS_DIR),
-                        offset: 0,
-                        reason,
-                    }
-                })?;
-                entries.push(state.summary(partition));
+                entries.push(decode_state(&entry.value, dir)?.summary(partition));
             }
             Ok((entries, None))
         })
@@ -233,27 +229,42 @@ mod tests {
         s
     }
 
+    /// A node with the table `ks.t`, and its id.
+    async fn with_table(config: &Config) -> (Arc<LocalCoordinator>, TableId) {
+        let c = Arc::new(LocalCoordinator::open(config).unwrap());
+        super::super::tests::run_all_ok(
+            &c,
+            &[
+                "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+                "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+            ],
+        )
+        .await;
+        let table = c.catalog().table("ks", "t").unwrap().id;
+        (c, table)
+    }
+
     #[test]
     fn state_survives_restart_and_goes_with_truncate_and_drop() {
         let dir = tempfile::tempdir().unwrap();
         let rt = super::super::tests::rt();
         let config = super::super::tests::config(dir.path());
         let table = rt.block_on(async {
-            let c = Arc::new(LocalCoordinator::open(&config).unwrap());
-            super::super::tests::run_all_ok(
-                &c,
-                &[
-                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-                    "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
-                ],
-            )
-            .await;
-            let table = c.catalog().table("ks", "t").unwrap().id;
+            let (c, table) = with_table(&config).await;
             assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), None);
-            c.save_paxos_state(table, b"p1".to_vec(), state(5)).await.unwrap();
-            c.save_paxos_state(table, b"p1".to_vec(), state(9)).await.unwrap();
-            c.save_paxos_state(table, b"p2".to_vec(), state(6)).await.unwrap();
-            assert_eq!(c.paxos_state(table, b"p1".to_vec()).await.unwrap(), Some(state(9)));
+            c.save_paxos_state(table, b"p1".to_vec(), state(5))
+                .await
+                .unwrap();
+            c.save_paxos_state(table, b"p1".to_vec(), state(9))
+                .await
+                .unwrap();
+            c.save_paxos_state(table, b"p2".to_vec(), state(6))
+                .await
+                .unwrap();
+            assert_eq!(
+                c.paxos_state(table, b"p1".to_vec()).await.unwrap(),
+                Some(state(9))
+            );
             assert!(c.close(Duration::from_secs(10)).await.is_empty());
             table
         });
@@ -291,23 +302,16 @@ mod tests {
         let rt = super::super::tests::rt();
         let config = super::super::tests::config(dir.path());
         rt.block_on(async {
-            let c = Arc::new(LocalCoordinator::open(&config).unwrap());
-            super::super::tests::run_all_ok(
-                &c,
-                &[
-                    "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
-                    "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
-                ],
-            )
-            .await;
-            let table = c.catalog().table("ks", "t").unwrap().id;
+            let (c, table) = with_table(&config).await;
             let everything = KeyRange {
                 start: Vec::new(),
                 end: None,
             };
             // No transaction ever ran: nothing, and no storage created to say so.
             assert_eq!(
-                c.paxos_summaries(table, everything.clone(), None, 10).await.unwrap(),
+                c.paxos_summaries(table, everything.clone(), None, 10)
+                    .await
+                    .unwrap(),
                 (Vec::new(), None)
             );
             assert!(!dir.path().join("ks").read_dir().unwrap().any(|d| d
@@ -339,7 +343,9 @@ mod tests {
             assert_eq!(pages, 3);
             let names: Vec<&[u8]> = seen.iter().map(|s| s.partition.as_slice()).collect();
             assert_eq!(names, [b"p1", b"p2", b"p3", b"p4", b"p5"]);
-            assert!(seen.iter().all(|s| s.unfinished && s.committed == Ballot::ZERO));
+            assert!(seen
+                .iter()
+                .all(|s| s.unfinished && s.committed == Ballot::ZERO));
             // A range: [p2, p4).
             let some = KeyRange {
                 start: b"p2".to_vec(),
