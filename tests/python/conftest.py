@@ -279,6 +279,22 @@ def process_runs_config(pid, config):
     return b"server" in args and config.encode() in args
 
 
+REPO = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+@pytest.fixture(scope="session")
+def driver_probes():
+    """The Go and Node.js driver probes of tests/drivers, built once by scripts/driver-probes:
+    name → the command that runs it."""
+    out = os.environ.get("MOSAIC_PROBES_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "mosaic-probes"))
+    subprocess.run([os.path.join(REPO, "scripts", "driver-probes"), out], check=True, timeout=900)
+    return {
+        "go": [os.path.join(out, "go-schema-probe")],
+        "go-auth": [os.path.join(out, "go-auth-probe")],
+        "node": ["node", os.path.join(REPO, "tests", "drivers", "node", "schema_probe.js")],
+    }
+
+
 def wait_until(what, predicate, timeout=CLUSTER_WAIT_S, interval=0.1):
     deadline = time.monotonic() + timeout
     while True:

@@ -1,9 +1,11 @@
 """Password authentication and permissions through the Python driver and cqlsh
 (`[auth] authenticator = "password"`): the right password logs in, none or a wrong one is
-an authentication error, a role granted SELECT on one table reads it and gets Unauthorized
+an authentication error (through the Go driver too, gocql v2's PasswordAuthenticator, by the
+probe in tests/drivers/go/auth), a role granted SELECT on one table reads it and gets Unauthorized
 for writes, other keyspaces and DDL, and a REVOKE takes effect within the permissions
 validity."""
 import os
+import subprocess
 import time
 
 import pytest
@@ -131,3 +133,20 @@ def test_cqlsh_logs_in_with_u_and_p(auth_node):
     bad = cqlsh(auth_node, "LIST ROLES;", user="cassandra", password="wrong")
     assert bad.returncode != 0
     assert "incorrect" in bad.stderr or "Bad credentials" in bad.stderr, bad.stderr
+
+
+def test_the_go_driver_logs_in_with_the_right_password_only(auth_node, driver_probes):
+    def probe(user, password):
+        args = driver_probes["go-auth"] + ["--port", str(auth_node.port), "--user", user, "--password", password]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+    ok = probe("cassandra", PASSWORD)
+    assert ok.returncode == 0 and ok.stdout.startswith("ok "), f"{ok.stdout}{ok.stderr}{auth_node.log_tail()}"
+    for user, password, message in [
+        ("cassandra", "wrong", "Provided username cassandra and/or password are incorrect"),
+        ("nobody", PASSWORD, "Provided username nobody and/or password are incorrect"),
+        ("cassandra", "", "Password must not be null"),  # Cassandra's words for an empty one
+    ]:
+        bad = probe(user, password)
+        assert bad.returncode == 1, bad.stdout
+        assert message in bad.stdout, bad.stdout

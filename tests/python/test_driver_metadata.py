@@ -10,24 +10,11 @@ scripts/driver-probes); the Rust scylla driver is checked in
 crates/server/tests/cluster_driver_scylla.rs. Each probe pins an observer to node 3 and sends
 DDL through node 1 (and one CREATE TABLE through the observer itself, the Go driver's case of
 the issue), waiting at most 15 s per step for the observer's metadata to show it."""
-import os
 import subprocess
 
 import pytest
 
 from conftest import MosaicCluster, wait_until
-
-REPO = os.path.join(os.path.dirname(__file__), "..", "..")
-
-
-@pytest.fixture(scope="module")
-def probes():
-    out = os.environ.get("MOSAIC_PROBES_DIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "mosaic-probes"))
-    subprocess.run([os.path.join(REPO, "scripts", "driver-probes"), out], check=True, timeout=900)
-    return {
-        "go": [os.path.join(out, "go-schema-probe")],
-        "node": ["node", os.path.join(REPO, "tests", "drivers", "node", "schema_probe.js")],
-    }
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +28,9 @@ def three_nodes():
 
 
 @pytest.mark.parametrize("driver", ["go", "node"])
-def test_a_driver_pinned_to_one_node_sees_ddl_sent_through_another(three_nodes, probes, driver):
+def test_a_driver_pinned_to_one_node_sees_ddl_sent_through_another(three_nodes, driver_probes, driver):
     c = three_nodes
-    args = probes[driver] + ["--observer", c.ip(3), "--ddl", c.ip(1), "--port", str(c.port),
+    args = driver_probes[driver] + ["--observer", c.ip(3), "--ddl", c.ip(1), "--port", str(c.port),
                              "--keyspace", f"{driver}_probe"]
     p = subprocess.run(args, capture_output=True, text=True, timeout=180)
     steps = p.stdout.strip().splitlines()
