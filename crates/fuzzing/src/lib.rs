@@ -18,6 +18,7 @@ pub mod cql_segments;
 pub mod cql_statements;
 pub mod cql_values;
 pub mod internode_frame;
+pub mod listener;
 pub mod row_decoders;
 pub mod sasl_plain;
 pub mod seeds;

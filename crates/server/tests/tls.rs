@@ -5,10 +5,11 @@
 //! another CA); a replaced certificate is served to new connections while open ones carry
 //! on; a missing or mismatched key stops the node at start with the file named; the
 //! handshake timeout covers the TLS handshake and a malformed frame inside TLS closes only
-//! its connection. Internode (`[internode_encryption]`, mutual TLS): two nodes of one CA see
-//! each other, a node of another CA is refused (and logged) and never joins, and a node
-//! moved to a new CA while it runs lets that CA's nodes join.
-//! Certificates are made here with `rcgen`.
+//! its connection; the `scylla` driver logs in over TLS with a password (and fails with a
+//! wrong one, an untrusted CA, or plaintext). Internode (`[internode_encryption]`, mutual
+//! TLS): two nodes of one CA see each other, a node of another CA is refused (and logged)
+//! and never joins, and a node moved to a new CA while it runs lets that CA's nodes join.
+//! Certificates are made here with `rcgen` (`common::tls`).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(clippy::disallowed_methods)] // Real processes and real time, as in the other process tests.
 
@@ -16,70 +17,15 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::tls::{client_config, connect_tls, node_files, write_atomically, Ca};
 use common::{options_answered, output_text, run_mosaic, wait_for, Conn, Node, WAIT};
 use mosaic_cql::frame::Opcode;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
-    KeyPair,
-};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
-
-/// A certificate authority of the test.
-struct Ca(CertifiedIssuer<'static, KeyPair>);
-
-impl Ca {
-    fn new(name: &str) -> Ca {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        Ca(CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap())
-    }
-
-    /// A certificate for localhost / 127.0.0.1 signed by this CA: (certificate, key) PEM.
-    fn leaf(&self, name: &str) -> (String, String) {
-        let key = KeyPair::generate().unwrap();
-        let mut params =
-            CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
-        let cert = params.signed_by(&key, &self.0).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-
-    fn pem(&self) -> String {
-        self.0.pem()
-    }
-}
-
-/// Writes `text` to `path` through a rename, so the node never reads half a file.
-fn write_atomically(path: &Path, text: &str) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).unwrap();
-    std::fs::rename(&tmp, path).unwrap();
-}
-
-/// A directory with the node's certificate and key signed by `ca`, and `ca` itself.
-fn node_files(dir: &Path, ca: &Ca) -> (PathBuf, PathBuf, PathBuf) {
-    let (cert, key) = ca.leaf("mosaic node");
-    let files = (
-        dir.join("node.crt"),
-        dir.join("node.key"),
-        dir.join("ca.crt"),
-    );
-    write_atomically(&files.0, &cert);
-    write_atomically(&files.1, &key);
-    write_atomically(&files.2, &ca.pem());
-    files
-}
+use rustls::ClientConfig;
+use scylla::client::session_builder::SessionBuilder;
 
 /// A node in a new directory with `[client_encryption]` on, its certificate signed by `ca`
 /// (which is in the directory as `ca.crt`), plus `extra` keys of that section.
@@ -96,41 +42,6 @@ fn tls_node(ca: &Ca, extra: &str) -> (tempfile::TempDir, Node) {
         TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
     });
     (dir, node)
-}
-
-/// A client configuration trusting `ca`, presenting `identity` (certificate, key PEM).
-fn client_config(ca: &Ca, identity: Option<(String, String)>) -> Arc<ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = RootCertStore::empty();
-    roots.add(ca.0.der().clone()).unwrap();
-    let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match identity {
-        Some((cert, key)) => {
-            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap();
-            let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
-            builder.with_client_auth_cert(chain, key).unwrap()
-        }
-        None => builder.with_no_client_auth(),
-    };
-    Arc::new(config)
-}
-
-/// A TLS connection to `addr`, its handshake done (or its error).
-fn connect_tls(addr: SocketAddr, config: &Arc<ClientConfig>) -> std::io::Result<Conn> {
-    let tcp = TcpStream::connect(addr)?;
-    tcp.set_read_timeout(Some(WAIT))?;
-    let name = ServerName::try_from("localhost").unwrap();
-    let session = ClientConnection::new(config.clone(), name).map_err(std::io::Error::other)?;
-    let mut tls = StreamOwned::new(session, tcp);
-    while tls.conn.is_handshaking() {
-        tls.conn.complete_io(&mut tls.sock)?;
-    }
-    Ok(Conn::over(tls))
 }
 
 /// Whether a connection can start up and read `system.local` (errors are `false`; a
@@ -249,6 +160,61 @@ fn replaced_certificate_is_served_to_new_connections() {
     assert!(!serves(connect_tls(node.addr, &old)));
     // The connection made before the reload carries on.
     assert!(queries(&mut open));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scylla_driver_logs_in_over_tls() {
+    let ca = Ca::new("test CA");
+    let secrets = tempfile::tempdir().unwrap();
+    let password_file = secrets.path().join("superuser.pw");
+    std::fs::write(&password_file, "scylla-over-tls").unwrap();
+    let (_dir, node) = tls_node(
+        &ca,
+        &format!(
+            "[auth]\nauthenticator = \"password\"\nsuperuser_password_file = \"{}\"\nbcrypt_cost = 4",
+            password_file.display()
+        ),
+    );
+    let login = |tls: Option<Arc<ClientConfig>>, password: &str| {
+        let builder = SessionBuilder::new()
+            .known_node(node.addr.to_string())
+            .user("cassandra", password)
+            .tls_context(tls);
+        async move { builder.build().await }
+    };
+    let session = login(Some(client_config(&ca, None)), "scylla-over-tls")
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
+    for cql in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v text)",
+        "INSERT INTO ks.t (k, v) VALUES (1, 'through scylla over tls')",
+    ] {
+        let done = session.query_unpaged(cql, &[]).await;
+        done.unwrap_or_else(|e| panic!("{cql}: {e}"));
+    }
+    let (v,): (String,) = session
+        .query_unpaged("SELECT v FROM ks.t WHERE k = 1", &[])
+        .await
+        .unwrap()
+        .into_rows_result()
+        .unwrap()
+        .single_row()
+        .unwrap();
+    assert_eq!(v, "through scylla over tls");
+
+    // A wrong password over TLS is an authentication error; a driver that does not trust
+    // the node's CA, or speaks plaintext to this TLS-only port, does not connect.
+    let err = login(Some(client_config(&ca, None)), "wrong")
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("and/or password are incorrect"),
+        "{err}"
+    );
+    let stranger = client_config(&Ca::new("another CA"), None);
+    assert!(login(Some(stranger), "scylla-over-tls").await.is_err());
+    assert!(login(None, "scylla-over-tls").await.is_err());
 }
 
 /// Whether the node closes a raw TCP connection that sent `bytes` (and then nothing)

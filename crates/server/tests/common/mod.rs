@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use mosaic_cql::frame::{encode_request_frame, FrameFlags, Opcode, ProtocolVersion};
 
+pub mod tls;
+
 /// How long any wait in these tests may take before it fails.
 pub const WAIT: Duration = Duration::from_secs(60);
 /// Pause between two checks of a polled condition.
