@@ -1,7 +1,8 @@
 """TLS on the CQL port (`[client_encryption]`) through the Python driver and cqlsh: the driver
 with an `ssl_context` trusting the test CA (hostname checked) connects and queries, a
 plaintext driver is refused by the TLS-only port while the node keeps serving, and
-`cqlsh --ssl` (SSL_CERTFILE, SSL_VALIDATE) runs a query. Certificates are made with the
+`cqlsh --ssl` (SSL_CERTFILE, SSL_VALIDATE) runs a query, and the Go driver (gocql v2, the
+probe in tests/drivers/go/auth) connects with its SslOpts trusting the CA (host verified). Certificates are made with the
 `openssl` command (.ci/run installs it when missing)."""
 import os
 import shutil
@@ -108,3 +109,14 @@ def test_cqlsh_with_ssl_queries(tls_node):
                    env=env)
     assert result.returncode == 0, result.stderr + result.stdout
     assert "cluster_name" in result.stdout
+
+
+def test_the_go_driver_connects_over_tls(tls_node, driver_probes):
+    def probe(*extra):
+        args = driver_probes["go-auth"] + ["--port", str(tls_node.port), *extra]
+        return subprocess.run(args, capture_output=True, text=True, timeout=120)
+
+    ok = probe("--ca", tls_node.ca)
+    assert ok.returncode == 0 and ok.stdout.startswith("ok "), f"{ok.stdout}{ok.stderr}{tls_node.log_tail()}"
+    plain = probe()
+    assert plain.returncode == 1 and plain.stdout.startswith("FAIL "), plain.stdout
