@@ -181,6 +181,16 @@ pub struct ClusterConfig {
     /// Hints are stored for a replica down less than this; 0 disables hinted handoff
     /// (Cassandra's `max_hint_window`, 3 h).
     pub max_hint_window_ms: u64,
+    /// Bytes of hints a node keeps for one replica; past it new hints for that replica
+    /// are dropped (counted, logged) and repair brings it up to date (Cassandra's
+    /// `max_hints_size_per_host`); 0: no cap.
+    pub max_hints_size_per_host_bytes: u64,
+    /// The most entries a replica answers one read (or repair page) with, whatever a peer
+    /// asks for; a shorter answer says more follows and the coordinator reads on.
+    pub read_answer_rows_max: usize,
+    /// The most bytes (keys and values) of one replica answer, past the first entry; at
+    /// most half the internode frame limit.
+    pub read_answer_bytes_max: usize,
     /// Deprecated: `[scheduling] replica_selection` (still read, with a warning; when
     /// both are set, `[scheduling]`'s wins unless it is the default).
     pub replica_selection: Option<ReplicaSelection>,
@@ -320,6 +330,9 @@ impl Default for ClusterConfig {
             replica_requests_max: 4096,
             peer_queue_max: 16_384,
             max_hint_window_ms: 3 * 3600 * 1000,
+            max_hints_size_per_host_bytes: 1 << 30,
+            read_answer_rows_max: mosaic_cluster::node::READ_ANSWER_ROWS_MAX,
+            read_answer_bytes_max: 4 << 20,
             replica_selection: None,
             erasure_coding_interval_ms: 60_000,
             hr_auto_interval_ms: 300_000,
@@ -482,11 +495,16 @@ impl Config {
             || c.repair_timeout_ms == 0
             || c.replica_requests_max == 0
             || c.peer_queue_max == 0
+            || c.read_answer_rows_max == 0
         {
             bail!("[cluster] intervals, timeouts and queue bounds must be at least 1");
         }
         if !(c.phi_convict_threshold > 0.0 && c.phi_convict_threshold.is_finite()) {
             bail!("[cluster] phi_convict_threshold must be a positive number");
+        }
+        let answer_max = mosaic_cluster::message::FRAME_PAYLOAD_MAX / 2;
+        if !(1..=answer_max).contains(&c.read_answer_bytes_max) {
+            bail!("[cluster] read_answer_bytes_max must be between 1 and {answer_max} (half the internode frame limit)");
         }
         let l = &self.limits;
         if l.handshake_timeout_ms == 0 {

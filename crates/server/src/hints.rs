@@ -6,13 +6,18 @@
 //! first); its value is an internode `Write` frame (checksummed). Ids are microsecond
 //! timestamps made strictly increasing, and double as the engine timestamp of the put;
 //! a replayed hint is deleted at `id + 1`. The set of targets with hints is kept in memory
-//! (rebuilt at open) so the gossip loop can ask for it every round for free.
+//! (rebuilt at open) so the gossip loop can ask for it every round for free, with the
+//! bytes each target's hints hold: past `[cluster] max_hints_size_per_host_bytes` a new hint
+//! for that target is dropped (Cassandra's `max_hints_size_per_host`), so a long-dead peer
+//! cannot fill the data disk; the write it stood for still succeeds at its consistency level
+//! and repair brings the replica up to date.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use mosaic_cluster::env::Hint;
@@ -24,11 +29,32 @@ use parking_lot::Mutex;
 /// The hints directory under the data directory (a name no keyspace can have).
 pub const HINTS_DIR: &str = ".hints";
 
+/// How often at most the drop of hints past the per-host cap is logged.
+const DROP_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// What one target's hints hold.
+#[derive(Clone, Copy, Debug, Default)]
+struct Held {
+    count: u64,
+    bytes: u64,
+}
+
 /// The hint store (see the module doc).
 pub struct HintStore {
     db: Db,
     last_id: AtomicU64,
-    counts: Mutex<HashMap<Endpoint, u64>>,
+    held: Mutex<HashMap<Endpoint, Held>>,
+    /// Bytes of hints kept per target (0: no cap).
+    bytes_max_per_host: u64,
+    /// Hints dropped at the cap since the node started.
+    dropped: AtomicU64,
+    /// When a drop was last logged, and the drops since.
+    drop_log: Mutex<(Option<Instant>, u64)>,
+}
+
+/// What one hint costs against the per-host cap: its key and its frame.
+fn hint_bytes(key: &[u8], value: &[u8]) -> u64 {
+    (key.len() + value.len()) as u64
 }
 
 fn prefix(target: Endpoint) -> Vec<u8> {
@@ -56,28 +82,84 @@ fn storage(e: impl std::fmt::Display) -> Failure {
 }
 
 impl HintStore {
-    /// Opens (creating) the hint store under `data_dir`.
-    pub fn open(data_dir: &Path, mut options: Options) -> Result<HintStore> {
+    /// Opens (creating) the hint store under `data_dir`, keeping at most
+    /// `bytes_max_per_host` bytes of hints per target (0: no cap).
+    pub fn open(
+        data_dir: &Path,
+        mut options: Options,
+        bytes_max_per_host: u64,
+    ) -> Result<HintStore> {
         options.merge_operator = None;
         let dir = data_dir.join(HINTS_DIR);
         let db = Db::open(&dir, options).with_context(|| format!("opening {}", dir.display()))?;
-        let mut counts: HashMap<Endpoint, u64> = HashMap::new();
+        let mut held: HashMap<Endpoint, Held> = HashMap::new();
         let mut last_id = 0;
         for item in db.scan(Bound::Unbounded, Bound::Unbounded)? {
-            let (k, _) = item?;
+            let (k, entry) = item?;
             if let Some((target, id)) = parse_key(&k) {
-                *counts.entry(target).or_default() += 1;
+                let h = held.entry(target).or_default();
+                h.count += 1;
+                h.bytes += hint_bytes(&k, &entry.value);
                 last_id = last_id.max(id);
             }
         }
         Ok(HintStore {
             db,
             last_id: AtomicU64::new(last_id),
-            counts: Mutex::new(counts),
+            held: Mutex::new(held),
+            bytes_max_per_host,
+            dropped: AtomicU64::new(0),
+            drop_log: Mutex::new((None, 0)),
         })
     }
 
-    /// Stores one hint.
+    /// Reserves `bytes` of `target`'s allowance for a new hint; false at the cap.
+    fn reserve(&self, target: Endpoint, bytes: u64) -> bool {
+        let mut held = self.held.lock();
+        let h = held.entry(target).or_default();
+        if self.bytes_max_per_host > 0 && h.bytes.saturating_add(bytes) > self.bytes_max_per_host {
+            if h.count == 0 {
+                held.remove(&target);
+            }
+            return false;
+        }
+        h.count += 1;
+        h.bytes += bytes;
+        true
+    }
+
+    /// Gives back what one hint of `target` held.
+    fn release(&self, target: Endpoint, bytes: u64) {
+        let mut held = self.held.lock();
+        if let Some(h) = held.get_mut(&target) {
+            h.count = h.count.saturating_sub(1);
+            h.bytes = h.bytes.saturating_sub(bytes);
+            if h.count == 0 {
+                held.remove(&target);
+            }
+        }
+    }
+
+    /// Counts a hint dropped at the cap, logging at most every [`DROP_LOG_INTERVAL`].
+    fn note_dropped(&self, target: Endpoint) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+        let mut log = self.drop_log.lock();
+        log.1 += 1;
+        if log.0.is_none_or(|at| at.elapsed() >= DROP_LOG_INTERVAL) {
+            tracing::warn!(
+                target: "mosaic::hints",
+                %target,
+                dropped = log.1,
+                bytes_max_per_host = self.bytes_max_per_host,
+                "hints dropped: the node's hints reached max_hints_size_per_host_bytes; \
+                 run `mosaic repair` on it once it is back"
+            );
+            *log = (Some(Instant::now()), 0);
+        }
+    }
+
+    /// Stores one hint; `Failure::Overloaded` when `target`'s hints are at the cap (the
+    /// hint is dropped, counted and logged).
     pub fn store(
         &self,
         target: Endpoint,
@@ -98,8 +180,16 @@ impl HintStore {
             id,
             body: Body::Write { table, mutations },
         });
-        self.db.put(&key(target, id), id, &frame).map_err(storage)?;
-        *self.counts.lock().entry(target).or_default() += 1;
+        let k = key(target, id);
+        let bytes = hint_bytes(&k, &frame);
+        if !self.reserve(target, bytes) {
+            self.note_dropped(target);
+            return Err(Failure::Overloaded);
+        }
+        if let Err(e) = self.db.put(&k, id, &frame) {
+            self.release(target, bytes);
+            return Err(storage(e));
+        }
         Ok(())
     }
 
@@ -149,27 +239,49 @@ impl HintStore {
 
     /// Deletes a delivered hint.
     pub fn delete(&self, target: Endpoint, id: u64) -> Result<(), Failure> {
-        self.db
-            .delete(&key(target, id), id.saturating_add(1))
-            .map_err(storage)?;
-        let mut counts = self.counts.lock();
-        if let Some(c) = counts.get_mut(&target) {
-            *c = c.saturating_sub(1);
-            if *c == 0 {
-                counts.remove(&target);
-            }
-        }
+        let k = key(target, id);
+        // Its size, to give back (a hint already deleted gives back nothing).
+        let Some(entry) = self.db.get(&k).map_err(storage)? else {
+            return Ok(());
+        };
+        self.db.delete(&k, id.saturating_add(1)).map_err(storage)?;
+        self.release(target, hint_bytes(&k, &entry.value));
         Ok(())
     }
 
     /// Targets with hints.
     pub fn targets(&self) -> Vec<Endpoint> {
-        self.counts.lock().keys().copied().collect()
+        self.held.lock().keys().copied().collect()
     }
 
     /// Hints held, all targets.
     pub fn count(&self) -> u64 {
-        self.counts.lock().values().sum()
+        self.held.lock().values().map(|h| h.count).sum()
+    }
+
+    /// Bytes of hints held, all targets.
+    pub fn bytes(&self) -> u64 {
+        self.held.lock().values().map(|h| h.bytes).sum()
+    }
+
+    /// Bytes of hints held for the target holding most.
+    pub fn bytes_max_held(&self) -> u64 {
+        self.held
+            .lock()
+            .values()
+            .map(|h| h.bytes)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The per-target cap (0: none).
+    pub fn bytes_max_per_host(&self) -> u64 {
+        self.bytes_max_per_host
+    }
+
+    /// Hints dropped at the per-target cap since the node started.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Closes the engine (syncing its log). A running node never closes it: its log is
@@ -198,7 +310,7 @@ mod tests {
         let a: Endpoint = "127.0.0.2:7000".parse().unwrap();
         let b: Endpoint = "127.0.0.3:7000".parse().unwrap();
         {
-            let h = HintStore::open(dir.path(), Options::default()).unwrap();
+            let h = HintStore::open(dir.path(), Options::default(), 0).unwrap();
             for i in 0..5u8 {
                 h.store(a, mosaic_types::TableId([1; 16]), vec![m(&[i])])
                     .unwrap();
@@ -208,7 +320,7 @@ mod tests {
             assert_eq!(h.count(), 6);
             h.close().unwrap();
         }
-        let h = HintStore::open(dir.path(), Options::default()).unwrap();
+        let h = HintStore::open(dir.path(), Options::default(), 0).unwrap();
         let mut targets = h.targets();
         targets.sort();
         assert_eq!(targets, vec![a, b]);
@@ -235,5 +347,49 @@ mod tests {
             .map(|x| x.mutations[0].key.clone())
             .collect();
         assert_eq!(keys, vec![b"x".to_vec(), b"y".to_vec()]);
+    }
+
+    #[test]
+    fn hints_past_the_per_host_cap_are_dropped_and_room_comes_back_on_delivery() {
+        let dir = tempfile::tempdir().unwrap();
+        let a: Endpoint = "127.0.0.2:7000".parse().unwrap();
+        let b: Endpoint = "127.0.0.3:7000".parse().unwrap();
+        let t = mosaic_types::TableId([1; 16]);
+        let big = |i: u8| WireMutation {
+            key: vec![i],
+            ts: 5,
+            fragment: vec![i; 1000],
+        };
+        // Room for three hints of about 1 kB each per target.
+        let cap = 3_500;
+        {
+            let h = HintStore::open(dir.path(), Options::default(), cap).unwrap();
+            for i in 0..3u8 {
+                h.store(a, t, vec![big(i)]).unwrap();
+            }
+            assert_eq!(h.store(a, t, vec![big(3)]), Err(Failure::Overloaded));
+            assert_eq!(h.store(a, t, vec![big(4)]), Err(Failure::Overloaded));
+            assert_eq!((h.count(), h.dropped()), (3, 2));
+            assert!(h.bytes() <= cap && h.bytes() > 3_000, "{}", h.bytes());
+            // The cap is per target: another target still gets its hints.
+            h.store(b, t, vec![big(9)]).unwrap();
+            h.close().unwrap();
+        }
+        // The bytes held are counted again at open: the cap holds across restarts.
+        let h = HintStore::open(dir.path(), Options::default(), cap).unwrap();
+        assert_eq!(h.store(a, t, vec![big(5)]), Err(Failure::Overloaded));
+        // A delivered hint makes room for one more.
+        let oldest = h.oldest(a, 1).unwrap();
+        h.delete(a, oldest[0].id).unwrap();
+        h.delete(a, oldest[0].id).unwrap();
+        h.store(a, t, vec![big(6)]).unwrap();
+        let keys: Vec<_> = h
+            .oldest(a, 10)
+            .unwrap()
+            .into_iter()
+            .map(|x| x.mutations[0].key.clone())
+            .collect();
+        assert_eq!(keys, vec![vec![1], vec![2], vec![6]]);
+        assert_eq!(h.count(), 4);
     }
 }

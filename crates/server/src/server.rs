@@ -112,7 +112,11 @@ async fn serve(config: Config) -> Result<()> {
     let internode_listener = bind_internode(&mut config).await?;
     recover_identity(&config, &internode_listener, internode_tls.clone()).await?;
     let local = open_storage(&config, &mut signals).await?;
-    let hints = Arc::new(HintStore::open(local.data_dir(), local.engine_options())?);
+    let hints = Arc::new(HintStore::open(
+        local.data_dir(),
+        local.engine_options(),
+        config.cluster.max_hints_size_per_host_bytes,
+    )?);
     let node = start_node(&config, local.clone(), hints.clone(), internode_tls.clone())?;
     tokio::spawn(internode::serve(
         internode_listener,
@@ -310,6 +314,7 @@ fn start_node(
     node_config.replica_requests_max = config.cluster.replica_requests_max;
     node_config.hint_window_ms = config.cluster.max_hint_window_ms;
     node_config.mutation_size_bytes_max = config.limits.mutation_size_bytes_max;
+    node_config.read_answer_rows_max = config.cluster.read_answer_rows_max;
     let app = AppState {
         host_id: me.host_id,
         tokens: me.tokens.iter().map(|t| t.0).collect(),

@@ -185,6 +185,19 @@ pub fn stats(args: &HostArgs, json: bool) -> Result<()> {
         if let Some(e) = &stats.engine {
             print_engine_stats(e);
         }
+        if let Some(h) = &stats.hints {
+            let cap = match h.bytes_max_per_host {
+                0 => "no cap".to_owned(),
+                n => format!("{} per host", bytes(n)),
+            };
+            println!(
+                "  hints: {} pending ({}, most for one host {}, {cap}), {} dropped at the cap",
+                h.pending,
+                bytes(h.bytes),
+                bytes(h.bytes_max_held),
+                h.dropped
+            );
+        }
         for t in &stats.tables {
             print_table_stats(t);
         }

@@ -34,6 +34,9 @@ impl Node {
                     .fetch_add(1, Ordering::Relaxed);
                 true
             }
+            // The store keeps no more hints for this target (its per-host cap): it counts
+            // and logs the drop; repair brings the replica up to date.
+            Err(Failure::Overloaded) => false,
             Err(e) => {
                 tracing::warn!(target_node = %target, error = ?e, "hint not stored");
                 self.inner

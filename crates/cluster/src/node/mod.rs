@@ -99,6 +99,10 @@ pub struct NodeConfig {
     /// batch, [`ClusterError::MutationTooLarge`]): below the internode frame limit
     /// ([`crate::message::FRAME_PAYLOAD_MAX`]), so replicas and hints can always carry it.
     pub mutation_size_bytes_max: usize,
+    /// The most entries a replica answers one paged request with (a read, a page of
+    /// repair's stored entries or Paxos summaries), whatever limit the peer asked for: a
+    /// shorter answer says more follows, and the asker reads on from its last key.
+    pub read_answer_rows_max: usize,
 }
 
 impl NodeConfig {
@@ -118,10 +122,15 @@ impl NodeConfig {
             repair_tree_depth: 8,
             cas_contention_timeout_ms: 1000,
             mutation_size_bytes_max: 16 << 20,
+            read_answer_rows_max: READ_ANSWER_ROWS_MAX,
             cluster_name: "Mosaic Cluster".to_owned(),
         }
     }
 }
+
+/// The default of [`NodeConfig::read_answer_rows_max`]: above every page a coordinator asks
+/// for (a CQL chunk, a repair page), so only a peer asking for more is cut short.
+pub const READ_ANSWER_ROWS_MAX: usize = 10 * crate::repair::HASH_CHUNK;
 
 /// Times repair asks for one thing before the range fails.
 const REPAIR_ATTEMPTS: usize = 3;

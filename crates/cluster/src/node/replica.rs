@@ -9,6 +9,7 @@ impl Node {
     /// Serves a request from a peer (or from this node as coordinator).
     pub(super) async fn serve(&self, body: Body) -> Body {
         let store = &self.inner.store;
+        let body = cap_limit(body, self.inner.config.read_answer_rows_max);
         match body {
             Body::Write { table, mutations } => match store.apply(table, mutations).await {
                 Ok(()) => Body::WriteAck,
@@ -215,6 +216,22 @@ impl Node {
     }
 }
 
+/// `body` with the entry limit of a paged request lowered to `rows_max`: a peer's limit is
+/// honoured only up to this node's cap (a peer, or a bug, asking for u32::MAX entries must
+/// not make this node build an unbounded answer). The answer then says more follows
+/// (`exhausted: false`, a `next` key) and the asker reads on from its last key; the store
+/// caps the answer's bytes the same way.
+fn cap_limit(mut body: Body, rows_max: usize) -> Body {
+    let max = u32::try_from(rows_max.max(1)).unwrap_or(u32::MAX);
+    if let Body::Read { limit, .. }
+    | Body::ReadStored { limit, .. }
+    | Body::PaxosSummaryRequest { limit, .. } = &mut body
+    {
+        *limit = (*limit).min(max);
+    }
+    body
+}
+
 pub(super) fn body_name(body: &Body) -> &'static str {
     match body {
         Body::Write { .. } => "Write",
@@ -260,5 +277,55 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcGroups { .. } => "EcGroups",
         Body::EcMetaPush { .. } => "EcMetaPush",
         Body::EcMetaAck => "EcMetaAck",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit_of(body: &Body) -> Option<u32> {
+        match body {
+            Body::Read { limit, .. }
+            | Body::ReadStored { limit, .. }
+            | Body::PaxosSummaryRequest { limit, .. } => Some(*limit),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_peer_asking_for_more_entries_than_the_cap_is_answered_at_most_the_cap() {
+        let table = mosaic_types::TableId([1; 16]);
+        let range = WireRange {
+            start: Vec::new(),
+            end: None,
+        };
+        let read = |limit| Body::Read {
+            table,
+            range: range.clone(),
+            limit,
+            digest: false,
+            tags: Vec::new(),
+        };
+        let stored = |limit| Body::ReadStored {
+            table,
+            range: range.clone(),
+            after: None,
+            limit,
+        };
+        let paxos = |limit| Body::PaxosSummaryRequest {
+            table,
+            range: range.clone(),
+            after: None,
+            limit,
+        };
+        for make in [&read as &dyn Fn(u32) -> Body, &stored, &paxos] {
+            assert_eq!(limit_of(&cap_limit(make(u32::MAX), 500)), Some(500));
+            assert_eq!(limit_of(&cap_limit(make(20), 500)), Some(20));
+            // A cap of 0 still answers one entry: reading on always makes progress.
+            assert_eq!(limit_of(&cap_limit(make(20), 0)), Some(1));
+            assert_eq!(limit_of(&cap_limit(make(7), usize::MAX)), Some(7));
+        }
+        assert_eq!(cap_limit(Body::WriteAck, 1), Body::WriteAck);
     }
 }

@@ -288,12 +288,30 @@ pub struct EngineStats {
     pub counter_cache_misses: u64,
 }
 
+/// The node's hints: what they hold against the per-host cap, and the drops at it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HintStats {
+    /// Hints held, all targets.
+    pub pending: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes held for the target holding most.
+    pub bytes_max_held: u64,
+    /// `[cluster] max_hints_size_per_host_bytes` (0: no cap).
+    pub bytes_max_per_host: u64,
+    /// Hints dropped at the cap since the node started.
+    pub dropped: u64,
+}
+
 /// `GET /stats`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Stats {
     /// The node engine (absent in answers of older nodes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineStats>,
+    /// The node's hints (absent in answers of older nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<HintStats>,
     pub tables: Vec<TableEntry>,
 }
 

@@ -400,8 +400,16 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
         engine.write_slowdowns += c.write_slowdowns;
         engine.write_slowdown_micros += c.write_slowdown_micros;
     }
+    let h = &admin.hints;
     Json(api::Stats {
         engine: Some(engine),
+        hints: Some(api::HintStats {
+            pending: h.count(),
+            bytes: h.bytes(),
+            bytes_max_held: h.bytes_max_held(),
+            bytes_max_per_host: h.bytes_max_per_host(),
+            dropped: h.dropped(),
+        }),
         tables,
     })
 }

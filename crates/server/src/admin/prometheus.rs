@@ -39,6 +39,8 @@ pub async fn record(admin: &Admin) {
     metrics::counter!("mosaic_hints_replayed_total").absolute(c.hints_replayed);
     metrics::counter!("mosaic_hints_failed_total").absolute(c.hints_failed);
     metrics::gauge!("mosaic_hints_pending").set(admin.hints.count() as f64);
+    metrics::gauge!("mosaic_hints_bytes").set(admin.hints.bytes() as f64);
+    metrics::counter!("mosaic_hints_dropped_total").absolute(admin.hints.dropped());
     metrics::counter!("mosaic_repair_ranges_total").absolute(c.repair_ranges);
     metrics::counter!("mosaic_repair_entries_streamed_total").absolute(c.repair_entries);
     metrics::counter!("mosaic_speculative_reads_total", "cause" => "slow")

@@ -238,7 +238,10 @@ async fn on_hints<T: Send + 'static>(
 
 /// A local storage error as a replica's failure.
 fn failure(e: ErrorResponse) -> Failure {
-    if matches!(e.kind, ErrorKind::WriteTimeout { .. }) {
+    if matches!(
+        e.kind,
+        ErrorKind::WriteTimeout { .. } | ErrorKind::ReadTimeout { .. }
+    ) {
         Failure::TimedOut(e.message)
     } else if e.message.starts_with("unconfigured table") {
         Failure::UnknownTable

@@ -86,6 +86,7 @@ use crate::cold::ColdTier;
 use crate::config::{Config, EngineCalls, WalSync};
 use crate::durable::{sync_dir, write_atomic, NodeIdentity};
 
+mod answer;
 #[cfg(test)]
 mod collection_model_tests;
 mod coordinator;
@@ -190,6 +191,8 @@ pub struct LocalCoordinator {
     data_center: String,
     rack: String,
     cluster_name: String,
+    /// What bounds one read's answer here: its bytes and time.
+    answer: answer::AnswerBounds,
     /// Whether reads run on the network threads (without a read stage).
     inline_reads: bool,
     /// The read stage reads go through (`[scheduling] read_concurrency` > 0).
@@ -297,6 +300,13 @@ impl LocalCoordinator {
             data_center: config.data_center.clone(),
             rack: config.rack.clone(),
             cluster_name: config.cluster_name.clone(),
+            answer: answer::AnswerBounds {
+                rows_max: config.cluster.read_answer_rows_max,
+                bytes_max: config.cluster.read_answer_bytes_max,
+                timeout: Some(Duration::from_millis(
+                    config.cluster.read_request_timeout_ms,
+                )),
+            },
             inline_reads: config.storage.engine_calls == EngineCalls::Inline,
             read_stage: (config.scheduling.read_concurrency > 0).then(|| {
                 crate::read_stage::ReadStage::new(

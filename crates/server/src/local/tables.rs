@@ -2,6 +2,7 @@
 //! the hot path of replica writes and reads into it (see the parent module's doc for the
 //! directory layout, crash safety and where engine calls run).
 
+use super::answer;
 use super::*;
 
 /// A directory-name component for a keyspace or table name: the name itself when it is
@@ -488,6 +489,7 @@ impl LocalCoordinator {
             filter,
             index,
         } = command;
+        let limit = self.answer.rows(limit);
         if let Some(query) = index {
             let slot = self.slot(table)?;
             // Not built here (yet): the whole range, which holds every row the index would
@@ -511,19 +513,23 @@ impl LocalCoordinator {
                     .await;
             }
         }
+        let mut budget = self.answer.start();
         self.read_pieces(table, range, roles, class, move |store, pieces, name| {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
+            let mut full = false;
             for (range, role) in pieces {
                 let scan = store
                     .scan_filtered(*role, range, filter.as_ref())
                     .map_err(|e| engine_error(name, e))?;
                 for item in scan {
+                    budget.tick()?;
                     let (key, entry) = item.map_err(|e| engine_error(name, e))?;
-                    if entries.len() >= limit {
-                        // One entry past the limit: the range is not exhausted.
+                    if full || entries.len() >= limit {
+                        // One entry past the limit (or the bytes): not exhausted.
                         return Ok(ReadResult::one_copy(entries, false));
                     }
+                    full = budget.add(&key, &entry.value);
                     entries.push((key, entry.value));
                 }
             }
@@ -544,9 +550,17 @@ impl LocalCoordinator {
         roles: &dyn Roles,
     ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Option<Vec<u8>>), ErrorResponse> {
         let class = ReadClass::default();
+        // Repair waits for its pages longer than a read: only the answer's size bounds it.
+        let limit = self.answer.rows(limit);
+        let mut budget = answer::AnswerBounds {
+            timeout: None,
+            ..self.answer
+        }
+        .start();
         self.read_pieces(table, range, roles, class, move |store, pieces, name| {
             let mut entries = Vec::with_capacity(limit.min(1024));
             let mut last_stored = None;
+            let mut full = false;
             // Pieces are disjoint token ranges in ascending order, and stored keys keep
             // their partition's prefix: a stored key past one piece is before the next.
             for (range, role) in pieces {
@@ -555,10 +569,11 @@ impl LocalCoordinator {
                     .map_err(|e| engine_error(name, e))?;
                 for item in scan {
                     let item = item.map_err(|e| engine_error(name, e))?;
-                    if entries.len() >= limit {
-                        // One entry past the limit: the range is not done.
+                    if full || entries.len() >= limit {
+                        // One entry past the limit (or the bytes): the range is not done.
                         return Ok((entries, last_stored));
                     }
+                    full = budget.add(&item.key, &item.entry.value);
                     entries.push((item.key, item.entry.value));
                     last_stored = Some(item.stored);
                 }
