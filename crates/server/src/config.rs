@@ -71,6 +71,8 @@ pub struct Config {
     pub client_encryption: crate::tls::ClientEncryptionConfig,
     /// TLS between nodes.
     pub internode_encryption: crate::internode_tls::InternodeEncryptionConfig,
+    /// `[internode_auth]`: the cluster secret peers prove they know.
+    pub internode_auth: crate::internode_auth::InternodeAuthConfig,
 }
 
 /// When the write-ahead log reaches stable storage.
@@ -178,6 +180,9 @@ pub struct ClusterConfig {
     pub replica_requests_max: usize,
     /// Messages queued for one peer before more are dropped (their requests time out).
     pub peer_queue_max: usize,
+    /// Bytes queued for one peer before more messages are dropped (an empty queue takes
+    /// a message of any size).
+    pub peer_queue_bytes_max: usize,
     /// Hints are stored for a replica down less than this; 0 disables hinted handoff
     /// (Cassandra's `max_hint_window`, 3 h).
     pub max_hint_window_ms: u64,
@@ -290,6 +295,7 @@ impl Default for Config {
             auth: crate::auth::AuthConfig::default(),
             client_encryption: crate::tls::ClientEncryptionConfig::default(),
             internode_encryption: crate::internode_tls::InternodeEncryptionConfig::default(),
+            internode_auth: crate::internode_auth::InternodeAuthConfig::default(),
         }
     }
 }
@@ -329,6 +335,7 @@ impl Default for ClusterConfig {
             schema_timeout_ms: 10_000,
             replica_requests_max: 4096,
             peer_queue_max: 16_384,
+            peer_queue_bytes_max: 128 << 20,
             max_hint_window_ms: 3 * 3600 * 1000,
             max_hints_size_per_host_bytes: 1 << 30,
             read_answer_rows_max: mosaic_cluster::node::READ_ANSWER_ROWS_MAX,
@@ -405,6 +412,7 @@ impl Config {
         config.auth.resolve_paths(base);
         config.client_encryption.resolve_paths(base);
         config.internode_encryption.resolve_paths(base);
+        config.internode_auth.resolve_paths(base);
         Ok(config)
     }
 
@@ -496,6 +504,7 @@ impl Config {
             || c.replica_requests_max == 0
             || c.peer_queue_max == 0
             || c.read_answer_rows_max == 0
+            || c.peer_queue_bytes_max == 0
         {
             bail!("[cluster] intervals, timeouts and queue bounds must be at least 1");
         }

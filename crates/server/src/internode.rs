@@ -1,8 +1,9 @@
 //! The internode transport: the cluster's [`Runtime`] and [`Transport`] over tokio and TCP.
 //!
 //! Owns the sockets between nodes. Each peer gets one outgoing connection, fed by a
-//! bounded queue of encoded frames (`[cluster] peer_queue_max`): a full queue drops the
-//! message (its request fails at the coordinator) instead of growing memory, and a peer
+//! queue of encoded frames bounded in messages and in bytes (`[cluster] peer_queue_max`,
+//! `peer_queue_bytes_max`): a full queue drops the message (its request fails at the
+//! coordinator) instead of growing memory, and a peer
 //! that cannot be reached has its queue emptied while the writer backs off, so a dead node
 //! never holds memory or blocks anyone. When a connection breaks or cannot be made, the
 //! node is told (`Node::connection_lost`): the requests awaiting that peer's answers fail
@@ -11,10 +12,12 @@
 //! on a peer whose process is gone. Incoming connections are read frame
 //! by frame; a bad length, checksum or payload closes only that connection, never the
 //! node. Frames are `mosaic_cluster::message`'s. With `[internode_encryption]` every
-//! connection, both ways, is mutual TLS ([`crate::internode_tls`]).
+//! connection, both ways, is mutual TLS ([`crate::internode_tls`]). Every connection then
+//! opens with the membership handshake ([`crate::internode_auth`]), which binds it to the
+//! endpoint of the node that opened it: a message on it that names another sender closes it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -28,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 
+use crate::internode_auth::{Handshake, Refusal};
 use crate::internode_tls::InternodeTls;
 
 /// How long a connection attempt may take.
@@ -42,38 +46,84 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> PeerIo for T {}
 
 type PeerStream = Box<dyn PeerIo>;
 
-/// A connection to `to` (TLS when configured), or `None` if it could not be made within
-/// [`CONNECT_TIMEOUT`].
-async fn dial(tls: Option<&InternodeTls>, to: Endpoint) -> Option<PeerStream> {
+/// How this node opens and admits internode connections: TLS when configured, then the
+/// membership handshake ([`crate::internode_auth`]).
+pub struct Links {
+    /// `[internode_encryption]`, when on.
+    pub tls: Option<Arc<InternodeTls>>,
+    /// This node's side of the handshake.
+    pub handshake: Arc<Handshake>,
+}
+
+/// Why a connection to a peer was not made.
+enum DialFailure {
+    /// No TCP or TLS connection within [`CONNECT_TIMEOUT`].
+    Unreachable,
+    /// The membership handshake failed.
+    Refused(Refusal),
+}
+
+/// A connection to `to` (TLS when configured) that passed the membership handshake, all
+/// within [`CONNECT_TIMEOUT`].
+async fn dial(links: &Links, to: Endpoint) -> Result<PeerStream, DialFailure> {
     let dialled = async {
-        let tcp = TcpStream::connect(to).await.ok()?;
-        let _ = tcp.set_nodelay(true);
-        match tls {
-            None => Some(Box::new(tcp) as PeerStream),
-            Some(tls) => Some(Box::new(tls.connect(to, tcp).await.ok()?) as PeerStream),
-        }
+        let tcp = links
+            .handshake
+            .connect_tcp(to)
+            .await
+            .map_err(|_| DialFailure::Unreachable)?;
+        let mut stream: PeerStream = match &links.tls {
+            None => Box::new(tcp),
+            Some(tls) => Box::new(
+                tls.connect(to, tcp)
+                    .await
+                    .map_err(|_| DialFailure::Unreachable)?,
+            ),
+        };
+        links
+            .handshake
+            .dial(&mut stream)
+            .await
+            .map_err(DialFailure::Refused)?;
+        Ok(stream)
     };
     tokio::time::timeout(CONNECT_TIMEOUT, dialled)
         .await
-        .ok()
-        .flatten()
+        .unwrap_or(Err(DialFailure::Unreachable))
 }
 
-/// A peer's connection, through the TLS handshake when configured (`None`: it failed, or
-/// took longer than [`CONNECT_TIMEOUT`]).
-async fn admit(tls: Option<&InternodeTls>, tcp: TcpStream, from: Endpoint) -> Option<PeerStream> {
+/// A peer's connection, through the TLS handshake when configured and the membership
+/// handshake, with the endpoint it is admitted as (`None`: refused, and logged, or it took
+/// longer than [`CONNECT_TIMEOUT`]).
+async fn admit(links: &Links, tcp: TcpStream, from: Endpoint) -> Option<(PeerStream, Endpoint)> {
     let _ = tcp.set_nodelay(true);
-    let Some(tls) = tls else {
-        return Some(Box::new(tcp));
+    let admitted = async {
+        let mut stream: PeerStream = match &links.tls {
+            None => Box::new(tcp),
+            // A failed TLS handshake is logged by `accept`.
+            Some(tls) => Box::new(tls.accept(tcp, from).await.ok()?),
+        };
+        match links.handshake.admit(&mut stream, from).await {
+            Ok(peer) => Some((stream, peer)),
+            Err(Refusal::Io(_)) => None, // Gone before it said anything to judge.
+            Err(why) => {
+                tracing::warn!(
+                    target: "mosaic::internode",
+                    %from,
+                    reason = %why,
+                    "refusing an internode connection"
+                );
+                None
+            }
+        }
     };
-    match tokio::time::timeout(CONNECT_TIMEOUT, tls.accept(tcp, from)).await {
-        Ok(Ok(stream)) => Some(Box::new(stream)),
-        Ok(Err(_)) => None, // Logged by `accept`.
+    match tokio::time::timeout(CONNECT_TIMEOUT, admitted).await {
+        Ok(admitted) => admitted,
         Err(_) => {
             tracing::warn!(
                 target: "mosaic::internode",
                 %from,
-                "refusing an internode connection: no TLS handshake in time"
+                "refusing an internode connection: no handshake in time"
             );
             None
         }
@@ -122,29 +172,32 @@ impl Runtime for TokioRuntime {
 pub struct TcpTransport {
     peers: Mutex<HashMap<Endpoint, Peer>>,
     queue_max: usize,
+    queue_bytes_max: usize,
     handle: tokio::runtime::Handle,
     lost: Arc<OnceLock<ConnectionLost>>,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
 }
 
-/// One peer's queue, whether its last connection attempt succeeded, and what wakes its
-/// writer from a backoff.
+/// One peer's queue and the bytes in it, whether its last connection attempt succeeded,
+/// and what wakes its writer from a backoff.
 struct Peer {
     tx: mpsc::Sender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
     reachable: Arc<AtomicBool>,
     wake: Arc<Notify>,
 }
 
 impl TcpTransport {
-    /// A transport queueing at most `queue_max` messages per peer (call inside tokio),
-    /// connecting through `tls` when set.
-    pub fn new(queue_max: usize, tls: Option<Arc<InternodeTls>>) -> TcpTransport {
+    /// A transport queueing at most `queue_max` messages and `queue_bytes_max` bytes per
+    /// peer (call inside tokio), connecting through `links`.
+    pub fn new(queue_max: usize, queue_bytes_max: usize, links: Arc<Links>) -> TcpTransport {
         TcpTransport {
             peers: Mutex::new(HashMap::new()),
             queue_max: queue_max.max(1),
+            queue_bytes_max,
             handle: tokio::runtime::Handle::current(),
             lost: Arc::new(OnceLock::new()),
-            tls,
+            links,
         }
     }
 }
@@ -152,10 +205,11 @@ impl TcpTransport {
 impl Transport for TcpTransport {
     fn send(&self, to: Endpoint, env: Envelope) -> bool {
         let frame = encode_frame(&env);
-        let (tx, reachable) = {
+        let (tx, queued, reachable) = {
             let mut peers = self.peers.lock();
             let peer = peers.entry(to).or_insert_with(|| {
                 let (tx, rx) = mpsc::channel(self.queue_max);
+                let queued = Arc::new(AtomicUsize::new(0));
                 let reachable = Arc::new(AtomicBool::new(true));
                 let wake = Arc::new(Notify::new());
                 let writer = PeerWriter {
@@ -163,20 +217,42 @@ impl Transport for TcpTransport {
                     reachable: reachable.clone(),
                     lost: self.lost.clone(),
                     wake: wake.clone(),
-                    tls: self.tls.clone(),
+                    links: self.links.clone(),
+                    refused: false,
                 };
-                self.handle.spawn(writer.run(rx));
+                let queue = Queue {
+                    rx,
+                    queued: queued.clone(),
+                };
+                self.handle.spawn(writer.run(queue));
                 Peer {
                     tx,
+                    queued,
                     reachable,
                     wake,
                 }
             });
-            (peer.tx.clone(), peer.reachable.load(Ordering::Relaxed))
+            (
+                peer.tx.clone(),
+                peer.queued.clone(),
+                peer.reachable.load(Ordering::Relaxed),
+            )
         };
+        // The bytes bound: a frame that would overfill the queue is dropped like one that
+        // finds it full (an empty queue takes any frame, so the largest one can pass).
+        let len = frame.len();
+        let before = queued.fetch_add(len, Ordering::SeqCst);
+        if before > 0 && before + len > self.queue_bytes_max {
+            queued.fetch_sub(len, Ordering::SeqCst);
+            return false;
+        }
+        if tx.try_send(frame).is_err() {
+            queued.fetch_sub(len, Ordering::SeqCst);
+            return false;
+        }
         // Queued even when the peer is unreachable (the writer's next attempt may find it
         // back), but reported undeliverable: a request to it fails now, not at its timeout.
-        tx.try_send(frame).is_ok() && reachable
+        reachable
     }
 
     fn on_connection_lost(&self, lost: ConnectionLost) {
@@ -193,13 +269,35 @@ impl Transport for TcpTransport {
     }
 }
 
+/// A peer's queue of frames, counting the bytes taken off it.
+struct Queue {
+    rx: mpsc::Receiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Queue {
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        let frame = self.rx.recv().await?;
+        self.queued.fetch_sub(frame.len(), Ordering::SeqCst);
+        Some(frame)
+    }
+
+    fn try_recv(&mut self) -> Option<Vec<u8>> {
+        let frame = self.rx.try_recv().ok()?;
+        self.queued.fetch_sub(frame.len(), Ordering::SeqCst);
+        Some(frame)
+    }
+}
+
 /// The task writing one peer's queue.
 struct PeerWriter {
     to: Endpoint,
     reachable: Arc<AtomicBool>,
     lost: Arc<OnceLock<ConnectionLost>>,
     wake: Arc<Notify>,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
+    /// Whether the peer's last handshake refused us (logged once, not at every retry).
+    refused: bool,
 }
 
 impl PeerWriter {
@@ -212,26 +310,41 @@ impl PeerWriter {
     }
 
     /// Writes queued frames to the peer, reconnecting with backoff.
-    async fn run(self, mut rx: mpsc::Receiver<Vec<u8>>) {
+    async fn run(mut self, mut queue: Queue) {
         let to = self.to;
         let mut backoff = Duration::from_millis(50);
-        while let Some(first) = rx.recv().await {
-            let Some(stream) = dial(self.tls.as_deref(), to).await else {
-                // Unreachable: what is queued could only time out; drop it and wait.
-                self.reachable.store(false, Ordering::Relaxed);
-                drop(first);
-                while rx.try_recv().is_ok() {}
-                self.lost();
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => backoff = (backoff * 2).min(BACKOFF_MAX),
-                    // The peer connected to us: it runs again.
-                    _ = self.wake.notified() => backoff = Duration::from_millis(50),
+        while let Some(first) = queue.recv().await {
+            let stream = match dial(&self.links, to).await {
+                Ok(stream) => stream,
+                Err(failure) => {
+                    if let DialFailure::Refused(why) = failure {
+                        if !std::mem::replace(&mut self.refused, true) {
+                            tracing::warn!(
+                                target: "mosaic::internode",
+                                peer = %to,
+                                reason = %why,
+                                "a peer refused our internode handshake, or we refused it \
+                                 (cluster secret, cluster name or partitioner differ? see its log)"
+                            );
+                        }
+                    }
+                    // Unreachable: what is queued could only time out; drop it and wait.
+                    self.reachable.store(false, Ordering::Relaxed);
+                    drop(first);
+                    while queue.try_recv().is_some() {}
+                    self.lost();
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => backoff = (backoff * 2).min(BACKOFF_MAX),
+                        // The peer connected to us: it runs again.
+                        _ = self.wake.notified() => backoff = Duration::from_millis(50),
+                    }
+                    continue;
                 }
-                continue;
             };
+            self.refused = false;
             self.reachable.store(true, Ordering::Relaxed);
             backoff = Duration::from_millis(50);
-            if !write_connected(stream, first, &mut rx).await {
+            if !write_connected(stream, first, &mut queue).await {
                 return;
             }
             self.lost();
@@ -241,11 +354,7 @@ impl PeerWriter {
 
 /// Writes `first` and then the queue to a fresh connection until it breaks (`true`) or
 /// the queue is closed (`false`).
-async fn write_connected(
-    stream: PeerStream,
-    first: Vec<u8>,
-    rx: &mut mpsc::Receiver<Vec<u8>>,
-) -> bool {
+async fn write_connected(stream: PeerStream, first: Vec<u8>, queue: &mut Queue) -> bool {
     // The peer never writes on this connection: anything readable (its FIN when its
     // process died, a reset) means the connection is dead. Noticing it at once, rather
     // than at the next failed write, keeps messages for a restarted peer from
@@ -258,7 +367,7 @@ async fn write_connected(
     }
     loop {
         // Write everything already queued, then flush once.
-        while let Ok(frame) = rx.try_recv() {
+        while let Some(frame) = queue.try_recv() {
             if w.write_all(&frame).await.is_err() {
                 return true;
             }
@@ -267,7 +376,7 @@ async fn write_connected(
             return true;
         }
         tokio::select! {
-            frame = rx.recv() => match frame {
+            frame = queue.recv() => match frame {
                 Some(frame) => {
                     if w.write_all(&frame).await.is_err() {
                         return true;
@@ -284,7 +393,7 @@ async fn write_connected(
 pub async fn serve(
     listener: TcpListener,
     node: Node,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     loop {
@@ -292,15 +401,17 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, from)) => {
                     let node = node.clone();
-                    let tls = tls.clone();
+                    let links = links.clone();
                     tokio::spawn(async move {
-                        let Some(stream) = admit(tls.as_deref(), stream, from).await else {
+                        let Some((stream, peer)) = admit(&links, stream, from).await else {
                             return;
                         };
-                        if let Err(e) = read_frames(stream, &node).await {
+                        node.peer_heard(peer);
+                        if let Err(e) = read_frames(stream, peer, |env| node.receive(env)).await {
                             tracing::debug!(
                                 target: "mosaic::internode",
                                 %from,
+                                %peer,
                                 error = %e,
                                 "internode connection closed"
                             );
@@ -317,11 +428,16 @@ pub async fn serve(
     }
 }
 
-/// Reads frames until the peer closes (Ok) or sends something undecodable (Err).
-async fn read_frames(stream: PeerStream, node: &Node) -> anyhow::Result<()> {
+/// Reads the frames of the connection admitted as `peer`, handing each envelope to
+/// `deliver`, until the peer closes (Ok) or sends something undecodable or a message that
+/// claims another sender (Err: the connection is closed).
+async fn read_frames(
+    stream: PeerStream,
+    peer: Endpoint,
+    mut deliver: impl FnMut(Envelope),
+) -> anyhow::Result<()> {
     let mut r = tokio::io::BufReader::with_capacity(64 << 10, stream);
     let mut header = [0u8; FRAME_HEADER_LEN];
-    let mut first = true;
     loop {
         match r.read_exact(&mut header).await {
             Ok(_) => {}
@@ -336,10 +452,16 @@ async fn read_frames(stream: PeerStream, node: &Node) -> anyhow::Result<()> {
             anyhow::bail!("connection closed inside a frame");
         }
         let env = decode_payload(&payload, crc)?;
-        if std::mem::take(&mut first) {
-            node.peer_heard(env.from);
+        if env.from != peer {
+            tracing::warn!(
+                target: "mosaic::internode",
+                %peer,
+                claimed = %env.from,
+                "closing an internode connection: a message claims another sender"
+            );
+            anyhow::bail!("a message from {peer} claims to come from {}", env.from);
         }
-        node.receive(env);
+        deliver(env);
     }
 }
 
@@ -358,7 +480,7 @@ pub async fn shadow_round(
     me: Endpoint,
     seeds: &[Endpoint],
     cluster: &str,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
 ) -> Option<Vec<mosaic_cluster::message::EndpointState>> {
     use mosaic_cluster::message::PROTOCOL_VERSION;
     use mosaic_cluster::Body;
@@ -387,43 +509,33 @@ pub async fn shadow_round(
             let tx = tx.clone();
             let mut done = done_rx.clone();
             let cluster = cluster.to_owned();
-            let tls = tls.clone();
+            let links = links.clone();
             tokio::spawn(async move {
-                let Some(stream) = admit(tls.as_deref(), stream, from).await else {
+                let Some((stream, peer)) = admit(&links, stream, from).await else {
                     return;
                 };
-                let mut r = tokio::io::BufReader::new(stream);
-                let read_ack = async {
-                    let mut header = [0u8; FRAME_HEADER_LEN];
-                    while r.read_exact(&mut header).await.is_ok() {
-                        let (len, crc) = frame_len(&header).ok()?;
-                        let mut payload = vec![0u8; len];
-                        r.read_exact(&mut payload).await.ok()?;
-                        if let Ok(Envelope {
-                            body:
-                                Body::GossipAck {
-                                    cluster: theirs,
-                                    states,
-                                },
-                            from,
-                            ..
-                        }) = decode_payload(&payload, crc)
-                        {
-                            if theirs == cluster {
-                                return Some(states);
-                            }
+                let (found_tx, mut found) = mpsc::channel(1);
+                let read_ack = read_frames(stream, peer, move |env| {
+                    if let Body::GossipAck {
+                        cluster: theirs,
+                        states,
+                    } = env.body
+                    {
+                        if theirs == cluster {
+                            let _ = found_tx.try_send(states);
+                        } else {
                             tracing::warn!(
                                 target: "mosaic::internode",
-                                peer = %from,
+                                %peer,
                                 peer_cluster = %theirs,
                                 "a seed of another cluster answered the shadow round; ignored"
                             );
                         }
                     }
-                    None
-                };
+                });
                 tokio::select! {
-                    states = read_ack => {
+                    _ = read_ack => {}
+                    states = found.recv() => {
                         if let Some(states) = states {
                             let _ = tx.send(states).await;
                         }
@@ -436,7 +548,7 @@ pub async fn shadow_round(
     let ask = async {
         loop {
             for seed in &seeds {
-                if let Some(mut out) = dial(tls.as_deref(), *seed).await {
+                if let Ok(mut out) = dial(&links, *seed).await {
                     let _ = out.write_all(&syn).await;
                     let _ = out.flush().await;
                 }
@@ -453,4 +565,39 @@ pub async fn shadow_round(
     };
     let _ = done_tx.send(true);
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mosaic_cluster::message::PROTOCOL_VERSION;
+    use mosaic_cluster::Body;
+
+    fn frame(from: &str) -> Vec<u8> {
+        encode_frame(&Envelope {
+            version: PROTOCOL_VERSION,
+            from: from.parse().unwrap(),
+            id: 7,
+            body: Body::SchemaPull,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_message_claiming_another_sender_closes_the_connection() {
+        let peer: Endpoint = "127.0.0.2:7000".parse().unwrap();
+        let (mut w, r) = tokio::io::duplex(1 << 16);
+        let bytes = [
+            frame("127.0.0.2:7000"),
+            frame("127.0.0.3:7000"),
+            frame("127.0.0.2:7000"),
+        ]
+        .concat();
+        w.write_all(&bytes).await.unwrap();
+        drop(w);
+        let mut delivered = Vec::new();
+        let read = read_frames(Box::new(r), peer, |env| delivered.push(env.from)).await;
+        assert!(read.is_err(), "the forged message was accepted");
+        // Only what came before it was delivered.
+        assert_eq!(delivered, vec![peer]);
+    }
 }

@@ -6,8 +6,9 @@
 //! CA cannot open an internode connection (its attempts are refused during the handshake
 //! and logged with its address). Peers are dialled by IP address and the name in a node's
 //! certificate is not checked (Cassandra's `require_endpoint_verification: false`): what
-//! matters is the CA. Which node a message comes from is still the message's `from` field;
-//! binding it to the certificate is the internode-authentication work of issue 21.
+//! matters is the CA. Which member a connection comes from is settled after the TLS
+//! handshake by the membership handshake ([`crate::internode_auth`]): the endpoint it
+//! claims must be the address the connection comes from.
 //!
 //! The files are read at start (a missing, unreadable or mismatched one stops the node,
 //! naming it) and reloaded as the client port's are ([`crate::tls`]): checked every

@@ -7,6 +7,7 @@
 //! DIR/node1/data/         its data directory
 //! DIR/node1/log           its stdout and stderr (appended)
 //! DIR/node1/pid           its process id while it runs
+//! DIR/cluster.secret      the cluster secret every node's `[internode_auth]` names
 //! ```
 //!
 //! Node *i* listens on 127.0.0.*i* (CQL on `--port`, internode on `--storage-port`, admin
@@ -14,7 +15,9 @@
 //! node 1 as its seed. `up` starts each node detached (its own session, so it outlives
 //! the launcher and a terminal's hangup), waits until each answers an OPTIONS request on
 //! its CQL port, then until every node sees every other node UP through gossip, and
-//! prints the addresses. `down` sends SIGTERM to each and waits for it to exit.
+//! prints the addresses. `down` sends SIGTERM to each and waits for it to exit. The first
+//! `up` makes a random cluster secret (readable by its owner only), so a process that is
+//! not one of the cluster's nodes cannot join it, even on this host.
 //!
 //! A pid file is trusted only if that process's command line still names this node's
 //! config, so a stale file whose pid was reused by an unrelated process is never signalled.
@@ -257,7 +260,8 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     } else {
         Vec::new()
     };
-    let config = Config {
+    let cluster_dir = node.dir.parent().unwrap_or(&node.dir);
+    let mut config = Config {
         listen_address: listen,
         native_port: port,
         storage_port: args.storage_port,
@@ -267,6 +271,7 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         data_dir: node.dir.join("data"),
         ..Config::default()
     };
+    config.internode_auth.secret_file = cluster_secret(cluster_dir)?.to_string_lossy().into_owned();
     let config = apply_settings(config, &args.settings)?;
     let text = format!(
         "# {} of a local cluster, written by `mosaic cluster up`. Keys: docs/mosaic.example.toml\n{}",
@@ -275,6 +280,27 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     );
     write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     Ok(config)
+}
+
+/// The cluster's secret file, made (random, owner-only) if it does not exist yet.
+fn cluster_secret(cluster_dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = cluster_dir.join("cluster.secret");
+    if path.exists() {
+        return Ok(path);
+    }
+    let secret: [u8; 32] = rand::random();
+    let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(format!("{hex}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
 }
 
 fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {

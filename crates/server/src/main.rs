@@ -40,6 +40,7 @@ mod durable;
 mod hints;
 mod hr;
 mod internode;
+mod internode_auth;
 mod internode_tls;
 mod launcher;
 mod local;

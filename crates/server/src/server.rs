@@ -36,7 +36,9 @@ use crate::cluster::{ClusterCoordinator, LocalStore};
 use crate::config::Config;
 use crate::durable::NodeIdentity;
 use crate::hints::HintStore;
+use crate::internode::Links;
 use crate::internode::{self, TcpTransport, TokioRuntime};
+use crate::internode_auth::{Handshake, CLUSTER_SECRET_ENV};
 use crate::internode_tls::InternodeTls;
 use crate::local::LocalCoordinator;
 use crate::net::{self, Shared};
@@ -108,20 +110,24 @@ async fn serve(config: Config) -> Result<()> {
     }
 
     // The cluster node: internode port first, so peers can answer as soon as we gossip.
+    let cluster_secret = config
+        .internode_auth
+        .secret(std::env::var(CLUSTER_SECRET_ENV).ok())?;
     let mut config = config;
     let internode_listener = bind_internode(&mut config).await?;
-    recover_identity(&config, &internode_listener, internode_tls.clone()).await?;
+    let links = internode_links(&config, internode_tls, cluster_secret.as_deref());
+    recover_identity(&config, &internode_listener, links.clone()).await?;
     let local = open_storage(&config, &mut signals).await?;
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
         local.engine_options(),
         config.cluster.max_hints_size_per_host_bytes,
     )?);
-    let node = start_node(&config, local.clone(), hints.clone(), internode_tls.clone())?;
+    let node = start_node(&config, local.clone(), hints.clone(), links.clone())?;
     tokio::spawn(internode::serve(
         internode_listener,
         node.clone(),
-        internode_tls,
+        links,
         shutdown_rx.clone(),
     ));
     if config.data_dir.join(CODED_RECOVERY_FILE).exists() {
@@ -298,7 +304,7 @@ fn start_node(
     config: &Config,
     local: Arc<LocalCoordinator>,
     hints: Arc<HintStore>,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
 ) -> Result<Node> {
     let me = local.local_node();
     let mut node_config = NodeConfig::new(config.storage_endpoint());
@@ -336,7 +342,11 @@ fn start_node(
         app,
         generation,
         Arc::new(TokioRuntime::new()),
-        Arc::new(TcpTransport::new(config.cluster.peer_queue_max, tls)),
+        Arc::new(TcpTransport::new(
+            config.cluster.peer_queue_max,
+            config.cluster.peer_queue_bytes_max,
+            links,
+        )),
         store.clone(),
         mosaic_cluster::selection::selector(&config.selection()),
     );
@@ -588,13 +598,41 @@ async fn recover_coded_shards(node: mosaic_cluster::node::WeakNode, data_dir: st
     }
 }
 
+/// How internode connections are opened and admitted: TLS when configured, and the
+/// membership handshake with the cluster secret when there is one. A node with neither
+/// says so: any process that reaches its internode port could then join the cluster.
+fn internode_links(
+    config: &Config,
+    tls: Option<Arc<InternodeTls>>,
+    secret: Option<&[u8]>,
+) -> Arc<Links> {
+    if secret.is_none() && tls.is_none() {
+        tracing::warn!(
+            target: "mosaic::internode",
+            "internode connections are not authenticated: any process that reaches the \
+             internode port can join the cluster; set [internode_auth] secret_file (or \
+             {CLUSTER_SECRET_ENV}) or [internode_encryption]"
+        );
+    }
+    Arc::new(Links {
+        tls,
+        handshake: Arc::new(Handshake::new(
+            secret,
+            config.storage_endpoint(),
+            &config.cluster_name,
+            config.internode_auth.check_source_address,
+            config.listen_address,
+        )),
+    })
+}
+
 /// A node starting without an identity (a new node, or one whose data directory was
 /// wiped) asks the seeds whether the cluster knows a node at its address; if so it takes
 /// that node's host id and tokens, so it comes back as itself and repair refills it.
 async fn recover_identity(
     config: &Config,
     listener: &TcpListener,
-    tls: Option<Arc<InternodeTls>>,
+    links: Arc<Links>,
 ) -> Result<()> {
     if NodeIdentity::exists(&config.data_dir) {
         return Ok(());
@@ -605,7 +643,7 @@ async fn recover_identity(
         return Ok(());
     }
     let Some(states) =
-        internode::shadow_round(listener, me, &seeds, &config.cluster_name, tls).await
+        internode::shadow_round(listener, me, &seeds, &config.cluster_name, links).await
     else {
         return Ok(());
     };

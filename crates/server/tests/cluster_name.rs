@@ -1,6 +1,6 @@
-//! Gossip from a node of another cluster is refused: a node started with another
-//! `cluster_name` and the first node as its seed never joins its ring, and the refusal is
-//! logged with the peer's address.
+//! A node of another cluster is refused: a node started with another `cluster_name` and the
+//! first node as its seed never joins its ring, and the refusal (at the internode
+//! handshake, before any gossip) is logged with the peer's address and cluster.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
@@ -20,11 +20,11 @@ fn a_node_of_another_cluster_cannot_join() {
         (free_port(), free_port(), free_port(), free_port());
     let a = Node::start(&config("alpha", storage_a, admin_a, storage_a));
     let b = Node::start(&config("beta", storage_b, admin_b, storage_a));
-    let refused = format!("127.0.0.1:{storage_b}");
-    wait_for("node a to refuse node b's gossip", || {
+    let refused = format!("127.0.0.1:{storage_b} belongs to cluster \"beta\"");
+    wait_for("node a to refuse node b's connections", || {
         let log = a.log();
         log.lines()
-            .any(|l| l.contains("refusing gossip from another cluster") && l.contains(&refused))
+            .any(|l| l.contains("refusing an internode connection") && l.contains(&refused))
             .then_some(())
     });
     // Node a's peers (system.peers) never list b.

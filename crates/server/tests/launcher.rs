@@ -127,7 +127,14 @@ fn a_three_node_cluster_comes_up_sees_itself_and_goes_down() {
         let config =
             std::fs::read_to_string(cluster.dir.join(format!("node{i}/mosaic.toml"))).unwrap();
         assert!(config.contains(&format!("127.0.0.1:{storage}")), "{config}");
+        // Every node holds the cluster secret `up` made, readable by its owner only.
+        assert!(config.contains("cluster.secret"), "{config}");
     }
+    let secret = std::fs::metadata(cluster.dir.join("cluster.secret")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&secret.permissions()) & 0o777,
+        0o600
+    );
     let status = Command::new(env!("CARGO_BIN_EXE_mosaic"))
         .args(["status", "--host", &format!("127.0.0.2:{admin}")])
         .output()

@@ -532,19 +532,28 @@ impl Node {
                     return;
                 }
                 let node = self.clone();
+                // A schema change names the peer it came from in what it logs (a schema
+                // that drops tables is logged with it).
+                let span = match &body {
+                    Body::SchemaPush(_) => tracing::info_span!("schema_push", peer = %from),
+                    _ => tracing::Span::none(),
+                };
                 self.inner.runtime.run_or_spawn(
-                    async move {
-                        let (answer, facts) = node.serve_measured(body, 1).await;
-                        node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
-                        let answer = match facts {
-                            Some(facts) => Body::WithFacts {
-                                facts,
-                                body: Box::new(answer),
-                            },
-                            None => answer,
-                        };
-                        node.send(from, id, answer);
-                    }
+                    tracing::Instrument::instrument(
+                        async move {
+                            let (answer, facts) = node.serve_measured(body, 1).await;
+                            node.inner.replica_in_flight.fetch_sub(1, Ordering::SeqCst);
+                            let answer = match facts {
+                                Some(facts) => Body::WithFacts {
+                                    facts,
+                                    body: Box::new(answer),
+                                },
+                                None => answer,
+                            };
+                            node.send(from, id, answer);
+                        },
+                        span,
+                    )
                     .boxed(),
                 );
             }

@@ -105,6 +105,17 @@ impl LocalCoordinator {
                 .collect();
             names.join(",")
         };
+        if origin == "peer" && !dropped.is_empty() {
+            // Whose schema it is: the `schema_push` span around this names the peer, whose
+            // connection passed the membership handshake.
+            tracing::warn!(
+                target: "mosaic::schema",
+                epoch,
+                version = %next.version,
+                dropped = %names(&dropped),
+                "a peer's schema drops tables; their storage is deleted"
+            );
+        }
         tracing::info!(
             target: "mosaic::schema",
             origin,
