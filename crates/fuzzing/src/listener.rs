@@ -534,10 +534,10 @@ fn batch(rng: &mut SplitMix64, cx: &Context, v5: bool) -> Vec<u8> {
 }
 
 /// A SASL token (an AUTH_RESPONSE body) that is not the right credentials, or is them
-/// badly framed.
+/// badly framed, or names a user made to forge log lines.
 fn hostile_token(rng: &mut SplitMix64, cx: &Context) -> Vec<u8> {
     let (user, password) = (cx.user.as_bytes(), cx.password.as_bytes());
-    let token: Vec<u8> = match rng.below(11) {
+    let token: Vec<u8> = match rng.below(12) {
         0 => [b"\0", user, b"\0wrong-password"].concat(),
         1 => [b"\0cassandra\0", password].concat(),
         2 => Vec::new(),
@@ -551,6 +551,8 @@ fn hostile_token(rng: &mut SplitMix64, cx: &Context) -> Vec<u8> {
         7 => [b"\0", user, b"\0", password, b"\0"].concat(),
         8 => [user, b"\0", user, b"\0", password].concat(),
         9 => [b"\0\xff\xfe\0", password].concat(),
+        // A user name that would write a line of its own into a log that printed it raw.
+        10 => [b"\0", user, b"\nFORGED login of cassandra\r\0", password].concat(),
         _ => {
             // A length that claims more than follows.
             let mut t = (rng.between(1, i32::MAX as u64) as i32)

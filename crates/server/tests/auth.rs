@@ -2,8 +2,9 @@
 //! (`[auth] authenticator = "password"`): the SASL PLAIN exchange on the wire
 //! (BadCredentials 0x0100 with Cassandra's text), the `scylla` driver logging in, a role
 //! granted SELECT on one table reading it and refused (Unauthorized 0x2100) everything
-//! else, REVOKE taking effect within the permissions validity, and a node refusing to
-//! start without the superuser's password.
+//! else, REVOKE taking effect within the permissions validity, a node refusing to start
+//! without the superuser's password, and a user name with line breaks logged escaped (it
+//! once wrote lines of its own into the log; found by `listener_fuzz.rs`).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod common;
@@ -43,6 +44,18 @@ fn plain(user: &str, password: &str) -> Vec<u8> {
     let mut body = (token.len() as i32).to_be_bytes().to_vec();
     body.extend_from_slice(token.as_bytes());
     body
+}
+
+/// A connection past STARTUP, asked to authenticate.
+fn authenticating(node: &Node) -> common::Conn {
+    let mut c = node.connect();
+    c.send(
+        0,
+        Opcode::Startup,
+        &startup_body(&[("CQL_VERSION", "3.0.0")]),
+    );
+    assert_eq!(c.recv().opcode, Opcode::Authenticate.byte());
+    c
 }
 
 #[test]
@@ -92,19 +105,34 @@ fn the_wire_exchange_answers_authenticate_then_success_or_bad_credentials() {
 }
 
 #[test]
+fn a_user_name_cannot_forge_log_lines() {
+    let pw = tempfile::tempdir().unwrap();
+    let node = auth_node(pw.path(), "");
+    let mut c = authenticating(&node);
+    c.send(
+        1,
+        Opcode::AuthResponse,
+        &plain("eve\nFORGED admin logged in\r", "x"),
+    );
+    assert_eq!(c.recv().error().0, 0x0100);
+    common::wait_for("the failed login to be logged", || {
+        node.log().contains("login failed").then_some(())
+    });
+    let log = node.log();
+    assert!(
+        !log.lines().any(|l| l.starts_with("FORGED")),
+        "a client wrote a line of the log:\n{log}"
+    );
+}
+
+#[test]
 fn failed_logins_from_one_address_are_rate_limited() {
     let pw = tempfile::tempdir().unwrap();
     let node = auth_node(
         pw.path(),
         "login_failures_burst = 3\nlogin_failure_refill_ms = 60000",
     );
-    let mut c = node.connect();
-    c.send(
-        0,
-        Opcode::Startup,
-        &startup_body(&[("CQL_VERSION", "3.0.0")]),
-    );
-    assert_eq!(c.recv().opcode, Opcode::Authenticate.byte());
+    let mut c = authenticating(&node);
     for i in 0..3 {
         c.send(i, Opcode::AuthResponse, &plain("cassandra", "guess"));
         assert!(c.recv().error().1.contains("are incorrect"));

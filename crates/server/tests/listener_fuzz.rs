@@ -8,8 +8,9 @@
 //! After every sequence a well-behaved client must still log in and query, over TCP and
 //! over TLS, within [`ANSWER_WITHIN`]; it writes one row per sequence, and the rows it was
 //! acknowledged must all read back — no more (the fuzzing role is refused writes to that
-//! keyspace, and its generated statements try), no fewer. The process must be alive and
-//! its resident memory must stay within a bound of what it was once warm.
+//! keyspace, and its generated statements try), no fewer. The process must be alive, its
+//! resident memory must stay within a bound of what it was once warm, and every line of its
+//! log must be its own (a user name with a line break once wrote lines into it).
 //!
 //! The fuzzing connections come from other loopback addresses (127.1-250.0.2-5) than the
 //! checking client (127.0.0.1): failed logins are rate-limited per address by design, and a
@@ -49,7 +50,8 @@ const ANSWERS_KEPT_BYTES: usize = 1 << 20;
 const DRAIN_BYTES_MAX: usize = 8 << 20;
 /// Sequences run before the resident-memory baseline is taken.
 const WARM_SEQUENCES: u64 = 40;
-/// How far above the warm baseline resident memory may go.
+/// How far above the warm baseline resident memory may go (the node's memtables and block
+/// cache are held to 4 MiB each, so growth past them is the listener's).
 const RSS_GROWTH_BYTES_MAX: u64 = 384 << 20;
 /// Sequence seeds that once broke the node; replayed first on every run.
 const REGRESSIONS: [u64; 0] = [];
@@ -230,6 +232,8 @@ struct Harness {
     rss_baseline: Option<u64>,
     /// Response frames the fuzzing connections got, by kind.
     seen: BTreeMap<String, u64>,
+    /// How much of the node's log has been checked.
+    log_checked: usize,
 }
 
 /// Resident memory of process `pid`, in bytes.
@@ -250,7 +254,8 @@ impl Harness {
         let node = Node::start_in(
             dir.path(),
             &format!(
-                "[auth]\nauthenticator = \"password\"\nsuperuser_password_file = \"{}\"\nbcrypt_cost = 4\n\
+                "[storage]\nmemtable_size_bytes = 4194304\nblock_cache_size_bytes = 4194304\n\
+                 [auth]\nauthenticator = \"password\"\nsuperuser_password_file = \"{}\"\nbcrypt_cost = 4\n\
                  [client_encryption]\nenabled = true\noptional = true\ncertificate = \"{}\"\nprivate_key = \"{}\"\n",
                 password_file.display(),
                 cert.display(),
@@ -278,6 +283,7 @@ impl Harness {
             acked: BTreeMap::new(),
             rss_baseline: None,
             seen: BTreeMap::new(),
+            log_checked: 0,
         };
         for cql in [
             "CREATE KEYSPACE fuzz WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
@@ -382,6 +388,9 @@ impl Harness {
                 ));
             }
         }
+        if full {
+            self.check_log()?;
+        }
         let rss = rss_bytes(self.node.child.id()).unwrap_or(0);
         match self.rss_baseline {
             None if n >= WARM_SEQUENCES => self.rss_baseline = Some(rss),
@@ -429,6 +438,27 @@ fn login(addr: SocketAddr, tls: Option<&Arc<ClientConfig>>) -> Result<Conn, Stri
     .map_err(|e| format!("AUTH_RESPONSE: {e}"))?;
     expect(&mut conn, Opcode::AuthSuccess.byte(), "AUTH_RESPONSE")?;
     Ok(conn)
+}
+
+impl Harness {
+    /// Every line the node logged since the last check is one of its own: it starts with a
+    /// timestamp (or is the `mosaic: serving …` banner). Client bytes that reach the log
+    /// unescaped (a user name with a line break, say) could forge lines.
+    fn check_log(&mut self) -> Result<(), String> {
+        let log = self.node.log();
+        let new = log.get(self.log_checked..).unwrap_or_default();
+        let complete = new.rfind('\n').map_or(0, |i| i + 1);
+        for line in new[..complete].lines() {
+            let stamped = line.len() > 4 && line.as_bytes()[..4].iter().all(u8::is_ascii_digit);
+            if !stamped && !line.starts_with("mosaic: ") {
+                return Err(format!(
+                    "the node's log has a line it did not write: {line:?}"
+                ));
+            }
+        }
+        self.log_checked += complete;
+        Ok(())
+    }
 }
 
 /// The next frame, which must have `opcode`.

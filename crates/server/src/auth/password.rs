@@ -133,7 +133,9 @@ impl PasswordAuthenticator {
         let step = self.verify(token.as_deref().unwrap_or(&[])).await;
         if let AuthStep::Failed(message) = &step {
             self.limiter.failed(ip, Instant::now());
-            tracing::info!(target: "mosaic::auth", %peer, %message, "login failed");
+            // `?`: the message holds the client's user name, which may hold line breaks and
+            // control characters; escaped, it cannot forge or break log lines.
+            tracing::info!(target: "mosaic::auth", %peer, ?message, "login failed");
         }
         step
     }
