@@ -582,6 +582,43 @@ mod tests {
         })
     }
 
+    fn envelope(bytes: usize) -> Envelope {
+        Envelope {
+            version: PROTOCOL_VERSION,
+            from: "127.0.0.1:7000".parse().unwrap(),
+            id: 1,
+            body: Body::SchemaPush(mosaic_cluster::message::SchemaSnapshot {
+                epoch: 1,
+                version: [0; 16],
+                bytes: vec![0; bytes],
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_peer_queue_is_bounded_in_bytes() {
+        // A peer that takes connections but never answers the handshake: the writer holds
+        // the first message while it waits, and the queue fills behind it.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = silent.local_addr().unwrap();
+        let handshake = Handshake::new(None, to, "c", true, to.ip());
+        let links = Arc::new(Links {
+            tls: None,
+            handshake: Arc::new(handshake),
+        });
+        let frame_len = encode_frame(&envelope(10_000)).len();
+        let transport = TcpTransport::new(1000, 2 * frame_len + frame_len / 2, links);
+        assert!(transport.send(to, envelope(10_000)));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Two more fit in the bytes bound (not in the message count: 1000), a third does not.
+        assert!(transport.send(to, envelope(10_000)));
+        assert!(transport.send(to, envelope(10_000)));
+        assert!(!transport.send(to, envelope(10_000)));
+        // A small one still fits.
+        assert!(transport.send(to, envelope(10)));
+        drop(silent);
+    }
+
     #[tokio::test]
     async fn a_message_claiming_another_sender_closes_the_connection() {
         let peer: Endpoint = "127.0.0.2:7000".parse().unwrap();

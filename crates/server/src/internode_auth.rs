@@ -423,6 +423,27 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn random_greetings_are_refused_without_panicking() {
+        use rand::{Rng, SeedableRng};
+        let acceptor = node(Some(b"0123456789abcdef-secret"), ME, "c");
+        let seed: u64 = rand::random();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        for _ in 0..2000 {
+            // Random bytes, often behind a valid magic so the parser goes further.
+            let len = rng.gen_range(0..200);
+            let mut bytes: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            if rng.gen_bool(0.5) {
+                bytes.splice(0..0, HELLO.iter().copied());
+            }
+            let (mut d, mut a) = tokio::io::duplex(4096);
+            d.write_all(&bytes).await.unwrap();
+            drop(d);
+            let admitted = acceptor.admit(&mut a, "127.0.0.2:1".parse().unwrap()).await;
+            assert!(admitted.is_err(), "seed {seed}: {bytes:?} was admitted");
+        }
+    }
+
     #[test]
     fn the_secret_comes_from_the_environment_or_the_file_and_must_be_long() {
         let dir = tempfile::tempdir().unwrap();
