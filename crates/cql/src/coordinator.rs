@@ -276,11 +276,37 @@ pub trait Coordinator: Send + Sync + 'static {
         None
     }
 
+    /// Tombstones a query may read before it is logged, and before it fails (Cassandra's
+    /// `tombstone_warn_threshold` and `tombstone_failure_threshold`).
+    fn tombstone_thresholds(&self) -> TombstoneThresholds {
+        TombstoneThresholds::default()
+    }
+
     /// The layout of tables created without a `layout` option (the cluster's default,
     /// from the node's configuration, checked when it was loaded); an error when the
     /// default names a layout this build does not store.
     fn default_layout(&self) -> Result<mosaic_types::Layout, ErrorResponse> {
         Ok(crate::schema::DEFAULT_LAYOUT)
+    }
+}
+
+/// How many tombstones one query (one page of it) may read: past `warn` it is logged,
+/// past `fail` it is aborted with ReadFailure (reason `READ_TOO_MANY_TOMBSTONES`), as
+/// Cassandra's thresholds do; 0 turns either off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TombstoneThresholds {
+    /// Cassandra's `tombstone_warn_threshold` (1,000).
+    pub warn: u64,
+    /// Cassandra's `tombstone_failure_threshold` (100,000).
+    pub fail: u64,
+}
+
+impl Default for TombstoneThresholds {
+    fn default() -> TombstoneThresholds {
+        TombstoneThresholds {
+            warn: 1000,
+            fail: 100_000,
+        }
     }
 }
 

@@ -59,6 +59,20 @@ pub struct ResolvedPartition {
     pub rows: Vec<LiveRow>,
 }
 
+/// The tombstones of one fragment (see [`PartitionResolver::tombstones`]).
+fn tombstones_in(fragment: &Fragment, now_secs: i64) -> u64 {
+    let dead = |cells: &mut dyn Iterator<Item = &Cell>| {
+        cells.filter(|c| !c.is_live(now_secs)).count() as u64
+    };
+    u64::from(fragment.deletion.is_some())
+        + dead(&mut fragment.cells.values())
+        + fragment
+            .complex
+            .values()
+            .map(|c| u64::from(c.deletion.is_some()) + dead(&mut c.cells.values()))
+            .sum::<u64>()
+}
+
 struct RangeDeletion {
     /// Encoded start bound (the bytes after the partition prefix and tag).
     start: Vec<u8>,
@@ -76,6 +90,7 @@ pub struct PartitionResolver<'s> {
     deletion: Option<DeletionTime>,
     range_deletions: Vec<RangeDeletion>,
     static_row: Option<LiveRow>,
+    tombstones: u64,
 }
 
 impl<'s> PartitionResolver<'s> {
@@ -89,7 +104,16 @@ impl<'s> PartitionResolver<'s> {
             deletion: None,
             range_deletions: Vec::new(),
             static_row: None,
+            tombstones: 0,
         }
+    }
+
+    /// Tombstones fed so far (what Cassandra's `tombstone_warn_threshold` and
+    /// `tombstone_failure_threshold` count): each deletion of a partition, range or row,
+    /// each deleted or expired cell, each deletion of a multi-cell column and each deleted
+    /// or expired element of one.
+    pub fn tombstones(&self) -> u64 {
+        self.tombstones
     }
 
     /// Feeds the next entry (in ascending key order); returns the clustering row it holds
@@ -110,6 +134,7 @@ impl<'s> PartitionResolver<'s> {
         }
         self.last_key = Some(key.to_vec());
         let fragment = Fragment::decode(value)?;
+        self.tombstones += tombstones_in(&fragment, self.now_secs);
         let expected = match &decoded.entry {
             KeyEntry::PartitionHeader => FragmentKind::Partition,
             KeyEntry::RangeTombstone { .. } => FragmentKind::RangeTombstone,

@@ -196,6 +196,12 @@ pub struct ClusterConfig {
     /// The most bytes (keys and values) of one replica answer, past the first entry; at
     /// most half the internode frame limit.
     pub read_answer_bytes_max: usize,
+    /// Tombstones one query (page) may read before it is logged (Cassandra's
+    /// `tombstone_warn_threshold`); 0: never.
+    pub tombstone_warn_threshold: u64,
+    /// Tombstones one query (page) may read before it fails with ReadFailure (Cassandra's
+    /// `tombstone_failure_threshold`); 0: never.
+    pub tombstone_failure_threshold: u64,
     /// Deprecated: `[scheduling] replica_selection` (still read, with a warning; when
     /// both are set, `[scheduling]`'s wins unless it is the default).
     pub replica_selection: Option<ReplicaSelection>,
@@ -340,6 +346,8 @@ impl Default for ClusterConfig {
             max_hints_size_per_host_bytes: 1 << 30,
             read_answer_rows_max: mosaic_cluster::node::READ_ANSWER_ROWS_MAX,
             read_answer_bytes_max: 4 << 20,
+            tombstone_warn_threshold: 1000,
+            tombstone_failure_threshold: 100_000,
             replica_selection: None,
             erasure_coding_interval_ms: 60_000,
             hr_auto_interval_ms: 300_000,

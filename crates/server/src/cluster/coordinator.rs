@@ -520,4 +520,8 @@ impl Coordinator for ClusterCoordinator {
     fn index_mean_rows(&self, table: TableId, index: &str) -> Option<f64> {
         self.local.index_mean_rows(table, index)
     }
+
+    fn tombstone_thresholds(&self) -> mosaic_cql::coordinator::TombstoneThresholds {
+        Coordinator::tombstone_thresholds(&*self.local)
+    }
 }

@@ -94,6 +94,10 @@ impl Coordinator for LocalCoordinator {
         Ok(self.default_layout)
     }
 
+    fn tombstone_thresholds(&self) -> mosaic_cql::coordinator::TombstoneThresholds {
+        self.tombstones
+    }
+
     async fn write(
         &self,
         mutations: Vec<Mutation>,

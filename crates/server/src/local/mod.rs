@@ -193,6 +193,8 @@ pub struct LocalCoordinator {
     cluster_name: String,
     /// What bounds one read's answer here: its bytes and time.
     answer: answer::AnswerBounds,
+    /// Tombstones a query coordinated here may read (`[cluster]`'s thresholds).
+    tombstones: mosaic_cql::coordinator::TombstoneThresholds,
     /// Whether reads run on the network threads (without a read stage).
     inline_reads: bool,
     /// The read stage reads go through (`[scheduling] read_concurrency` > 0).
@@ -306,6 +308,10 @@ impl LocalCoordinator {
                 timeout: Some(Duration::from_millis(
                     config.cluster.read_request_timeout_ms,
                 )),
+            },
+            tombstones: mosaic_cql::coordinator::TombstoneThresholds {
+                warn: config.cluster.tombstone_warn_threshold,
+                fail: config.cluster.tombstone_failure_threshold,
             },
             inline_reads: config.storage.engine_calls == EngineCalls::Inline,
             read_stage: (config.scheduling.read_concurrency > 0).then(|| {

@@ -39,6 +39,7 @@ mod elements;
 mod index;
 mod reads;
 mod selectors;
+mod tombstones;
 
 use aggregate::*;
 use reads::*;
@@ -177,8 +178,14 @@ pub(crate) async fn execute<C: Coordinator>(
         last_key_partition_rows: 0,
         stop: false,
         sort_keys: Vec::new(),
+        tombstones: tombstones::Tombstones::new(
+            coordinator.tombstone_thresholds(),
+            exec.params.consistency,
+            coordinator.local_node().rpc_address,
+        ),
     };
     read(coordinator.as_ref(), exec, &mut run, resume).await?;
+    run.tombstones.finish(&plan.table.name);
     let (more, limit_left) = if plan.group_by > 0 {
         (run.stop && run.groups.paged, run.groups.left)
     } else {
@@ -535,6 +542,7 @@ struct Run<'p> {
     last_key_partition_rows: u64,
     stop: bool,
     sort_keys: Vec<Vec<u8>>,
+    tombstones: tombstones::Tombstones,
 }
 
 impl Run<'_> {

@@ -88,7 +88,7 @@ pub(super) async fn read_partition<C: Coordinator>(
     .await?;
     let mut resolver = PartitionResolver::new(schema, plan.now_secs);
     for (k, v) in &head {
-        resolver.push(k, v).map_err(resolve_err)?;
+        run.tombstones.push(&mut resolver, k, v)?;
     }
     let ranges = clustering_ranges(plan, prefix, slices)?;
     if after.is_none() {
@@ -213,7 +213,7 @@ impl PartitionCursor<'_> {
                 let exhausted = result.exhausted || result.entries.is_empty();
                 for (k, v) in &result.entries {
                     start = successor(k);
-                    let Some(row) = self.resolver.push(k, v).map_err(resolve_err)? else {
+                    let Some(row) = run.tombstones.push(&mut self.resolver, k, v)? else {
                         continue;
                     };
                     if let Some(next) = self.emit(run, k, &row) {
@@ -251,7 +251,7 @@ impl PartitionCursor<'_> {
             }
             let filter = run.plan.filter.as_ref();
             for (k, v) in read_all(coordinator, exec, table, range, filter).await? {
-                if let Some(row) = self.resolver.push(&k, &v).map_err(resolve_err)? {
+                if let Some(row) = run.tombstones.push(&mut self.resolver, &k, &v)? {
                     rows.push((k, row));
                 }
             }
@@ -419,7 +419,7 @@ pub(super) async fn scan<C: Coordinator>(
             let Some(part) = current.as_mut() else {
                 continue;
             };
-            let Some(row) = part.resolver.push(k, v).map_err(resolve_err)? else {
+            let Some(row) = run.tombstones.push(&mut part.resolver, k, v)? else {
                 continue;
             };
             part.any_row = true;

@@ -1,0 +1,85 @@
+//! Tombstones a query reads (Cassandra's `tombstone_warn_threshold` and
+//! `tombstone_failure_threshold`).
+//!
+//! Replicas answer merged fragments, tombstones included, and this node resolves them
+//! ([`PartitionResolver`]), so the count is taken here, over every chunk one execution (one
+//! page) reads from every partition: past `warn` the query is logged when it ends, past
+//! `fail` it is aborted at once with ReadFailure, reason `READ_TOO_MANY_TOMBSTONES` — a
+//! query that would scan a million deleted rows stops at the threshold instead of reading
+//! them all.
+
+use mosaic_rows::{LiveRow, PartitionResolver};
+
+use crate::coordinator::TombstoneThresholds;
+use crate::frame::{failure_reason, Consistency, ErrorKind, ErrorResponse};
+
+use super::resolve_err;
+
+/// One execution's tombstones against the thresholds.
+#[derive(Debug)]
+pub(super) struct Tombstones {
+    thresholds: TombstoneThresholds,
+    consistency: Consistency,
+    /// This node's address, named in the failure's reason map.
+    node: std::net::IpAddr,
+    seen: u64,
+}
+
+impl Tombstones {
+    pub(super) fn new(
+        thresholds: TombstoneThresholds,
+        consistency: Consistency,
+        node: std::net::IpAddr,
+    ) -> Tombstones {
+        Tombstones {
+            thresholds,
+            consistency,
+            node,
+            seen: 0,
+        }
+    }
+
+    /// Feeds `resolver` the next entry, counting the tombstones it holds; ReadFailure once
+    /// the query has read more than the failure threshold.
+    pub(super) fn push(
+        &mut self,
+        resolver: &mut PartitionResolver<'_>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Option<LiveRow>, ErrorResponse> {
+        let before = resolver.tombstones();
+        let row = resolver.push(key, value).map_err(resolve_err)?;
+        self.seen += resolver.tombstones().saturating_sub(before);
+        let fail = self.thresholds.fail;
+        if fail > 0 && self.seen > fail {
+            return Err(ErrorResponse::new(
+                ErrorKind::ReadFailure {
+                    consistency: self.consistency,
+                    received: 0,
+                    block_for: 1,
+                    num_failures: 1,
+                    reasons: vec![(self.node, failure_reason::READ_TOO_MANY_TOMBSTONES)],
+                    data_present: false,
+                },
+                format!(
+                    "Scanned over {fail} tombstones (tombstone_failure_threshold); query aborted"
+                ),
+            ));
+        }
+        Ok(row)
+    }
+
+    /// Logs the query when it read more tombstones than the warning threshold.
+    pub(super) fn finish(&self, table: &str) {
+        let warn = self.thresholds.warn;
+        if warn > 0 && self.seen > warn {
+            tracing::warn!(
+                target: "mosaic::tombstones",
+                table,
+                tombstones = self.seen,
+                threshold = warn,
+                "a query read more tombstones than tombstone_warn_threshold"
+            );
+        }
+    }
+}
