@@ -29,6 +29,7 @@ pub mod message;
 pub mod node;
 pub mod paxos;
 pub mod repair;
+pub mod repair_stream;
 pub mod ring;
 pub mod selection;
 

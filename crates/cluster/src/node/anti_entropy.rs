@@ -3,6 +3,7 @@
 //! are streamed: read in full from every replica, merged, and written where stale.
 
 use super::*;
+use crate::repair_stream::RangeStream;
 
 /// Token ranges a repair works on at once.
 const REPAIR_RANGES_CONCURRENT: usize = 4;
@@ -233,10 +234,11 @@ impl Node {
         }
     }
 
-    /// Reads `range` in full from every replica, merges, and writes to each replica the
-    /// entries it lacked. Each replica answers in the order it stores its rows
-    /// ([`Store::read_stored`]: no sorting on a replica in another clustering order), and
-    /// the answers are sorted here, once, before the merge.
+    /// Reads `range` from every replica, merges, and writes to each replica the entries it
+    /// lacked, a window at a time ([`RangeStream`]): each replica pages its entries in the
+    /// order it stores them ([`Store::read_stored`]: no sorting on a replica in another
+    /// clustering order), and a window is merged and written once every replica has sent
+    /// all it holds below the window's end, so about a page per replica is held at once.
     pub(super) async fn stream_range(
         &self,
         table: TableKey,
@@ -245,43 +247,65 @@ impl Node {
         report: &mut RepairReport,
     ) -> Result<(), String> {
         let timeout = self.inner.config.repair_timeout_ms;
-        let mut answers: Vec<Entries> = Vec::with_capacity(replicas.len());
-        for r in replicas {
-            let request = |after| Body::ReadStored {
-                table,
-                range: wire_range(&range),
-                after,
-                limit: repair::READ_CHUNK as u32,
-            };
-            let page = |answer| match answer {
-                Body::StoredData { entries, next } => Some((entries, next)),
-                _ => None,
-            };
-            let mut all = self.all_pages(*r, "its rows", request, page).await?;
-            // Already sorted unless the replica's order is another: then one sort here.
-            if !all.is_sorted_by(|a, b| a.0 < b.0) {
-                all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            }
-            answers.push((all, true));
-        }
-        let (merged, _) = merge_answers(&answers, usize::MAX);
-        for (r, (entries, _)) in replicas.iter().zip(&answers) {
-            let stale = stale_entries(entries, &merged);
-            for chunk in stale.chunks(repair::READ_CHUNK) {
-                report.entries_streamed += chunk.len() as u64;
-                report.bytes_streamed += chunk
-                    .iter()
-                    .map(|m| (m.key.len() + m.fragment.len()) as u64)
-                    .sum::<u64>();
-                let body = Body::Write {
-                    table,
-                    mutations: chunk.to_vec(),
+        let mut stream = RangeStream::new(replicas.len());
+        loop {
+            while let Some((i, after)) = stream.wants() {
+                let Some(r) = replicas.get(i) else {
+                    return Err("a replica of the range is missing".to_owned());
                 };
-                match self.call_retrying(*r, body.clone(), timeout).await {
-                    Some(Body::WriteAck) => {}
+                let request = Body::ReadStored {
+                    table,
+                    range: wire_range(&range),
+                    after,
+                    limit: repair::READ_CHUNK as u32,
+                };
+                match self.call_retrying(*r, request, timeout).await {
+                    Some(Body::StoredData { entries, next }) => {
+                        // A page that says more follows and holds nothing would never end.
+                        if entries.is_empty() && next.is_some() {
+                            return Err(format!("{r} sent an empty page of its rows"));
+                        }
+                        stream.receive(i, entries, next);
+                    }
                     Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
-                    _ => return Err(format!("{r} did not acknowledge repaired data")),
+                    _ => return Err(format!("{r} did not send its rows")),
                 }
+            }
+            let Some(window) = stream.window() else {
+                return Ok(());
+            };
+            let answers: Vec<Entries> = window.into_iter().map(|w| (w, true)).collect();
+            let (merged, _) = merge_answers(&answers, usize::MAX);
+            for (r, (entries, _)) in replicas.iter().zip(&answers) {
+                let stale = stale_entries(entries, &merged);
+                self.write_repaired(table, *r, stale, report).await?;
+            }
+        }
+    }
+
+    /// Writes `stale` (the entries replica `r` lacked) to it, a chunk per message.
+    async fn write_repaired(
+        &self,
+        table: TableKey,
+        r: Endpoint,
+        stale: Vec<WireMutation>,
+        report: &mut RepairReport,
+    ) -> Result<(), String> {
+        let timeout = self.inner.config.repair_timeout_ms;
+        for chunk in stale.chunks(repair::READ_CHUNK) {
+            report.entries_streamed += chunk.len() as u64;
+            report.bytes_streamed += chunk
+                .iter()
+                .map(|m| (m.key.len() + m.fragment.len()) as u64)
+                .sum::<u64>();
+            let body = Body::Write {
+                table,
+                mutations: chunk.to_vec(),
+            };
+            match self.call_retrying(r, body, timeout).await {
+                Some(Body::WriteAck) => {}
+                Some(Body::Failed(f)) => return Err(format!("{r}: {}", failure_text(&f))),
+                _ => return Err(format!("{r} did not acknowledge repaired data")),
             }
         }
         Ok(())
