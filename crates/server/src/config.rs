@@ -274,6 +274,21 @@ pub struct LimitsConfig {
     /// The largest write a coordinator accepts, keys and values of one statement or batch
     /// (Cassandra's `max_mutation_size`); at most half the internode frame limit.
     pub mutation_size_bytes_max: usize,
+    // Statement limits (issue 21): see `mosaic_cql::processor::StatementLimits`.
+    /// Partition keys the `=`/`IN` lists of one statement may name, their cartesian
+    /// product (Scylla's `max_partition_key_restrictions_per_query`).
+    pub partition_key_restrictions_max: usize,
+    /// Clustering prefixes the `=`/`IN` lists of one statement may name (Scylla's
+    /// `max_clustering_key_restrictions_per_query`).
+    pub clustering_key_restrictions_max: usize,
+    /// A batch over several partitions larger than this is logged and its client warned
+    /// (Cassandra's `batch_size_warn_threshold`).
+    pub batch_size_warn_threshold_bytes: usize,
+    /// A batch over several partitions larger than this is refused (Cassandra's
+    /// `batch_size_fail_threshold`).
+    pub batch_size_fail_threshold_bytes: usize,
+    /// The largest result a SELECT without paging may build before it is refused.
+    pub unpaged_result_size_bytes_max: usize,
 }
 
 impl Default for Config {
@@ -395,7 +410,43 @@ impl Default for LimitsConfig {
             idle_timeout_ms: 0,
             admin_requests_max: 16,
             mutation_size_bytes_max: 16 << 20,
+            partition_key_restrictions_max: Self::STATEMENT.partition_key_restrictions_max,
+            clustering_key_restrictions_max: Self::STATEMENT.clustering_key_restrictions_max,
+            batch_size_warn_threshold_bytes: Self::STATEMENT.batch_size_warn_threshold_bytes,
+            batch_size_fail_threshold_bytes: Self::STATEMENT.batch_size_fail_threshold_bytes,
+            unpaged_result_size_bytes_max: Self::STATEMENT.unpaged_result_size_bytes_max,
         }
+    }
+}
+
+impl LimitsConfig {
+    const STATEMENT: mosaic_cql::processor::StatementLimits =
+        mosaic_cql::processor::StatementLimits::DEFAULT;
+
+    /// The bounds the statement layer enforces.
+    pub fn statement_limits(&self) -> mosaic_cql::processor::StatementLimits {
+        mosaic_cql::processor::StatementLimits {
+            partition_key_restrictions_max: self.partition_key_restrictions_max,
+            clustering_key_restrictions_max: self.clustering_key_restrictions_max,
+            batch_size_warn_threshold_bytes: self.batch_size_warn_threshold_bytes,
+            batch_size_fail_threshold_bytes: self.batch_size_fail_threshold_bytes,
+            unpaged_result_size_bytes_max: self.unpaged_result_size_bytes_max,
+            ..Self::STATEMENT
+        }
+    }
+
+    /// Checks the statement limits.
+    fn validate_statement_limits(&self) -> Result<()> {
+        if self.partition_key_restrictions_max == 0 || self.clustering_key_restrictions_max == 0 {
+            bail!("[limits] partition_key_restrictions_max and clustering_key_restrictions_max must be at least 1");
+        }
+        if self.batch_size_warn_threshold_bytes > self.batch_size_fail_threshold_bytes {
+            bail!("[limits] batch_size_warn_threshold_bytes must not exceed batch_size_fail_threshold_bytes");
+        }
+        if self.unpaged_result_size_bytes_max < 64 << 10 {
+            bail!("[limits] unpaged_result_size_bytes_max must be at least 65536");
+        }
+        Ok(())
     }
 }
 
@@ -551,6 +602,7 @@ impl Config {
                  {mutation_max} (half the internode frame limit)"
             );
         }
+        l.validate_statement_limits()?;
         self.storage.validate()?;
         self.auth.validate()?;
         self.log.filter(None)?;

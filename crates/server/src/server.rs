@@ -165,7 +165,8 @@ async fn serve(config: Config) -> Result<()> {
     };
     let shared = Arc::new(
         Shared::new(
-            Processor::with_auth(coordinator.clone(), auth),
+            Processor::with_auth(coordinator.clone(), auth)
+                .with_limits(config.limits.statement_limits()),
             authenticator,
             config.limits.clone(),
         )

@@ -23,6 +23,7 @@ mod collections;
 mod ddl;
 mod describe;
 mod json;
+mod limits;
 mod markers;
 mod restrict;
 mod select;
@@ -30,6 +31,7 @@ mod values;
 mod write;
 
 pub use json::{decode_json_text, render_json};
+pub use limits::StatementLimits;
 pub(crate) use select::OutColumn;
 
 use std::collections::HashMap;
@@ -61,6 +63,9 @@ pub struct Session {
     /// The role the connection logged in as (`None`: anonymous, as every connection is
     /// when authentication is off).
     pub user: Option<String>,
+    /// The warnings for the client of the last request processed (a batch past
+    /// `batch_size_warn_threshold_bytes`); v4+ responses carry them.
+    pub warnings: Vec<String>,
 }
 
 impl Session {
@@ -70,6 +75,7 @@ impl Session {
             keyspace: None,
             version,
             user: None,
+            warnings: Vec::new(),
         }
     }
 }
@@ -126,6 +132,7 @@ pub struct Processor<C> {
     coordinator: Arc<C>,
     prepared: Mutex<PreparedCache>,
     auth: Arc<crate::auth::Auth>,
+    limits: StatementLimits,
 }
 
 /// An error response of kind Invalid.
@@ -174,6 +181,8 @@ pub(crate) struct Exec<'a> {
     pub keyspace: Option<&'a str>,
     /// The request's parameters.
     pub params: &'a QueryParameters,
+    /// What the statement may cost.
+    pub limits: StatementLimits,
 }
 
 impl Exec<'_> {
@@ -228,6 +237,7 @@ pub(crate) fn analyse_workload_select(
     let exec = Exec {
         keyspace: default_keyspace,
         params: &params,
+        limits: StatementLimits::DEFAULT,
     };
     let keyspace = exec.keyspace_of(&s.table)?;
     if crate::system::is_system_keyspace(keyspace) {
@@ -269,7 +279,19 @@ impl<C: Coordinator> Processor<C> {
             coordinator,
             prepared: Mutex::new(PreparedCache::default()),
             auth,
+            limits: StatementLimits::DEFAULT,
         }
+    }
+
+    /// Bounds what statements may cost as `limits` says.
+    pub fn with_limits(mut self, limits: StatementLimits) -> Processor<C> {
+        self.limits = limits;
+        self
+    }
+
+    /// What statements may cost.
+    pub fn limits(&self) -> &StatementLimits {
+        &self.limits
     }
 
     /// The node's authentication state.
@@ -287,6 +309,7 @@ impl<C: Coordinator> Processor<C> {
     /// here. A DDL statement answers with a SchemaChange result, which the server also
     /// pushes as an event to connections registered for schema changes.
     pub async fn process(&self, session: &mut Session, request: Request) -> Response {
+        session.warnings.clear();
         let result = match request {
             Request::Query(q) => self.query(session, q).await,
             Request::Prepare(p) => self.prepare(session, p),
@@ -323,6 +346,7 @@ impl<C: Coordinator> Processor<C> {
         let exec = Exec {
             keyspace,
             params: &exec_params,
+            limits: self.limits,
         };
         let (columns, pk_indexes, result) =
             markers::prepared_metadata(&catalog, &exec, &statement)?;
@@ -400,7 +424,7 @@ impl<C: Coordinator> Processor<C> {
                 .await?;
             statements.push((statement, keyspace, s.values.clone()));
         }
-        write::execute_batch(self, &b, statements).await
+        write::execute_batch(self, &b, statements, &mut session.warnings).await
     }
 
     /// Executes one statement once the session's role is allowed to.
@@ -438,7 +462,11 @@ impl<C: Coordinator> Processor<C> {
         keyspace: Option<&str>,
         params: &QueryParameters,
     ) -> Result<ResultBody, ErrorResponse> {
-        let exec = Exec { keyspace, params };
+        let exec = Exec {
+            keyspace,
+            params,
+            limits: self.limits,
+        };
         match statement {
             Statement::Auth(s) => crate::auth::execute(self, session, keyspace, s).await,
             Statement::Use(u) => {
@@ -454,7 +482,9 @@ impl<C: Coordinator> Processor<C> {
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 write::execute_single(self, &exec, statement).await
             }
-            Statement::Batch(b) => write::execute_batch_statement(self, &exec, b).await,
+            Statement::Batch(b) => {
+                write::execute_batch_statement(self, &exec, b, &mut session.warnings).await
+            }
             Statement::Describe(d) => describe::execute(self, &exec, d),
             other => ddl::execute(self, &exec, other.clone()).await,
         }

@@ -55,7 +55,7 @@ use mosaic_cql::coordinator::Coordinator;
 use mosaic_cql::frame::{
     AuthResponse, Compression, Consistency, ErrorKind, ErrorResponse, Event, EventType,
     FrameReader, Opcode, ProtocolVersion, Request, RequestFrame, Response, ResponseEncoder,
-    ResultBody, Startup, Supported,
+    ResponseExtras, ResultBody, Startup, Supported,
 };
 use mosaic_cql::processor::{Processor, Session};
 use parking_lot::Mutex;
@@ -70,9 +70,11 @@ use crate::logging::{self, Statement};
 use crate::tls::{Accepted, ClientTls};
 
 mod admission;
+mod execute;
 mod writer;
 
 use admission::{Admission, Refusal, Ticket};
+use execute::{execute, Reply};
 use writer::write_loop;
 
 /// Events a slow connection may have pending before it loses the oldest.
@@ -696,6 +698,7 @@ impl<C: Coordinator> Connection<C> {
             tx: Some(self.tx.clone()),
             encoder,
             stream,
+            peer: self.peer,
             _permit: permit,
         };
         // Most statements finish without waiting: run them here, spawn only those that wait.
@@ -709,75 +712,6 @@ impl<C: Coordinator> Connection<C> {
     }
 }
 
-/// Where a request's answer goes. If its task ends without answering (a panic in the
-/// statement layer), dropping it answers a Server error, so the client is never left
-/// waiting on the stream.
-struct Reply {
-    tx: Option<mpsc::Sender<Outgoing>>,
-    encoder: ResponseEncoder,
-    stream: i16,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Reply {
-    async fn send(mut self, response: &Response) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx
-                .send(Outgoing::Frame(encode(self.encoder, self.stream, response)))
-                .await;
-        }
-    }
-}
-
-impl Drop for Reply {
-    fn drop(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let error = Response::Error(ErrorResponse::new(
-                ErrorKind::Server,
-                "internal error while executing the request",
-            ));
-            let _ = tx.try_send(Outgoing::Frame(encode(self.encoder, self.stream, &error)));
-        }
-    }
-}
-
-async fn execute<C: Coordinator>(
-    shared: Arc<Shared<C>>,
-    session: Arc<Mutex<Session>>,
-    request: Request,
-    reply: Reply,
-) {
-    let started = Instant::now();
-    let described = shared
-        .slow_query
-        .is_some()
-        .then(|| logging::describe(&request))
-        .flatten();
-    let response = {
-        let _node_permit = shared.node_permits.clone().acquire_owned().await;
-        let mut snapshot = session.lock().clone();
-        shared.processor.process(&mut snapshot, request).await
-    };
-    match &response {
-        Response::Result(ResultBody::SetKeyspace(keyspace)) => {
-            session.lock().keyspace = Some(keyspace.clone());
-        }
-        Response::Result(ResultBody::Prepared(prepared)) => {
-            if let Some((Statement::Text(text), _)) = &described {
-                shared.remember_prepared(&prepared.id, text.clone());
-            }
-        }
-        _ => {}
-    }
-    if let Some(described) = described {
-        shared.check_slow(described, started.elapsed());
-    }
-    reply.send(&response).await;
-    if let Response::Result(ResultBody::SchemaChange(change)) = response {
-        shared.publish(Event::SchemaChange(change));
-    }
-}
-
 fn protocol_error(message: String) -> Response {
     Response::Error(ErrorResponse::new(ErrorKind::Protocol, message))
 }
@@ -785,8 +719,18 @@ fn protocol_error(message: String) -> Response {
 /// The frame answering `stream`; a response that can't be encoded (a result too large
 /// for a frame) becomes a Server error saying so.
 fn encode(encoder: ResponseEncoder, stream: i16, response: &Response) -> Bytes {
+    encode_with(encoder, stream, &ResponseExtras::default(), response)
+}
+
+/// [`encode`] with the response's warnings (and tracing id).
+fn encode_with(
+    encoder: ResponseEncoder,
+    stream: i16,
+    extras: &ResponseExtras,
+    response: &Response,
+) -> Bytes {
     let mut out = BytesMut::new();
-    if let Err(e) = encoder.encode(&mut out, stream, response) {
+    if let Err(e) = encoder.encode_with(&mut out, stream, extras, response) {
         let error = Response::Error(ErrorResponse::new(
             ErrorKind::Server,
             format!("Could not encode the response: {e}"),

@@ -17,6 +17,7 @@ use crate::frame::ErrorResponse;
 use crate::schema::{ClusteringOrder, ColumnKind, ColumnMeta, TableMeta};
 
 use super::invalid;
+use super::limits::{KeyPart, StatementLimits};
 use super::values::{eval, eval_in_list, eval_native, EvalContext};
 
 mod relations;
@@ -138,11 +139,13 @@ pub(crate) fn column_index(table: &TableMeta, name: &str) -> Result<usize, Error
 }
 
 /// Analyses a WHERE clause of `table`: one step per relation, each adding to the key
-/// restrictions and to the predicates rows are filtered by.
+/// restrictions and to the predicates rows are filtered by. Refuses `IN` lists whose
+/// cartesian product names more keys than `limits` allow, before any key is built.
 pub(crate) fn analyse(
     table: &TableMeta,
     relations: &[Relation],
     ctx: &EvalContext<'_>,
+    limits: &StatementLimits,
 ) -> Result<Restrictions, ErrorResponse> {
     let mut r = Restrictions {
         partition: vec![None; table.partition_key().len()],
@@ -175,6 +178,7 @@ pub(crate) fn analyse(
             } => add_entry(&mut r, table, column, (key, *op, value), ctx)?,
         }
     }
+    r.check_products(limits)?;
     Ok(r)
 }
 
@@ -268,6 +272,26 @@ impl Predicate {
 }
 
 impl Restrictions {
+    /// The cartesian products [`Self::partition_keys`] and [`Self::clustering_bounds`]
+    /// would expand, checked against `limits` from the lists' lengths alone.
+    fn check_products(&self, limits: &StatementLimits) -> Result<(), ErrorResponse> {
+        let lengths = |rs: &[Option<ColumnRestriction>]| -> Vec<usize> {
+            rs.iter()
+                .map_while(|r| match r {
+                    Some(ColumnRestriction::Values(values)) => Some(values.len()),
+                    _ => None,
+                })
+                .collect()
+        };
+        if self.partition_fully_restricted() {
+            limits.check_restrictions(KeyPart::Partition, lengths(&self.partition))?;
+        }
+        if self.multi.is_none() {
+            limits.check_restrictions(KeyPart::Clustering, lengths(&self.clustering))?;
+        }
+        Ok(())
+    }
+
     /// Whether every partition key column is restricted by `=`/`IN`.
     pub(crate) fn partition_fully_restricted(&self) -> bool {
         !self.partition.is_empty()

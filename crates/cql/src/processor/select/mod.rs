@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use mosaic_rows::{
     token_range, ClusteringFilter, KeyRange, KeySchema, LiveRow, PartitionPrefix, PartitionResolver,
 };
@@ -37,11 +37,13 @@ use super::{invalid, Exec, Processor};
 mod aggregate;
 mod elements;
 mod index;
+mod paging;
 mod reads;
 mod selectors;
 mod tombstones;
 
 use aggregate::*;
+use paging::PagingState;
 use reads::*;
 use selectors::*;
 pub(crate) use selectors::{output_columns, OutColumn};
@@ -71,50 +73,6 @@ struct Plan {
     index: Option<crate::index::IndexQuery>,
 }
 
-/// Where a page stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct PagingState {
-    last_key: Vec<u8>,
-    limit_left: u64,
-    partition_rows: u64,
-}
-
-const PAGING_VERSION: u8 = 1;
-
-impl PagingState {
-    fn encode(&self) -> Bytes {
-        let mut b = BytesMut::with_capacity(self.last_key.len() + 32);
-        b.put_u8(PAGING_VERSION);
-        b.put_u32(self.last_key.len() as u32);
-        b.put_slice(&self.last_key);
-        b.put_u64(self.limit_left);
-        b.put_u64(self.partition_rows);
-        super::seal_paging_state(b)
-    }
-
-    fn decode(bytes: &[u8]) -> Result<PagingState, ErrorResponse> {
-        let bad = super::bad_paging_state;
-        let body = super::unseal_paging_state(bytes)?;
-        let (&version, rest) = body.split_first().ok_or_else(bad)?;
-        if version != PAGING_VERSION {
-            return Err(bad());
-        }
-        let (len, rest) = rest.split_at_checked(4).ok_or_else(bad)?;
-        let len = u32::from_be_bytes(len.try_into().map_err(|_| bad())?) as usize;
-        let (key, rest) = rest.split_at_checked(len).ok_or_else(bad)?;
-        let (limit, rest) = rest.split_at_checked(8).ok_or_else(bad)?;
-        let (prows, rest) = rest.split_at_checked(8).ok_or_else(bad)?;
-        if !rest.is_empty() {
-            return Err(bad());
-        }
-        Ok(PagingState {
-            last_key: key.to_vec(),
-            limit_left: u64::from_be_bytes(limit.try_into().map_err(|_| bad())?),
-            partition_rows: u64::from_be_bytes(prows.try_into().map_err(|_| bad())?),
-        })
-    }
-}
-
 /// Runs a SELECT.
 pub(crate) async fn execute<C: Coordinator>(
     p: &Processor<C>,
@@ -141,6 +99,7 @@ pub(crate) async fn execute<C: Coordinator>(
         &ctx,
         exec.now_secs(coordinator.now_secs()),
         &mean_rows,
+        &exec.limits,
     )?;
     // An aggregate without GROUP BY is one row; GROUP BY pages by groups.
     let page_size = match exec.params.page_size {
@@ -183,9 +142,17 @@ pub(crate) async fn execute<C: Coordinator>(
             exec.params.consistency,
             coordinator.local_node().rpc_address,
         ),
+        // Without paging, the result is bounded in bytes instead of rows.
+        result_bytes_left: page_size
+            .is_none()
+            .then_some(exec.limits.unpaged_result_size_bytes_max),
+        too_large: false,
     };
     read(coordinator.as_ref(), exec, &mut run, resume).await?;
     run.tombstones.finish(&plan.table.name);
+    if run.too_large {
+        return Err(exec.limits.unpaged_too_large());
+    }
     let (more, limit_left) = if plan.group_by > 0 {
         (run.stop && run.groups.paged, run.groups.left)
     } else {
@@ -305,8 +272,9 @@ fn plan(
     ctx: &EvalContext<'_>,
     now_secs: i64,
     mean_rows: &dyn Fn(&str) -> Option<f64>,
+    limits: &super::StatementLimits,
 ) -> Result<Plan, ErrorResponse> {
-    let restrictions = restrict::analyse(&table, &s.where_clause, ctx)?;
+    let restrictions = restrict::analyse(&table, &s.where_clause, ctx, limits)?;
     let columns = elements::bind(output_columns(&table, s)?, ctx)?;
     let aggregate = columns
         .iter()
@@ -408,9 +376,14 @@ pub(crate) fn workload_query(
     s: &SelectStatement,
     ctx: &EvalContext<'_>,
 ) -> Result<(ClusteringFilter, Option<u64>), ErrorResponse> {
-    let plan = plan(table, s, ctx, ctx.now_micros.div_euclid(1_000_000), &|_| {
-        None
-    })?;
+    let plan = plan(
+        table,
+        s,
+        ctx,
+        ctx.now_micros.div_euclid(1_000_000),
+        &|_| None,
+        &super::StatementLimits::DEFAULT,
+    )?;
     let filter = plan.restrictions.clustering_filter(&plan.schema)?;
     Ok((filter, plan.limit))
 }
@@ -543,6 +516,10 @@ struct Run<'p> {
     stop: bool,
     sort_keys: Vec<Vec<u8>>,
     tombstones: tombstones::Tombstones,
+    /// Unpaged: the bytes the result may still take (`None`: paged).
+    result_bytes_left: Option<usize>,
+    /// Unpaged: the result outgrew its bound, and the read stopped there.
+    too_large: bool,
 }
 
 impl Run<'_> {
@@ -673,6 +650,25 @@ impl RowView<'_> {
 }
 
 impl Run<'_> {
+    /// Counts `row`'s bytes (as a Rows result encodes them: 4 bytes of length per cell,
+    /// then its value) against an unpaged result's bound; false past it.
+    fn take_bytes(&mut self, row: &[Option<Bytes>]) -> bool {
+        let Some(left) = &mut self.result_bytes_left else {
+            return true;
+        };
+        let bytes = row
+            .iter()
+            .map(|c| 4 + c.as_ref().map_or(0, Bytes::len))
+            .fold(0usize, usize::saturating_add);
+        match left.checked_sub(bytes) {
+            Some(rest) => {
+                *left = rest;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Handles one live row (or a static-only partition) at engine key `key`.
     fn row(&mut self, key: &[u8], view: &RowView<'_>) -> Next {
         let plan = self.plan;
@@ -758,6 +754,11 @@ impl Run<'_> {
                     Expr::CountRows | Expr::Aggregate(..) => None,
                 })
                 .collect();
+            if !self.take_bytes(&out) {
+                self.too_large = true;
+                self.stop = true;
+                return Next::Stop;
+            }
             self.rows.push(out);
             if plan.merge_sort {
                 let prefix_len = plan.schema.partition_prefix_len(key).unwrap_or(0);
@@ -791,26 +792,5 @@ impl Run<'_> {
             return Next::SkipPartition;
         }
         Next::Continue
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paging_state_round_trips_and_rejects_garbage() {
-        let s = PagingState {
-            last_key: vec![1, 2, 3],
-            limit_left: 7,
-            partition_rows: 2,
-        };
-        let b = s.encode();
-        assert_eq!(PagingState::decode(&b).unwrap(), s);
-        let mut bad = b.to_vec();
-        bad[2] ^= 1;
-        assert!(PagingState::decode(&bad).is_err());
-        assert!(PagingState::decode(&[]).is_err());
-        assert!(PagingState::decode(&[1, 2, 3]).is_err());
     }
 }

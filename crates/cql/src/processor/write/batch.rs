@@ -1,16 +1,21 @@
 //! BATCH: `BEGIN [UNLOGGED | COUNTER] BATCH … APPLY BATCH` sent as one statement, and the
 //! BATCH request (each statement with its own values and keyspace): one write timestamp
 //! for all, conditional batches as one compare-and-set, counter batches as increments.
+//! A batch of ordinary writes over several partitions is measured against
+//! `batch_size_warn_threshold_bytes` and `batch_size_fail_threshold_bytes`
+//! ([`StatementLimits::check_batch_size`]); past the warning its client gets a warning.
 
 use std::sync::Arc;
 
 use super::*;
 
-/// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared).
+/// Executes a `BEGIN BATCH … APPLY BATCH` sent as one QUERY (or prepared); a warning for
+/// the client goes to `warnings`.
 pub(crate) async fn execute_batch_statement<C: Coordinator>(
     p: &Processor<C>,
     exec: &Exec<'_>,
     batch: &BatchStatement,
+    warnings: &mut Vec<String>,
 ) -> Result<ResultBody, ErrorResponse> {
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
@@ -80,15 +85,19 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
         Ok(())
     })
     .await?;
+    warnings.extend(exec.limits.check_batch_size(&catalog, &mutations)?);
     apply(coordinator.as_ref(), mutations, consistency).await
 }
 
-/// Executes a BATCH request: each statement with its own values and keyspace.
+/// Executes a BATCH request: each statement with its own values and keyspace; a warning
+/// for the client goes to `warnings`.
 pub(crate) async fn execute_batch<C: Coordinator>(
     p: &Processor<C>,
     batch: &Batch,
     statements: Vec<(Arc<Statement>, Option<String>, BoundValues)>,
+    warnings: &mut Vec<String>,
 ) -> Result<ResultBody, ErrorResponse> {
+    let limits = *p.limits();
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
     let now_micros = coordinator.new_timestamp();
@@ -120,7 +129,7 @@ pub(crate) async fn execute_batch<C: Coordinator>(
     let counters = prepared
         .iter()
         .map(|(s, ks, params, _)| {
-            Ok(counter::counter_table(&catalog, &exec_of(ks, params), s)?.is_some())
+            Ok(counter::counter_table(&catalog, &exec_of(ks, params, limits), s)?.is_some())
         })
         .collect::<Result<Vec<bool>, ErrorResponse>>()?;
     if counter::check_batch(batch.batch_type, false, counters)? {
@@ -128,7 +137,7 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         for (statement, keyspace, params, bindings) in &prepared {
             writes.add(&WriteSource {
                 catalog: &catalog,
-                exec: &exec_of(keyspace, params),
+                exec: &exec_of(keyspace, params, limits),
                 statement,
                 bindings,
                 time,
@@ -151,23 +160,26 @@ pub(crate) async fn execute_batch<C: Coordinator>(
         time,
         |prior, out| {
             for (statement, keyspace, params, bindings) in &prepared {
-                let exec = Exec {
-                    keyspace: keyspace.as_deref(),
-                    params,
-                };
+                let exec = exec_of(keyspace, params, limits);
                 mutations_of(&catalog, &exec, statement, bindings, time, prior, out)?;
             }
             Ok(())
         },
     )
     .await?;
+    warnings.extend(limits.check_batch_size(&catalog, &mutations)?);
     apply(coordinator.as_ref(), mutations, batch.consistency).await
 }
 
 /// The [`Exec`] of a statement of a BATCH request.
-fn exec_of<'a>(keyspace: &'a Option<String>, params: &'a QueryParameters) -> Exec<'a> {
+fn exec_of<'a>(
+    keyspace: &'a Option<String>,
+    params: &'a QueryParameters,
+    limits: StatementLimits,
+) -> Exec<'a> {
     Exec {
         keyspace: keyspace.as_deref(),
         params,
+        limits,
     }
 }

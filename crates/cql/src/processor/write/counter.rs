@@ -215,7 +215,7 @@ impl Writer<'_> {
         ctx: &EvalContext<'_>,
         out: &mut Vec<CounterIncrement>,
     ) -> Result<(), ErrorResponse> {
-        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
+        let r = restrict::analyse(self.table, &s.where_clause, ctx, &self.limits)?;
         let partitions = self.partitions(&r)?;
         let mut regular: BTreeMap<ColumnId, i64> = BTreeMap::new();
         let mut statics: BTreeMap<ColumnId, i64> = BTreeMap::new();

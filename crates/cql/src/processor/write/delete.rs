@@ -22,7 +22,7 @@ impl Writer<'_> {
         ctx: &EvalContext<'_>,
         out: &mut Vec<Mutation>,
     ) -> Result<(), ErrorResponse> {
-        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
+        let r = restrict::analyse(self.table, &s.where_clause, ctx, &self.limits)?;
         let partitions = self.partitions(&r)?;
         if !s.columns.is_empty() {
             return self.delete_cells(s, &r, &partitions, ctx, out);

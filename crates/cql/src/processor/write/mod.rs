@@ -43,7 +43,7 @@ use crate::schema::{ColumnKind, ColumnMeta, TableMeta};
 use super::collections::{assign, field_type, set_field, CellTime, ListOp, PriorRows};
 use super::restrict::{self, ColumnRestriction, MultiRestriction, Restrictions};
 use super::values::{eval, eval_int, Bindings, Eval, EvalContext};
-use super::{invalid, Exec, Processor};
+use super::{invalid, Exec, Processor, StatementLimits};
 
 /// The longest TTL Cassandra accepts: 20 years, in seconds.
 pub(crate) const TTL_MAX: i32 = 630_720_000;
@@ -268,6 +268,7 @@ impl WriteSource<'_> {
             now_secs: time.now_secs,
             now_micros: time.now_micros,
             prior,
+            limits: exec.limits,
         };
         f(&w, &ctx)
     }
@@ -294,6 +295,8 @@ struct Writer<'a> {
     now_micros: i64,
     /// Rows read before the write, for list operations.
     prior: &'a RefCell<PriorRows>,
+    /// What the statement may cost.
+    limits: StatementLimits,
 }
 
 impl Writer<'_> {
@@ -568,7 +571,7 @@ impl Writer<'_> {
         ctx: &EvalContext<'_>,
         out: &mut Vec<Mutation>,
     ) -> Result<(), ErrorResponse> {
-        let r = restrict::analyse(self.table, &s.where_clause, ctx)?;
+        let r = restrict::analyse(self.table, &s.where_clause, ctx, &self.limits)?;
         let partitions = self.partitions(&r)?;
         let mut regular = Fragment::new(FragmentKind::Row);
         let mut statics = Fragment::new(FragmentKind::Static);

@@ -30,7 +30,7 @@ use crate::frame::{Consistency, ErrorResponse, QueryParameters, ResultBody};
 use crate::processor::collections::PriorRows;
 use crate::processor::restrict::{self, ColumnRestriction, MultiRestriction};
 use crate::processor::values::{Bindings, EvalContext};
-use crate::processor::{invalid, Exec, Processor};
+use crate::processor::{invalid, Exec, Processor, StatementLimits};
 use crate::schema::{Catalog, ColumnKind, TableMeta};
 
 use super::{mutations_of, WriteTime};
@@ -169,7 +169,7 @@ pub(super) async fn execute<C: Coordinator>(
 ) -> Result<ResultBody, ErrorResponse> {
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
-    let plan = plan(&catalog, &input)?;
+    let plan = plan(&catalog, &input, p.limits())?;
     let serial = input.serial.unwrap_or(Consistency::Serial);
     let request = CasRequest {
         table: plan.table.id,
@@ -188,6 +188,7 @@ pub(super) async fn execute<C: Coordinator>(
         parts: input.parts,
         now_secs: input.now_secs,
         now_micros: input.now_micros,
+        limits: *p.limits(),
     });
     let outcome = coordinator
         .cas(request, decision, serial, input.consistency)
@@ -228,7 +229,11 @@ struct Analysed {
 }
 
 /// Checks every statement and plans the compare-and-set.
-fn plan(catalog: &Catalog, input: &CasInput) -> Result<Plan, ErrorResponse> {
+fn plan(
+    catalog: &Catalog,
+    input: &CasInput,
+    limits: &StatementLimits,
+) -> Result<Plan, ErrorResponse> {
     // What Cassandra refuses when it prepares: custom timestamps, conditions on key
     // columns or unknown ones, conditional deletions of non-static data without the full
     // key, a batch over several tables.
@@ -237,6 +242,7 @@ fn plan(catalog: &Catalog, input: &CasInput) -> Result<Plan, ErrorResponse> {
         let exec = Exec {
             keyspace: part.keyspace.as_deref(),
             params: &part.params,
+            limits: *limits,
         };
         let table = prepare_checks(catalog, &exec, &part.statement)?;
         if tables.first().is_some_and(|t| t.id != table.id) {
@@ -247,7 +253,7 @@ fn plan(catalog: &Catalog, input: &CasInput) -> Result<Plan, ErrorResponse> {
     check_consistency(input)?;
     let mut analysed = Vec::with_capacity(input.parts.len());
     for (part, table) in input.parts.iter().zip(tables) {
-        analysed.push(analyse(catalog, input, part, table)?);
+        analysed.push(analyse(catalog, input, part, table, limits)?);
     }
     let Some(first) = analysed.first() else {
         return Err(invalid("A conditional batch needs at least one statement"));
@@ -420,11 +426,13 @@ fn analyse(
     input: &CasInput,
     part: &Part,
     table: Arc<TableMeta>,
+    limits: &StatementLimits,
 ) -> Result<Analysed, ErrorResponse> {
     let statement = &part.statement;
     let exec = Exec {
         keyspace: part.keyspace.as_deref(),
         params: &part.params,
+        limits: *limits,
     };
     let ctx = EvalContext {
         bindings: &part.bindings,
@@ -475,7 +483,7 @@ fn analyse(
     let schema = table.key_schema();
     let (partition_key, target) = match statement {
         Statement::Insert(_) => inserted_target(&schema, &mutations)?,
-        _ => written_target(&table, &schema, where_clause, &ctx)?,
+        _ => written_target(&table, &schema, where_clause, &ctx, limits)?,
     };
     let prefix = schema
         .partition_prefix(&partition_key)
@@ -573,8 +581,9 @@ fn written_target(
     schema: &KeySchema,
     where_clause: &[Relation],
     ctx: &EvalContext<'_>,
+    limits: &StatementLimits,
 ) -> Result<(Vec<CqlValue>, Option<Vec<CqlValue>>), ErrorResponse> {
-    let r = restrict::analyse(table, where_clause, ctx)?;
+    let r = restrict::analyse(table, where_clause, ctx, limits)?;
     let partition_key = r
         .partition_keys()
         .and_then(|mut keys| keys.pop())
@@ -659,6 +668,7 @@ struct CasWrite {
     parts: Vec<Part>,
     now_secs: i64,
     now_micros: i64,
+    limits: StatementLimits,
 }
 
 impl CasDecision for CasWrite {
@@ -697,6 +707,7 @@ impl CasDecision for CasWrite {
             let exec = Exec {
                 keyspace: part.keyspace.as_deref(),
                 params: &part.params,
+                limits: self.limits,
             };
             mutations_of(
                 &self.catalog,
