@@ -21,7 +21,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-pub use bootstrap::{auth_settings, ensure_superuser, role_lookup};
+pub use bootstrap::{
+    auth_settings, ensure_superuser, role_lookup, superuser_check, SuperuserCheck,
+};
 pub use config::{AuthConfig, SUPERUSER_PASSWORD_ENV};
 pub use password::PasswordAuthenticator;
 

@@ -77,7 +77,9 @@ pub fn run(command: HrCommand) -> anyhow::Result<()> {
                 path.push_str(&format!("&seed={s}"));
             }
             path.push_str(&format!("&replicas={}", args.read_replicas));
-            let o: Optimized = crate::admin::client::post_text_as(addr, &path, &text)?;
+            let login = args.host.credentials.login()?;
+            let o: Optimized =
+                crate::admin::client::post_text_as(addr, &path, &text, login.as_ref())?;
             print_optimized(&o);
             Ok(())
         }

@@ -131,6 +131,7 @@ fn main() -> ExitCode {
             &tools::HostArgs {
                 host: args.host.clone(),
                 only: true,
+                credentials: args.credentials.clone(),
             },
             args.keyspace.as_deref(),
             args.table.as_deref(),

@@ -27,10 +27,11 @@ use mosaic_cluster::message::{AppState, NodeStatus};
 use mosaic_cluster::{Node, NodeConfig};
 use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
 
+use crate::admin::login::AdminLogin;
 use crate::admin::{self, Admin};
 use crate::auth::{
-    auth_settings, ensure_superuser, role_lookup, AllowAll, Authenticator, PasswordAuthenticator,
-    SUPERUSER_PASSWORD_ENV,
+    auth_settings, ensure_superuser, role_lookup, superuser_check, AllowAll, Authenticator,
+    PasswordAuthenticator, SUPERUSER_PASSWORD_ENV,
 };
 use crate::cluster::{ClusterCoordinator, LocalStore};
 use crate::config::Config;
@@ -153,15 +154,19 @@ async fn serve(config: Config) -> Result<()> {
         .with_context(|| format!("binding the CQL port {addr}"))?;
     let bound = listener.local_addr().unwrap_or(addr);
     let auth = Arc::new(Auth::new(auth_settings(&config.auth)));
-    let authenticator: Arc<dyn Authenticator> = match superuser_password {
+    let (authenticator, admin_login): (Arc<dyn Authenticator>, _) = match superuser_password {
         Some(password) => {
             // Role lookups and the superuser's creation run on a processor of their own
             // (sharing the permission cache).
             let internal = Arc::new(Processor::with_auth(coordinator.clone(), auth.clone()));
             ensure_superuser(internal.clone(), &config.auth, password).await?;
-            PasswordAuthenticator::new(&config.auth, role_lookup(internal))
+            let passwords = PasswordAuthenticator::new(&config.auth, role_lookup(internal.clone()));
+            // The admin endpoint checks its credentials with the same authenticator (one
+            // failed-login limit per address for both ports).
+            let login = AdminLogin::new(passwords.clone(), superuser_check(internal));
+            (passwords as Arc<dyn Authenticator>, Some(Arc::new(login)))
         }
-        None => Arc::new(AllowAll),
+        None => (Arc::new(AllowAll) as Arc<dyn Authenticator>, None),
     };
     let shared = Arc::new(
         Shared::new(
@@ -178,7 +183,15 @@ async fn serve(config: Config) -> Result<()> {
     }
     publish_membership_events(&node, &shared);
     publish_peer_schema_events(&local, &shared);
-    start_admin(&config, &local, &coordinator, &hints, shutdown_rx.clone()).await;
+    let admin = Admin {
+        local: local.clone(),
+        cluster: coordinator.clone(),
+        hints: hints.clone(),
+        metrics: None,
+        requests_max: config.limits.admin_requests_max,
+        login: admin_login,
+    };
+    start_admin(&config, admin, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
     tracing::info!(
@@ -537,13 +550,7 @@ async fn bind_internode(config: &mut Config) -> Result<TcpListener> {
 /// Starts the admin HTTP endpoint and the metrics recorder (unless `admin_port` is 0). A
 /// taken admin port is reported and the node serves without it: it is an operator
 /// convenience, not part of serving data.
-async fn start_admin(
-    config: &Config,
-    local: &Arc<LocalCoordinator>,
-    coordinator: &Arc<ClusterCoordinator>,
-    hints: &Arc<HintStore>,
-    shutdown: watch::Receiver<bool>,
-) {
+async fn start_admin(config: &Config, mut admin: Admin, shutdown: watch::Receiver<bool>) {
     let Some(addr) = config.admin_address() else {
         return;
     };
@@ -554,18 +561,11 @@ async fn start_admin(
             return;
         }
     };
-    let metrics = admin::prometheus::install_recorder()
+    admin.metrics = admin::prometheus::install_recorder()
         .map_err(|e| tracing::warn!(target: "mosaic::admin", error = %e, "metrics disabled"))
         .ok();
-    let admin = Arc::new(Admin {
-        local: local.clone(),
-        cluster: coordinator.clone(),
-        hints: hints.clone(),
-        metrics,
-        requests_max: config.limits.admin_requests_max,
-    });
     tracing::info!(target: "mosaic::admin", "admin endpoint on http://{addr}");
-    tokio::spawn(admin::serve(listener, admin, shutdown));
+    tokio::spawn(admin::serve(listener, Arc::new(admin), shutdown));
 }
 
 /// Marks a data directory that was wiped while the node was a cluster member: until its

@@ -4,15 +4,99 @@
 //! command asks one node (`--host`, default 127.0.0.1:7199) for the cluster as it sees it,
 //! then, for `flush`, `compact` and `stats`, talks to every node it reports UP (or only
 //! to that node with `--only`). Exits non-zero when a node could not do what was asked.
+//!
+//! On nodes with password authentication, commands that change state (`flush`, `compact`,
+//! `repair`, `hr optimize`) log in as a superuser ([`Credentials`]): `-u/--username` or
+//! `MOSAIC_USERNAME`, and the password from `MOSAIC_PASSWORD`, `--password-file` or
+//! `-p/--password` (the last is visible in the process list and shell history, as
+//! `nodetool -pw` is; nodetool's `-pwf` is `--password-file` here).
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
 use crate::admin::api::{RepairReport, Stats, Status, TableOpReport};
-use crate::admin::client;
+use crate::admin::client::{self, Login};
+
+/// The environment variable naming the role the CLI logs in as.
+pub const USERNAME_ENV: &str = "MOSAIC_USERNAME";
+/// The environment variable holding that role's password.
+pub const PASSWORD_ENV: &str = "MOSAIC_PASSWORD";
+
+/// A role's credentials for nodes with password authentication.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Credentials {
+    /// Role to log in as on nodes with password authentication (flush, compact, repair and
+    /// hr optimize need a superuser); default: $MOSAIC_USERNAME.
+    #[arg(short = 'u', long)]
+    pub username: Option<String>,
+    /// Its password; default: $MOSAIC_PASSWORD. Prefer that or --password-file: a password
+    /// on the command line shows in the process list and the shell's history.
+    #[arg(short = 'p', long)]
+    pub password: Option<String>,
+    /// A file whose first line is the password (`-`: read it from standard input).
+    #[arg(long, conflicts_with = "password")]
+    pub password_file: Option<PathBuf>,
+}
+
+impl Credentials {
+    /// The login these options and the environment give (`None`: no username anywhere).
+    pub fn login(&self) -> Result<Option<Login>> {
+        let file = match &self.password_file {
+            None => None,
+            Some(path) if path.as_os_str() == "-" => {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .context("reading the password from standard input")?;
+                Some(line)
+            }
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading --password-file {}", path.display()))?,
+            ),
+        };
+        resolve_login(
+            self.username.clone(),
+            self.password.clone(),
+            file,
+            std::env::var(USERNAME_ENV).ok(),
+            std::env::var(PASSWORD_ENV).ok(),
+        )
+    }
+}
+
+/// The login from the options (`username`, `password`, a password file's text) and the
+/// environment: options win, then the file, then the environment.
+fn resolve_login(
+    username: Option<String>,
+    password: Option<String>,
+    password_file: Option<String>,
+    env_username: Option<String>,
+    env_password: Option<String>,
+) -> Result<Option<Login>> {
+    let non_empty = |v: Option<String>| v.filter(|v| !v.is_empty());
+    let from_file = password_file.map(|text| text.lines().next().unwrap_or("").to_owned());
+    let password = non_empty(password)
+        .or(non_empty(from_file))
+        .or(non_empty(env_password));
+    let Some(username) = non_empty(username).or(non_empty(env_username)) else {
+        if password.is_some() {
+            bail!("a password was given without a role: add -u/--username or {USERNAME_ENV}");
+        }
+        return Ok(None);
+    };
+    let Some(password) = password else {
+        bail!(
+            "no password for {username}: set {PASSWORD_ENV} or use --password-file (or \
+             -p/--password)"
+        );
+    };
+    Ok(Some(Login { username, password }))
+}
 
 /// Where to find a node's admin endpoint.
 #[derive(Args, Debug, Clone)]
@@ -23,6 +107,8 @@ pub struct HostArgs {
     /// Act on that node only, not on every live node of its cluster.
     #[arg(long)]
     pub only: bool,
+    #[command(flatten)]
+    pub credentials: Credentials,
 }
 
 /// Options of `mosaic repair`.
@@ -35,6 +121,8 @@ pub struct RepairArgs {
     pub keyspace: Option<String>,
     /// Only this table of the keyspace.
     pub table: Option<String>,
+    #[command(flatten)]
+    pub credentials: Credentials,
 }
 
 impl HostArgs {
@@ -152,9 +240,10 @@ pub fn status(args: &HostArgs) -> Result<()> {
 
 /// `mosaic flush` / `mosaic compact`: the operation on every table of each target node.
 pub fn table_op(args: &HostArgs, op: &str) -> Result<()> {
+    let login = args.credentials.login()?;
     let mut failed = Vec::new();
     for (name, addr) in targets(args)? {
-        match client::post_as::<TableOpReport>(addr, &format!("/{op}")) {
+        match client::post_as::<TableOpReport>(addr, &format!("/{op}"), login.as_ref()) {
             Ok(report) => println!("{name}: {op} done on {} tables", report.tables),
             Err(e) => {
                 eprintln!("{name}: {op} failed: {e:#}");
@@ -296,6 +385,7 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
 /// `mosaic repair`: repairs the ranges one node replicates; fails if any could not be.
 pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> Result<()> {
     let addr = host.addr()?;
+    let login = host.credentials.login()?;
     let mut path = "/repair".to_owned();
     if let Some(ks) = keyspace {
         path.push_str(&format!("?keyspace={ks}"));
@@ -303,7 +393,7 @@ pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> R
             path.push_str(&format!("&table={t}"));
         }
     }
-    let v: RepairReport = match client::post_as(addr, &path) {
+    let v: RepairReport = match client::post_as(addr, &path, login.as_ref()) {
         Ok(v) => v,
         Err(e) => bail!("repair on {addr} did not complete: {e:#}"),
     };
@@ -330,4 +420,39 @@ pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> R
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn some(s: &str) -> Option<String> {
+        Some(s.to_owned())
+    }
+
+    #[test]
+    fn credentials_come_from_options_then_the_file_then_the_environment() {
+        let login = |u, p, f, eu, ep| {
+            resolve_login(u, p, f, eu, ep)
+                .map(|l| l.map(|l| (l.username, l.password)))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(login(None, None, None, None, None), Ok(None));
+        let env = login(None, None, None, some("admin"), some("envpw"));
+        assert_eq!(env, Ok(Some(("admin".into(), "envpw".into()))));
+        let file = login(some("u"), None, some("filepw\nrest\n"), None, some("envpw"));
+        assert_eq!(file, Ok(Some(("u".into(), "filepw".into()))));
+        let flag = login(
+            some("u"),
+            some("flagpw"),
+            None,
+            some("other"),
+            some("envpw"),
+        );
+        assert_eq!(flag, Ok(Some(("u".into(), "flagpw".into()))));
+        let missing = login(some("u"), None, None, None, None).unwrap_err();
+        assert!(missing.contains(PASSWORD_ENV), "{missing}");
+        let orphan = login(None, None, None, None, some("pw")).unwrap_err();
+        assert!(orphan.contains("--username"), "{orphan}");
+    }
 }

@@ -4,31 +4,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 
-use common::{free_port, Node};
-
-/// Sends one HTTP/1.1 request and returns the status code and the body.
-fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let mut request =
-        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n");
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    s.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
-    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
-}
+use common::{free_port, http, Node};
 
 #[test]
 fn the_admin_endpoint_answers_tools_and_refuses_what_a_web_page_could_send() {
@@ -42,6 +21,14 @@ fn the_admin_endpoint_answers_tools_and_refuses_what_a_web_page_could_send() {
     let (code, body) = http(admin, "GET", "/metrics", &[("Host", "localhost")]);
     assert_eq!(code, 200, "{body}");
     let (code, body) = http(admin, "POST", "/flush", &[("Host", &host)]);
+    assert_eq!(code, 200, "{body}");
+    // Without password authentication no credentials are needed, and any are ignored.
+    let (code, body) = http(
+        admin,
+        "POST",
+        "/flush",
+        &[("Host", &host), ("Authorization", "Basic bm9ib2R5Ong=")],
+    );
     assert_eq!(code, 200, "{body}");
 
     // A page whose name was rebound to this address: refused, reads included.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use common::{run_mosaic, startup_body, Node};
+use common::{plain, run_mosaic, startup_body, Node};
 use mosaic_cql::frame::Opcode;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
@@ -37,13 +37,6 @@ async fn login(node: &Node, user: &str, password: &str) -> Result<Session, Strin
         .build()
         .await
         .map_err(|e| e.to_string())
-}
-
-fn plain(user: &str, password: &str) -> Vec<u8> {
-    let token = format!("\0{user}\0{password}");
-    let mut body = (token.len() as i32).to_be_bytes().to_vec();
-    body.extend_from_slice(token.as_bytes());
-    body
 }
 
 /// A connection past STARTUP, asked to authenticate.

@@ -17,31 +17,46 @@
 //!   Reads need no such check: without CORS headers in the answer, the page cannot read it.
 //! - **Load**: at most `[limits] admin_requests_max` requests run at once; more are answered
 //!   503 at once instead of queueing (a repair holds its slot until it finishes).
+//! - **Credentials**: with password authentication, a request that changes state needs a
+//!   superuser's (checked in its slot, so password checks are bounded too; see
+//!   [`super::login`]).
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::sync::Semaphore;
+
+use super::login::AdminLogin;
 
 /// The admission state shared by every request of one endpoint.
 #[derive(Clone)]
 pub struct Guard {
     slots: Arc<Semaphore>,
     slots_max: usize,
+    login: Option<Arc<AdminLogin>>,
 }
 
 impl Guard {
-    /// Admits at most `requests_max` requests at once (at least one).
-    pub fn new(requests_max: usize) -> Guard {
+    /// Admits at most `requests_max` requests at once (at least one); with `login`,
+    /// requests that change state need a superuser's credentials.
+    pub fn new(requests_max: usize, login: Option<Arc<AdminLogin>>) -> Guard {
         let slots_max = requests_max.max(1);
         Guard {
             slots: Arc::new(Semaphore::new(slots_max)),
             slots_max,
+            login,
         }
     }
+}
+
+/// Whether a request may change state (anything but GET and HEAD).
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD)
 }
 
 /// Why a request is not admitted: the status and the message.
@@ -58,8 +73,7 @@ pub fn refusal(method: &Method, headers: &HeaderMap) -> Option<(StatusCode, Stri
             ));
         }
     }
-    let changes_state = !matches!(*method, Method::GET | Method::HEAD);
-    if changes_state && headers.contains_key(header::ORIGIN) {
+    if changes_state(method) && headers.contains_key(header::ORIGIN) {
         return Some((
             StatusCode::FORBIDDEN,
             "the admin endpoint refuses requests that change state from a web page (an Origin \
@@ -95,7 +109,8 @@ fn host_is_an_address(host: &str) -> bool {
 }
 
 /// The middleware: refuses what [`refusal`] names, then takes one of the endpoint's slots
-/// for the request's duration (503 when none is free).
+/// for the request's duration (503 when none is free), then checks the credentials of a
+/// request that changes state when the node checks passwords.
 pub async fn admit(State(guard): State<Guard>, request: Request, next: Next) -> Response {
     if let Some((code, message)) = refusal(request.method(), request.headers()) {
         tracing::warn!(target: "mosaic::admin", method = %request.method(), uri = %request.uri(), %message, "admin request refused");
@@ -111,6 +126,20 @@ pub async fn admit(State(guard): State<Guard>, request: Request, next: Next) -> 
             ),
         );
     };
+    if let Some(login) = guard
+        .login
+        .as_ref()
+        .filter(|_| changes_state(request.method()))
+    {
+        // Without the peer's address (a router driven in-process), failures share one bucket.
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), |c| c.0);
+        if let Err(answer) = login.admit(peer, request.headers()).await {
+            return answer;
+        }
+    }
     next.run(request).await
 }
 
@@ -143,7 +172,10 @@ mod tests {
                 }),
             )
             .route("/quick", axum::routing::get(|| async {}))
-            .layer(axum::middleware::from_fn_with_state(Guard::new(1), admit));
+            .layer(axum::middleware::from_fn_with_state(
+                Guard::new(1, None),
+                admit,
+            ));
         let request = |method: &str, path: &str| {
             Request::builder()
                 .method(method)

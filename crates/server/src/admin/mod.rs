@@ -4,7 +4,8 @@
 //! `mosaic` CLI, on loopback unless `admin_listen_address` says otherwise
 //! (`Config::admin_address`). Every answer is JSON ([`api`]) except `/metrics`; an unknown
 //! path or method answers 404 with `{"error": …}`. What it admits — no requests a web page
-//! could forge, a bounded number at once — is [`guard`]'s.
+//! could forge, a bounded number at once, and with password authentication only a
+//! superuser's requests that change state ([`login`]) — is [`guard`]'s.
 //!
 //! | request | answer |
 //! |---|---|
@@ -15,6 +16,7 @@
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
 //!
 //! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
+//! [`login`] (superuser credentials for requests that change state),
 //! [`prometheus`] (the Prometheus
 //! recorder and the series mirrored at each scrape), [`client`] (the CLI's half, which
 //! `mosaic status`, `flush`, `compact`, `stats`, `repair` and `cluster up` use).
@@ -22,6 +24,7 @@
 pub mod api;
 pub mod client;
 pub mod guard;
+pub mod login;
 pub mod prometheus;
 
 use std::sync::Arc;
@@ -57,6 +60,9 @@ pub struct Admin {
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// Requests served at once (`[limits] admin_requests_max`).
     pub requests_max: usize,
+    /// With password authentication: the check of a superuser's credentials that requests
+    /// changing state need ([`login`]).
+    pub login: Option<Arc<login::AdminLogin>>,
 }
 
 /// Serves admin requests until `shutdown`.
@@ -65,7 +71,9 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch
         // A dropped sender also means the node is going away.
         let _ = shutdown.wait_for(|stop| *stop).await;
     };
-    if let Err(e) = axum::serve(listener, router(admin))
+    // The peer's address keys the failed-login limit.
+    let service = router(admin).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    if let Err(e) = axum::serve(listener, service)
         .with_graceful_shutdown(stop)
         .await
     {
@@ -75,7 +83,7 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch
 
 /// The routes of the table in the module doc.
 fn router(admin: Arc<Admin>) -> Router {
-    let guard = guard::Guard::new(admin.requests_max);
+    let guard = guard::Guard::new(admin.requests_max, admin.login.clone());
     Router::new()
         .route("/status", get(status))
         .route("/stats", get(stats))

@@ -1,6 +1,8 @@
 //! Wiring authentication into a node: the statement layer's settings, role lookups for
 //! the authenticator, and the superuser role created at start.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +48,22 @@ pub fn role_lookup<C: Coordinator>(processor: Arc<Processor<C>>) -> RoleLookup {
     Arc::new(move |name: String| {
         let processor = processor.clone();
         Box::pin(async move { processor.role(&name).await })
+    })
+}
+
+/// Whether a role is a superuser, itself or through a role granted to it (Cassandra's
+/// `Roles.hasSuperuserStatus`), from the permissions cache while it is valid.
+pub type SuperuserCheck = Arc<
+    dyn Fn(String) -> Pin<Box<dyn Future<Output = Result<bool, ErrorResponse>> + Send>>
+        + Send
+        + Sync,
+>;
+
+/// Superuser checks through `processor`.
+pub fn superuser_check<C: Coordinator>(processor: Arc<Processor<C>>) -> SuperuserCheck {
+    Arc::new(move |name: String| {
+        let processor = processor.clone();
+        Box::pin(async move { Ok(processor.authorization(&name).await?.superuser) })
     })
 }
 

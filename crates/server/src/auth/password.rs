@@ -123,6 +123,18 @@ impl PasswordAuthenticator {
 
     /// Checks one PLAIN token from `peer`: the role it logs in as, or the message.
     async fn check(self: Arc<Self>, peer: SocketAddr, token: Option<Bytes>) -> AuthStep {
+        let credentials = decode_plain(token.as_deref().unwrap_or(&[])).map_err(|e| e.to_string());
+        self.login(peer, credentials).await
+    }
+
+    /// Checks a user name and password from `peer` (`Err`: credentials that could not be
+    /// read, a failed login with that message), under the same per-address limit on
+    /// failed logins whichever port they came to (CQL or admin).
+    pub async fn login(
+        &self,
+        peer: SocketAddr,
+        credentials: Result<(String, String), String>,
+    ) -> AuthStep {
         let ip = peer.ip();
         if !self.limiter.allows(ip, Instant::now()) {
             tracing::warn!(target: "mosaic::auth", %peer, "login refused: too many failed logins from this address");
@@ -130,7 +142,10 @@ impl PasswordAuthenticator {
                 "Too many failed login attempts from {ip}; try again later"
             ));
         }
-        let step = self.verify(token.as_deref().unwrap_or(&[])).await;
+        let step = match credentials {
+            Ok((user, password)) => self.verify(user, password).await,
+            Err(message) => AuthStep::Failed(message),
+        };
         if let AuthStep::Failed(message) = &step {
             self.limiter.failed(ip, Instant::now());
             // `?`: the message holds the client's user name, which may hold line breaks and
@@ -140,11 +155,7 @@ impl PasswordAuthenticator {
         step
     }
 
-    async fn verify(&self, token: &[u8]) -> AuthStep {
-        let (user, password) = match decode_plain(token) {
-            Ok(pair) => pair,
-            Err(e) => return AuthStep::Failed(e.to_string()),
-        };
+    async fn verify(&self, user: String, password: String) -> AuthStep {
         let role = match (self.lookup)(user.clone()).await {
             Ok(role) => role,
             Err(e) => {

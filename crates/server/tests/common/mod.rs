@@ -54,6 +54,42 @@ pub fn output_text(o: &Output) -> String {
     )
 }
 
+/// Sends one HTTP/1.1 request (with `Connection: close`) and returns the whole answer:
+/// status line, headers and body.
+pub fn http_answer(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 0\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Sends one HTTP/1.1 request and returns the status code and the body.
+pub fn http(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let answer = http_answer(addr, method, path, headers);
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer}"));
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// An AUTH_RESPONSE body: a SASL PLAIN token for `user` and `password`.
+pub fn plain(user: &str, password: &str) -> Vec<u8> {
+    let token = format!("\0{user}\0{password}");
+    let mut body = (token.len() as i32).to_be_bytes().to_vec();
+    body.extend_from_slice(token.as_bytes());
+    body
+}
+
 /// A port that was free a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
