@@ -14,6 +14,21 @@ find_bench() { # repo-root
     [ -x "$bench" ] || { echo "no $bench: cargo build --release -p mosaic-bench" >&2; exit 1; }
 }
 
+# Builds the release `mosaic` and `mosaic-bench` (unless $1 is 0) under $CARGO_TARGET_DIR
+# (/tmp/target-release by default) and copies them to $3/bin, so a rebuild elsewhere during
+# the run changes nothing; sets $mosaic and $bench to the copies.
+release_binaries() { # build repo-root out
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-release}
+    if [ "$1" = 1 ]; then
+        (cd "$2" && cargo build --release -p mosaic-server -p mosaic-bench)
+    fi
+    find_mosaic "$2"
+    find_bench "$2"
+    mkdir -p "$3/bin"
+    cp "$mosaic" "$bench" "$3/bin/"
+    mosaic=$3/bin/mosaic bench=$3/bin/mosaic-bench
+}
+
 # Exits unless every given port on 127.0.0.1 is free: a node already listening there
 # (someone else's) would answer in place of ours.
 require_free_ports() { # port...

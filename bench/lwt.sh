@@ -61,19 +61,12 @@ while [ $# -gt 0 ]; do
         *) usage ;;
     esac
 done
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-/tmp/target-release}
-if [ "$build" = 1 ]; then
-    (cd "$root" && cargo build --release -p mosaic-server -p mosaic-bench)
-fi
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
-find_mosaic "$root"
-find_bench "$root"
+release_binaries "$build" "$root" "$out"
 mport=${MOSAIC_PORT:-19900} cport=${CASSANDRA_PORT:-19950}
 require_free_ports "$mport" $((mport + 10)) $((mport + 20)) "$cport" $((cport + 10))
-mkdir -p "$out/bin" "$out/mosaic" "$out/cassandra"
-cp "$mosaic" "$bench" "$out/bin/"
-mosaic=$out/bin/mosaic bench=$out/bin/mosaic-bench
+mkdir -p "$out/mosaic" "$out/cassandra"
 mcluster=$out/mosaic-cluster ccluster=$out/cassandra-cluster
 
 stop_all() {

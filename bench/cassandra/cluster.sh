@@ -3,6 +3,8 @@
 #
 #   bench/cassandra/cluster.sh up   --nodes N --dir DIR [--port P] [--heap 1G]
 #                                   [--storage-port 7000] [--jmx-port 7199]
+#                                   [--authenticator AllowAllAuthenticator]
+#                                   [--authorizer AllowAllAuthorizer] [--yaml-extra FILE]
 #   bench/cassandra/cluster.sh down --dir DIR
 #
 # `up` fetches Cassandra (fetch.sh, into ~/.cache/mosaic-bench), writes DIR/nodeI/{cassandra.yaml,
@@ -10,14 +12,18 @@
 # 7199+I; both bases can be moved), starts every node in the background (pid in DIR/nodeI/pid, output in
 # DIR/nodeI/{system.log,stdout.log}), and returns once every node serves CQL. Node 1 is the seed.
 # A fresh cluster skips the wait for gossip to settle and uses a 1 s ring delay.
+# cassandra.yaml is rewritten at every `up`, so an `up` after `down` can change the
+# authenticator and authorizer, and --yaml-extra appends a file's settings (keys the
+# generated file does not set, e.g. client_encryption_options) to every node's.
 # `down` stops the nodes by pid (SIGTERM, then SIGKILL after 60 s) and removes the pid files.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,15p' "$0" >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1; shift
 nodes=1 dir= port=9042 heap=1G storage_port=7000 jmx_port=7199
+authenticator=AllowAllAuthenticator authorizer=AllowAllAuthorizer yaml_extra=
 while [ $# -gt 0 ]; do
     case $1 in
         --nodes) nodes=$2; shift 2 ;;
@@ -26,6 +32,9 @@ while [ $# -gt 0 ]; do
         --heap) heap=$2; shift 2 ;;
         --storage-port) storage_port=$2; shift 2 ;;
         --jmx-port) jmx_port=$2; shift 2 ;;
+        --authenticator) authenticator=$2; shift 2 ;;
+        --authorizer) authorizer=$2; shift 2 ;;
+        --yaml-extra) yaml_extra=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -73,9 +82,10 @@ hints_directory: $node/hints
 cdc_raw_directory: $node/cdc_raw
 commitlog_sync: periodic
 commitlog_sync_period: 10000ms
-authenticator: AllowAllAuthenticator
-authorizer: AllowAllAuthorizer
+authenticator: $authenticator
+authorizer: $authorizer
 YAML
+        if [ -n "$yaml_extra" ]; then cat "$yaml_extra" >> "$node/cassandra.yaml"; fi
         # The JVM runs detached from this shell; its pid is the node's pid.
         setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
             -javaagent:"$home/lib/jamm-0.3.2.jar" \

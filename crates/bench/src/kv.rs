@@ -80,8 +80,7 @@ pub fn key_of(i: u64, key_bytes: usize) -> String {
 }
 
 async fn connect(host: &str) -> anyhow::Result<Session> {
-    SessionBuilder::new()
-        .known_node(host)
+    crate::security::apply(SessionBuilder::new().known_node(host))
         .build()
         .await
         .with_context(|| format!("connecting to {host}"))

@@ -17,6 +17,7 @@
 //! - [`lwt`]: lightweight transactions on uncontended and contended keys, and counter
 //!   increments (`mosaic-bench lwt`);
 //! - [`phase`]: the closed-loop phases `index` and `lwt` run, and their command plumbing;
+//! - [`security`]: `--username`/`--password` and `--ca-file` (TLS) for every session;
 //! - [`kv`]: the prepared INSERT / SELECT-by-key throughput benchmark (`mosaic-bench kv`);
 //! - [`tpch`]: TPC-H `orders` and the heterogeneous-replicas paper's two queries
 //!   (`mosaic-bench tpch load|workload|run`).
@@ -30,6 +31,7 @@ pub mod lwt;
 pub mod monitor;
 pub mod osio;
 pub mod phase;
+pub mod security;
 pub mod tpch;
 pub mod workload;
 pub mod ycsb;

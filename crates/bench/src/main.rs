@@ -25,6 +25,8 @@ use mosaic_bench::tpch;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    security: mosaic_bench::security::ClientSecurity,
 }
 
 #[derive(Subcommand)]
@@ -153,7 +155,9 @@ struct KvArgs {
 }
 
 fn main() -> anyhow::Result<()> {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    mosaic_bench::security::configure(&cli.security)?;
+    match cli.command {
         Command::Load(a) => ycsb(BenchCommand::Load(a)),
         Command::Run(a) => ycsb(BenchCommand::Run(a)),
         Command::Index(c) => index::main(c),

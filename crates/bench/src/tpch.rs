@@ -187,8 +187,7 @@ async fn connect(host: &str) -> anyhow::Result<Session> {
     let profile = ExecutionProfile::builder()
         .request_timeout(Some(REQUEST_TIMEOUT))
         .build();
-    SessionBuilder::new()
-        .known_node(host)
+    crate::security::apply(SessionBuilder::new().known_node(host))
         .default_execution_profile_handle(profile.into_handle())
         .build()
         .await

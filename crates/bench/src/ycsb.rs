@@ -303,7 +303,7 @@ fn session_builder(hosts: &[String]) -> SessionBuilder {
             }
         })
         .collect();
-    SessionBuilder::new().known_nodes(&hosts)
+    crate::security::apply(SessionBuilder::new().known_nodes(&hosts))
 }
 
 /// Connects to the contact points.

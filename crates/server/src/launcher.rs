@@ -309,12 +309,12 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     let addr = SocketAddr::new(config.rpc_address(), config.native_port);
     if let Some(pid) = running_pid(node)? {
         println!("{}: already running (pid {pid}) on {addr}", node.name);
-        wait_until_serving(node, addr, pid, None)?;
+        wait_until_serving(node, &config, pid, None)?;
         return Ok(config);
     }
     // Another process answering on the node's address would pass the readiness check
     // while the node itself fails to bind: refuse up front.
-    if answers_options(addr) {
+    if serving(&config, addr) {
         bail!(
             "{}: another process already serves CQL on {addr}; stop it or choose another --port",
             node.name
@@ -354,7 +354,7 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     let pid = child.id();
     write_atomic(&node.pid(), format!("{pid}\n").as_bytes())
         .with_context(|| format!("writing {}", node.pid().display()))?;
-    wait_until_serving(node, addr, pid, Some(&mut child))?;
+    wait_until_serving(node, &config, pid, Some(&mut child))?;
     println!(
         "{}: pid {pid}, CQL on {addr}, data {}, log {}",
         node.name,
@@ -364,13 +364,14 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     Ok(config)
 }
 
-/// Polls until the node answers OPTIONS, it exits, or the start timeout passes.
+/// Polls until the node serves CQL ([`serving`]), it exits, or the start timeout passes.
 fn wait_until_serving(
     node: &NodeFiles,
-    addr: SocketAddr,
+    config: &Config,
     pid: u32,
     mut child: Option<&mut std::process::Child>,
 ) -> Result<()> {
+    let addr = SocketAddr::new(config.rpc_address(), config.native_port);
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         let exited = match child.as_deref_mut() {
@@ -389,7 +390,7 @@ fn wait_until_serving(
                 log_tail(&node.log())
             );
         }
-        if answers_options(addr) {
+        if serving(config, addr) {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -404,6 +405,17 @@ fn wait_until_serving(
         }
         std::thread::sleep(POLL_INTERVAL);
     }
+}
+
+/// Whether the node configured by `config` serves CQL on `addr`: it answers OPTIONS, or,
+/// when its CQL port takes TLS clients only (the launcher speaks no TLS), it accepts
+/// connections (the CQL port is bound last, once the node is ready).
+fn serving(config: &Config, addr: SocketAddr) -> bool {
+    let tls = &config.client_encryption;
+    if tls.enabled && !tls.optional {
+        return TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok();
+    }
+    answers_options(addr)
 }
 
 /// Whether a CQL node on `addr` answers OPTIONS with SUPPORTED.
