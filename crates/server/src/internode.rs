@@ -178,11 +178,10 @@ pub struct TcpTransport {
     links: Arc<Links>,
 }
 
-/// One peer's queue and the bytes in it, whether its last connection attempt succeeded,
+/// One peer's queue, whether its last connection attempt succeeded,
 /// and what wakes its writer from a backoff.
 struct Peer {
-    tx: mpsc::Sender<Vec<u8>>,
-    queued: Arc<AtomicUsize>,
+    tx: QueueSender,
     reachable: Arc<AtomicBool>,
     wake: Arc<Notify>,
 }
@@ -205,54 +204,29 @@ impl TcpTransport {
 impl Transport for TcpTransport {
     fn send(&self, to: Endpoint, env: Envelope) -> bool {
         let frame = encode_frame(&env);
-        let (tx, queued, reachable) = {
-            let mut peers = self.peers.lock();
-            let peer = peers.entry(to).or_insert_with(|| {
-                let (tx, rx) = mpsc::channel(self.queue_max);
-                let queued = Arc::new(AtomicUsize::new(0));
-                let reachable = Arc::new(AtomicBool::new(true));
-                let wake = Arc::new(Notify::new());
-                let writer = PeerWriter {
-                    to,
-                    reachable: reachable.clone(),
-                    lost: self.lost.clone(),
-                    wake: wake.clone(),
-                    links: self.links.clone(),
-                    refused: false,
-                };
-                let queue = Queue {
-                    rx,
-                    queued: queued.clone(),
-                };
-                self.handle.spawn(writer.run(queue));
-                Peer {
-                    tx,
-                    queued,
-                    reachable,
-                    wake,
-                }
-            });
-            (
-                peer.tx.clone(),
-                peer.queued.clone(),
-                peer.reachable.load(Ordering::Relaxed),
-            )
-        };
-        // The bytes bound: a frame that would overfill the queue is dropped like one that
-        // finds it full (an empty queue takes any frame, so the largest one can pass).
-        let len = frame.len();
-        let before = queued.fetch_add(len, Ordering::SeqCst);
-        if before > 0 && before + len > self.queue_bytes_max {
-            queued.fetch_sub(len, Ordering::SeqCst);
-            return false;
-        }
-        if tx.try_send(frame).is_err() {
-            queued.fetch_sub(len, Ordering::SeqCst);
-            return false;
-        }
+        let mut peers = self.peers.lock();
+        let peer = peers.entry(to).or_insert_with(|| {
+            let (tx, queue) = queue(self.queue_max, self.queue_bytes_max);
+            let reachable = Arc::new(AtomicBool::new(true));
+            let wake = Arc::new(Notify::new());
+            let writer = PeerWriter {
+                to,
+                reachable: reachable.clone(),
+                lost: self.lost.clone(),
+                wake: wake.clone(),
+                links: self.links.clone(),
+                refused: false,
+            };
+            self.handle.spawn(writer.run(queue));
+            Peer {
+                tx,
+                reachable,
+                wake,
+            }
+        });
         // Queued even when the peer is unreachable (the writer's next attempt may find it
         // back), but reported undeliverable: a request to it fails now, not at its timeout.
-        reachable
+        peer.tx.try_send(frame) && peer.reachable.load(Ordering::Relaxed)
     }
 
     fn on_connection_lost(&self, lost: ConnectionLost) {
@@ -269,7 +243,41 @@ impl Transport for TcpTransport {
     }
 }
 
-/// A peer's queue of frames, counting the bytes taken off it.
+/// A peer's queue of frames bounded in frames (`max`) and in bytes (`bytes_max`): its two
+/// ends share the count of the bytes in it.
+fn queue(max: usize, bytes_max: usize) -> (QueueSender, Queue) {
+    let (tx, rx) = mpsc::channel(max);
+    let queued = Arc::new(AtomicUsize::new(0));
+    let sender = QueueSender {
+        tx,
+        queued: queued.clone(),
+        bytes_max,
+    };
+    (sender, Queue { rx, queued })
+}
+
+/// The sending end of a peer's queue.
+struct QueueSender {
+    tx: mpsc::Sender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    bytes_max: usize,
+}
+
+impl QueueSender {
+    /// Queues `frame`, or drops it when the queue is full in frames or would overfill in
+    /// bytes (an empty queue takes any frame, so the largest one can pass).
+    fn try_send(&self, frame: Vec<u8>) -> bool {
+        let len = frame.len();
+        let before = self.queued.fetch_add(len, Ordering::SeqCst);
+        if (before > 0 && before + len > self.bytes_max) || self.tx.try_send(frame).is_err() {
+            self.queued.fetch_sub(len, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+}
+
+/// The receiving end of a peer's queue, counting the bytes taken off it.
 struct Queue {
     rx: mpsc::Receiver<Vec<u8>>,
     queued: Arc<AtomicUsize>,

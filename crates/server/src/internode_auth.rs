@@ -222,13 +222,11 @@ impl Handshake {
             return Err(Refusal::NotMosaic);
         }
         let (nonce_d, endpoint) = rest.split_at(NONCE_LEN);
-        let mut ip = [0u8; 16];
-        ip.copy_from_slice(endpoint.get(..16).unwrap_or(&[0; 16]));
-        let port = u16::from_be_bytes([
-            endpoint.get(16).copied().unwrap_or(0),
-            endpoint.get(17).copied().unwrap_or(0),
-        ]);
-        let claimed = SocketAddr::new(Ipv6Addr::from(ip).to_canonical(), port);
+        // `head`'s size leaves exactly 16 address bytes and 2 port bytes here.
+        let (ip, port) = endpoint.split_at(16);
+        let ip: [u8; 16] = ip.try_into().map_err(|_| Refusal::NotMosaic)?;
+        let port: [u8; 2] = port.try_into().map_err(|_| Refusal::NotMosaic)?;
+        let claimed = SocketAddr::new(Ipv6Addr::from(ip).to_canonical(), u16::from_be_bytes(port));
         let cluster = read_name(io).await?;
         let partitioner = read_name(io).await?;
         let mut tag = [0u8; TAG_LEN];
