@@ -6,10 +6,12 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{free_port, options_answered, output_text, run_mosaic, signal, wait_for};
+use common::{
+    free_port, options_answered, output_text, run_mosaic, wait_for, LocalCluster as Cluster,
+};
 
 fn mosaic(args: &[&str], dir: &Path) -> Output {
     let dir = dir.to_str().unwrap();
@@ -18,31 +20,6 @@ fn mosaic(args: &[&str], dir: &Path) -> Output {
 
 fn text(o: &Output) -> String {
     output_text(o)
-}
-
-/// Stops the cluster however the test ends: `cluster down`, then SIGKILL to a pid left.
-struct Cluster {
-    dir: PathBuf,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let pid_files: Vec<PathBuf> = (1..=5)
-            .map(|i| self.dir.join(format!("node{i}/pid")))
-            .collect();
-        let pids: Vec<Option<String>> = pid_files
-            .iter()
-            .map(|f| std::fs::read_to_string(f).ok())
-            .collect();
-        let _ = mosaic(&["cluster", "down"], &self.dir);
-        for (file, pid) in pid_files.iter().zip(pids) {
-            if let Some(pid) = pid.and_then(|p| p.trim().parse::<u32>().ok()) {
-                if file.exists() {
-                    signal(pid, libc::SIGKILL);
-                }
-            }
-        }
-    }
 }
 
 #[test]
@@ -105,22 +82,7 @@ fn a_three_node_cluster_comes_up_sees_itself_and_goes_down() {
         dir: tmp.path().join("c3"),
     };
     let (port, storage, admin) = (free_port(), free_port(), free_port());
-    let (p, s, a) = (port.to_string(), storage.to_string(), admin.to_string());
-    let out = mosaic(
-        &[
-            "cluster",
-            "up",
-            "--nodes",
-            "3",
-            "--port",
-            &p,
-            "--storage-port",
-            &s,
-            "--admin-port",
-            &a,
-        ],
-        &cluster.dir,
-    );
+    let out = cluster.up(3, (port, storage, admin), &[]);
     assert!(out.status.success(), "{}", text(&out));
     for i in 1..=3u8 {
         assert!(options_answered(SocketAddr::from(([127, 0, 0, i], port))));

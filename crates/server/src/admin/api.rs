@@ -91,6 +91,44 @@ pub struct NodeStatus {
     pub schema_version: String,
 }
 
+/// `GET /activity`: the totals the status page turns into live rates (the change between
+/// two polls), since the node started.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Activity {
+    /// Requests this node coordinated, by operation (`read`, `write`); absent when the
+    /// node records no metrics.
+    #[serde(default)]
+    pub requests: Option<Vec<RequestActivity>>,
+    /// Token ranges this node repaired (or attempted).
+    pub repair_ranges_total: u64,
+    /// Entries repair streamed to replicas that lacked them.
+    pub repair_entries_streamed_total: u64,
+}
+
+/// One operation's requests (`mosaic_requests_total`, `mosaic_request_seconds`) over every
+/// consistency level.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequestActivity {
+    /// `read` or `write`.
+    pub op: String,
+    /// Requests coordinated.
+    pub total: u64,
+    /// Those that did not succeed (every outcome but `ok`).
+    pub failed_total: u64,
+    /// Requests timed: the latency histogram's count.
+    pub latency_count: u64,
+    /// The latency histogram's finite buckets, bounds ascending; counts are cumulative
+    /// (requests at most that long), so `latency_count` minus the last is the slower rest.
+    pub latency_buckets: Vec<LatencyBucket>,
+}
+
+/// A latency histogram bucket: requests that took at most `le_seconds`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatencyBucket {
+    pub le_seconds: f64,
+    pub count: u64,
+}
+
 /// One structure's (or a sum's) engine counters as `/stats` reports them.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Counters {

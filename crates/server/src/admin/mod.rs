@@ -2,20 +2,23 @@
 //!
 //! Owns `[admin_port]`: an HTTP/1.1 server (`axum` over `hyper`) for operators and the
 //! `mosaic` CLI, on loopback unless `admin_listen_address` says otherwise
-//! (`Config::admin_address`). Every answer is JSON ([`api`]) except `/metrics`; an unknown
-//! path or method answers 404 with `{"error": …}`. What it admits — no requests a web page
+//! (`Config::admin_address`). Every answer is JSON ([`api`]) except `/metrics` and the
+//! status page; an unknown path or method answers 404 with `{"error": …}`. What it admits — no requests a web page
 //! could forge, a bounded number at once, and with password authentication only a
 //! superuser's requests that change state ([`login`]) — is [`guard`]'s.
 //!
 //! | request | answer |
 //! |---|---|
+//! | `GET /` | the status page ([`page`]): one self-contained HTML document for a browser, refreshing itself from the three GETs below |
 //! | `GET /status` | JSON: every known node, UP/DOWN, load, tokens, ownership, schema |
 //! | `GET /stats` | JSON: per table, its layout, the byte counters summed and per structure (tree, source tree, log), amplification, levels |
+//! | `GET /activity` | JSON: requests this node coordinated (totals and latency buckets by operation) and repair's totals, which the page turns into rates |
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
 //!
 //! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
+//! [`page`] (the status page and `/activity`),
 //! [`login`] (superuser credentials for requests that change state),
 //! [`prometheus`] (the Prometheus
 //! recorder and the series mirrored at each scrape), [`client`] (the CLI's half, which
@@ -25,6 +28,7 @@ pub mod api;
 pub mod client;
 pub mod guard;
 pub mod login;
+pub mod page;
 pub mod prometheus;
 
 use std::sync::Arc;
@@ -85,6 +89,8 @@ pub async fn serve(listener: TcpListener, admin: Arc<Admin>, mut shutdown: watch
 fn router(admin: Arc<Admin>) -> Router {
     let guard = guard::Guard::new(admin.requests_max, admin.login.clone());
     Router::new()
+        .route("/", get(page::page))
+        .route("/activity", get(page::activity))
         .route("/status", get(status))
         .route("/stats", get(stats))
         .route("/metrics", get(render_metrics))

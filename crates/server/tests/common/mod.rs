@@ -229,6 +229,67 @@ impl Drop for Node {
     }
 }
 
+/// A `mosaic cluster up` cluster in `dir`, stopped however the test ends: `cluster down`,
+/// then SIGKILL to any node whose pid file is left.
+pub struct LocalCluster {
+    pub dir: PathBuf,
+}
+
+impl LocalCluster {
+    /// `mosaic cluster up --nodes N` with these CQL, internode and admin ports and `extra`
+    /// arguments.
+    pub fn up(
+        &self,
+        nodes: u32,
+        (port, storage, admin): (u16, u16, u16),
+        extra: &[&str],
+    ) -> Output {
+        let (n, p, s, a) = (
+            nodes.to_string(),
+            port.to_string(),
+            storage.to_string(),
+            admin.to_string(),
+        );
+        let dir = self.dir.to_string_lossy().into_owned();
+        let args = [
+            "cluster",
+            "up",
+            "--nodes",
+            &n,
+            "--port",
+            &p,
+            "--storage-port",
+            &s,
+            "--admin-port",
+            &a,
+            "--dir",
+            &dir,
+        ];
+        run_mosaic(&[&args[..], extra].concat())
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        let pid_files: Vec<PathBuf> = (1..=5)
+            .map(|i| self.dir.join(format!("node{i}/pid")))
+            .collect();
+        let pids: Vec<Option<String>> = pid_files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).ok())
+            .collect();
+        let dir = self.dir.to_string_lossy().into_owned();
+        let _ = run_mosaic(&["cluster", "down", "--dir", &dir]);
+        for (file, pid) in pid_files.iter().zip(pids) {
+            if let Some(pid) = pid.and_then(|p| p.trim().parse::<u32>().ok()) {
+                if file.exists() {
+                    signal(pid, libc::SIGKILL);
+                }
+            }
+        }
+    }
+}
+
 /// Whether a node on `addr` answers OPTIONS with SUPPORTED.
 pub fn options_answered(addr: SocketAddr) -> bool {
     let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
