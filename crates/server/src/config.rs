@@ -49,8 +49,9 @@ pub struct Config {
     /// loopback address (a local cluster's 127.0.0.N), else 127.0.0.1 (or ::1), so other
     /// hosts cannot reach it ([`Config::admin_address`]).
     pub admin_listen_address: Option<IpAddr>,
-    /// Nodes contacted to join the cluster, as `"ip"` (this node's storage port) or
-    /// `"ip:port"`. Empty: this node is its own seed (a one-node cluster to start with).
+    /// Nodes contacted to join the cluster, as `"ip"` (this node's storage port),
+    /// `"ip:port"`, or a DNS name (`"name"`, `"name:port"`) resolved at start
+    /// (`crate::deploy`). Empty: this node is its own seed (a one-node cluster to start with).
     pub seeds: Vec<String>,
     /// Membership, replication and request timeouts.
     pub cluster: ClusterConfig,
@@ -456,10 +457,24 @@ const FRAME_SIZE_BYTES_MIN: u32 = 4096;
 impl Config {
     /// Reads and validates `path`; relative paths in it become relative to its directory.
     pub fn load(path: &Path) -> Result<Config> {
+        Config::load_with_env(path, |_| None)
+    }
+
+    /// [`Config::load`], with the keys `env` overrides (`crate::deploy::ENV_OVERRIDES`:
+    /// what `mosaic server` takes from its environment) applied before validation.
+    pub fn load_with_env(path: &Path, env: impl Fn(&str) -> Option<String>) -> Result<Config> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading config file {}", path.display()))?;
-        let mut config =
-            Config::parse(&text).with_context(|| format!("in config file {}", path.display()))?;
+        let in_file = || format!("in config file {}", path.display());
+        let mut config = Config::from_toml(&text).with_context(in_file)?;
+        let applied = crate::deploy::apply_env(&mut config, env)?;
+        config.validate().with_context(|| {
+            if applied.is_empty() {
+                in_file()
+            } else {
+                format!("{} with {}", in_file(), applied.join(", "))
+            }
+        })?;
         let base = path.parent().unwrap_or(Path::new("."));
         if config.data_dir.is_relative() {
             config.data_dir = base.join(&config.data_dir);
@@ -477,7 +492,14 @@ impl Config {
 
     /// Parses and validates TOML text.
     pub fn parse(text: &str) -> Result<Config> {
-        let config: Config = toml::from_str(text).map_err(|e| {
+        let config = Config::from_toml(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses TOML text, not yet validated.
+    pub(crate) fn from_toml(text: &str) -> Result<Config> {
+        toml::from_str(text).map_err(|e| {
             // Name the section: toml shows the offending line but not the table it is in.
             let section = e
                 .span()
@@ -485,9 +507,7 @@ impl Config {
                 .map(|name| format!("[{name}] "))
                 .unwrap_or_default();
             anyhow::anyhow!("{section}{e}")
-        })?;
-        config.validate()?;
-        Ok(config)
+        })
     }
 
     /// `[scheduling]`'s replica selection, with the deprecated `[cluster]
@@ -553,7 +573,9 @@ impl Config {
         if self.storage_port == 0 {
             bail!("storage_port must not be 0");
         }
-        self.seed_endpoints()?;
+        for seed in &self.seeds {
+            crate::deploy::parse_seed(seed, self.storage_port)?;
+        }
         let c = &self.cluster;
         if c.gossip_interval_ms == 0
             || c.write_request_timeout_ms == 0
@@ -640,20 +662,17 @@ impl Config {
         SocketAddr::new(self.rpc_address(), self.storage_port)
     }
 
-    /// The seeds as addresses (this node when none are configured).
+    /// The seeds as addresses (this node when none are configured); names must have been
+    /// resolved (`crate::deploy::resolve_seeds`).
     pub fn seed_endpoints(&self) -> Result<Vec<SocketAddr>> {
         if self.seeds.is_empty() {
             return Ok(vec![self.storage_endpoint()]);
         }
         self.seeds
             .iter()
-            .map(|s| {
-                if let Ok(a) = s.parse::<SocketAddr>() {
-                    return Ok(a);
-                }
-                s.parse::<IpAddr>()
-                    .map(|ip| SocketAddr::new(ip, self.storage_port))
-                    .map_err(|_| anyhow::anyhow!("seed {s:?} is neither an IP address nor IP:port"))
+            .map(|s| match crate::deploy::parse_seed(s, self.storage_port)? {
+                crate::deploy::Seed::Address(a) => Ok(a),
+                crate::deploy::Seed::Name(..) => bail!("seed {s:?} was not resolved"),
             })
             .collect()
     }

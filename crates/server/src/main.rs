@@ -36,6 +36,7 @@ mod auth;
 mod cluster;
 mod cold;
 mod config;
+mod deploy;
 mod durable;
 mod hints;
 mod hr;

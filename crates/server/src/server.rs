@@ -48,7 +48,7 @@ use mosaic_cql::auth::Auth;
 
 /// Runs the node configured in `config_path` until it is told to stop.
 pub fn run(config_path: &Path) -> Result<()> {
-    let config = Config::load(config_path)?;
+    let mut config = Config::load_with_env(config_path, |var| std::env::var(var).ok())?;
     crate::logging::init(&config.log)?;
     for warning in config.deprecations() {
         tracing::warn!(target: "mosaic", "{warning}");
@@ -58,7 +58,10 @@ pub fn run(config_path: &Path) -> Result<()> {
         .thread_name("mosaic-worker")
         .build()
         .context("starting the async runtime")?;
-    let result = runtime.block_on(serve(config));
+    let result = runtime.block_on(async {
+        crate::deploy::resolve_seeds(&mut config).await?;
+        serve(config).await
+    });
     // Tasks still holding resources (connections past the drain timeout) are dropped here.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
