@@ -1,7 +1,8 @@
 //! The admin endpoint's status page (issue 14): served as one self-contained HTML document,
 //! and, rendered by headless Chromium against a three-node local cluster, it shows every
 //! node with its address and state once its script has run — with a rack name that is
-//! markup shown as text, not parsed. The screenshot is kept (the path is printed):
+//! markup shown as text, not parsed — and, while a client writes through node 1, a live
+//! write rate and median latency. The screenshot is kept (the path is printed):
 //! `$MOSAIC_TEST_ARTIFACTS/status-page.png`, or the crate's `CARGO_TARGET_TMPDIR`.
 //!
 //! The Chromium test skips, saying so, where no `chromium` is installed (`apt-get install
@@ -12,11 +13,14 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::ops::Not;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, http, http_answer, output_text, LocalCluster, Node};
+use common::{free_port, http, http_answer, output_text, wait_for, Conn, LocalCluster, Node};
 
 #[test]
 fn the_page_is_html_with_no_external_assets_and_activity_is_json() {
@@ -131,6 +135,43 @@ fn chromium_renders_every_node_of_a_three_node_cluster_with_its_state() {
     let out = cluster.up(3, (port, storage, admin), &["--set", rack]);
     assert!(out.status.success(), "{}", output_text(&out));
 
+    // Writes coordinated by node 1 while the page polls it: its rates and latencies.
+    let cql = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut conn = Conn::connect(cql);
+    conn.startup(None);
+    for statement in [
+        "CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}",
+        "CREATE TABLE ks.t (k int PRIMARY KEY, v int)",
+    ] {
+        let answer = conn.query(1, statement);
+        assert_eq!(answer.opcode, 0x08, "{statement}: {}", answer.describe());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut written = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let answer =
+                    conn.query(1, &format!("INSERT INTO ks.t (k, v) VALUES ({written}, 1)"));
+                assert_eq!(answer.opcode, 0x08, "{}", answer.describe());
+                written += 1;
+            }
+            written
+        })
+    };
+    wait_for("writes to run", || {
+        let (_, body) = http(
+            SocketAddr::from(([127, 0, 0, 1], admin)),
+            "GET",
+            "/activity",
+            &[("Host", "127.0.0.1")],
+        );
+        body.contains("\"op\":\"write\",\"total\":0")
+            .not()
+            .then_some(())
+    });
+
     let url = format!("http://127.0.0.1:{admin}/");
     let browser_dir = tmp.path();
     // Virtual time runs the page's timers at once: the first poll renders, the next ones
@@ -168,6 +209,16 @@ fn chromium_renders_every_node_of_a_three_node_cluster_with_its_state() {
         "markup was parsed:\n{dom}"
     );
     assert!(dom.contains("data-op=\"read\""), "request rates:\n{dom}");
+    // Writes ran between two polls: a rate, and a median latency bucket.
+    let writes = dom
+        .split("data-op=\"write\"")
+        .nth(1)
+        .and_then(|card| card.split("</div></div>").next())
+        .unwrap_or_else(|| panic!("no writes card:\n{dom}"));
+    assert!(
+        writes.contains("p50 ≤ ") && !writes.contains("class=\"big\">0.0<"),
+        "live write rate and p50:\n{writes}"
+    );
     assert!(
         dom.contains("system_auth.roles"),
         "per-table storage:\n{dom}"
@@ -196,5 +247,7 @@ fn chromium_renders_every_node_of_a_three_node_cluster_with_its_state() {
         screenshot.display()
     );
     eprintln!("status page screenshot: {}", screenshot.display());
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 0);
     drop(cluster);
 }
