@@ -1,7 +1,10 @@
 """`[limits]` on what one statement may cost, as the Python driver sees them: a batch over
 several partitions past `batch_size_warn_threshold_bytes` carries a warning the driver
 exposes (`ResultSet.response_future.warnings`), one past the fail threshold is an
-InvalidRequest "Batch too large"; IN lists past the cartesian cap are refused."""
+InvalidRequest "Batch too large"; IN lists past the cartesian cap are refused; a
+prepared statement evicted from the bounded cache is prepared again by the driver."""
+import logging
+
 import pytest
 from cassandra import InvalidRequest
 from cassandra.query import BatchStatement, BatchType, SimpleStatement
@@ -15,7 +18,7 @@ pytestmark = pytest.mark.skipif(TEST_AGAINST is not None, reason="starts its own
 def limits_session():
     n = Node()
     with open(n.config, "a") as f:
-        f.write("[limits]\nbatch_size_fail_threshold_bytes = 51200\n")
+        f.write("[limits]\nbatch_size_fail_threshold_bytes = 51200\nprepared_statements_cache_size_bytes = 65536\n")
     n.start()
     cluster = n.cluster()
     try:
@@ -63,3 +66,22 @@ def test_in_lists_past_the_cartesian_cap_are_refused(limits_session):
     values = ", ".join(str(i) for i in range(101))
     with pytest.raises(InvalidRequest, match="partition-key cartesian product size 101 is greater than maximum 100"):
         session.execute(SimpleStatement(f"SELECT * FROM lim.t WHERE k IN ({values})"))
+
+
+def test_the_driver_prepares_an_evicted_statement_again(limits_session, caplog):
+    node, session = limits_session
+    session.execute("INSERT INTO lim.t (k, c, v) VALUES (9, 1, 'kept')")
+    first = session.prepare("SELECT v FROM lim.t WHERE k = ? AND c = ?")
+    assert session.execute(first, (9, 1)).one().v == "kept"
+    # About 500 KB of statements through a 64 KiB cache, each executed twice (the cache
+    # keeps statements in use over one-off ones): the first is evicted.
+    padding = " " * 1000
+    for i in range(100):
+        other = session.prepare(f"SELECT v FROM lim.t WHERE k = {i} AND c = ?{padding}")
+        for _ in range(2):
+            session.execute(other, (1,))
+    # The node answers Unprepared; the driver prepares it again and gets the row.
+    with caplog.at_level(logging.DEBUG, logger="cassandra.cluster"):
+        assert session.execute(first, (9, 1)).one().v == "kept"
+    reprepared = [r.getMessage() for r in caplog.records if "Re-preparing" in r.getMessage()]
+    assert any(first.query_string in m for m in reprepared), caplog.text

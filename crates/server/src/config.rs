@@ -17,6 +17,8 @@ use mosaic_lsm::{Options, SyncMode};
 use mosaic_types::{Layout, ReplicaSelection};
 use serde::{Deserialize, Serialize};
 
+mod limits;
+
 /// The whole configuration file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -290,6 +292,16 @@ pub struct LimitsConfig {
     pub batch_size_fail_threshold_bytes: usize,
     /// The largest result a SELECT without paging may build before it is refused.
     pub unpaged_result_size_bytes_max: usize,
+    /// The bytes the prepared-statement cache may hold (Cassandra's
+    /// `prepared_statements_cache_size`); the least recently used are evicted past it.
+    pub prepared_statements_cache_size_bytes: u64,
+    /// Bytes of request frames being executed or answered on the whole node (Cassandra's
+    /// `native_transport_max_request_data_in_flight`); past it connections wait, or are
+    /// answered Overloaded if their STARTUP set `THROW_ON_OVERLOAD`.
+    pub request_bytes_in_flight_max: usize,
+    /// The same for the connections of one client address (Cassandra's
+    /// `native_transport_max_request_data_in_flight_per_ip`).
+    pub request_bytes_in_flight_per_address_max: usize,
 }
 
 impl Default for Config {
@@ -416,43 +428,13 @@ impl Default for LimitsConfig {
             batch_size_warn_threshold_bytes: Self::STATEMENT.batch_size_warn_threshold_bytes,
             batch_size_fail_threshold_bytes: Self::STATEMENT.batch_size_fail_threshold_bytes,
             unpaged_result_size_bytes_max: Self::STATEMENT.unpaged_result_size_bytes_max,
+            prepared_statements_cache_size_bytes: Self::STATEMENT
+                .prepared_statements_cache_size_bytes,
+            request_bytes_in_flight_max: 256 << 20,
+            request_bytes_in_flight_per_address_max: 64 << 20,
         }
     }
 }
-
-impl LimitsConfig {
-    const STATEMENT: mosaic_cql::processor::StatementLimits =
-        mosaic_cql::processor::StatementLimits::DEFAULT;
-
-    /// The bounds the statement layer enforces.
-    pub fn statement_limits(&self) -> mosaic_cql::processor::StatementLimits {
-        mosaic_cql::processor::StatementLimits {
-            partition_key_restrictions_max: self.partition_key_restrictions_max,
-            clustering_key_restrictions_max: self.clustering_key_restrictions_max,
-            batch_size_warn_threshold_bytes: self.batch_size_warn_threshold_bytes,
-            batch_size_fail_threshold_bytes: self.batch_size_fail_threshold_bytes,
-            unpaged_result_size_bytes_max: self.unpaged_result_size_bytes_max,
-            ..Self::STATEMENT
-        }
-    }
-
-    /// Checks the statement limits.
-    fn validate_statement_limits(&self) -> Result<()> {
-        if self.partition_key_restrictions_max == 0 || self.clustering_key_restrictions_max == 0 {
-            bail!("[limits] partition_key_restrictions_max and clustering_key_restrictions_max must be at least 1");
-        }
-        if self.batch_size_warn_threshold_bytes > self.batch_size_fail_threshold_bytes {
-            bail!("[limits] batch_size_warn_threshold_bytes must not exceed batch_size_fail_threshold_bytes");
-        }
-        if self.unpaged_result_size_bytes_max < 64 << 10 {
-            bail!("[limits] unpaged_result_size_bytes_max must be at least 65536");
-        }
-        Ok(())
-    }
-}
-
-/// The smallest frame limit we accept: a STARTUP with every usual option fits easily.
-const FRAME_SIZE_BYTES_MIN: u32 = 4096;
 
 impl Config {
     /// Reads and validates `path`; relative paths in it become relative to its directory.
@@ -596,35 +578,7 @@ impl Config {
         if !(1..=answer_max).contains(&c.read_answer_bytes_max) {
             bail!("[cluster] read_answer_bytes_max must be between 1 and {answer_max} (half the internode frame limit)");
         }
-        let l = &self.limits;
-        if l.handshake_timeout_ms == 0 {
-            bail!("[limits] handshake_timeout_ms must be at least 1");
-        }
-        if l.connection_count_max == 0
-            || l.connection_requests_in_flight_max == 0
-            || l.node_requests_concurrent_max == 0
-        {
-            bail!("[limits] connection_count_max, connection_requests_in_flight_max and node_requests_concurrent_max must be at least 1");
-        }
-        // Tokio's semaphores hold at most usize::MAX >> 3 permits.
-        let permits_max = 1 << 24;
-        if l.connection_requests_in_flight_max > permits_max
-            || l.node_requests_concurrent_max > permits_max
-            || l.connection_count_max > permits_max
-        {
-            bail!("[limits] values must be at most {permits_max}");
-        }
-        if l.frame_size_bytes_max < FRAME_SIZE_BYTES_MIN {
-            bail!("[limits] frame_size_bytes_max must be at least {FRAME_SIZE_BYTES_MIN}");
-        }
-        let mutation_max = mosaic_cluster::message::FRAME_PAYLOAD_MAX / 2;
-        if !(FRAME_SIZE_BYTES_MIN as usize..=mutation_max).contains(&l.mutation_size_bytes_max) {
-            bail!(
-                "[limits] mutation_size_bytes_max must be between {FRAME_SIZE_BYTES_MIN} and \
-                 {mutation_max} (half the internode frame limit)"
-            );
-        }
-        l.validate_statement_limits()?;
+        self.limits.validate()?;
         self.storage.validate()?;
         self.auth.validate()?;
         self.log.filter(None)?;

@@ -1,7 +1,8 @@
 //! `[limits]` on what one statement may cost, against a real `mosaic server`: the
 //! cartesian product of `IN` lists (refused before it is expanded), the batch size
 //! thresholds (a warning in the response and the log, then "Batch too large"; a batch
-//! on one partition exempt), and the bound on a result built without paging.
+//! on one partition exempt), the bound on a result built without paging, and the
+//! prepared-statement cache's budget (an evicted statement answers Unprepared).
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(clippy::disallowed_methods)] // Tests of a real process.
 
@@ -250,4 +251,64 @@ fn an_unpaged_result_past_its_bound_is_refused_and_paging_reads_it_all() {
     );
     let f = c.recv();
     assert_eq!(f.rows().len(), 10, "{}", f.describe());
+}
+
+/// PREPARE `cql`; the statement's id.
+fn prepare(c: &mut Conn, cql: &str) -> Vec<u8> {
+    let mut body = (cql.len() as u32).to_be_bytes().to_vec();
+    body.extend_from_slice(cql.as_bytes());
+    c.send(7, Opcode::Prepare, &body);
+    let f = c.recv();
+    assert_eq!(f.result_kind(), 4, "{}", f.describe());
+    let mut r = Reader(&f.body[4..]);
+    let n = r.short() as usize;
+    r.0[..n].to_vec()
+}
+
+/// EXECUTE `id` at ONE without values.
+fn execute(c: &mut Conn, id: &[u8]) -> common::Frame {
+    let mut body = (id.len() as u16).to_be_bytes().to_vec();
+    body.extend_from_slice(id);
+    body.extend_from_slice(&1u16.to_be_bytes());
+    body.push(0);
+    c.send(8, Opcode::Execute, &body);
+    c.recv()
+}
+
+#[test]
+fn a_statement_evicted_from_the_prepared_cache_answers_unprepared_until_prepared_again() {
+    let (node, mut c) = node_with(
+        "[limits]\nprepared_statements_cache_size_bytes = 65536\n",
+        &["CREATE TABLE ks.t (k int PRIMARY KEY, v int)"],
+    );
+    c.exec("INSERT INTO ks.t (k, v) VALUES (1, 2)");
+    let first = prepare(&mut c, "SELECT v FROM ks.t WHERE k = 1");
+    assert_eq!(execute(&mut c, &first).rows().len(), 1);
+    // 100 statements of about 5 KB each (estimated): eight times the budget.
+    for i in 0..100 {
+        let padding = "0".repeat(1000);
+        prepare(
+            &mut c,
+            &format!("SELECT v FROM ks.t WHERE k = {i}{padding}"),
+        );
+    }
+    let f = execute(&mut c, &first);
+    let (code, message) = f.error();
+    assert_eq!(code, 0x2500, "{message}");
+    assert!(message.contains("evicted"), "{message}");
+    // Prepared again (as drivers do on Unprepared): served.
+    assert_eq!(prepare(&mut c, "SELECT v FROM ks.t WHERE k = 1"), first);
+    assert_eq!(execute(&mut c, &first).rows().len(), 1);
+    // A statement larger than the whole budget is refused, not cached and lost.
+    let huge = format!(
+        "SELECT v FROM ks.t WHERE k = 1 AND v = '{}' ALLOW FILTERING",
+        "h".repeat(20_000)
+    );
+    let mut body = (huge.len() as u32).to_be_bytes().to_vec();
+    body.extend_from_slice(huge.as_bytes());
+    c.send(9, Opcode::Prepare, &body);
+    let (code, message) = c.recv().error();
+    assert_eq!(code, 0x2200);
+    assert!(message.contains("too large to prepare"), "{message}");
+    drop(node);
 }

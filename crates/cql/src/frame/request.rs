@@ -45,6 +45,9 @@ pub struct StartupOptions {
     pub cql_version: String,
     /// The compression to use from now on, both ways.
     pub compression: Option<Compression>,
+    /// `THROW_ON_OVERLOAD` is `1` (as Cassandra reads it): a request the node has no room
+    /// for is answered Overloaded instead of waiting until there is.
+    pub throw_on_overload: bool,
 }
 
 impl Startup {
@@ -79,6 +82,7 @@ impl Startup {
         Ok(StartupOptions {
             cql_version,
             compression,
+            throw_on_overload: self.option("THROW_ON_OVERLOAD") == Some("1"),
         })
     }
 }

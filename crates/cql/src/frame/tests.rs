@@ -471,9 +471,26 @@ fn startup_options_decode_and_negotiate_lz4() {
     assert_eq!(s.option("DRIVER_NAME"), Some("x"));
     let n = s.negotiate().unwrap();
     assert_eq!(
-        (n.cql_version.as_str(), n.compression),
-        ("3.0.0", Some(Compression::Lz4))
+        (n.cql_version.as_str(), n.compression, n.throw_on_overload),
+        ("3.0.0", Some(Compression::Lz4), false)
     );
+}
+
+#[test]
+fn throw_on_overload_is_on_only_when_it_is_1_as_cassandra_reads_it() {
+    let with = |value: &str| Startup {
+        options: vec![
+            ("CQL_VERSION".to_owned(), "3.0.0".to_owned()),
+            ("THROW_ON_OVERLOAD".to_owned(), value.to_owned()),
+        ],
+    };
+    assert!(with("1").negotiate().unwrap().throw_on_overload);
+    for value in ["0", "", "true"] {
+        assert!(
+            !with(value).negotiate().unwrap().throw_on_overload,
+            "{value:?}"
+        );
+    }
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod describe;
 mod json;
 mod limits;
 mod markers;
+mod prepared;
 mod restrict;
 mod select;
 mod values;
@@ -32,13 +33,14 @@ mod write;
 
 pub use json::{decode_json_text, render_json};
 pub use limits::StatementLimits;
+pub use prepared::PreparedCacheStats;
+
+use prepared::PreparedCache;
 pub(crate) use select::OutColumn;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use parking_lot::Mutex;
 
 use crate::ast::{QualifiedName, Statement};
 use crate::coordinator::Coordinator;
@@ -48,10 +50,6 @@ use crate::frame::{
 };
 use crate::parse::{parse_statement, ParseError};
 use crate::schema::{Catalog, TableMeta};
-
-/// The most prepared statements kept; the least recently used are evicted beyond it (a
-/// client then gets Unprepared and re-prepares, as drivers do).
-pub const PREPARED_CACHE_MAX: usize = 10_000;
 
 /// Per-connection state.
 #[derive(Clone, Debug)]
@@ -80,57 +78,10 @@ impl Session {
     }
 }
 
-/// A prepared statement: the parsed statement and the keyspace it was prepared in.
-#[derive(Debug)]
-struct PreparedEntry {
-    statement: Arc<Statement>,
-    keyspace: Option<String>,
-    last_used: u64,
-}
-
-#[derive(Default)]
-struct PreparedCache {
-    entries: HashMap<[u8; 16], PreparedEntry>,
-    clock: u64,
-}
-
-impl PreparedCache {
-    fn get(&mut self, id: &[u8]) -> Option<(Arc<Statement>, Option<String>)> {
-        let key: [u8; 16] = id.try_into().ok()?;
-        self.clock += 1;
-        let now = self.clock;
-        let entry = self.entries.get_mut(&key)?;
-        entry.last_used = now;
-        Some((entry.statement.clone(), entry.keyspace.clone()))
-    }
-
-    fn insert(&mut self, id: [u8; 16], statement: Arc<Statement>, keyspace: Option<String>) {
-        self.clock += 1;
-        if self.entries.len() >= PREPARED_CACHE_MAX && !self.entries.contains_key(&id) {
-            if let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| *k)
-            {
-                self.entries.remove(&oldest);
-            }
-        }
-        self.entries.insert(
-            id,
-            PreparedEntry {
-                statement,
-                keyspace,
-                last_used: self.clock,
-            },
-        );
-    }
-}
-
 /// Executes requests against a coordinator; shared by every connection of a node.
 pub struct Processor<C> {
     coordinator: Arc<C>,
-    prepared: Mutex<PreparedCache>,
+    prepared: PreparedCache,
     auth: Arc<crate::auth::Auth>,
     limits: StatementLimits,
 }
@@ -277,7 +228,9 @@ impl<C: Coordinator> Processor<C> {
     pub fn with_auth(coordinator: Arc<C>, auth: Arc<crate::auth::Auth>) -> Processor<C> {
         Processor {
             coordinator,
-            prepared: Mutex::new(PreparedCache::default()),
+            prepared: PreparedCache::new(
+                StatementLimits::DEFAULT.prepared_statements_cache_size_bytes,
+            ),
             auth,
             limits: StatementLimits::DEFAULT,
         }
@@ -285,6 +238,7 @@ impl<C: Coordinator> Processor<C> {
 
     /// Bounds what statements may cost as `limits` says.
     pub fn with_limits(mut self, limits: StatementLimits) -> Processor<C> {
+        self.prepared = PreparedCache::new(limits.prepared_statements_cache_size_bytes);
         self.limits = limits;
         self
     }
@@ -292,6 +246,11 @@ impl<C: Coordinator> Processor<C> {
     /// What statements may cost.
     pub fn limits(&self) -> &StatementLimits {
         &self.limits
+    }
+
+    /// What the prepared-statement cache holds and has evicted.
+    pub fn prepared_cache_stats(&self) -> PreparedCacheStats {
+        self.prepared.stats()
     }
 
     /// The node's authentication state.
@@ -350,10 +309,21 @@ impl<C: Coordinator> Processor<C> {
         };
         let (columns, pk_indexes, result) =
             markers::prepared_metadata(&catalog, &exec, &statement)?;
+        if !self.prepared.fits(&p.query) {
+            return Err(invalid(format!(
+                "The statement is too large to prepare: about {} bytes, more than [limits] \
+                 prepared_statements_cache_size_bytes ({})",
+                PreparedCache::weight_of(&p.query),
+                self.limits.prepared_statements_cache_size_bytes
+            )));
+        }
         let id = statement_id(keyspace, &p.query);
-        self.prepared
-            .lock()
-            .insert(id, Arc::new(statement), keyspace.map(str::to_owned));
+        self.prepared.insert(
+            id,
+            &p.query,
+            Arc::new(statement),
+            keyspace.map(str::to_owned),
+        );
         let result_metadata = result.unwrap_or_else(RowsMetadata::empty);
         Ok(ResultBody::Prepared(Prepared {
             id: Bytes::copy_from_slice(&id),
@@ -371,7 +341,7 @@ impl<C: Coordinator> Processor<C> {
         session: &mut Session,
         mut e: Execute,
     ) -> Result<ResultBody, ErrorResponse> {
-        let found = self.prepared.lock().get(&e.id);
+        let found = self.prepared.get(&e.id);
         let Some((statement, keyspace)) = found else {
             return Err(unprepared(&e.id));
         };
@@ -413,7 +383,7 @@ impl<C: Coordinator> Processor<C> {
                     default_keyspace(),
                 ),
                 crate::frame::BatchQuery::Prepared(id) => {
-                    let found = self.prepared.lock().get(id);
+                    let found = self.prepared.get(id);
                     let Some((statement, keyspace)) = found else {
                         return Err(unprepared(id));
                     };

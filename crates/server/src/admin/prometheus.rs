@@ -137,6 +137,20 @@ pub async fn record(admin: &Admin) {
     }
 }
 
+/// The prepared-statement cache's use and evictions (`[limits]
+/// prepared_statements_cache_size_bytes`); recorded at each PREPARE, the only request
+/// that changes them.
+pub(crate) fn record_prepared_cache(s: mosaic_cql::processor::PreparedCacheStats) {
+    for (what, v) in [
+        ("bytes", s.bytes),
+        ("capacity_bytes", s.capacity_bytes),
+        ("entries", s.entries),
+    ] {
+        metrics::gauge!(format!("mosaic_prepared_statements_cache_{what}")).set(v as f64);
+    }
+    metrics::counter!("mosaic_prepared_statements_cache_evictions_total").absolute(s.evictions);
+}
+
 /// The node engine's budgets and use (gauges).
 fn record_engine(e: &super::api::EngineStats) {
     for (what, v) in [

@@ -9,7 +9,9 @@
 //! milliseconds and is never displaced after that. Only when every connection is ready
 //! is a new one refused. A connection from an address already holding
 //! `connections_per_address_max` is refused (0: no cap). Handshakes that take longer
-//! than `handshake_timeout_ms` are closed by the connection itself.
+//! than `handshake_timeout_ms` are closed by the connection itself. Each address also has
+//! a budget of request bytes in flight, shared by its connections ([`super::in_flight`]),
+//! kept while the address has connections.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
@@ -18,10 +20,13 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
+use super::in_flight::ByteBudget;
+
 /// The node's connections.
 pub(super) struct Admission {
     total_max: usize,
     per_address_max: usize,
+    address_bytes_max: usize,
     state: Mutex<State>,
 }
 
@@ -30,7 +35,7 @@ struct State {
     next_id: u64,
     /// By id (ascending: oldest first).
     open: BTreeMap<u64, Entry>,
-    per_address: HashMap<IpAddr, usize>,
+    per_address: HashMap<IpAddr, (usize, ByteBudget)>,
 }
 
 struct Entry {
@@ -55,13 +60,20 @@ pub(super) struct Ticket {
     id: u64,
     /// Flips when the node wants this connection closed.
     pub(super) displaced: watch::Receiver<bool>,
+    /// The request bytes its address may have in flight.
+    pub(super) address_bytes: ByteBudget,
 }
 
 impl Admission {
-    pub(super) fn new(total_max: usize, per_address_max: usize) -> Arc<Admission> {
+    pub(super) fn new(
+        total_max: usize,
+        per_address_max: usize,
+        address_bytes_max: usize,
+    ) -> Arc<Admission> {
         Arc::new(Admission {
             total_max,
             per_address_max,
+            address_bytes_max,
             state: Mutex::new(State::default()),
         })
     }
@@ -71,7 +83,7 @@ impl Admission {
     pub(super) fn admit(self: &Arc<Self>, peer: SocketAddr) -> Result<Ticket, Refusal> {
         let address = peer.ip();
         let mut state = self.state.lock();
-        let from_address = state.per_address.get(&address).copied().unwrap_or(0);
+        let from_address = state.per_address.get(&address).map_or(0, |(n, _)| *n);
         if self.per_address_max > 0 && from_address >= self.per_address_max {
             return Err(Refusal::AddressFull);
         }
@@ -104,11 +116,17 @@ impl Admission {
                 close,
             },
         );
-        *state.per_address.entry(address).or_insert(0) += 1;
+        let (count, bytes) = state
+            .per_address
+            .entry(address)
+            .or_insert_with(|| (0, ByteBudget::new(self.address_bytes_max)));
+        *count += 1;
+        let address_bytes = bytes.clone();
         Ok(Ticket {
             admission: self.clone(),
             id,
             displaced,
+            address_bytes,
         })
     }
 
@@ -122,7 +140,7 @@ impl Admission {
 impl State {
     fn remove(&mut self, id: u64) -> Option<Entry> {
         let entry = self.open.remove(&id)?;
-        if let Some(n) = self.per_address.get_mut(&entry.address) {
+        if let Some((n, _)) = self.per_address.get_mut(&entry.address) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.per_address.remove(&entry.address);
@@ -157,7 +175,7 @@ mod tests {
 
     #[test]
     fn a_full_node_displaces_the_oldest_handshake_never_a_ready_connection() {
-        let a = Admission::new(3, 0);
+        let a = Admission::new(3, 0, 1 << 20);
         let first = a.admit(peer(1, 1)).unwrap();
         first.ready();
         let second = a.admit(peer(2, 1)).unwrap();
@@ -180,7 +198,7 @@ mod tests {
 
     #[test]
     fn one_address_holds_at_most_its_share() {
-        let a = Admission::new(100, 2);
+        let a = Admission::new(100, 2, 1 << 20);
         let x = a.admit(peer(1, 1)).unwrap();
         let _y = a.admit(peer(1, 2)).unwrap();
         assert_eq!(a.admit(peer(1, 3)).err(), Some(Refusal::AddressFull));

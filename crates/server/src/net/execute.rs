@@ -13,6 +13,8 @@ pub(super) struct Reply {
     pub(super) stream: i16,
     /// The client's address (for the log).
     pub(super) peer: SocketAddr,
+    /// The request's bytes, handed to the writer with the answer.
+    pub(super) bytes: Option<InFlightBytes>,
     pub(super) _permit: OwnedSemaphorePermit,
 }
 
@@ -24,7 +26,7 @@ impl Reply {
                 ..ResponseExtras::default()
             };
             let frame = encode_with(self.encoder, self.stream, &extras, response);
-            let _ = tx.send(Outgoing::Frame(frame)).await;
+            let _ = tx.send(Outgoing::Answer(frame, self.bytes.take())).await;
         }
     }
 }
@@ -67,6 +69,9 @@ pub(super) async fn execute<C: Coordinator>(
             session.lock().keyspace = Some(keyspace.clone());
         }
         Response::Result(ResultBody::Prepared(prepared)) => {
+            crate::admin::prometheus::record_prepared_cache(
+                shared.processor.prepared_cache_stats(),
+            );
             if let Some((Statement::Text(text), _)) = &described {
                 shared.remember_prepared(&prepared.id, text.clone());
             }

@@ -22,6 +22,12 @@
 //!   the cap its reader stops reading the socket (TCP then pushes back on the client).
 //! - The node runs at most `node_requests_concurrent_max` requests at once; the others
 //!   wait for a permit, holding their connection's in-flight slot.
+//! - Request frames being executed or answered hold their bytes in their client
+//!   address's budget (`request_bytes_in_flight_per_address_max`) and the node's
+//!   (`request_bytes_in_flight_max`) until their answer is written; a request that cannot
+//!   get them stops its connection's reading ([`in_flight`]; with `THROW_ON_OVERLOAD` it
+//!   is answered Overloaded instead), so a flooding address is throttled while other
+//!   addresses are served.
 //! - The writer's channel holds at most the in-flight cap plus a few connection-level
 //!   answers; a client that doesn't read its responses stalls its own requests only.
 //! - Events go through a bounded broadcast channel; a connection too slow to take them
@@ -71,10 +77,12 @@ use crate::tls::{Accepted, ClientTls};
 
 mod admission;
 mod execute;
+mod in_flight;
 mod writer;
 
 use admission::{Admission, Refusal, Ticket};
 use execute::{execute, Reply};
+use in_flight::{ByteBudget, InFlightBytes};
 use writer::write_loop;
 
 /// Events a slow connection may have pending before it loses the oldest.
@@ -101,6 +109,8 @@ pub struct Shared<C> {
     pub limits: LimitsConfig,
     events: broadcast::Sender<Event>,
     node_permits: Arc<Semaphore>,
+    /// The node's budget of request bytes in flight.
+    node_bytes: ByteBudget,
     /// Requests slower than this are logged (`[log] slow_query_ms`); `None`: none are.
     slow_query: Option<Duration>,
     /// The text of each statement prepared through this node, by id, for the slow-query
@@ -122,6 +132,7 @@ impl<C: Coordinator> Shared<C> {
             processor,
             authenticator,
             node_permits: Arc::new(Semaphore::new(limits.node_requests_concurrent_max)),
+            node_bytes: ByteBudget::new(limits.request_bytes_in_flight_max),
             limits,
             events,
             slow_query: None,
@@ -180,6 +191,7 @@ pub async fn serve<C: Coordinator>(
     let admission = Admission::new(
         shared.limits.connection_count_max,
         shared.limits.connections_per_address_max,
+        shared.limits.request_bytes_in_flight_per_address_max,
     );
     let mut connections = JoinSet::new();
     loop {
@@ -249,6 +261,8 @@ pub async fn serve<C: Coordinator>(
 enum Outgoing {
     /// An encoded frame.
     Frame(Bytes),
+    /// A statement's answer, and its request's bytes, released once it is written.
+    Answer(Bytes, Option<InFlightBytes>),
     /// From now on, send frames in v5 segments compressed with this (a v5 connection's
     /// answer to STARTUP has just been queued, unsegmented).
     StartSegments(Option<Compression>),
@@ -296,6 +310,8 @@ struct Connection<C> {
     ticket: Ticket,
     /// When the handshake must be done by (`None` once it is).
     handshake_deadline: Option<tokio::time::Instant>,
+    /// STARTUP's `THROW_ON_OVERLOAD`: answer Overloaded rather than wait for request bytes.
+    throw_on_overload: bool,
 }
 
 async fn run_connection<C: Coordinator>(
@@ -364,6 +380,7 @@ async fn run_stream<C, R, W>(
         shutdown,
         ticket,
         handshake_deadline: Some(handshake_deadline),
+        throw_on_overload: false,
     };
     let mut rd = rd;
     let ending = conn.read_loop(&mut rd).await;
@@ -508,6 +525,10 @@ impl<C: Coordinator> Connection<C> {
     /// Answers one frame: connection-level requests here, in order; statements here until
     /// they first wait, then on their own tasks ([`Self::dispatch`]).
     async fn handle_frame(&mut self, frame: RequestFrame) -> Flow {
+        let frame_bytes = frame
+            .body
+            .len()
+            .saturating_add(mosaic_cql::frame::HEADER_LEN);
         let version = match self.check_version(&frame).await {
             Ok(v) => v,
             Err(flow) => return flow,
@@ -542,7 +563,7 @@ impl<C: Coordinator> Connection<C> {
                 })
                 .await;
             }
-            request => return self.dispatch(encoder, stream, request).await,
+            request => return self.dispatch(encoder, stream, request, frame_bytes).await,
         }
         Flow::Continue
     }
@@ -593,6 +614,7 @@ impl<C: Coordinator> Connection<C> {
             }
         };
         self.compression = options.compression;
+        self.throw_on_overload = options.throw_on_overload;
         tracing::debug!(
             target: "mosaic::net",
             peer = %self.peer,
@@ -675,22 +697,51 @@ impl<C: Coordinator> Connection<C> {
         }
     }
 
-    /// Runs a statement request once the connection has an in-flight slot: here until it
-    /// first waits, then on its own task.
-    async fn dispatch(&mut self, encoder: ResponseEncoder, stream: i16, request: Request) -> Flow {
+    /// Runs a statement request once the connection has an in-flight slot and its
+    /// `frame_bytes` are free in the address's and node's budgets (waiting for them, or
+    /// answering Overloaded with `THROW_ON_OVERLOAD`: [`in_flight`]): here until it first
+    /// waits, then on its own task.
+    async fn dispatch(
+        &mut self,
+        encoder: ResponseEncoder,
+        stream: i16,
+        request: Request,
+        frame_bytes: usize,
+    ) -> Flow {
         // Requests still buffered when shutdown begins are not started (the client sees
         // the connection close without their answers, and may retry them elsewhere).
         if *self.shutdown.borrow() {
             return Flow::Stop(Ending::Shutdown);
         }
-        let permit = tokio::select! {
+        let in_flight = self.in_flight.clone();
+        let (address, node) = (
+            self.ticket.address_bytes.clone(),
+            self.shared.node_bytes.clone(),
+        );
+        let throw = self.throw_on_overload;
+        let admitted = async move {
+            let permit = in_flight.acquire_owned().await.ok()?;
+            let bytes = if throw {
+                in_flight::try_take(&address, &node, frame_bytes)
+            } else {
+                Some(in_flight::take(address, node, frame_bytes).await?)
+            };
+            Some((permit, bytes))
+        };
+        let (permit, bytes) = tokio::select! {
             biased;
             _ = self.shutdown.changed() => return Flow::Stop(Ending::Shutdown),
             _ = self.tx.closed() => return Flow::Stop(Ending::Closed),
-            permit = self.in_flight.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => return Flow::Stop(Ending::Closed),
+            admitted = admitted => match admitted {
+                Some(a) => a,
+                None => return Flow::Stop(Ending::Closed),
             },
+        };
+        let Some(bytes) = bytes else {
+            drop(permit);
+            self.respond(encoder, stream, &in_flight::overloaded())
+                .await;
+            return Flow::Continue;
         };
         let shared = self.shared.clone();
         let session = self.session.clone();
@@ -699,6 +750,7 @@ impl<C: Coordinator> Connection<C> {
             encoder,
             stream,
             peer: self.peer,
+            bytes: Some(bytes),
             _permit: permit,
         };
         // Most statements finish without waiting: run them here, spawn only those that wait.

@@ -52,6 +52,8 @@ struct Writer<W> {
     /// v5, past the handshake: packs frames into segments (its pending frames are sealed
     /// into `buf` at each flush).
     segments: Option<SegmentWriter>,
+    /// The bytes of the requests whose answers are in `buf`, released at the flush.
+    answered: Vec<InFlightBytes>,
 }
 
 impl<W: AsyncWrite + Unpin> Writer<W> {
@@ -64,6 +66,10 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     async fn take(&mut self, message: Outgoing) -> std::io::Result<Step> {
         match message {
             Outgoing::Frame(frame) => self.put_frame(&frame).await?,
+            Outgoing::Answer(frame, bytes) => {
+                self.put_frame(&frame).await?;
+                self.answered.extend(bytes);
+            }
             Outgoing::StartSegments(compression) => {
                 self.segments = Some(SegmentWriter::new(compression));
             }
@@ -136,7 +142,9 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
             }
         }
         // A TLS stream holds encrypted records until flushed (a TCP socket's is a no-op).
-        self.wr.flush().await
+        self.wr.flush().await?;
+        self.answered.clear();
+        Ok(())
     }
 }
 
@@ -153,6 +161,7 @@ pub(super) async fn write_loop<W: AsyncWrite + Unpin>(
         events,
         sub: None,
         segments: None,
+        answered: Vec::new(),
     };
     let result: std::io::Result<()> = async {
         loop {
