@@ -1,7 +1,8 @@
 """Tombstone thresholds (issue 21, Cassandra's `tombstone_warn_threshold` and
 `tombstone_failure_threshold`, `[cluster]` here): a query that reads more tombstones than the
 failure threshold fails with ReadFailure, reason READ_TOO_MANY_TOMBSTONES (0x0001), paged or
-not; below it the query succeeds, and past the warning threshold it is logged."""
+not; below it the query succeeds, and past the warning threshold it is logged and its client
+warned (the response's warnings, as Cassandra's ClientWarn)."""
 import pytest
 from cassandra import ReadFailure
 from cassandra.query import SimpleStatement
@@ -54,9 +55,18 @@ def test_a_query_past_the_tombstone_failure_threshold_fails_and_one_below_it_suc
         with pytest.raises(ReadFailure):
             list(s.execute(SimpleStatement("SELECT * FROM ts.t", fetch_size=fetch_size)))
 
-    rows = list(s.execute("SELECT c FROM ts.t WHERE k = 2"))
+    result = s.execute("SELECT c FROM ts.t WHERE k = 2")
+    rows = list(result)
     assert [r.c for r in rows] == list(range(50, 300))
-    rows = list(s.execute("SELECT c FROM ts.t WHERE k = 3"))
-    assert [r.c for r in rows] == list(range(200, 300))
+    warnings = result.response_future.warnings or []
+    assert any(
+        w.startswith("Read 250 live rows and 50 tombstone cells for query SELECT c FROM ts.t WHERE k = 2")
+        and w.endswith("(see tombstone_warn_threshold)")
+        for w in warnings
+    ), warnings
+    result = s.execute("SELECT c FROM ts.t WHERE k = 3")
+    assert [r.c for r in result] == list(range(200, 300))
+    # One range tombstone is below the warning threshold: no warning.
+    assert not result.response_future.warnings, result.response_future.warnings
     assert "tombstone_warn_threshold" in thresholds_node.log_tail()
     c.shutdown()

@@ -448,7 +448,7 @@ impl<C: Coordinator> Processor<C> {
                 session.keyspace = Some(name.clone());
                 Ok(ResultBody::SetKeyspace(name))
             }
-            Statement::Select(s) => select::execute(self, &exec, s).await,
+            Statement::Select(s) => select::execute(self, &exec, s, &mut session.warnings).await,
             Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
                 write::execute_single(self, &exec, statement).await
             }

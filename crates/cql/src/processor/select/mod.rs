@@ -78,6 +78,7 @@ pub(crate) async fn execute<C: Coordinator>(
     p: &Processor<C>,
     exec: &Exec<'_>,
     s: &SelectStatement,
+    warnings: &mut Vec<String>,
 ) -> Result<ResultBody, ErrorResponse> {
     let coordinator = p.coordinator();
     let catalog = coordinator.catalog();
@@ -149,7 +150,7 @@ pub(crate) async fn execute<C: Coordinator>(
         too_large: false,
     };
     read(coordinator.as_ref(), exec, &mut run, resume).await?;
-    run.tombstones.finish(&plan.table.name);
+    warnings.extend(run.tombstones.finish(&plan.table.name, s));
     if run.too_large {
         return Err(exec.limits.unpaged_too_large());
     }

@@ -3,7 +3,8 @@
 //!
 //! Replicas answer merged fragments, tombstones included, and this node resolves them
 //! ([`PartitionResolver`]), so the count is taken here, over every chunk one execution (one
-//! page) reads from every partition: past `warn` the query is logged when it ends, past
+//! page) reads from every partition: past `warn` the query is logged when it ends and its
+//! client warned (Cassandra's `ClientWarn`, in the v4+ response's warnings), past
 //! `fail` it is aborted at once with ReadFailure, reason `READ_TOO_MANY_TOMBSTONES` — a
 //! query that would scan a million deleted rows stops at the threshold instead of reading
 //! them all.
@@ -23,6 +24,8 @@ pub(super) struct Tombstones {
     /// This node's address, named in the failure's reason map.
     node: std::net::IpAddr,
     seen: u64,
+    /// Live rows the resolver gave.
+    live: u64,
 }
 
 impl Tombstones {
@@ -36,6 +39,7 @@ impl Tombstones {
             consistency,
             node,
             seen: 0,
+            live: 0,
         }
     }
 
@@ -50,6 +54,7 @@ impl Tombstones {
         let before = resolver.tombstones();
         let row = resolver.push(key, value).map_err(resolve_err)?;
         self.seen += resolver.tombstones().saturating_sub(before);
+        self.live += u64::from(row.is_some());
         let fail = self.thresholds.fail;
         if fail > 0 && self.seen > fail {
             return Err(ErrorResponse::new(
@@ -69,17 +74,30 @@ impl Tombstones {
         Ok(row)
     }
 
-    /// Logs the query when it read more tombstones than the warning threshold.
-    pub(super) fn finish(&self, table: &str) {
+    /// Logs the query when it read more tombstones than the warning threshold, and
+    /// answers the warning for its client (Cassandra 4.1's text, without the token: the
+    /// count here spans every partition the page read).
+    pub(super) fn finish(&self, table: &str, query: &dyn std::fmt::Display) -> Option<String> {
         let warn = self.thresholds.warn;
-        if warn > 0 && self.seen > warn {
-            tracing::warn!(
-                target: "mosaic::tombstones",
-                table,
-                tombstones = self.seen,
-                threshold = warn,
-                "a query read more tombstones than tombstone_warn_threshold"
-            );
+        if warn == 0 || self.seen <= warn {
+            return None;
         }
+        tracing::warn!(
+            target: "mosaic::tombstones",
+            table,
+            tombstones = self.seen,
+            live_rows = self.live,
+            threshold = warn,
+            "a query read more tombstones than tombstone_warn_threshold"
+        );
+        let mut query = query.to_string();
+        // Cassandra cuts the query at 512 characters (`%1.512s`).
+        if let Some((cut, _)) = query.char_indices().nth(512) {
+            query.truncate(cut);
+        }
+        Some(format!(
+            "Read {} live rows and {} tombstone cells for query {query} (see tombstone_warn_threshold)",
+            self.live, self.seen
+        ))
     }
 }
