@@ -212,6 +212,12 @@ pub trait Store: Send + Sync + 'static {
     fn hint_targets(&self) -> Vec<Endpoint>;
     /// The replication factor of a table's keyspace, `None` for an unknown table.
     fn replication_factor(&self, table: TableKey) -> Option<usize>;
+    /// How a table's keyspace places its replicas, `None` for an unknown table
+    /// (SimpleStrategy with [`Store::replication_factor`] unless the store says more).
+    fn placement(&self, table: TableKey) -> Option<crate::placement::ReplicationStrategy> {
+        self.replication_factor(table)
+            .map(crate::placement::ReplicationStrategy::Simple)
+    }
     /// The schema this node has.
     fn schema(&self) -> SchemaSnapshot;
     /// Its version alone (cheap: asked every gossip round).

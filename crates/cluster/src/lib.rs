@@ -1,6 +1,6 @@
 //! Mosaic's cluster: N peer nodes, no master, any node coordinates any request.
 //!
-//! Owns placement ([`ring`]), membership and failure detection ([`gossip`]), the internode
+//! Owns placement ([`ring`], [`placement`]: SimpleStrategy and NetworkTopologyStrategy), membership and failure detection ([`gossip`]), the internode
 //! protocol ([`message`]), Merkle trees over logical rows ([`repair`]), and the node
 //! ([`node`]), a small handle composing one module per role: the coordinator's write path
 //! (`node/write.rs`, a per-write response handler) and read path (`node/read.rs`, digest
@@ -28,18 +28,20 @@ pub mod local_queue;
 pub mod message;
 pub mod node;
 pub mod paxos;
+pub mod placement;
 pub mod repair;
 pub mod repair_stream;
 pub mod ring;
 pub mod selection;
 
-pub use consistency::{ClusterError, ConsistencyLevel};
+pub use consistency::{ClusterError, ConsistencyLevel, Quorum};
 pub use env::{Runtime, Store, Transport};
 pub use message::{
     Body, Envelope, Failure, SchemaSnapshot, TableKey, WireMutation, EC_SHARD_BYTES_MAX,
 };
 pub use node::{Node, NodeConfig};
-pub use ring::{ReplicaRole, Ring};
+pub use placement::ReplicationStrategy;
+pub use ring::{Location, ReplicaRole, Ring};
 
 /// A node's identity on the wire and in the ring: its internode address (as Cassandra's
 /// endpoints are).

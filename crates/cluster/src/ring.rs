@@ -1,10 +1,13 @@
-//! The token ring and SimpleStrategy placement.
+//! The token ring: which node owns each token, and where each node stands (datacenter
+//! and rack).
 //!
 //! Owns the answer to "which nodes hold this token, and in which role": the replicas of a
-//! token are the owners of the next RF distinct nodes' tokens clockwise from it, exactly as
-//! Cassandra's SimpleStrategy places them, so drivers' token-aware routing picks a real
-//! replica. Index 0 of that list is the *primary* (DEPART's replica differentiation); the
-//! rest are redundant copies of that primary's data. Pure: no I/O, no clocks.
+//! token are placed by the keyspace's [`ReplicationStrategy`] — SimpleStrategy's next RF distinct
+//! nodes clockwise, or NetworkTopologyStrategy's per-datacenter, rack-aware walk
+//! (`placement.rs`) — exactly as Cassandra places them, so drivers' token-aware routing
+//! picks a real replica. Index 0 of that list is the *primary* (DEPART's replica
+//! differentiation); the rest are redundant copies of that primary's data. Pure: no I/O,
+//! no clocks.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -12,7 +15,31 @@ use std::ops::Bound;
 use mosaic_rows::{decode_token, encode_token, KeyRange};
 use mosaic_types::Token;
 
+use crate::placement::ReplicationStrategy;
 use crate::Endpoint;
+
+/// The datacenter of a node the ring has no location for (Cassandra's and Mosaic's
+/// default `data_center`).
+pub const DEFAULT_DC: &str = "datacenter1";
+/// The rack of a node the ring has no location for.
+pub const DEFAULT_RACK: &str = "rack1";
+
+/// Where a node stands, as its snitch says (Mosaic gossips each node's configured
+/// `data_center` and `rack`, as Cassandra's `GossipingPropertyFileSnitch` does).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Location {
+    /// Its datacenter.
+    pub dc: String,
+    /// Its rack within the datacenter.
+    pub rack: String,
+}
+
+/// How many token-owning nodes and distinct racks a datacenter has.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DcSize {
+    pub(crate) nodes: usize,
+    pub(crate) racks: usize,
+}
 
 /// A replica's place in a token's replica list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +55,10 @@ pub struct ReplicaRole {
 pub struct Ring {
     tokens: BTreeMap<Token, Endpoint>,
     nodes: Vec<Endpoint>,
+    /// Each node's location; nodes missing here stand in [`DEFAULT_DC`], [`DEFAULT_RACK`].
+    locations: BTreeMap<Endpoint, Location>,
+    /// Per datacenter of the token-owning nodes: nodes and racks.
+    dcs: BTreeMap<String, DcSize>,
 }
 
 /// A contiguous run of engine keys whose tokens share one replica list.
@@ -54,7 +85,79 @@ impl Ring {
             }
         }
         nodes.sort();
-        Ring { tokens, nodes }
+        let mut ring = Ring {
+            tokens,
+            nodes,
+            locations: BTreeMap::new(),
+            dcs: BTreeMap::new(),
+        };
+        ring.count_dcs();
+        ring
+    }
+
+    /// This ring with the nodes' locations (datacenter and rack); nodes not listed stand
+    /// in [`DEFAULT_DC`] and [`DEFAULT_RACK`].
+    pub fn with_locations(
+        mut self,
+        locations: impl IntoIterator<Item = (Endpoint, Location)>,
+    ) -> Ring {
+        self.locations = locations.into_iter().collect();
+        self.count_dcs();
+        self
+    }
+
+    /// Counts each datacenter's token-owning nodes and racks (what NetworkTopologyStrategy
+    /// needs to know when a datacenter is exhausted, as Cassandra's `Topology` does).
+    fn count_dcs(&mut self) {
+        let mut racks: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut dcs: BTreeMap<String, DcSize> = BTreeMap::new();
+        for node in &self.nodes {
+            let (dc, rack) = self.location_of(*node);
+            dcs.entry(dc.to_owned()).or_default().nodes += 1;
+            let seen = racks.entry(dc).or_default();
+            if !seen.contains(&rack) {
+                seen.push(rack);
+            }
+        }
+        for (dc, seen) in racks {
+            if let Some(size) = dcs.get_mut(dc) {
+                size.racks = seen.len();
+            }
+        }
+        self.dcs = dcs;
+    }
+
+    /// `node`'s datacenter and rack.
+    pub fn location_of(&self, node: Endpoint) -> (&str, &str) {
+        self.locations
+            .get(&node)
+            .map_or((DEFAULT_DC, DEFAULT_RACK), |l| {
+                (l.dc.as_str(), l.rack.as_str())
+            })
+    }
+
+    /// `node`'s datacenter.
+    pub fn dc_of(&self, node: Endpoint) -> &str {
+        self.location_of(node).0
+    }
+
+    /// The datacenters of the token-owning nodes, ascending.
+    pub fn datacenters(&self) -> impl Iterator<Item = &str> + '_ {
+        self.dcs.keys().map(String::as_str)
+    }
+
+    /// How many token-owning nodes and racks `dc` has.
+    pub(crate) fn dc_size(&self, dc: &str) -> DcSize {
+        self.dcs.get(dc).copied().unwrap_or_default()
+    }
+
+    /// The owners of the tokens clockwise from `token` (the first token at or after it,
+    /// wrapping once around the ring), one per token.
+    pub(crate) fn clockwise(&self, token: Token) -> impl Iterator<Item = Endpoint> + '_ {
+        self.tokens
+            .range(token..)
+            .chain(self.tokens.range(..token))
+            .map(|(_, n)| *n)
     }
 
     /// The nodes with at least one token, ascending.
@@ -81,12 +184,7 @@ impl Ring {
         if want == 0 {
             return out;
         }
-        let clockwise = self
-            .tokens
-            .range(token..)
-            .chain(self.tokens.range(..token))
-            .map(|(_, n)| *n);
-        for node in clockwise {
+        for node in self.clockwise(token) {
             if !out.contains(&node) {
                 out.push(node);
                 if out.len() == want {
@@ -95,6 +193,16 @@ impl Ring {
             }
         }
         out
+    }
+
+    /// The replicas of `token` under `placement`, primary first (see [`ReplicationStrategy`]).
+    pub fn place(&self, token: Token, placement: &ReplicationStrategy) -> Vec<Endpoint> {
+        match placement {
+            ReplicationStrategy::Simple(rf) => self.replicas(token, *rf),
+            ReplicationStrategy::NetworkTopology(dcs) => {
+                crate::placement::network_topology(self, token, dcs)
+            }
+        }
     }
 
     /// `node`'s role for `token` at `rf`, or `None` if it is not a replica.
@@ -133,6 +241,15 @@ impl Ring {
     /// boundaries, merging neighbours with the same replica list: the pieces a coordinator
     /// reads one replica set at a time, in key order.
     pub fn segments(&self, range: &KeyRange, rf: usize) -> Vec<Segment> {
+        self.segments_placed(range, &ReplicationStrategy::Simple(rf))
+    }
+
+    /// [`Ring::segments`] under any placement.
+    pub fn segments_placed(
+        &self,
+        range: &KeyRange,
+        placement: &ReplicationStrategy,
+    ) -> Vec<Segment> {
         if range.is_empty() {
             return Vec::new();
         }
@@ -164,7 +281,7 @@ impl Ring {
         let mut start: Vec<u8> = range.start.clone();
         for t in self.tokens.range(first_token..).map(|(t, _)| *t) {
             let end = key_after_token(t);
-            push(start, end.clone(), self.replicas(t, rf));
+            push(start, end.clone(), self.place(t, placement));
             let past_end = match (&end, &range.end) {
                 (None, _) => true,
                 (Some(e), Some(range_end)) => e >= range_end,
@@ -176,20 +293,29 @@ impl Ring {
             }
         }
         let first = self.tokens.keys().next().copied().unwrap_or(Token::MIN);
-        push(start, None, self.replicas(first, rf));
+        push(start, None, self.place(first, placement));
         out
     }
 
     /// The token ranges `(left, right]` for which `node` is a replica at `rf`, each with
     /// its replica list (what repair compares).
     pub fn ranges_of(&self, node: Endpoint, rf: usize) -> Vec<(Token, Token, Vec<Endpoint>)> {
+        self.ranges_placed(node, &ReplicationStrategy::Simple(rf))
+    }
+
+    /// [`Ring::ranges_of`] under any placement.
+    pub fn ranges_placed(
+        &self,
+        node: Endpoint,
+        placement: &ReplicationStrategy,
+    ) -> Vec<(Token, Token, Vec<Endpoint>)> {
         let mut out = Vec::new();
         let Some(last) = self.tokens.keys().next_back().copied() else {
             return out;
         };
         let mut prev = last;
         for t in self.tokens.keys() {
-            let replicas = self.replicas(*t, rf);
+            let replicas = self.place(*t, placement);
             if replicas.contains(&node) {
                 out.push((prev, *t, replicas));
             }

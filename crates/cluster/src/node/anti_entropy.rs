@@ -31,11 +31,11 @@ impl Node {
             report.absorb(self.ec_recover(*table).await);
         }
         for table in tables {
-            let Some(rf) = self.inner.store.replication_factor(*table) else {
+            let Some(placement) = self.inner.store.placement(*table) else {
                 continue;
             };
             let ring = self.ring();
-            let mut ranges = ring.ranges_of(self.endpoint(), rf).into_iter();
+            let mut ranges = ring.ranges_placed(self.endpoint(), &placement).into_iter();
             let mut running = FuturesUnordered::new();
             loop {
                 while running.len() < REPAIR_RANGES_CONCURRENT {

@@ -21,24 +21,23 @@ impl Node {
         cl: ConsistencyLevel,
     ) -> Result<(), ClusterError> {
         let ring = self.ring();
-        let mut groups: Vec<(TableKey, Vec<Endpoint>, Vec<WireCounter>)> = Vec::new();
+        let mut groups: Vec<(TableKey, Vec<Endpoint>, Vec<WireCounter>, Quorum)> = Vec::new();
         for (table, token, increment) in increments {
-            let rf = self
-                .inner
-                .store
-                .replication_factor(table)
-                .ok_or(ClusterError::UnknownTable(table))?;
-            let replicas = ring.replicas(token, rf);
+            let placement = self.placement(table)?;
+            let replicas = ring.place(token, &placement);
             match groups
                 .iter_mut()
-                .find(|(t, r, _)| *t == table && *r == replicas)
+                .find(|(t, r, _, _)| *t == table && *r == replicas)
             {
-                Some((_, _, list)) => list.push(increment),
-                None => groups.push((table, replicas, vec![increment])),
+                Some((_, _, list, _)) => list.push(increment),
+                None => {
+                    let quorum = self.quorum(cl, &placement, &ring, &replicas);
+                    groups.push((table, replicas, vec![increment], quorum));
+                }
             }
         }
-        for (table, replicas, increments) in groups {
-            let leader = self.counter_leader(&replicas, cl)?;
+        for (table, replicas, increments, quorum) in groups {
+            let leader = self.counter_leader(&ring, &replicas, &quorum, cl)?;
             if leader == self.endpoint() {
                 self.lead_counter(table, increments, cl).await?;
                 continue;
@@ -65,7 +64,7 @@ impl Node {
                     return Err(ClusterError::WriteFailure {
                         consistency: cl,
                         received: 0,
-                        block_for: cl.block_for(replicas.len()),
+                        block_for: quorum.block_for(),
                         failed: 1,
                         reason: why,
                     })
@@ -74,7 +73,7 @@ impl Node {
                     return Err(ClusterError::WriteTimeout {
                         consistency: cl,
                         received: 0,
-                        block_for: cl.block_for(replicas.len()),
+                        block_for: quorum.block_for(),
                     })
                 }
             }
@@ -83,13 +82,17 @@ impl Node {
     }
 
     /// The replica that leads a counter's increments: this node when it is a live
-    /// replica, else a random live one. `Unavailable` when too few replicas live for `cl`.
+    /// replica, else a random live one, of this node's datacenter when it has one (as
+    /// Cassandra's `findSuitableReplica`). `Unavailable` when too few replicas live for
+    /// `cl`.
     fn counter_leader(
         &self,
+        ring: &Ring,
         replicas: &[Endpoint],
+        quorum: &Quorum,
         cl: ConsistencyLevel,
     ) -> Result<Endpoint, ClusterError> {
-        let live: Vec<Endpoint> = {
+        let mut live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
             replicas
                 .iter()
@@ -97,17 +100,21 @@ impl Node {
                 .filter(|r| m.is_alive(*r))
                 .collect()
         };
-        let required = cl.block_for(replicas.len());
-        if live.len() < required || live.is_empty() {
+        quorum.check_live(cl, &live)?;
+        if live.is_empty() {
             return Err(ClusterError::Unavailable {
                 consistency: cl,
-                required: required.max(1),
-                alive: live.len(),
+                required: 1,
+                alive: 0,
             });
         }
         let me = self.endpoint();
         if live.contains(&me) {
             return Ok(me);
+        }
+        let here = ring.dc_of(me);
+        if live.iter().any(|r| ring.dc_of(*r) == here) {
+            live.retain(|r| ring.dc_of(*r) == here);
         }
         let pick = (self.inner.runtime.random() % live.len() as u64) as usize;
         Ok(live.get(pick).copied().unwrap_or(me))
@@ -155,7 +162,7 @@ impl Node {
             // The leader's own copy is applied: one acknowledgement already.
             if let Some(at) = g.replicas.iter().position(|r| *r == me) {
                 g.replicas.remove(at);
-                g.block_for = g.block_for.saturating_sub(1);
+                g.quorum.credit(me);
             }
         }
         self.write_groups(groups, cl).await

@@ -10,6 +10,7 @@ use mosaic_types::HostId;
 use super::*;
 use crate::env::KeyList;
 use crate::message::Tag;
+use crate::placement::ReplicationStrategy;
 
 /// Tables one data node sends per table and round.
 const FILLS_PER_ROUND: usize = 4;
@@ -178,9 +179,10 @@ impl Node {
         let me = self.own_host_id();
         let mut coded = 0;
         for (table, code) in store.ec_tables() {
-            let Some(rf) = store.replication_factor(table) else {
+            let Some(replication) = store.placement(table) else {
                 continue;
             };
+            let rf = replication.total();
             let (placement, hosts) = match self.ec_placement(code.k, code.n) {
                 Ok(p) => p,
                 Err(e) => {
@@ -240,7 +242,7 @@ impl Node {
             }
             // Secondary removal: lists of coded tables to the secondaries, then drop what
             // lists this node received cover.
-            self.send_key_lists(table, rf, me).await;
+            self.send_key_lists(table, &replication, me).await;
             if let Err(f) = store.ec_purge(table).await {
                 tracing::warn!(%table, error = failure_text(&f), "dropping covered secondary copies failed");
             }
@@ -340,7 +342,7 @@ impl Node {
     /// nodes holding redundant copies of its keys, and records the table as listed once
     /// all of them stored theirs. A key whose primary is no longer this node (the ring
     /// changed) is left out: its secondaries keep it.
-    async fn send_key_lists(&self, table: TableKey, rf: usize, me: HostId) {
+    async fn send_key_lists(&self, table: TableKey, replication: &ReplicationStrategy, me: HostId) {
         let store = &self.inner.store;
         let lists = match store.ec_unlisted(table).await {
             Ok(l) => l,
@@ -371,7 +373,7 @@ impl Node {
                 let Ok(token) = mosaic_rows::decode_token(&key) else {
                     continue;
                 };
-                let replicas = ring.replicas(token, rf);
+                let replicas = ring.place(token, replication);
                 if replicas.first() != Some(&own) {
                     continue;
                 }

@@ -63,12 +63,10 @@ impl Node {
         limit: usize,
     ) -> Result<Entries, Failure> {
         let store = &self.inner.store;
-        let rf = store
-            .replication_factor(table)
-            .ok_or(Failure::UnknownTable)?;
+        let placement = store.placement(table).ok_or(Failure::UnknownTable)?;
         let mut primaries: Vec<Endpoint> = self
             .ring()
-            .segments(&range, rf)
+            .segments_placed(&range, &placement)
             .into_iter()
             .filter_map(|s| s.replicas.first().copied())
             .collect();

@@ -85,7 +85,14 @@ impl Node {
                 .states()
                 .map(|s| (s.endpoint, s.app.tokens.iter().map(|t| Token(*t)).collect()))
                 .collect();
-            Ring::new(owners.iter().map(|(e, t)| (*e, t.as_slice())))
+            let locations = m.states().map(|s| {
+                let location = crate::ring::Location {
+                    dc: s.app.data_center.clone(),
+                    rack: s.app.rack.clone(),
+                };
+                (s.endpoint, location)
+            });
+            Ring::new(owners.iter().map(|(e, t)| (*e, t.as_slice()))).with_locations(locations)
         };
         *self.inner.ring.write() = Arc::new(ring);
     }

@@ -35,13 +35,14 @@ use mosaic_rows::{merge_fragments, Fragment, KeyRange};
 use mosaic_types::{SpeculativeRetry, Token};
 use parking_lot::{Mutex, RwLock};
 
-use crate::consistency::{ClusterError, ConsistencyLevel};
+use crate::consistency::{ClusterError, ConsistencyLevel, Quorum};
 use crate::env::{Entries, Runtime, Store, Transport};
 use crate::gossip::{Change, Membership};
 use crate::message::{
     AppState, Body, EndpointState, Envelope, Failure, NodeStatus, SchemaSnapshot, TableKey, Tag,
     WireMutation, WireRange, WireTree, PROTOCOL_VERSION,
 };
+use crate::placement::ReplicationStrategy;
 use crate::repair::{self, RepairReport};
 use crate::ring::{Ring, Segment};
 use crate::selection::facts::{self, Facts};
@@ -57,6 +58,7 @@ mod membership;
 mod paxos;
 mod read;
 mod replica;
+mod topology;
 mod write;
 
 pub use paxos::PaxosRound;

@@ -186,15 +186,13 @@ impl Node {
             }
             Proposed::Partial { .. } => return Ok(false),
         }
-        let rf = self
-            .inner
-            .store
-            .replication_factor(round.table)
-            .ok_or(ClusterError::UnknownTable(round.table))?;
+        let placement = self.placement(round.table)?;
+        let ring = self.ring();
+        let replicas = ring.place(round.token, &placement);
         let group = WriteGroup {
             table: round.table,
-            replicas: self.ring().replicas(round.token, rf),
-            block_for: commit.block_for(rf),
+            quorum: self.quorum(commit, &placement, &ring, &replicas),
+            replicas,
             mutations: proposal.mutations,
             paxos: Some((round.partition.clone(), round.ballot)),
         };
@@ -210,25 +208,24 @@ impl Node {
         token: Token,
         serial: ConsistencyLevel,
     ) -> Result<Participants, ClusterError> {
-        let rf = self
-            .inner
-            .store
-            .replication_factor(table)
-            .ok_or(ClusterError::UnknownTable(table))?;
-        let replicas = self.ring().replicas(token, rf);
-        let required = serial.block_for(rf);
+        let placement = self.placement(table)?;
+        let ring = self.ring();
+        let replicas = ring.place(token, &placement);
+        // SERIAL: every replica takes part; LOCAL_SERIAL: the coordinator's datacenter's
+        // alone (Cassandra's Paxos in one datacenter).
+        let quorum = self.quorum(serial, &placement, &ring, &replicas);
         let live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
-            replicas.into_iter().filter(|r| m.is_alive(*r)).collect()
+            replicas
+                .into_iter()
+                .filter(|r| quorum.counts(*r) && m.is_alive(*r))
+                .collect()
         };
-        if live.len() < required {
-            return Err(ClusterError::Unavailable {
-                consistency: serial,
-                required,
-                alive: live.len(),
-            });
-        }
-        Ok(Participants { live, required })
+        quorum.check_live(serial, &live)?;
+        Ok(Participants {
+            live,
+            required: quorum.block_for(),
+        })
     }
 
     /// A ballot above `floor` and above every ballot this node chose before.

@@ -152,15 +152,11 @@ impl Node {
         cl: ConsistencyLevel,
         tags: Vec<Tag>,
     ) -> Result<ReadAnswer, ClusterError> {
-        let rf = self
-            .inner
-            .store
-            .replication_factor(table)
-            .ok_or(ClusterError::UnknownTable(table))?;
+        let placement = self.placement(table)?;
         if limit == 0 {
             return Ok(ReadAnswer::default());
         }
-        let segments = self.ring().segments(&range, rf);
+        let segments = self.ring().segments_placed(&range, &placement);
         let count = segments.len();
         let mut out: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let mut disputed: Vec<Vec<u8>> = Vec::new();
@@ -174,8 +170,9 @@ impl Node {
                     range: seg.range.clone(),
                     replicas: seg.replicas.clone(),
                 };
-                let ((entries, exhausted), seg_disputed) =
-                    self.read_segment(table, piece, want, rf, cl, &tags).await?;
+                let ((entries, exhausted), seg_disputed) = self
+                    .read_segment(table, piece, want, &placement, cl, &tags)
+                    .await?;
                 let next = entries.last().map(|(k, _)| repair::successor(k));
                 out.extend(entries);
                 disputed.extend(seg_disputed);
@@ -206,11 +203,13 @@ impl Node {
         table: TableKey,
         seg: Segment,
         limit: usize,
-        rf: usize,
+        placement: &ReplicationStrategy,
         cl: ConsistencyLevel,
         extra: &[Tag],
     ) -> Result<(Entries, Vec<Vec<u8>>), ClusterError> {
-        let block_for = cl.block_for(rf);
+        let ring = self.ring();
+        let quorum = self.quorum(cl, placement, &ring, &seg.replicas);
+        let block_for = quorum.block_for();
         // Erasure-tiered rows whose copy here a coding group covers are the primary's to
         // answer; so is a read from a coordinator holding no replica (a secondary it
         // picked might relay). A replica with the rows whole — the primary, or a secondary
@@ -224,11 +223,13 @@ impl Node {
         } else {
             seg.replicas.first().copied()
         };
-        let costs = self.inner.store.replica_costs(table, extra, limit, rf);
+        let costs = self
+            .inner
+            .store
+            .replica_costs(table, extra, limit, placement.total());
         let prefer = Prefer { first, costs };
-        let (mut targets, mut tags) =
-            self.read_targets(table, &seg, limit, cl, block_for, prefer)?;
-        let spare = targets.split_off(block_for.min(targets.len()));
+        let (targets, spare, mut tags) =
+            self.read_targets(table, &seg, limit, cl, &quorum, prefer)?;
         tags.extend_from_slice(extra);
         let read = SegmentRead {
             table,
@@ -265,36 +266,35 @@ impl Node {
             .await
     }
 
-    /// The live replicas, in the order to ask them (the first `block_for` first, the rest
-    /// spare for speculation), with the tags the selector attached; `Unavailable` when too
-    /// few are alive. `first` (for
-    /// erasure-tiered rows: the primary, or this replica when its copy is whole) goes
-    /// first when alive; `costs` (per replica position) puts the cheapest first.
+    /// The live replicas `quorum` counts, in the order to ask them: the targets (`block_for`
+    /// of them — for `EACH_QUORUM`, each datacenter's quorum) and the rest, spare for
+    /// speculation (none for `EACH_QUORUM`, whose spares could not stand in for another
+    /// datacenter's); with the tags the selector attached; `Unavailable` when too few are
+    /// alive. The selector orders them, then this node's datacenter's go first (as
+    /// Cassandra's snitch ranks by proximity); `first` (for erasure-tiered rows: the
+    /// primary, or this replica when its copy is whole) goes first when alive; `costs`
+    /// (per replica position) puts the cheapest first.
+    #[allow(clippy::type_complexity)] // Targets, spares, tags.
     fn read_targets(
         &self,
         table: TableKey,
         seg: &Segment,
         limit: usize,
         cl: ConsistencyLevel,
-        block_for: usize,
+        quorum: &Quorum,
         prefer: Prefer,
-    ) -> Result<(Vec<Endpoint>, Vec<Tag>), ClusterError> {
+    ) -> Result<(Vec<Endpoint>, Vec<Endpoint>, Vec<Tag>), ClusterError> {
         let Prefer { first, costs } = prefer;
         let mut live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
             seg.replicas
                 .iter()
                 .copied()
-                .filter(|r| m.is_alive(*r))
+                .filter(|r| quorum.counts(*r) && m.is_alive(*r))
                 .collect()
         };
-        if live.len() < block_for {
-            return Err(ClusterError::Unavailable {
-                consistency: cl,
-                required: block_for,
-                alive: live.len(),
-            });
-        }
+        quorum.check_live(cl, &live)?;
+        let ring = self.ring();
         let info = ReadInfo {
             table,
             key: &seg.range.start,
@@ -304,6 +304,7 @@ impl Node {
         };
         let selector = &self.inner.selector;
         let mut tags = selector.order(&mut live, self.endpoint(), &info);
+        self.local_first(&ring, &mut live);
         tags.extend(crate::selection::facts::tag(selector.facts_wanted()));
         if let (Some(tagger), Some(token)) =
             (self.inner.tagger.get(), partition_token(&seg.range.start))
@@ -327,7 +328,24 @@ impl Node {
                 head.rotate_right(1);
             }
         }
-        Ok((live, tags))
+        if quorum.groups() == 1 {
+            let spare = live.split_off(quorum.block_for().min(live.len()));
+            return Ok((live, spare, tags));
+        }
+        // EACH_QUORUM: each datacenter's first `need` in that order.
+        let mut taken = vec![0usize; quorum.groups()];
+        live.retain(|r| {
+            let Some(n) = quorum
+                .group_of(*r)
+                .and_then(|g| Some((taken.get_mut(g)?, quorum.need(g))))
+            else {
+                return false;
+            };
+            let keep = *n.0 < n.1;
+            *n.0 += usize::from(keep);
+            keep
+        });
+        Ok((live, Vec::new(), tags))
     }
 
     /// First round: data from the first target, digests from the others, until

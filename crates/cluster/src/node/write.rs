@@ -10,7 +10,10 @@ use super::*;
 pub(super) struct WriteGroup {
     pub(super) table: TableKey,
     pub(super) replicas: Vec<Endpoint>,
-    pub(super) block_for: usize,
+    /// Which replicas' acknowledgements count, and how many (per datacenter for
+    /// `EACH_QUORUM`; the coordinator's datacenter only for the LOCAL_* levels). Every
+    /// replica gets the write whatever counts, as in Cassandra.
+    pub(super) quorum: Quorum,
     pub(super) mutations: Vec<WireMutation>,
     /// A Paxos commit's partition and ballot: the replicas apply the writes and record
     /// the commit (`PaxosCommit`); a hint carries the writes alone.
@@ -60,11 +63,21 @@ impl Node {
         // Hints for replicas known down (within the window), stored before anything is
         // sent, so an acknowledged write always reaches them eventually.
         let hinted = self.hint_down_replicas(&groups, &down, now).await;
-        let (calls, sent) = self.send_writes(&groups, &alive);
-        let mut acks = vec![0usize; groups.len()];
+        let calls = self.send_writes(&groups, &alive);
+        // Per group, per counted group of replicas (one unless EACH_QUORUM).
+        let sent: Vec<Vec<usize>> = groups
+            .iter()
+            .zip(&alive)
+            .map(|(g, live)| g.quorum.per_group(live))
+            .collect();
+        let mut acks: Vec<Vec<usize>> = groups.iter().map(|g| vec![0; g.quorum.groups()]).collect();
         if cl == ConsistencyLevel::Any {
-            // A stored hint counts as the write for ANY.
-            acks.clone_from(&hinted);
+            // A stored hint counts as the write for ANY (one group: every replica).
+            for (a, h) in acks.iter_mut().zip(&hinted) {
+                if let Some(first) = a.first_mut() {
+                    *first = *h;
+                }
+            }
         }
         let unacked: Vec<(usize, Endpoint)> = groups
             .iter()
@@ -73,7 +86,7 @@ impl Node {
             .flat_map(|(gi, (_, live))| live.iter().map(move |r| (gi, *r)))
             .collect();
         WriteHandler {
-            failed: vec![0usize; groups.len()],
+            failed: acks.iter().map(|a| vec![0; a.len()]).collect(),
             deadline: self.inner.runtime.sleep(self.inner.config.write_timeout_ms),
             groups,
             cl,
@@ -97,17 +110,13 @@ impl Node {
         let mut groups: Vec<WriteGroup> = Vec::new();
         let mut index: HashMap<(TableKey, Vec<Endpoint>), usize> = HashMap::new();
         for (table, token, m) in mutations {
-            let rf = self
-                .inner
-                .store
-                .replication_factor(table)
-                .ok_or(ClusterError::UnknownTable(table))?;
-            let replicas = ring.replicas(token, rf);
+            let placement = self.placement(table)?;
+            let replicas = ring.place(token, &placement);
             let gi = *index.entry((table, replicas.clone())).or_insert_with(|| {
                 groups.push(WriteGroup {
                     table,
+                    quorum: self.quorum(cl, &placement, &ring, &replicas),
                     replicas,
-                    block_for: cl.block_for(rf),
                     mutations: Vec::new(),
                     paxos: None,
                 });
@@ -135,13 +144,9 @@ impl Node {
                 .map(|g| g.replicas.iter().partition(|r| m.is_alive(**r)))
                 .unzip()
         };
-        for (g, live) in groups.iter().zip(&alive) {
-            if live.len() < g.block_for && cl != ConsistencyLevel::Any {
-                return Err(ClusterError::Unavailable {
-                    consistency: cl,
-                    required: g.block_for,
-                    alive: live.len(),
-                });
+        if cl != ConsistencyLevel::Any {
+            for (g, live) in groups.iter().zip(&alive) {
+                g.quorum.check_live(cl, live)?;
             }
         }
         Ok((alive, down))
@@ -166,15 +171,13 @@ impl Node {
         hinted
     }
 
-    /// Sends every group's writes to its live replicas; the calls and how many went out
-    /// per group.
+    /// Sends every group's writes to its live replicas.
     fn send_writes(
         &self,
         groups: &[WriteGroup],
         alive: &[Vec<Endpoint>],
-    ) -> (FuturesUnordered<WriteCall>, Vec<usize>) {
+    ) -> FuturesUnordered<WriteCall> {
         let calls: FuturesUnordered<WriteCall> = FuturesUnordered::new();
-        let mut sent = vec![0usize; groups.len()];
         for (gi, (g, live)) in groups.iter().zip(alive).enumerate() {
             for r in live {
                 let body = match &g.paxos {
@@ -192,10 +195,9 @@ impl Node {
                     },
                 };
                 calls.push(self.call(*r, body).map(move |(r, a)| (gi, r, a)).boxed());
-                sent[gi] += 1;
             }
         }
-        (calls, sent)
+        calls
     }
 
     /// Waits for the replicas of a successful write that had not answered; those still
@@ -230,10 +232,11 @@ struct WriteHandler {
     cl: ConsistencyLevel,
     calls: FuturesUnordered<WriteCall>,
     deadline: BoxFuture<'static, ()>,
-    /// Per group: writes sent, acknowledgements, failures.
-    sent: Vec<usize>,
-    acks: Vec<usize>,
-    failed: Vec<usize>,
+    /// Per group, per counted group of its replicas: writes sent, acknowledgements,
+    /// failures.
+    sent: Vec<Vec<usize>>,
+    acks: Vec<Vec<usize>>,
+    failed: Vec<Vec<usize>>,
     first_failure: Option<Failure>,
     /// Replicas (by group) that have not acknowledged yet.
     unacked: Vec<(usize, Endpoint)>,
@@ -244,7 +247,7 @@ impl WriteHandler {
         self.groups
             .iter()
             .zip(&self.acks)
-            .all(|(g, a)| *a >= g.block_for)
+            .all(|(g, a)| g.quorum.met(a))
     }
 
     async fn run(mut self, node: &Node) -> Result<(), ClusterError> {
@@ -273,7 +276,10 @@ impl WriteHandler {
             match next_before(&mut self.calls, &mut self.deadline).await {
                 Some(Some((gi, r, Ok(Body::WriteAck)))) => {
                     self.unacked.retain(|u| *u != (gi, r));
-                    if let Some(a) = self.acks.get_mut(gi) {
+                    if let Some(a) = self
+                        .slot(gi, r)
+                        .and_then(|q| self.acks.get_mut(gi).and_then(|a| a.get_mut(q)))
+                    {
                         *a += 1;
                     }
                 }
@@ -282,7 +288,7 @@ impl WriteHandler {
                 Some(Some((_, r, Ok(Body::Failed(Failure::TimedOut(why)))))) => {
                     tracing::debug!(replica = %r, reason = %why, "replica timed out a write");
                 }
-                Some(Some((gi, _, Ok(Body::Failed(f))))) => self.replica_failed(gi, f)?,
+                Some(Some((gi, r, Ok(Body::Failed(f))))) => self.replica_failed(gi, r, f)?,
                 // A reply of the wrong kind or a dropped message: no acknowledgement.
                 Some(Some(_)) => {}
                 Some(None) | None => return Err(self.timed_out(node).await),
@@ -290,24 +296,35 @@ impl WriteHandler {
         }
     }
 
+    /// The counted group of group `gi`'s replicas `r` belongs to, if its answers count.
+    fn slot(&self, gi: usize, r: Endpoint) -> Option<usize> {
+        self.groups.get(gi)?.quorum.group_of(r)
+    }
+
     /// Counts a replica's failure; an error once its group can no longer succeed.
-    fn replica_failed(&mut self, gi: usize, f: Failure) -> Result<(), ClusterError> {
+    fn replica_failed(&mut self, gi: usize, r: Endpoint, f: Failure) -> Result<(), ClusterError> {
+        let Some(q) = self.slot(gi, r) else {
+            // A replica whose answers do not count (another datacenter's, for a LOCAL_*
+            // level) cannot fail the write.
+            return Ok(());
+        };
+        self.first_failure.get_or_insert(f);
         let (Some(g), Some(s), Some(x), Some(a)) = (
             self.groups.get(gi),
-            self.sent.get(gi),
-            self.failed.get_mut(gi),
+            self.sent.get(gi).and_then(|s| s.get(q)),
+            self.failed.get_mut(gi).and_then(|x| x.get_mut(q)),
             self.acks.get(gi),
         ) else {
             return Ok(());
         };
         *x += 1;
-        self.first_failure.get_or_insert(f);
-        if s - *x < g.block_for {
+        if s.saturating_sub(*x) < g.quorum.need(q) {
+            let failed = *x;
             return Err(write_failure(
                 self.cl,
-                *a,
-                g.block_for,
-                *x,
+                a.iter().sum(),
+                g.quorum.block_for(),
+                failed,
                 self.first_failure.take(),
             ));
         }
@@ -325,8 +342,8 @@ impl WriteHandler {
             .groups
             .iter()
             .zip(&self.acks)
-            .find(|(g, a)| **a < g.block_for)
-            .map_or((0, 0), |(g, a)| (*a, g.block_for));
+            .find(|(g, a)| !g.quorum.met(a))
+            .map_or((0, 0), |(g, a)| (a.iter().sum(), g.quorum.block_for()));
         ClusterError::WriteTimeout {
             consistency: self.cl,
             received,

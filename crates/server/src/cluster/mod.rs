@@ -27,8 +27,8 @@ use mosaic_cluster::message::{EndpointState, Tag, WireCounter};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::paxos::PaxosState;
 use mosaic_cluster::{
-    ClusterError, Endpoint, Failure, Node, Ring, SchemaSnapshot, Store, TableKey, WireMutation,
-    EC_SHARD_BYTES_MAX,
+    ClusterError, Endpoint, Failure, Node, ReplicationStrategy, Ring, SchemaSnapshot, Store,
+    TableKey, WireMutation, EC_SHARD_BYTES_MAX,
 };
 use mosaic_cql::coordinator::{
     ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
@@ -94,16 +94,31 @@ fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, Source
     }
 }
 
-/// The roles of one table's keys (replication factor `rf`) on `view`'s ring.
+/// The cluster's replication strategy for a keyspace's `replication` (validated when the
+/// keyspace was created: a factor that does not parse places nothing in its datacenter).
+fn strategy_of(replication: &mosaic_cql::schema::Replication) -> ReplicationStrategy {
+    if replication.class.ends_with("NetworkTopologyStrategy") {
+        ReplicationStrategy::network_topology(
+            replication
+                .options
+                .iter()
+                .filter_map(|(dc, rf)| Some((dc.clone(), rf.parse::<usize>().ok()?))),
+        )
+    } else {
+        ReplicationStrategy::Simple(replication.factor() as usize)
+    }
+}
+
+/// The roles of one table's keys (placed by `strategy`) on `view`'s ring.
 struct RingRoles {
     view: Arc<RingView>,
-    rf: usize,
+    strategy: ReplicationStrategy,
 }
 
 impl Roles for RingRoles {
     fn role(&self, token: Token) -> Role {
         let v = &self.view;
-        role_in(&v.ring.replicas(token, self.rf), v.me, &v.hosts)
+        role_in(&v.ring.place(token, &self.strategy), v.me, &v.hosts)
     }
 
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
@@ -116,7 +131,7 @@ impl Roles for RingRoles {
         }
         let v = &self.view;
         let mut out: Vec<(KeyRange, Role)> = Vec::new();
-        for segment in v.ring.segments(&range, self.rf) {
+        for segment in v.ring.segments_placed(&range, &self.strategy) {
             let role = role_in(&segment.replicas, v.me, &v.hosts);
             if let Some((last, last_role)) = out.last_mut() {
                 if *last_role == role && last.end.as_ref() == Some(&segment.range.start) {
@@ -182,8 +197,8 @@ impl LocalStore {
     /// How `table`'s keys get their roles: from the ring, or all primary while the ring
     /// or the table's keyspace is unknown.
     pub(crate) fn roles(&self, table: TableKey) -> Box<dyn Roles> {
-        match (self.ring_view(), self.replication_factor(table)) {
-            (Some(view), Some(rf)) => Box::new(RingRoles { view, rf }),
+        match (self.ring_view(), self.placement(table)) {
+            (Some(view), Some(strategy)) => Box::new(RingRoles { view, strategy }),
             _ => Box::new(AllPrimary),
         }
     }
@@ -425,6 +440,13 @@ impl Store for LocalStore {
         let t = catalog.table_by_id(table)?;
         let ks = catalog.keyspace(&t.keyspace)?;
         Some(ks.replication.factor() as usize)
+    }
+
+    fn placement(&self, table: TableKey) -> Option<ReplicationStrategy> {
+        let catalog = self.local.current_catalog();
+        let t = catalog.table_by_id(table)?;
+        let ks = catalog.keyspace(&t.keyspace)?;
+        Some(strategy_of(&ks.replication))
     }
 
     fn schema(&self) -> SchemaSnapshot {
@@ -768,7 +790,7 @@ mod tests {
     fn a_nodes_role_is_its_place_in_the_replica_list() {
         let roles = RingRoles {
             view: view(2),
-            rf: 2,
+            strategy: ReplicationStrategy::Simple(2),
         };
         // (-100, 0] is node 2's: primary. (0, 100] is node 3's, then node 1's: node 2 is
         // not a replica, stored as primary. (-inf, -100] and (100, inf) are node 1's, then
@@ -787,7 +809,7 @@ mod tests {
         // back to one derived from the address.
         let alone = RingRoles {
             view: view(9),
-            rf: 3,
+            strategy: ReplicationStrategy::Simple(3),
         };
         assert_eq!(alone.role(Token(5)), Role::Primary);
         let hosts = HashMap::new();
@@ -805,7 +827,7 @@ mod tests {
     fn range_reads_are_split_where_the_role_changes() {
         let roles = RingRoles {
             view: view(2),
-            rf: 2,
+            strategy: ReplicationStrategy::Simple(2),
         };
         let of_1 = Role::Redundant {
             source: SourceId([1; 16]),
@@ -849,7 +871,7 @@ mod tests {
     fn a_partition_range_is_one_piece_with_its_tokens_role() {
         let roles = RingRoles {
             view: view(2),
-            rf: 2,
+            strategy: ReplicationStrategy::Simple(2),
         };
         for t in [-100i64, -50, 0, 50, 100, 101] {
             let mut start = key(t);
