@@ -80,6 +80,14 @@ pub struct UpArgs {
     /// Tokens per node, for a new cluster.
     #[arg(long, default_value_t = 16)]
     pub num_tokens: u32,
+    /// Datacenters of a new cluster: the nodes split in that many runs of consecutive
+    /// nodes, named `dc1`, `dc2`, … (one: every node in `datacenter1`).
+    #[arg(long, default_value_t = 1)]
+    pub datacenters: u32,
+    /// Racks per datacenter of a new cluster: a datacenter's nodes take `rack1`, `rack2`,
+    /// … in turn.
+    #[arg(long, default_value_t = 1)]
+    pub racks: u32,
     /// A config key for every node of a new cluster, as `key=value` in TOML (dotted keys
     /// for sections: `--set cluster.gossip_interval_ms=200`); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -261,7 +269,10 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         Vec::new()
     };
     let cluster_dir = node.dir.parent().unwrap_or(&node.dir);
+    let (data_center, rack) = location(index, args.nodes, args.datacenters, args.racks);
     let mut config = Config {
+        data_center,
+        rack,
         listen_address: listen,
         native_port: port,
         storage_port: args.storage_port,
@@ -280,6 +291,28 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     );
     write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     Ok(config)
+}
+
+/// The datacenter and rack of node `index` (from 1) of `nodes` spread over `datacenters`
+/// of `racks` each (see [`UpArgs::datacenters`]).
+fn location(index: u32, nodes: u32, datacenters: u32, racks: u32) -> (String, String) {
+    let defaults = Config::default();
+    let (nodes, datacenters) = (nodes.max(1), datacenters.clamp(1, nodes.max(1)));
+    let at = index.saturating_sub(1);
+    // Node `at` of `nodes` in run `dc` of `datacenters` equal runs (earlier runs longer).
+    let dc = at * datacenters / nodes;
+    let first_of_dc = (dc * nodes).div_ceil(datacenters);
+    let data_center = if datacenters == 1 {
+        defaults.data_center
+    } else {
+        format!("dc{}", dc + 1)
+    };
+    let rack = if racks <= 1 {
+        defaults.rack
+    } else {
+        format!("rack{}", (at - first_of_dc) % racks + 1)
+    };
+    (data_center, rack)
 }
 
 /// The cluster's secret file, made (random, owner-only) if it does not exist yet.
@@ -552,4 +585,38 @@ fn stop_node(node: &NodeFiles) -> Result<()> {
     fs::remove_file(node.pid()).with_context(|| format!("removing {}", node.pid().display()))?;
     println!("{}: stopped (pid {pid})", node.name);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::location;
+
+    #[test]
+    fn nodes_spread_over_datacenters_in_runs_and_over_racks_in_turn() {
+        let at = |i, n, d, r| location(i, n, d, r);
+        let six: Vec<(String, String)> = (1..=6).map(|i| at(i, 6, 2, 2)).collect();
+        let names: Vec<(&str, &str)> = six.iter().map(|(d, r)| (d.as_str(), r.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                ("dc1", "rack1"),
+                ("dc1", "rack2"),
+                ("dc1", "rack1"),
+                ("dc2", "rack1"),
+                ("dc2", "rack2"),
+                ("dc2", "rack1"),
+            ]
+        );
+        // Uneven: the earlier datacenters get the extra nodes.
+        let five: Vec<String> = (1..=5).map(|i| at(i, 5, 2, 1).0).collect();
+        assert_eq!(five, ["dc1", "dc1", "dc1", "dc2", "dc2"]);
+        // One datacenter and one rack: the defaults every node has without flags.
+        assert_eq!(
+            at(3, 3, 1, 1),
+            ("datacenter1".to_owned(), "rack1".to_owned())
+        );
+        // More datacenters than nodes: one node each.
+        let two: Vec<String> = (1..=2).map(|i| at(i, 2, 5, 1).0).collect();
+        assert_eq!(two, ["dc1", "dc2"]);
+    }
 }

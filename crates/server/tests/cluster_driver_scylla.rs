@@ -9,81 +9,14 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{free_port, output_text as text, run_mosaic as mosaic, signal, wait_for};
+use common::cluster::Cluster;
+use common::wait_for;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::policies::host_filter::AllowListHostFilter;
 use scylla::statement::Consistency;
 
 const NODES: u32 = 3;
-
-/// A local cluster in a temporary directory, stopped however the test ends: `cluster
-/// down`, then SIGKILL to any node process left (checked to run this cluster's config).
-struct Cluster {
-    dir: PathBuf,
-    port: u16,
-    _tmp: tempfile::TempDir,
-}
-
-impl Cluster {
-    fn up() -> Cluster {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("c");
-        let (port, storage, admin) = (free_port(), free_port(), free_port());
-        let cluster = Cluster {
-            dir,
-            port,
-            _tmp: tmp,
-        };
-        let flags = format!(
-            "--nodes {NODES} --port {port} --storage-port {storage} --admin-port {admin} \
-             --set cluster.gossip_interval_ms=200"
-        );
-        let mut args = vec!["cluster", "up", "--dir", cluster.dir.to_str().unwrap()];
-        args.extend(flags.split_whitespace());
-        let out = mosaic(&args);
-        assert!(out.status.success(), "{}\n{}", text(&out), cluster.logs());
-        cluster
-    }
-
-    fn node_file(&self, i: u32, name: &str) -> PathBuf {
-        self.dir.join(format!("node{i}/{name}"))
-    }
-
-    fn logs(&self) -> String {
-        (1..=NODES)
-            .map(|i| {
-                let log = std::fs::read_to_string(self.node_file(i, "log")).unwrap_or_default();
-                format!("--- node{i}:\n{log}")
-            })
-            .collect()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        let pids: Vec<(u32, Option<u32>)> = (1..=NODES)
-            .map(|i| {
-                let pid = std::fs::read_to_string(self.node_file(i, "pid")).ok();
-                (i, pid.and_then(|p| p.trim().parse().ok()))
-            })
-            .collect();
-        let _ = mosaic(&["cluster", "down", "--dir", self.dir.to_str().unwrap()]);
-        for (i, pid) in pids {
-            let Some(pid) = pid else { continue };
-            let config = self.node_file(i, "mosaic.toml");
-            let runs_ours = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                c.split(|&b| b == 0)
-                    .any(|a| a == config.as_os_str().as_encoded_bytes())
-            });
-            if runs_ours {
-                signal(pid, libc::SIGKILL);
-            }
-        }
-    }
-}
 
 async fn create(session: &Session, ks: &str, rf: u32) {
     session
@@ -108,7 +41,9 @@ async fn create(session: &Session, ks: &str, rf: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scylla_driver_writes_at_quorum_and_routes_to_replicas_on_three_nodes() {
-    let cluster = tokio::task::spawn_blocking(Cluster::up).await.unwrap();
+    let cluster = tokio::task::spawn_blocking(|| Cluster::up(NODES, ""))
+        .await
+        .unwrap();
     let session = SessionBuilder::new()
         .known_node(format!("127.0.0.1:{}", cluster.port))
         .build()
@@ -234,7 +169,9 @@ fn schema_view(session: &Session, ks: &str) -> SchemaView {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_on_one_node_sees_schema_changes_made_through_another() {
-    let cluster = tokio::task::spawn_blocking(Cluster::up).await.unwrap();
+    let cluster = tokio::task::spawn_blocking(|| Cluster::up(NODES, ""))
+        .await
+        .unwrap();
     let observer = pinned_session(&cluster, "127.0.0.3").await;
     let writer = pinned_session(&cluster, "127.0.0.1").await;
     let cols = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use mosaic_cql::frame::{encode_request_frame, FrameFlags, Opcode, ProtocolVersion};
 
+pub mod cluster;
 pub mod tls;
 
 /// How long any wait in these tests may take before it fails.
