@@ -279,3 +279,60 @@ fn group_by_skips_key_columns_restricted_by_equality() {
         assert_eq!(h.err(cql).message, message, "{cql}");
     }
 }
+
+/// Without paging, GROUP BY's group rows count towards `unpaged_result_size_bytes_max` as
+/// a plain SELECT's rows do: past it the query is refused with the same message, telling
+/// the client to page, instead of accumulating every group; paged, every group is read.
+#[test]
+fn unpaged_group_by_is_bounded_in_bytes_like_a_plain_select() {
+    let mut h = Harness::with_keyspace();
+    h.processor = mosaic_cql::processor::Processor::new(h.coordinator.clone()).with_limits(
+        mosaic_cql::processor::StatementLimits {
+            unpaged_result_size_bytes_max: 65536,
+            ..mosaic_cql::processor::StatementLimits::DEFAULT
+        },
+    );
+    h.ok("CREATE TABLE t (p int, c int, v text, PRIMARY KEY (p, c))");
+    let value = "z".repeat(8000);
+    for p in 0..20 {
+        for c in 0..2 {
+            h.ok(&format!(
+                "INSERT INTO t (p, c, v) VALUES ({p}, {c}, '{value}')"
+            ));
+        }
+    }
+    let plain = h.err("SELECT v FROM t");
+    assert!(
+        plain
+            .message
+            .contains("unpaged_result_size_bytes_max (65536 bytes): page it"),
+        "{}",
+        plain.message
+    );
+    // Groups of about 8 KB each (8 fit), with and without aggregates, over the whole table
+    // and within partitions named by IN; the last case's 9th group is the one still being
+    // aggregated when the read ends.
+    for (cql, groups) in [
+        ("SELECT p, v, count(*) FROM t GROUP BY p", 20),
+        ("SELECT p, v FROM t GROUP BY p", 20),
+        (
+            "SELECT p, c, max(v) FROM t WHERE p IN (0, 1, 2, 3, 4, 5) GROUP BY p, c",
+            12,
+        ),
+        (
+            "SELECT p, v, count(*) FROM t WHERE p IN (0, 1, 2, 3, 4, 5, 6, 7, 8) GROUP BY p",
+            9,
+        ),
+    ] {
+        let e = h.err(cql);
+        assert_eq!(e.kind, plain.kind, "{cql}");
+        assert_eq!(e.message, plain.message, "{cql}");
+        let (rows, _) = common::paged(&mut h, cql, 3);
+        assert_eq!(rows.len(), groups, "{cql}");
+    }
+    // Under the bound: served; one group past it: refused.
+    let rows = h.rows("SELECT p, v, count(*) FROM t GROUP BY p LIMIT 8");
+    assert_eq!(rows.len(), 8);
+    let e = h.err("SELECT p, v, count(*) FROM t GROUP BY p LIMIT 9");
+    assert_eq!(e.message, plain.message);
+}

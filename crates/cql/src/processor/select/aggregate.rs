@@ -358,19 +358,25 @@ impl Groups {
     }
 
     /// Before row `view` is aggregated: finishes the current group (resetting `aggs`) if the
-    /// row starts another; breaks when `LIMIT` groups are done or the page is full.
+    /// row starts another, its row counted against `budget`; breaks when `LIMIT` groups are
+    /// done, the page is full or an unpaged result outgrew `budget`.
     pub(super) fn next_row(
         &mut self,
         plan: &Plan,
         view: &RowView<'_>,
         aggs: &mut AggState,
+        budget: &mut paging::ResultBudget,
     ) -> std::ops::ControlFlow<()> {
         let key = Groups::key(plan, view);
         if self.left == 0 {
             return std::ops::ControlFlow::Break(());
         }
         if self.current.as_ref().is_some_and(|c| *c != key) {
-            self.done.push(aggs.finish(&plan.columns));
+            let row = aggs.finish(&plan.columns);
+            if !budget.take(&row) {
+                return std::ops::ControlFlow::Break(());
+            }
+            self.done.push(row);
             *aggs = AggState::new(&plan.columns);
             self.left = self.left.saturating_sub(1);
             let page_full = self.page.is_some_and(|n| self.done.len() as u64 >= n);
@@ -384,11 +390,20 @@ impl Groups {
         std::ops::ControlFlow::Continue(())
     }
 
-    /// Every group's row, the last one's (still in `aggs`) included.
-    pub(super) fn finish(&mut self, plan: &Plan, aggs: &AggState) -> Vec<Vec<Option<Bytes>>> {
+    /// Every group's row, the last one's (still in `aggs`, counted against `budget`)
+    /// included.
+    pub(super) fn finish(
+        &mut self,
+        plan: &Plan,
+        aggs: &AggState,
+        budget: &mut paging::ResultBudget,
+    ) -> Vec<Vec<Option<Bytes>>> {
         let mut out = std::mem::take(&mut self.done);
         if self.current.take().is_some() && self.left > 0 {
-            out.push(aggs.finish(&plan.columns));
+            let row = aggs.finish(&plan.columns);
+            if budget.take(&row) {
+                out.push(row);
+            }
         }
         out
     }

@@ -143,15 +143,13 @@ pub(crate) async fn execute<C: Coordinator>(
             exec.params.consistency,
             coordinator.local_node().rpc_address,
         ),
-        // Without paging, the result is bounded in bytes instead of rows.
-        result_bytes_left: page_size
-            .is_none()
-            .then_some(exec.limits.unpaged_result_size_bytes_max),
-        too_large: false,
+        budget: paging::ResultBudget::new(page_size, exec.limits.unpaged_result_size_bytes_max),
     };
     read(coordinator.as_ref(), exec, &mut run, resume).await?;
     warnings.extend(run.tombstones.finish(&plan.table.name, s));
-    if run.too_large {
+    // Built before the bound is checked: GROUP BY's last group counts towards it too.
+    let rows = result_rows(&plan, &mut run);
+    if run.budget.exceeded {
         return Err(exec.limits.unpaged_too_large());
     }
     let (more, limit_left) = if plan.group_by > 0 {
@@ -176,7 +174,7 @@ pub(crate) async fn execute<C: Coordinator>(
         .map(|c| (c.name.clone(), c.ty.clone()))
         .collect();
     let depths = json::to_json_depths(s);
-    let rows = json::result_rows(s.json, &columns, &depths, result_rows(&plan, &mut run));
+    let rows = json::result_rows(s.json, &columns, &depths, rows);
     let specs = result_specs(&plan, exec.params.skip_metadata);
     let mut metadata = RowsMetadata::new(json::result_specs(&plan.table, s, specs));
     metadata.paging_state = paging_state;
@@ -234,7 +232,7 @@ fn result_rows(plan: &Plan, run: &mut Run<'_>) -> Vec<Vec<Option<Bytes>>> {
         }
     }
     if plan.group_by > 0 {
-        out_rows = run.groups.finish(plan, &run.aggregates);
+        out_rows = run.groups.finish(plan, &run.aggregates, &mut run.budget);
     } else if plan.aggregate {
         out_rows = vec![run.aggregates.finish(&plan.columns)];
     }
@@ -517,10 +515,8 @@ struct Run<'p> {
     stop: bool,
     sort_keys: Vec<Vec<u8>>,
     tombstones: tombstones::Tombstones,
-    /// Unpaged: the bytes the result may still take (`None`: paged).
-    result_bytes_left: Option<usize>,
-    /// Unpaged: the result outgrew its bound, and the read stopped there.
-    too_large: bool,
+    /// Unpaged: the bytes the result (its rows, or GROUP BY's group rows) may still take.
+    budget: paging::ResultBudget,
 }
 
 impl Run<'_> {
@@ -651,25 +647,6 @@ impl RowView<'_> {
 }
 
 impl Run<'_> {
-    /// Counts `row`'s bytes (as a Rows result encodes them: 4 bytes of length per cell,
-    /// then its value) against an unpaged result's bound; false past it.
-    fn take_bytes(&mut self, row: &[Option<Bytes>]) -> bool {
-        let Some(left) = &mut self.result_bytes_left else {
-            return true;
-        };
-        let bytes = row
-            .iter()
-            .map(|c| 4 + c.as_ref().map_or(0, Bytes::len))
-            .fold(0usize, usize::saturating_add);
-        match left.checked_sub(bytes) {
-            Some(rest) => {
-                *left = rest;
-                true
-            }
-            None => false,
-        }
-    }
-
     /// Handles one live row (or a static-only partition) at engine key `key`.
     fn row(&mut self, key: &[u8], view: &RowView<'_>) -> Next {
         let plan = self.plan;
@@ -701,7 +678,7 @@ impl Run<'_> {
             if plan.group_by > 0
                 && self
                     .groups
-                    .next_row(plan, view, &mut self.aggregates)
+                    .next_row(plan, view, &mut self.aggregates, &mut self.budget)
                     .is_break()
             {
                 self.stop = true;
@@ -755,8 +732,7 @@ impl Run<'_> {
                     Expr::CountRows | Expr::Aggregate(..) => None,
                 })
                 .collect();
-            if !self.take_bytes(&out) {
-                self.too_large = true;
+            if !self.budget.take(&out) {
                 self.stop = true;
                 return Next::Stop;
             }

@@ -6,6 +6,48 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::frame::ErrorResponse;
 
+/// What a result built without paging may still take, in bytes as a Rows result encodes
+/// them (4 bytes of length per cell, then its value): the rows of a plain SELECT and the
+/// group rows of a GROUP BY alike, so neither is materialised past
+/// `unpaged_result_size_bytes_max`. Paged results are bounded by their page size instead.
+pub(super) struct ResultBudget {
+    /// The bytes left (`None`: paged, unbounded here).
+    left: Option<usize>,
+    /// A row did not fit: the read stopped there and the query is refused.
+    pub(super) exceeded: bool,
+}
+
+impl ResultBudget {
+    /// The budget of a result paged by `page_size` (`None`: unpaged, `max` bytes).
+    pub(super) fn new(page_size: Option<u64>, max: usize) -> ResultBudget {
+        ResultBudget {
+            left: page_size.is_none().then_some(max),
+            exceeded: false,
+        }
+    }
+
+    /// Counts `row` against the budget; false (and `exceeded` set) when it does not fit.
+    pub(super) fn take(&mut self, row: &[Option<Bytes>]) -> bool {
+        let Some(left) = &mut self.left else {
+            return true;
+        };
+        let bytes = row
+            .iter()
+            .map(|c| 4 + c.as_ref().map_or(0, Bytes::len))
+            .fold(0usize, usize::saturating_add);
+        match left.checked_sub(bytes) {
+            Some(rest) => {
+                *left = rest;
+                true
+            }
+            None => {
+                self.exceeded = true;
+                false
+            }
+        }
+    }
+}
+
 /// Where a page stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct PagingState {
