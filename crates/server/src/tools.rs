@@ -175,32 +175,43 @@ fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS.get(unit).unwrap_or(&"B"))
 }
 
-/// `mosaic status`: every node, UP/DOWN, load, tokens, ownership.
+/// `mosaic status`: every node, UP/DOWN, load, tokens, ownership, grouped by datacenter
+/// as `nodetool status` does.
 pub fn status(args: &HostArgs) -> Result<()> {
     let status: Status = client::get_as(args.addr()?, "/status")?;
-    println!(
-        "Datacenter: {}",
-        status
-            .nodes
-            .first()
-            .map_or("datacenter1", |n| n.data_center.as_str())
-    );
-    println!("Status=Up/Down  (as seen by {})", status.endpoint);
-    println!(
-        "--  {:<22} {:<11} {:>6} {:>7}  {:<36} Rack",
-        "Address", "Load", "Tokens", "Owns", "Host ID"
-    );
-    for n in &status.nodes {
+    let mut dcs: Vec<&str> = status
+        .nodes
+        .iter()
+        .map(|n| n.data_center.as_str())
+        .collect();
+    dcs.sort_unstable();
+    dcs.dedup();
+    if dcs.is_empty() {
+        dcs.push("datacenter1");
+    }
+    for (i, dc) in dcs.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let title = format!("Datacenter: {dc}");
+        println!("{title}\n{}", "=".repeat(title.len()));
+        println!("Status=Up/Down  (as seen by {})", status.endpoint);
         println!(
-            "{:<3} {:<22} {:<11} {:>6} {:>6.1}%  {:<36} {}",
-            if n.up { "UN" } else { "DN" },
-            n.endpoint,
-            bytes(n.load_bytes),
-            n.tokens,
-            n.owns * 100.0,
-            n.host_id,
-            n.rack,
+            "--  {:<22} {:<11} {:>6} {:>7}  {:<36} Rack",
+            "Address", "Load", "Tokens", "Owns", "Host ID"
         );
+        for n in status.nodes.iter().filter(|n| n.data_center == *dc) {
+            println!(
+                "{:<3} {:<22} {:<11} {:>6} {:>6.1}%  {:<36} {}",
+                if n.up { "UN" } else { "DN" },
+                n.endpoint,
+                bytes(n.load_bytes),
+                n.tokens,
+                n.owns * 100.0,
+                n.host_id,
+                n.rack,
+            );
+        }
     }
     let s = &status.scheduling;
     if !s.replica_selection.is_empty() {

@@ -4,7 +4,8 @@
 //! datacenter, the ones the driver's own NetworkTopologyStrategy computes (Cassandra's
 //! placement); with dc2 stopped, LOCAL_QUORUM and LOCAL_ONE through a dc1 coordinator
 //! succeed while QUORUM and EACH_QUORUM answer Unavailable; with one dc1 node stopped too,
-//! LOCAL_QUORUM fails exactly for the keys that node replicates.
+//! LOCAL_QUORUM fails exactly for the keys that node replicates. `mosaic status` lists
+//! the nodes by datacenter, as `nodetool status` does.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 #![allow(clippy::disallowed_methods)] // Real processes, real time.
 
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
-use common::wait_for;
+use common::{output_text, run_mosaic, wait_for};
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
 use scylla::policies::host_filter::AllowListHostFilter;
@@ -157,6 +158,22 @@ async fn local_quorum_is_served_by_one_datacenter_and_placement_matches_the_driv
         .into_rows_result()
         .unwrap();
     assert_eq!(local.single_row::<(String,)>().unwrap().0, "dc1");
+    // `mosaic status`: one section per datacenter, each listing its own nodes.
+    let out = run_mosaic(&["status", "--host", &format!("127.0.0.1:{}", cluster.admin)]);
+    let text = output_text(&out);
+    assert!(out.status.success(), "{text}");
+    let sections: Vec<&str> = text.split("Datacenter: ").skip(1).collect();
+    assert_eq!(sections.len(), 2, "{text}");
+    for (section, dc) in sections.iter().zip(["dc1", "dc2"]) {
+        assert!(section.starts_with(dc), "{text}");
+        let ips: Vec<&str> = section
+            .lines()
+            .filter(|l| l.starts_with("UN "))
+            .filter_map(|l| l.split_whitespace().nth(1)?.split(':').next())
+            .collect();
+        assert_eq!(ips.len(), 3, "{dc}: {text}");
+        assert!(ips.iter().all(|ip| expected_dc(ip) == dc), "{text}");
+    }
 
     all.query_unpaged(
         "CREATE KEYSPACE nts WITH replication = \

@@ -11,6 +11,8 @@ pub struct Cluster {
     pub dir: PathBuf,
     /// The CQL port of every node.
     pub port: u16,
+    /// The admin port of every node.
+    pub admin: u16,
     nodes: u32,
     _tmp: tempfile::TempDir,
 }
@@ -24,6 +26,7 @@ impl Cluster {
         let cluster = Cluster {
             dir,
             port,
+            admin,
             nodes,
             _tmp: tmp,
         };
