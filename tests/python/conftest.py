@@ -312,8 +312,9 @@ class MosaicCluster:
     same on every node). Every pid it ever started is remembered, and `close` stops them all:
     `mosaic cluster down`, then SIGKILL to any still running."""
 
-    def __init__(self, nodes, settings=()):
+    def __init__(self, nodes, settings=(), up_args=()):
         self.tmp = tempfile.TemporaryDirectory(prefix="mosaic-cluster-")
+        self.up_args = list(up_args)  # more `cluster up` flags, e.g. ("--datacenters", "2")
         self.dir = os.path.join(self.tmp.name, "c")
         self.nodes = nodes
         ports = set()
@@ -368,6 +369,7 @@ class MosaicCluster:
                 "--storage-port", str(self.storage_port), "--admin-port", str(self.admin_port)]
         for setting in self.settings:
             args += ["--set", setting]
+        args += self.up_args
         try:
             return self.mosaic(*args, timeout=180)
         finally:
