@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use mosaic_rows::KeySchema;
 use mosaic_types::TableId;
 
-use crate::coordinator::Mutation;
+use crate::coordinator::{CounterIncrement, Mutation};
 use crate::frame::ErrorResponse;
 use crate::schema::Catalog;
 
@@ -101,28 +101,55 @@ impl StatementLimits {
         Ok(())
     }
 
-    /// Cassandra's `BatchStatement.verifyBatchSize`: a batch whose mutations span more
-    /// than one partition (single-partition batches are exempt, CASSANDRA-10876) is
-    /// refused past the fail threshold, and warned about past the warn threshold (the
-    /// warning returned).
+    /// Cassandra 4.1's `BatchStatement.verifyBatchSize` for a batch of ordinary writes: a
+    /// batch whose mutations span more than one partition (single-partition batches are
+    /// exempt, CASSANDRA-10876) is refused past the fail threshold, and warned about past
+    /// the warn threshold (the warning returned).
     pub(crate) fn check_batch_size(
         &self,
         catalog: &Catalog,
         mutations: &[Mutation],
     ) -> Result<Option<String>, ErrorResponse> {
-        let size: usize = mutations
+        self.check_batch_entries(catalog, mutations.iter().map(mutation_entry))
+    }
+
+    /// The same check for a counter batch, as Cassandra 4.1 makes it (a counter batch's
+    /// mutations go through `executeWithoutConditions` like any other's): its deletions'
+    /// mutations and its increments (each the row's key, the column and the 8-byte delta).
+    /// Conditional batches are not checked, as in Cassandra (`executeWithConditions`):
+    /// they are refused unless on one partition, which the check exempts anyway.
+    pub(crate) fn check_counter_batch_size(
+        &self,
+        catalog: &Catalog,
+        mutations: &[Mutation],
+        increments: &[CounterIncrement],
+    ) -> Result<Option<String>, ErrorResponse> {
+        let entries = mutations
             .iter()
-            .map(|m| m.key.len().saturating_add(m.fragment.len()))
+            .map(mutation_entry)
+            .chain(increments.iter().map(increment_entry));
+        self.check_batch_entries(catalog, entries)
+    }
+
+    /// [`Self::check_batch_size`] over a batch's writes as (table, engine key, bytes).
+    fn check_batch_entries<'a>(
+        &self,
+        catalog: &Catalog,
+        entries: impl Iterator<Item = BatchEntry<'a>> + Clone,
+    ) -> Result<Option<String>, ErrorResponse> {
+        let size: usize = entries
+            .clone()
+            .map(|(_, _, size)| size)
             .fold(0, usize::saturating_add);
-        if size <= self.batch_size_warn_threshold_bytes || partitions(catalog, mutations) <= 1 {
+        if size <= self.batch_size_warn_threshold_bytes || partitions(catalog, entries.clone()) <= 1
+        {
             return Ok(None);
         }
         if size > self.batch_size_fail_threshold_bytes {
             return Err(invalid("Batch too large"));
         }
-        let tables: Vec<String> = mutations
-            .iter()
-            .map(|m| m.table)
+        let tables: Vec<String> = entries
+            .map(|(table, _, _)| table)
             .collect::<BTreeSet<_>>()
             .into_iter()
             .map(|id| match catalog.table_by_id(id) {
@@ -149,22 +176,44 @@ impl StatementLimits {
     }
 }
 
+/// One write of a batch as its size check sees it: its table, engine key and bytes.
+type BatchEntry<'a> = (TableId, &'a [u8], usize);
+
+/// A counter increment as a [`BatchEntry`]: the row's key, the column and the delta.
+fn increment_entry(i: &CounterIncrement) -> BatchEntry<'_> {
+    let size = i
+        .key
+        .len()
+        .saturating_add(std::mem::size_of_val(&i.column))
+        .saturating_add(std::mem::size_of_val(&i.delta));
+    (i.table, &i.key, size)
+}
+
+/// A mutation as a [`BatchEntry`]: its key and fragment bytes.
+fn mutation_entry(m: &Mutation) -> BatchEntry<'_> {
+    (
+        m.table,
+        &m.key,
+        m.key.len().saturating_add(m.fragment.len()),
+    )
+}
+
 /// How many partitions (keyspace and partition key, as Cassandra counts a batch's
-/// mutations) `mutations` write; counting stops at 2, all the batch check needs.
-fn partitions(catalog: &Catalog, mutations: &[Mutation]) -> usize {
+/// mutations) `entries` write; counting stops at 2, all the batch check needs.
+fn partitions<'a>(catalog: &Catalog, entries: impl Iterator<Item = BatchEntry<'a>>) -> usize {
     let mut schemas: HashMap<TableId, (&str, KeySchema)> = HashMap::new();
     let mut seen: HashSet<(&str, &[u8])> = HashSet::new();
-    for m in mutations {
-        let (keyspace, schema) = match schemas.entry(m.table) {
+    for (table, key, _) in entries {
+        let (keyspace, schema) = match schemas.entry(table) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => match catalog.table_by_id(m.table) {
+            Entry::Vacant(e) => match catalog.table_by_id(table) {
                 Some(t) => e.insert((t.keyspace.as_str(), t.key_schema())),
                 // Unknown here means the schema changed under us: count it apart.
                 None => return 2,
             },
         };
-        let prefix_len = schema.partition_prefix_len(&m.key).unwrap_or(m.key.len());
-        seen.insert((*keyspace, m.key.get(..prefix_len).unwrap_or(&m.key)));
+        let prefix_len = schema.partition_prefix_len(key).unwrap_or(key.len());
+        seen.insert((*keyspace, key.get(..prefix_len).unwrap_or(key)));
         if seen.len() > 1 {
             return seen.len();
         }

@@ -286,8 +286,17 @@ impl Restrictions {
         if self.partition_fully_restricted() {
             limits.check_restrictions(KeyPart::Partition, lengths(&self.partition))?;
         }
-        if self.multi.is_none() {
-            limits.check_restrictions(KeyPart::Clustering, lengths(&self.clustering))?;
+        match &self.multi {
+            None => limits.check_restrictions(KeyPart::Clustering, lengths(&self.clustering))?,
+            // A multi-column IN names one clustering prefix per tuple (after those of the
+            // columns before it).
+            Some((first, MultiRestriction::Values(tuples))) => {
+                let before = self.clustering.get(..*first).unwrap_or_default();
+                let mut product = lengths(before);
+                product.push(tuples.len());
+                limits.check_restrictions(KeyPart::Clustering, product)?;
+            }
+            Some((_, MultiRestriction::Slice { .. })) => {}
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
 //! BATCH: `BEGIN [UNLOGGED | COUNTER] BATCH … APPLY BATCH` sent as one statement, and the
 //! BATCH request (each statement with its own values and keyspace): one write timestamp
 //! for all, conditional batches as one compare-and-set, counter batches as increments.
-//! A batch of ordinary writes over several partitions is measured against
+//! A batch of ordinary or counter writes over several partitions is measured against
 //! `batch_size_warn_threshold_bytes` and `batch_size_fail_threshold_bytes`
-//! ([`StatementLimits::check_batch_size`]); past the warning its client gets a warning.
+//! ([`StatementLimits::check_batch_size`], [`StatementLimits::check_counter_batch_size`]);
+//! past the warning its client gets a warning. A conditional batch is not measured, as in
+//! Cassandra 4.1: it is refused unless on one partition, which the check exempts.
 
 use std::sync::Arc;
 
@@ -66,6 +68,11 @@ pub(crate) async fn execute_batch_statement<C: Coordinator>(
                 time,
             })?;
         }
+        warnings.extend(exec.limits.check_counter_batch_size(
+            &catalog,
+            &writes.mutations,
+            &writes.increments,
+        )?);
         return writes
             .apply(coordinator.as_ref(), exec.params.consistency)
             .await;
@@ -143,6 +150,11 @@ pub(crate) async fn execute_batch<C: Coordinator>(
                 time,
             })?;
         }
+        warnings.extend(limits.check_counter_batch_size(
+            &catalog,
+            &writes.mutations,
+            &writes.increments,
+        )?);
         return writes.apply(coordinator.as_ref(), batch.consistency).await;
     }
     if prepared.iter().any(|(s, ..)| s.has_conditions()) {
