@@ -12,7 +12,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use common::cluster::Cluster;
 use common::{output_text, run_mosaic, wait_for};
@@ -82,13 +81,15 @@ fn unavailable(answer: &Result<impl std::fmt::Debug, String>) -> bool {
     matches!(answer, Err(e) if e.contains("Unavailable"))
 }
 
-/// Polls `check` until it holds (the coordinator has seen a node go down).
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Waits until node 1 reports exactly `down` nodes DOWN (`mosaic status`).
+fn until_down(cluster: &Cluster, down: usize) {
+    let host = format!("127.0.0.1:{}", cluster.admin);
+    wait_for(&format!("node 1 to see {down} nodes down"), || {
+        let out = run_mosaic(&["status", "--host", &host]);
+        let text = output_text(&out);
+        let n = text.lines().filter(|l| l.starts_with("DN ")).count();
+        (out.status.success() && n == down).then_some(())
+    });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,10 +216,7 @@ async fn local_quorum_is_served_by_one_datacenter_and_placement_matches_the_driv
     for i in 4..=NODES {
         cluster.stop(i);
     }
-    until("node 1 to see dc2 down", async || {
-        unavailable(&write(&node1, 0, "probe", Consistency::EachQuorum).await)
-    })
-    .await;
+    until_down(&cluster, 3);
     for k in 0..KEYS {
         let v = format!("w{k}");
         write(&node1, k, &v, Consistency::LocalQuorum)
@@ -245,13 +243,7 @@ async fn local_quorum_is_served_by_one_datacenter_and_placement_matches_the_driv
     // Node 3 (dc1) stops too: LOCAL_QUORUM now fails exactly for the keys it replicates,
     // as the driver placed them.
     cluster.stop(3);
-    let on_3 = (0..KEYS)
-        .find(|k| dc1_replicas[*k as usize].iter().any(|ip| ip == "127.0.0.3"))
-        .expect("node 3 replicates some key");
-    until("node 1 to see node 3 down", async || {
-        unavailable(&write(&node1, on_3, "probe", Consistency::LocalQuorum).await)
-    })
-    .await;
+    until_down(&cluster, 4);
     let mut outcomes = [0usize; 2];
     for k in 0..KEYS {
         let on_node_3 = dc1_replicas[k as usize].iter().any(|ip| ip == "127.0.0.3");
