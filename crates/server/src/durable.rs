@@ -7,12 +7,13 @@
 //! temporary file, fsync it, rename it over the old one, fsync the directory, so a crash
 //! leaves either the old or the new content.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use mosaic_cql::schema::Uuid;
+use mosaic_env::{Fs, RealFs};
 use mosaic_types::Token;
 use rand::Rng;
 use serde::{Deserialize, Serialize};
@@ -22,21 +23,7 @@ pub const NODE_FILE: &str = "node.toml";
 
 /// Replaces `path` with `bytes` atomically and durably (see the module doc).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(".tmp");
-    let tmp = dir.join(tmp_name);
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    sync_dir(dir)
+    mosaic_env::write_atomically(&RealFs, path, bytes)
 }
 
 /// fsyncs a directory, making renames and removals in it durable.
@@ -80,9 +67,20 @@ impl NodeIdentity {
 
     /// The node's identity in `data_dir`, creating and persisting one if there is none.
     pub fn load_or_create(data_dir: &Path, num_tokens: u32) -> Result<NodeIdentity> {
+        NodeIdentity::load_or_create_on(&RealFs, data_dir, num_tokens)
+    }
+
+    /// [`Self::load_or_create`] on file system `fs`.
+    pub fn load_or_create_on(
+        fs: &dyn Fs,
+        data_dir: &Path,
+        num_tokens: u32,
+    ) -> Result<NodeIdentity> {
         let path = data_dir.join(NODE_FILE);
-        match fs::read_to_string(&path) {
-            Ok(text) => {
+        match fs.read_all(&path) {
+            Ok(bytes) => {
+                let text = String::from_utf8(bytes)
+                    .with_context(|| format!("reading {}: not UTF-8", path.display()))?;
                 let id: NodeIdentity =
                     toml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
                 id.validate()
@@ -91,7 +89,7 @@ impl NodeIdentity {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let id = NodeIdentity::generate(num_tokens);
-                id.save(data_dir)?;
+                id.save_on(fs, data_dir)?;
                 Ok(id)
             }
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -105,15 +103,21 @@ impl NodeIdentity {
 
     /// Persists this identity in `data_dir` (creating the directory).
     pub fn save(&self, data_dir: &Path) -> Result<()> {
+        self.save_on(&RealFs, data_dir)
+    }
+
+    /// [`Self::save`] on file system `fs`.
+    pub fn save_on(&self, fs: &dyn Fs, data_dir: &Path) -> Result<()> {
         self.validate()?;
-        fs::create_dir_all(data_dir)
+        fs.create_dir_all(data_dir)
             .with_context(|| format!("creating data directory {}", data_dir.display()))?;
         let path = data_dir.join(NODE_FILE);
         let text = toml::to_string(self).context("serializing the node identity")?;
         let text = format!(
             "# This node's identity, chosen at its first start. Do not edit or copy it.\n{text}"
         );
-        write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))
+        mosaic_env::write_atomically(fs, &path, text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     fn validate(&self) -> Result<()> {
@@ -141,6 +145,7 @@ impl NodeIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn an_identity_is_created_once_and_reused() {

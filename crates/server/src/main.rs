@@ -36,6 +36,8 @@ mod auth;
 mod cluster;
 mod cold;
 mod config;
+#[cfg(test)]
+mod crash_images;
 mod deploy;
 mod durable;
 mod hints;

@@ -107,7 +107,8 @@ mod tables;
 mod tests;
 
 pub(crate) use identity::now_micros;
-use schema::read_schema_file;
+#[cfg(test)]
+pub(crate) use schema::{load_schema_on, schema_file_bytes};
 #[cfg(test)]
 pub(crate) use tables::engine_error;
 use tables::{open_slot, remove_orphans, server_error};
@@ -228,13 +229,7 @@ impl LocalCoordinator {
             .lock(&data_dir.join(LOCK_FILE))
             .with_context(|| format!("locking data directory {}", data_dir.display()))?;
         let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
-        let schema_path = data_dir.join(SCHEMA_FILE);
-        let (epoch, catalog) = match fs::read(&schema_path) {
-            Ok(bytes) => read_schema_file(&bytes)
-                .with_context(|| format!("reading {}", schema_path.display()))?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => (0, Catalog::default()),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", schema_path.display())),
-        };
+        let (epoch, catalog) = schema::load_schema_on(&RealFs, &data_dir)?;
         let mut node_options = config.storage.node_engine_options()?;
         // A write stalled longer than a coordinator waits for it is refused (the
         // coordinator answers WriteTimeout and hints the replica), never queued without

@@ -274,8 +274,22 @@ struct SchemaFileIn {
 }
 
 /// The schema file's content: the catalog and its epoch.
-pub(super) fn schema_file_bytes(catalog: &Catalog, epoch: u64) -> Vec<u8> {
+pub(crate) fn schema_file_bytes(catalog: &Catalog, epoch: u64) -> Vec<u8> {
     serde_json::to_vec_pretty(&SchemaFileOut { epoch, catalog }).unwrap_or_default()
+}
+
+/// The schema `data_dir` holds on `fs`: its epoch and catalog, or epoch 0 and an empty
+/// catalog when there is no schema file yet. A leftover `schema.json.tmp` (a crash in the
+/// middle of a replacement) is not read: the rename is what makes a new schema current.
+pub(crate) fn load_schema_on(fs: &dyn mosaic_env::Fs, data_dir: &Path) -> Result<(u64, Catalog)> {
+    let path = data_dir.join(SCHEMA_FILE);
+    match fs.read_all(&path) {
+        Ok(bytes) => {
+            read_schema_file(&bytes).with_context(|| format!("reading {}", path.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((0, Catalog::default())),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 /// Reads the schema file: `{epoch, catalog}`, or a bare catalog (epoch 0) as written
