@@ -6,7 +6,7 @@ NetworkTopologyStrategy {'dc1': 1, 'dc2': 1} keyspace to the key's one dc1 repli
 driver's own NetworkTopologyStrategy places it. Mosaic places it there too: with node 2
 stopped, node 1 answers LOCAL_ONE Unavailable exactly for the keys the driver puts on node 2,
 and QUORUM and EACH_QUORUM (both replicas, one per datacenter) succeed for the other keys
-only."""
+only. `'replication_factor': N` stands for N in every datacenter, as in Cassandra 4.1."""
 import struct
 
 import pytest
@@ -39,6 +39,11 @@ def test_dc_aware_token_aware_routing_uses_the_local_replica(two_dcs):
 
     s.execute("CREATE KEYSPACE dcs WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 1, 'dc2': 1}")
     s.execute("CREATE TABLE dcs.t (k int PRIMARY KEY, v text)")
+    # Cassandra 4.1's shorthand: replication_factor stands for every datacenter.
+    s.execute("CREATE KEYSPACE short WITH replication = {'class': 'NetworkTopologyStrategy', 'replication_factor': 1}")
+    row = s.execute("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = 'short'").one()
+    assert dict(row.replication) == {
+        "class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "dc1": "1", "dc2": "1"}
     driver.control_connection.wait_for_schema_agreement()
     driver.refresh_schema_metadata()
     ins = s.prepare("INSERT INTO dcs.t (k, v) VALUES (?, ?)")

@@ -157,7 +157,8 @@ async fn create_keyspace<C: Coordinator>(
     coordinator: &C,
     s: &CreateKeyspaceStatement,
 ) -> Result<ResultBody, ErrorResponse> {
-    let (name, meta) = keyspace_from_create(s)?;
+    let (name, mut meta) = keyspace_from_create(s)?;
+    meta.replication = expand_replication(meta.replication, None, &datacenters(coordinator));
     let if_not_exists = s.if_not_exists;
     coordinator
         .update_schema(move |catalog| {
@@ -192,6 +193,7 @@ async fn alter_keyspace<C: Coordinator>(
         return Err(not_modifiable(&name));
     }
     let (replication, durable) = keyspace_options(&s_props(s), false)?;
+    let dcs = datacenters(coordinator);
     coordinator
         .update_schema(move |catalog| {
             let Some(old) = catalog.keyspace(&name) else {
@@ -201,7 +203,7 @@ async fn alter_keyspace<C: Coordinator>(
             };
             let mut meta = old.clone();
             if let Some(r) = replication {
-                meta.replication = r;
+                meta.replication = expand_replication(r, Some(&old.replication), &dcs);
             }
             if let Some(d) = durable {
                 meta.durable_writes = d;

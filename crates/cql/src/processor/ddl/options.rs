@@ -32,6 +32,54 @@ pub(super) fn keyspace_from_create(
     ))
 }
 
+/// The datacenters of the cluster's nodes, as this node knows them (ascending).
+pub(super) fn datacenters<C: Coordinator>(coordinator: &C) -> Vec<String> {
+    let mut dcs: Vec<String> = std::iter::once(coordinator.local_node())
+        .chain(coordinator.peers())
+        .map(|n| n.data_center)
+        .collect();
+    dcs.sort();
+    dcs.dedup();
+    dcs
+}
+
+/// NetworkTopologyStrategy's options as Cassandra 4.1 stores them (its `prepareOptions`):
+/// a `replication_factor` sets that factor for every datacenter of `dcs` not named
+/// explicitly — and, altering a keyspace (`previous`), keeps the factors the keyspace had
+/// for the others; a change from SimpleStrategy naming no datacenter keeps its factor in
+/// every datacenter; datacenters of factor 0 are dropped. Other strategies are unchanged.
+pub(super) fn expand_replication(
+    mut replication: Replication,
+    previous: Option<&Replication>,
+    dcs: &[String],
+) -> Replication {
+    if !replication.class.ends_with("NetworkTopologyStrategy") {
+        return replication;
+    }
+    let options = &mut replication.options;
+    let mut factor = options.remove("replication_factor");
+    match (&factor, previous) {
+        (None, Some(old)) if options.is_empty() => {
+            factor = old.options.get("replication_factor").cloned();
+        }
+        (Some(_), Some(old)) => {
+            for (dc, rf) in &old.options {
+                if dc != "replication_factor" {
+                    options.entry(dc.clone()).or_insert_with(|| rf.clone());
+                }
+            }
+        }
+        _ => {}
+    }
+    if let Some(rf) = factor {
+        for dc in dcs {
+            options.entry(dc.clone()).or_insert_with(|| rf.clone());
+        }
+    }
+    options.retain(|_, rf| rf.as_str() != "0");
+    replication
+}
+
 /// Parses `replication` and `durable_writes`.
 pub(super) fn keyspace_options(
     properties: &[Property],
@@ -459,4 +507,54 @@ pub(super) fn rename_in_replica_orders(table: &mut TableMeta, from: &str, to: &s
         }
     }
     *text = mosaic_types::format_replica_orders(&orders);
+}
+
+#[cfg(test)]
+mod replication_tests {
+    use super::*;
+
+    fn nts(options: &[(&str, &str)]) -> Replication {
+        Replication {
+            class: "org.apache.cassandra.locator.NetworkTopologyStrategy".to_owned(),
+            options: options
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn replication_factor_expands_to_every_datacenter_as_cassandra_does() {
+        let dcs = ["dc1".to_owned(), "dc2".to_owned()];
+        // CREATE: every datacenter, explicit ones kept; zeros dropped.
+        assert_eq!(
+            expand_replication(
+                nts(&[("replication_factor", "3"), ("dc2", "1")]),
+                None,
+                &dcs
+            ),
+            nts(&[("dc1", "3"), ("dc2", "1")])
+        );
+        assert_eq!(
+            expand_replication(nts(&[("dc1", "2"), ("dc2", "0")]), None, &dcs),
+            nts(&[("dc1", "2")])
+        );
+        // ALTER with the shorthand: the datacenters the keyspace had keep their factors.
+        let old = nts(&[("dc1", "1")]);
+        assert_eq!(
+            expand_replication(nts(&[("replication_factor", "3")]), Some(&old), &dcs),
+            nts(&[("dc1", "1"), ("dc2", "3")])
+        );
+        // From SimpleStrategy naming no datacenter: its factor everywhere.
+        let simple = Replication::simple(2);
+        assert_eq!(
+            expand_replication(nts(&[]), Some(&simple), &dcs),
+            nts(&[("dc1", "2"), ("dc2", "2")])
+        );
+        // SimpleStrategy is left alone.
+        assert_eq!(
+            expand_replication(Replication::simple(3), None, &dcs),
+            Replication::simple(3)
+        );
+    }
 }
