@@ -12,7 +12,10 @@
 //!   acknowledging replicas that still hold it plus the replicas the read asks exceed the
 //!   replication factor: `block_for(WCL) − lost + block_for(RCL) > RF`, where `lost`
 //!   counts the replicas that lost the write in a crash (unsynced under lossy periodic
-//!   sync; never under sync-per-write, where this is the plain `WCL + RCL > RF`).
+//!   sync; never under sync-per-write, where this is the plain `WCL + RCL > RF`). On real
+//!   storage (`crate::disk`) a copy counts as lost only when the replica applied the write
+//!   after its last WAL sync and reopened without it: a replica that loses a write it held
+//!   durably fails the run outright instead of being excused here.
 //!   Writes at ANY promise no replica (a hint may be all there is), so never qualify.
 //! - **Monotonic reads at overlapping levels**: a value a read at RCL₁ returned is
 //!   visible (it or a newer one) to every read at RCL₂ that begins after the first ended,

@@ -42,11 +42,28 @@
 //! `--lwt`. Long runs outside CI: `cargo run --release -p mosaic-sim --
 //! --seeds 100000 --from 0`.
 //!
+//! **Over the real storage.** [`Options::storage`] = [`Storage::Disk`] (`--disk <layout>`
+//! or `--disk any` on the command line) puts every node's tables in real
+//! `mosaic-replica` stores over a power-loss file system ([`disk`]): a node engine in
+//! manual mode (its flushes and compactions run inside the simulation, so a seed replays
+//! them), one store per table in the node's layout, each write under its ring role, and
+//! crashes that lose what was never fsynced. Each crash also checks the sync mode's own
+//! promise (nothing durable lost; losses of writes since the last periodic sync are
+//! excused in the checker for that node's copy only). Seeds and replay:
+//!
+//! ```text
+//! cargo test -p mosaic-sim --test real_storage            # 300 seeds per layout
+//! MOSAIC_SIM_DISK_LAYOUT=<layout> MOSAIC_SIM_DISK_SEED=<n> cargo test -p mosaic-sim --test real_storage -- --nocapture
+//! cargo run -p mosaic-sim -- --disk <layout> --seeds 1 --from <n> --verbose
+//! scripts/sim-disk-nightly 5000                           # thousands per layout
+//! ```
+//!
 //! Dev-only (`publish = false`); the only crate besides the server that wires concrete
 //! parts together.
 
 pub mod checker;
 pub mod config;
+pub mod disk;
 pub mod executor;
 pub mod linearizable;
 pub mod network;
@@ -55,7 +72,7 @@ pub mod store;
 pub mod world;
 
 pub use config::{Config, Durability};
-pub use world::{run, run_with, LwtStats, Options, Report};
+pub use world::{run, run_with, LwtStats, Options, Report, Storage};
 
 use std::collections::BTreeMap;
 
@@ -98,6 +115,8 @@ pub struct Summary {
     pub schema_changes: u64,
     /// Lightweight transactions' outcomes and checks, summed over the seeds.
     pub lwt: LwtStats,
+    /// What stores on disk went through, summed over the seeds.
+    pub disk: disk::DiskStats,
 }
 
 impl Summary {
@@ -124,6 +143,7 @@ impl Summary {
         self.keys_converged += r.stats.keys_converged;
         self.answers_to_later_incarnation += r.net.answers_to_later_incarnation;
         self.schema_changes += r.faults.schema_changes;
+        self.disk.add(&r.disk);
         let (l, add) = (&mut self.lwt, &r.lwt);
         l.cas += add.cas;
         l.applied += add.applied;
@@ -178,6 +198,20 @@ impl std::fmt::Display for Summary {
             self.keys_converged,
             self.failures
         )?;
+        let d = &self.disk;
+        if d != &disk::DiskStats::default() {
+            write!(
+                f,
+                "; on disk: {} power losses, {} process crashes, {} flushes, {} compactions, \
+                 {} WAL syncs, {} unsynced writes lost",
+                d.power_losses,
+                d.process_crashes,
+                d.flushes,
+                d.compactions,
+                d.wal_syncs,
+                d.writes_lost
+            )?;
+        }
         let l = &self.lwt;
         if l.cas + l.serial_reads > 0 {
             write!(

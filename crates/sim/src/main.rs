@@ -12,13 +12,14 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use mosaic_sim::{run_with, Options, Report, Summary};
+use mosaic_sim::{run_with, Options, Report, Storage, Summary};
 
 struct Args {
     seeds: u64,
     from: u64,
     verbose: bool,
     lwt: bool,
+    storage: Storage,
 }
 
 fn parse() -> Result<Args, String> {
@@ -27,6 +28,7 @@ fn parse() -> Result<Args, String> {
         from: 0,
         verbose: false,
         lwt: false,
+        storage: Storage::Memory,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -39,9 +41,21 @@ fn parse() -> Result<Args, String> {
             "--from" => args.from = number("--from")?,
             "--verbose" | "-v" => args.verbose = true,
             "--lwt" => args.lwt = true,
-            "--help" | "-h" => {
-                return Err("usage: mosaic-sim [--seeds N] [--from S] [--verbose] [--lwt]".into())
+            "--disk" => {
+                let v = it.next().ok_or("--disk needs a layout or `any`")?;
+                let layout = match v.as_str() {
+                    "any" => None,
+                    name => Some(
+                        mosaic_types::Layout::parse(name)
+                            .ok_or(format!("--disk {name}: not a layout"))?,
+                    ),
+                };
+                args.storage = Storage::Disk(layout);
             }
+            "--help" | "-h" => return Err(
+                "usage: mosaic-sim [--seeds N] [--from S] [--verbose] [--lwt] [--disk LAYOUT|any]"
+                    .into(),
+            ),
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -50,6 +64,9 @@ fn parse() -> Result<Args, String> {
 
 fn describe(r: &Report) {
     println!("seed {}: {:?}", r.seed, r.config);
+    if !r.layouts.is_empty() {
+        println!("  layouts {:?}", r.layouts);
+    }
     println!(
         "  {} virtual ms, {} polls, trace {:016x}",
         r.virtual_ms, r.polls, r.trace_hash
@@ -74,6 +91,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let options = Options {
         lwt: args.lwt,
+        storage: args.storage,
         ..Options::default()
     };
     let mut summary = Summary::default();

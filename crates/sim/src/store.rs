@@ -8,6 +8,9 @@
 //! [`SimStore::sync`] are a log tail that a lossy crash truncates at a seeded point — the
 //! writes in the lost suffix are returned so the checker can discount the guarantees they
 //! carried. The store outlives the node: a restarted node is built over the same store.
+//! [`SimStore::with_disk`] keeps the tables in real replica stores instead
+//! ([`crate::disk`]: power losses, and the sync mode's promise checked at each crash);
+//! hints, Paxos state and the schema stay here, durable at once, either way.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +24,7 @@ use mosaic_rows::{merge_fragments, Fragment, KeyRange};
 use parking_lot::Mutex;
 
 use crate::config::Durability;
+use crate::disk::Disk;
 use crate::executor::{Executor, Sleep};
 use crate::prng::Prng;
 
@@ -62,6 +66,9 @@ type HintLog = BTreeMap<u64, (TableKey, Vec<WireMutation>)>;
 /// A node's store (see the module doc).
 pub struct SimStore {
     state: Mutex<State>,
+    /// The tables in real replica stores over a crashing file system, when the run asks
+    /// for them ([`crate::disk`]); else in `state`.
+    disk: Option<Mutex<Disk>>,
     rf: BTreeMap<TableKey, usize>,
     durability: Durability,
     latency: Option<Latency>,
@@ -120,12 +127,57 @@ impl SimStore {
                 .collect(),
             durability,
             latency: None,
+            disk: None,
             schema: Mutex::new(schema_of(1)),
             hints: Mutex::new(BTreeMap::new()),
             next_hint: std::sync::atomic::AtomicU64::new(1),
             reads: std::sync::atomic::AtomicU64::new(0),
             paxos: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// The same store keeping its tables on `disk` instead of in memory.
+    pub fn with_disk(self, disk: Disk) -> SimStore {
+        SimStore {
+            disk: Some(Mutex::new(disk)),
+            ..self
+        }
+    }
+
+    /// The layout of the store's tables on disk, `None` in memory.
+    pub fn layout(&self) -> Option<mosaic_types::Layout> {
+        self.disk.as_ref().map(|d| d.lock().layout())
+    }
+
+    /// A crash: a lossy one (a power loss) loses what the durability allows, drawn from
+    /// `rng`; returns the writes lost (see [`SimStore::crash`] and [`Disk::crash`]).
+    pub fn crash_node(&self, lossy: bool, rng: &mut Prng) -> Vec<(TableKey, WireMutation)> {
+        if let Some(d) = &self.disk {
+            return d.lock().crash(lossy, rng);
+        }
+        self.crash(|n| {
+            if lossy {
+                rng.below(n as u64 + 1) as usize
+            } else {
+                n
+            }
+        })
+    }
+
+    /// What the store on disk went through (zero in memory).
+    pub fn disk_stats(&self) -> crate::disk::DiskStats {
+        self.disk
+            .as_ref()
+            .map(|d| d.lock().stats())
+            .unwrap_or_default()
+    }
+
+    /// Broken storage promises found at crashes (on disk only), taken.
+    pub fn take_violations(&self) -> Vec<String> {
+        self.disk
+            .as_ref()
+            .map(|d| d.lock().take_violations())
+            .unwrap_or_default()
     }
 
     /// Reads this store has served.
@@ -164,6 +216,10 @@ impl SimStore {
 
     /// Makes every write so far durable.
     pub fn sync(&self) {
+        if let Some(d) = &self.disk {
+            d.lock().sync();
+            return;
+        }
         let mut s = self.state.lock();
         let State {
             durable, unsynced, ..
@@ -179,6 +235,9 @@ impl SimStore {
 
     /// Writes not yet durable.
     pub fn unsynced_len(&self) -> usize {
+        if let Some(d) = &self.disk {
+            return d.lock().unsynced_len();
+        }
         self.state.lock().unsynced.len()
     }
 
@@ -198,6 +257,9 @@ impl SimStore {
     }
 
     fn apply_now(&self, table: TableKey, mutations: Vec<WireMutation>) -> Result<(), Failure> {
+        if let Some(d) = &self.disk {
+            return d.lock().apply(table, mutations);
+        }
         let mut s = self.state.lock();
         let State {
             live,
@@ -234,6 +296,9 @@ impl SimStore {
         range: &KeyRange,
         limit: usize,
     ) -> Result<Entries, Failure> {
+        if let Some(d) = &self.disk {
+            return d.lock().read(table, range, limit);
+        }
         let s = self.state.lock();
         let t = s.live.get(&table).ok_or(Failure::UnknownTable)?;
         let mut entries = Vec::new();
@@ -253,6 +318,9 @@ impl SimStore {
 
     /// Every table's contents (what the convergence check compares).
     pub fn tables(&self) -> Tables {
+        if let Some(d) = &self.disk {
+            return d.lock().tables();
+        }
         self.state.lock().live.clone()
     }
 }
@@ -292,6 +360,16 @@ impl Store for SimStore {
     }
 
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
+        if self.disk.is_some() {
+            // The simulated workload never truncates; a store on disk would have to drop
+            // and recreate its table's directory, which the server's store does.
+            return async {
+                Err(Failure::Storage(
+                    "the simulator's store on disk does not model TRUNCATE".to_owned(),
+                ))
+            }
+            .boxed();
+        }
         let mut guard = self.state.lock();
         let s = &mut *guard;
         for tables in [&mut s.live, &mut s.durable] {
@@ -439,6 +517,9 @@ impl Store for SimStore {
     }
 
     fn load_bytes(&self) -> u64 {
+        if let Some(d) = &self.disk {
+            return d.lock().load_bytes();
+        }
         let s = self.state.lock();
         s.live
             .values()

@@ -50,8 +50,27 @@ impl Inner {
             if st.closing {
                 return Err(Error::Closed);
             }
-            self.state_cv.wait_for(&mut st, STALL_WAIT);
+            st = self.wait_or_work(st)?;
         }
+    }
+
+    /// In manual mode, runs the due jobs on this thread (failing if none can run, as the
+    /// wait would never end); else waits a step for the workers.
+    fn wait_or_work<'a>(
+        &'a self,
+        mut st: parking_lot::MutexGuard<'a, State>,
+    ) -> Result<parking_lot::MutexGuard<'a, State>> {
+        if !self.engine.is_manual() {
+            self.state_cv.wait_for(&mut st, STALL_WAIT);
+            return Ok(st);
+        }
+        drop(st);
+        if self.engine.run_due_jobs(crate::engine::MANUAL_JOBS_MAX) == 0 {
+            return Err(Error::InvalidArgument(
+                "manual mode: the background work waited for cannot run".into(),
+            ));
+        }
+        Ok(self.state.lock())
     }
 
     /// Backs [`crate::Db::wait_for_compactions`]: waits until no flush or compaction runs
@@ -75,7 +94,7 @@ impl Inner {
             if idle {
                 return Ok(());
             }
-            self.state_cv.wait_for(&mut st, STALL_WAIT);
+            st = self.wait_or_work(st)?;
         }
     }
 

@@ -57,6 +57,19 @@ impl Inner {
             let full = st.mem.size_bytes() >= self.opts.memtable_size_bytes;
             let stop = (full && st.imm.len() >= self.opts.immutable_memtables_max)
                 || l0 >= self.opts.level0_stall_tables;
+            if stop && self.engine.is_manual() {
+                // No worker will drain what stops this write: do it here.
+                drop(st);
+                let ran = self.engine.run_due_jobs(crate::engine::MANUAL_JOBS_MAX);
+                st = self.state.lock();
+                if ran == 0 {
+                    return Err(Error::WriteStalled {
+                        waited: Duration::ZERO,
+                        reason: "manual mode: the work a stalled write waits for cannot run",
+                    });
+                }
+                continue;
+            }
             if stop {
                 let (started, _) =
                     stall_start.get_or_insert_with(|| self.engine.stall_begins(&self.counters));
@@ -77,7 +90,8 @@ impl Inner {
                 );
             }
             let slowdown = self.slowdown_trigger();
-            if !slowed && l0 >= slowdown {
+            // Manual mode has no workers to catch up during a delay: no slowdown.
+            if !slowed && l0 >= slowdown && !self.engine.is_manual() {
                 slowed = true;
                 let halvings = (l0 - slowdown).min(16) as u32;
                 let rate = (SLOWDOWN_BYTES_PER_SEC >> halvings).max(1);

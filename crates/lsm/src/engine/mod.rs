@@ -61,6 +61,7 @@ pub(crate) use catalog::{partition_dir, partition_name};
 pub(crate) use commit::batch_charge;
 use commit::{WalState, WriterQueue};
 use workers::RateLimiter;
+pub(crate) use workers::MANUAL_JOBS_MAX;
 
 /// The directory of the shared WAL, under the engine's root.
 const WAL_DIR: &str = "wal";
@@ -79,7 +80,8 @@ pub struct EngineOptions {
     pub memtable_cleanup_threshold: f64,
     /// The node's block cache, shared by every partition (0 disables it).
     pub block_cache_bytes: u64,
-    /// Threads flushing memtables, for the whole node.
+    /// Threads flushing memtables, for the whole node. Both this and `compaction_threads`
+    /// 0: manual mode, no background threads at all (see [`Engine::run_background_work`]).
     pub flush_threads: usize,
     /// Threads running compactions and log splits, for the whole node.
     pub compaction_threads: usize,
@@ -155,8 +157,10 @@ impl EngineOptions {
     /// Checks the options for values the engine cannot work with.
     pub fn validate(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::InvalidArgument(what.to_owned()));
-        if self.flush_threads == 0 || self.compaction_threads == 0 {
-            return bad("flush_threads and compaction_threads must be at least 1");
+        if (self.flush_threads == 0) != (self.compaction_threads == 0) {
+            return bad(
+                "flush_threads and compaction_threads must be at least 1 (or both 0: manual mode)",
+            );
         }
         if !(0.05..=0.95).contains(&self.memtable_cleanup_threshold) {
             return bad("memtable_cleanup_threshold must be between 0.05 and 0.95");
@@ -430,6 +434,14 @@ impl Engine {
     /// Syncs the shared WAL.
     pub fn sync_wal(&self) -> Result<()> {
         self.shared.sync_wal()
+    }
+
+    /// Runs the flushes and compactions due now on the calling thread, until none is due;
+    /// returns how many ran. The only way background work happens in manual mode
+    /// (`flush_threads` and `compaction_threads` both 0) besides writers that would
+    /// otherwise stall; with workers it merely helps them.
+    pub fn run_background_work(&self) -> usize {
+        self.shared.run_due_jobs(workers::MANUAL_JOBS_MAX)
     }
 
     /// Drops every partition whose directory is `dir` or below it: they are closed (their

@@ -25,10 +25,17 @@ use super::Shared;
 /// How long an idle worker waits before looking again (a failed job's retry included).
 const IDLE_WAIT: Duration = Duration::from_millis(200);
 
+/// Jobs one call of [`Shared::run_due_jobs`] runs at most: a bound on a loop that ends
+/// anyway once nothing is due (each job removes what made it due).
+pub(crate) const MANUAL_JOBS_MAX: usize = 10_000;
+
 /// Starts the flush workers, the compaction workers and (in periodic sync mode) the WAL
-/// sync thread.
+/// sync thread — none in manual mode ([`Shared::is_manual`]).
 pub(super) fn start(shared: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>> {
     let mut threads = Vec::new();
+    if shared.is_manual() {
+        return Ok(threads);
+    }
     let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
         mosaic_env::thread::spawn_named(name, f)
             .map_err(|e| Error::io("spawning a thread for", shared.root(), e))
@@ -61,6 +68,30 @@ pub(super) fn start(shared: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>> {
 type Job = Box<dyn FnOnce() + Send>;
 
 impl Shared {
+    /// Manual mode: no worker threads (`flush_threads` and `compaction_threads` both 0).
+    /// Flushes and compactions run only when the owner calls
+    /// [`super::Engine::run_background_work`], or inline in a writer (or a `flush`) that
+    /// would otherwise wait for them; the WAL is synced per write, or when the owner calls
+    /// [`super::Engine::sync_wal`]. What a deterministic simulator needs: no thread and no
+    /// clock decides when background work happens.
+    pub(crate) fn is_manual(&self) -> bool {
+        self.opts.flush_threads == 0 && self.opts.compaction_threads == 0
+    }
+
+    /// Runs due flushes (first) and compactions on this thread until none is due, at most
+    /// `jobs_max`; returns how many ran.
+    pub(crate) fn run_due_jobs(self: &Arc<Self>, jobs_max: usize) -> usize {
+        let mut ran = 0;
+        while ran < jobs_max {
+            let Some(job) = Self::pick_flush(self).or_else(|| Self::pick_compaction(self)) else {
+                break;
+            };
+            job();
+            ran += 1;
+        }
+        ran
+    }
+
     /// A worker: runs the jobs `pick` finds until the engine closes.
     fn worker_loop(self: &Arc<Self>, pick: fn(&Arc<Self>) -> Option<Job>) {
         loop {

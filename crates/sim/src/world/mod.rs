@@ -58,6 +58,23 @@ pub struct Options {
     pub forget_peers: bool,
     /// Add the seed's lightweight-transaction workload ([`Config::with_lwt`]).
     pub lwt: bool,
+    /// Where the nodes keep their tables.
+    pub storage: Storage,
+    /// On disk, stores that acknowledge writes without syncing them while the checks
+    /// hold them to the durability's promise ([`crate::disk::Disk::without_fsync`]): to
+    /// show that the acknowledged writes a power loss takes are caught.
+    pub skip_fsync: bool,
+}
+
+/// Where the simulated nodes keep their tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Storage {
+    /// In memory ([`SimStore`]'s own model of durability).
+    #[default]
+    Memory,
+    /// In real `mosaic-replica` stores over a power-loss file system ([`crate::disk`]),
+    /// every node in this layout, or — `None` — each node in one drawn from the seed.
+    Disk(Option<mosaic_types::Layout>),
 }
 
 impl Default for Options {
@@ -68,6 +85,8 @@ impl Default for Options {
             polls_max: 20_000_000,
             forget_peers: false,
             lwt: false,
+            storage: Storage::Memory,
+            skip_fsync: false,
         }
     }
 }
@@ -114,6 +133,10 @@ pub struct Report {
     pub polls: u64,
     /// A digest of everything that happened: equal for two runs of one seed.
     pub trace_hash: u64,
+    /// Each node's layout, when the tables were on disk (else empty).
+    pub layouts: Vec<mosaic_types::Layout>,
+    /// What the stores on disk went through (zero in memory).
+    pub disk: crate::disk::DiskStats,
 }
 
 impl Report {
@@ -219,7 +242,7 @@ fn key_range(key: &[u8]) -> KeyRange {
 }
 
 impl World {
-    fn new(seed: u64, options: &Options) -> Arc<World> {
+    fn new(seed: u64, options: &Options) -> Result<Arc<World>, Box<(Config, String)>> {
         let mut config = Config::from_seed(seed);
         if options.lwt {
             config = config.with_lwt(seed);
@@ -227,7 +250,7 @@ impl World {
         if let Some(d) = options.durability {
             config.durability = d;
         }
-        World::with_config(seed, config, options, &[])
+        World::with_config(seed, config.clone(), options, &[]).map_err(|e| Box::new((config, e)))
     }
 
     /// A world of `config`, its randomness from `seed`; node `i`'s store takes up to
@@ -237,7 +260,7 @@ impl World {
         config: Config,
         options: &Options,
         store_latency_us: &[u64],
-    ) -> Arc<World> {
+    ) -> Result<Arc<World>, String> {
         let root = Prng::new(seed);
         let mut layout = root.fork(1);
         let tokens: Vec<Vec<i64>> = (0..config.nodes)
@@ -269,9 +292,27 @@ impl World {
             .collect();
         let exec = Executor::new(config.shuffle_tasks.then(|| root.fork(2)));
         let net = Network::new(exec.clone(), &config, root.fork(3));
+        let disks = match options.storage {
+            Storage::Memory => Vec::new(),
+            Storage::Disk(layout) => {
+                let disks = nodes::open_disks(&config, &store_rf, &tokens, layout, &exec, &root)?;
+                if options.skip_fsync {
+                    disks
+                        .into_iter()
+                        .map(crate::disk::Disk::without_fsync)
+                        .collect::<Result<_, _>>()?
+                } else {
+                    disks
+                }
+            }
+        };
+        let mut disks = disks.into_iter();
         let stores = (0..config.nodes)
             .map(|i| {
-                let store = SimStore::new(&store_rf, config.durability);
+                let mut store = SimStore::new(&store_rf, config.durability);
+                if let Some(disk) = disks.next() {
+                    store = store.with_disk(disk);
+                }
                 let max_us = store_latency_us
                     .get(i)
                     .copied()
@@ -283,7 +324,7 @@ impl World {
             })
             .collect();
         let checker = Checker::new(config.rf.clone(), keys, options.ignore_losses);
-        Arc::new(World {
+        Ok(Arc::new(World {
             exec,
             net,
             stores,
@@ -306,7 +347,7 @@ impl World {
             forget_peers: options.forget_peers,
             lwt,
             config,
-        })
+        }))
     }
 
     fn now(&self) -> u64 {
@@ -340,7 +381,26 @@ pub fn run(seed: u64) -> Report {
 
 /// Runs seed `seed` with `options`.
 pub fn run_with(seed: u64, options: &Options) -> Report {
-    let w = World::new(seed, options);
+    let w = match World::new(seed, options) {
+        Ok(w) => w,
+        Err(failed) => {
+            let (config, e) = *failed;
+            return Report {
+                seed,
+                config,
+                violations: vec![format!("the stores did not open: {e}")],
+                stats: Stats::default(),
+                net: NetStats::default(),
+                faults: FaultStats::default(),
+                lwt: LwtStats::default(),
+                virtual_ms: 0,
+                polls: 0,
+                trace_hash: 0,
+                layouts: Vec::new(),
+                disk: Default::default(),
+            };
+        }
+    };
     let n = w.config.nodes;
     let polls = options.polls_max;
     for i in 0..n {
@@ -421,5 +481,10 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         virtual_ms: w.exec.now_micros() / 1000,
         polls: w.exec.polls(),
         trace_hash: h.digest(),
+        layouts: w.stores.iter().filter_map(|s| s.layout()).collect(),
+        disk: w.stores.iter().fold(Default::default(), |mut sum, s| {
+            sum.add(&s.disk_stats());
+            sum
+        }),
     }
 }

@@ -37,10 +37,8 @@ impl World {
             replica_requests_max: self.config.replica_requests_max,
             ..NodeConfig::new(ep)
         };
-        let mut host_id = [0u8; 16];
-        host_id[0] = i as u8 + 1;
         let app = AppState {
-            host_id: mosaic_types::HostId(host_id),
+            host_id: mosaic_types::HostId(host_id(i)),
             tokens: self.tokens.get(i).cloned().unwrap_or_default(),
             rpc_address: ep.ip(),
             native_port: 9042,
@@ -99,23 +97,17 @@ impl World {
         if let Some(d) = self.down.lock().get_mut(i) {
             *d = true;
         }
-        let lossy = matches!(
-            self.config.durability,
-            Durability::Periodic { lossy: true, .. }
-        );
         let Some(store) = self.stores.get(i) else {
             return;
         };
-        let lost = {
-            let mut rng = self.fault_rng.lock();
-            store.crash(|n| {
-                if lossy {
-                    rng.below(n as u64 + 1) as usize
-                } else {
-                    n
-                }
-            })
+        // A power loss where the durability says what survives one; on disk, per-write
+        // sync promises that everything acknowledged does, so its crashes are power losses.
+        let lossy = match self.config.durability {
+            Durability::Periodic { lossy, .. } => lossy,
+            Durability::SyncPerWrite => store.layout().is_some(),
         };
+        let lost = store.crash_node(lossy, &mut self.fault_rng.lock());
+        let broken = store.take_violations();
         let mut faults = self.faults.lock();
         faults.crashes += 1;
         faults.writes_lost += lost.len() as u64;
@@ -123,6 +115,9 @@ impl World {
         let mut checker = self.checker.lock();
         for (_, m) in &lost {
             checker.record_loss(i, &m.fragment);
+        }
+        for v in broken {
+            checker.fail(format!("node {i}: {v}"));
         }
     }
 
@@ -204,4 +199,53 @@ impl World {
                 })
             })
     }
+}
+
+/// Every node's disk: in `layout`, or each node's drawn from the seed; the engine's shape
+/// drawn per node (streams of their own, so the seed's other draws stay as they were).
+pub(super) fn open_disks(
+    config: &Config,
+    rf: &[usize],
+    tokens: &[Vec<i64>],
+    layout: Option<mosaic_types::Layout>,
+    exec: &Arc<Executor>,
+    root: &Prng,
+) -> Result<Vec<crate::disk::Disk>, String> {
+    let nodes: Vec<(mosaic_cluster::Endpoint, Vec<Token>, [u8; 16])> = (0..config.nodes)
+        .map(|i| {
+            let owned = tokens
+                .get(i)
+                .map_or(Vec::new(), |t| t.iter().map(|t| Token(*t)).collect());
+            (endpoint(i), owned, host_id(i))
+        })
+        .collect();
+    let rf: std::collections::BTreeMap<_, _> = rf
+        .iter()
+        .enumerate()
+        .map(|(t, rf)| (table_key(t), *rf))
+        .collect();
+    (0..config.nodes)
+        .map(|i| {
+            let mut rng = root.fork(0xD15C_0000 + i as u64);
+            let drawn = crate::disk::LAYOUTS[rng.index(crate::disk::LAYOUTS.len())];
+            let shape = crate::disk::Shape::draw(&mut rng);
+            crate::disk::Disk::open(
+                layout.unwrap_or(drawn),
+                shape,
+                config.durability,
+                exec.clone(),
+                rf.clone(),
+                endpoint(i),
+                &nodes,
+            )
+            .map_err(|e| format!("node {i}: {e}"))
+        })
+        .collect()
+}
+
+/// Node `i`'s host id.
+pub(super) fn host_id(i: usize) -> [u8; 16] {
+    let mut host_id = [0u8; 16];
+    host_id[0] = i as u8 + 1;
+    host_id
 }

@@ -50,11 +50,17 @@ pub fn routing(policy: ReplicaSelection, seed: u64, slow_us: u64, reads: usize) 
     // A slow read is slow, not lost.
     config.read_timeout_ms = config.read_timeout_ms.max(slow_us / 1000 * 4 + 1000);
     let options = Options::default();
-    let w = World::with_config(seed, config, &options, &[MEDIUM_US, FAST_US, slow_us]);
+    let mut out = Routing::default();
+    let w = match World::with_config(seed, config, &options, &[MEDIUM_US, FAST_US, slow_us]) {
+        Ok(w) => w,
+        Err(e) => {
+            out.violations.push(e);
+            return out;
+        }
+    };
     for i in 0..3 {
         w.start_node(i);
     }
-    let mut out = Routing::default();
     if w.run_phase("join", options.polls_max, || w.converged()) {
         let done = Arc::new(AtomicBool::new(false));
         let result = Arc::new(Mutex::new(Routing::default()));
