@@ -1,7 +1,8 @@
 //! What bounds one read's answer on this replica, whatever the asker wants: its entries
 //! and bytes (`[cluster] read_answer_rows_max`, `read_answer_bytes_max`; the cluster node
 //! caps a peer's entry limit too, before the read gets here) and its time (`[cluster] read_request_timeout_ms`: past it the
-//! coordinator has given up, so nobody waits for the rest of the scan).
+//! coordinator has given up, so nobody waits for the rest of the scan). Reads through a
+//! secondary index (`indexes::read_through`) are bounded alike.
 //!
 //! An answer cut short by its bytes says so the way one cut by its entry limit does — the
 //! range is not exhausted, or the stored key to resume after — so every asker (the cluster
@@ -69,6 +70,11 @@ impl Budget {
         self.bytes >= self.bytes_max
     }
 
+    /// The bytes the answer may still take before it is full.
+    pub(super) fn bytes_left(&self) -> usize {
+        self.bytes_max.saturating_sub(self.bytes)
+    }
+
     /// Counts an entry scanned; a read timeout once the read's time has passed.
     pub(super) fn tick(&mut self) -> Result<(), ErrorResponse> {
         self.scanned += 1;
@@ -128,12 +134,14 @@ mod tests {
         ));
     }
 
-    /// A table of `rows` rows of ~100 bytes in one partition, and its coordinator.
+    /// A table of `rows` rows of ~100 bytes in one partition (its static column `s` set
+    /// to 1), with `indexes` (waited for until built), and its coordinator; `configure`
+    /// adjusts the node's config.
     async fn table_of(
         dir: &std::path::Path,
-        rows_max: usize,
-        bytes_max: usize,
+        configure: impl FnOnce(&mut crate::config::Config),
         rows: usize,
+        indexes: &[&str],
     ) -> (
         std::sync::Arc<super::super::LocalCoordinator>,
         mosaic_cql::schema::TableId,
@@ -143,8 +151,7 @@ mod tests {
         use mosaic_cql::frame::ProtocolVersion;
         use mosaic_cql::processor::{Processor, Session};
         let mut cfg = config(dir);
-        cfg.cluster.read_answer_rows_max = rows_max;
-        cfg.cluster.read_answer_bytes_max = bytes_max;
+        configure(&mut cfg);
         let c = std::sync::Arc::new(super::super::LocalCoordinator::open(&cfg).unwrap());
         let p = Processor::new(c.clone());
         let mut s = Session::new(ProtocolVersion::V4);
@@ -152,9 +159,13 @@ mod tests {
         run_ok(
             &p,
             &mut s,
-            "CREATE TABLE ks.t (k int, c int, v text, PRIMARY KEY (k, c))",
+            "CREATE TABLE ks.t (k int, c int, s int static, v text, PRIMARY KEY (k, c))",
         )
         .await;
+        for index in indexes {
+            run_ok(&p, &mut s, index).await;
+        }
+        run_ok(&p, &mut s, "UPDATE ks.t SET s = 1 WHERE k = 1").await;
         for i in 0..rows {
             let v = "x".repeat(100);
             run_ok(
@@ -164,8 +175,70 @@ mod tests {
             )
             .await;
         }
+        // Indexes created on an empty table are built in the background at once.
+        for _ in 0..500 {
+            if c.built_index_names().len() >= indexes.len() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(c.built_index_names().len(), indexes.len(), "indexes built");
         let table = c.catalog().table("ks", "t").unwrap().id;
         (c, table)
+    }
+
+    /// `cfg`'s answer caps set to `rows_max` entries and `bytes_max` bytes.
+    fn caps(rows_max: usize, bytes_max: usize) -> impl FnOnce(&mut crate::config::Config) {
+        move |cfg| {
+            cfg.cluster.read_answer_rows_max = rows_max;
+            cfg.cluster.read_answer_bytes_max = bytes_max;
+        }
+    }
+
+    /// A read of the whole table through `index` for `term`.
+    fn through(
+        table: mosaic_cql::schema::TableId,
+        index: &str,
+        term: &[u8],
+    ) -> mosaic_cql::coordinator::ReadCommand {
+        mosaic_cql::coordinator::ReadCommand {
+            index: Some(mosaic_cql::index::IndexQuery {
+                index: index.to_owned(),
+                term: term.to_vec(),
+            }),
+            ..everything(table, Vec::new())
+        }
+    }
+
+    /// Reads `command`'s range to its end, answer by answer, each starting after the last
+    /// key of the one before; the entries and the answers.
+    async fn read_all(
+        c: &super::super::LocalCoordinator,
+        mut command: mosaic_cql::coordinator::ReadCommand,
+    ) -> (
+        Vec<(Vec<u8>, Vec<u8>)>,
+        Vec<mosaic_cql::coordinator::ReadResult>,
+    ) {
+        use super::super::tables::AllPrimary;
+        use mosaic_cluster::local_queue::ReadClass;
+        let (mut all, mut answers) = (Vec::new(), Vec::new());
+        loop {
+            let r = c
+                .read_local(command.clone(), &AllPrimary, ReadClass::default())
+                .await
+                .unwrap();
+            assert!(!r.entries.is_empty() || r.exhausted);
+            all.extend(r.entries.iter().cloned());
+            let (exhausted, last) = (r.exhausted, r.entries.last().map(|e| e.0.clone()));
+            answers.push(r);
+            match last {
+                Some(last) if !exhausted => {
+                    command.range.start = mosaic_cluster::repair::successor(&last)
+                }
+                _ => return (all, answers),
+            }
+            assert!(answers.len() < 10_000);
+        }
     }
 
     fn everything(
@@ -190,7 +263,7 @@ mod tests {
         let by_bytes = tempfile::tempdir().unwrap();
         super::super::tests::rt().block_on(async {
             // The entry cap.
-            let (c, table) = table_of(by_rows.path(), 25, 4 << 20, rows).await;
+            let (c, table) = table_of(by_rows.path(), caps(25, 4 << 20), rows, &[]).await;
             let r = c
                 .read_local(
                     everything(table, Vec::new()),
@@ -215,7 +288,8 @@ mod tests {
 
             // The bytes cap: an answer stops at the entry that reaches it.
             let bytes_max = 2000;
-            let (c, table) = table_of(by_bytes.path(), usize::MAX, bytes_max, rows).await;
+            let (c, table) =
+                table_of(by_bytes.path(), caps(usize::MAX, bytes_max), rows, &[]).await;
             let size =
                 |e: &[(Vec<u8>, Vec<u8>)]| e.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
             let mut start = Vec::new();
@@ -270,6 +344,92 @@ mod tests {
                 }
             }
             assert_eq!(stored, all.len());
+        });
+    }
+
+    /// Reads through an index are bounded as ordinary reads are: an answer stops at the
+    /// entry cap or its bytes — inside the partition a static column's index points at, as
+    /// well as between the rows a regular column's index points at — and reading on from
+    /// each answer's last key returns every entry, once, in key order.
+    #[test]
+    fn a_read_through_an_index_gets_a_bounded_answer_and_reads_on_to_all() {
+        let rows = 300;
+        let dir = tempfile::tempdir().unwrap();
+        let entries_dir = tempfile::tempdir().unwrap();
+        let bytes_max = 2000;
+        let size =
+            |e: &[(Vec<u8>, Vec<u8>)]| e.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>();
+        let indexes = ["CREATE INDEX ts ON ks.t (s)", "CREATE INDEX tv ON ks.t (v)"];
+        let queries = [
+            ("ts", mosaic_types::CqlValue::Int(1).to_cql_bytes()),
+            ("tv", "x".repeat(100).into_bytes()),
+        ];
+        super::super::tests::rt().block_on(async {
+            let (c, table) =
+                table_of(dir.path(), caps(usize::MAX, bytes_max), rows, &indexes).await;
+            let (whole, _) = read_all(&c, everything(table, Vec::new())).await;
+            assert_eq!(whole.len(), rows + 1, "the rows and the static row");
+            for (index, term) in &queries {
+                let (all, answers) = read_all(&c, through(table, index, term)).await;
+                // The whole partition matches either index.
+                assert_eq!(all, whole, "{index}");
+                assert!(answers.len() > 10, "{index}: {} answers", answers.len());
+                for a in &answers {
+                    // At most one hit (a row, with its partition's head) past the bytes.
+                    assert!(
+                        size(&a.entries) < bytes_max + 400,
+                        "{index}: {}",
+                        size(&a.entries)
+                    );
+                }
+            }
+            // The entry cap holds inside a partition too.
+            let (c, table) = table_of(entries_dir.path(), caps(25, 4 << 20), rows, &indexes).await;
+            for (index, term) in &queries {
+                let (all, answers) = read_all(&c, through(table, index, term)).await;
+                assert_eq!(all.len(), rows + 1, "{index}");
+                assert!(answers.iter().all(|a| a.entries.len() <= 25), "{index}");
+            }
+        });
+    }
+
+    /// A read through an index stops at the replica's read deadline as an ordinary read
+    /// does, with a read timeout, instead of scanning on after the coordinator gave up.
+    #[test]
+    fn a_read_through_an_index_stops_at_the_read_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        super::super::tests::rt().block_on(async {
+            let (c, table) = table_of(
+                dir.path(),
+                |cfg| cfg.cluster.read_request_timeout_ms = 0,
+                300,
+                &["CREATE INDEX ts ON ks.t (s)", "CREATE INDEX tv ON ks.t (v)"],
+            )
+            .await;
+            for (index, term) in [
+                ("ts", mosaic_types::CqlValue::Int(1).to_cql_bytes()),
+                ("tv", "x".repeat(100).into_bytes()),
+            ] {
+                let command = through(table, index, &term);
+                let r = c
+                    .read_local(
+                        command,
+                        &super::super::tables::AllPrimary,
+                        mosaic_cluster::local_queue::ReadClass::default(),
+                    )
+                    .await;
+                assert!(
+                    matches!(
+                        r,
+                        Err(ErrorResponse {
+                            kind: ErrorKind::ReadTimeout { .. },
+                            ..
+                        })
+                    ),
+                    "{index}: {:?}",
+                    r.map(|r| r.entries.len())
+                );
+            }
         });
     }
 }

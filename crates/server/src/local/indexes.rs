@@ -11,9 +11,9 @@
 //!   `BUILT` file then marks it (`system."IndexInfo"`). Until it is built, reads through
 //!   it read the range whole (correct, only slower); a restart resumes an unfinished
 //!   build from the start.
-//! - **Reads**: a read through an index scans the term's entries in the range, reads
-//!   each row (or partition) they point at with its partition's head, and drops and
-//!   deletes the entries the row no longer matches.
+//! - **Reads** (`index_read`): a read through an index scans the term's entries in the
+//!   range, reads each row (or partition) they point at with its partition's head, and
+//!   drops and deletes the entries the row no longer matches.
 //! - **Sweeps**: entries are never removed at write time (that would read before every
 //!   write), so stale ones are dropped when the index compacts ([`StaleEntries`], the
 //!   index partition's compaction filter): each entry version is checked against its base
@@ -25,9 +25,7 @@
 
 use super::*;
 
-use mosaic_cql::index::{
-    base_key, deletion_fragment, entry_key, split_entry_key, term_range, HitScope, IndexPlan,
-};
+use mosaic_cql::index::{entry_key, split_entry_key, IndexPlan};
 use mosaic_cql::schema::IndexMeta;
 
 use super::index_stats::{IndexStats, OPEN_SAMPLE_ENTRIES};
@@ -35,7 +33,6 @@ use super::index_sweep::StaleEntries;
 pub(super) use super::index_sweep::{SharedRoles, SweepSource};
 use mosaic_lsm::Db;
 use mosaic_rows::Fragment;
-use mosaic_types::Timestamp;
 
 /// The directory of a table's indexes, inside the table's.
 const INDEXES_DIR: &str = "indexes";
@@ -65,7 +62,7 @@ pub(super) struct IndexSlot {
     pub(super) plan: IndexPlan,
     dir: PathBuf,
     /// `None` once dropped or closed.
-    db: RwLock<Option<Db>>,
+    pub(super) db: RwLock<Option<Db>>,
     built: AtomicBool,
     /// Set while a build runs (one at a time).
     building: AtomicBool,
@@ -74,7 +71,7 @@ pub(super) struct IndexSlot {
     /// Its selectivity, for choosing among indexes.
     stats: IndexStats,
     /// Reads through it since it was opened.
-    reads: AtomicU64,
+    pub(super) reads: AtomicU64,
 }
 
 impl IndexSlot {
@@ -251,203 +248,6 @@ pub(super) fn built_index(list: &IndexList, name: &str) -> Option<Arc<IndexSlot>
         .iter()
         .find(|i| i.meta.name == name && i.is_built())
         .cloned()
-}
-
-/// What a read through an index returns (see the module doc): up to `limit` entries of
-/// `pieces` (each read under its role), in key order, and whether the range is done.
-pub(super) fn read_through(
-    store: &ReplicaStore,
-    index: &IndexSlot,
-    schema: &KeySchema,
-    term: &[u8],
-    pieces: &[(KeyRange, Role)],
-    limit: usize,
-    now_secs: i64,
-) -> mosaic_lsm::Result<ReadResult> {
-    let guard = index.db.read();
-    let Some(db) = guard.as_ref() else {
-        return Err(mosaic_lsm::Error::Closed);
-    };
-    index.reads.fetch_add(1, Ordering::Relaxed);
-    let mut out = Vec::with_capacity(limit.min(1024));
-    let mut stale = WriteBatch::new();
-    let mut last_partition: Option<Vec<u8>> = None;
-    let unclustered = schema.clustering_columns().is_empty();
-    let mut done = true;
-    let whole_partitions = index.plan.scope() == HitScope::Partition;
-    'pieces: for (range, role) in pieces {
-        let mut entries = term_range(term, range);
-        if whole_partitions {
-            // A range that starts inside a partition (the previous page or chunk ended
-            // there) still wants the rest of it, whose entry sorts before the range.
-            if let Some(prefix) = schema
-                .partition_prefix_len(&range.start)
-                .ok()
-                .and_then(|len| range.start.get(..len))
-            {
-                entries.start = entry_key(term, prefix);
-            }
-        }
-        let (start, end) = scan_bounds(&entries);
-        for item in db.scan(start, end)? {
-            let (key, entry) = item?;
-            let Some(base) = base_key(term, &key) else {
-                continue;
-            };
-            let Some(marker) = live_marker(&entry.value, now_secs) else {
-                continue;
-            };
-            let Ok(prefix_len) = schema.partition_prefix_len(base) else {
-                continue;
-            };
-            let prefix = base.get(..prefix_len).unwrap_or_default();
-            let new_partition = last_partition.as_deref() != Some(prefix);
-            if !new_partition && index.plan.scope() == HitScope::Partition {
-                continue;
-            }
-            let mut hit = Vec::new();
-            if whole_partitions {
-                let whole = partition_range(prefix, mosaic_rows::key::tag::PARTITION_END);
-                read_range(store, *role, &clip(&whole, range), &mut hit)?;
-                // An entry before the range: only the rest of its partition is read, so
-                // the check reads the static row alone and a partition key's entry is
-                // taken as it is (a later read of the whole partition judges it).
-                let before_range = !range.contains(base);
-                let holds = match hit.iter().find(|(k, _)| k.as_slice() == base) {
-                    _ if before_range && !index.plan.points_at_row() => true,
-                    _ if before_range => store
-                        .get(*role, base)?
-                        .is_some_and(|row| row_holds(&index.plan, schema, base, &row.value, term)),
-                    _ if !index.plan.points_at_row() => !hit.is_empty(),
-                    Some((_, value)) => row_holds(&index.plan, schema, base, value, term),
-                    None => false,
-                };
-                if !holds {
-                    stale.merge_owned(
-                        key.clone(),
-                        marker.to_engine(),
-                        deletion_fragment(marker, now_secs),
-                    );
-                    continue;
-                }
-            } else if unclustered && new_partition {
-                // The partition is its head and this one row: one scan reads both.
-                let mut end = base.to_vec();
-                end.push(0);
-                let whole = KeyRange {
-                    start: prefix.to_vec(),
-                    end: Some(end),
-                };
-                read_range(store, *role, &clip(&whole, range), &mut hit)?;
-                let holds = matches!(hit.last(), Some((k, v)) if k.as_slice() == base
-                    && row_holds(&index.plan, schema, base, v, term));
-                if !holds {
-                    stale.merge_owned(
-                        key.clone(),
-                        marker.to_engine(),
-                        deletion_fragment(marker, now_secs),
-                    );
-                    continue;
-                }
-            } else {
-                let Some(row) = store.get(*role, base)? else {
-                    stale.merge_owned(
-                        key.clone(),
-                        marker.to_engine(),
-                        deletion_fragment(marker, now_secs),
-                    );
-                    continue;
-                };
-                if !row_holds(&index.plan, schema, base, &row.value, term) {
-                    stale.merge_owned(
-                        key.clone(),
-                        marker.to_engine(),
-                        deletion_fragment(marker, now_secs),
-                    );
-                    continue;
-                }
-                if new_partition {
-                    let head = partition_range(prefix, mosaic_rows::key::tag::BEFORE);
-                    read_range(store, *role, &clip(&head, range), &mut hit)?;
-                }
-                if range.contains(base) {
-                    hit.push((base.to_vec(), row.value));
-                }
-            }
-            if out.len() + hit.len() > limit && !out.is_empty() {
-                done = false;
-                break 'pieces;
-            }
-            last_partition = Some(prefix.to_vec());
-            out.extend(hit);
-        }
-    }
-    if !stale.is_empty() {
-        // Best effort: an entry not deleted now is found stale again by a later read.
-        if let Err(e) = db.write(stale) {
-            tracing::debug!(target: "mosaic::storage", index = index.meta.name, error = %e, "deleting stale index entries failed");
-        }
-    }
-    Ok(ReadResult::one_copy(out, done))
-}
-
-/// The timestamp of an index entry's marker, if the entry is live at `now_secs`.
-fn live_marker(value: &[u8], now_secs: i64) -> Option<Timestamp> {
-    let fragment = Fragment::decode(value).ok()?;
-    let marker = fragment.liveness?;
-    if fragment.deletion.is_some_and(|d| d.deletes(marker.ts)) || !marker.is_live(now_secs) {
-        return None;
-    }
-    Some(marker.ts)
-}
-
-/// Whether the stored row `value` (at `key`) still holds `term` in the indexed column.
-fn row_holds(plan: &IndexPlan, schema: &KeySchema, key: &[u8], value: &[u8], term: &[u8]) -> bool {
-    let Ok(fragment) = Fragment::decode(value) else {
-        // Unreadable here: let the coordinator's reading of it decide.
-        return true;
-    };
-    let mut entries = Vec::new();
-    plan.entries_for(schema, key, &fragment, &mut entries);
-    entries.iter().any(|e| e.term == term)
-}
-
-/// The keys of a partition from its first key to `prefix ‖ tag`.
-fn partition_range(prefix: &[u8], tag: u8) -> KeyRange {
-    let mut end = prefix.to_vec();
-    end.push(tag);
-    KeyRange {
-        start: prefix.to_vec(),
-        end: Some(end),
-    }
-}
-
-/// `a` ∩ `b`.
-fn clip(a: &KeyRange, b: &KeyRange) -> KeyRange {
-    let start = a.start.clone().max(b.start.clone());
-    let end = match (&a.end, &b.end) {
-        (Some(x), Some(y)) => Some(x.clone().min(y.clone())),
-        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-        (None, None) => None,
-    };
-    KeyRange { start, end }
-}
-
-/// Appends every entry of `range` stored under `role`.
-fn read_range(
-    store: &ReplicaStore,
-    role: Role,
-    range: &KeyRange,
-    out: &mut Vec<(Vec<u8>, Vec<u8>)>,
-) -> mosaic_lsm::Result<()> {
-    if range.is_empty() {
-        return Ok(());
-    }
-    for item in store.scan_filtered(role, range, None)? {
-        let (key, entry) = item?;
-        out.push((key, entry.value));
-    }
-    Ok(())
 }
 
 /// Builds `index` of the table in `slot` from what this node stores (see the module doc).

@@ -95,6 +95,7 @@ mod counters;
 mod filtering_protection_tests;
 mod hetero;
 mod identity;
+mod index_read;
 mod index_stats;
 mod index_sweep;
 #[cfg(test)]

@@ -490,6 +490,7 @@ impl LocalCoordinator {
             index,
         } = command;
         let limit = self.answer.rows(limit);
+        let mut budget = self.answer.start();
         if let Some(query) = index {
             let slot = self.slot(table)?;
             // Not built here (yet): the whole range, which holds every row the index would
@@ -499,7 +500,7 @@ impl LocalCoordinator {
                 let now = self.now_secs();
                 return self
                     .read_pieces(table, range, roles, class, move |store, pieces, name| {
-                        super::indexes::read_through(
+                        super::index_read::read_through(
                             store,
                             &index,
                             &schema,
@@ -507,13 +508,13 @@ impl LocalCoordinator {
                             pieces,
                             limit,
                             now,
+                            &mut budget,
+                            name,
                         )
-                        .map_err(|e| engine_error(name, e))
                     })
                     .await;
             }
         }
-        let mut budget = self.answer.start();
         self.read_pieces(table, range, roles, class, move |store, pieces, name| {
             // Sized for the answer up front: growing it shows up as page zeroing in scans.
             let mut entries = Vec::with_capacity(limit.min(1024));
