@@ -66,8 +66,6 @@ fresh() {
         --set cluster.hr_auto_interval_ms=5000 >/dev/null
 }
 
-log() { echo "== $* ($(date +%T), $(uptime | sed 's/.*load/load/'))" >&2; }
-
 cql() { # statement
     "$client" tpch exec --host "$host" --statement "$1"
 }

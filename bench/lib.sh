@@ -40,3 +40,25 @@ require_free_ports() { # port...
         fi
     done
 }
+
+# A progress line on stderr, with the time and the machine's load average.
+log() { echo "== $* ($(date +%T), $(uptime | sed 's/.*load/load/'))" >&2; }
+
+# The first lines of a run's env.txt: the commit the tree at $1 is (an exported tree, from
+# `git archive`, names its commit in $MOSAIC_COMMIT), when, and on what machine.
+env_header() { # repo-root
+    if git -C "$1" rev-parse HEAD >/dev/null 2>&1; then
+        echo "commit: $(git -C "$1" rev-parse HEAD)$(git -C "$1" diff --quiet HEAD -- crates bench || echo ' (with uncommitted changes)')"
+    else
+        echo "commit: ${MOSAIC_COMMIT:-unknown} (exported tree)"
+    fi
+    echo "started: $(date -u +%FT%TZ)"
+    echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# Stops a local Mosaic cluster (with $mosaic) and a Cassandra one (bench/cassandra/cluster.sh)
+# by their pid files, whichever exist; never fails (for an EXIT trap).
+stop_clusters() { # mosaic-cluster-dir cassandra-cluster-dir
+    "$mosaic" cluster down --dir "$1" >/dev/null 2>&1 || true
+    "$(dirname "${BASH_SOURCE[0]}")/cassandra/cluster.sh" down --dir "$2" >/dev/null 2>&1 || true
+}

@@ -69,18 +69,11 @@ require_free_ports "$mport" $((mport + 10)) $((mport + 20)) "$cport" $((cport + 
 mkdir -p "$out/mosaic" "$out/cassandra"
 mcluster=$out/mosaic-cluster ccluster=$out/cassandra-cluster
 
-stop_all() {
-    "$mosaic" cluster down --dir "$mcluster" >/dev/null 2>&1 || true
-    "$root/bench/cassandra/cluster.sh" down --dir "$ccluster" >/dev/null 2>&1 || true
-}
+stop_all() { stop_clusters "$mcluster" "$ccluster"; }
 trap stop_all EXIT
 
-log() { echo "== $* ($(date +%T), $(uptime | sed 's/.*load/load/'))" >&2; }
-
 {
-    echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD -- crates bench || echo ' (with uncommitted changes)')"
-    echo "started: $(date -u +%FT%TZ)"
-    echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM"
+    env_header "$root"
     echo "java: $(java -version 2>&1 | head -1)"
     echo "args: keys=$keys hot_keys=$hot_keys counter_keys=$counter_keys workloads=$workloads duration=$duration warmup=$warmup reps=$reps concurrency=$concurrency serial_cl=$serial_cl commit_cl=$commit_cl counter_cl=$counter_cl nodes=$nodes rf=$rf heap=$heap"
 } > "$out/env.txt"

@@ -78,23 +78,11 @@ mcluster=$out/mosaic-cluster ccluster=$out/cassandra-cluster
 msuper=cassandra:mosaic-bench-superuser csuper=cassandra:cassandra
 role=ycsb role_password=ycsb-bench-pw
 
-stop_all() {
-    "$mosaic" cluster down --dir "$mcluster" >/dev/null 2>&1 || true
-    "$root/bench/cassandra/cluster.sh" down --dir "$ccluster" >/dev/null 2>&1 || true
-}
+stop_all() { stop_clusters "$mcluster" "$ccluster"; }
 trap stop_all EXIT
 
-log() { echo "== $* ($(date +%T), $(uptime | sed 's/.*load/load/'))" >&2; }
-
 {
-    # An exported tree (git archive) names its commit in $MOSAIC_COMMIT.
-    if git -C "$root" rev-parse HEAD >/dev/null 2>&1; then
-        echo "commit: $(git -C "$root" rev-parse HEAD)$(git -C "$root" diff --quiet HEAD -- crates bench || echo ' (with uncommitted changes)')"
-    else
-        echo "commit: ${MOSAIC_COMMIT:-unknown} (exported tree)"
-    fi
-    echo "started: $(date -u +%FT%TZ)"
-    echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
+    env_header "$root"
     echo "java: $(java -version 2>&1 | head -1); openssl: $(openssl version)"
     echo "args: records=$records operations=$operations warmup=$warmup concurrency=$concurrency cl=$cl rounds=$rounds configs=$configs systems=$systems nodes=$nodes rf=$rf heap=$heap"
 } > "$out/env.txt"
