@@ -48,6 +48,24 @@ pub enum Role {
 }
 
 impl Role {
+    /// `me`'s role in a token's `replicas` (primary first): primary at index 0, a
+    /// redundant copy of the primary's data (its source named by `source_of`) after it;
+    /// a node that is not a replica (a hint or repair on the edge of a ring change)
+    /// stores as a primary.
+    pub fn in_replicas<E: PartialEq>(
+        replicas: &[E],
+        me: &E,
+        source_of: impl FnOnce(&E) -> SourceId,
+    ) -> Role {
+        match (replicas.iter().position(|n| n == me), replicas.first()) {
+            (Some(i), Some(primary)) if i > 0 => Role::Redundant {
+                source: source_of(primary),
+                index: u8::try_from(i).unwrap_or(u8::MAX),
+            },
+            _ => Role::Primary,
+        }
+    }
+
     /// This node's position in the token's replica list: 0 for the primary.
     pub fn index(&self) -> usize {
         match self {

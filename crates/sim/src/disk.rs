@@ -169,20 +169,12 @@ impl Place {
 
     /// This node's role in a token's `replicas`, primary first.
     fn role_in(&self, replicas: &[Endpoint]) -> Role {
-        match (
-            replicas.iter().position(|n| *n == self.me),
-            replicas.first(),
-        ) {
-            (Some(i), Some(primary)) if i > 0 => Role::Redundant {
-                source: self
-                    .hosts
-                    .get(primary)
-                    .copied()
-                    .unwrap_or(SourceId([0; 16])),
-                index: u8::try_from(i).unwrap_or(u8::MAX),
-            },
-            _ => Role::Primary,
-        }
+        Role::in_replicas(replicas, &self.me, |primary| {
+            self.hosts
+                .get(primary)
+                .copied()
+                .unwrap_or(SourceId([0; 16]))
+        })
     }
 }
 

@@ -81,17 +81,9 @@ fn source_of(node: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> SourceId {
     SourceId(id)
 }
 
-/// `me`'s role in a token's `replicas` (primary first): primary at index 0, a redundant
-/// copy of the primary's data after it; a node that is not a replica (a hint or repair
-/// on the edge of a ring change) stores as a primary.
+/// `me`'s role in a token's `replicas` ([`Role::in_replicas`]), sources by host id.
 fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> Role {
-    match (replicas.iter().position(|n| *n == me), replicas.first()) {
-        (Some(i), Some(primary)) if i > 0 => Role::Redundant {
-            source: source_of(*primary, hosts),
-            index: u8::try_from(i).unwrap_or(u8::MAX),
-        },
-        _ => Role::Primary,
-    }
+    Role::in_replicas(replicas, &me, |primary| source_of(*primary, hosts))
 }
 
 /// The cluster's replication strategy for a keyspace's `replication` (validated when the
