@@ -69,7 +69,7 @@ pub mod version;
 pub mod wal;
 
 pub use db::{Db, Entry, LevelInfo, RecoveryReport, Scan, Snapshot, TableInfo};
-pub use engine::{Engine, EngineOptions};
+pub use engine::{BackgroundWork, Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};
 pub use merge::{MergeOperator, PurgeContext, Resolved, Version};

@@ -5,11 +5,13 @@
 //! itself instead of waiting forever, `flush` and `wait_for_compactions` do the work they
 //! wait for, and two runs of the same writes leave byte-identical file systems.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
 use mosaic_env::{CrashFs, Fs};
-use mosaic_lsm::{Db, Engine, EngineOptions, Options, SyncMode, WriteBatch};
+use mosaic_lsm::{Db, Engine, EngineOptions, Options, SyncMode};
 
 fn open(fs: &CrashFs) -> (Engine, Db) {
     let fs: Arc<dyn Fs> = Arc::new(fs.clone());
@@ -46,16 +48,6 @@ fn open(fs: &CrashFs) -> (Engine, Db) {
     (engine, db)
 }
 
-fn put(db: &Db, i: u64) {
-    let mut b = WriteBatch::new();
-    b.put(
-        format!("key{:04}", i % 300).as_bytes(),
-        i + 1,
-        &[i as u8; 64],
-    );
-    db.write(b).unwrap();
-}
-
 /// Every file's path and bytes.
 fn image(fs: &CrashFs, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
     for name in fs.list(dir).unwrap() {
@@ -73,7 +65,7 @@ fn run() -> (CrashFs, u64, u64) {
     // A handful of writes fill a memtable or two that nothing flushes behind the
     // writer's back (short of the stall: two frozen memtables and a full one).
     for i in 0..8 {
-        put(&db, i);
+        common::put_cycling(&db, i);
     }
     assert_eq!(db.counters().flushes, 0, "no worker thread flushed");
     assert!(engine.run_background_work() > 0);
@@ -86,7 +78,7 @@ fn run() -> (CrashFs, u64, u64) {
     );
     // Never running it: the writer that would stall does the work itself.
     for i in 8..2_000 {
-        put(&db, i);
+        common::put_cycling(&db, i);
     }
     assert!(db.counters().flushes > flushed + 20, "{:?}", db.counters());
     assert!(db.counters().compactions > 0, "{:?}", db.counters());

@@ -93,6 +93,10 @@ enum Command {
     Compact(tools::HostArgs),
     /// Per node and table: bytes written, write/read amplification, files per level.
     Stats(StatsArgs),
+    /// Per node: flushes and compactions running or due (like `nodetool
+    /// compactionstats`); with --wait, returns once every node is idle.
+    #[command(name = "compactionstats")]
+    CompactionStats(tools::CompactionStatsArgs),
     /// Heterogeneous replicas: choose a table's replica orders for a workload.
     #[command(subcommand)]
     Hr(hr::HrCommand),
@@ -129,6 +133,7 @@ fn main() -> ExitCode {
         Command::Flush(args) => tools::table_op(&args, "flush"),
         Command::Compact(args) => tools::table_op(&args, "compact"),
         Command::Stats(args) => tools::stats(&args.host, args.json),
+        Command::CompactionStats(args) => tools::compactionstats(&args),
         Command::Hr(command) => hr::run(command),
         Command::Repair(args) => tools::repair(
             &tools::HostArgs {

@@ -1,4 +1,5 @@
-//! Operator commands over the admin endpoint: `mosaic status`, `flush`, `compact`, `stats`.
+//! Operator commands over the admin endpoint: `mosaic status`, `flush`, `compact`, `stats`,
+//! `compactionstats`.
 //!
 //! Owns how the cluster is shown to an operator (in the spirit of `nodetool`). Each
 //! command asks one node (`--host`, default 127.0.0.1:7199) for the cluster as it sees it,
@@ -18,7 +19,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use crate::admin::api::{RepairReport, Stats, Status, TableOpReport};
+use crate::admin::api::{Compactions, RepairReport, Stats, Status, TableOpReport};
 use crate::admin::client::{self, Login};
 
 /// The environment variable naming the role the CLI logs in as.
@@ -123,6 +124,23 @@ pub struct RepairArgs {
     pub table: Option<String>,
     #[command(flatten)]
     pub credentials: Credentials,
+}
+
+/// Options of `mosaic compactionstats`.
+#[derive(Args, Debug, Clone)]
+pub struct CompactionStatsArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    /// Wait until no node has a flush or compaction running or due (two looks in a row,
+    /// half a second apart, so writes still reaching replicas are waited for too).
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: give up after this many seconds, exiting non-zero.
+    #[arg(long, default_value_t = 3600)]
+    pub timeout_s: u64,
+    /// Print JSON: every node's answer, and with --wait the seconds waited.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl HostArgs {
@@ -391,6 +409,109 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
             bytes(st.memtable_bytes as u64),
         );
     }
+}
+
+/// Pause between two looks of `compactionstats --wait`.
+const COMPACTION_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `mosaic compactionstats`: each node's flushes and compactions running or due; with
+/// `--wait`, once every node is idle (two looks in a row), and how long that took.
+pub fn compactionstats(args: &CompactionStatsArgs) -> Result<()> {
+    let nodes = targets(&args.host)?;
+    let start = std::time::Instant::now();
+    let deadline = start + std::time::Duration::from_secs(args.timeout_s);
+    let mut idle_since: Option<std::time::Duration> = None;
+    let mut last_report = start;
+    loop {
+        let mut answers = Vec::with_capacity(nodes.len());
+        for (name, addr) in &nodes {
+            let c: Compactions =
+                client::get_as(*addr, "/compactions").with_context(|| format!("asking {name}"))?;
+            answers.push((name.as_str(), c));
+        }
+        let all_idle = answers.iter().all(|(_, c)| c.idle);
+        let done = match (all_idle, idle_since) {
+            (false, _) => {
+                idle_since = None;
+                false
+            }
+            (true, Some(_)) => true,
+            (true, None) => {
+                idle_since = Some(start.elapsed());
+                false
+            }
+        };
+        if !args.wait || done {
+            let waited_s = idle_since.unwrap_or_default().as_secs_f64();
+            print_compactions(&answers, args.json, args.wait.then_some(waited_s))?;
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            print_compactions(&answers, args.json, None)?;
+            bail!(
+                "the nodes still had background work after {} s",
+                args.timeout_s
+            );
+        }
+        if last_report.elapsed() >= std::time::Duration::from_secs(30) {
+            let busy: Vec<&str> = answers
+                .iter()
+                .filter(|(_, c)| !c.idle)
+                .map(|(n, _)| *n)
+                .collect();
+            eprintln!(
+                "waiting for compactions: {:.0} s, busy: {}",
+                start.elapsed().as_secs_f64(),
+                busy.join(", ")
+            );
+            last_report = std::time::Instant::now();
+        }
+        std::thread::sleep(COMPACTION_POLL);
+    }
+}
+
+/// `compactionstats`' output: a line per node (or JSON), and the wait if there was one.
+fn print_compactions(
+    answers: &[(&str, Compactions)],
+    json: bool,
+    waited_s: Option<f64>,
+) -> Result<()> {
+    if json {
+        let nodes: serde_json::Map<String, Value> = answers
+            .iter()
+            .map(|(n, c)| Ok(((*n).to_owned(), serde_json::to_value(c)?)))
+            .collect::<Result<_>>()?;
+        let mut out = serde_json::Map::new();
+        out.insert("nodes".into(), Value::Object(nodes));
+        if let Some(s) = waited_s {
+            out.insert(
+                "waited_s".into(),
+                serde_json::json!((s * 1000.0).round() / 1000.0),
+            );
+        }
+        println!("{}", Value::Object(out));
+        return Ok(());
+    }
+    for (name, c) in answers {
+        if c.idle {
+            println!("{name}: idle ({} level-0 tables)", c.level0_tables);
+            continue;
+        }
+        println!(
+            "{name}: flushes {} pending ({} running), compactions {} running and {} due ({} \
+             to read), {} level-0 tables",
+            c.flushes_pending,
+            c.flushes_running,
+            c.compactions_running,
+            c.compactions_due,
+            bytes(c.compaction_due_bytes),
+            c.level0_tables
+        );
+    }
+    if let Some(s) = waited_s {
+        println!("all {} nodes idle after {s:.1} s", answers.len());
+    }
+    Ok(())
 }
 
 /// `mosaic repair`: repairs the ranges one node replicates; fails if any could not be.

@@ -98,6 +98,30 @@ impl Inner {
         }
     }
 
+    /// This partition's part of [`crate::Engine::background_work`].
+    pub(crate) fn background_work(&self) -> crate::engine::BackgroundWork {
+        let st = self.state.lock();
+        let due = self.pick_task(&st);
+        let table_bytes = |id: &u64| {
+            st.version
+                .levels
+                .iter()
+                .flatten()
+                .find(|t| t.meta().id == *id)
+                .map_or(0, |t| t.meta().size_bytes)
+        };
+        crate::engine::BackgroundWork {
+            flushes_pending: st.imm.len(),
+            flushes_running: usize::from(st.flushing),
+            compactions_running: st.compactions_running,
+            compactions_due: usize::from(due.is_some()),
+            compaction_due_bytes: due
+                .as_ref()
+                .map_or(0, |t| t.upper.iter().chain(&t.lower).map(table_bytes).sum()),
+            level0_tables: st.version.levels.first().map_or(0, Vec::len),
+        }
+    }
+
     /// How much a flush of this partition is needed (the bytes of its frozen memtables),
     /// or `None` if it has none to flush or is not to be served now.
     pub(crate) fn flush_need(&self, now: u64) -> Option<usize> {

@@ -60,6 +60,7 @@ use catalog::Catalog;
 pub(crate) use catalog::{partition_dir, partition_name};
 pub(crate) use commit::batch_charge;
 use commit::{WalState, WriterQueue};
+pub use workers::BackgroundWork;
 use workers::RateLimiter;
 pub(crate) use workers::MANUAL_JOBS_MAX;
 
@@ -414,6 +415,12 @@ impl Engine {
         }
         let last = self.shared.last_stall_micros.load(Ordering::Relaxed);
         last != 0 && mosaic_env::monotonic_micros().saturating_sub(last) < 1_000_000
+    }
+
+    /// The flushes and compactions every open partition has running or due now (see
+    /// [`BackgroundWork::is_idle`]).
+    pub fn background_work(&self) -> BackgroundWork {
+        self.shared.background_work()
     }
 
     /// Bytes held by the node's block cache.

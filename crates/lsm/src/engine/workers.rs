@@ -67,6 +67,48 @@ pub(super) fn start(shared: &Arc<Shared>) -> Result<Vec<JoinHandle<()>>> {
 /// A job a worker claimed: run it, outside every engine lock.
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The background work an engine (or one partition of it) has at one moment: what
+/// `nodetool compactionstats` shows of a Cassandra node, and what a benchmark waits on to
+/// measure a write phase with its compaction debt paid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackgroundWork {
+    /// Frozen memtables, waiting for a flush or being flushed.
+    pub flushes_pending: usize,
+    /// Flushes running.
+    pub flushes_running: usize,
+    /// Compactions (and log splits or merge-sorts) running, manual ones included.
+    pub compactions_running: usize,
+    /// Partitions with a compaction (or split) due that no worker has started yet.
+    pub compactions_due: usize,
+    /// Bytes of the tables those due compactions would read.
+    pub compaction_due_bytes: u64,
+    /// Level-0 tables (a two-layer log: global-log segments) over all partitions.
+    pub level0_tables: usize,
+}
+
+impl BackgroundWork {
+    /// No flush or compaction runs or is due: what was written is where it will stay
+    /// until more is written.
+    pub fn is_idle(&self) -> bool {
+        self.flushes_pending == 0
+            && self.flushes_running == 0
+            && self.compactions_running == 0
+            && self.compactions_due == 0
+    }
+
+    /// The two added up (a node's work from its partitions').
+    pub fn plus(&self, other: &BackgroundWork) -> BackgroundWork {
+        BackgroundWork {
+            flushes_pending: self.flushes_pending + other.flushes_pending,
+            flushes_running: self.flushes_running + other.flushes_running,
+            compactions_running: self.compactions_running + other.compactions_running,
+            compactions_due: self.compactions_due + other.compactions_due,
+            compaction_due_bytes: self.compaction_due_bytes + other.compaction_due_bytes,
+            level0_tables: self.level0_tables + other.level0_tables,
+        }
+    }
+}
+
 impl Shared {
     /// Manual mode: no worker threads (`flush_threads` and `compaction_threads` both 0).
     /// Flushes and compactions run only when the owner calls
@@ -76,6 +118,14 @@ impl Shared {
     /// clock decides when background work happens.
     pub(crate) fn is_manual(&self) -> bool {
         self.opts.flush_threads == 0 && self.opts.compaction_threads == 0
+    }
+
+    /// The background work of every open partition, summed.
+    pub(crate) fn background_work(&self) -> BackgroundWork {
+        let open: Vec<Arc<Inner>> = self.registry.lock().open.values().cloned().collect();
+        open.iter().fold(BackgroundWork::default(), |sum, p| {
+            sum.plus(&p.background_work())
+        })
     }
 
     /// Runs due flushes (first) and compactions on this thread until none is due, at most

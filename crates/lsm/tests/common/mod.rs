@@ -27,3 +27,15 @@ pub fn partition(engine: &mosaic_lsm::Engine, name: &str) -> mosaic_lsm::Db {
     )
     .unwrap()
 }
+
+/// Writes write `i` of a cycle over 300 keys (`key0000`…`key0299`): timestamp `i + 1`, a
+/// 64-byte value of byte `i`, so later writes overwrite earlier ones.
+pub fn put_cycling(db: &mosaic_lsm::Db, i: u64) {
+    let mut b = mosaic_lsm::WriteBatch::new();
+    b.put(
+        format!("key{:04}", i % 300).as_bytes(),
+        i + 1,
+        &[i as u8; 64],
+    );
+    db.write(b).unwrap();
+}

@@ -353,6 +353,35 @@ pub struct Stats {
     pub tables: Vec<TableEntry>,
 }
 
+/// `GET /compactions`: the node engine's flushes and compactions running or due now, over
+/// every table, structure and index (`mosaic compactionstats`, as `nodetool
+/// compactionstats` shows a Cassandra node's). The fields are those of
+/// [`mosaic_lsm::BackgroundWork`], and `idle` its [`mosaic_lsm::BackgroundWork::is_idle`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compactions {
+    pub flushes_pending: usize,
+    pub flushes_running: usize,
+    pub compactions_running: usize,
+    pub compactions_due: usize,
+    pub compaction_due_bytes: u64,
+    pub level0_tables: usize,
+    pub idle: bool,
+}
+
+impl From<&mosaic_lsm::BackgroundWork> for Compactions {
+    fn from(w: &mosaic_lsm::BackgroundWork) -> Self {
+        Compactions {
+            flushes_pending: w.flushes_pending,
+            flushes_running: w.flushes_running,
+            compactions_running: w.compactions_running,
+            compactions_due: w.compactions_due,
+            compaction_due_bytes: w.compaction_due_bytes,
+            level0_tables: w.level0_tables,
+            idle: w.is_idle(),
+        }
+    }
+}
+
 /// A table an operation failed on.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TableFailure {

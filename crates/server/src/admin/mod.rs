@@ -13,6 +13,7 @@
 //! | `GET /status` | JSON: every known node, UP/DOWN, load, tokens, ownership, schema |
 //! | `GET /stats` | JSON: per table, its layout, the byte counters summed and per structure (tree, source tree, log), amplification, levels |
 //! | `GET /activity` | JSON: requests this node coordinated (totals and latency buckets by operation) and repair's totals, which the page turns into rates |
+//! | `GET /compactions` | JSON: the node engine's flushes and compactions running or due now, and whether it is idle |
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
@@ -22,7 +23,8 @@
 //! [`login`] (superuser credentials for requests that change state),
 //! [`prometheus`] (the Prometheus
 //! recorder and the series mirrored at each scrape), [`client`] (the CLI's half, which
-//! `mosaic status`, `flush`, `compact`, `stats`, `repair` and `cluster up` use).
+//! `mosaic status`, `flush`, `compact`, `stats`, `compactionstats`, `repair` and `cluster
+//! up` use).
 
 pub mod api;
 pub mod client;
@@ -93,6 +95,7 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/activity", get(page::activity))
         .route("/status", get(status))
         .route("/stats", get(stats))
+        .route("/compactions", get(compactions))
         .route("/metrics", get(render_metrics))
         .route("/flush", post(flush))
         .route("/compact", post(compact))
@@ -426,6 +429,12 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
         }),
         tables,
     })
+}
+
+/// The node engine's background work now (see [`api::Compactions`]).
+async fn compactions(State(admin): State<Arc<Admin>>) -> Json<api::Compactions> {
+    let work = admin.local.node_engine().background_work();
+    Json(api::Compactions::from(&work))
 }
 
 /// The node engine's budgets and what they hold now, and the counter cache (the stall
