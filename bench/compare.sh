@@ -3,7 +3,9 @@
 #
 #   bench/compare.sh [--workload a] [--records 100000] [--operations 100000]
 #                    [--concurrency 16] [--out DIR] [--systems mosaic,cassandra]
-#                    [--nodes 1] [--rf 1] [--tables 1]
+#                    [--nodes 1] [--rf 1] [--tables 1] [--set KEY=VALUE]...
+#                    [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
+#                    [--cassandra-heap 1G]
 #
 # For each system: start a fresh cluster of --nodes nodes on 127.0.0.1..N in
 # DIR/<system>-cluster, `mosaic-bench load` (keyspace at replication factor --rf)
@@ -16,10 +18,17 @@
 # (default 39042) for Mosaic, $PORT+1 for Cassandra. The cluster directories are removed
 # after each system unless KEEP=1. --tables N spreads the records over N tables (usertable0…):
 # the many-tables comparison runs the same workload at --tables 100 and --tables 1.
+# --set passes a config key to every Mosaic node (`mosaic cluster up --set`); --cassandra-heap
+# is each Cassandra node's heap. The emulated disk-bound regime (bench/lib.sh; root and
+# cgroup v1) gives both systems identical nodes: --disk-mib-per-s and --disk-iops put each
+# node's directory on its own loop device throttled to W MiB/s and N IOPS, --node-memory-mib
+# bounds each node's RSS and page cache (a JVM's heap included) to M MiB; the groups' peaks
+# land in DIR/<system>-regime-memory.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 workload=a records=100000 operations=100000 concurrency=16 out=/tmp/mosaic-compare
-systems=mosaic,cassandra nodes=1 rf=1 tables=1
+systems=mosaic,cassandra nodes=1 rf=1 tables=1 settings=() cassandra_heap=1G
+DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
 while [ $# -gt 0 ]; do
     case $1 in
         --workload) workload=$2; shift 2 ;;
@@ -31,13 +40,26 @@ while [ $# -gt 0 ]; do
         --nodes) nodes=$2; shift 2 ;;
         --rf) rf=$2; shift 2 ;;
         --tables) tables=$2; shift 2 ;;
-        *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+        --set) settings+=(--set "$2"); shift 2 ;;
+        --disk-mib-per-s) DISK_MIB_PER_S=$2; shift 2 ;;
+        --disk-iops) DISK_IOPS=$2; shift 2 ;;
+        --node-memory-mib) NODE_MEMORY_MIB=$2; shift 2 ;;
+        --cassandra-heap) cassandra_heap=$2; shift 2 ;;
+        *) sed -n '2,26p' "$0" >&2; exit 2 ;;
     esac
 done
 . "$root/bench/lib.sh"
 find_mosaic "$root"
 find_bench "$root"
 mkdir -p "$out"
+regime=0
+if disk_regime_wanted; then
+    regime=1
+    disk_regime_check
+fi
+mapfile -t cgroup_args < <(disk_regime_cgroup_args)
+trap 'exit 130' INT
+trap 'exit 143' TERM
 port=${PORT:-39042}
 require_free_ports "$port" $((port + 1))
 
@@ -56,13 +78,15 @@ phase() { # system phase workload dir host pidfile extra...
 
 for system in ${systems//,/ }; do
     cluster=$out/$system-cluster
-    rm -rf "$cluster"
+    rm -rf "$cluster" "$cluster.disks"
+    [ "$regime" = 0 ] || disk_regime_setup "$cluster" "$nodes"
     echo "== $system: workload $workload, $records records, $operations operations, $concurrency in flight"
     case $system in
         mosaic)
+            trap '"$mosaic" cluster down --dir "$cluster"; disk_regime_teardown' EXIT
             "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port $port \
-                --storage-port $((port - 3000)) --admin-port $((port - 2800))
-            trap '"$mosaic" cluster down --dir "$cluster"' EXIT
+                --storage-port $((port - 3000)) --admin-port $((port - 2800)) \
+                ${cgroup_args[@]+"${cgroup_args[@]}"} ${settings[@]+"${settings[@]}"}
             host=$(hosts_on $port) pidfile=$(pids_in "$cluster")
             stop=("$mosaic" cluster down --dir "$cluster")
             ;;
@@ -72,14 +96,17 @@ for system in ${systems//,/ }; do
             # CQL on PORT+1: Mosaic's just-closed connections leave PORT in TIME_WAIT, and
             # Cassandra's native transport does not bind over that. Storage and JMX ports
             # away from Cassandra's defaults, which other local clusters may hold.
+            trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"; disk_regime_teardown' EXIT
             "$root/bench/cassandra/cluster.sh" up --nodes "$nodes" --dir "$cluster" \
-                --port $((port + 1)) --storage-port $((port - 2000)) --jmx-port $((port - 1900))
-            trap '"$root/bench/cassandra/cluster.sh" down --dir "$cluster"' EXIT
+                --port $((port + 1)) --storage-port $((port - 2000)) --jmx-port $((port - 1900)) \
+                --heap "$cassandra_heap" ${cgroup_args[@]+"${cgroup_args[@]}"}
             host=$(hosts_on $((port + 1))) pidfile=$(pids_in "$cluster")
             stop=("$root/bench/cassandra/cluster.sh" down --dir "$cluster")
             ;;
         *) echo "unknown system $system" >&2; exit 2 ;;
     esac
+    i=0
+    for f in ${pidfile//,/ }; do i=$((i + 1)); disk_regime_verify "$(cat "$f")" "$i"; done
     if [ ${#workloads[@]} -eq 1 ]; then
         phase "$system" load "$workload" "$out" "$host" "$pidfile" --rf "$rf"
         phase "$system" run "$workload" "$out" "$host" "$pidfile" --operations "$operations"
@@ -99,8 +126,13 @@ for system in ${systems//,/ }; do
         grep -E '^Vm(HWM|RSS)' "/proc/$(cat "$f")/status" | tr -s ' \t' ' ' | paste -sd' ' \
             | sed "s|^|$(basename "$(dirname "$f")"): |"
     done | tee "$mem/$system-memory.txt"
+    if [ "$regime" = 1 ]; then
+        disk_regime_report "$nodes" | tee "$out/$system-regime-memory.txt"
+    fi
     "${stop[@]}"
+    disk_regime_teardown
     trap - EXIT
-    # The data would add up over suites (~0.4 GB per run here); KEEP=1 keeps it.
-    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+    # The data would add up over suites (~0.4 GB per run here); KEEP=1 keeps it (not in the
+    # regime: its data goes with the disk images).
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster" "$cluster.disks"
 done

@@ -4,7 +4,8 @@
 #
 #   bench/depart.sh EXPERIMENT [--records N] [--operations N] [--scans N] [--nodes 5]
 #                   [--rf 3] [--concurrency 32] [--layouts uniform,multi-lsm,decoupled]
-#                   [--out DIR] [--set KEY=VALUE]...
+#                   [--out DIR] [--memtable-mib 192] [--set KEY=VALUE]...
+#                   [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes, so an update rewrites the row as in
 # DEPART; zipfian 0.99 requests):
@@ -15,26 +16,45 @@
 #             and 1,000,000
 #   exp6      time to recover a wiped node (kill -9, delete its data, restart, repair)
 #   ycsb      YCSB A–F (10 fields x 100 bytes) at (1,1)
-#   smoke     exp1's phases at (1,1) on 20,000 records (checks the pipeline in minutes)
+#   smoke     exp1's phases at (1,1) on 20,000 records unless --records says otherwise
+#             (checks the pipeline in minutes)
+# After each load, `mosaic compactionstats --wait` times the drain of the flushes and
+# compactions the load left (drain.json), so the load's throughput is reported both
+# without and with its compaction debt paid.
+# Equal memory: every layout's memtables share one node-wide budget, --memtable-mib
+# (storage.memtable_space_bytes; each memtable's own cap, memtable_size_bytes, is set to the
+# same so it never binds: the largest memtable is flushed once all unflushed ones pass
+# memtable_cleanup_threshold, a third, of it), and the node's one block cache.
+# The emulated disk-bound regime (BENCHMARKS.md, "DEPART in a disk-bound regime"; root and
+# cgroup v1, see bench/lib.sh): --disk-mib-per-s and --disk-iops put each node on its own
+# loop device throttled to W MiB/s and N IOPS (reads and writes each), --node-memory-mib
+# bounds each node's RSS and page cache to M MiB; the memory groups' peaks land in
+# memory.txt beside each layout's results.
 # Each configuration's results land in DIR/<experiment>/<config>/<layout>/ (bench JSON per
 # phase, every node's `mosaic stats --json` after the load and at the end); then
 # bench/depart_summary.py DIR/<experiment> writes results.md, results.json and SVG plots.
 # Needs a release build (cargo build --release -p mosaic-server). CQL port $PORT (49042);
-# the cluster directory is removed after each configuration unless KEEP=1. Every --set is
+# the cluster directory is removed after each configuration unless KEEP=1 (in the regime its
+# data goes with the disk images whatever KEEP says). Every --set is
 # passed to `mosaic cluster up` for every cluster of the run (e.g. --set
 # storage.direct_io=true --set storage.block_cache_size_bytes=8388608 to make reads reach
 # the disk, --set scheduling.replica_selection=primary-first for DEPART's read routing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=2000000 operations=200000 scans=20000 nodes=5 rf=3 concurrency=32
-layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart
+layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart records_given=
+memtable_mib=192 DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
 common=()
 while [ $# -gt 0 ]; do
     case $1 in
-        --records) records=$2; shift 2 ;;
+        --records) records=$2; records_given=1; shift 2 ;;
+        --memtable-mib) memtable_mib=$2; shift 2 ;;
+        --disk-mib-per-s) DISK_MIB_PER_S=$2; shift 2 ;;
+        --disk-iops) DISK_IOPS=$2; shift 2 ;;
+        --node-memory-mib) NODE_MEMORY_MIB=$2; shift 2 ;;
         --operations) operations=$2; shift 2 ;;
         --scans) scans=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
@@ -58,18 +78,51 @@ hosts=$(seq -s, -f "127.0.0.%g:$port" 1 "$nodes")
 dir=$out/$experiment
 mkdir -p "$dir"
 cluster=$dir/cluster
+. "$root/bench/lib.sh"
+regime=0
+if disk_regime_wanted; then
+    regime=1
+    disk_regime_check
+    echo "disk regime: ${DISK_MIB_PER_S} MiB/s and ${DISK_IOPS} IOPS per node device (0: none), ${NODE_MEMORY_MIB} MiB per node (0: none)" > "$dir/regime.txt"
+fi
+mapfile -t cgroup_args < <(disk_regime_cgroup_args)
 down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
-trap down EXIT
+# Nodes first (a mounted file system cannot go while they run), then the regime.
+cleanup() { down; disk_regime_teardown; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 pid_files() { local f=""; for i in $(seq 1 "$nodes"); do f="$f${f:+,}$cluster/node$i/pid"; done; echo "$f"; }
 cl() { case $1 in 1) echo ONE ;; 2) echo TWO ;; 3) echo THREE ;; *) echo "$1" ;; esac; }
 row=(--field-count 1 --field-length 1000)
 
+# Equal memory for every layout (see the header); --set may still override both.
+memtable_bytes=$((memtable_mib << 20))
+memory=("storage.memtable_space_bytes=$memtable_bytes" "storage.memtable_size_bytes=$memtable_bytes")
+
 up() { # settings...
-    down; rm -rf "$cluster"
-    local set=()
-    for s in ${common[@]+"${common[@]}"} "$@"; do set+=(--set "$s"); done
+    down; disk_regime_teardown; rm -rf "$cluster" "$cluster.disks"
+    [ "$regime" = 0 ] || disk_regime_setup "$cluster" "$nodes"
+    local set=() i
+    for s in "${memory[@]}" ${common[@]+"${common[@]}"} "$@"; do set+=(--set "$s"); done
     "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port "$port" \
-        --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+        --storage-port "$storage" --admin-port "$admin" ${cgroup_args[@]+"${cgroup_args[@]}"} \
+        "${set[@]}" >/dev/null
+    for i in $(seq 1 "$nodes"); do disk_regime_verify "$(cat "$cluster/node$i/pid")" "$i"; done
+}
+
+# Stops the cluster, undoes the regime (the data goes with the images), and removes the
+# cluster directory unless KEEP=1.
+finish() {
+    down; disk_regime_teardown
+    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster" "$cluster.disks"
+}
+
+# Waits until no node has a flush or compaction running or due; the wait's seconds and
+# what each node had left land in $1.
+drain() { # out-json
+    echo "   drain $(basename "$(dirname "$1")") ($(uptime | sed 's/.*load/load/'))" >&2
+    "$mosaic" compactionstats --wait --timeout-s 14400 --json --host "127.0.0.1:$admin" > "$1"
 }
 
 stats() { # file: every live node's `mosaic stats --json`
@@ -91,6 +144,7 @@ phases() { # config-dir layout w r settings...
     up "$@"
     bench "$d/load.json" load --workload a --rf "$rf" --layout "$layout" \
         --write-cl "$(cl "$w")" "${row[@]}"
+    drain "$d/drain.json"
     stats "$d/stats-load.json"
     bench "$d/read.json" run --workload c --operations "$operations" --read-cl "$(cl "$r")" "${row[@]}"
     bench "$d/scan.json" run --workload e --operations "$scans" --read-cl "$(cl "$r")" \
@@ -98,14 +152,15 @@ phases() { # config-dir layout w r settings...
     bench "$d/update.json" run --workload a --operations "$operations" --write-cl "$(cl "$w")" \
         --read-proportion 0 --update-proportion 1 "${row[@]}"
     stats "$d/stats-end.json"
-    du -sb "$cluster" | awk '{print $1}' > "$d/disk-bytes"
-    down
-    [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+    du -sb --exclude=lost+found "$cluster" | awk '{print $1}' > "$d/disk-bytes"
+    disk_regime_report "$nodes" > "$d/memory.txt"
+    finish
 }
 
 case $experiment in
     smoke)
-        records=20000 operations=20000 scans=2000
+        [ -n "$records_given" ] || records=20000
+        operations=20000 scans=2000
         for l in ${layouts//,/ }; do phases "$dir/w1r1/$l" "$l" 1 1; done ;;
     exp1)
         for wr in "1 1" "3 1"; do
@@ -128,12 +183,14 @@ case $experiment in
             echo "== exp6 $l" >&2
             up
             bench "$d/load.json" load --workload a --rf "$rf" --layout "$l" --write-cl ALL "${row[@]}"
+            drain "$d/drain.json"
             stats "$d/stats-load.json"
             kill -9 "$(cat "$cluster/node3/pid")"
             while kill -0 "$(cat "$cluster/node3/pid")" 2>/dev/null; do sleep 0.1; done
             rm -rf "$cluster/node3/data" "$cluster/node3/pid"
             start=$(date +%s.%N)
-            "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" >/dev/null
+            "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" \
+                ${cgroup_args[@]+"${cgroup_args[@]}"} >/dev/null
             restarted=$(date +%s.%N)
             "$mosaic" repair --host "127.0.0.3:$admin" > "$d/repair.txt"
             finished=$(date +%s.%N)
@@ -145,8 +202,7 @@ print(json.dumps({"restart_s": round(up - start, 2), "repair_s": round(done - up
 EOF
             stats "$d/stats-end.json"
             cat "$d/recovery.json" >&2
-            down
-            [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+            finish
         done ;;
     ycsb)
         for l in ${layouts//,/ }; do
@@ -155,14 +211,15 @@ EOF
             echo "== ycsb $l" >&2
             up
             bench "$d/load.json" load --workload a --rf "$rf" --layout "$l"
+            drain "$d/drain.json"
             for w in a b c d e f; do
                 ops=$operations
                 [ "$w" = e ] && ops=$scans
                 bench "$d/$w.json" run --workload "$w" --operations "$ops"
             done
             stats "$d/stats-end.json"
-            down
-            [ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+            disk_regime_report "$nodes" > "$d/memory.txt"
+            finish
         done ;;
     *) echo "unknown experiment $experiment" >&2; exit 2 ;;
 esac

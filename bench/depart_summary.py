@@ -8,7 +8,8 @@ update; or a..f for YCSB), `mosaic stats --json` of every node (stats-load.json,
 stats-end.json) and, for Exp#6, recovery.json. Writes DIR/results.md (one table per
 configuration: throughput, p99 and ratio to `uniform` per phase; disk bytes written per
 user byte from /proc; the engines' own counters: bytes written by flush, compaction,
-split and merge-sort, tables probed and bytes read per get, memtable memory),
+split and merge-sort, tables probed and bytes read per get, memtable memory; the load's
+throughput without and with the compaction drain that followed it),
 DIR/results.json and DIR/throughput-<config>.svg, and prints the Markdown.
 """
 import json
@@ -65,6 +66,14 @@ def layout_result(d):
             "disk_write_per_user_byte": io.get("write_amplification"),
             "disk_read_per_user_byte": io.get("read_amplification"),
         }
+    f = d / "drain.json"
+    load = r["phases"].get("load")
+    if f.exists() and load:
+        j = json.loads((d / "load.json").read_text())
+        drain_s = json.loads(f.read_text()).get("waited_s", 0.0)
+        ops = j["throughput_ops"] * j["elapsed_s"]
+        r["drain"] = {"load_s": j["elapsed_s"], "drain_s": drain_s,
+                      "load_drained_ops": ops / max(j["elapsed_s"] + drain_s, 1e-9)}
     for name in ["stats-load", "stats-end"]:
         f = d / f"{name}.json"
         if f.exists():
@@ -105,6 +114,18 @@ def table(config, results):
                 cells += [f"{x['throughput_ops']:,.0f}{rel}",
                           f"{x['p99_us'] / 1000:.2f}" if x["p99_us"] is not None else "-"]
             lines.append(f"| {l} | " + " | ".join(cells) + " |")
+        lines.append("")
+    drained = [l for l in layouts if "drain" in results[l]]
+    if drained:
+        lines += ["| layout | load ops/s | load s | compaction drain s | load + drain ops/s |",
+                  "|---|---:|---:|---:|---:|"]
+        base_drain = results.get("uniform", {}).get("drain", {})
+        for l in drained:
+            x = results[l]["drain"]
+            b = base_drain.get("load_drained_ops")
+            rel = f" ({ratio(x['load_drained_ops'], b)})" if b and l != "uniform" else ""
+            lines.append(f"| {l} | {results[l]['phases']['load']['throughput_ops']:,.0f} | "
+                         f"{x['load_s']:.1f} | {x['drain_s']:.1f} | {x['load_drained_ops']:,.0f}{rel} |")
         lines.append("")
     rows = []
     for l in layouts:

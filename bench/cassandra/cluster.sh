@@ -5,6 +5,7 @@
 #                                   [--storage-port 7000] [--jmx-port 7199]
 #                                   [--authenticator AllowAllAuthenticator]
 #                                   [--authorizer AllowAllAuthorizer] [--yaml-extra FILE]
+#                                   [--cgroup DIR]
 #   bench/cassandra/cluster.sh down --dir DIR
 #
 # `up` fetches Cassandra (fetch.sh, into ~/.cache/mosaic-bench), writes DIR/nodeI/{cassandra.yaml,
@@ -15,15 +16,18 @@
 # cassandra.yaml is rewritten at every `up`, so an `up` after `down` can change the
 # authenticator and authorizer, and --yaml-extra appends a file's settings (keys the
 # generated file does not set, e.g. client_encryption_options) to every node's.
+# --cgroup DIR: node I's JVM joins that (existing) cgroup before it starts, `{node}` in DIR
+# standing for I, so all it allocates and caches is charged there (bench/lib.sh's
+# emulated disk-bound regime bounds a node's memory so).
 # `down` stops the nodes by pid (SIGTERM, then SIGKILL after 60 s) and removes the pid files.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-usage() { sed -n '2,20p' "$0" >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 cmd=$1; shift
 nodes=1 dir= port=9042 heap=1G storage_port=7000 jmx_port=7199
-authenticator=AllowAllAuthenticator authorizer=AllowAllAuthorizer yaml_extra=
+authenticator=AllowAllAuthenticator authorizer=AllowAllAuthorizer yaml_extra= cgroup=
 while [ $# -gt 0 ]; do
     case $1 in
         --nodes) nodes=$2; shift 2 ;;
@@ -35,6 +39,7 @@ while [ $# -gt 0 ]; do
         --authenticator) authenticator=$2; shift 2 ;;
         --authorizer) authorizer=$2; shift 2 ;;
         --yaml-extra) yaml_extra=$2; shift 2 ;;
+        --cgroup) cgroup=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -86,8 +91,11 @@ authenticator: $authenticator
 authorizer: $authorizer
 YAML
         if [ -n "$yaml_extra" ]; then cat "$yaml_extra" >> "$node/cassandra.yaml"; fi
-        # The JVM runs detached from this shell; its pid is the node's pid.
-        setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
+        # The JVM runs detached from this shell; its pid is the node's pid. The subshell
+        # joins the node's cgroup ("0": the writer itself) and becomes the JVM.
+        (
+            if [ -n "$cgroup" ]; then echo 0 > "${cgroup//\{node\}/$i}/cgroup.procs"; fi
+            exec setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
             -javaagent:"$home/lib/jamm-0.3.2.jar" \
             -Dcassandra.jmx.local.port=$((jmx_port + i)) \
             -Dcassandra.config="file://$node/cassandra.yaml" \
@@ -97,8 +105,8 @@ YAML
             -Dcassandra.skip_wait_for_gossip_to_settle=0 \
             -Dcassandra.ring_delay_ms=1000 \
             -Dcassandra-foreground=yes \
-            -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon \
-            > "$node/stdout.log" 2>&1 < /dev/null &
+            -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon
+        ) > "$node/stdout.log" 2>&1 < /dev/null &
         echo $! > "$node/pid"
         echo "node$i: pid $!, CQL on $ip:$port, JMX on $((jmx_port + i)), dir $node"
         # Nodes join one at a time, as Cassandra requires of bootstrapping nodes.

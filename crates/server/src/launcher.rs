@@ -92,6 +92,13 @@ pub struct UpArgs {
     /// for sections: `--set cluster.gossip_interval_ms=200`); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
+    /// A cgroup (v1 or v2) directory each node joins before it starts, so all it allocates
+    /// and caches is charged there (`{node}` stands for the node's number, e.g.
+    /// `/sys/fs/cgroup/memory/bench-node{node}`; the group must exist); repeatable, one
+    /// per hierarchy. What `bench/lib.sh`'s emulated disk-bound regime bounds a node's
+    /// memory with.
+    #[arg(long = "cgroup", value_name = "DIR")]
+    pub cgroups: Vec<String>,
 }
 
 /// Applies `key=value` settings (TOML values; bare words are strings) to `config`.
@@ -362,6 +369,7 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         .try_clone()
         .with_context(|| format!("opening {}", node.log().display()))?;
     let exe = std::env::current_exe().context("finding the mosaic executable")?;
+    let cgroups = cgroup_procs_files(&args.cgroups, index)?;
     let mut command = Command::new(exe);
     command
         .arg("server")
@@ -371,12 +379,26 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err);
-    // SAFETY: setsid is async-signal-safe and touches no memory of the parent; it detaches
-    // the node from the launcher's session and controlling terminal.
+    // SAFETY: setsid, open, write and close are async-signal-safe and touch no memory of
+    // the parent (the paths were built before the fork); setsid detaches the node from the
+    // launcher's session and controlling terminal, and writing "0" to a group's
+    // `cgroup.procs` moves the writer — the node-to-be — into it.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             if libc::setsid() < 0 {
                 return Err(io::Error::last_os_error());
+            }
+            for procs in &cgroups {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let error = io::Error::last_os_error();
+                libc::close(fd);
+                if written != 1 {
+                    return Err(error);
+                }
             }
             Ok(())
         });
@@ -395,6 +417,25 @@ fn start_node(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         node.log().display()
     );
     Ok(config)
+}
+
+/// The `cgroup.procs` files of the groups node `index` joins (`{node}` in each of `groups`
+/// replaced by its number); refuses a group that does not exist.
+fn cgroup_procs_files(groups: &[String], index: u32) -> Result<Vec<std::ffi::CString>> {
+    groups
+        .iter()
+        .map(|g| {
+            let procs = PathBuf::from(g.replace("{node}", &index.to_string())).join("cgroup.procs");
+            if !procs.exists() {
+                bail!(
+                    "--cgroup {g}: no {} (make the group first)",
+                    procs.display()
+                );
+            }
+            std::ffi::CString::new(procs.into_os_string().into_encoded_bytes())
+                .with_context(|| format!("--cgroup {g}: a NUL byte in the path"))
+        })
+        .collect()
 }
 
 /// Polls until the node serves CQL ([`serving`]), it exits, or the start timeout passes.
@@ -589,7 +630,23 @@ fn stop_node(node: &NodeFiles) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::location;
+    use super::{cgroup_procs_files, location};
+
+    #[test]
+    fn a_node_joins_the_cgroups_named_for_its_number_which_must_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = dir.path().join("bench-node3");
+        std::fs::create_dir(&group).unwrap();
+        std::fs::write(group.join("cgroup.procs"), "").unwrap();
+        let template = format!("{}/bench-node{{node}}", dir.path().display());
+        let files = cgroup_procs_files(std::slice::from_ref(&template), 3).unwrap();
+        let want = group.join("cgroup.procs");
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].to_bytes(), want.as_os_str().as_encoded_bytes());
+        let missing = cgroup_procs_files(&[template], 2).unwrap_err().to_string();
+        assert!(missing.contains("bench-node2/cgroup.procs"), "{missing}");
+        assert!(cgroup_procs_files(&[], 1).unwrap().is_empty());
+    }
 
     #[test]
     fn nodes_spread_over_datacenters_in_runs_and_over_racks_in_turn() {
