@@ -140,6 +140,33 @@ pub struct Quorum {
     members: Vec<(Endpoint, usize)>,
 }
 
+/// The group of [`Quorum`] whose answers `replica` counts for at `cl`, `None` when they do
+/// not count: the coordinator's datacenter only for the LOCAL levels, one group per
+/// datacenter with replicas for `EACH_QUORUM` under NetworkTopologyStrategy, else all one.
+fn counted_group(
+    cl: ConsistencyLevel,
+    placement: &ReplicationStrategy,
+    ring: &Ring,
+    local_dc: &str,
+    replica: Endpoint,
+) -> Option<usize> {
+    match (cl, placement) {
+        (
+            ConsistencyLevel::LocalOne
+            | ConsistencyLevel::LocalQuorum
+            | ConsistencyLevel::LocalSerial,
+            _,
+        ) => (ring.dc_of(replica) == local_dc).then_some(0),
+        (ConsistencyLevel::EachQuorum, ReplicationStrategy::NetworkTopology(dcs)) => {
+            let dc = ring.dc_of(replica);
+            dcs.iter()
+                .filter(|(_, rf)| *rf > 0)
+                .position(|(name, _)| name == dc)
+        }
+        _ => Some(0),
+    }
+}
+
 impl Quorum {
     /// What `cl` counts of `replicas` (placed by `placement` on `ring`), for a coordinator
     /// in `local_dc`.
@@ -151,34 +178,50 @@ impl Quorum {
         local_dc: &str,
     ) -> Quorum {
         let total = placement.total();
-        let local = |need: usize| Quorum {
-            need: vec![need],
-            members: replicas
-                .iter()
-                .filter(|r| ring.dc_of(**r) == local_dc)
-                .map(|r| (*r, 0))
-                .collect(),
-        };
-        match (cl, placement) {
-            (ConsistencyLevel::LocalOne, _) => local(1),
+        let need = match (cl, placement) {
+            (ConsistencyLevel::LocalOne, _) => vec![1],
             (ConsistencyLevel::LocalQuorum | ConsistencyLevel::LocalSerial, _) => {
-                local(placement.dc_factor(local_dc).unwrap_or(total) / 2 + 1)
+                vec![placement.dc_factor(local_dc).unwrap_or(total) / 2 + 1]
             }
-            (ConsistencyLevel::EachQuorum, ReplicationStrategy::NetworkTopology(dcs)) => {
-                let dcs: Vec<&(String, usize)> = dcs.iter().filter(|(_, rf)| *rf > 0).collect();
-                Quorum {
-                    need: dcs.iter().map(|(_, rf)| rf / 2 + 1).collect(),
-                    members: replicas
-                        .iter()
-                        .filter_map(|r| {
-                            let dc = ring.dc_of(*r);
-                            dcs.iter().position(|(name, _)| name == dc).map(|g| (*r, g))
-                        })
-                        .collect(),
+            (ConsistencyLevel::EachQuorum, ReplicationStrategy::NetworkTopology(dcs)) => dcs
+                .iter()
+                .filter(|(_, rf)| *rf > 0)
+                .map(|(_, rf)| rf / 2 + 1)
+                .collect(),
+            _ => vec![cl.block_for(total)],
+        };
+        let members = replicas
+            .iter()
+            .filter_map(|r| Some((*r, counted_group(cl, placement, ring, local_dc, *r)?)))
+            .collect();
+        Quorum { need, members }
+    }
+
+    /// This quorum with the token's `pending` replicas (nodes joining its replica set,
+    /// [`Ring::pending`]): each that the level would count is counted and needed on top,
+    /// as Cassandra adds pending endpoints to a write's block-for, so the write still
+    /// reaches the level's count of the replicas that will remain once the move
+    /// completes. `ANY` needs no more.
+    pub fn with_pending(
+        mut self,
+        cl: ConsistencyLevel,
+        placement: &ReplicationStrategy,
+        ring: &Ring,
+        pending: &[Endpoint],
+        local_dc: &str,
+    ) -> Quorum {
+        if cl == ConsistencyLevel::Any {
+            return self;
+        }
+        for p in pending {
+            if let Some(g) = counted_group(cl, placement, ring, local_dc, *p) {
+                if let Some(need) = self.need.get_mut(g) {
+                    *need += 1;
+                    self.members.push((*p, g));
                 }
             }
-            _ => Quorum::plain(cl.block_for(total), replicas),
         }
+        self
     }
 
     /// Every replica counts, `block_for` of them needed.
@@ -297,6 +340,68 @@ mod tests {
                 },
             )
         }))
+    }
+
+    /// A pending replica (a node joining the token's replica set) counts on top of the
+    /// level, as Cassandra's pending endpoints do: QUORUM of 2 becomes 3 of 3; LOCAL
+    /// levels add only a pending replica of the coordinator's datacenter; ANY adds none.
+    #[test]
+    fn pending_replicas_are_needed_on_top_of_the_level() {
+        let ring = two_dcs();
+        let simple = ReplicationStrategy::Simple(2);
+        let q = Quorum::new(
+            ConsistencyLevel::Quorum,
+            &simple,
+            &ring,
+            &[ep(1), ep(2)],
+            "dc1",
+        )
+        .with_pending(ConsistencyLevel::Quorum, &simple, &ring, &[ep(3)], "dc1");
+        assert_eq!(q.block_for(), 3);
+        assert!(q.counts(ep(3)));
+        assert!(!q.met(&[2]));
+        assert!(q.met(&[3]));
+        assert!(q
+            .check_live(ConsistencyLevel::Quorum, &[ep(1), ep(2)])
+            .is_err());
+        let one = Quorum::new(
+            ConsistencyLevel::One,
+            &simple,
+            &ring,
+            &[ep(1), ep(2)],
+            "dc1",
+        )
+        .with_pending(ConsistencyLevel::One, &simple, &ring, &[ep(3)], "dc1");
+        assert_eq!(one.block_for(), 2);
+        let nts =
+            ReplicationStrategy::network_topology([("dc1".to_owned(), 2), ("dc2".to_owned(), 2)]);
+        let local = Quorum::new(
+            ConsistencyLevel::LocalQuorum,
+            &nts,
+            &ring,
+            &[ep(1), ep(3)],
+            "dc1",
+        )
+        .with_pending(
+            ConsistencyLevel::LocalQuorum,
+            &nts,
+            &ring,
+            &[ep(2), ep(4)],
+            "dc1",
+        );
+        // dc1's quorum of 2 is 2, plus its one pending replica; dc2's pending one is not
+        // counted by a dc1 coordinator.
+        assert_eq!(local.block_for(), 3);
+        assert!(local.counts(ep(2)) && !local.counts(ep(4)));
+        let any = Quorum::new(
+            ConsistencyLevel::Any,
+            &simple,
+            &ring,
+            &[ep(1), ep(2)],
+            "dc1",
+        )
+        .with_pending(ConsistencyLevel::Any, &simple, &ring, &[ep(3)], "dc1");
+        assert_eq!(any.block_for(), 1);
     }
 
     #[test]

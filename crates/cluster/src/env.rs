@@ -159,6 +159,22 @@ pub trait Store: Send + Sync + 'static {
             Ok(crate::repair::page_of(read))
         })
     }
+    /// Applies writes to a table under this node's roles once the move under way
+    /// completes, where they differ from its roles now (a topology change re-homes the
+    /// ranges whose role changes on this node this way). The default: a store that keeps
+    /// no roles apart has nothing to do.
+    fn apply_future(
+        &self,
+        _table: TableKey,
+        _mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        Box::pin(async { Ok(()) })
+    }
+    /// Whether `table` stores each role apart (so a topology change that changes a
+    /// range's role on this node must copy it to its new role's structures).
+    fn role_sensitive(&self, _table: TableKey) -> bool {
+        false
+    }
     /// Removes every row of a table.
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>>;
     /// Counter increments this node leads (see `mosaic_rows::counter`): for each, this

@@ -72,6 +72,9 @@ pub enum Change {
     Up(Endpoint),
     /// A node was convicted or shut down.
     Down(Endpoint),
+    /// A known node's tokens or ring status changed (it joined, left, or finished a move):
+    /// the ring must be rebuilt.
+    Moved(Endpoint),
 }
 
 /// This node's view of the cluster (see the module doc).
@@ -201,10 +204,16 @@ impl Membership {
                 .get(&node)
                 .is_some_and(|known| state.generation > known.generation);
             let first = !self.states.contains_key(&node);
+            let moved = self.states.get(&node).is_some_and(|known| {
+                known.app.tokens != state.app.tokens
+                    || known.app.ring_status != state.app.ring_status
+            });
             let status = state.app.status;
             self.states.insert(node, state);
             if first {
                 changes.push(Change::Joined(node));
+            } else if moved {
+                changes.push(Change::Moved(node));
             }
             match self.arrivals.get_mut(&node) {
                 Some(a) if !new_generation => a.record(now_ms),
@@ -282,6 +291,7 @@ mod tests {
                 release_version: "x".into(),
                 schema_version: [0; 16],
                 status: NodeStatus::Normal,
+                ring_status: Default::default(),
                 load_bytes: 0,
             },
         }

@@ -33,6 +33,7 @@ pub mod repair;
 pub mod repair_stream;
 pub mod ring;
 pub mod selection;
+pub mod tokens;
 
 pub use consistency::{ClusterError, ConsistencyLevel, Quorum};
 pub use env::{Runtime, Store, Transport};
@@ -41,7 +42,7 @@ pub use message::{
 };
 pub use node::{Node, NodeConfig};
 pub use placement::ReplicationStrategy;
-pub use ring::{Location, ReplicaRole, Ring};
+pub use ring::{Location, Move, ReplicaRole, Ring};
 
 /// A node's identity on the wire and in the ring: its internode address (as Cassandra's
 /// endpoints are).

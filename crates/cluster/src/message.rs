@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::Endpoint;
 
 /// The protocol version every frame starts with; peers on another version are refused.
-/// (2: Paxos and counter messages, cluster names in gossip.)
-pub const PROTOCOL_VERSION: u16 = 2;
+/// (2: Paxos and counter messages, cluster names in gossip; 3: ring status in gossip,
+/// topology-change messages.)
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Largest payload accepted (a page of reads or a batch of writes is far smaller; an ELECT
 /// shard is the largest message, see [`EC_SHARD_BYTES_MAX`]).
 pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
@@ -114,6 +115,36 @@ pub enum NodeStatus {
     Shutdown,
 }
 
+/// Where a node stands in the ring's token ownership (Cassandra's gossiped `STATUS`:
+/// `BOOT`, `NORMAL`, `LEAVING`, `LEFT`). Independent of [`NodeStatus`]: a joining node
+/// that shuts down is still joining when it comes back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RingStatus {
+    /// Owns its tokens: a replica of their ranges.
+    #[default]
+    Normal,
+    /// Bootstrapping: its tokens are announced and it receives the writes of the ranges it
+    /// will own (a *pending* replica), but it serves no reads until it is normal.
+    Joining,
+    /// Decommissioning: still a replica of its ranges while it streams them to the nodes
+    /// that will own them.
+    Leaving,
+    /// Left the ring (decommissioned, or removed by `removenode`): owns nothing.
+    Left,
+}
+
+impl RingStatus {
+    /// Whether a node in this state owns its tokens in the ring reads and writes use now.
+    pub fn owns_now(self) -> bool {
+        matches!(self, RingStatus::Normal | RingStatus::Leaving)
+    }
+
+    /// Whether a node in this state owns its tokens once every pending move completes.
+    pub fn owns_after_moves(self) -> bool {
+        matches!(self, RingStatus::Normal | RingStatus::Joining)
+    }
+}
+
 /// What a node says of itself through gossip.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppState {
@@ -137,6 +168,9 @@ pub struct AppState {
     pub schema_version: [u8; 16],
     /// Serving or shut down.
     pub status: NodeStatus,
+    /// Joining, normal, leaving or left (token ownership).
+    #[serde(default)]
+    pub ring_status: RingStatus,
     /// Bytes of data it stores (for `mosaic status`).
     pub load_bytes: u64,
 }
@@ -494,6 +528,51 @@ pub enum Body {
         /// Where the next page starts after.
         next: Option<Vec<u8>>,
     },
+    /// A node joining or leaving asks whether the receiver's ring sees it in `status`
+    /// with `tokens` (before streaming, so every coordinator sends writes to the ranges'
+    /// new replicas).
+    RingCheck {
+        /// The moving node.
+        node: Endpoint,
+        /// Its announced ring status.
+        status: RingStatus,
+        /// Its tokens.
+        tokens: Vec<i64>,
+    },
+    /// Whether the receiver's ring sees the node as asked.
+    RingChecked {
+        /// Whether it does.
+        seen: bool,
+    },
+    /// Pull the token ranges `(left, right]` of a table from `source` and store them
+    /// (a decommissioning node hands its ranges to their new replicas this way).
+    StreamRequest {
+        /// The table.
+        table: TableKey,
+        /// The token ranges.
+        ranges: Vec<(i64, i64)>,
+        /// The node to pull them from.
+        source: Endpoint,
+    },
+    /// The ranges were pulled and stored.
+    Streamed {
+        /// Entries stored.
+        entries: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
+    /// Copy the data of the ranges whose role on the receiver changes with the move under
+    /// way into the structures of its new role (a layout that stores each role apart:
+    /// multi-lsm, decoupled, heterogeneous, erasure-tiered), for these tables.
+    Rehome {
+        /// The tables.
+        tables: Vec<TableKey>,
+    },
+    /// The receiver copied its ranges to their new roles.
+    Rehomed {
+        /// Entries copied.
+        entries: u64,
+    },
 }
 
 impl Body {
@@ -521,6 +600,9 @@ impl Body {
                 | Body::EcGroups { .. }
                 | Body::EcMetaAck
                 | Body::PaxosSummaries { .. }
+                | Body::RingChecked { .. }
+                | Body::Streamed { .. }
+                | Body::Rehomed { .. }
         )
     }
 }

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use mosaic_rows::{decode_token, encode_token, KeyRange};
 use mosaic_types::Token;
@@ -59,6 +60,41 @@ pub struct Ring {
     locations: BTreeMap<Endpoint, Location>,
     /// Per datacenter of the token-owning nodes: nodes and racks.
     dcs: BTreeMap<String, DcSize>,
+    /// While nodes join or leave: the ring once every move completes. Its replicas that
+    /// this ring lacks are a token's *pending* replicas: they get its writes (and count
+    /// towards the write's consistency level on top of it, as Cassandra's pending
+    /// endpoints do) but serve no reads.
+    future: Option<Arc<Ring>>,
+}
+
+/// A token range whose replicas change with the moves under way ([`Ring::moves`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// The range is `(left, right]` (wrapping when `left >= right`).
+    pub left: Token,
+    /// Its last token.
+    pub right: Token,
+    /// Its replicas now, primary first.
+    pub now: Vec<Endpoint>,
+    /// Its replicas once the moves complete, primary first.
+    pub after: Vec<Endpoint>,
+}
+
+impl Move {
+    /// The nodes that become replicas of the range.
+    pub fn gained(&self) -> impl Iterator<Item = Endpoint> + '_ {
+        self.after.iter().copied().filter(|n| !self.now.contains(n))
+    }
+
+    /// The nodes that stop being replicas of the range.
+    pub fn lost(&self) -> impl Iterator<Item = Endpoint> + '_ {
+        self.now.iter().copied().filter(|n| !self.after.contains(n))
+    }
+
+    /// The engine keys of the range.
+    pub fn keys(&self) -> Vec<KeyRange> {
+        token_range_keys(self.left, self.right)
+    }
 }
 
 /// A contiguous run of engine keys whose tokens share one replica list.
@@ -90,9 +126,79 @@ impl Ring {
             nodes,
             locations: BTreeMap::new(),
             dcs: BTreeMap::new(),
+            future: None,
         };
         ring.count_dcs();
         ring
+    }
+
+    /// This ring with `after`, the ring once the moves under way complete (see
+    /// [`Ring::pending`]). An `after` owning the same tokens as this ring is no move.
+    pub fn with_future(mut self, after: Ring) -> Ring {
+        self.future = (after.tokens != self.tokens).then(|| Arc::new(after));
+        self
+    }
+
+    /// The ring once the moves under way complete; `None` when no node joins or leaves.
+    pub fn future(&self) -> Option<&Ring> {
+        self.future.as_deref()
+    }
+
+    /// The pending replicas of `token` under `placement`: replicas once the moves under
+    /// way complete that are not replicas now (in their order there). Empty when nothing
+    /// moves.
+    pub fn pending(&self, token: Token, placement: &ReplicationStrategy) -> Vec<Endpoint> {
+        let Some(future) = &self.future else {
+            return Vec::new();
+        };
+        let now = self.place(token, placement);
+        future
+            .place(token, placement)
+            .into_iter()
+            .filter(|n| !now.contains(n))
+            .collect()
+    }
+
+    /// While nodes join or leave: the token ranges `(left, right]` (in ring order, the
+    /// first wrapping around) whose replicas differ between now and once the moves
+    /// complete, each with both replica lists. Empty when nothing moves.
+    pub fn moves(&self, placement: &ReplicationStrategy) -> Vec<Move> {
+        let Some(future) = &self.future else {
+            return Vec::new();
+        };
+        // Both rings' tokens bound the ranges on which both replica lists are constant.
+        let mut bounds: Vec<Token> = self
+            .tokens
+            .keys()
+            .chain(future.tokens.keys())
+            .copied()
+            .collect();
+        bounds.sort();
+        bounds.dedup();
+        let Some(last) = bounds.last().copied() else {
+            return Vec::new();
+        };
+        let mut out: Vec<Move> = Vec::new();
+        let mut left = last;
+        for right in bounds {
+            let now = self.place(right, placement);
+            let after = future.place(right, placement);
+            if now != after {
+                match out.last_mut() {
+                    Some(m) if m.right == left && m.now == now && m.after == after => {
+                        m.right = right
+                    }
+                    _ => out.push(Move {
+                        left,
+                        right,
+                        now,
+                        after,
+                    }),
+                }
+            }
+            left = right;
+        }
+        out
     }
 
     /// This ring with the nodes' locations (datacenter and rack); nodes not listed stand
@@ -373,6 +479,47 @@ mod tests {
         let b = [Token(0)];
         let c = [Token(100)];
         Ring::new([(ep(1), &a[..]), (ep(2), &b[..]), (ep(3), &c[..])])
+    }
+
+    /// Node 4 joins ring3 with token 25: the ranges it gains are pending for it, and
+    /// `moves` names each range whose replicas change with both lists.
+    #[test]
+    fn a_joining_node_is_a_pending_replica_of_the_ranges_it_gains() {
+        let now = ring3();
+        let a = [Token(-100), Token(50)];
+        let b = [Token(0)];
+        let c = [Token(100)];
+        let d = [Token(25)];
+        let after = Ring::new([
+            (ep(1), &a[..]),
+            (ep(2), &b[..]),
+            (ep(3), &c[..]),
+            (ep(4), &d[..]),
+        ]);
+        let ring = now.clone().with_future(after);
+        let simple = ReplicationStrategy::Simple(2);
+        // (0, 25] was node 1's then node 3's; it becomes node 4's then node 1's.
+        assert_eq!(ring.place(Token(10), &simple), vec![ep(1), ep(3)]);
+        assert_eq!(ring.pending(Token(10), &simple), vec![ep(4)]);
+        // (-100, 0] is node 2's then node 1's; the next token clockwise becomes node 4's,
+        // so node 4 becomes its second replica. (25, 50] stays node 1's then node 3's.
+        assert_eq!(ring.pending(Token(-50), &simple), vec![ep(4)]);
+        assert!(ring.pending(Token(40), &simple).is_empty());
+        let moves = ring.moves(&simple);
+        assert!(moves.iter().all(|m| m.now != m.after));
+        let gained: Vec<(i64, i64)> = moves
+            .iter()
+            .filter(|m| m.gained().any(|n| n == ep(4)))
+            .map(|m| (m.left.0, m.right.0))
+            .collect();
+        assert_eq!(gained, vec![(-100, 0), (0, 25)]);
+        let first = moves.iter().find(|m| m.right == Token(25)).unwrap();
+        assert_eq!(first.now, vec![ep(1), ep(3)]);
+        assert_eq!(first.after, vec![ep(4), ep(1)]);
+        assert_eq!(first.lost().collect::<Vec<_>>(), vec![ep(3)]);
+        // Without a move nothing is pending; a future owning the same tokens is no move.
+        assert!(now.pending(Token(10), &simple).is_empty());
+        assert!(now.clone().with_future(ring3()).future().is_none());
     }
 
     #[test]

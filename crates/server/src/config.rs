@@ -40,6 +40,10 @@ pub struct Config {
     pub rack: String,
     /// Tokens chosen at first start (only then: changing it later has no effect).
     pub num_tokens: u32,
+    /// The tokens a new node takes at its first start, instead of choosing `num_tokens`
+    /// (Cassandra's `initial_token`; `mosaic cluster up` gives a new cluster's nodes evenly
+    /// interleaved ones). Ignored once the node has an identity.
+    pub initial_token: Vec<i64>,
     /// Milliseconds a SIGTERM/SIGINT waits for in-flight requests before closing storage.
     pub shutdown_timeout_ms: u64,
     /// The internode port (gossip, replication); peers reach this node at
@@ -166,6 +170,15 @@ pub struct StorageConfig {
 pub struct ClusterConfig {
     /// Milliseconds between gossip rounds.
     pub gossip_interval_ms: u64,
+    /// Whether a new node (no identity yet, not its own seed) joining a cluster that
+    /// already owns the ring bootstraps: takes balanced tokens and streams the ranges it
+    /// will own before it serves (Cassandra's `auto_bootstrap`). Off: it takes random
+    /// tokens and owns them at once, empty (for nodes of a new cluster).
+    pub auto_bootstrap: bool,
+    /// MiB per second a node receives while streaming for a topology change (bootstrap,
+    /// decommission), from all its sources together; 0 is unthrottled (Cassandra's
+    /// `stream_throughput_outbound`, 24 MiB/s).
+    pub stream_throughput_mib_per_sec: u64,
     /// Phi above which a silent peer is considered down (Cassandra's
     /// `phi_convict_threshold`).
     pub phi_convict_threshold: f64,
@@ -315,6 +328,7 @@ impl Default for Config {
             data_center: "datacenter1".to_owned(),
             rack: "rack1".to_owned(),
             num_tokens: 16,
+            initial_token: Vec::new(),
             shutdown_timeout_ms: 10_000,
             storage_port: 7000,
             admin_port: 7199,
@@ -371,6 +385,8 @@ impl Default for ClusterConfig {
             peer_queue_max: 16_384,
             peer_queue_bytes_max: 128 << 20,
             max_hint_window_ms: 3 * 3600 * 1000,
+            auto_bootstrap: true,
+            stream_throughput_mib_per_sec: 24,
             max_hints_size_per_host_bytes: 1 << 30,
             read_answer_rows_max: mosaic_cluster::node::READ_ANSWER_ROWS_MAX,
             read_answer_bytes_max: 4 << 20,
@@ -540,6 +556,12 @@ impl Config {
         }
         if self.num_tokens == 0 || self.num_tokens > 1536 {
             bail!("num_tokens must be between 1 and 1536");
+        }
+        let mut tokens = self.initial_token.clone();
+        tokens.sort_unstable();
+        tokens.dedup();
+        if tokens.len() != self.initial_token.len() || tokens.contains(&i64::MIN) {
+            bail!("initial_token must list distinct tokens above {}", i64::MIN);
         }
         self.scheduling.validate().map_err(anyhow::Error::msg)?;
         if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {

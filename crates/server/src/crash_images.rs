@@ -147,6 +147,7 @@ fn the_saved_peers_survive_a_power_loss_whole() {
                     release_version: "4.1.10".into(),
                     schema_version: [v as u8; 16],
                     status: NodeStatus::Normal,
+                    ring_status: Default::default(),
                     load_bytes: v * 4096,
                 },
             })

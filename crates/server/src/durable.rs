@@ -42,6 +42,16 @@ pub struct NodeIdentity {
 }
 
 impl NodeIdentity {
+    /// A fresh identity with `tokens` (sorted here).
+    pub fn with_tokens(mut tokens: Vec<i64>) -> NodeIdentity {
+        tokens.sort_unstable();
+        tokens.dedup();
+        NodeIdentity {
+            host_id: mosaic_types::HostId(Uuid::random().0),
+            tokens,
+        }
+    }
+
     /// A fresh identity with `num_tokens` random tokens.
     pub fn generate(num_tokens: u32) -> NodeIdentity {
         let mut rng = rand::thread_rng();

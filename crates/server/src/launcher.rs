@@ -57,6 +57,28 @@ pub enum ClusterCommand {
     Up(UpArgs),
     /// Stop the nodes of a local cluster.
     Down(DownArgs),
+    /// Add a node to a running local cluster: it takes balanced tokens, streams the
+    /// ranges it will own from their current replicas (progress shown) and serves CQL once
+    /// it joined.
+    AddNode(AddNodeArgs),
+}
+
+/// Options of `mosaic cluster add-node`.
+#[derive(Args, Debug)]
+pub struct AddNodeArgs {
+    /// The cluster directory of a cluster started with `mosaic cluster up`.
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The new node's datacenter (default: the first node's).
+    #[arg(long)]
+    pub datacenter: Option<String>,
+    /// The new node's rack (default: the first node's).
+    #[arg(long)]
+    pub rack: Option<String>,
+    /// A config key for the new node, as `mosaic cluster up --set`; repeatable (the
+    /// first node's config is the starting point).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
 }
 
 /// Options of `mosaic cluster up`.
@@ -146,7 +168,70 @@ pub fn run(command: ClusterCommand) -> Result<()> {
     match command {
         ClusterCommand::Up(args) => up(&args),
         ClusterCommand::Down(args) => down(&args),
+        ClusterCommand::AddNode(args) => add_node(&args),
     }
+}
+
+/// `mosaic cluster add-node`: the next node of the cluster directory, configured as the
+/// first node (ports, cluster name and secret, settings) but on the next address, with
+/// the first node as its seed and no tokens of its own: it bootstraps.
+fn add_node(args: &AddNodeArgs) -> Result<()> {
+    let cluster_dir = absolute(&args.dir)?;
+    let first = NodeFiles::new(&cluster_dir, 1);
+    if !first.config().exists() {
+        bail!(
+            "no cluster in {}: start one with `mosaic cluster up --dir {}`",
+            cluster_dir.display(),
+            args.dir.display()
+        );
+    }
+    let mut index = 2;
+    while NodeFiles::new(&cluster_dir, index).config().exists() {
+        index += 1;
+    }
+    if index > NODES_MAX {
+        bail!("at most {NODES_MAX} local nodes");
+    }
+    let seed = Config::load(&first.config())?;
+    let node = NodeFiles::new(&cluster_dir, index);
+    fs::create_dir_all(&node.dir).with_context(|| format!("creating {}", node.dir.display()))?;
+    let octet = u8::try_from(index).context("node index out of range")?;
+    let mut config = seed.clone();
+    config.listen_address = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, octet));
+    config.broadcast_address = None;
+    config.data_dir = node.dir.join("data");
+    config.initial_token = Vec::new();
+    config.seeds = vec![seed.storage_endpoint().to_string()];
+    config.cluster.auto_bootstrap = true;
+    if let Some(dc) = &args.datacenter {
+        config.data_center = dc.clone();
+    }
+    if let Some(rack) = &args.rack {
+        config.rack = rack.clone();
+    }
+    let config = apply_settings(config, &args.settings)?;
+    let text = format!(
+        "# {} of a local cluster, written by `mosaic cluster add-node`. Keys: docs/mosaic.example.toml\n{}",
+        node.name,
+        config.to_toml()?
+    );
+    write_atomic(&node.config(), text.as_bytes())
+        .with_context(|| format!("writing {}", node.config().display()))?;
+    let up = UpArgs {
+        nodes: index,
+        dir: cluster_dir,
+        port: config.native_port,
+        storage_port: config.storage_port,
+        admin_port: config.admin_port,
+        num_tokens: config.num_tokens,
+        datacenters: 1,
+        racks: 1,
+        settings: Vec::new(),
+        cgroups: Vec::new(),
+    };
+    start_node(&node, &up, index)?;
+    println!("{}: joined the cluster", node.name);
+    Ok(())
 }
 
 /// One node's files.
@@ -277,6 +362,11 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     };
     let cluster_dir = node.dir.parent().unwrap_or(&node.dir);
     let (data_center, rack) = location(index, args.nodes, args.datacenters, args.racks);
+    // A new cluster's nodes take evenly interleaved tokens: every node owns the same share.
+    let initial_token = mosaic_cluster::tokens::even(args.nodes as usize, args.num_tokens as usize)
+        .into_iter()
+        .nth(index as usize - 1)
+        .unwrap_or_default();
     let mut config = Config {
         data_center,
         rack,
@@ -285,6 +375,7 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         storage_port: args.storage_port,
         admin_port: args.admin_port,
         num_tokens: args.num_tokens,
+        initial_token,
         seeds,
         data_dir: node.dir.join("data"),
         ..Config::default()
@@ -446,7 +537,8 @@ fn wait_until_serving(
     mut child: Option<&mut std::process::Child>,
 ) -> Result<()> {
     let addr = SocketAddr::new(config.rpc_address(), config.native_port);
-    let deadline = Instant::now() + START_TIMEOUT;
+    let mut deadline = Instant::now() + START_TIMEOUT;
+    let mut last_progress = Instant::now();
     loop {
         let exited = match child.as_deref_mut() {
             Some(c) => c
@@ -467,6 +559,14 @@ fn wait_until_serving(
         if serving(config, addr) {
             return Ok(());
         }
+        if let Some(progress) = joining_progress(config) {
+            // Streaming before it serves: progress, not a hang.
+            deadline = Instant::now() + START_TIMEOUT;
+            if last_progress.elapsed() >= Duration::from_secs(2) {
+                eprintln!("{}: joining — {progress}", node.name);
+                last_progress = Instant::now();
+            }
+        }
         if Instant::now() >= deadline {
             bail!(
                 "{} (pid {pid}) did not answer on {addr} within {} s; it is still running \
@@ -479,6 +579,26 @@ fn wait_until_serving(
         }
         std::thread::sleep(POLL_INTERVAL);
     }
+}
+
+/// While the node configured by `config` joins its cluster: its streaming progress, from
+/// its admin endpoint.
+fn joining_progress(config: &Config) -> Option<String> {
+    let addr = config.admin_address()?;
+    let n: crate::admin::api::Netstats = crate::admin::client::get_as(addr, "/netstats").ok()?;
+    if n.mode != "Joining" {
+        return None;
+    }
+    let (done, all) = n
+        .sessions
+        .iter()
+        .fold((0, 0), |(d, a), s| (d + s.ranges_done, a + s.ranges_total));
+    let bytes: u64 = n.sessions.iter().map(|s| s.bytes).sum();
+    Some(format!(
+        "{done}/{all} ranges streamed, {:.1} MiB, {:.0} s",
+        bytes as f64 / (1 << 20) as f64,
+        n.elapsed_ms as f64 / 1000.0
+    ))
 }
 
 /// Whether the node configured by `config` serves CQL on `addr`: it answers OPTIONS, or,

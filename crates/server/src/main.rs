@@ -48,6 +48,7 @@ mod internode_tls;
 mod launcher;
 mod local;
 mod logging;
+mod moves;
 mod net;
 mod read_stage;
 mod server;
@@ -103,6 +104,11 @@ enum Command {
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
     Repair(tools::RepairArgs),
+    /// Stream a node's ranges to the nodes that will own them, take it out of the ring
+    /// and stop it (like `nodetool decommission`).
+    Decommission(tools::NodeArgs),
+    /// The streams of a node's join or leave (like `nodetool netstats`).
+    Netstats(tools::NodeArgs),
 }
 
 /// Options of `mosaic stats`.
@@ -135,6 +141,8 @@ fn main() -> ExitCode {
         Command::Stats(args) => tools::stats(&args.host, args.json),
         Command::CompactionStats(args) => tools::compactionstats(&args),
         Command::Hr(command) => hr::run(command),
+        Command::Decommission(args) => tools::decommission(&args.host_args()),
+        Command::Netstats(args) => tools::netstats(&args.host_args()),
         Command::Repair(args) => tools::repair(
             &tools::HostArgs {
                 host: args.host.clone(),

@@ -23,7 +23,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 use mosaic_cluster::gossip::Change;
-use mosaic_cluster::message::{AppState, NodeStatus};
+use mosaic_cluster::message::{AppState, NodeStatus, RingStatus};
 use mosaic_cluster::{Node, NodeConfig};
 use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
 
@@ -94,6 +94,7 @@ impl Signals {
 async fn serve(config: Config) -> Result<()> {
     // Before anything slow, so a signal during startup still shuts down cleanly.
     let mut signals = Signals::install()?;
+    crate::moves::refuse_decommissioned(&config.data_dir)?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     // Password authentication without the superuser's password refuses to start, and says
     // why, before anything is opened.
@@ -185,6 +186,8 @@ async fn serve(config: Config) -> Result<()> {
         tokio::spawn(tls.watch_files(shutdown_rx.clone()));
     }
     publish_membership_events(&node, &shared);
+    // A decommissioned node stops as at a signal.
+    let stop = Arc::new(tokio::sync::Notify::new());
     publish_peer_schema_events(&local, &shared);
     let admin = Admin {
         local: local.clone(),
@@ -193,9 +196,27 @@ async fn serve(config: Config) -> Result<()> {
         metrics: None,
         requests_max: config.limits.admin_requests_max,
         login: admin_login,
+        stop: stop.clone(),
     };
     start_admin(&config, admin, shutdown_rx.clone()).await;
     let timeout = Duration::from_millis(config.shutdown_timeout_ms);
+    // A joining node streams the ranges it will own before it serves CQL (as Cassandra
+    // does); a signal meanwhile stops it, and its next start resumes the join.
+    if crate::moves::joining(&config.data_dir) {
+        tokio::select! {
+            () = crate::moves::run(&node, &local, config.data_dir.clone()) => {}
+            name = signals.recv() => {
+                tracing::info!(target: "mosaic", "{name} received while joining; stopping (the join resumes at the next start)");
+                node.shutdown();
+                let _ = shutdown_tx.send(true);
+                let failures = local.close(timeout).await;
+                if !failures.is_empty() {
+                    bail!("could not close cleanly: {}", failures.join(", "));
+                }
+                return Ok(());
+            }
+        }
+    }
     let mut serving = tokio::spawn(net::serve(listener, shared, shutdown_rx, timeout));
     tracing::info!(
         target: "mosaic",
@@ -211,6 +232,7 @@ async fn serve(config: Config) -> Result<()> {
 
     let name = tokio::select! {
         name = signals.recv() => name,
+        () = stop.notified() => "decommission",
         ended = &mut serving => bail!("the CQL listener stopped unexpectedly: {ended:?}"),
     };
     tracing::info!(target: "mosaic", "{name} received; shutting down after in-flight requests");
@@ -338,9 +360,15 @@ fn start_node(
     node_config.hint_window_ms = config.cluster.max_hint_window_ms;
     node_config.mutation_size_bytes_max = config.limits.mutation_size_bytes_max;
     node_config.read_answer_rows_max = config.cluster.read_answer_rows_max;
+    node_config.stream_throughput_bytes_per_sec = config
+        .cluster
+        .stream_throughput_mib_per_sec
+        .saturating_mul(1 << 20);
+    let (ring_status, tokens) =
+        crate::moves::start_state(&config.data_dir, me.tokens.iter().map(|t| t.0).collect());
     let app = AppState {
         host_id: me.host_id,
-        tokens: me.tokens.iter().map(|t| t.0).collect(),
+        tokens,
         rpc_address: me.rpc_address,
         native_port: me.native_port,
         admin_port: config.admin_port,
@@ -349,6 +377,7 @@ fn start_node(
         release_version: me.release_version,
         schema_version: me.schema_version.0,
         status: NodeStatus::Normal,
+        ring_status,
         load_bytes: local.load_bytes(),
     };
     // A restart must gossip a larger generation than any before it: wall-clock micros.
@@ -447,7 +476,7 @@ fn persist_peers_on_join(node: &Node, data_dir: std::path::PathBuf) {
     // One save at a time: they share the temporary file.
     let saving = Arc::new(parking_lot::Mutex::new(()));
     node.on_change(Arc::new(move |change, _| {
-        if !matches!(change, Change::Joined(_)) {
+        if !matches!(change, Change::Joined(_) | Change::Moved(_)) {
             return;
         }
         let Some(node) = weak.upgrade() else {
@@ -499,16 +528,23 @@ fn publish_membership_events(node: &Node, shared: &Arc<Shared<ClusterCoordinator
             return;
         };
         let addr = std::net::SocketAddr::new(state.app.rpc_address, state.app.native_port);
-        let event = match change {
-            Change::Joined(_) => Event::TopologyChange {
+        // Drivers hear of a node once it owns its tokens (a joining node is announced
+        // when it finishes joining) and of its removal once it left.
+        let event = match (change, state.app.ring_status) {
+            (Change::Joined(_) | Change::Moved(_), RingStatus::Normal) => Event::TopologyChange {
                 change: TopologyChangeType::NewNode,
                 node: addr,
             },
-            Change::Up(_) => Event::StatusChange {
+            (Change::Moved(_), RingStatus::Left) => Event::TopologyChange {
+                change: TopologyChangeType::RemovedNode,
+                node: addr,
+            },
+            (Change::Joined(_) | Change::Moved(_), _) => return,
+            (Change::Up(_), _) => Event::StatusChange {
                 change: StatusChangeType::Up,
                 node: addr,
             },
-            Change::Down(_) => Event::StatusChange {
+            (Change::Down(_), _) => Event::StatusChange {
                 change: StatusChangeType::Down,
                 node: addr,
             },
@@ -661,6 +697,8 @@ async fn recover_identity(
     )
     .context("saving the peers learnt from the seeds")?;
     let Some(state) = mine.into_iter().next() else {
+        // A new node: it joins the ring by bootstrapping when the cluster owns it already.
+        crate::moves::plan(config, &peers)?;
         return Ok(());
     };
     let identity = NodeIdentity {

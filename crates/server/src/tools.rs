@@ -19,7 +19,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use crate::admin::api::{Compactions, RepairReport, Stats, Status, TableOpReport};
+use crate::admin::api::{
+    Compactions, DecommissionReport, Netstats, RepairReport, Stats, Status, TableOpReport,
+};
 use crate::admin::client::{self, Login};
 
 /// The environment variable naming the role the CLI logs in as.
@@ -143,6 +145,27 @@ pub struct CompactionStatsArgs {
     pub json: bool,
 }
 
+/// Options of commands acting on one node (`mosaic decommission`, `mosaic netstats`).
+#[derive(Args, Debug, Clone)]
+pub struct NodeArgs {
+    /// The node: its admin address, IP (port 7199) or IP:port.
+    #[arg(long, default_value = "127.0.0.1:7199")]
+    pub host: String,
+    #[command(flatten)]
+    pub credentials: Credentials,
+}
+
+impl NodeArgs {
+    /// As [`HostArgs`] naming this node only.
+    pub fn host_args(&self) -> HostArgs {
+        HostArgs {
+            host: self.host.clone(),
+            only: true,
+            credentials: self.credentials.clone(),
+        }
+    }
+}
+
 impl HostArgs {
     pub fn addr(&self) -> Result<SocketAddr> {
         admin_addr(&self.host)
@@ -214,14 +237,20 @@ pub fn status(args: &HostArgs) -> Result<()> {
         let title = format!("Datacenter: {dc}");
         println!("{title}\n{}", "=".repeat(title.len()));
         println!("Status=Up/Down  (as seen by {})", status.endpoint);
+        println!("|/ State=Normal/Leaving/Joining/Moving");
         println!(
             "--  {:<22} {:<11} {:>6} {:>7}  {:<36} Rack",
             "Address", "Load", "Tokens", "Owns", "Host ID"
         );
-        for n in status.nodes.iter().filter(|n| n.data_center == *dc) {
+        // A node that left the ring is gossiped for a while but no longer listed.
+        for n in status
+            .nodes
+            .iter()
+            .filter(|n| n.data_center == *dc && n.state != "Left")
+        {
             println!(
                 "{:<3} {:<22} {:<11} {:>6} {:>6.1}%  {:<36} {}",
-                if n.up { "UN" } else { "DN" },
+                state_letters(n.up, &n.state),
                 n.endpoint,
                 bytes(n.load_bytes),
                 n.tokens,
@@ -264,6 +293,94 @@ pub fn status(args: &HostArgs) -> Result<()> {
             }
         );
     }
+    Ok(())
+}
+
+/// `nodetool status`'s two letters: U(p) or D(own), then N(ormal), J(oining),
+/// L(eaving) — a node that left shows as L too.
+fn state_letters(up: bool, state: &str) -> String {
+    let s = match state {
+        "Joining" => 'J',
+        "Leaving" | "Left" => 'L',
+        _ => 'N',
+    };
+    format!("{}{s}", if up { 'U' } else { 'D' })
+}
+
+/// `mosaic netstats`: the streams of a node's join or leave, as `nodetool netstats`.
+pub fn netstats(args: &HostArgs) -> Result<()> {
+    let n: Netstats = client::get_as(args.addr()?, "/netstats")?;
+    println!("Mode: {}", n.mode.to_uppercase());
+    if n.operation.is_empty() {
+        println!("Not sending or receiving any streams.");
+        return Ok(());
+    }
+    let state = match (&n.error, n.finished) {
+        (Some(e), _) => format!("failed: {e}"),
+        (None, true) => "finished".to_owned(),
+        (None, false) => "in progress".to_owned(),
+    };
+    println!(
+        "{} {state} after {:.1} s; {} entries copied to new roles",
+        n.operation,
+        n.elapsed_ms as f64 / 1000.0,
+        n.rehomed_entries
+    );
+    for s in &n.sessions {
+        println!(
+            "    {} {}: {}/{} ranges, {} entries, {}",
+            s.direction,
+            s.peer,
+            s.ranges_done,
+            s.ranges_total,
+            s.entries,
+            bytes(s.bytes)
+        );
+    }
+    Ok(())
+}
+
+/// `mosaic decommission`: the node at `--host` streams its ranges to the nodes that will
+/// own them, leaves the ring and stops; progress is printed while it runs.
+pub fn decommission(host: &HostArgs) -> Result<()> {
+    let addr = host.addr()?;
+    let login = host.credentials.login()?;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                if let Ok(n) = client::get_as::<Netstats>(addr, "/netstats") {
+                    let (got, all) = n
+                        .sessions
+                        .iter()
+                        .fold((0, 0), |(g, a), s| (g + s.ranges_done, a + s.ranges_total));
+                    let sent: u64 = n.sessions.iter().map(|s| s.bytes).sum();
+                    eprint!(
+                        "\r{addr}: {} — {got}/{all} ranges streamed, {}   ",
+                        n.mode,
+                        bytes(sent)
+                    );
+                }
+            }
+        })
+    };
+    let result = client::post_as::<DecommissionReport>(addr, "/decommission", login.as_ref());
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = watcher.join();
+    eprintln!();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => bail!("decommission of {addr} failed: {e:#}"),
+    };
+    let sent: u64 = report.streams.sessions.iter().map(|s| s.bytes).sum();
+    let entries: u64 = report.streams.sessions.iter().map(|s| s.entries).sum();
+    println!(
+        "{addr}: decommissioned in {:.1} s ({entries} entries, {} streamed); the node left the ring and stops",
+        report.streams.elapsed_ms as f64 / 1000.0,
+        bytes(sent)
+    );
     Ok(())
 }
 

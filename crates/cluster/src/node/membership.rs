@@ -78,21 +78,37 @@ impl Node {
         }
     }
 
+    /// Rebuilds the ring from the gossiped states: the nodes that own their tokens now
+    /// (normal or leaving) and, while a node joins or leaves, the ring once that move
+    /// completes (normal or joining), whose extra replicas are the *pending* ones.
     pub(super) fn rebuild_ring(&self) {
         let ring = {
             let m = self.inner.membership.lock();
-            let owners: Vec<(Endpoint, Vec<Token>)> = m
+            let ring_of = |owns: fn(RingStatus) -> bool| {
+                let owners: Vec<(Endpoint, Vec<Token>)> = m
+                    .states()
+                    .filter(|s| owns(s.app.ring_status))
+                    .map(|s| (s.endpoint, s.app.tokens.iter().map(|t| Token(*t)).collect()))
+                    .collect();
+                let locations = m.states().map(|s| {
+                    let location = crate::ring::Location {
+                        dc: s.app.data_center.clone(),
+                        rack: s.app.rack.clone(),
+                    };
+                    (s.endpoint, location)
+                });
+                Ring::new(owners.iter().map(|(e, t)| (*e, t.as_slice()))).with_locations(locations)
+            };
+            let now = ring_of(RingStatus::owns_now);
+            let moving = m
                 .states()
-                .map(|s| (s.endpoint, s.app.tokens.iter().map(|t| Token(*t)).collect()))
-                .collect();
-            let locations = m.states().map(|s| {
-                let location = crate::ring::Location {
-                    dc: s.app.data_center.clone(),
-                    rack: s.app.rack.clone(),
-                };
-                (s.endpoint, location)
-            });
-            Ring::new(owners.iter().map(|(e, t)| (*e, t.as_slice()))).with_locations(locations)
+                .any(|s| !matches!(s.app.ring_status, RingStatus::Normal | RingStatus::Left));
+            if moving {
+                let after = ring_of(RingStatus::owns_after_moves);
+                now.with_future(after)
+            } else {
+                now
+            }
         };
         *self.inner.ring.write() = Arc::new(ring);
     }
@@ -111,9 +127,15 @@ impl Node {
                     self.inner.transport.peer_heard(*peer);
                 }
                 Change::Down(peer) => tracing::warn!(peer = %peer, "node down"),
+                Change::Moved(peer) => {
+                    tracing::info!(peer = %peer, "node's tokens or ring status changed")
+                }
             }
         }
-        if changes.iter().any(|c| matches!(c, Change::Joined(_))) {
+        if changes
+            .iter()
+            .any(|c| matches!(c, Change::Joined(_) | Change::Moved(_)))
+        {
             self.rebuild_ring();
         }
         let listeners = self.inner.listeners.lock().clone();
@@ -122,7 +144,7 @@ impl Node {
         }
         for c in changes {
             let node = match c {
-                Change::Joined(n) | Change::Up(n) | Change::Down(n) => *n,
+                Change::Joined(n) | Change::Up(n) | Change::Down(n) | Change::Moved(n) => *n,
             };
             let Some(state) = self.inner.membership.lock().state(node).cloned() else {
                 continue;

@@ -188,10 +188,10 @@ impl Node {
         }
         let placement = self.placement(round.table)?;
         let ring = self.ring();
-        let replicas = ring.place(round.token, &placement);
+        let (replicas, quorum) = self.write_replicas(&ring, round.token, &placement, commit);
         let group = WriteGroup {
             table: round.table,
-            quorum: self.quorum(commit, &placement, &ring, &replicas),
+            quorum,
             replicas,
             mutations: proposal.mutations,
             paxos: Some((round.partition.clone(), round.ballot)),
@@ -210,10 +210,10 @@ impl Node {
     ) -> Result<Participants, ClusterError> {
         let placement = self.placement(table)?;
         let ring = self.ring();
-        let replicas = ring.place(token, &placement);
         // SERIAL: every replica takes part; LOCAL_SERIAL: the coordinator's datacenter's
-        // alone (Cassandra's Paxos in one datacenter).
-        let quorum = self.quorum(serial, &placement, &ring, &replicas);
+        // alone (Cassandra's Paxos in one datacenter). A pending replica takes part too
+        // and is needed on top, as in Cassandra.
+        let (replicas, quorum) = self.write_replicas(&ring, token, &placement, serial);
         let live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
             replicas

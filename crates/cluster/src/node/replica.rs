@@ -6,6 +6,30 @@ use super::*;
 use mosaic_types::HostId;
 
 impl Node {
+    /// A page of `range` of `table` in the order this node stores it, after the stored
+    /// key `after` (what repair and streaming read).
+    pub(super) async fn stored_page(
+        &self,
+        table: TableKey,
+        range: KeyRange,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> Result<crate::env::StoredPage, Failure> {
+        // Covered rows come from the primary, in key order: an erasure-tiered table
+        // stores canonical keys, so its stored keys are its keys.
+        if self.inner.store.ec_covers(table, &range) {
+            let range = repair::resume_after(range, after.as_deref());
+            self.read_with_primary(table, range, limit)
+                .await
+                .map(repair::page_of)
+        } else {
+            self.inner
+                .store
+                .read_stored(table, range, after, limit)
+                .await
+        }
+    }
+
     /// Serves a request from a peer (or from this node as coordinator).
     pub(super) async fn serve(&self, body: Body) -> Body {
         let store = &self.inner.store;
@@ -52,17 +76,7 @@ impl Node {
                     start: range.start,
                     end: range.end,
                 };
-                // Covered rows come from the primary, in key order: an erasure-tiered table
-                // stores canonical keys, so its stored keys are its keys.
-                let answer = if store.ec_covers(table, &range) {
-                    let range = repair::resume_after(range, after.as_deref());
-                    self.read_with_primary(table, range, limit as usize)
-                        .await
-                        .map(repair::page_of)
-                } else {
-                    store.read_stored(table, range, after, limit as usize).await
-                };
-                match answer {
+                match self.stored_page(table, range, after, limit as usize).await {
                     Ok((entries, next)) => Body::StoredData { entries, next },
                     Err(f) => Body::Failed(f),
                 }
@@ -89,6 +103,9 @@ impl Node {
                 }
             }
             body @ Body::CounterWrite { .. } => self.serve_counter(body).await,
+            body @ (Body::RingCheck { .. } | Body::StreamRequest { .. } | Body::Rehome { .. }) => {
+                self.serve_move(body).await
+            }
             Body::Truncate { table } => match store.truncate(table).await {
                 Ok(()) => Body::TruncateAck,
                 Err(f) => Body::Failed(f),
@@ -277,6 +294,12 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcGroups { .. } => "EcGroups",
         Body::EcMetaPush { .. } => "EcMetaPush",
         Body::EcMetaAck => "EcMetaAck",
+        Body::RingCheck { .. } => "RingCheck",
+        Body::RingChecked { .. } => "RingChecked",
+        Body::StreamRequest { .. } => "StreamRequest",
+        Body::Streamed { .. } => "Streamed",
+        Body::Rehome { .. } => "Rehome",
+        Body::Rehomed { .. } => "Rehomed",
     }
 }
 

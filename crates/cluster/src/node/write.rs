@@ -111,11 +111,11 @@ impl Node {
         let mut index: HashMap<(TableKey, Vec<Endpoint>), usize> = HashMap::new();
         for (table, token, m) in mutations {
             let placement = self.placement(table)?;
-            let replicas = ring.place(token, &placement);
+            let (replicas, quorum) = self.write_replicas(&ring, token, &placement, cl);
             let gi = *index.entry((table, replicas.clone())).or_insert_with(|| {
                 groups.push(WriteGroup {
                     table,
-                    quorum: self.quorum(cl, &placement, &ring, &replicas),
+                    quorum,
                     replicas,
                     mutations: Vec::new(),
                     paxos: None,
@@ -127,6 +127,28 @@ impl Node {
             }
         }
         Ok(groups)
+    }
+
+    /// The replicas a write of `token` goes to and what `cl` counts of them: the token's
+    /// replicas and, while a node joins or leaves, after them its pending replicas (the
+    /// nodes the range moves to), which count on top of the level ([`Quorum::with_pending`]).
+    pub(super) fn write_replicas(
+        &self,
+        ring: &Ring,
+        token: Token,
+        placement: &ReplicationStrategy,
+        cl: ConsistencyLevel,
+    ) -> (Vec<Endpoint>, Quorum) {
+        let mut replicas = ring.place(token, placement);
+        let quorum = self.quorum(cl, placement, ring, &replicas);
+        let pending = ring.pending(token, placement);
+        if pending.is_empty() {
+            return (replicas, quorum);
+        }
+        let quorum =
+            quorum.with_pending(cl, placement, ring, &pending, ring.dc_of(self.endpoint()));
+        replicas.extend(pending);
+        (replicas, quorum)
     }
 
     /// Each group's live and down replicas; `Unavailable` when a group has too few live

@@ -89,6 +89,52 @@ pub struct NodeStatus {
     pub owns: f64,
     /// Its schema version (UUID).
     pub schema_version: String,
+    /// Its place in the ring: `Normal`, `Joining`, `Leaving` or `Left`.
+    #[serde(default)]
+    pub state: String,
+}
+
+/// `GET /netstats`: the streams of the answering node's join or leave.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Netstats {
+    /// The answering node's ring state (`Normal`, `Joining`, `Leaving`, `Left`).
+    pub mode: String,
+    /// `bootstrap` or `decommission`; empty when it never moved since it started.
+    pub operation: String,
+    /// Whether that operation finished.
+    pub finished: bool,
+    /// Its failure, if it failed.
+    pub error: Option<String>,
+    /// Milliseconds it ran (until now, or until it finished).
+    pub elapsed_ms: u64,
+    /// Entries copied into the structures of this node's new roles.
+    pub rehomed_entries: u64,
+    /// One session per peer and direction.
+    pub sessions: Vec<StreamSessionStatus>,
+}
+
+/// One peer's stream (`mosaic netstats`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StreamSessionStatus {
+    /// The peer's internode address.
+    pub peer: String,
+    /// `receiving` or `sending`.
+    pub direction: String,
+    /// Ranges (per table) to stream.
+    pub ranges_total: u64,
+    /// Ranges streamed.
+    pub ranges_done: u64,
+    /// Entries streamed.
+    pub entries: u64,
+    /// Bytes streamed.
+    pub bytes: u64,
+}
+
+/// `POST /decommission`: what the node streamed away before it left.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct DecommissionReport {
+    /// The streams of the decommission.
+    pub streams: Netstats,
 }
 
 /// `GET /activity`: the totals the status page turns into live rates (the change between

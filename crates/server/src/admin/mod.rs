@@ -17,6 +17,8 @@
 //! | `GET /metrics` | Prometheus text exposition |
 //! | `POST /flush`, `POST /compact` | flush or fully compact every table on this node |
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
+//! | `GET /netstats` | JSON: the streams of this node's join or leave ([`moves`]) |
+//! | `POST /decommission` | stream this node's ranges to their new owners, leave the ring, stop |
 //!
 //! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
 //! [`page`] (the status page and `/activity`),
@@ -30,6 +32,7 @@ pub mod api;
 pub mod client;
 pub mod guard;
 pub mod login;
+mod moves;
 pub mod page;
 pub mod prometheus;
 
@@ -69,6 +72,8 @@ pub struct Admin {
     /// With password authentication: the check of a superuser's credentials that requests
     /// changing state need ([`login`]).
     pub login: Option<Arc<login::AdminLogin>>,
+    /// Notified when the node should stop as at a signal (after a decommission).
+    pub stop: Arc<tokio::sync::Notify>,
 }
 
 /// Serves admin requests until `shutdown`.
@@ -100,6 +105,8 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/flush", post(flush))
         .route("/compact", post(compact))
         .route("/repair", post(repair))
+        .route("/netstats", get(moves::netstats))
+        .route("/decommission", post(moves::decommission))
         .route("/hr/optimize", post(hr_optimize))
         .fallback(no_such_request)
         .method_not_allowed_fallback(no_such_request)
@@ -283,6 +290,7 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
             tokens: s.app.tokens.len(),
             owns: shares.get(&s.endpoint).copied().unwrap_or(0.0),
             schema_version: mosaic_cql::schema::Uuid(s.app.schema_version).to_string(),
+            state: format!("{:?}", s.app.ring_status),
         })
         .collect();
     let selector = node.replica_selector();

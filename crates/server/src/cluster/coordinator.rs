@@ -498,7 +498,9 @@ impl Coordinator for ClusterCoordinator {
         self.node
             .states()
             .iter()
-            .filter(|(s, _)| s.endpoint != me)
+            // As Cassandra's `system.peers`: the nodes owning their tokens, so drivers
+            // never route to a node still joining or one that left.
+            .filter(|(s, _)| s.endpoint != me && s.app.ring_status.owns_now())
             .map(|(s, up)| node_info(s, *up))
             .collect()
     }

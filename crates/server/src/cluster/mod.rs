@@ -13,7 +13,7 @@
 //! ring and the host ids it needs are cached and rebuilt when the node's ring changes,
 //! which also updates the ring ranges the decoupled layout's logs group by.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
@@ -27,8 +27,8 @@ use mosaic_cluster::message::{EndpointState, Tag, WireCounter};
 use mosaic_cluster::node::WeakNode;
 use mosaic_cluster::paxos::PaxosState;
 use mosaic_cluster::{
-    ClusterError, Endpoint, Failure, Node, ReplicationStrategy, Ring, SchemaSnapshot, Store,
-    TableKey, WireMutation, EC_SHARD_BYTES_MAX,
+    ClusterError, Endpoint, Failure, Node, ReplicationStrategy, SchemaSnapshot, Store, TableKey,
+    WireMutation, EC_SHARD_BYTES_MAX,
 };
 use mosaic_cql::coordinator::{
     ClusterInfo, Coordinator, Mutation, NodeInfo, ReadCommand, ReadResult,
@@ -37,13 +37,16 @@ use mosaic_cql::frame::{Consistency, ErrorKind, ErrorResponse, WriteType};
 use mosaic_cql::schema::{Catalog, TableId, Uuid};
 use mosaic_erasure::{EcMeta, Fill, Group, GroupId, LostRead, Replaced};
 use mosaic_replica::elect::Elect;
-use mosaic_replica::{ReplicaStore, Role, SourceId};
+use mosaic_replica::{ReplicaStore, SourceId};
 use mosaic_rows::KeyRange;
 use mosaic_types::{ErasureCode, HostId, Token};
 use parking_lot::RwLock;
 
 use crate::hints::HintStore;
 use crate::local::{scan_bounds, AllPrimary, LocalCoordinator, Roles};
+
+mod roles;
+use roles::{RingRoles, RingView};
 
 /// The node's local storage as the cluster sees it.
 pub struct LocalStore {
@@ -54,36 +57,6 @@ pub struct LocalStore {
     node: OnceLock<WeakNode>,
     /// The ring as last seen, with the host ids of its nodes.
     view: RwLock<Option<Arc<RingView>>>,
-}
-
-/// A ring and what role computation needs besides it.
-struct RingView {
-    ring: Arc<Ring>,
-    me: Endpoint,
-    hosts: HashMap<Endpoint, SourceId>,
-}
-
-/// The source id of `node`: its gossiped host id. A ring node always has a gossiped
-/// state (the ring is built from them); should one be missing, its address stands in,
-/// stable for as long as the node keeps it.
-fn source_of(node: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> SourceId {
-    if let Some(id) = hosts.get(&node) {
-        return *id;
-    }
-    let ip = match node.ip() {
-        std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped(),
-        std::net::IpAddr::V6(v6) => v6,
-    };
-    let mut id = ip.octets();
-    let port = node.port().to_be_bytes();
-    id[0] ^= port[0];
-    id[1] ^= port[1];
-    SourceId(id)
-}
-
-/// `me`'s role in a token's `replicas` ([`Role::in_replicas`]), sources by host id.
-fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> Role {
-    Role::in_replicas(replicas, &me, |primary| source_of(*primary, hosts))
 }
 
 /// The cluster's replication strategy for a keyspace's `replication` (validated when the
@@ -98,42 +71,6 @@ fn strategy_of(replication: &mosaic_cql::schema::Replication) -> ReplicationStra
         )
     } else {
         ReplicationStrategy::Simple(replication.factor() as usize)
-    }
-}
-
-/// The roles of one table's keys (placed by `strategy`) on `view`'s ring.
-struct RingRoles {
-    view: Arc<RingView>,
-    strategy: ReplicationStrategy,
-}
-
-impl Roles for RingRoles {
-    fn role(&self, token: Token) -> Role {
-        let v = &self.view;
-        role_in(&v.ring.place(token, &self.strategy), v.me, &v.hosts)
-    }
-
-    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
-        // A partition read: every key of the range has one token, so one role (without
-        // walking the ring's segments, which allocates per read).
-        if let (Ok(token), Some(end)) = (mosaic_rows::decode_token(&range.start), &range.end) {
-            if mosaic_rows::decode_token(end).is_ok_and(|t| t == token) && range.start < *end {
-                return vec![(range, self.role(token))];
-            }
-        }
-        let v = &self.view;
-        let mut out: Vec<(KeyRange, Role)> = Vec::new();
-        for segment in v.ring.segments_placed(&range, &self.strategy) {
-            let role = role_in(&segment.replicas, v.me, &v.hosts);
-            if let Some((last, last_role)) = out.last_mut() {
-                if *last_role == role && last.end.as_ref() == Some(&segment.range.start) {
-                    last.end = segment.range.end;
-                    continue;
-                }
-            }
-            out.push((segment.range, role));
-        }
-        out
     }
 }
 
@@ -322,6 +259,38 @@ impl Store for LocalStore {
                 .map_err(failure)
         }
         .boxed()
+    }
+
+    fn apply_future(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        async move {
+            let (Some(view), Some(strategy)) = (self.ring_view(), self.placement(table)) else {
+                return Ok(());
+            };
+            let roles = roles::FutureRoles(RingRoles { view, strategy });
+            let mutations: Vec<WireMutation> = mutations
+                .into_iter()
+                .filter(|m| {
+                    mosaic_rows::decode_token(&m.key)
+                        .is_ok_and(|t| roles.0.future_role(t).is_some())
+                })
+                .collect();
+            if mutations.is_empty() {
+                return Ok(());
+            }
+            self.local
+                .apply(BTreeMap::from([(table, mutations)]), &roles)
+                .await
+                .map_err(failure)
+        }
+        .boxed()
+    }
+
+    fn role_sensitive(&self, table: TableKey) -> bool {
+        self.local.stores_roles_apart(table)
     }
 
     fn truncate(&self, table: TableKey) -> BoxFuture<'_, Result<(), Failure>> {
@@ -757,135 +726,6 @@ pub use coordinator::ClusterCoordinator;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn node(i: u8) -> Endpoint {
-        Endpoint::from(([127, 0, 0, i], 7000))
-    }
-
-    /// Three nodes, tokens -100 (node 1), 0 (node 2), 100 (node 3); host id of node i is
-    /// [i; 16].
-    fn view(me: u8) -> Arc<RingView> {
-        let owned = [(1u8, [Token(-100)]), (2, [Token(0)]), (3, [Token(100)])];
-        let ring = Ring::new(owned.iter().map(|(n, t)| (node(*n), t.as_slice())));
-        Arc::new(RingView {
-            ring: Arc::new(ring),
-            me: node(me),
-            hosts: (1..=3).map(|i| (node(i), SourceId([i; 16]))).collect(),
-        })
-    }
-
-    fn key(t: i64) -> Vec<u8> {
-        mosaic_rows::encode_token(Token(t)).to_vec()
-    }
-
-    #[test]
-    fn a_nodes_role_is_its_place_in_the_replica_list() {
-        let roles = RingRoles {
-            view: view(2),
-            strategy: ReplicationStrategy::Simple(2),
-        };
-        // (-100, 0] is node 2's: primary. (0, 100] is node 3's, then node 1's: node 2 is
-        // not a replica, stored as primary. (-inf, -100] and (100, inf) are node 1's, then
-        // node 2's: a redundant copy of node 1.
-        assert_eq!(roles.role(Token(-50)), Role::Primary);
-        assert_eq!(roles.role(Token(0)), Role::Primary);
-        assert_eq!(roles.role(Token(50)), Role::Primary);
-        let of_1 = Role::Redundant {
-            source: SourceId([1; 16]),
-            index: 1,
-        };
-        assert_eq!(roles.role(Token(-100)), of_1);
-        assert_eq!(roles.role(Token(101)), of_1);
-        assert_eq!(roles.role(Token(i64::MIN + 1)), of_1);
-        // A node alone in its ring is primary for everything; an unknown host id falls
-        // back to one derived from the address.
-        let alone = RingRoles {
-            view: view(9),
-            strategy: ReplicationStrategy::Simple(3),
-        };
-        assert_eq!(alone.role(Token(5)), Role::Primary);
-        let hosts = HashMap::new();
-        assert_eq!(
-            role_in(&[node(1), node(2)], node(2), &hosts),
-            Role::Redundant {
-                source: source_of(node(1), &hosts),
-                index: 1,
-            }
-        );
-        assert_ne!(source_of(node(1), &hosts), source_of(node(3), &hosts));
-    }
-
-    #[test]
-    fn range_reads_are_split_where_the_role_changes() {
-        let roles = RingRoles {
-            view: view(2),
-            strategy: ReplicationStrategy::Simple(2),
-        };
-        let of_1 = Role::Redundant {
-            source: SourceId([1; 16]),
-            index: 1,
-        };
-        let all = KeyRange {
-            start: Vec::new(),
-            end: None,
-        };
-        let pieces = roles.pieces(all);
-        let summary: Vec<(Option<Token>, Role)> = pieces
-            .iter()
-            .map(|(r, role)| (mosaic_rows::decode_token(&r.start).ok(), *role))
-            .collect();
-        // Below and at -100: node 1's; then node 2's and node 3's ranges, both stored as
-        // primary here, merged into one piece; above 100: node 1's again.
-        assert_eq!(
-            summary,
-            [
-                (None, of_1),
-                (Some(Token(-99)), Role::Primary),
-                (Some(Token(101)), of_1),
-            ]
-        );
-        // Pieces tile the range in order.
-        for w in pieces.windows(2) {
-            assert_eq!(w[0].0.end.as_ref(), Some(&w[1].0.start));
-        }
-        assert_eq!(pieces.last().map(|(r, _)| r.end.clone()), Some(None));
-        // A range inside one role's keys is one piece.
-        let inner = KeyRange {
-            start: key(-50),
-            end: Some(key(-10)),
-        };
-        assert_eq!(roles.pieces(inner.clone()), [(inner, Role::Primary)]);
-    }
-
-    /// A range within one token (a partition read) is one piece with that token's role,
-    /// as the general walk over the ring's segments would give.
-    #[test]
-    fn a_partition_range_is_one_piece_with_its_tokens_role() {
-        let roles = RingRoles {
-            view: view(2),
-            strategy: ReplicationStrategy::Simple(2),
-        };
-        for t in [-100i64, -50, 0, 50, 100, 101] {
-            let mut start = key(t);
-            start.extend_from_slice(b"pk");
-            let mut end = start.clone();
-            end.push(0xff);
-            let range = KeyRange {
-                start: start.clone(),
-                end: Some(end.clone()),
-            };
-            assert_eq!(
-                roles.pieces(range.clone()),
-                vec![(range, roles.role(Token(t)))]
-            );
-        }
-        // A range over several tokens still splits where the role changes.
-        let wide = KeyRange {
-            start: key(-150),
-            end: Some(key(150)),
-        };
-        assert!(roles.pieces(wide).len() > 1);
-    }
 
     /// A write the storage engine refused after stalling past the write timeout reaches
     /// the coordinator as a replica that timed out (a WriteTimeout and a hint, never a

@@ -229,6 +229,9 @@ impl LocalCoordinator {
         let lock = RealFs
             .lock(&data_dir.join(LOCK_FILE))
             .with_context(|| format!("locking data directory {}", data_dir.display()))?;
+        if !config.initial_token.is_empty() && !NodeIdentity::exists(&data_dir) {
+            NodeIdentity::with_tokens(config.initial_token.clone()).save(&data_dir)?;
+        }
         let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
         let (epoch, catalog) = schema::load_schema_on(&RealFs, &data_dir)?;
         let mut node_options = config.storage.node_engine_options()?;
@@ -439,6 +442,15 @@ impl LocalCoordinator {
                 format!("storage task failed: {e}"),
             ))
         })
+    }
+
+    /// Whether `table`'s layout stores each replica role apart (every layout but
+    /// `uniform`); an unknown table does not.
+    pub fn stores_roles_apart(&self, table: TableId) -> bool {
+        self.tables
+            .read()
+            .get(&table)
+            .is_some_and(|slot| slot.layout != Layout::Uniform)
     }
 
     /// Whether `table` is stored `erasure-tiered`.

@@ -109,6 +109,12 @@ pub trait Roles: Send + Sync {
     /// `range` split where this node's role changes, in key order, each piece with its
     /// role.
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)>;
+    /// While a node joins or leaves: this node's role for `token` once the move
+    /// completes, when it differs from [`Roles::role`] (a write is stored under both, so
+    /// the range is whole in its new role's structures when the rings switch).
+    fn future_role(&self, _token: Token) -> Option<Role> {
+        None
+    }
 }
 
 /// Primary for every token: a node that is its whole cluster (or that does not know the
@@ -123,6 +129,17 @@ impl Roles for AllPrimary {
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
         vec![(range, Role::Primary)]
     }
+}
+
+/// The batch of `role` among a table's batches (a new one when it has none yet).
+fn batch_of(batches: &mut Vec<(Role, WriteBatch)>, role: Role) -> Option<&mut WriteBatch> {
+    if !batches.iter().any(|(r, _)| *r == role) {
+        batches.push((role, WriteBatch::new()));
+    }
+    batches
+        .iter_mut()
+        .find(|(r, _)| *r == role)
+        .map(|(_, batch)| batch)
 }
 
 /// Runs an engine call on this thread, or in `block_in_place` (see the module doc).
@@ -384,31 +401,30 @@ impl LocalCoordinator {
     ) -> Result<(), ErrorResponse> {
         let mut batches: BTreeMap<TableId, Vec<(Role, WriteBatch)>> = BTreeMap::new();
         for (table, ms) in mutations {
+            // A layout that stores every role alike needs no second copy during a move.
+            let by_role = self.stores_roles_apart(table);
             let batches = batches.entry(table).or_default();
             // Rows of one partition arrive together: one ring lookup per token.
-            let mut last: Option<(Token, Role)> = None;
+            let mut last: Option<(Token, Role, Option<Role>)> = None;
             for m in ms {
                 // A key too short to hold a token has no place on the ring; it is stored
                 // (and read, see read_local's callers) as a primary copy.
-                let role = match mosaic_rows::decode_token(&m.key) {
+                let (role, also) = match mosaic_rows::decode_token(&m.key) {
                     Ok(token) => match last {
-                        Some((t, role)) if t == token => role,
+                        Some((t, role, also)) if t == token => (role, also),
                         _ => {
                             let role = roles.role(token);
-                            last = Some((token, role));
-                            role
+                            let also = roles.future_role(token).filter(|_| by_role);
+                            last = Some((token, role, also));
+                            (role, also)
                         }
                     },
-                    Err(_) => Role::Primary,
+                    Err(_) => (Role::Primary, None),
                 };
-                let i = match batches.iter().position(|(r, _)| *r == role) {
-                    Some(i) => i,
-                    None => {
-                        batches.push((role, WriteBatch::new()));
-                        batches.len() - 1
-                    }
-                };
-                if let Some((_, batch)) = batches.get_mut(i) {
+                if let Some(batch) = also.and_then(|also| batch_of(batches, also)) {
+                    batch.merge_owned(m.key.clone(), m.ts, m.fragment.clone());
+                }
+                if let Some(batch) = batch_of(batches, role) {
                     batch.merge_owned(m.key, m.ts, m.fragment);
                 }
             }

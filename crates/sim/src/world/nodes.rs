@@ -48,6 +48,7 @@ impl World {
             release_version: "mosaic-sim".into(),
             schema_version: store.schema().version,
             status: NodeStatus::Normal,
+            ring_status: Default::default(),
             load_bytes: 0,
         };
         let node = Node::new(

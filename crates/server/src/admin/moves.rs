@@ -1,0 +1,81 @@
+//! `GET /netstats` and `POST /decommission`: a node's topology-change streams, and its
+//! leaving the ring.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::api::{DecommissionReport, Netstats, StreamSessionStatus};
+use super::{error, Admin, SCHEMA_WAIT_MS};
+
+/// What the node's join or leave streams (`mosaic netstats`).
+fn netstats_of(admin: &Admin) -> Netstats {
+    let node = admin.cluster.node();
+    let s = node.streams();
+    Netstats {
+        mode: format!("{:?}", node.ring_status()),
+        operation: s.operation,
+        finished: s.finished,
+        error: s.error,
+        elapsed_ms: s.elapsed_ms,
+        rehomed_entries: s.rehomed_entries,
+        sessions: s
+            .sessions
+            .into_iter()
+            .map(|x| StreamSessionStatus {
+                peer: x.peer.map(|p| p.to_string()).unwrap_or_default(),
+                direction: if x.receiving { "receiving" } else { "sending" }.to_owned(),
+                ranges_total: x.ranges_total,
+                ranges_done: x.ranges_done,
+                entries: x.entries,
+                bytes: x.bytes,
+            })
+            .collect(),
+    }
+}
+
+/// `GET /netstats`.
+pub(super) async fn netstats(State(admin): State<Arc<Admin>>) -> Json<Netstats> {
+    Json(netstats_of(&admin))
+}
+
+/// `POST /decommission`: hands this node's ranges to the nodes that will own them,
+/// leaves the ring and stops the node. Refused while another node joins or leaves, or
+/// when a keyspace would keep fewer nodes than its replication factor.
+pub(super) async fn decommission(State(admin): State<Arc<Admin>>) -> Response {
+    let node = admin.cluster.node();
+    if !node.await_schema_agreement(SCHEMA_WAIT_MS).await {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the live nodes do not agree on the schema yet; retry",
+        );
+    }
+    let tables: Vec<_> = admin
+        .local
+        .current_catalog()
+        .tables()
+        .map(|t| t.id)
+        .collect();
+    match node.decommission(&tables).await {
+        Ok(()) => {
+            let marker = admin
+                .local
+                .data_dir()
+                .join(crate::moves::DECOMMISSIONED_FILE);
+            if let Err(e) = crate::durable::write_atomic(&marker, b"") {
+                tracing::warn!(target: "mosaic::admin", path = %marker.display(), error = %e,
+                    "could not mark the data directory decommissioned");
+            }
+            let report = DecommissionReport {
+                streams: netstats_of(&admin),
+            };
+            tracing::info!(target: "mosaic::admin", "decommissioned; stopping");
+            admin.stop.notify_one();
+            (StatusCode::OK, Json(report)).into_response()
+        }
+        Err(e) => error(StatusCode::CONFLICT, format!("decommission failed: {e}")),
+    }
+}

@@ -1,0 +1,247 @@
+//! A node joining a running cluster (bootstrap) from the server's side: choosing its
+//! tokens, remembering that it is joining and which ranges it already streamed (so a
+//! crash resumes the join rather than leaving a node that owns ranges it never received),
+//! and running the join before the node serves CQL. The cluster side is
+//! `mosaic_cluster::node` (`Node::bootstrap`, `Node::decommission`).
+//!
+//! `bootstrap.json` in the data directory exists from the moment the node chose its
+//! tokens until the join completed; it lists the ranges (table, left, right) already
+//! stored. A node starting with it announces `Joining` and runs the join again, skipping
+//! those ranges.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use mosaic_cluster::message::{EndpointState, RingStatus};
+use mosaic_cluster::node::StreamedRange;
+use mosaic_cluster::{Endpoint, Node, TableKey};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::durable::{write_atomic, NodeIdentity};
+use crate::local::LocalCoordinator;
+
+/// The file marking a join in progress.
+pub const BOOTSTRAP_FILE: &str = "bootstrap.json";
+
+/// The file marking a data directory whose node was decommissioned: it does not start
+/// again (its tokens belong to others now; as Cassandra, which refuses to rejoin).
+pub const DECOMMISSIONED_FILE: &str = "decommissioned";
+
+/// Refuses to start a node that was decommissioned.
+pub fn refuse_decommissioned(data_dir: &Path) -> Result<()> {
+    if data_dir.join(DECOMMISSIONED_FILE).exists() {
+        anyhow::bail!(
+            "this node was decommissioned and left the ring; it does not rejoin with its old \
+             data. To add this machine again, empty {} and start it as a new node",
+            data_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Pause before a join waiting for another node's move, or a failed one, tries again.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// A join in progress, as persisted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Joining {
+    /// Ranges already stored: table id (hex), left token (exclusive), right token.
+    streamed: Vec<(String, i64, i64)>,
+}
+
+fn table_hex(table: TableKey) -> String {
+    table.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn table_of_hex(hex: &str) -> Option<TableKey> {
+    let mut id = [0u8; 16];
+    if hex.len() != 32 {
+        return None;
+    }
+    for (i, byte) in id.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(mosaic_types::TableId(id))
+}
+
+/// Whether `data_dir` holds a join in progress.
+pub fn joining(data_dir: &Path) -> bool {
+    data_dir.join(BOOTSTRAP_FILE).exists()
+}
+
+/// Chooses this new node's tokens to join `peers` (what the seeds told it), when it
+/// should bootstrap: `auto_bootstrap` on, not its own seed, no `initial_token`, and
+/// nodes of the cluster already owning tokens. Saves its identity and marks the join;
+/// whether it will bootstrap.
+pub fn plan(config: &Config, peers: &[EndpointState]) -> Result<bool> {
+    let me = config.storage_endpoint();
+    let own_seed = config.seed_endpoints()?.contains(&me);
+    let owners: Vec<&EndpointState> = peers
+        .iter()
+        .filter(|s| s.endpoint != me && s.app.ring_status.owns_now() && !s.app.tokens.is_empty())
+        .collect();
+    if !config.cluster.auto_bootstrap
+        || own_seed
+        || !config.initial_token.is_empty()
+        || owners.is_empty()
+    {
+        return Ok(false);
+    }
+    let same_dc: Vec<(Endpoint, Vec<i64>)> = owners
+        .iter()
+        .filter(|s| s.app.data_center == config.data_center)
+        .map(|s| (s.endpoint, s.app.tokens.clone()))
+        .collect();
+    let taken: std::collections::HashSet<i64> = owners
+        .iter()
+        .flat_map(|s| s.app.tokens.iter().copied())
+        .collect();
+    let tokens: Vec<i64> = if same_dc.is_empty() {
+        // The first node of its datacenter: random tokens (as a new cluster's).
+        NodeIdentity::generate(config.num_tokens).tokens
+    } else {
+        mosaic_cluster::tokens::allocate(&same_dc, me, config.num_tokens as usize)
+    }
+    .into_iter()
+    .filter(|t| !taken.contains(t))
+    .collect();
+    let identity = NodeIdentity::with_tokens(tokens);
+    std::fs::create_dir_all(&config.data_dir)
+        .with_context(|| format!("creating {}", config.data_dir.display()))?;
+    // The join marker first: a crash between the two leaves a node that joins with
+    // tokens chosen afresh, never one owning tokens it never streamed for.
+    save(&config.data_dir, &Joining::default())?;
+    identity
+        .save(&config.data_dir)
+        .context("saving the new node's identity")?;
+    tracing::info!(
+        target: "mosaic::bootstrap",
+        tokens = identity.tokens.len(),
+        "joining a running cluster: balanced tokens chosen; streaming before serving"
+    );
+    Ok(true)
+}
+
+fn save(data_dir: &Path, joining: &Joining) -> Result<()> {
+    let path = data_dir.join(BOOTSTRAP_FILE);
+    let bytes = serde_json::to_vec(joining).context("encoding the join's progress")?;
+    write_atomic(&path, &bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+fn load(data_dir: &Path) -> Joining {
+    let path = data_dir.join(BOOTSTRAP_FILE);
+    match std::fs::read(&path).map(|b| serde_json::from_slice::<Joining>(&b)) {
+        Ok(Ok(j)) => j,
+        Ok(Err(e)) => {
+            tracing::warn!(target: "mosaic::bootstrap", path = %path.display(), error = %e,
+                "the join's progress does not parse; streaming every range again");
+            Joining::default()
+        }
+        Err(_) => Joining::default(),
+    }
+}
+
+/// The ring status a node starts in and the tokens it gossips: joining without tokens
+/// while `bootstrap.json` exists (it announces them once it has the schema, so no write
+/// reaches it for a table it does not know yet), else normal with `tokens`.
+pub fn start_state(data_dir: &Path, tokens: Vec<i64>) -> (RingStatus, Vec<i64>) {
+    if joining(data_dir) {
+        (RingStatus::Joining, Vec::new())
+    } else {
+        (RingStatus::Normal, tokens)
+    }
+}
+
+/// Runs this node's join to completion (see the module doc): waits for the schema and
+/// for any other node's move, streams, and removes the marker. Failed attempts are
+/// logged and retried, resuming from the ranges stored.
+pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) {
+    let progress = Arc::new(Mutex::new(load(&data_dir)));
+    let tokens: Vec<i64> = local.local_node().tokens.iter().map(|t| t.0).collect();
+    loop {
+        // The schema comes from the live nodes: hear from one first (agreement with none
+        // would be had at once, with no tables to stream).
+        if !node.hears_ring() || !node.await_schema_agreement(10_000).await {
+            tracing::info!(target: "mosaic::bootstrap", "waiting for the schema before joining");
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        if let Some(other) = node.moving_peer() {
+            tracing::info!(target: "mosaic::bootstrap", peer = %other,
+                "another node is joining or leaving; waiting to join");
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        let tables: Vec<TableKey> = local.current_catalog().tables().map(|t| t.id).collect();
+        let done: Vec<StreamedRange> = progress
+            .lock()
+            .streamed
+            .iter()
+            .filter_map(|(t, l, r)| Some((table_of_hex(t)?, *l, *r)))
+            .collect();
+        let record = {
+            let progress = progress.clone();
+            let data_dir = data_dir.clone();
+            move |(table, left, right): StreamedRange| {
+                let mut p = progress.lock();
+                p.streamed.push((table_hex(table), left, right));
+                if let Err(e) = save(&data_dir, &p) {
+                    tracing::warn!(target: "mosaic::bootstrap", error = %e,
+                        "could not record a streamed range (a restart streams it again)");
+                }
+            }
+        };
+        match node
+            .bootstrap(tokens.clone(), &tables, &done, &record)
+            .await
+        {
+            Ok(()) => {
+                let path = data_dir.join(BOOTSTRAP_FILE);
+                if let Err(e) = std::fs::remove_file(&path) {
+                    tracing::warn!(target: "mosaic::bootstrap", path = %path.display(), error = %e,
+                        "could not remove the join marker");
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(target: "mosaic::bootstrap", error = %e, "joining failed; retrying");
+                tokio::time::sleep(RETRY).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_ids_round_trip_through_hex() {
+        let t = mosaic_types::TableId([0xa5; 16]);
+        assert_eq!(table_of_hex(&table_hex(t)), Some(t));
+        assert_eq!(table_of_hex("zz"), None);
+        assert_eq!(table_of_hex(&"g".repeat(32)), None);
+    }
+
+    #[test]
+    fn progress_survives_a_restart_and_a_damaged_file_restarts_the_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!joining(dir.path()));
+        let p = Joining {
+            streamed: vec![(table_hex(mosaic_types::TableId([1; 16])), -5, 7)],
+        };
+        save(dir.path(), &p).unwrap();
+        assert!(joining(dir.path()));
+        assert_eq!(
+            start_state(dir.path(), vec![1]),
+            (RingStatus::Joining, vec![])
+        );
+        assert_eq!(load(dir.path()), p);
+        std::fs::write(dir.path().join(BOOTSTRAP_FILE), b"{not json").unwrap();
+        assert_eq!(load(dir.path()), Joining::default());
+    }
+}
