@@ -18,6 +18,9 @@ pub struct EngineConfig {
     pub block_bytes: usize,
     /// Block cache capacity in bytes.
     pub cache_bytes: u64,
+    /// Keep index and filter blocks in the block cache rather than pinned (both engines'
+    /// `cache_index_and_filter_blocks`).
+    pub cache_index_and_filter_blocks: bool,
     /// Read table files with O_DIRECT.
     pub direct_io: bool,
     /// Level-0 files that trigger a compaction.
@@ -51,6 +54,7 @@ impl Default for EngineConfig {
             bloom_bits_per_key: 10,
             block_bytes: 4096,
             cache_bytes: 64 << 20,
+            cache_index_and_filter_blocks: false,
             direct_io: false,
             l0_compaction_trigger: 4,
             l0_slowdown: 20,
@@ -85,6 +89,8 @@ pub struct EngineCounters {
     pub block_cache_hits: u64,
     /// Block cache misses.
     pub block_cache_misses: u64,
+    /// Blocks (data, index, filter) point lookups read from table files: their I/Os.
+    pub get_block_reads: u64,
     /// Microseconds writers were stalled.
     pub stall_micros: u64,
 }
@@ -113,6 +119,7 @@ impl EngineCounters {
             block_cache_misses: self
                 .block_cache_misses
                 .saturating_sub(earlier.block_cache_misses),
+            get_block_reads: self.get_block_reads.saturating_sub(earlier.get_block_reads),
             stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
         }
     }

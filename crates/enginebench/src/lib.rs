@@ -276,6 +276,11 @@ impl PhaseResult {
         ratio(self.counters.user_read_file_bytes, self.user_bytes_read)
     }
 
+    /// Blocks the engine read from table files per operation (a read phase's I/Os per get).
+    pub fn block_reads_per_op(&self) -> f64 {
+        ratio(self.counters.get_block_reads, self.ops)
+    }
+
     /// CPU microseconds (all threads) per operation.
     pub fn cpu_micros_per_op(&self) -> f64 {
         if self.ops == 0 {

@@ -65,6 +65,10 @@ struct Args {
     /// Block cache size in MiB.
     #[arg(long, default_value_t = 64)]
     cache_mib: u64,
+    /// Keep index and filter blocks in the block cache, charged to it and evicted, instead
+    /// of pinned in memory (both engines' `cache_index_and_filter_blocks`).
+    #[arg(long)]
+    cache_index_and_filter: bool,
     /// Read table files with O_DIRECT on both engines (bypasses the OS page cache).
     #[arg(long)]
     direct_io: bool,
@@ -130,6 +134,7 @@ fn main() -> Result<()> {
             bloom_bits_per_key: args.bloom_bits,
             block_bytes: args.block_bytes,
             cache_bytes: args.cache_mib << 20,
+            cache_index_and_filter_blocks: args.cache_index_and_filter,
             direct_io: args.direct_io,
             level1_bytes: args.level1_mib << 20,
             table_bytes: args.table_mib << 20,

@@ -139,6 +139,7 @@ impl MosaicEngine {
                 ..TableOptions::default()
             },
             block_cache_bytes: cfg.cache_bytes,
+            cache_index_and_filter_blocks: cfg.cache_index_and_filter_blocks,
             direct_io: cfg.direct_io,
             level0_compaction_trigger: cfg.l0_compaction_trigger,
             level0_slowdown_tables: cfg.l0_slowdown,
@@ -243,6 +244,7 @@ impl Engine for MosaicEngine {
             user_read_file_bytes: c.get_bytes_read + c.scan_bytes_read,
             block_cache_hits: c.block_cache_hits,
             block_cache_misses: c.block_cache_misses,
+            get_block_reads: c.get_block_reads(),
             stall_micros: c.write_stall_micros,
         }
     }

@@ -178,6 +178,12 @@ fn rows(results: &[&PhaseResult]) -> Vec<Row> {
                 ratio: true,
             },
             Row {
+                label: "disk reads/op, engine",
+                values: col(&|r| r.block_reads_per_op()),
+                fmt: f2,
+                ratio: true,
+            },
+            Row {
                 label: "block cache hit %",
                 values: col(&|r| {
                     let c = &r.counters;
@@ -232,14 +238,19 @@ pub fn text(report: &Report) -> String {
     let e = &c.engine;
     let _ = writeln!(
         out,
-        "memtable {} MiB ×{} immutable, bloom {} bits/key, block {} B, cache {} MiB, \
-         compression off, direct reads {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
+        "memtable {} MiB ×{} immutable, bloom {} bits/key, block {} B, cache {} MiB \
+         (index and filter blocks {}), compression off, direct reads {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
          tables {} MiB, {} levels, {} compaction thread(s)",
         e.memtable_bytes >> 20,
         e.immutable_memtables,
         e.bloom_bits_per_key,
         e.block_bytes,
         e.cache_bytes >> 20,
+        if e.cache_index_and_filter_blocks {
+            "in it"
+        } else {
+            "pinned"
+        },
         e.direct_io,
         e.l0_compaction_trigger,
         e.l0_slowdown,
@@ -395,6 +406,7 @@ fn phase_json(p: &PhaseResult) -> serde_json::Value {
             "user_read_file_bytes": c.user_read_file_bytes,
             "block_cache_hits": c.block_cache_hits,
             "block_cache_misses": c.block_cache_misses,
+            "get_block_reads": c.get_block_reads,
             "stall_micros": c.stall_micros,
         },
         "db_bytes": p.db_bytes,
@@ -435,6 +447,7 @@ pub fn json(report: &Report) -> String {
             "bloom_bits_per_key": e.bloom_bits_per_key,
             "block_bytes": e.block_bytes,
             "cache_bytes": e.cache_bytes,
+            "cache_index_and_filter_blocks": e.cache_index_and_filter_blocks,
             "direct_io": e.direct_io,
             "l0_compaction_trigger": e.l0_compaction_trigger,
             "l0_slowdown": e.l0_slowdown,

@@ -19,7 +19,9 @@
 //! ([`split`], [`LogOptions`]).
 //!
 //! A node runs one [`Engine`] ([`engine`]): one shared WAL and group commit, one pool of
-//! flush and compaction workers, one memtable budget and one block cache; every table is a
+//! flush and compaction workers, one memtable budget and one block cache (holding tables'
+//! index and filter blocks too with [`EngineOptions::cache_index_and_filter_blocks`],
+//! otherwise they are pinned while a table is open); every table is a
 //! partition of it, opened as a [`Db`] with [`Options::engine`] set. Without an engine,
 //! `Db::open(dir, Options::default())` opens a private one with a single partition. Then
 //! `put`/`delete`/`merge`/`write` with a timestamp, `get`, `scan`, `snapshot`, `flush`,
@@ -79,6 +81,6 @@ pub use options::{
     CompactionEvent, CompactionFilter, CompactionListener, DynamicLevels, GroupOf, LevelPolicy,
     LogOptions, Options, StaticLevels, TableStore,
 };
-pub use stats::{CounterSnapshot, Counters, ReadPurpose};
+pub use stats::{BlockKind, CounterSnapshot, Counters, ReadPurpose};
 pub use table::{BlockCache, Compression, TableOptions, TableReader, TableWriter};
 pub use wal::{Damage, SyncMode, WalDrop, WriteBatch, DAMAGED_DIR};

@@ -132,6 +132,9 @@ pub struct Options {
     pub table: TableOptions,
     /// Block cache capacity in bytes of a private engine (0 disables it).
     pub block_cache_bytes: u64,
+    /// Whether a private engine's block cache holds index and filter blocks (see
+    /// [`crate::EngineOptions::cache_index_and_filter_blocks`]).
+    pub cache_index_and_filter_blocks: bool,
     /// Read tables with O_DIRECT (bypassing the OS page cache) where supported.
     pub direct_io: bool,
     /// Level-0 tables that trigger a compaction into level 1.
@@ -243,6 +246,7 @@ impl Default for Options {
             immutable_memtables_max: 2,
             table: TableOptions::default(),
             block_cache_bytes: 64 << 20,
+            cache_index_and_filter_blocks: false,
             direct_io: false,
             level0_compaction_trigger: 4,
             level0_slowdown_tables: 12,

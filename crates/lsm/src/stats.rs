@@ -16,6 +16,17 @@ pub enum ReadPurpose {
     Open,
 }
 
+/// Which block of a table a disk read fetched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// A data block.
+    Data,
+    /// The table's index block.
+    Index,
+    /// The table's Bloom filter block.
+    Filter,
+}
+
 /// Live counters, updated with relaxed atomics on the hot paths.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -31,8 +42,20 @@ pub struct Counters {
     pub compaction_bytes_written: AtomicU64,
     /// Bytes read from disk by compactions.
     pub compaction_bytes_read: AtomicU64,
-    /// Bytes read from disk by point lookups (cache misses only).
+    /// Bytes read from disk by point lookups (cache misses only): data blocks, and index
+    /// and filter blocks when they live in the block cache.
     pub get_bytes_read: AtomicU64,
+    /// Data blocks point lookups read from disk (each a block cache miss, one I/O).
+    pub get_data_block_reads: AtomicU64,
+    /// Index blocks point lookups read from disk (only when index blocks live in the
+    /// block cache; pinned ones are read once, at open).
+    pub get_index_block_reads: AtomicU64,
+    /// Of `get_bytes_read`, the bytes of those index blocks.
+    pub get_index_bytes_read: AtomicU64,
+    /// Filter blocks point lookups read from disk (as for index blocks).
+    pub get_filter_block_reads: AtomicU64,
+    /// Of `get_bytes_read`, the bytes of those filter blocks.
+    pub get_filter_bytes_read: AtomicU64,
     /// Bytes read from disk by scans (cache misses only).
     pub scan_bytes_read: AtomicU64,
     /// Bytes read from disk when opening tables.
@@ -47,9 +70,10 @@ pub struct Counters {
     pub bloom_true_positives: AtomicU64,
     /// Bloom filter said "maybe" and the key was not there.
     pub bloom_false_positives: AtomicU64,
-    /// Block cache hits.
+    /// Block cache hits (data blocks, and index and filter blocks when the cache holds
+    /// them).
     pub block_cache_hits: AtomicU64,
-    /// Block cache misses (each is a disk read).
+    /// Block cache misses (each is a disk read, or a wait for another reader's).
     pub block_cache_misses: AtomicU64,
     /// Memtable flushes completed.
     pub flushes: AtomicU64,
@@ -87,6 +111,30 @@ impl Counters {
         c.fetch_add(bytes, Ordering::Relaxed);
     }
 
+    /// Counts one block of `kind` and `bytes` read from disk for `purpose`: the bytes per
+    /// purpose, and for a point lookup the read and its bytes per kind of block.
+    pub fn add_block_read(&self, purpose: ReadPurpose, kind: BlockKind, bytes: u64) {
+        self.add_read(purpose, bytes);
+        if purpose != ReadPurpose::Get {
+            return;
+        }
+        let (reads, kind_bytes) = match kind {
+            BlockKind::Data => (&self.get_data_block_reads, None),
+            BlockKind::Index => (
+                &self.get_index_block_reads,
+                Some(&self.get_index_bytes_read),
+            ),
+            BlockKind::Filter => (
+                &self.get_filter_block_reads,
+                Some(&self.get_filter_bytes_read),
+            ),
+        };
+        reads.fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = kind_bytes {
+            c.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+
     /// Adds one to a counter.
     pub fn inc(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
@@ -108,6 +156,11 @@ impl Counters {
             compaction_bytes_written: r(&self.compaction_bytes_written),
             compaction_bytes_read: r(&self.compaction_bytes_read),
             get_bytes_read: r(&self.get_bytes_read),
+            get_data_block_reads: r(&self.get_data_block_reads),
+            get_index_block_reads: r(&self.get_index_block_reads),
+            get_index_bytes_read: r(&self.get_index_bytes_read),
+            get_filter_block_reads: r(&self.get_filter_block_reads),
+            get_filter_bytes_read: r(&self.get_filter_bytes_read),
             scan_bytes_read: r(&self.scan_bytes_read),
             open_bytes_read: r(&self.open_bytes_read),
             gets: r(&self.gets),
@@ -149,6 +202,16 @@ pub struct CounterSnapshot {
     pub compaction_bytes_read: u64,
     #[allow(missing_docs)]
     pub get_bytes_read: u64,
+    #[allow(missing_docs)]
+    pub get_data_block_reads: u64,
+    #[allow(missing_docs)]
+    pub get_index_block_reads: u64,
+    #[allow(missing_docs)]
+    pub get_index_bytes_read: u64,
+    #[allow(missing_docs)]
+    pub get_filter_block_reads: u64,
+    #[allow(missing_docs)]
+    pub get_filter_bytes_read: u64,
     #[allow(missing_docs)]
     pub scan_bytes_read: u64,
     #[allow(missing_docs)]
@@ -222,7 +285,7 @@ impl CounterSnapshot {
     }
 
     fn zip_with(&mut self, o: &CounterSnapshot, f: impl Fn(u64, u64) -> u64) {
-        let pairs: [(&mut u64, u64); 27] = [
+        let pairs: [(&mut u64, u64); 32] = [
             (&mut self.user_bytes_written, o.user_bytes_written),
             (&mut self.wal_bytes_written, o.wal_bytes_written),
             (&mut self.wal_syncs, o.wal_syncs),
@@ -233,6 +296,11 @@ impl CounterSnapshot {
             ),
             (&mut self.compaction_bytes_read, o.compaction_bytes_read),
             (&mut self.get_bytes_read, o.get_bytes_read),
+            (&mut self.get_data_block_reads, o.get_data_block_reads),
+            (&mut self.get_index_block_reads, o.get_index_block_reads),
+            (&mut self.get_index_bytes_read, o.get_index_bytes_read),
+            (&mut self.get_filter_block_reads, o.get_filter_block_reads),
+            (&mut self.get_filter_bytes_read, o.get_filter_bytes_read),
             (&mut self.scan_bytes_read, o.scan_bytes_read),
             (&mut self.open_bytes_read, o.open_bytes_read),
             (&mut self.gets, o.gets),
@@ -267,9 +335,27 @@ impl CounterSnapshot {
         ratio(self.get_tables_probed, self.gets)
     }
 
-    /// Disk bytes read per point lookup.
+    /// Disk bytes read per point lookup (read amplification in bytes, the DEPART paper's
+    /// Fig. 11).
     pub fn bytes_read_per_get(&self) -> f64 {
         ratio(self.get_bytes_read, self.gets)
+    }
+
+    /// Blocks point lookups read from disk: data, index and filter.
+    pub fn get_block_reads(&self) -> u64 {
+        self.get_data_block_reads + self.get_index_block_reads + self.get_filter_block_reads
+    }
+
+    /// Of `get_bytes_read`, the bytes of data blocks.
+    pub fn get_data_bytes_read(&self) -> u64 {
+        self.get_bytes_read
+            .saturating_sub(self.get_index_bytes_read + self.get_filter_bytes_read)
+    }
+
+    /// Disk reads (I/Os) per point lookup: data, index and filter blocks that missed the
+    /// cache.
+    pub fn block_reads_per_get(&self) -> f64 {
+        ratio(self.get_block_reads(), self.gets)
     }
 
     /// Fraction of Bloom "maybe" answers that were wrong.

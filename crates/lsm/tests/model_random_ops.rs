@@ -107,6 +107,9 @@ struct Setup {
     filter_prefix_bytes: usize,
     /// Neighbour partitions sharing the database's node engine (0: a standalone database).
     neighbours: usize,
+    /// Index and filter blocks in the (64 KiB) block cache, evicted and read back, instead
+    /// of pinned.
+    metadata_in_cache: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -475,6 +478,7 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
         ],
         prop_oneof![Just(0usize), Just(2), Just(4)],
         prop_oneof![2 => Just(0usize), 1 => 1usize..=3],
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -488,9 +492,11 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
                 log,
                 fp,
                 neighbours,
+                metadata_in_cache,
             )| {
                 Setup {
                     neighbours,
+                    metadata_in_cache,
                     filter_prefix_bytes: fp,
                     memtable_size_bytes,
                     block_size_bytes,
@@ -616,6 +622,7 @@ fn options(mode: Mode, space: KeySpace, setup: &Setup, clock: &Arc<ManualClock>)
             ..TableOptions::default()
         },
         block_cache_bytes: 64 << 10,
+        cache_index_and_filter_blocks: setup.metadata_in_cache,
         level0_compaction_trigger: setup.level0_compaction_trigger,
         level0_stall_tables: 12,
         level_size_ratio: 4,
@@ -665,6 +672,7 @@ fn open_all(
                 sync_mode: setup.sync_mode,
                 memtable_space_bytes: 0,
                 block_cache_bytes: 64 << 10,
+                cache_index_and_filter_blocks: setup.metadata_in_cache,
                 flush_threads: 1,
                 compaction_threads: 1,
                 ..EngineOptions::default()
@@ -1285,6 +1293,7 @@ fn background_compaction_builds_several_levels() {
         static_levels: false,
         log: None,
         neighbours: 0,
+        metadata_in_cache: false,
         filter_prefix_bytes: 0,
     };
     let space = KeySpace::Wide(400);
@@ -1333,6 +1342,7 @@ fn gc_setup() -> Setup {
         static_levels: false,
         log: None,
         neighbours: 0,
+        metadata_in_cache: false,
         filter_prefix_bytes: 3,
     }
 }

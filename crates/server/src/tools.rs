@@ -216,6 +216,15 @@ fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS.get(unit).unwrap_or(&"B"))
 }
 
+/// `num` per `den`, 0 when `den` is.
+fn per(num: u64, den: u64) -> f64 {
+    if den == 0 {
+        0.0
+    } else {
+        num as f64 / den as f64
+    }
+}
+
 /// `mosaic status`: every node, UP/DOWN, load, tokens, ownership, grouped by datacenter
 /// as `nodetool status` does.
 pub fn status(args: &HostArgs) -> Result<()> {
@@ -450,12 +459,18 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
         n => bytes(n as u64),
     };
     println!(
-        "  engine: {} partitions, memtables {} of {space}, block cache {} of {}, commit log {}, \
-         {} flush + {} compaction threads, stalls {} ({:.1} s, {} timed out), slowdowns {} ({:.1} s)",
+        "  engine: {} partitions, memtables {} of {space}, block cache {} of {}{}, commit log {}, \
+         {} flush + {} compaction threads, stalls {} ({:.1} s, {} timed out), slowdowns {} ({:.1} s), \
+         {:.2} disk reads and {:.0} B per get",
         e.partitions,
         bytes(e.memtable_bytes as u64),
         bytes(e.block_cache_bytes),
         bytes(e.block_cache_capacity_bytes),
+        if e.cache_index_and_filter_blocks {
+            " (index and filter blocks in it)"
+        } else {
+            ""
+        },
         bytes(e.wal_bytes),
         e.flush_threads,
         e.compaction_threads,
@@ -464,6 +479,8 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
         e.write_stall_timeouts,
         e.write_slowdowns,
         e.write_slowdown_micros as f64 / 1e6,
+        per(e.get_block_reads, e.gets),
+        per(e.get_bytes_read, e.gets),
     );
     if e.counter_cache_capacity_bytes > 0 {
         println!(
@@ -490,12 +507,13 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
         .map(|l| format!("L{}:{}", l.level, l.files))
         .collect();
     println!(
-        "  {} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.0} B read/get, memtables {}, files {}, hot {}, cold {}",
+        "  {} ({}): user {} written, WA {:.2}, {:.2} tables probed/get, {:.2} disk reads/get, {:.0} B read/get, memtables {}, files {}, hot {}, cold {}",
         t.table,
         s.layout,
         bytes(s.counters.user_bytes_written),
         s.counters.write_amplification,
         s.counters.tables_probed_per_get,
+        s.counters.block_reads_per_get,
         s.counters.bytes_read_per_get,
         bytes(s.memtable_bytes as u64),
         levels.join(" "),
@@ -517,11 +535,12 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
     }
     for st in &s.structures {
         println!(
-            "    {:<38} flush {}, compaction {} written, {:.2} tables probed/get, {:.0} B read/get, memtables {}",
+            "    {:<38} flush {}, compaction {} written, {:.2} tables probed/get, {:.2} disk reads/get, {:.0} B read/get, memtables {}",
             st.structure,
             bytes(st.counters.flush_bytes_written),
             bytes(st.counters.compaction_bytes_written),
             st.counters.tables_probed_per_get,
+            st.counters.block_reads_per_get,
             st.counters.bytes_read_per_get,
             bytes(st.memtable_bytes as u64),
         );

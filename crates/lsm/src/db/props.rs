@@ -6,6 +6,8 @@
 //! writer and its readers live side by side here. Tables without a recognised block are
 //! read the conservative way: several versions per key, whole-key filters.
 
+use crate::error::Result;
+use crate::stats::ReadPurpose;
 use crate::version::TableHandle;
 
 /// Version of the engine's table properties block: `[1, flags]`.
@@ -55,9 +57,16 @@ pub(super) fn filter_probe<'k>(t: &TableHandle, key: &'k [u8]) -> &'k [u8] {
 }
 
 /// Whether `t` may hold a key starting with `prefix` (a table whose filter is not over
-/// prefixes of that length may).
-pub(super) fn table_may_hold_prefix(t: &TableHandle, prefix: &[u8]) -> bool {
-    filter_prefix_of(t) != Some(prefix.len()) || t.reader().may_contain(prefix)
+/// prefixes of that length may), reading its filter for `purpose` if it is not in memory.
+pub(super) fn table_may_hold_prefix(
+    t: &TableHandle,
+    prefix: &[u8],
+    purpose: ReadPurpose,
+) -> Result<bool> {
+    if filter_prefix_of(t) != Some(prefix.len()) {
+        return Ok(true);
+    }
+    t.reader().may_contain(prefix, purpose)
 }
 
 /// Whether every user key in `t` has exactly one version.

@@ -169,7 +169,10 @@ impl Inner {
                         continue;
                     }
                 }
-                if !t.reader().may_contain(filter_probe(t, key)) {
+                if !t
+                    .reader()
+                    .may_contain(filter_probe(t, key), ReadPurpose::Get)?
+                {
                     Counters::inc(&self.counters.bloom_negatives);
                     continue;
                 }
@@ -295,7 +298,7 @@ impl Inner {
                 children.push(Box::new(MemIter::visible_at(m.clone(), seqno).until(end)));
             }
         }
-        self.add_table_iters(&sv.version, lo, hi, &mut children);
+        self.add_table_iters(&sv.version, lo, hi, &mut children)?;
         let mut iter = MergingIter::new(children);
         let skip = match start {
             Bound::Included(k) => {
@@ -324,13 +327,14 @@ impl Inner {
 
     /// Adds to `children` an iterator over every table of `version` that may hold keys
     /// between `lo` and `hi` (one per level-0 table or log run, one per deeper level).
+    /// Fails only if a filter that lives in the block cache could not be read back.
     fn add_table_iters(
         &self,
         version: &Version,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         children: &mut Vec<Box<dyn InternalIter>>,
-    ) {
+    ) -> Result<()> {
         // A scan confined to one filter prefix (a partition) consults the tables' prefix
         // filters, as a point lookup does, and is counted as one.
         let prefix = shared_prefix(lo, hi, self.opts.table.filter_prefix_bytes);
@@ -341,6 +345,7 @@ impl Inner {
             ReadPurpose::Scan
         };
         let (mut probed, mut filtered) = (0u64, 0u64);
+        let mut failure = None;
         let mut wanted = |t: &Arc<TableHandle>| {
             let m = t.meta();
             if lo.is_some_and(|lo| m.largest_user_key() < lo)
@@ -349,11 +354,17 @@ impl Inner {
                 return false;
             }
             if let Some(p) = prefix {
-                if !table_may_hold_prefix(t, p) {
-                    filtered += 1;
-                    return false;
+                match table_may_hold_prefix(t, p, purpose) {
+                    Ok(true) => probed += 1,
+                    Ok(false) => {
+                        filtered += 1;
+                        return false;
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        return false;
+                    }
                 }
-                probed += 1;
             }
             true
         };
@@ -390,6 +401,7 @@ impl Inner {
             Counters::add(&self.counters.get_tables_probed, probed);
             Counters::add(&self.counters.bloom_negatives, filtered);
         }
+        failure.map_or(Ok(()), Err)
     }
 }
 

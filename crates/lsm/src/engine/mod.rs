@@ -81,6 +81,15 @@ pub struct EngineOptions {
     pub memtable_cleanup_threshold: f64,
     /// The node's block cache, shared by every partition (0 disables it).
     pub block_cache_bytes: u64,
+    /// Keep tables' index blocks and Bloom filters in the block cache — charged to
+    /// `block_cache_bytes`, evicted and read back like data blocks — instead of pinned in
+    /// memory, outside any budget, while the table is open (RocksDB's
+    /// `cache_index_and_filter_blocks`). Off by default, as in RocksDB and Cassandra: pinned
+    /// metadata costs two cache lookups less per table probed, and is about 1% of the data
+    /// with 4 KiB blocks and 10 Bloom bits per key. On when that 1% does not fit in memory
+    /// beside the cache, so metadata competes for the cache by use. Ignored without a
+    /// block cache (metadata is then pinned).
+    pub cache_index_and_filter_blocks: bool,
     /// Threads flushing memtables, for the whole node. Both this and `compaction_threads`
     /// 0: manual mode, no background threads at all (see [`Engine::run_background_work`]).
     pub flush_threads: usize,
@@ -114,6 +123,7 @@ impl Default for EngineOptions {
             memtable_space_bytes: 256 << 20,
             memtable_cleanup_threshold: 0.33,
             block_cache_bytes: 128 << 20,
+            cache_index_and_filter_blocks: false,
             flush_threads: 2,
             compaction_threads: 2,
             compaction_bytes_per_sec: 0,
@@ -131,6 +141,10 @@ impl std::fmt::Debug for EngineOptions {
             .field("sync_mode", &self.sync_mode)
             .field("memtable_space_bytes", &self.memtable_space_bytes)
             .field("block_cache_bytes", &self.block_cache_bytes)
+            .field(
+                "cache_index_and_filter_blocks",
+                &self.cache_index_and_filter_blocks,
+            )
             .field("flush_threads", &self.flush_threads)
             .field("compaction_threads", &self.compaction_threads)
             .field("write_stall_timeout", &self.write_stall_timeout)
@@ -147,6 +161,7 @@ impl EngineOptions {
             sync_mode: opts.sync_mode,
             memtable_space_bytes: 0,
             block_cache_bytes: opts.block_cache_bytes,
+            cache_index_and_filter_blocks: opts.cache_index_and_filter_blocks,
             flush_threads: 1,
             compaction_threads: opts.compaction_threads,
             wal_space_bytes: 0,
@@ -338,7 +353,9 @@ impl Engine {
             replay.report.kept =
                 wal.rewrite_pending(&fs, &wal_dir, &mut replay.pending, &replay.damaged)?;
         }
-        let cache = (opts.block_cache_bytes > 0).then(|| BlockCache::new(opts.block_cache_bytes));
+        let cache = (opts.block_cache_bytes > 0).then(|| {
+            BlockCache::with_metadata(opts.block_cache_bytes, opts.cache_index_and_filter_blocks)
+        });
         let limiter = (opts.compaction_bytes_per_sec > 0)
             .then(|| RateLimiter::new(opts.compaction_bytes_per_sec));
         let shared = Arc::new(Shared {

@@ -135,6 +135,11 @@ impl BloomFilter {
     pub(crate) fn size_bytes(&self) -> usize {
         self.bits.len()
     }
+
+    /// Bytes this filter holds in memory, for the block cache's weight.
+    pub(crate) fn charge_bytes(&self) -> u64 {
+        (self.bits.capacity() + std::mem::size_of::<Self>() + 64) as u64
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,13 @@ mod cache;
 mod coding;
 mod filter;
 mod format;
+mod meta;
 mod reader;
 mod tiered;
 mod writer;
 
+#[cfg(test)]
+mod meta_tests;
 #[cfg(test)]
 mod tests;
 

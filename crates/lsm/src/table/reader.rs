@@ -1,5 +1,6 @@
-//! Reading a table: open verifies the footer and loads the index, filter and properties;
-//! iterators then fetch data blocks through the shared [`BlockCache`].
+//! Reading a table: open verifies the footer and loads the index, filter and properties
+//! (kept pinned, or handed to the block cache: see the `meta` module); iterators then fetch
+//! data blocks through the shared [`BlockCache`].
 //!
 //! Every byte read from the file is checksummed before it is interpreted and every handle is
 //! checked against the file's real layout, so a damaged file gives [`Error::ChecksumMismatch`]
@@ -13,28 +14,28 @@ use std::sync::Arc;
 use mosaic_env::RandomAccessFile;
 
 use super::block::{Block, BlockError, BlockIter};
-use super::cache::BlockCache;
-use super::filter::BloomFilter;
+use super::cache::{BlockCache, Cached};
 use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::meta::{decode_filter, decode_index, Metadata};
 use crate::error::{Error, Result};
 use crate::key::KeyOrder;
-use crate::stats::{Counters, ReadPurpose};
+use crate::stats::{BlockKind, Counters, ReadPurpose};
 
 /// An open, immutable table. Shared (`Arc`) by every iterator over it.
 pub struct TableReader {
-    file: Arc<dyn RandomAccessFile>,
-    path: PathBuf,
-    cache_id: u64,
+    pub(super) file: Arc<dyn RandomAccessFile>,
+    pub(super) path: PathBuf,
+    pub(super) cache_id: u64,
     cache: Option<Arc<BlockCache>>,
-    counters: Arc<Counters>,
-    footer: Footer,
-    index: Arc<Block>,
-    filter: Option<BloomFilter>,
+    pub(super) counters: Arc<Counters>,
+    pub(super) footer: Footer,
+    /// The index and filter, pinned here or in the block cache.
+    pub(super) meta: Metadata,
     properties: Vec<u8>,
     size_bytes: u64,
     /// Data blocks lie in `[0, data_end)`, before the filter, index and properties blocks.
     data_end: u64,
-    verify_checksums: bool,
+    pub(super) verify_checksums: bool,
 }
 
 impl std::fmt::Debug for TableReader {
@@ -49,7 +50,9 @@ impl std::fmt::Debug for TableReader {
 
 impl TableReader {
     /// Opens a table: reads and verifies the footer, index block, filter block and
-    /// properties. `cache_id` must be unique per table file within `cache`.
+    /// properties. `cache_id` must be unique per table file within `cache`. If `cache`
+    /// holds metadata ([`BlockCache::holds_metadata`]) the index and filter go there,
+    /// otherwise the reader pins them.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
@@ -106,18 +109,13 @@ impl TableReader {
             );
             Ok(raw)
         };
-        let index = Block::new(read_meta(footer.index)?).map_err(|reason| {
-            Error::corruption(&path, footer.index.offset, format!("index block: {reason}"))
-        })?;
+        let index = decode_index(&path, footer.index.offset, read_meta(footer.index)?)?;
         let filter = if footer.filter.size > 0 {
-            let f = BloomFilter::decode(read_meta(footer.filter)?).map_err(|reason| {
-                Error::corruption(
-                    &path,
-                    footer.filter.offset,
-                    format!("filter block: {reason}"),
-                )
-            })?;
-            Some(f)
+            let raw = read_meta(footer.filter)?;
+            Some((
+                footer.filter.offset,
+                decode_filter(&path, footer.filter.offset, raw)?,
+            ))
         } else {
             None
         };
@@ -126,6 +124,12 @@ impl TableReader {
         if footer.filter.size > 0 {
             data_end = data_end.min(footer.filter.offset);
         }
+        let meta = Metadata::place(
+            cache.as_ref(),
+            cache_id,
+            (footer.index.offset, index),
+            filter,
+        );
         Ok(TableReader {
             file,
             path,
@@ -133,8 +137,7 @@ impl TableReader {
             cache,
             counters,
             footer,
-            index: Arc::new(index),
-            filter,
+            meta,
             properties,
             size_bytes,
             data_end,
@@ -187,24 +190,37 @@ impl TableReader {
         &self.properties
     }
 
-    /// Bytes of index and filter held in memory while the table is open.
-    pub fn memory_bytes(&self) -> u64 {
-        (self.index.data().len() + self.filter.as_ref().map_or(0, |f| f.size_bytes())) as u64
+    /// Bytes of index and filter this reader pins in memory for as long as the table is
+    /// open (0 when they live in the block cache).
+    pub fn pinned_memory_bytes(&self) -> u64 {
+        match &self.meta {
+            Metadata::Pinned { index, filter } => {
+                (index.data().len() + filter.as_ref().map_or(0, |f| f.size_bytes())) as u64
+            }
+            Metadata::Cached(_) => 0,
+        }
     }
 
-    /// Bloom probe on a filter key (`key_order().filter_key(key)`); `true` if the table has
-    /// no filter. `false` means no key of the table has this filter key.
-    pub fn may_contain(&self, filter_key: &[u8]) -> bool {
-        self.filter
-            .as_ref()
-            .is_none_or(|f| f.may_contain(filter_key))
+    /// Bloom probe on a filter key (`key_order().filter_key(key)`) for a read of `purpose`;
+    /// `true` if the table has no filter. `false` means no key of the table has this filter
+    /// key. Fails only if the filter lives in the block cache, missed, and could not be read
+    /// back (an I/O error, or a damaged block).
+    pub fn may_contain(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
+        Ok(self
+            .filter_block(purpose)?
+            .is_none_or(|f| f.may_contain(filter_key)))
     }
 
     /// An unpositioned iterator. `purpose` attributes disk reads; with `fill_cache` false,
-    /// blocks read from disk are not inserted into the cache (compaction inputs).
+    /// blocks read from disk are not inserted into the cache (compaction inputs). A cached
+    /// index block is fetched at the first seek and held until the iterator is dropped.
     pub fn iter(self: &Arc<Self>, purpose: ReadPurpose, fill_cache: bool) -> TableIter {
+        let index = match &self.meta {
+            Metadata::Pinned { index, .. } => Some(BlockIter::new(Arc::clone(index))),
+            Metadata::Cached(_) => None,
+        };
         TableIter {
-            index: BlockIter::new(Arc::clone(&self.index)),
+            index,
             table: Arc::clone(self),
             data: None,
             data_handle: BlockHandle::default(),
@@ -224,7 +240,9 @@ impl TableReader {
         readahead: &mut Readahead,
     ) -> Result<Arc<Block>> {
         if let Some(cache) = &self.cache {
-            if let Some(block) = cache.get(self.cache_id, handle.offset) {
+            // Another kind of block at this offset can only come of a damaged index entry:
+            // treated as a miss, the bounds check below names the damage.
+            if let Some(Cached::Data(block)) = cache.get(self.cache_id, handle.offset) {
                 Counters::inc(&self.counters.block_cache_hits);
                 return Ok(block);
             }
@@ -254,14 +272,15 @@ impl TableReader {
                         .min(self.data_end - handle.offset)
                         .max(end - handle.offset);
                     readahead.fill(&*self.file, &self.path, handle.offset, len)?;
-                    self.counters.add_read(purpose, len);
+                    self.counters.add_block_read(purpose, BlockKind::Data, len);
                     let raw = readahead.slice(handle.offset, end).to_vec();
                     decode_block(raw, &self.path, handle.offset, self.verify_checksums)?
                 }
                 None => {
                     let contents =
                         read_block(&*self.file, &self.path, handle, self.verify_checksums);
-                    self.counters.add_read(purpose, end - handle.offset);
+                    self.counters
+                        .add_block_read(purpose, BlockKind::Data, end - handle.offset);
                     contents?
                 }
             }
@@ -271,13 +290,17 @@ impl TableReader {
         })?);
         if fill_cache {
             if let Some(cache) = &self.cache {
-                cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
+                cache.insert(
+                    self.cache_id,
+                    handle.offset,
+                    Cached::Data(Arc::clone(&block)),
+                );
             }
         }
         Ok(block)
     }
 
-    fn index_error(&self, reason: BlockError) -> Error {
+    pub(super) fn index_error(&self, reason: BlockError) -> Error {
         Error::corruption(
             &self.path,
             self.footer.index.offset,
@@ -290,7 +313,8 @@ impl TableReader {
 /// outlive the caller's handle.
 pub struct TableIter {
     table: Arc<TableReader>,
-    index: BlockIter,
+    /// The cursor over the index block; `None` until the first seek fetches a cached index.
+    index: Option<BlockIter>,
     /// The cursor over the current data block; positioned iff the iterator is valid.
     data: Option<BlockIter>,
     /// The handle of the block under `data`.
@@ -361,7 +385,9 @@ impl TableIter {
 
     fn invalidate_on_error(&mut self, result: Result<()>) -> Result<()> {
         if result.is_err() {
-            self.index.invalidate();
+            if let Some(i) = &mut self.index {
+                i.invalidate();
+            }
             if let Some(d) = &mut self.data {
                 d.invalidate();
             }
@@ -369,11 +395,19 @@ impl TableIter {
         result
     }
 
+    /// The index cursor, fetching the index block first if the iterator has none yet.
+    fn index_cursor(&mut self) -> Result<&mut BlockIter> {
+        let cursor = match self.index.take() {
+            Some(cursor) => cursor,
+            None => BlockIter::new(self.table.index_block(self.purpose, self.fill_cache)?),
+        };
+        Ok(self.index.insert(cursor))
+    }
+
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         let order = self.table.footer.key_order;
-        self.index
-            .seek(target, order)
-            .map_err(|r| self.table.index_error(r))?;
+        let sought = self.index_cursor()?.seek(target, order);
+        sought.map_err(|r| self.table.index_error(r))?;
         if !self.load_data_block()? {
             return Ok(());
         }
@@ -386,9 +420,8 @@ impl TableIter {
     }
 
     fn seek_to_first_inner(&mut self) -> Result<()> {
-        self.index
-            .seek_to_first()
-            .map_err(|r| self.table.index_error(r))?;
+        let sought = self.index_cursor()?.seek_to_first();
+        sought.map_err(|r| self.table.index_error(r))?;
         if !self.load_data_block()? {
             return Ok(());
         }
@@ -411,10 +444,11 @@ impl TableIter {
     /// While the data cursor is past its block's end, moves to the next block's first entry.
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while !self.valid() {
-            if !self.index.valid() {
+            let Some(index) = self.index.as_mut().filter(|i| i.valid()) else {
                 return Ok(());
-            }
-            self.index.next().map_err(|r| self.table.index_error(r))?;
+            };
+            let stepped = index.next();
+            stepped.map_err(|r| self.table.index_error(r))?;
             if !self.load_data_block()? {
                 return Ok(());
             }
@@ -430,13 +464,13 @@ impl TableIter {
     /// Loads the block the index cursor points at (reusing the current one if it is the
     /// same); returns false, leaving the iterator invalid, if the index is exhausted.
     fn load_data_block(&mut self) -> Result<bool> {
-        if !self.index.valid() {
+        let Some(index) = self.index.as_ref().filter(|i| i.valid()) else {
             if let Some(d) = &mut self.data {
                 d.invalidate();
             }
             return Ok(false);
-        }
-        let handle = BlockHandle::decode_varint(self.index.value()).ok_or_else(|| {
+        };
+        let handle = BlockHandle::decode_varint(index.value()).ok_or_else(|| {
             self.table
                 .index_error("index entry value is not a block handle")
         })?;

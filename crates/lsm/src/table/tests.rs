@@ -173,7 +173,9 @@ fn random_sorted_sets_round_trip_in_both_orders_with_and_without_lz4() {
                 assert_eq!(scan(&t).unwrap(), entries, "{order:?} {compression:?} {n}");
                 let mut it = t.iter(ReadPurpose::Get, true);
                 for (k, v) in &entries {
-                    assert!(t.may_contain(order.filter_key(k)));
+                    assert!(t
+                        .may_contain(order.filter_key(k), ReadPurpose::Get)
+                        .unwrap());
                     it.seek(k).unwrap();
                     assert!(it.valid());
                     assert_eq!(it.key(), &k[..]);
@@ -308,7 +310,7 @@ fn internal_order_seeks_land_on_newest_version_of_a_user_key() {
     let mut it = t.iter(ReadPurpose::Get, true);
     for u in 0..50u32 {
         let user = format!("user{u:03}").into_bytes();
-        assert!(t.may_contain(&user));
+        assert!(t.may_contain(&user, ReadPurpose::Get).unwrap());
         it.seek(&crate::key::seek_key(&user)).unwrap();
         assert_eq!(it.value(), format!("{u}@5").as_bytes());
         // Seeking "as of" ts 25 finds the newest version at or below it.
@@ -368,7 +370,10 @@ fn empty_table_has_no_entries() {
         let t = open(bytes).unwrap();
         assert_eq!(t.entries(), 0);
         assert_eq!(t.properties(), b"p");
-        assert!(t.may_contain(b"anything"), "no filter was written");
+        assert!(
+            t.may_contain(b"anything", ReadPurpose::Get).unwrap(),
+            "no filter was written"
+        );
         let mut it = t.iter(ReadPurpose::Scan, true);
         it.seek_to_first().unwrap();
         assert!(!it.valid());
@@ -493,7 +498,10 @@ fn table_filter_has_about_one_percent_false_positives() {
     );
     let t = open(bytes).unwrap();
     let fp = (0..20_000u32)
-        .filter(|i| t.may_contain(format!("absent{i:08}").as_bytes()))
+        .filter(|i| {
+            t.may_contain(format!("absent{i:08}").as_bytes(), ReadPurpose::Get)
+                .unwrap()
+        })
         .count();
     assert!(fp < 300, "{fp} false positives in 20000");
     let (bytes, _) = write_table(
@@ -505,7 +513,10 @@ fn table_filter_has_about_one_percent_false_positives() {
         },
         b"",
     );
-    assert!(open(bytes).unwrap().may_contain(b"absent"));
+    assert!(open(bytes)
+        .unwrap()
+        .may_contain(b"absent", ReadPurpose::Get)
+        .unwrap());
 }
 
 #[test]
@@ -810,7 +821,7 @@ fn errors_name_the_file_and_block_offset() {
 
 /// Reads everything reachable, as a fuzzer would; must never panic.
 fn exercise(t: &Arc<TableReader>, targets: &[Vec<u8>]) {
-    let _ = t.may_contain(b"k");
+    let _ = t.may_contain(b"k", ReadPurpose::Get);
     let mut it = t.iter(ReadPurpose::Scan, true);
     if it.seek_to_first().is_ok() {
         let mut steps = 0;
@@ -956,7 +967,9 @@ fn throughput() {
             let before = counters.snapshot();
             let start = thread_cpu_ns();
             for k in &keys {
-                assert!(t.may_contain(crate::key::user_key(k)));
+                assert!(t
+                    .may_contain(crate::key::user_key(k), ReadPurpose::Get)
+                    .unwrap());
                 let mut it = t.iter(ReadPurpose::Get, true);
                 it.seek(k).unwrap();
                 assert!(it.valid());
@@ -973,7 +986,9 @@ fn throughput() {
         let absent = thread_cpu_ns();
         let mut fp = 0;
         for i in 0..200_000u64 {
-            if t.may_contain(format!("nope{i:020}").as_bytes()) {
+            if t.may_contain(format!("nope{i:020}").as_bytes(), ReadPurpose::Get)
+                .unwrap()
+            {
                 fp += 1;
             }
         }
@@ -1017,7 +1032,9 @@ fn cached_gets() {
         let start = thread_cpu_ns();
         for k in &keys {
             if filter {
-                assert!(t.may_contain(crate::key::user_key(k)));
+                assert!(t
+                    .may_contain(crate::key::user_key(k), ReadPurpose::Get)
+                    .unwrap());
                 continue;
             }
             let mut it = t.iter(ReadPurpose::Get, true);
@@ -1046,7 +1063,7 @@ fn cached_gets() {
             .map(|_| Arc::new(super::block::Block::new(raw.clone()).unwrap()))
             .collect();
         for (i, block) in built.into_iter().enumerate() {
-            cache.insert(1, i as u64 * 4100, block);
+            cache.insert(1, i as u64 * 4100, super::cache::Cached::Data(block));
         }
         let offsets: Vec<u64> = (0..1_000_000)
             .map(|_| rng.gen_range(0..blocks) * 4100)
@@ -1054,7 +1071,10 @@ fn cached_gets() {
         let start = thread_cpu_ns();
         let mut sum = 0;
         for &o in &offsets {
-            let mut it = super::block::BlockIter::new(cache.get(1, o).unwrap());
+            let Some(super::cache::Cached::Data(block)) = cache.get(1, o) else {
+                panic!("block {o} is cached");
+            };
+            let mut it = super::block::BlockIter::new(block);
             it.seek(b"m", KeyOrder::Bytewise).unwrap();
             sum += it.value().len();
         }

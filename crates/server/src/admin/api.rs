@@ -187,6 +187,20 @@ pub struct Counters {
     pub scan_bytes_read: u64,
     pub gets: u64,
     pub get_tables_probed: u64,
+    /// Blocks gets read from disk (block cache misses, one I/O each), by kind: data, and
+    /// index and filter when `[storage] cache_index_and_filter_blocks` puts them in the
+    /// cache (pinned ones are read once, when the table opens).
+    #[serde(default)]
+    pub get_data_block_reads: u64,
+    #[serde(default)]
+    pub get_index_block_reads: u64,
+    #[serde(default)]
+    pub get_filter_block_reads: u64,
+    /// Of `get_bytes_read`, the bytes of index and of filter blocks.
+    #[serde(default)]
+    pub get_index_bytes_read: u64,
+    #[serde(default)]
+    pub get_filter_bytes_read: u64,
     pub flushes: u64,
     pub compactions: u64,
     pub split_bytes_written: u64,
@@ -214,6 +228,9 @@ pub struct Counters {
     pub tables_probed_per_get: f64,
     /// Disk bytes read per get (0 before any get).
     pub bytes_read_per_get: f64,
+    /// Disk reads (I/Os: data, index and filter blocks) per get (0 before any get).
+    #[serde(default)]
+    pub block_reads_per_get: f64,
 }
 
 impl From<&CounterSnapshot> for Counters {
@@ -228,6 +245,11 @@ impl From<&CounterSnapshot> for Counters {
             scan_bytes_read: c.scan_bytes_read,
             gets: c.gets,
             get_tables_probed: c.get_tables_probed,
+            get_data_block_reads: c.get_data_block_reads,
+            get_index_block_reads: c.get_index_block_reads,
+            get_filter_block_reads: c.get_filter_block_reads,
+            get_index_bytes_read: c.get_index_bytes_read,
+            get_filter_bytes_read: c.get_filter_bytes_read,
             flushes: c.flushes,
             compactions: c.compactions,
             split_bytes_written: c.split_bytes_written,
@@ -242,6 +264,7 @@ impl From<&CounterSnapshot> for Counters {
             write_amplification: c.write_amplification(),
             tables_probed_per_get: c.tables_probed_per_get(),
             bytes_read_per_get: c.bytes_read_per_get(),
+            block_reads_per_get: c.block_reads_per_get(),
         }
     }
 }
@@ -346,6 +369,16 @@ pub struct EngineStats {
     pub block_cache_bytes: u64,
     /// `[storage] block_cache_size_bytes`.
     pub block_cache_capacity_bytes: u64,
+    /// `[storage] cache_index_and_filter_blocks`: index and filter blocks in the cache.
+    #[serde(default)]
+    pub cache_index_and_filter_blocks: bool,
+    /// Gets served, and the blocks and bytes they read from disk, over every table.
+    #[serde(default)]
+    pub gets: u64,
+    #[serde(default)]
+    pub get_block_reads: u64,
+    #[serde(default)]
+    pub get_bytes_read: u64,
     /// Bytes in the shared commit log's files.
     pub wal_bytes: u64,
     /// The shared flush and compaction workers.

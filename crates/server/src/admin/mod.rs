@@ -424,6 +424,10 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
         engine.write_stall_timeouts += c.write_stall_timeouts;
         engine.write_slowdowns += c.write_slowdowns;
         engine.write_slowdown_micros += c.write_slowdown_micros;
+        engine.gets += c.gets;
+        engine.get_block_reads +=
+            c.get_data_block_reads + c.get_index_block_reads + c.get_filter_block_reads;
+        engine.get_bytes_read += c.get_bytes_read;
     }
     let h = &admin.hints;
     Json(api::Stats {
@@ -462,6 +466,7 @@ pub(crate) fn engine_stats(local: &LocalCoordinator) -> api::EngineStats {
         memtable_space_bytes: o.memtable_space_bytes,
         block_cache_bytes: engine.block_cache_bytes(),
         block_cache_capacity_bytes: o.block_cache_bytes,
+        cache_index_and_filter_blocks: o.cache_index_and_filter_blocks,
         wal_bytes: engine.wal_bytes(),
         flush_threads: o.flush_threads,
         compaction_threads: o.compaction_threads,

@@ -195,6 +195,14 @@ fn record_storage_sum(sum: &CounterSnapshot) {
         metrics::counter!("mosaic_storage_bytes_total", "kind" => what).absolute(v);
     }
     metrics::counter!("mosaic_storage_gets_total").absolute(sum.gets);
+    // Read amplification (DEPART's Fig. 11): the blocks gets read from disk, by kind.
+    for (block, reads) in [
+        ("data", sum.get_data_block_reads),
+        ("index", sum.get_index_block_reads),
+        ("filter", sum.get_filter_block_reads),
+    ] {
+        metrics::counter!("mosaic_storage_get_block_reads_total", "block" => block).absolute(reads);
+    }
     // The recorder's counters are integers: stall time in microseconds, not seconds.
     for (what, v) in [
         ("write_stalls_total", sum.write_stalls),
@@ -212,7 +220,7 @@ fn record_storage_sum(sum: &CounterSnapshot) {
 }
 
 /// The counters a structure reports, by metric name (totals since the node started).
-fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 13] {
+fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 18] {
     [
         ("user_bytes_written_total", c.user_bytes_written),
         ("flush_bytes_written_total", c.flush_bytes_written),
@@ -221,6 +229,11 @@ fn counter_fields(c: &CounterSnapshot) -> [(&'static str, u64); 13] {
         ("get_bytes_read_total", c.get_bytes_read),
         ("gets_total", c.gets),
         ("get_tables_probed_total", c.get_tables_probed),
+        ("get_data_block_reads_total", c.get_data_block_reads),
+        ("get_index_block_reads_total", c.get_index_block_reads),
+        ("get_filter_block_reads_total", c.get_filter_block_reads),
+        ("get_index_bytes_read_total", c.get_index_bytes_read),
+        ("get_filter_bytes_read_total", c.get_filter_bytes_read),
         ("flushes_total", c.flushes),
         ("compactions_total", c.compactions),
         ("split_bytes_written_total", c.split_bytes_written),
