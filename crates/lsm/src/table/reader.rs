@@ -206,6 +206,10 @@ impl TableReader {
     /// key. Fails only if the filter lives in the block cache, missed, and could not be read
     /// back (an I/O error, or a damaged block).
     pub fn may_contain(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
+        // Pinned: borrowed, not cloned — no shared reference count touched per probe.
+        if let Metadata::Pinned { filter, .. } = &self.meta {
+            return Ok(filter.as_ref().is_none_or(|f| f.may_contain(filter_key)));
+        }
         Ok(self
             .filter_block(purpose)?
             .is_none_or(|f| f.may_contain(filter_key)))
