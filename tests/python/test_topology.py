@@ -185,3 +185,61 @@ def test_leaving_is_refused_when_it_would_leave_fewer_nodes_than_replicas():
         assert os.path.exists(c.config(2))
     finally:
         c.close()
+
+
+def test_a_dead_node_is_removed_and_its_ranges_re_replicated_from_the_survivors():
+    c = MosaicCluster(4)
+    try:
+        c.up()
+        s = c.session(topology_event_refresh_window=0)
+        s.execute("CREATE KEYSPACE gone WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
+        s.execute("CREATE TABLE gone.u (k int PRIMARY KEY, v text) WITH layout = 'uniform'")
+        s.execute("CREATE TABLE gone.d (k int PRIMARY KEY, v text) WITH layout = 'decoupled'")
+        c.wait_schema_agreement()
+        for t in ("u", "d"):
+            p = s.prepare(f"INSERT INTO gone.{t} (k, v) VALUES (?, ?)")
+            p.consistency_level = CL.ALL
+            execute_concurrent_with_args(s, p, [(k, f"v{k}") for k in range(400)], concurrency=32,
+                                         raise_on_first_error=True)
+        host_id = c.status(1)[c.endpoint(4)]["host_id"]
+        # A live node is not removed.
+        refused = c.mosaic("removenode", host_id, "--host", c.admin(1), check=False)
+        assert refused.returncode != 0 and "is up" in refused.stderr, refused.stderr
+        c.kill(4)
+        c.wait_seen([1, 2, 3], [4], up=False)
+        p = c.mosaic("removenode", host_id, "--host", c.admin(1), timeout=180)
+        assert "removed" in p.stdout, p.stdout + p.stderr
+        wait_until("every node to see node 4 left",
+                   lambda: all(c.status(i)[c.endpoint(4)]["state"] == "Left" for i in (1, 2, 3)))
+        status_text = c.mosaic("status", "--host", c.admin(2)).stdout
+        assert c.endpoint(4) not in status_text, status_text
+        # Every range has its two replicas among the survivors again, each complete.
+        for i in (1, 2, 3):
+            out = c.mosaic("repair", "--host", c.admin(i)).stdout
+            assert re.search(r" 0 entries", out), (i, out)
+        reader = c.session(topology_event_refresh_window=0)
+        acked = {"u": list(range(400)), "d": list(range(400))}
+        for t in acked:
+            q = reader.prepare(f"SELECT v FROM gone.{t} WHERE k = ?")
+            q.consistency_level = CL.QUORUM
+            answers = execute_concurrent_with_args(reader, q, [(k,) for k in acked[t]], concurrency=32,
+                                                   raise_on_first_error=True)
+            assert all([r.v for r in rows] == [f"v{k}"] for k, (_, rows) in zip(acked[t], answers))
+        # The removed node restarted with its old data stays out of the ring.
+        back = subprocess.Popen([MOSAIC_BIN, "server", "--config", c.config(4)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def hears_node_1():
+                try:
+                    return c.status(4)[c.endpoint(1)]["up"]
+                except OSError:  # not serving its admin port yet
+                    return False
+
+            wait_until("node 4 to gossip again", hears_node_1)
+            time.sleep(1)
+            assert all(c.status(i)[c.endpoint(4)]["state"] == "Left" for i in (1, 2, 3))
+        finally:
+            back.terminate()
+            back.wait(timeout=60)
+    finally:
+        c.close()

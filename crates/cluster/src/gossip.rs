@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::message::{EndpointState, NodeStatus};
+use crate::message::{EndpointState, NodeStatus, RingStatus};
 use crate::Endpoint;
 
 /// Intervals kept per node.
@@ -125,6 +125,18 @@ impl Membership {
         }
     }
 
+    /// Changes another node's state on its behalf (removing a dead node from the ring),
+    /// with a heartbeat above its known one so the new version spreads.
+    pub fn update_other(&mut self, node: Endpoint, f: impl FnOnce(&mut EndpointState)) {
+        if node == self.me {
+            return;
+        }
+        if let Some(state) = self.states.get_mut(&node) {
+            f(state);
+            state.heartbeat += 1;
+        }
+    }
+
     /// Every known state, this node's included.
     pub fn states(&self) -> impl Iterator<Item = &EndpointState> {
         self.states.values()
@@ -197,6 +209,19 @@ impl Membership {
                 .get(&node)
                 .is_none_or(|known| state.version() > known.version());
             if !newer {
+                continue;
+            }
+            // A node removed from the ring that comes back as itself (its old host id, not
+            // joining afresh) stays out: its tokens are others' now.
+            let resurrected = self.states.get(&node).is_some_and(|known| {
+                known.app.ring_status == RingStatus::Left
+                    && known.app.host_id == state.app.host_id
+                    && !matches!(
+                        state.app.ring_status,
+                        RingStatus::Left | RingStatus::Joining
+                    )
+            });
+            if resurrected {
                 continue;
             }
             let new_generation = self

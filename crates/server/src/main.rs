@@ -109,6 +109,18 @@ enum Command {
     Decommission(tools::NodeArgs),
     /// The streams of a node's join or leave (like `nodetool netstats`).
     Netstats(tools::NodeArgs),
+    /// Take a dead node out of the ring by its host id (`mosaic status` shows it); the
+    /// survivors re-replicate its ranges (like `nodetool removenode`).
+    Removenode(RemovenodeArgs),
+}
+
+/// Options of `mosaic removenode`.
+#[derive(Args, Debug)]
+struct RemovenodeArgs {
+    /// The dead node's host id.
+    host_id: String,
+    #[command(flatten)]
+    node: tools::NodeArgs,
 }
 
 /// Options of `mosaic stats`.
@@ -143,6 +155,7 @@ fn main() -> ExitCode {
         Command::Hr(command) => hr::run(command),
         Command::Decommission(args) => tools::decommission(&args.host_args()),
         Command::Netstats(args) => tools::netstats(&args.host_args()),
+        Command::Removenode(args) => tools::removenode(&args.node.host_args(), &args.host_id),
         Command::Repair(args) => tools::repair(
             &tools::HostArgs {
                 host: args.host.clone(),

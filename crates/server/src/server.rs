@@ -696,7 +696,12 @@ async fn recover_identity(
         &serde_json::to_vec(&peers).unwrap_or_default(),
     )
     .context("saving the peers learnt from the seeds")?;
-    let Some(state) = mine.into_iter().next() else {
+    // A node removed from the ring (or decommissioned) whose address comes back empty is a
+    // new node: it joins afresh.
+    let Some(state) = mine
+        .into_iter()
+        .find(|s| s.app.ring_status != mosaic_cluster::message::RingStatus::Left)
+    else {
         // A new node: it joins the ring by bootstrapping when the cluster owns it already.
         crate::moves::plan(config, &peers)?;
         return Ok(());

@@ -393,6 +393,26 @@ pub fn decommission(host: &HostArgs) -> Result<()> {
     Ok(())
 }
 
+/// `mosaic removenode HOST_ID`: the node at `--host` takes the dead node out of the ring
+/// and has the survivors re-replicate its ranges.
+pub fn removenode(host: &HostArgs, host_id: &str) -> Result<()> {
+    let addr = host.addr()?;
+    let login = host.credentials.login()?;
+    let path = format!("/removenode?host_id={host_id}");
+    let report = match client::post_as::<DecommissionReport>(addr, &path, login.as_ref()) {
+        Ok(r) => r,
+        Err(e) => bail!("removenode {host_id} through {addr} failed: {e:#}"),
+    };
+    let moved: u64 = report.streams.sessions.iter().map(|s| s.bytes).sum();
+    let entries: u64 = report.streams.sessions.iter().map(|s| s.entries).sum();
+    println!(
+        "{host_id} removed in {:.1} s: its ranges re-replicated ({entries} entries, {})",
+        report.streams.elapsed_ms as f64 / 1000.0,
+        bytes(moved)
+    );
+    Ok(())
+}
+
 /// `mosaic flush` / `mosaic compact`: the operation on every table of each target node.
 pub fn table_op(args: &HostArgs, op: &str) -> Result<()> {
     let login = args.credentials.login()?;

@@ -59,6 +59,7 @@ mod membership;
 mod moves;
 mod paxos;
 mod read;
+mod removal;
 mod replica;
 mod topology;
 mod write;

@@ -44,6 +44,12 @@ pub enum MoveError {
     /// This node is not in the state the operation starts from.
     #[error("this node is {0:?}, not {1:?}")]
     State(RingStatus, RingStatus),
+    /// No known node has this host id.
+    #[error("no node with host id {0}")]
+    UnknownHost(mosaic_types::HostId),
+    /// A removal that cannot proceed, and why.
+    #[error("cannot remove: {0}")]
+    Removal(String),
     /// No live node of the ring is known yet (gossip has not reached one).
     #[error("no live node owning tokens is known yet")]
     NoLivePeer,
@@ -125,7 +131,7 @@ pub(super) struct Streams {
 }
 
 impl Streams {
-    fn session(&mut self, peer: Endpoint, receiving: bool) -> &mut StreamSession {
+    pub(super) fn session(&mut self, peer: Endpoint, receiving: bool) -> &mut StreamSession {
         let sessions = &mut self.snapshot.sessions;
         let at = match sessions
             .iter()
@@ -144,6 +150,9 @@ impl Streams {
         &mut sessions[at]
     }
 }
+
+/// Ranges to pull, per gaining node, table and source node (see [`Node::ask_to_pull`]).
+pub(super) type PullAsks = BTreeMap<(Endpoint, TableKey, Endpoint), Vec<(i64, i64)>>;
 
 /// A range this node already streamed, as a resumed bootstrap skips it.
 pub type StreamedRange = (TableKey, i64, i64);
@@ -193,7 +202,7 @@ impl Node {
     }
 
     /// The other live nodes that have not left the ring.
-    fn live_peers(&self) -> Vec<Endpoint> {
+    pub(super) fn live_peers(&self) -> Vec<Endpoint> {
         let me = self.endpoint();
         self.states()
             .into_iter()
@@ -235,7 +244,7 @@ impl Node {
         snapshot
     }
 
-    fn start_streams(&self, operation: &str) {
+    pub(super) fn start_streams(&self, operation: &str) {
         let mut s = self.inner.streams.lock();
         *s = Streams {
             snapshot: StreamsSnapshot {
@@ -247,7 +256,7 @@ impl Node {
         };
     }
 
-    fn finish_streams(&self, result: &Result<(), MoveError>) {
+    pub(super) fn finish_streams(&self, result: &Result<(), MoveError>) {
         let mut s = self.inner.streams.lock();
         s.snapshot.finished = true;
         s.snapshot.error = result.as_ref().err().map(ToString::to_string);
@@ -257,8 +266,8 @@ impl Node {
     /// Waits until every live node's ring shows this node in `status` with its tokens;
     /// then waits out the write timeout, so writes coordinated with an older ring are
     /// done.
-    async fn await_ring_agreement(&self, status: RingStatus) -> Result<(), MoveError> {
-        self.await_seen(status).await?;
+    pub(super) async fn await_ring_agreement(&self, status: RingStatus) -> Result<(), MoveError> {
+        self.await_seen(self.endpoint(), status).await?;
         self.inner
             .runtime
             .sleep(self.inner.config.write_timeout_ms)
@@ -266,11 +275,20 @@ impl Node {
         Ok(())
     }
 
-    /// Waits (at most the ring agreement timeout) until every live node's ring shows this
-    /// node in `status` with its tokens, gossiping to the laggards meanwhile.
-    async fn await_seen(&self, status: RingStatus) -> Result<(), MoveError> {
-        let me = self.endpoint();
-        let tokens = self.tokens();
+    /// Waits (at most the ring agreement timeout) until every live node's ring shows
+    /// `node` (this one, or a dead one being removed) in `status` with its tokens,
+    /// gossiping to the laggards meanwhile.
+    pub(super) async fn await_seen(
+        &self,
+        node: Endpoint,
+        status: RingStatus,
+    ) -> Result<(), MoveError> {
+        let tokens = {
+            let m = self.inner.membership.lock();
+            m.state(node)
+                .map(|s| s.app.tokens.clone())
+                .unwrap_or_default()
+        };
         let start = self.now_ms();
         loop {
             let live = self.live_peers();
@@ -278,7 +296,7 @@ impl Node {
                 .iter()
                 .map(|p| {
                     let body = Body::RingCheck {
-                        node: me,
+                        node,
                         status,
                         tokens: tokens.clone(),
                     };
@@ -389,7 +407,7 @@ impl Node {
     async fn complete_move(&self, tables: &[TableKey], status: RingStatus) {
         self.rehome_everywhere(tables).await;
         self.announce(status, None);
-        if let Err(e) = self.await_seen(status).await {
+        if let Err(e) = self.await_seen(self.endpoint(), status).await {
             tracing::warn!(error = %e, status = ?status, "not every node saw this node's new status yet");
         }
     }
@@ -429,25 +447,54 @@ impl Node {
         self.announce(RingStatus::Leaving, None);
         self.await_ring_agreement(RingStatus::Leaving).await?;
         let me = self.endpoint();
+        // Every gaining node pulls its ranges from here.
+        let asks = self.handover(me, tables, |_, _| Some(me))?;
+        self.ask_to_pull(asks).await?;
+        self.complete_move(tables, RingStatus::Left).await;
+        tracing::info!("decommission finished: this node left the ring");
+        Ok(())
+    }
+
+    /// What the nodes gaining the ranges `leaving` loses (it leaves, or is removed) pull,
+    /// for `tables`, each range from the node `source` names (given the range and the
+    /// gaining node); `NoSource` when it names none.
+    pub(super) fn handover(
+        &self,
+        leaving: Endpoint,
+        tables: &[TableKey],
+        source: impl Fn(&Move, Endpoint) -> Option<Endpoint>,
+    ) -> Result<PullAsks, MoveError> {
         let ring = self.ring();
-        // Per gaining node and table, the ranges it pulls from here.
-        let mut asks: BTreeMap<(Endpoint, TableKey), Vec<(i64, i64)>> = BTreeMap::new();
+        let mut asks = PullAsks::new();
         for table in tables {
             let Some(placement) = self.inner.store.placement(*table) else {
                 continue;
             };
             for m in ring.moves(&placement) {
-                if !m.lost().any(|n| n == me) {
+                if !m.lost().any(|n| n == leaving) {
                     continue;
                 }
                 for gainer in m.gained() {
-                    asks.entry((gainer, *table))
+                    let from = source(&m, gainer).ok_or(MoveError::NoSource {
+                        table: *table,
+                        left: m.left.0,
+                        right: m.right.0,
+                    })?;
+                    asks.entry((gainer, *table, from))
                         .or_default()
                         .push((m.left.0, m.right.0));
                 }
             }
         }
-        for ((gainer, _), ranges) in &asks {
+        Ok(asks)
+    }
+
+    /// Has each gaining node pull its ranges (per gainer, table and source, as
+    /// `(left, right]` token ranges) from their source and waits for all; this node pulls
+    /// its own share itself. The first failure fails the move.
+    pub(super) async fn ask_to_pull(&self, asks: PullAsks) -> Result<(), MoveError> {
+        let me = self.endpoint();
+        for ((gainer, _, _), ranges) in &asks {
             self.inner
                 .streams
                 .lock()
@@ -456,18 +503,23 @@ impl Node {
         }
         let mut calls: FuturesUnordered<_> = asks
             .into_iter()
-            .map(|((gainer, table), ranges)| {
+            .map(|((gainer, table, source), ranges)| {
                 let n = ranges.len() as u64;
                 let body = Body::StreamRequest {
                     table,
                     ranges,
-                    source: me,
+                    source,
                 };
                 let node = self.clone();
                 async move {
-                    let answer = node.call_timeout(gainer, body, MOVE_CALL_TIMEOUT_MS).await;
+                    let answer = if gainer == me {
+                        Some(node.serve_move(body).await)
+                    } else {
+                        node.call_timeout(gainer, body, MOVE_CALL_TIMEOUT_MS).await
+                    };
                     (gainer, n, answer)
                 }
+                .boxed()
             })
             .collect();
         while let Some((gainer, n, answer)) = calls.next().await {
@@ -487,8 +539,6 @@ impl Node {
                 }
             }
         }
-        self.complete_move(tables, RingStatus::Left).await;
-        tracing::info!("decommission finished: this node left the ring");
         Ok(())
     }
 
@@ -538,7 +588,7 @@ impl Node {
 
     /// Asks every live node (this one included) to re-home its ranges whose roles change;
     /// a node that does not is named in the log (repair brings it back in line).
-    async fn rehome_everywhere(&self, tables: &[TableKey]) {
+    pub(super) async fn rehome_everywhere(&self, tables: &[TableKey]) {
         let peers = self.live_peers();
         let mut calls: FuturesUnordered<_> = peers
             .into_iter()
@@ -675,7 +725,7 @@ impl Node {
     }
 
     /// Pulls every key range of `ranges` of `table` from `source` and stores it here.
-    async fn pull(
+    pub(super) async fn pull(
         &self,
         table: TableKey,
         ranges: &[KeyRange],

@@ -19,6 +19,7 @@
 //! | `POST /repair[?keyspace=K[&table=T]]` | repair the ranges this node replicates |
 //! | `GET /netstats` | JSON: the streams of this node's join or leave ([`moves`]) |
 //! | `POST /decommission` | stream this node's ranges to their new owners, leave the ring, stop |
+//! | `POST /removenode?host_id=UUID` | take a dead node out of the ring; the survivors re-replicate its ranges |
 //!
 //! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
 //! [`page`] (the status page and `/activity`),
@@ -107,6 +108,7 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/repair", post(repair))
         .route("/netstats", get(moves::netstats))
         .route("/decommission", post(moves::decommission))
+        .route("/removenode", post(moves::removenode))
         .route("/hr/optimize", post(hr_optimize))
         .fallback(no_such_request)
         .method_not_allowed_fallback(no_such_request)

@@ -1,9 +1,9 @@
-//! `GET /netstats` and `POST /decommission`: a node's topology-change streams, and its
-//! leaving the ring.
+//! `GET /netstats`, `POST /decommission` and `POST /removenode`: a node's topology-change
+//! streams, its leaving the ring, and a dead node's removal.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -77,5 +77,49 @@ pub(super) async fn decommission(State(admin): State<Arc<Admin>>) -> Response {
             (StatusCode::OK, Json(report)).into_response()
         }
         Err(e) => error(StatusCode::CONFLICT, format!("decommission failed: {e}")),
+    }
+}
+
+/// `POST /removenode?host_id=UUID`: removes the dead node with that host id from the ring;
+/// the survivors (this node coordinating) re-replicate its ranges. Refused while another
+/// node joins or leaves, for a node that is up, or for this node.
+pub(super) async fn removenode(
+    State(admin): State<Arc<Admin>>,
+    Query(params): Query<Vec<(String, String)>>,
+) -> Response {
+    let Some((_, id)) = params.iter().find(|(k, _)| k == "host_id") else {
+        return error(StatusCode::BAD_REQUEST, "name the node: ?host_id=UUID");
+    };
+    let Ok(uuid) = id.parse::<mosaic_cql::schema::Uuid>() else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("{id:?} is not a host id (a UUID)"),
+        );
+    };
+    let node = admin.cluster.node();
+    if !node.await_schema_agreement(SCHEMA_WAIT_MS).await {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the live nodes do not agree on the schema yet; retry",
+        );
+    }
+    let tables: Vec<_> = admin
+        .local
+        .current_catalog()
+        .tables()
+        .map(|t| t.id)
+        .collect();
+    match node
+        .remove_node(mosaic_types::HostId(uuid.0), &tables)
+        .await
+    {
+        Ok(()) => (
+            StatusCode::OK,
+            Json(DecommissionReport {
+                streams: netstats_of(&admin),
+            }),
+        )
+            .into_response(),
+        Err(e) => error(StatusCode::CONFLICT, format!("removenode failed: {e}")),
     }
 }
