@@ -188,7 +188,8 @@ impl Node {
         }
         let placement = self.placement(round.table)?;
         let ring = self.ring();
-        let (replicas, quorum) = self.write_replicas(&ring, round.token, &placement, commit);
+        let (replicas, natural) = self.write_replicas(&ring, round.token, &placement);
+        let quorum = self.write_quorum(commit, &placement, &ring, &replicas, natural);
         let group = WriteGroup {
             table: round.table,
             quorum,
@@ -213,7 +214,8 @@ impl Node {
         // SERIAL: every replica takes part; LOCAL_SERIAL: the coordinator's datacenter's
         // alone (Cassandra's Paxos in one datacenter). A pending replica takes part too
         // and is needed on top, as in Cassandra.
-        let (replicas, quorum) = self.write_replicas(&ring, token, &placement, serial);
+        let (replicas, natural) = self.write_replicas(&ring, token, &placement);
+        let quorum = self.write_quorum(serial, &placement, &ring, &replicas, natural);
         let live: Vec<Endpoint> = {
             let m = self.inner.membership.lock();
             replicas

@@ -111,8 +111,9 @@ impl Node {
         let mut index: HashMap<(TableKey, Vec<Endpoint>), usize> = HashMap::new();
         for (table, token, m) in mutations {
             let placement = self.placement(table)?;
-            let (replicas, quorum) = self.write_replicas(&ring, token, &placement, cl);
+            let (replicas, natural) = self.write_replicas(&ring, token, &placement);
             let gi = *index.entry((table, replicas.clone())).or_insert_with(|| {
+                let quorum = self.write_quorum(cl, &placement, &ring, &replicas, natural);
                 groups.push(WriteGroup {
                     table,
                     quorum,
@@ -129,26 +130,38 @@ impl Node {
         Ok(groups)
     }
 
-    /// The replicas a write of `token` goes to and what `cl` counts of them: the token's
-    /// replicas and, while a node joins or leaves, after them its pending replicas (the
-    /// nodes the range moves to), which count on top of the level ([`Quorum::with_pending`]).
+    /// The replicas a write of `token` goes to: the token's replicas and, while a node
+    /// joins or leaves, after them its pending replicas (the nodes the range moves to);
+    /// and how many of them are the token's replicas of now.
     pub(super) fn write_replicas(
         &self,
         ring: &Ring,
         token: Token,
         placement: &ReplicationStrategy,
-        cl: ConsistencyLevel,
-    ) -> (Vec<Endpoint>, Quorum) {
+    ) -> (Vec<Endpoint>, usize) {
         let mut replicas = ring.place(token, placement);
-        let quorum = self.quorum(cl, placement, ring, &replicas);
-        let pending = ring.pending(token, placement);
+        let natural = replicas.len();
+        replicas.extend(ring.pending(token, placement));
+        (replicas, natural)
+    }
+
+    /// What `cl` counts of a write's `replicas` ([`Node::write_replicas`], the first
+    /// `natural` of them the token's replicas of now): pending ones count on top of the
+    /// level ([`Quorum::with_pending`]).
+    pub(super) fn write_quorum(
+        &self,
+        cl: ConsistencyLevel,
+        placement: &ReplicationStrategy,
+        ring: &Ring,
+        replicas: &[Endpoint],
+        natural: usize,
+    ) -> Quorum {
+        let (now, pending) = replicas.split_at(natural.min(replicas.len()));
+        let quorum = self.quorum(cl, placement, ring, now);
         if pending.is_empty() {
-            return (replicas, quorum);
+            return quorum;
         }
-        let quorum =
-            quorum.with_pending(cl, placement, ring, &pending, ring.dc_of(self.endpoint()));
-        replicas.extend(pending);
-        (replicas, quorum)
+        quorum.with_pending(cl, placement, ring, pending, ring.dc_of(self.endpoint()))
     }
 
     /// Each group's live and down replicas; `Unavailable` when a group has too few live
