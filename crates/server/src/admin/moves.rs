@@ -37,6 +37,28 @@ fn netstats_of(admin: &Admin) -> Netstats {
     }
 }
 
+/// Every table, once the live nodes agree on the schema (a move covers them all); the
+/// refusal to answer when they do not.
+async fn agreed_tables(admin: &Admin) -> Result<Vec<mosaic_types::TableId>, Response> {
+    if !admin
+        .cluster
+        .node()
+        .await_schema_agreement(SCHEMA_WAIT_MS)
+        .await
+    {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the live nodes do not agree on the schema yet; retry",
+        ));
+    }
+    Ok(admin
+        .local
+        .current_catalog()
+        .tables()
+        .map(|t| t.id)
+        .collect())
+}
+
 /// `GET /netstats`.
 pub(super) async fn netstats(State(admin): State<Arc<Admin>>) -> Json<Netstats> {
     Json(netstats_of(&admin))
@@ -47,18 +69,10 @@ pub(super) async fn netstats(State(admin): State<Arc<Admin>>) -> Json<Netstats> 
 /// when a keyspace would keep fewer nodes than its replication factor.
 pub(super) async fn decommission(State(admin): State<Arc<Admin>>) -> Response {
     let node = admin.cluster.node();
-    if !node.await_schema_agreement(SCHEMA_WAIT_MS).await {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the live nodes do not agree on the schema yet; retry",
-        );
-    }
-    let tables: Vec<_> = admin
-        .local
-        .current_catalog()
-        .tables()
-        .map(|t| t.id)
-        .collect();
+    let tables = match agreed_tables(&admin).await {
+        Ok(tables) => tables,
+        Err(refused) => return refused,
+    };
     match node.decommission(&tables).await {
         Ok(()) => {
             let marker = admin
@@ -97,18 +111,10 @@ pub(super) async fn removenode(
         );
     };
     let node = admin.cluster.node();
-    if !node.await_schema_agreement(SCHEMA_WAIT_MS).await {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the live nodes do not agree on the schema yet; retry",
-        );
-    }
-    let tables: Vec<_> = admin
-        .local
-        .current_catalog()
-        .tables()
-        .map(|t| t.id)
-        .collect();
+    let tables = match agreed_tables(&admin).await {
+        Ok(tables) => tables,
+        Err(refused) => return refused,
+    };
     match node
         .remove_node(mosaic_types::HostId(uuid.0), &tables)
         .await
