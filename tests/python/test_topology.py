@@ -243,3 +243,85 @@ def test_a_dead_node_is_removed_and_its_ranges_re_replicated_from_the_survivors(
             back.wait(timeout=60)
     finally:
         c.close()
+
+
+def test_a_dead_node_is_replaced_under_load_by_a_new_node_taking_its_tokens():
+    """`replace_address` (here `mosaic cluster add-node --replace`): a new node at a new
+    address takes a dead node's tokens, streams its ranges from the live replicas while a
+    writer keeps writing at QUORUM (it is a pending replica meanwhile), and owns them in its
+    place; the dead node leaves the ring. Every replica then holds every acknowledged write."""
+    c = MosaicCluster(4, settings=("storage.memtable_size_bytes=65536",))
+    try:
+        c.up()
+        s = c.session(topology_event_refresh_window=0)
+        s.execute("CREATE KEYSPACE topo WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
+        for t, layout in LAYOUTS.items():
+            s.execute(f"CREATE TABLE topo.{t} (k int, c int, v text, PRIMARY KEY (k, c)) WITH layout = {layout}")
+        c.wait_schema_agreement()
+        preload = {}
+        for t in LAYOUTS:
+            p = s.prepare(f"INSERT INTO topo.{t} (k, c, v) VALUES (?, ?, ?)")
+            p.consistency_level = CL.ALL
+            execute_concurrent_with_args(s, p, [(k, k % 3, f"v{k}") for k in range(300)], concurrency=32,
+                                         raise_on_first_error=True)
+            preload[t] = list(range(300))
+        dead = c.status(1)[c.endpoint(3)]
+        c.kill(3)
+        c.wait_seen([1, 2, 4], [3], up=False)
+        writer = Writer(s)
+        writer.start()
+        try:
+            wait_until("the writer to get going", lambda: len(writer.acked["coded"]) > 20)
+            p = c.mosaic("cluster", "add-node", "--dir", c.dir, "--replace", c.endpoint(3), timeout=240)
+            c.nodes = 5
+            c._remember_pids()
+            assert "node5: joined the cluster" in p.stdout, p.stdout + p.stderr
+            wait_until("every node to see node 5 normal and node 3 left",
+                       lambda: all(c.status(i).get(c.endpoint(5), {}).get("state") == "Normal"
+                                   and c.status(i)[c.endpoint(3)]["state"] == "Left" for i in (1, 2, 4, 5)))
+            wait_until("more writes after the replacement", lambda: len(writer.acked["coded"]) > 80)
+        finally:
+            writer.stop()
+        node5 = c.status(1)[c.endpoint(5)]
+        assert node5["host_id"] != dead["host_id"]
+        # The same share of the ring as the dead node had: its tokens.
+        assert abs(node5["owns"] - dead["owns"]) < 1e-6, (node5, dead)
+        netstats = c.mosaic("netstats", "--host", c.admin(5)).stdout
+        assert "replace finished" in netstats and "receiving" in netstats, netstats
+        status_text = c.mosaic("status", "--host", c.admin(1)).stdout
+        assert c.endpoint(3) not in status_text and c.endpoint(5) in status_text, status_text
+        assert len(writer.errors) < 20, writer.errors[:5]
+        if writer.failed == 0:
+            for i in (1, 2, 4, 5):
+                out = c.mosaic("repair", "--host", c.admin(i)).stdout
+                streamed = re.search(r"(\d+) entries", out)
+                assert streamed and streamed.group(1) == "0", (i, out)
+        reader = c.session(topology_event_refresh_window=0)
+        acked = {t: preload[t] + writer.acked[t] for t in LAYOUTS}
+        assert missing(reader, acked, CL.QUORUM) == {}, c.logs()
+
+        # The dead node restarted with its old data stays out of the ring.
+        back = subprocess.Popen([MOSAIC_BIN, "server", "--config", c.config(3)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(3)
+            assert all(c.status(i)[c.endpoint(3)]["state"] == "Left" for i in (1, 2, 4, 5))
+        finally:
+            back.terminate()
+            back.wait(timeout=60)
+    finally:
+        c.close()
+
+
+def test_replacing_a_live_node_is_refused():
+    c = MosaicCluster(3)
+    try:
+        c.up()
+        p = c.mosaic("cluster", "add-node", "--dir", c.dir, "--replace", c.endpoint(2), check=False,
+                     timeout=120)
+        c._remember_pids()
+        assert p.returncode != 0, p.stdout
+        assert "only a dead node can be replaced" in p.stderr + c.log_tail(4), p.stderr + c.log_tail(4)
+        assert c.status(1)[c.endpoint(2)]["state"] == "Normal"
+    finally:
+        c.close()

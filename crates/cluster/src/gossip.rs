@@ -317,6 +317,7 @@ mod tests {
                 schema_version: [0; 16],
                 status: NodeStatus::Normal,
                 ring_status: Default::default(),
+                replacing: None,
                 load_bytes: 0,
             },
         }

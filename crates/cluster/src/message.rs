@@ -22,8 +22,8 @@ use crate::Endpoint;
 
 /// The protocol version every frame starts with; peers on another version are refused.
 /// (2: Paxos and counter messages, cluster names in gossip; 3: ring status in gossip,
-/// topology-change messages.)
-pub const PROTOCOL_VERSION: u16 = 3;
+/// topology-change messages; 4: the node a joining node replaces, in gossip.)
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest payload accepted (a page of reads or a batch of writes is far smaller; an ELECT
 /// shard is the largest message, see [`EC_SHARD_BYTES_MAX`]).
 pub const FRAME_PAYLOAD_MAX: usize = 64 << 20;
@@ -171,6 +171,11 @@ pub struct AppState {
     /// Joining, normal, leaving or left (token ownership).
     #[serde(default)]
     pub ring_status: RingStatus,
+    /// The dead node whose tokens this node took (`replace_address`): while this node
+    /// joins, it is the pending replica of that node's ranges; once it is normal, it owns
+    /// them in that node's place.
+    #[serde(default)]
+    pub replacing: Option<Endpoint>,
     /// Bytes of data it stores (for `mosaic status`).
     pub load_bytes: u64,
 }

@@ -44,6 +44,12 @@ pub struct Config {
     /// (Cassandra's `initial_token`; `mosaic cluster up` gives a new cluster's nodes evenly
     /// interleaved ones). Ignored once the node has an identity.
     pub initial_token: Vec<i64>,
+    /// A dead node this new node replaces at its first start (Cassandra's
+    /// `replace_address_first_boot`): `"ip"` (this node's storage port) or `"ip:port"`, the
+    /// dead node's internode address. The new node takes its tokens, streams its ranges
+    /// from the live replicas and owns them in its place; the dead node leaves the ring.
+    /// Ignored once the node has an identity.
+    pub replace_address: Option<String>,
     /// Milliseconds a SIGTERM/SIGINT waits for in-flight requests before closing storage.
     pub shutdown_timeout_ms: u64,
     /// The internode port (gossip, replication); peers reach this node at
@@ -338,6 +344,7 @@ impl Default for Config {
             rack: "rack1".to_owned(),
             num_tokens: 16,
             initial_token: Vec::new(),
+            replace_address: None,
             shutdown_timeout_ms: 10_000,
             storage_port: 7000,
             admin_port: 7199,
@@ -573,6 +580,10 @@ impl Config {
         if tokens.len() != self.initial_token.len() || tokens.contains(&i64::MIN) {
             bail!("initial_token must list distinct tokens above {}", i64::MIN);
         }
+        if self.replace_address.is_some() && !self.initial_token.is_empty() {
+            bail!("replace_address takes the dead node's tokens: initial_token must be empty");
+        }
+        self.replace_endpoint()?;
         self.scheduling.validate().map_err(anyhow::Error::msg)?;
         if self.listen_address.is_unspecified() && self.broadcast_address.is_none() {
             bail!(
@@ -646,6 +657,23 @@ impl Config {
     /// This node's internode address, as peers know it.
     pub fn storage_endpoint(&self) -> SocketAddr {
         SocketAddr::new(self.rpc_address(), self.storage_port)
+    }
+
+    /// The internode address of the node `replace_address` names, if any.
+    pub fn replace_endpoint(&self) -> Result<Option<SocketAddr>> {
+        let Some(address) = &self.replace_address else {
+            return Ok(None);
+        };
+        if let Ok(a) = address.parse::<SocketAddr>() {
+            return Ok(Some(a));
+        }
+        match address.parse::<IpAddr>() {
+            Ok(ip) => Ok(Some(SocketAddr::new(ip, self.storage_port))),
+            Err(_) => bail!(
+                "replace_address {address:?} is neither an IP address nor IP:port (the dead \
+                 node's internode address)"
+            ),
+        }
     }
 
     /// The seeds as addresses (this node when none are configured); names must have been
@@ -780,6 +808,27 @@ mod tests {
         // The example sets data_dir to show the key; everything else is the default.
         parsed.data_dir = Config::default().data_dir;
         assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn replace_address_names_the_dead_node_by_ip_or_ip_and_port() {
+        let c = Config::parse("replace_address = \"10.0.0.3\"\nstorage_port = 7100\n").unwrap();
+        assert_eq!(
+            c.replace_endpoint().unwrap(),
+            Some("10.0.0.3:7100".parse().unwrap())
+        );
+        let c = Config::parse("replace_address = \"10.0.0.3:7001\"\n").unwrap();
+        assert_eq!(
+            c.replace_endpoint().unwrap(),
+            Some("10.0.0.3:7001".parse().unwrap())
+        );
+        assert_eq!(Config::default().replace_endpoint().unwrap(), None);
+        let err = Config::parse("replace_address = \"node-3\"\n").unwrap_err();
+        assert!(format!("{err:#}").contains("replace_address"), "{err:#}");
+        // Its tokens are the dead node's: initial_token has no say.
+        let err =
+            Config::parse("replace_address = \"10.0.0.3\"\ninitial_token = [1]\n").unwrap_err();
+        assert!(format!("{err:#}").contains("initial_token"), "{err:#}");
     }
 
     #[test]

@@ -148,6 +148,7 @@ fn the_saved_peers_survive_a_power_loss_whole() {
                     schema_version: [v as u8; 16],
                     status: NodeStatus::Normal,
                     ring_status: Default::default(),
+                    replacing: None,
                     load_bytes: v * 4096,
                 },
             })

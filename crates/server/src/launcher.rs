@@ -79,6 +79,10 @@ pub struct AddNodeArgs {
     /// first node's config is the starting point).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
+    /// The internode address (`IP` or `IP:PORT`) of a dead node this one replaces: the new
+    /// node takes its tokens and streams its ranges (`replace_address`).
+    #[arg(long, value_name = "ADDRESS")]
+    pub replace: Option<String>,
 }
 
 /// Options of `mosaic cluster up`.
@@ -201,7 +205,15 @@ fn add_node(args: &AddNodeArgs) -> Result<()> {
     config.broadcast_address = None;
     config.data_dir = node.dir.join("data");
     config.initial_token = Vec::new();
-    config.seeds = vec![seed.storage_endpoint().to_string()];
+    config.replace_address = args.replace.clone();
+    let replaced = config.replace_endpoint()?;
+    // Every node of the directory is a seed (the first may be the dead node replaced).
+    config.seeds = (1..index)
+        .filter_map(|i| Config::load(&NodeFiles::new(&cluster_dir, i).config()).ok())
+        .map(|c| c.storage_endpoint())
+        .filter(|e| Some(*e) != replaced)
+        .map(|e| e.to_string())
+        .collect();
     config.cluster.auto_bootstrap = true;
     if let Some(dc) = &args.datacenter {
         config.data_center = dc.clone();

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use mosaic_cluster::message::{EndpointState, RingStatus};
-use mosaic_cluster::node::StreamedRange;
+use mosaic_cluster::node::{MoveError, StreamedRange};
 use mosaic_cluster::{Endpoint, Node, TableKey};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -51,6 +51,9 @@ const RETRY: Duration = Duration::from_secs(2);
 struct Joining {
     /// Ranges already stored: table id (hex), left token (exclusive), right token.
     streamed: Vec<(String, i64, i64)>,
+    /// The dead node this one replaces (`replace_address`), if it does.
+    #[serde(default)]
+    replacing: Option<std::net::SocketAddr>,
 }
 
 fn table_hex(table: TableKey) -> String {
@@ -79,6 +82,9 @@ pub fn joining(data_dir: &Path) -> bool {
 /// whether it will bootstrap.
 pub fn plan(config: &Config, peers: &[EndpointState]) -> Result<bool> {
     let me = config.storage_endpoint();
+    if let Some(dead) = config.replace_endpoint()? {
+        return plan_replace(config, peers, dead).map(|()| true);
+    }
     let own_seed = config.seed_endpoints()?.contains(&me);
     let owners: Vec<&EndpointState> = peers
         .iter()
@@ -109,21 +115,67 @@ pub fn plan(config: &Config, peers: &[EndpointState]) -> Result<bool> {
     .into_iter()
     .filter(|t| !taken.contains(t))
     .collect();
+    start_join(config, tokens, None)?;
+    tracing::info!(
+        target: "mosaic::bootstrap",
+        "joining a running cluster: balanced tokens chosen; streaming before serving"
+    );
+    Ok(true)
+}
+
+/// Plans replacing the dead node `dead` (`replace_address`): this new node takes its
+/// tokens (with a host id of its own). Refused when the cluster knows no node owning
+/// tokens at that address, or names this node's own address.
+fn plan_replace(
+    config: &Config,
+    peers: &[EndpointState],
+    dead: std::net::SocketAddr,
+) -> Result<()> {
+    if dead == config.storage_endpoint() {
+        anyhow::bail!(
+            "replace_address {dead} is this node's own address: a node restarted empty at its \
+             old address takes its old identity back by itself (then run `mosaic repair` on \
+             it); replacing needs a node at a new address"
+        );
+    }
+    let Some(state) = peers.iter().find(|s| s.endpoint == dead) else {
+        anyhow::bail!("replace_address {dead}: the cluster knows no node at that address");
+    };
+    if !state.app.ring_status.owns_now() || state.app.tokens.is_empty() {
+        anyhow::bail!(
+            "replace_address {dead}: that node owns no tokens ({:?}); nothing to replace",
+            state.app.ring_status
+        );
+    }
+    start_join(config, state.app.tokens.clone(), Some(dead))?;
+    tracing::info!(
+        target: "mosaic::bootstrap",
+        replacing = %dead,
+        tokens = state.app.tokens.len(),
+        "replacing a dead node: its tokens taken; streaming its ranges before serving"
+    );
+    Ok(())
+}
+
+/// Saves a new node's identity with `tokens`, after marking its join.
+fn start_join(
+    config: &Config,
+    tokens: Vec<i64>,
+    replacing: Option<std::net::SocketAddr>,
+) -> Result<()> {
     let identity = NodeIdentity::with_tokens(tokens);
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
     // The join marker first: a crash between the two leaves a node that joins with
     // tokens chosen afresh, never one owning tokens it never streamed for.
-    save(&config.data_dir, &Joining::default())?;
+    let joining = Joining {
+        streamed: Vec::new(),
+        replacing,
+    };
+    save(&config.data_dir, &joining)?;
     identity
         .save(&config.data_dir)
-        .context("saving the new node's identity")?;
-    tracing::info!(
-        target: "mosaic::bootstrap",
-        tokens = identity.tokens.len(),
-        "joining a running cluster: balanced tokens chosen; streaming before serving"
-    );
-    Ok(true)
+        .context("saving the new node's identity")
 }
 
 fn save(data_dir: &Path, joining: &Joining) -> Result<()> {
@@ -158,8 +210,9 @@ pub fn start_state(data_dir: &Path, tokens: Vec<i64>) -> (RingStatus, Vec<i64>) 
 
 /// Runs this node's join to completion (see the module doc): waits for the schema and
 /// for any other node's move, streams, and removes the marker. Failed attempts are
-/// logged and retried, resuming from the ranges stored.
-pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) {
+/// logged and retried, resuming from the ranges stored; a replacement that cannot be
+/// (the node to replace is alive, or owns other tokens) fails.
+pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) -> Result<()> {
     let progress = Arc::new(Mutex::new(load(&data_dir)));
     let tokens: Vec<i64> = local.local_node().tokens.iter().map(|t| t.0).collect();
     loop {
@@ -195,8 +248,9 @@ pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) {
                 }
             }
         };
+        let replacing = progress.lock().replacing;
         match node
-            .bootstrap(tokens.clone(), &tables, &done, &record)
+            .bootstrap(tokens.clone(), replacing, &tables, &done, &record)
             .await
         {
             Ok(()) => {
@@ -205,8 +259,10 @@ pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) {
                     tracing::warn!(target: "mosaic::bootstrap", path = %path.display(), error = %e,
                         "could not remove the join marker");
                 }
-                return;
+                return Ok(());
             }
+            // The replaced node is alive, or not one to replace: retrying cannot help.
+            Err(e @ MoveError::Replace(..)) => return Err(e.into()),
             Err(e) => {
                 tracing::warn!(target: "mosaic::bootstrap", error = %e, "joining failed; retrying");
                 tokio::time::sleep(RETRY).await;
@@ -233,7 +289,12 @@ mod tests {
         assert!(!joining(dir.path()));
         let p = Joining {
             streamed: vec![(table_hex(mosaic_types::TableId([1; 16])), -5, 7)],
+            replacing: Some("127.0.0.3:7000".parse().unwrap()),
         };
+        // A progress file without the node it replaces (written before replacements
+        // existed) is a plain join's.
+        std::fs::write(dir.path().join(BOOTSTRAP_FILE), br#"{"streamed":[]}"#).unwrap();
+        assert_eq!(load(dir.path()), Joining::default());
         save(dir.path(), &p).unwrap();
         assert!(joining(dir.path()));
         assert_eq!(

@@ -204,7 +204,17 @@ async fn serve(config: Config) -> Result<()> {
     // does); a signal meanwhile stops it, and its next start resumes the join.
     if crate::moves::joining(&config.data_dir) {
         tokio::select! {
-            () = crate::moves::run(&node, &local, config.data_dir.clone()) => {}
+            joined = crate::moves::run(&node, &local, config.data_dir.clone()) => {
+                if let Err(e) = joined {
+                    node.shutdown();
+                    let _ = shutdown_tx.send(true);
+                    let failures = local.close(timeout).await;
+                    if !failures.is_empty() {
+                        tracing::warn!(target: "mosaic", "could not close cleanly: {}", failures.join(", "));
+                    }
+                    return Err(e.context("joining the ring"));
+                }
+            }
             name = signals.recv() => {
                 tracing::info!(target: "mosaic", "{name} received while joining; stopping (the join resumes at the next start)");
                 node.shutdown();
@@ -378,6 +388,7 @@ fn start_node(
         schema_version: me.schema_version.0,
         status: NodeStatus::Normal,
         ring_status,
+        replacing: None,
         load_bytes: local.load_bytes(),
     };
     // A restart must gossip a larger generation than any before it: wall-clock micros.
@@ -685,6 +696,11 @@ async fn recover_identity(
     let Some(states) =
         internode::shadow_round(listener, me, &seeds, &config.cluster_name, links).await
     else {
+        if let Some(dead) = config.replace_endpoint()? {
+            bail!(
+                "replace_address {dead}: no seed answered, so the dead node's tokens are unknown"
+            );
+        }
         return Ok(());
     };
     let (mine, peers): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.endpoint == me);

@@ -87,7 +87,9 @@ impl Node {
             let ring_of = |owns: fn(RingStatus) -> bool| {
                 let owners: Vec<(Endpoint, Vec<Token>)> = m
                     .states()
-                    .filter(|s| owns(s.app.ring_status))
+                    .filter(|s| {
+                        owns(s.app.ring_status) && !super::replace::replaced(m.states(), s, owns)
+                    })
                     .map(|s| (s.endpoint, s.app.tokens.iter().map(|t| Token(*t)).collect()))
                     .collect();
                 let locations = m.states().map(|s| {

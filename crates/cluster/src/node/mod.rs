@@ -60,6 +60,7 @@ mod moves;
 mod paxos;
 mod read;
 mod removal;
+mod replace;
 mod replica;
 mod topology;
 mod write;

@@ -12,6 +12,10 @@
 //!   loses it (the one whose data it replaces, as Cassandra's consistent range movement
 //!   does), or another live replica when that one is down; it stores what it pulls under
 //!   its role once joined.
+//! - **replace** (`replace_address`): a bootstrap whose tokens are a dead node's; the
+//!   joining node gossips which node it replaces, so every ring's future has it in the
+//!   dead node's place (it is pending for exactly the dead node's ranges) and pulls each
+//!   range from a live replica; once normal, it announces the dead node `Left`.
 //! - **decommission**: the leaving node asks each node gaining one of its ranges to pull
 //!   it from the leaving node (`StreamRequest`).
 //!
@@ -32,7 +36,7 @@ use crate::ring::Move;
 /// How long one range's pull (or a peer's re-homing) may take before the move fails.
 const MOVE_CALL_TIMEOUT_MS: u64 = 6 * 3600 * 1000;
 /// Pause between two rounds of asking peers whether they see a move.
-const RING_CHECK_POLL_MS: u64 = 250;
+pub(super) const RING_CHECK_POLL_MS: u64 = 250;
 
 /// Why a join or leave could not proceed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +54,9 @@ pub enum MoveError {
     /// A removal that cannot proceed, and why.
     #[error("cannot remove: {0}")]
     Removal(String),
+    /// A replacement (`replace_address`) that cannot proceed, and why.
+    #[error("cannot replace {0}: {1}")]
+    Replace(Endpoint, String),
     /// No live node of the ring is known yet (gossip has not reached one).
     #[error("no live node owning tokens is known yet")]
     NoLivePeer,
@@ -336,15 +343,26 @@ impl Node {
     /// gains for `tables`, skipping those in `done` (a resumed bootstrap), calling
     /// `streamed` after each range is stored, has every node re-home the ranges whose
     /// roles change, and announces `Normal`. See the module doc.
+    ///
+    /// `replacing` names a dead node whose tokens `tokens` are (`replace_address`): this
+    /// node then streams that node's ranges from their live replicas, and once normal owns
+    /// them in its place; the dead node is announced `Left` at the end.
     pub async fn bootstrap(
         &self,
         tokens: Vec<i64>,
+        replacing: Option<Endpoint>,
         tables: &[TableKey],
         done: &[StreamedRange],
         streamed: &(dyn Fn(StreamedRange) + Send + Sync),
     ) -> Result<(), MoveError> {
-        self.start_streams("bootstrap");
-        let result = self.bootstrap_inner(tokens, tables, done, streamed).await;
+        self.start_streams(if replacing.is_some() {
+            "replace"
+        } else {
+            "bootstrap"
+        });
+        let result = self
+            .bootstrap_inner(tokens, replacing, tables, done, streamed)
+            .await;
         self.finish_streams(&result);
         result
     }
@@ -352,6 +370,7 @@ impl Node {
     async fn bootstrap_inner(
         &self,
         tokens: Vec<i64>,
+        replacing: Option<Endpoint>,
         tables: &[TableKey],
         done: &[StreamedRange],
         streamed: &(dyn Fn(StreamedRange) + Send + Sync),
@@ -367,6 +386,13 @@ impl Node {
         if !self.hears_ring() {
             return Err(MoveError::NoLivePeer);
         }
+        if let Some(dead) = replacing {
+            self.check_replaceable(dead, &tokens).await?;
+        }
+        self.inner
+            .membership
+            .lock()
+            .update_own(|s| s.app.replacing = replacing);
         self.announce(RingStatus::Joining, Some(tokens));
         self.await_ring_agreement(RingStatus::Joining).await?;
         let me = self.endpoint();
@@ -396,7 +422,16 @@ impl Node {
             streamed((table, m.left.0, m.right.0));
         }
         self.complete_move(tables, RingStatus::Normal).await;
-        tracing::info!("bootstrap finished: this node is normal");
+        if let Some(dead) = replacing {
+            // Its tokens are this node's now: it leaves the ring (and `mosaic status`).
+            self.speak_for(dead, RingStatus::Left);
+            if let Err(e) = self.await_seen(dead, RingStatus::Left).await {
+                tracing::warn!(error = %e, node = %dead, "not every node saw the replaced node leave yet");
+            }
+            tracing::info!(node = %dead, "replace finished: this node owns the dead node's tokens");
+        } else {
+            tracing::info!("bootstrap finished: this node is normal");
+        }
         Ok(())
     }
 

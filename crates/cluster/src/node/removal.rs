@@ -83,7 +83,7 @@ impl Node {
 
     /// Gossips a new version of the dead node `node`'s state in ring status `status`
     /// (shut down, heartbeat above every one known) and rebuilds the ring.
-    fn speak_for(&self, node: Endpoint, status: RingStatus) {
+    pub(super) fn speak_for(&self, node: Endpoint, status: RingStatus) {
         self.inner.membership.lock().update_other(node, |s| {
             s.app.ring_status = status;
             s.app.status = NodeStatus::Shutdown;

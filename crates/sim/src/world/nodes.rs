@@ -49,6 +49,7 @@ impl World {
             schema_version: store.schema().version,
             status: NodeStatus::Normal,
             ring_status: Default::default(),
+            replacing: None,
             load_bytes: 0,
         };
         let node = Node::new(
