@@ -35,7 +35,7 @@ from cassandra.cluster import Cluster
 from cassandra.policies import (ConstantReconnectionPolicy, HostDistance, RoundRobinPolicy, TokenAwarePolicy,
                                 WhiteListRoundRobinPolicy)
 
-from conftest import MOSAIC_BIN, wait_until
+from conftest import MOSAIC_BIN, MosaicCluster, wait_until
 
 NATIVE_PORT, STORAGE_PORT, ADMIN_PORT = 9042, 7000, 7199
 START_TIMEOUT_S = 90
@@ -422,12 +422,7 @@ class NetnsCluster:
                 self.network.remove_host(host)
             self.tmp.cleanup()
 
-    def log_tail(self, i, n=4000):
-        try:
-            with open(os.path.join(self.node_dir(i), "log"), "rb") as f:
-                return f.read()[-n:].decode(errors="replace")
-        except OSError:
-            return ""
+    log_tail = MosaicCluster.log_tail  # node_dir(i)/log, as there
 
     def logs(self):
         return "\n".join(f"--- node{i} ({self.ip(i)}) log:\n{self.log_tail(i, 2500)}" for i in self.hosts)
@@ -437,18 +432,19 @@ class NetnsCluster:
         with urllib.request.urlopen(f"http://{self.admin(i)}/status", timeout=timeout) as r:
             return {n["endpoint"]: n for n in json.loads(r.read().decode())["nodes"]}
 
+    def sees(self, observer, nodes, up):
+        """Whether node `observer` answers /status with each of `nodes` UP (or DOWN)."""
+        try:
+            st = self.status(observer)
+        except OSError:
+            return False
+        return all(st.get(self.endpoint(n), {}).get("up") is up for n in nodes)
+
     def wait_seen(self, observers, nodes, up, timeout=60):
         observers, nodes = list(observers), list(nodes)
 
         def seen():
-            for o in observers:
-                try:
-                    st = self.status(o)
-                except OSError:
-                    return False
-                if any(st.get(self.endpoint(n), {}).get("up") is not up for n in nodes):
-                    return False
-            return True
+            return all(self.sees(o, nodes, up) for o in observers)
 
         try:
             wait_until(f"nodes {nodes} {'UP' if up else 'DOWN'} as seen by {observers}", seen, timeout=timeout,
