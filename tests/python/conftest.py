@@ -375,6 +375,19 @@ class MosaicCluster:
         finally:
             self._remember_pids()
 
+    def add_node(self):
+        """`mosaic cluster add-node`: bootstraps the next node; returns once every node sees
+        it Normal."""
+        p = self.mosaic("cluster", "add-node", "--dir", self.dir, timeout=180)
+        self.nodes += 1
+        self._remember_pids()
+        n = self.nodes
+        assert f"node{n}: joined the cluster" in p.stdout, p.stdout + p.stderr
+        wait_until(f"every node to see node {n} normal",
+                   lambda: all(self.status(i).get(self.endpoint(n), {}).get("state") == "Normal"
+                               for i in range(1, n + 1)))
+        return p
+
     def restart(self):
         """`up`: starts the nodes not running and waits until every node sees every other
         UP. Nothing more: requests sent right after a restart must work (a node drops its

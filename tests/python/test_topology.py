@@ -111,13 +111,7 @@ def test_a_node_joins_and_another_leaves_under_load_and_no_acknowledged_write_is
         writer.start()
         try:
             wait_until("the writer to get going", lambda: len(writer.acked["coded"]) > 20)
-            p = c.mosaic("cluster", "add-node", "--dir", c.dir, timeout=180)
-            c.nodes = 4
-            c._remember_pids()
-            assert "node4: joined the cluster" in p.stdout, p.stdout + p.stderr
-            wait_until("every node to see node 4 normal",
-                       lambda: all(c.status(i).get(c.endpoint(4), {}).get("state") == "Normal"
-                                   for i in (1, 2, 3, 4)))
+            c.add_node()
             grown = shares(c, 1)
             assert len(grown) == 4, grown
             assert max(grown.values()) / min(grown.values()) <= 1.10, grown

@@ -15,9 +15,11 @@
 //! holds, so a role's reads see only its own copies.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use mosaic_lsm::{Db, LogOptions, Options, Result};
 
+use crate::cleanup::CleanupGate;
 use crate::ranges::LogSettings;
 use crate::role::Role;
 use crate::store::{Structure, PRIMARY_DIR};
@@ -32,9 +34,17 @@ pub(crate) struct Decoupled {
 }
 
 impl Decoupled {
-    /// Opens (creating) the primary tree and the log.
-    pub(crate) fn open(dir: &Path, engine: Options, settings: &LogSettings) -> Result<Decoupled> {
-        let primary = Db::open(dir.join(PRIMARY_DIR), engine.clone())?;
+    /// Opens (creating) the primary tree and the log, their filters asking `gate`.
+    pub(crate) fn open(
+        dir: &Path,
+        engine: Options,
+        gate: &Arc<CleanupGate>,
+        settings: &LogSettings,
+    ) -> Result<Decoupled> {
+        let primary = Db::open(
+            dir.join(PRIMARY_DIR),
+            gate.options(&engine, Structure::Primary),
+        )?;
         let log_options = Options {
             log: Some(LogOptions {
                 split_segments: settings.split_segments,
@@ -43,7 +53,10 @@ impl Decoupled {
             }),
             ..engine
         };
-        let log = match Db::open(dir.join(LOG_DIR), log_options) {
+        let log = match Db::open(
+            dir.join(LOG_DIR),
+            gate.options(&log_options, Structure::Log),
+        ) {
             Ok(log) => log,
             Err(e) => {
                 let _ = primary.close();

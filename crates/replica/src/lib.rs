@@ -18,12 +18,16 @@
 //!   node; [`lineage`] follows its coded tables' rows through compaction), [`parity`] (parity node), [`covered`] (secondary removal) and [`degraded`]
 //!   (reads of covered rows while their primary is down).
 //!
+//! [`cleanup`] drops what a node no longer owns in each structure's role (after a topology
+//! change), through every engine's compaction filter.
+//!
 //! Must not depend on the cluster, tokio or CQL: the caller (the server) computes each
 //! operation's role from the ring and hands it in, so a simulator can drive the layouts as
 //! well. Storage goes through `mosaic-lsm` only, whose `Fs` seam it uses for its own few
 //! files (the `LAYOUT` marker), so fault-injecting file systems reach every byte.
 #![deny(clippy::unwrap_used)]
 
+pub mod cleanup;
 pub mod covered;
 pub mod decoupled;
 pub mod degraded;
@@ -38,8 +42,11 @@ pub mod sealed;
 pub mod store;
 pub mod stored;
 
+pub use cleanup::Ownership;
 pub use heterogeneous::KeyOrders;
 pub use ranges::{LogSettings, RingRanges};
 pub use role::{Layout, Role, SourceId};
-pub use store::{ReplicaScan, ReplicaStore, Structure, StructureStats};
+pub use store::{
+    CleanupReport, ReplicaScan, ReplicaStore, Structure, StructureCleanup, StructureStats,
+};
 pub use stored::{StoredEntry, StoredScan};

@@ -13,10 +13,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use mosaic_lsm::{Db, Error, Options, Result};
 use parking_lot::RwLock;
 
+use crate::cleanup::CleanupGate;
 use crate::role::{Role, SourceId};
 use crate::store::{Structure, PRIMARY_DIR};
 
@@ -33,18 +35,25 @@ pub(crate) type SourceFilter = std::sync::Arc<
     dyn Fn(SourceId) -> std::sync::Arc<dyn mosaic_lsm::CompactionFilter> + Send + Sync,
 >;
 
-/// The options of `source`'s tree.
-fn source_options(engine: &Options, filter: Option<&SourceFilter>, source: SourceId) -> Options {
-    Options {
+/// The options of `source`'s tree: `filter`'s for its source, and the cleanup gate's.
+fn source_options(
+    engine: &Options,
+    gate: &Arc<CleanupGate>,
+    filter: Option<&SourceFilter>,
+    source: SourceId,
+) -> Options {
+    let engine = Options {
         compaction_filter: filter.map(|f| f(source)),
         ..engine.clone()
-    }
+    };
+    gate.options(&engine, Structure::Source(source))
 }
 
 /// The trees of one table.
 pub(crate) struct MultiLsm {
     dir: PathBuf,
     engine: Options,
+    gate: Arc<CleanupGate>,
     filter: Option<SourceFilter>,
     primary: Db,
     /// Source trees; a `Db` is a cheap handle, cloned out so no lock is held during I/O.
@@ -54,10 +63,12 @@ pub(crate) struct MultiLsm {
 impl MultiLsm {
     /// Opens the primary tree and every source tree found in `dir`; each source tree
     /// filters its compactions by `filter`'s answer for its source, and the primary tree
-    /// reports its compactions to `primary_listener` when given (instead of `engine`'s).
+    /// reports its compactions to `primary_listener` when given (instead of `engine`'s);
+    /// every tree's filter also asks `gate`.
     pub(crate) fn open(
         dir: &Path,
         engine: Options,
+        gate: &Arc<CleanupGate>,
         filter: Option<SourceFilter>,
         primary_listener: Option<std::sync::Arc<dyn mosaic_lsm::CompactionListener>>,
     ) -> Result<MultiLsm> {
@@ -65,7 +76,10 @@ impl MultiLsm {
             compaction_listener: primary_listener.or_else(|| engine.compaction_listener.clone()),
             ..engine.clone()
         };
-        let primary = Db::open(dir.join(PRIMARY_DIR), primary_opts)?;
+        let primary = Db::open(
+            dir.join(PRIMARY_DIR),
+            gate.options(&primary_opts, Structure::Primary),
+        )?;
         let names = engine
             .fs
             .list(dir)
@@ -83,12 +97,13 @@ impl MultiLsm {
             if name != source_dir_name(source) {
                 continue;
             }
-            let opts = source_options(&engine, filter.as_ref(), source);
+            let opts = source_options(&engine, gate, filter.as_ref(), source);
             sources.insert(source, Db::open(dir.join(&name), opts)?);
         }
         Ok(MultiLsm {
             dir: dir.to_path_buf(),
             engine,
+            gate: gate.clone(),
             filter,
             primary,
             sources: RwLock::new(sources),
@@ -128,7 +143,7 @@ impl MultiLsm {
         }
         let db = Db::open(
             self.dir.join(source_dir_name(source)),
-            source_options(&self.engine, self.filter.as_ref(), source),
+            source_options(&self.engine, &self.gate, self.filter.as_ref(), source),
         )?;
         // The new directory's entry must survive a crash, or its WAL would be lost with it.
         self.engine

@@ -36,7 +36,10 @@ use crate::ranges::LogSettings;
 use crate::role::{Layout, Role, SourceId};
 use crate::stored::StoredScan;
 
+mod cleanup;
 mod ec;
+
+pub use cleanup::{CleanupReport, StructureCleanup};
 
 /// The primary tree's directory name (multi-lsm and decoupled).
 pub const PRIMARY_DIR: &str = "primary";
@@ -103,6 +106,8 @@ pub struct ReplicaStore {
     clock: Arc<dyn mosaic_env::Clock>,
     /// The table's key columns, when the opener gave them: reads can then be filtered.
     schema: Option<KeySchema>,
+    /// Every engine's filter of what a cleanup drops ([`crate::cleanup`]).
+    cleanup: Arc<crate::cleanup::CleanupGate>,
 }
 
 impl std::fmt::Debug for ReplicaStore {
@@ -361,10 +366,13 @@ impl ReplicaStore {
         };
         check_and_mark(&engine, &dir, layout)?;
         let clock = engine.clock.clone();
+        let gate = Arc::new(crate::cleanup::CleanupGate::default());
         let engines = match layout {
-            Layout::Uniform => Engines::Uniform(Db::open(&dir, engine)?),
+            Layout::Uniform => {
+                Engines::Uniform(Db::open(&dir, gate.options(&engine, Structure::Shared))?)
+            }
             Layout::MultiLsm => {
-                Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, None, None)?))
+                Engines::MultiLsm(Box::new(MultiLsm::open(&dir, engine, &gate, None, None)?))
             }
             Layout::ErasureTiered => {
                 // The coding state deletes offloaded coded tables; the trees must not.
@@ -383,18 +391,19 @@ impl ReplicaStore {
                     elect.lineage().clone(),
                     engine.compaction_listener.clone(),
                 );
-                let trees = MultiLsm::open(&dir, engine, Some(filter), Some(Arc::new(listener)))?;
+                let listener = Some(Arc::new(listener) as Arc<dyn mosaic_lsm::CompactionListener>);
+                let trees = MultiLsm::open(&dir, engine, &gate, Some(filter), listener)?;
                 elect.recover_lineage(|| trees.primary().levels())?;
                 Engines::ErasureTiered(Box::new(trees), Box::new(elect))
             }
-            Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &log)?),
+            Layout::Decoupled => Engines::Decoupled(Decoupled::open(&dir, engine, &gate, &log)?),
             Layout::Heterogeneous => {
                 let Some(keys) = keys else {
                     return Err(Error::InvalidArgument(
                         "the heterogeneous layout needs the table's key columns".into(),
                     ));
                 };
-                Engines::Heterogeneous(Box::new(Heterogeneous::open(&dir, engine, keys)?))
+                Engines::Heterogeneous(Box::new(Heterogeneous::open(&dir, engine, &gate, keys)?))
             }
         };
         Ok(ReplicaStore {
@@ -403,6 +412,7 @@ impl ReplicaStore {
             engines,
             clock,
             schema,
+            cleanup: gate,
         })
     }
 

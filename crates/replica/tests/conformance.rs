@@ -30,14 +30,9 @@ const BYTE_KEY_LAYOUTS: [Layout; 4] = [
     Layout::ErasureTiered,
 ];
 
-const A: SourceId = SourceId([0xaa; 16]);
-const B: SourceId = SourceId([0xbb; 16]);
-const RING: [i64; 4] = [
-    -6_000_000_000_000_000_000,
-    -2_000_000_000_000_000_000,
-    2_000_000_000_000_000_000,
-    6_000_000_000_000_000_000,
-];
+#[path = "common/ring.rs"]
+mod ring;
+use ring::{A, B, RING};
 /// The role of each ring range `(RING[i-1], RING[i]]`; the wrap-around (two key ranges,
 /// groups 0 and 4) belongs to `RING[0]`'s owner.
 const OWNERS: [Option<SourceId>; 4] = [None, Some(A), Some(B), Some(A)];

@@ -103,7 +103,7 @@ enum Command {
     Hr(hr::HrCommand),
     /// Anti-entropy repair of the ranges a node replicates (Merkle trees of logical rows;
     /// only differing ranges are streamed). Exits non-zero if it could not complete.
-    Repair(tools::RepairArgs),
+    Repair(tools::ScopeArgs),
     /// Stream a node's ranges to the nodes that will own them, take it out of the ring
     /// and stop it (like `nodetool decommission`).
     Decommission(tools::NodeArgs),
@@ -112,6 +112,10 @@ enum Command {
     /// Take a dead node out of the ring by its host id (`mosaic status` shows it); the
     /// survivors re-replicate its ranges (like `nodetool removenode`).
     Removenode(RemovenodeArgs),
+    /// Drop from a node the data it no longer owns after a topology change: ranges other
+    /// nodes took over, and copies in the structures of a role it no longer has (like
+    /// `nodetool cleanup`). Refused while any node joins, leaves or is being removed.
+    Cleanup(tools::ScopeArgs),
 }
 
 /// Options of `mosaic removenode`.
@@ -157,11 +161,12 @@ fn main() -> ExitCode {
         Command::Netstats(args) => tools::netstats(&args.host_args()),
         Command::Removenode(args) => tools::removenode(&args.node.host_args(), &args.host_id),
         Command::Repair(args) => tools::repair(
-            &tools::HostArgs {
-                host: args.host.clone(),
-                only: true,
-                credentials: args.credentials.clone(),
-            },
+            &args.host_args(),
+            args.keyspace.as_deref(),
+            args.table.as_deref(),
+        ),
+        Command::Cleanup(args) => tools::cleanup(
+            &args.host_args(),
             args.keyspace.as_deref(),
             args.table.as_deref(),
         ),

@@ -1,5 +1,5 @@
 //! Operator commands over the admin endpoint: `mosaic status`, `flush`, `compact`, `stats`,
-//! `compactionstats`.
+//! `compactionstats`, `repair`, `decommission`, `removenode`, `cleanup`.
 //!
 //! Owns how the cluster is shown to an operator (in the spirit of `nodetool`). Each
 //! command asks one node (`--host`, default 127.0.0.1:7199) for the cluster as it sees it,
@@ -24,6 +24,9 @@ use crate::admin::api::{
 };
 use crate::admin::client::{self, Login};
 
+mod cleanup;
+pub use cleanup::cleanup;
+
 /// The environment variable naming the role the CLI logs in as.
 pub const USERNAME_ENV: &str = "MOSAIC_USERNAME";
 /// The environment variable holding that role's password.
@@ -32,8 +35,8 @@ pub const PASSWORD_ENV: &str = "MOSAIC_PASSWORD";
 /// A role's credentials for nodes with password authentication.
 #[derive(Args, Debug, Clone, Default)]
 pub struct Credentials {
-    /// Role to log in as on nodes with password authentication (flush, compact, repair and
-    /// hr optimize need a superuser); default: $MOSAIC_USERNAME.
+    /// Role to log in as on nodes with password authentication (flush, compact, repair,
+    /// cleanup and hr optimize need a superuser); default: $MOSAIC_USERNAME.
     #[arg(short = 'u', long)]
     pub username: Option<String>,
     /// Its password; default: $MOSAIC_PASSWORD. Prefer that or --password-file: a password
@@ -114,10 +117,11 @@ pub struct HostArgs {
     pub credentials: Credentials,
 }
 
-/// Options of `mosaic repair`.
+/// Options of commands on one node's tables, all or a keyspace's or one table's (`mosaic
+/// repair`, `mosaic cleanup`).
 #[derive(Args, Debug, Clone)]
-pub struct RepairArgs {
-    /// The node whose ranges to repair: its admin address, IP (port 7199) or IP:port.
+pub struct ScopeArgs {
+    /// The node: its admin address, IP (port 7199) or IP:port.
     #[arg(long, default_value = "127.0.0.1:7199")]
     pub host: String,
     /// Only this keyspace.
@@ -153,6 +157,29 @@ pub struct NodeArgs {
     pub host: String,
     #[command(flatten)]
     pub credentials: Credentials,
+}
+
+impl ScopeArgs {
+    /// As [`HostArgs`] naming this node only.
+    pub fn host_args(&self) -> HostArgs {
+        HostArgs {
+            host: self.host.clone(),
+            only: true,
+            credentials: self.credentials.clone(),
+        }
+    }
+}
+
+/// The admin path `/OP[?keyspace=K[&table=T]]`.
+pub(crate) fn scope_path(op: &str, keyspace: Option<&str>, table: Option<&str>) -> String {
+    let mut path = format!("/{op}");
+    if let Some(ks) = keyspace {
+        path.push_str(&format!("?keyspace={ks}"));
+        if let Some(t) = table {
+            path.push_str(&format!("&table={t}"));
+        }
+    }
+    path
 }
 
 impl NodeArgs {
@@ -674,13 +701,7 @@ fn print_compactions(
 pub fn repair(host: &HostArgs, keyspace: Option<&str>, table: Option<&str>) -> Result<()> {
     let addr = host.addr()?;
     let login = host.credentials.login()?;
-    let mut path = "/repair".to_owned();
-    if let Some(ks) = keyspace {
-        path.push_str(&format!("?keyspace={ks}"));
-        if let Some(t) = table {
-            path.push_str(&format!("&table={t}"));
-        }
-    }
+    let path = scope_path("repair", keyspace, table);
     let v: RepairReport = match client::post_as(addr, &path, login.as_ref()) {
         Ok(v) => v,
         Err(e) => bail!("repair on {addr} did not complete: {e:#}"),

@@ -43,6 +43,7 @@ use mosaic_lsm::{Db, Entry, Error, Options, Result, WriteBatch};
 use mosaic_rows::{key::tag, ClusteringFilter, KeyRange, KeySchema, Permutation};
 use parking_lot::RwLock;
 
+use crate::cleanup::CleanupGate;
 use crate::role::Role;
 use crate::stored::StoredScan;
 
@@ -168,6 +169,8 @@ pub struct TreeStats {
 pub(crate) struct Heterogeneous {
     dir: PathBuf,
     engine: Options,
+    /// The cleanup gate every tree's filter asks ([`crate::cleanup`]).
+    gate: Arc<CleanupGate>,
     keys: RwLock<KeyOrders>,
     trees: RwLock<BTreeMap<usize, Tree>>,
     /// Re-layouts under way, by replica index.
@@ -211,6 +214,11 @@ fn read_markers(
     Ok(out)
 }
 
+/// The options of replica index `index`'s trees: `engine`'s, filtered by `gate` too.
+fn tree_options(engine: &Options, gate: &Arc<CleanupGate>, index: usize) -> Options {
+    gate.options(engine, crate::store::Structure::Replica(index))
+}
+
 /// Where a re-layout stands, for statistics.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RelayoutStatus {
@@ -225,7 +233,12 @@ pub struct RelayoutStatus {
 impl Heterogeneous {
     /// Opens every tree found in `dir`; trees of indexes not found yet are created in their
     /// order of `keys` by the first write.
-    pub(crate) fn open(dir: &Path, engine: Options, keys: KeyOrders) -> Result<Heterogeneous> {
+    pub(crate) fn open(
+        dir: &Path,
+        engine: Options,
+        gate: &Arc<CleanupGate>,
+        keys: KeyOrders,
+    ) -> Result<Heterogeneous> {
         let names = engine
             .fs
             .list(dir)
@@ -251,7 +264,7 @@ impl Heterogeneous {
             if trees.contains_key(&index) && perm != keys.order(index) {
                 continue;
             }
-            let db = Db::open(dir.join(name), engine.clone())?;
+            let db = Db::open(dir.join(name), tree_options(&engine, gate, index))?;
             if let Some(old) = trees.insert(index, Tree::new(perm, db)) {
                 old.db.close()?;
             }
@@ -259,12 +272,18 @@ impl Heterogeneous {
         let store = Heterogeneous {
             dir: dir.to_path_buf(),
             engine,
+            gate: gate.clone(),
             keys: RwLock::new(keys),
             trees: RwLock::new(trees),
             relayouts: RwLock::new(BTreeMap::new()),
         };
         store.resume_relayouts(markers)?;
         Ok(store)
+    }
+
+    /// The options of replica index `index`'s trees.
+    fn options(&self, index: usize) -> Options {
+        tree_options(&self.engine, &self.gate, index)
     }
 
     /// Picks up the re-layouts the markers name (see the module doc).
@@ -275,7 +294,7 @@ impl Heterogeneous {
                 // The old tree is still there: copy again into the new one.
                 Some(old) if old.perm != perm => {
                     let name = tree_dir_name(index, &perm);
-                    let db = Db::open(self.dir.join(name), self.engine.clone())?;
+                    let db = Db::open(self.dir.join(name), self.options(index))?;
                     self.relayouts.write().insert(
                         index,
                         Relayout {
@@ -288,7 +307,7 @@ impl Heterogeneous {
                 _ => {
                     let name = tree_dir_name(index, &perm);
                     if self.engine.fs.exists(&self.dir.join(&name)) {
-                        let db = Db::open(self.dir.join(name), self.engine.clone())?;
+                        let db = Db::open(self.dir.join(name), self.options(index))?;
                         self.trees.write().insert(index, Tree::new(perm, db));
                     }
                     self.remove_marker(index)?;
@@ -348,7 +367,7 @@ impl Heterogeneous {
                 .fs
                 .sync_dir(&self.dir)
                 .map_err(|e| Error::io("syncing", &self.dir, e))?;
-            let next = Tree::new(target, Db::open(self.dir.join(&name), self.engine.clone())?);
+            let next = Tree::new(target, Db::open(self.dir.join(&name), self.options(index))?);
             self.relayouts.write().insert(
                 index,
                 Relayout {
@@ -508,7 +527,7 @@ impl Heterogeneous {
         let perm = self.keys.read().order(index);
         let db = Db::open(
             self.dir.join(tree_dir_name(index, &perm)),
-            self.engine.clone(),
+            self.options(index),
         )?;
         // The new directory's entry must survive a crash, or its WAL would be lost with it.
         self.engine

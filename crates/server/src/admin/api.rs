@@ -137,6 +137,47 @@ pub struct DecommissionReport {
     pub streams: Netstats,
 }
 
+/// `POST /cleanup`: what the node dropped of the data it no longer owns.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CleanupReport {
+    /// Per table cleaned (or failed).
+    pub tables: Vec<TableCleanup>,
+    /// Whether every table was cleaned.
+    pub complete: bool,
+}
+
+/// One table's cleanup.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TableCleanup {
+    /// `keyspace.table`.
+    pub table: String,
+    /// Its layout.
+    pub layout: String,
+    /// Versions dropped as not owned.
+    pub dropped_versions: u64,
+    /// Bytes in its tables before and after.
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    /// Per storage structure.
+    pub structures: Vec<StructureCleanup>,
+    /// What the cleanup leaves in place (erasure-tiered: parity and coding state).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// Why the table was not (fully) cleaned.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// One structure's cleanup (`shared`, `primary`, `src-<host id>`, `log`, `replica-<i>`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StructureCleanup {
+    pub structure: String,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub entries_before: u64,
+    pub entries_after: u64,
+}
+
 /// `GET /activity`: the totals the status page turns into live rates (the change between
 /// two polls), since the node started.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -20,6 +20,7 @@
 //! | `GET /netstats` | JSON: the streams of this node's join or leave ([`moves`]) |
 //! | `POST /decommission` | stream this node's ranges to their new owners, leave the ring, stop |
 //! | `POST /removenode?host_id=UUID` | take a dead node out of the ring; the survivors re-replicate its ranges |
+//! | `POST /cleanup[?keyspace=K[&table=T]]` | drop the data this node no longer owns, per table and structure ([`cleanup`]) |
 //!
 //! Submodules: [`api`] (the JSON bodies, shared with the CLI), [`guard`] (admission),
 //! [`page`] (the status page and `/activity`),
@@ -30,6 +31,7 @@
 //! up` use).
 
 pub mod api;
+mod cleanup;
 pub mod client;
 pub mod guard;
 pub mod login;
@@ -109,6 +111,7 @@ fn router(admin: Arc<Admin>) -> Router {
         .route("/netstats", get(moves::netstats))
         .route("/decommission", post(moves::decommission))
         .route("/removenode", post(moves::removenode))
+        .route("/cleanup", post(cleanup::cleanup))
         .route("/hr/optimize", post(hr_optimize))
         .fallback(no_such_request)
         .method_not_allowed_fallback(no_such_request)
@@ -477,8 +480,12 @@ pub(crate) fn engine_stats(local: &LocalCoordinator) -> api::EngineStats {
     }
 }
 
-/// The keyspace and table a repair query names, or why the query is refused.
-fn repair_scope(params: Vec<(String, String)>) -> Result<(Option<String>, Option<String>), String> {
+/// The keyspace and table a `/repair` or `/cleanup` query names, or why the query is
+/// refused.
+fn table_scope(
+    operation: &str,
+    params: Vec<(String, String)>,
+) -> Result<(Option<String>, Option<String>), String> {
     let mut keyspace = None;
     let mut table = None;
     for (name, value) in params {
@@ -487,11 +494,41 @@ fn repair_scope(params: Vec<(String, String)>) -> Result<(Option<String>, Option
             "table" => table = Some(value),
             _ => {
                 let pair = format!("{name}={value}");
-                return Err(format!("unknown repair parameter {pair:?}"));
+                return Err(format!("unknown {operation} parameter {pair:?}"));
             }
         }
     }
     Ok((keyspace, table))
+}
+
+/// The tables of `catalog` in `keyspace` (all without one) named `table` (any without
+/// one); a keyspace or table that does not exist is refused with 404 and why.
+fn scoped_tables(
+    catalog: &mosaic_cql::schema::Catalog,
+    keyspace: Option<&str>,
+    table: Option<&str>,
+) -> Result<Vec<mosaic_types::TableId>, (StatusCode, String)> {
+    if let Some(ks) = keyspace {
+        if catalog.keyspace(ks).is_none() {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("Keyspace '{ks}' does not exist"),
+            ));
+        }
+    }
+    let tables: Vec<_> = catalog
+        .tables()
+        .filter(|t| keyspace.is_none_or(|k| k == t.keyspace))
+        .filter(|t| table.is_none_or(|n| n == t.name))
+        .map(|t| t.id)
+        .collect();
+    match table {
+        Some(name) if tables.is_empty() => Err((
+            StatusCode::NOT_FOUND,
+            format!("Table {name:?} does not exist"),
+        )),
+        _ => Ok(tables),
+    }
 }
 
 /// Repairs the tables a `/repair?keyspace=K&table=T` query names (all by default).
@@ -499,7 +536,7 @@ async fn repair(
     State(admin): State<Arc<Admin>>,
     Query(params): Query<Vec<(String, String)>>,
 ) -> Response {
-    let (keyspace, table) = match repair_scope(params) {
+    let (keyspace, table) = match table_scope("repair", params) {
         Ok(scope) => scope,
         Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
@@ -516,24 +553,10 @@ async fn repair(
         );
     }
     let catalog = admin.local.current_catalog();
-    if let Some(ks) = &keyspace {
-        if catalog.keyspace(ks).is_none() {
-            return error(
-                StatusCode::NOT_FOUND,
-                format!("Keyspace '{ks}' does not exist"),
-            );
-        }
-    }
-    let tables: Vec<_> = catalog
-        .tables()
-        .filter(|t| keyspace.as_ref().is_none_or(|k| *k == t.keyspace))
-        .filter(|t| table.as_ref().is_none_or(|n| *n == t.name))
-        .map(|t| t.id)
-        .collect();
-    if tables.is_empty() && table.is_some() {
-        let e = format!("Table {:?} does not exist", table.unwrap_or_default());
-        return error(StatusCode::NOT_FOUND, e);
-    }
+    let tables = match scoped_tables(&catalog, keyspace.as_deref(), table.as_deref()) {
+        Ok(tables) => tables,
+        Err((code, why)) => return error(code, why),
+    };
     let report = admin.cluster.node().repair(&tables).await;
     let code = if report.complete() {
         StatusCode::OK
@@ -621,14 +644,14 @@ mod tests {
 
     #[test]
     fn a_repair_query_names_a_keyspace_and_table_or_is_refused() {
-        assert_eq!(repair_scope(params(&[])), Ok((None, None)));
+        assert_eq!(table_scope("repair", params(&[])), Ok((None, None)));
         assert_eq!(
-            repair_scope(params(&[("keyspace", "ks"), ("table", "t")])),
+            table_scope("repair", params(&[("keyspace", "ks"), ("table", "t")])),
             Ok((Some("ks".to_owned()), Some("t".to_owned())))
         );
         assert_eq!(
-            repair_scope(params(&[("keyspace", "ks"), ("tabel", "t")])),
-            Err("unknown repair parameter \"tabel=t\"".to_owned())
+            table_scope("cleanup", params(&[("keyspace", "ks"), ("tabel", "t")])),
+            Err("unknown cleanup parameter \"tabel=t\"".to_owned())
         );
     }
 }

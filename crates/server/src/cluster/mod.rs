@@ -45,6 +45,7 @@ use parking_lot::RwLock;
 use crate::hints::HintStore;
 use crate::local::{scan_bounds, AllPrimary, LocalCoordinator, Roles};
 
+pub mod cleanup;
 mod roles;
 use roles::{RingRoles, RingView};
 
@@ -108,11 +109,7 @@ impl LocalStore {
                 return Some(v.clone());
             }
         }
-        let hosts = node
-            .states()
-            .into_iter()
-            .map(|(s, _)| (s.endpoint, SourceId(s.app.host_id.0)))
-            .collect();
+        let hosts = roles::host_ids(&node);
         self.local.ring_ranges().set(ring.tokens());
         let view = Arc::new(RingView {
             ring,

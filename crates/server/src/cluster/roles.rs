@@ -36,8 +36,20 @@ pub(super) fn source_of(node: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> 
     SourceId(id)
 }
 
+/// Every known node's host id, as a source id (this node's included).
+pub(super) fn host_ids(node: &mosaic_cluster::Node) -> HashMap<Endpoint, SourceId> {
+    node.states()
+        .into_iter()
+        .map(|(s, _)| (s.endpoint, SourceId(s.app.host_id.0)))
+        .collect()
+}
+
 /// `me`'s role in a token's `replicas` ([`Role::in_replicas`]), sources by host id.
-fn role_in(replicas: &[Endpoint], me: Endpoint, hosts: &HashMap<Endpoint, SourceId>) -> Role {
+pub(super) fn role_in(
+    replicas: &[Endpoint],
+    me: Endpoint,
+    hosts: &HashMap<Endpoint, SourceId>,
+) -> Role {
     Role::in_replicas(replicas, &me, |primary| source_of(*primary, hosts))
 }
 
