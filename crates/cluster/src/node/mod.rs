@@ -62,6 +62,7 @@ mod read;
 mod removal;
 mod replace;
 mod replica;
+mod streaming;
 mod topology;
 mod write;
 

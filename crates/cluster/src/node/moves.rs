@@ -30,6 +30,7 @@
 //! time in memory) and paced to `stream_throughput_bytes_per_sec`. A bootstrap resumes:
 //! the ranges it already stored are skipped.
 
+use super::streaming::RANGES_IN_FLIGHT;
 use super::*;
 use crate::ring::Move;
 
@@ -165,7 +166,7 @@ pub(super) type PullAsks = BTreeMap<(Endpoint, TableKey, Endpoint), Vec<(i64, i6
 pub type StreamedRange = (TableKey, i64, i64);
 
 /// Why a call's answer is not the one expected: a failure, another body, or none in time.
-fn unanswered(answer: Option<Body>) -> String {
+pub(super) fn unanswered(answer: Option<Body>) -> String {
     match answer {
         Some(Body::Failed(f)) => format!("{f:?}"),
         Some(b) => format!("unexpected answer {}", replica::body_name(&b)),
@@ -416,11 +417,20 @@ impl Node {
             }
         }
         tracing::info!(ranges = work.len(), "bootstrap streaming");
-        for (table, m, source) in work {
-            self.pull(table, &m.keys(), source).await?;
+        let pacer = self.pacer();
+        let pacer = &pacer;
+        let mut pulls = futures::stream::iter(work)
+            .map(|(table, m, source)| async move {
+                self.pull(table, &m.keys(), source, pacer).await?;
+                Ok::<_, MoveError>((table, m, source))
+            })
+            .buffer_unordered(RANGES_IN_FLIGHT);
+        while let Some(pulled) = pulls.next().await {
+            let (table, m, source) = pulled?;
             self.inner.streams.lock().session(source, true).ranges_done += 1;
             streamed((table, m.left.0, m.right.0));
         }
+        drop(pulls);
         self.complete_move(tables, RingStatus::Normal).await;
         if let Some(dead) = replacing {
             // Its tokens are this node's now: it leaves the ring (and `mosaic status`).
@@ -669,110 +679,11 @@ impl Node {
                     continue;
                 }
                 for range in m.keys() {
-                    copied += self.copy_range(*table, range, None).await?.0;
+                    copied += self.copy_range(*table, range, None, None).await?.0;
                 }
             }
         }
         Ok(copied)
-    }
-
-    /// Copies the stored entries of `range` of `table`, page by page, from `source`
-    /// (stored here as this node's roles say) or, with `None`, from this node itself
-    /// into its future roles' structures; the entries and bytes copied.
-    async fn copy_range(
-        &self,
-        table: TableKey,
-        range: KeyRange,
-        source: Option<Endpoint>,
-    ) -> Result<(u64, u64), MoveError> {
-        let me = self.endpoint();
-        let peer = source.unwrap_or(me);
-        let fail = |reason: String| MoveError::Stream { peer, reason };
-        let rate = self.inner.config.stream_throughput_bytes_per_sec;
-        let started = self.now_ms();
-        let (mut entries_total, mut bytes_total) = (0u64, 0u64);
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let (entries, next) = match source {
-                Some(peer) => {
-                    let request = Body::ReadStored {
-                        table,
-                        range: WireRange {
-                            start: range.start.clone(),
-                            end: range.end.clone(),
-                        },
-                        after: after.clone(),
-                        limit: repair::READ_CHUNK as u32,
-                    };
-                    match self
-                        .call_retrying(peer, request, self.inner.config.repair_timeout_ms)
-                        .await
-                    {
-                        Some(Body::StoredData { entries, next }) => (entries, next),
-                        other => return Err(fail(unanswered(other))),
-                    }
-                }
-                None => self
-                    .stored_page(table, range.clone(), after.clone(), repair::READ_CHUNK)
-                    .await
-                    .map_err(|f| fail(format!("{f:?}")))?,
-            };
-            if entries.is_empty() && next.is_some() {
-                return Err(fail("an empty page that says more follows".to_owned()));
-            }
-            let bytes: u64 = entries
-                .iter()
-                .map(|(k, v)| (k.len() + v.len()) as u64)
-                .sum();
-            let n = entries.len() as u64;
-            if !entries.is_empty() {
-                let writes = stale_entries(&[], &entries);
-                let stored = match source {
-                    Some(_) => self.inner.store.apply(table, writes).await,
-                    None => self.inner.store.apply_future(table, writes).await,
-                };
-                stored.map_err(|f| MoveError::Stream {
-                    peer: me,
-                    reason: format!("storing streamed entries: {f:?}"),
-                })?;
-            }
-            entries_total += n;
-            bytes_total += bytes;
-            if let Some(peer) = source {
-                let mut s = self.inner.streams.lock();
-                let session = s.session(peer, true);
-                session.entries += n;
-                session.bytes += bytes;
-            }
-            if rate > 0 && source.is_some() {
-                // Pace to the rate: this range's bytes so far may not arrive sooner.
-                let due_ms = bytes_total.saturating_mul(1000) / rate;
-                let spent = self.now_ms().saturating_sub(started);
-                if due_ms > spent {
-                    self.inner.runtime.sleep(due_ms - spent).await;
-                }
-            }
-            match next {
-                Some(n) => after = Some(n),
-                None => return Ok((entries_total, bytes_total)),
-            }
-        }
-    }
-
-    /// Pulls every key range of `ranges` of `table` from `source` and stores it here.
-    pub(super) async fn pull(
-        &self,
-        table: TableKey,
-        ranges: &[KeyRange],
-        source: Endpoint,
-    ) -> Result<(u64, u64), MoveError> {
-        let (mut entries, mut bytes) = (0, 0);
-        for range in ranges {
-            let (e, b) = self.copy_range(table, range.clone(), Some(source)).await?;
-            entries += e;
-            bytes += b;
-        }
-        Ok((entries, bytes))
     }
 
     /// Serves a peer's topology-change request.
@@ -798,7 +709,7 @@ impl Node {
                 for (left, right) in &ranges {
                     keys.extend(crate::ring::token_range_keys(Token(*left), Token(*right)));
                 }
-                match self.pull(table, &keys, source).await {
+                match self.pull(table, &keys, source, &self.pacer()).await {
                     Ok((entries, bytes)) => Body::Streamed { entries, bytes },
                     Err(e) => Body::Failed(Failure::Storage(e.to_string())),
                 }
