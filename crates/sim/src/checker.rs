@@ -524,6 +524,22 @@ impl Checker {
         }
     }
 
+    /// `node` left the ring without handing its copies over (it was removed while dead):
+    /// every write of `key` of `table` up to timestamp `ts` (the newest it stored) counts
+    /// as lost on it.
+    pub fn record_gone(&mut self, node: usize, table: usize, key: usize, ts: i64) {
+        for w in &mut self.writes {
+            if w.table == table
+                && w.key == key
+                && w.ts <= ts
+                && w.lost_on.insert(node)
+                && matches!(w.outcome, Outcome::Acked { .. })
+            {
+                self.stats.acked_copies_lost += 1;
+            }
+        }
+    }
+
     /// After settling by `how`: every replica of key `key` of `table` holds `copies` (one
     /// per replica, `None` where absent); they must be identical.
     pub fn check_converged(

@@ -9,6 +9,10 @@
 
 use crate::prng::Prng;
 
+/// Of the faulty seeds (crash storms aside), the share whose faults include topology
+/// changes, per million.
+const MOVES_PPM: u32 = 250_000;
+
 /// When a store's writes become durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -112,6 +116,11 @@ pub struct Config {
     /// The lightweight-transaction workload, when the run has one (never drawn by
     /// [`Config::from_seed`], so seeds without it run as they always did).
     pub lwt: Option<Lwt>,
+    /// Of the faults, the share that are topology changes (a spare node joins, a node
+    /// decommissions, a dead one is removed), per million; 0 for none.
+    pub move_ppm: u32,
+    /// Node slots not started with the cluster, which joins fill (0 without moves).
+    pub spare_nodes: usize,
 }
 
 impl Config {
@@ -218,7 +227,37 @@ impl Config {
                 ][r.index(6)]
             },
             lwt: None,
+            // After every other draw, so older seeds keep their configuration; never in a
+            // crash storm (a move needs its ring agreement to come).
+            move_ppm: if faulty && !storm && r.chance(MOVES_PPM) {
+                r.between(100_000, 500_000) as u32
+            } else {
+                0
+            },
+            spare_nodes: 0,
         }
+        .with_spares(&mut r)
+    }
+
+    /// Spare node slots for a run with moves (1–2, drawn from `r`).
+    fn with_spares(mut self, r: &mut Prng) -> Config {
+        if self.move_ppm > 0 {
+            self.spare_nodes = r.between(1, 2) as usize;
+        }
+        self
+    }
+
+    /// This configuration without topology changes (the stores on disk and the
+    /// lightweight-transaction workload do not model them yet).
+    pub fn without_moves(mut self) -> Config {
+        self.move_ppm = 0;
+        self.spare_nodes = 0;
+        self
+    }
+
+    /// Node slots: the nodes started with the cluster, then the spares joins fill.
+    pub fn slots(&self) -> usize {
+        self.nodes + self.spare_nodes
     }
 
     /// This configuration with a lightweight-transaction workload drawn from `seed` (on
@@ -232,22 +271,24 @@ impl Config {
     /// state in the table's WAL, so a power cut under periodic sync takes promises and
     /// commits with the data. The simulator keeps Paxos state durable at once, so under
     /// lossy stores a commit's data could vanish while its Paxos state says it is
-    /// there: a failure of a configuration Mosaic does not claim to survive.
-    pub fn with_lwt(mut self, seed: u64) -> Config {
+    /// there: a failure of a configuration Mosaic does not claim to survive. Such runs
+    /// have no topology changes ([`Config::without_moves`]).
+    pub fn with_lwt(self, seed: u64) -> Config {
+        let mut s = self.without_moves();
         let mut r = Prng::new(seed).fork(0xC0F17);
-        if let Durability::Periodic { lossy, .. } = &mut self.durability {
+        if let Durability::Periodic { lossy, .. } = &mut s.durability {
             *lossy = false;
         }
-        self.lwt = Some(Lwt {
-            rf: r.between(1, self.nodes.min(5) as u64) as usize,
+        s.lwt = Some(Lwt {
+            rf: r.between(1, s.nodes.min(5) as u64) as usize,
             registers: r.between(1, 3) as usize,
             clients: r.between(2, 5) as usize,
             ops_per_client: r.between(5, 20) as usize,
             // As hurried as the seed's other clients, or more.
-            think_max_ms: r.between(1, self.think_max_ms.min(300)),
+            think_max_ms: r.between(1, s.think_max_ms.min(300)),
             serial_read_ppm: r.between(100_000, 400_000) as u32,
         });
-        self
+        s
     }
 
     /// The number of tables.
@@ -281,6 +322,12 @@ mod tests {
         assert!(configs
             .iter()
             .any(|c| matches!(c.durability, Durability::Periodic { lossy: true, .. })));
+        assert!(configs
+            .iter()
+            .any(|c| c.move_ppm > 0 && (1..=2).contains(&c.spare_nodes)));
+        assert!(configs
+            .iter()
+            .all(|c| (c.move_ppm > 0) == (c.spare_nodes > 0)));
         assert_eq!(Config::from_seed(42), Config::from_seed(42));
     }
 }

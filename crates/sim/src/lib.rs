@@ -9,7 +9,11 @@
 //! unsynced tail a crash may lose). Nodes crash (their tasks and in-flight messages die)
 //! and restart over their stores with the same endpoint, tokens and host id and a larger
 //! generation and the peers they knew — some seeds in storms of crashes every few hundred
-//! milliseconds under stalling disks. Clients write and read a few keys through random coordinators at random
+//! milliseconds under stalling disks. With [`Options::moves`] (`--moves`), some seeds change
+//! the topology among their faults ([`MoveStats`]): a spare node slot joins (bootstrap with allocated tokens), a node
+//! decommissions and stops for good, a dead node is removed by a live one — one move at a
+//! time, racing crashes and partitions; the settle phase and the replicas' comparison
+//! follow the final ring. Clients write and read a few keys through random coordinators at random
 //! consistency levels, and now and then change the schema on one node. See [`world`] for
 //! the phases of a run.
 //!
@@ -36,6 +40,8 @@
 //! cargo run -p mosaic-sim -- --seeds 1 --from <n> --verbose
 //! ```
 //!
+//! A seed of the `topology` test (runs with moves) is printed as `MOSAIC_SIM_MOVES_SEED=<n>`
+//! and rerun by that test or with `--moves`.
 //! The first reruns exactly that seed in the test, the second prints its configuration,
 //! statistics and violations. A seed of the lightweight-transaction test is printed as
 //! `MOSAIC_SIM_LWT_SEED=<n>` and rerun by the `lightweight_transactions` test or with
@@ -72,7 +78,7 @@ pub mod store;
 pub mod world;
 
 pub use config::{Config, Durability};
-pub use world::{run, run_with, LwtStats, Options, Report, Storage};
+pub use world::{run, run_with, LwtStats, MoveStats, Options, Report, Storage};
 
 use std::collections::BTreeMap;
 
@@ -113,6 +119,8 @@ pub struct Summary {
     pub answers_to_later_incarnation: u64,
     /// Schema changes made during the load.
     pub schema_changes: u64,
+    /// Topology changes tried and their outcomes, summed over the seeds.
+    pub moves: MoveStats,
     /// Lightweight transactions' outcomes and checks, summed over the seeds.
     pub lwt: LwtStats,
     /// What stores on disk went through, summed over the seeds.
@@ -143,6 +151,7 @@ impl Summary {
         self.keys_converged += r.stats.keys_converged;
         self.answers_to_later_incarnation += r.net.answers_to_later_incarnation;
         self.schema_changes += r.faults.schema_changes;
+        self.moves.add(&r.moves);
         self.disk.add(&r.disk);
         let (l, add) = (&mut self.lwt, &r.lwt);
         l.cas += add.cas;
@@ -198,6 +207,24 @@ impl std::fmt::Display for Summary {
             self.keys_converged,
             self.failures
         )?;
+        let m = &self.moves;
+        if m.any() {
+            write!(
+                f,
+                "; topology changes: {} joins ({} attempts failed), {} decommissions ({} \
+                 failed), {} removals ({} failed), {} refused as another move was under way, \
+                 {} abandoned after {} s",
+                m.joins,
+                m.joins_failed,
+                m.leaves,
+                m.leaves_failed,
+                m.removes,
+                m.removes_failed,
+                m.refused_other_move,
+                m.abandoned,
+                world::MOVE_PATIENCE_MICROS / 1_000_000
+            )?;
+        }
         let d = &self.disk;
         if d != &disk::DiskStats::default() {
             write!(

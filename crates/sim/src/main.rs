@@ -4,6 +4,7 @@
 //! cargo run --release -p mosaic-sim -- --seeds 100000 --from 0
 //! cargo run -p mosaic-sim -- --seeds 1 --from 1234 --verbose
 //! cargo run --release -p mosaic-sim -- --lwt --seeds 20000   # with lightweight transactions
+//! cargo run --release -p mosaic-sim -- --moves --seeds 20000 # with joins, leaves, removals
 //! ```
 //!
 //! Prints `MOSAIC_SIM_SEED=<n>` with the violations of every failing seed, a summary at
@@ -19,6 +20,7 @@ struct Args {
     from: u64,
     verbose: bool,
     lwt: bool,
+    moves: bool,
     storage: Storage,
 }
 
@@ -28,6 +30,7 @@ fn parse() -> Result<Args, String> {
         from: 0,
         verbose: false,
         lwt: false,
+        moves: false,
         storage: Storage::Memory,
     };
     let mut it = std::env::args().skip(1);
@@ -41,6 +44,7 @@ fn parse() -> Result<Args, String> {
             "--from" => args.from = number("--from")?,
             "--verbose" | "-v" => args.verbose = true,
             "--lwt" => args.lwt = true,
+            "--moves" => args.moves = true,
             "--disk" => {
                 let v = it.next().ok_or("--disk needs a layout or `any`")?;
                 let layout = match v.as_str() {
@@ -53,7 +57,7 @@ fn parse() -> Result<Args, String> {
                 args.storage = Storage::Disk(layout);
             }
             "--help" | "-h" => return Err(
-                "usage: mosaic-sim [--seeds N] [--from S] [--verbose] [--lwt] [--disk LAYOUT|any]"
+                "usage: mosaic-sim [--seeds N] [--from S] [--verbose] [--lwt] [--moves] [--disk LAYOUT|any]"
                     .into(),
             ),
             other => return Err(format!("unknown argument {other}")),
@@ -74,6 +78,9 @@ fn describe(r: &Report) {
     println!("  workload {:?}", r.stats);
     println!("  network {:?}", r.net);
     println!("  faults {:?}", r.faults);
+    if r.moves.any() {
+        println!("  topology changes {:?}", r.moves);
+    }
     if r.config.lwt.is_some() {
         println!("  lightweight transactions {:?}", r.lwt);
     }
@@ -91,6 +98,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let options = Options {
         lwt: args.lwt,
+        moves: args.moves,
         storage: args.storage,
         ..Options::default()
     };

@@ -84,9 +84,9 @@ pub fn endpoint(index: usize) -> Endpoint {
 }
 
 impl Network {
-    /// A network of `config.nodes` addresses, none running yet.
+    /// A network of `config.slots()` addresses, none running yet.
     pub fn new(exec: Arc<Executor>, config: &Config, rng: Prng) -> Arc<Network> {
-        let slots: Vec<Slot> = (0..config.nodes)
+        let slots: Vec<Slot> = (0..config.slots())
             .map(|i| Slot {
                 endpoint: endpoint(i),
                 node: None,

@@ -7,7 +7,8 @@
 //!
 //! 1. **join**: every node starts and gossips until all see all alive with the full ring;
 //! 2. **load**: clients write and read through random coordinators at random levels while
-//!    the fault schedule crashes, restarts and partitions nodes (and, in runs with a
+//!    the fault schedule crashes, restarts and partitions nodes — with [`Options::moves`],
+//!    it also joins, decommissions and removes nodes (`moves.rs`) — (and, in runs with a
 //!    lightweight-transaction workload, more clients run compare-and-sets, `lwt.rs`);
 //! 3. **quiesce**: faults stop, every node runs again, the network heals, membership
 //!    converges, and every node agrees on the schema (the clients changed it now and then);
@@ -36,11 +37,13 @@ use crate::store::{table_key, SimStore};
 
 mod faults;
 mod lwt;
+mod moves;
 mod nodes;
 mod routing;
 mod workload;
 
 pub use lwt::LwtStats;
+pub use moves::{MoveStats, MOVE_PATIENCE_MICROS};
 pub use routing::{routing, Routing};
 
 /// Knobs for tests of the simulator itself.
@@ -58,6 +61,9 @@ pub struct Options {
     pub forget_peers: bool,
     /// Add the seed's lightweight-transaction workload ([`Config::with_lwt`]).
     pub lwt: bool,
+    /// Let the seeds whose configuration draws topology changes make them
+    /// ([`Config::move_ppm`]; in memory only, never with lightweight transactions).
+    pub moves: bool,
     /// Where the nodes keep their tables.
     pub storage: Storage,
     /// On disk, stores that acknowledge writes without syncing them while the checks
@@ -85,6 +91,7 @@ impl Default for Options {
             polls_max: 20_000_000,
             forget_peers: false,
             lwt: false,
+            moves: false,
             storage: Storage::Memory,
             skip_fsync: false,
         }
@@ -125,6 +132,8 @@ pub struct Report {
     pub net: NetStats,
     /// The faults'.
     pub faults: FaultStats,
+    /// The topology changes' (all zero without them).
+    pub moves: MoveStats,
     /// The lightweight transactions' (all zero without them).
     pub lwt: LwtStats,
     /// Virtual time the run took.
@@ -152,7 +161,8 @@ struct World {
     net: Arc<Network>,
     stores: Vec<Arc<SimStore>>,
     checker: Mutex<Checker>,
-    tokens: Vec<Vec<i64>>,
+    /// Each slot's tokens (a spare's once it joined).
+    tokens: Mutex<Vec<Vec<i64>>>,
     key_tokens: Vec<i64>,
     generations: Mutex<Vec<u64>>,
     /// The peer states each node knew when it last went down (what the server persists,
@@ -172,6 +182,9 @@ struct World {
     forget_peers: bool,
     /// The lightweight-transaction registers and histories, in runs that have them.
     lwt: Option<Mutex<lwt::LwtLog>>,
+    /// The slots' states in the ring, and the move under way.
+    topology: Mutex<moves::Topology>,
+    moves: Mutex<MoveStats>,
 }
 
 /// A client operation.
@@ -250,6 +263,9 @@ impl World {
         if let Some(d) = options.durability {
             config.durability = d;
         }
+        if !options.moves || options.storage != Storage::Memory {
+            config = config.without_moves();
+        }
         World::with_config(seed, config.clone(), options, &[]).map_err(|e| Box::new((config, e)))
     }
 
@@ -271,6 +287,7 @@ impl World {
             })
             .collect();
         let key_tokens: Vec<i64> = (0..config.keys).map(|_| layout.next_u64() as i64).collect();
+        let slots = config.slots();
         let keys = key_tokens
             .iter()
             .enumerate()
@@ -307,7 +324,7 @@ impl World {
             }
         };
         let mut disks = disks.into_iter();
-        let stores = (0..config.nodes)
+        let stores = (0..slots)
             .map(|i| {
                 let mut store = SimStore::new(&store_rf, config.durability);
                 if let Some(disk) = disks.next() {
@@ -329,11 +346,15 @@ impl World {
             net,
             stores,
             checker: Mutex::new(checker),
-            tokens,
+            tokens: Mutex::new({
+                let mut tokens = tokens;
+                tokens.resize(slots, Vec::new());
+                tokens
+            }),
             key_tokens,
-            generations: Mutex::new(vec![0; config.nodes]),
-            peers: Mutex::new(vec![Vec::new(); config.nodes]),
-            down: Mutex::new(vec![true; config.nodes]),
+            generations: Mutex::new(vec![0; slots]),
+            peers: Mutex::new(vec![Vec::new(); slots]),
+            down: Mutex::new(vec![true; slots]),
             next_owner: AtomicU64::new(1),
             rng_root: root.clone(),
             workload_rng: Mutex::new(root.fork(4)),
@@ -346,6 +367,8 @@ impl World {
             schema_changes: AtomicU64::new(0),
             forget_peers: options.forget_peers,
             lwt,
+            topology: Mutex::new(moves::Topology::new(config.nodes, slots)),
+            moves: Mutex::new(MoveStats::default()),
             config,
         }))
     }
@@ -392,6 +415,7 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
                 stats: Stats::default(),
                 net: NetStats::default(),
                 faults: FaultStats::default(),
+                moves: MoveStats::default(),
                 lwt: LwtStats::default(),
                 virtual_ms: 0,
                 polls: 0,
@@ -402,6 +426,7 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         }
     };
     let n = w.config.nodes;
+    let slots = w.config.slots();
     let polls = options.polls_max;
     for i in 0..n {
         w.start_node(i);
@@ -429,8 +454,8 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         });
         w.net.heal();
         w.net.calm();
-        for i in 0..n {
-            if w.is_down(i) {
+        for i in 0..slots {
+            if w.is_down(i) && w.may_restart(i) {
                 w.start_node(i);
             }
         }
@@ -450,11 +475,12 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
     w.check_lwt();
     // Break the cycles (tasks → nodes → executor and network → nodes) so the run is freed.
     w.exec.clear();
-    for i in 0..n {
+    for i in 0..slots {
         w.net.remove(i);
     }
     let mut faults = w.faults.lock().clone();
     faults.schema_changes = w.schema_changes.load(Ordering::SeqCst);
+    let moves = w.moves.lock().clone();
     let checker = w.checker.lock();
     let mut violations: Vec<String> = w.net.problems();
     violations.extend(checker.violations().iter().cloned());
@@ -473,6 +499,7 @@ pub fn run_with(seed: u64, options: &Options) -> Report {
         stats: checker.stats().clone(),
         net: w.net.stats(),
         faults,
+        moves,
         lwt: w
             .lwt
             .as_ref()

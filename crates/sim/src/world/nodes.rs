@@ -26,9 +26,16 @@ impl World {
         );
         let transport = SimTransport::new(self.net.clone(), i, owner);
         let ep = endpoint(i);
+        let joining = self.slot(i) == moves::Slot::Joining;
+        // A joining node's seeds are the members (the first two may have left).
+        let seeds = if joining {
+            self.members().into_iter().map(endpoint).collect()
+        } else {
+            (0..self.config.nodes.min(2)).map(endpoint).collect()
+        };
         let config = NodeConfig {
             endpoint: ep,
-            seeds: (0..self.config.nodes.min(2)).map(endpoint).collect(),
+            seeds,
             gossip_interval_ms: self.config.gossip_interval_ms,
             phi_convict_threshold: self.config.phi_convict_threshold,
             write_timeout_ms: self.config.write_timeout_ms,
@@ -37,9 +44,25 @@ impl World {
             replica_requests_max: self.config.replica_requests_max,
             ..NodeConfig::new(ep)
         };
+        // Moves wait for ring agreement and stream pages within bounds a run can reach
+        // (the defaults are a minute each); only runs with moves, so others stay as they were.
+        let config = if self.config.move_ppm > 0 {
+            NodeConfig {
+                ring_agreement_timeout_ms: 10_000,
+                repair_timeout_ms: 10_000,
+                ..config
+            }
+        } else {
+            config
+        };
         let app = AppState {
             host_id: mosaic_types::HostId(host_id(i)),
-            tokens: self.tokens.get(i).cloned().unwrap_or_default(),
+            // A joining node starts without tokens; its bootstrap announces them.
+            tokens: if joining {
+                Vec::new()
+            } else {
+                self.tokens.lock().get(i).cloned().unwrap_or_default()
+            },
             rpc_address: ep.ip(),
             native_port: 9042,
             admin_port: 0,
@@ -48,7 +71,11 @@ impl World {
             release_version: "mosaic-sim".into(),
             schema_version: store.schema().version,
             status: NodeStatus::Normal,
-            ring_status: Default::default(),
+            ring_status: if joining {
+                mosaic_cluster::message::RingStatus::Joining
+            } else {
+                Default::default()
+            },
             replacing: None,
             load_bytes: 0,
         };
@@ -128,7 +155,7 @@ impl World {
         let Some((node, _)) = self.net.node(i) else {
             return format!("coordinator {i} down");
         };
-        let alive: Vec<usize> = (0..self.config.nodes)
+        let alive: Vec<usize> = (0..self.config.slots())
             .filter(|j| node.is_alive(endpoint(*j)))
             .collect();
         format!(
@@ -142,12 +169,13 @@ impl World {
         self.down.lock().get(i).copied().unwrap_or(false)
     }
 
-    /// Whether every node runs, sees every other alive, and has the full ring.
+    /// Whether every member runs, sees every other alive, and has the full ring.
     pub(super) fn converged(&self) -> bool {
-        let n = self.config.nodes;
-        (0..n).all(|i| {
-            self.net.node(i).is_some_and(|(node, _)| {
-                node.ring().nodes().len() == n && (0..n).all(|j| node.is_alive(endpoint(j)))
+        let members = self.members();
+        members.iter().all(|i| {
+            self.net.node(*i).is_some_and(|(node, _)| {
+                node.ring().nodes().len() == members.len()
+                    && members.iter().all(|j| node.is_alive(endpoint(*j)))
             })
         })
     }
@@ -189,15 +217,23 @@ impl World {
     /// Whether every store has the same schema and every node sees every node gossip
     /// its version (the schema agreement drivers wait for).
     pub(super) fn schema_agreed(&self) -> bool {
-        let Some(first) = self.stores.first().map(|s| s.schema()) else {
+        let members = self.members();
+        let Some(first) = members
+            .first()
+            .and_then(|i| self.stores.get(*i))
+            .map(|s| s.schema())
+        else {
             return true;
         };
-        self.stores.iter().all(|s| s.schema() == first)
-            && (0..self.config.nodes).all(|i| {
-                self.net.node(i).is_some_and(|(node, _)| {
-                    node.states()
-                        .iter()
-                        .all(|(state, _)| state.app.schema_version == first.version)
+        let left = mosaic_cluster::message::RingStatus::Left;
+        members
+            .iter()
+            .all(|i| self.stores.get(*i).is_some_and(|s| s.schema() == first))
+            && members.iter().all(|i| {
+                self.net.node(*i).is_some_and(|(node, _)| {
+                    node.states().iter().all(|(state, _)| {
+                        state.app.schema_version == first.version || state.app.ring_status == left
+                    })
                 })
             })
     }

@@ -75,7 +75,7 @@ impl World {
     /// The next operation of a client: `None` when no node runs.
     pub(super) fn next_op(&self) -> Option<Op> {
         let c = &self.config;
-        let running = self.net.running();
+        let running = self.coordinators();
         let mut rng = self.workload_rng.lock();
         let coordinator = rng.pick(&running)?;
         let table = rng.index(c.tables());
