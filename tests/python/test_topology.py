@@ -81,6 +81,23 @@ def missing(session, keys_by_table, cl):
     return out
 
 
+def tables_with_rows(c, s, rf):
+    """Keyspace `topo` at replication factor `rf` with a table of every layout, each holding
+    keys 0..299 written at ALL; the keys per table."""
+    s.execute(f"CREATE KEYSPACE topo WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
+    for t, layout in LAYOUTS.items():
+        s.execute(f"CREATE TABLE topo.{t} (k int, c int, v text, PRIMARY KEY (k, c)) WITH layout = {layout}")
+    c.wait_schema_agreement()
+    preload = {}
+    for t in LAYOUTS:
+        p = s.prepare(f"INSERT INTO topo.{t} (k, c, v) VALUES (?, ?, ?)")
+        p.consistency_level = CL.ALL
+        execute_concurrent_with_args(s, p, [(k, k % 3, f"v{k}") for k in range(300)], concurrency=32,
+                                     raise_on_first_error=True)
+        preload[t] = list(range(300))
+    return preload
+
+
 def shares(c, observer):
     """Primary ownership of each node that owns tokens, as node `observer` sees it."""
     return {e: n["owns"] for e, n in c.status(observer).items() if n.get("state", "Normal") == "Normal"}
@@ -92,20 +109,10 @@ def test_a_node_joins_and_another_leaves_under_load_and_no_acknowledged_write_is
         c.up()
         # Drivers refresh their view at once on a topology event (the default waits 10 s).
         s = c.session(topology_event_refresh_window=0)
-        s.execute("CREATE KEYSPACE topo WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
-        for t, layout in LAYOUTS.items():
-            s.execute(f"CREATE TABLE topo.{t} (k int, c int, v text, PRIMARY KEY (k, c)) WITH layout = {layout}")
-        c.wait_schema_agreement()
+        preload = tables_with_rows(c, s, rf=2)
         # A new cluster's nodes take evenly interleaved tokens.
         before = shares(c, 1)
         assert max(before.values()) / min(before.values()) < 1.01, before
-        preload = {}
-        for t in LAYOUTS:
-            p = s.prepare(f"INSERT INTO topo.{t} (k, c, v) VALUES (?, ?, ?)")
-            p.consistency_level = CL.ALL
-            execute_concurrent_with_args(s, p, [(k, k % 3, f"v{k}") for k in range(300)], concurrency=32,
-                                         raise_on_first_error=True)
-            preload[t] = list(range(300))
 
         writer = Writer(s)
         writer.start()
@@ -248,17 +255,7 @@ def test_a_dead_node_is_replaced_under_load_by_a_new_node_taking_its_tokens():
     try:
         c.up()
         s = c.session(topology_event_refresh_window=0)
-        s.execute("CREATE KEYSPACE topo WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        for t, layout in LAYOUTS.items():
-            s.execute(f"CREATE TABLE topo.{t} (k int, c int, v text, PRIMARY KEY (k, c)) WITH layout = {layout}")
-        c.wait_schema_agreement()
-        preload = {}
-        for t in LAYOUTS:
-            p = s.prepare(f"INSERT INTO topo.{t} (k, c, v) VALUES (?, ?, ?)")
-            p.consistency_level = CL.ALL
-            execute_concurrent_with_args(s, p, [(k, k % 3, f"v{k}") for k in range(300)], concurrency=32,
-                                         raise_on_first_error=True)
-            preload[t] = list(range(300))
+        preload = tables_with_rows(c, s, rf=3)
         dead = c.status(1)[c.endpoint(3)]
         c.kill(3)
         c.wait_seen([1, 2, 4], [3], up=False)
