@@ -208,10 +208,19 @@ def test_a_dead_node_is_removed_and_its_ranges_re_replicated_from_the_survivors(
         assert refused.returncode != 0 and "is up" in refused.stderr, refused.stderr
         c.kill(4)
         c.wait_seen([1, 2, 3], [4], up=False)
+        # Writes node 4 misses while down are hinted for it...
+        late = s.prepare("INSERT INTO gone.u (k, v) VALUES (?, ?)")
+        late.consistency_level = CL.ONE
+        execute_concurrent_with_args(s, late, [(k, f"v{k}") for k in range(400, 500)], concurrency=32,
+                                     raise_on_first_error=True)
+        assert sum(c.metric(i, "mosaic_hints_pending") for i in (1, 2, 3)) > 0
         p = c.mosaic("removenode", host_id, "--host", c.admin(1), timeout=180)
         assert "removed" in p.stdout, p.stdout + p.stderr
         wait_until("every node to see node 4 left",
                    lambda: all(c.status(i)[c.endpoint(4)]["state"] == "Left" for i in (1, 2, 3)))
+        # ... and dropped once it has left the ring (its ranges are others' now).
+        wait_until("the hints for node 4 to be dropped",
+                   lambda: sum(c.metric(i, "mosaic_hints_pending") for i in (1, 2, 3)) == 0)
         status_text = c.mosaic("status", "--host", c.admin(2)).stdout
         assert c.endpoint(4) not in status_text, status_text
         # Every range has its two replicas among the survivors again, each complete.
@@ -219,7 +228,7 @@ def test_a_dead_node_is_removed_and_its_ranges_re_replicated_from_the_survivors(
             out = c.mosaic("repair", "--host", c.admin(i)).stdout
             assert re.search(r" 0 entries", out), (i, out)
         reader = c.session(topology_event_refresh_window=0)
-        acked = {"u": list(range(400)), "d": list(range(400))}
+        acked = {"u": list(range(500)), "d": list(range(400))}
         for t in acked:
             q = reader.prepare(f"SELECT v FROM gone.{t} WHERE k = ?")
             q.consistency_level = CL.QUORUM

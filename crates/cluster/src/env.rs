@@ -6,6 +6,7 @@
 //! node never reaches anything else, which is what makes a simulated run replayable.
 
 use futures::future::BoxFuture;
+use futures::FutureExt;
 pub use mosaic_erasure::Unanswered;
 use mosaic_erasure::{EcMeta, Fill, Group, GroupId, LostRead, Replaced};
 use mosaic_rows::KeyRange;
@@ -226,6 +227,23 @@ pub trait Store: Send + Sync + 'static {
     fn delete_hint(&self, target: Endpoint, id: u64) -> BoxFuture<'_, Result<(), Failure>>;
     /// The nodes this node holds hints for.
     fn hint_targets(&self) -> Vec<Endpoint>;
+    /// Forgets every hint for `target` (a node that left the ring); how many there were.
+    fn drop_hints(&self, target: Endpoint) -> BoxFuture<'_, Result<u64, Failure>> {
+        async move {
+            let mut dropped = 0;
+            loop {
+                let batch = self.hints(target, 256).await?;
+                if batch.is_empty() {
+                    return Ok(dropped);
+                }
+                for hint in batch {
+                    self.delete_hint(target, hint.id).await?;
+                    dropped += 1;
+                }
+            }
+        }
+        .boxed()
+    }
     /// The replication factor of a table's keyspace, `None` for an unknown table.
     fn replication_factor(&self, table: TableKey) -> Option<usize>;
     /// How a table's keyspace places its replicas, `None` for an unknown table

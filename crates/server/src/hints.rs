@@ -249,6 +249,30 @@ impl HintStore {
         Ok(())
     }
 
+    /// Deletes every hint of `target` (a node that left the ring: none will be
+    /// delivered); how many there were.
+    pub fn drop_all(&self, target: Endpoint) -> Result<u64, Failure> {
+        let start = prefix(target);
+        let mut end = start.clone();
+        if let Some(last) = end.last_mut() {
+            *last = 1;
+        }
+        let ids: Vec<u64> = self
+            .db
+            .scan(Bound::Included(&start), Bound::Excluded(&end))
+            .map_err(storage)?
+            .map(|item| item.map(|(k, _)| parse_key(&k).map(|(_, id)| id)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(storage)?
+            .into_iter()
+            .flatten()
+            .collect();
+        for id in &ids {
+            self.delete(target, *id)?;
+        }
+        Ok(ids.len() as u64)
+    }
+
     /// Targets with hints.
     pub fn targets(&self) -> Vec<Endpoint> {
         self.held.lock().keys().copied().collect()
@@ -391,5 +415,29 @@ mod tests {
             .collect();
         assert_eq!(keys, vec![vec![1], vec![2], vec![6]]);
         assert_eq!(h.count(), 4);
+    }
+
+    #[test]
+    fn dropping_a_targets_hints_keeps_the_others_and_holds_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone: Endpoint = "127.0.0.2:7000".parse().unwrap();
+        let kept: Endpoint = "127.0.0.3:7000".parse().unwrap();
+        let t = mosaic_types::TableId([1; 16]);
+        {
+            let h = HintStore::open(dir.path(), Options::default(), 0).unwrap();
+            for i in 0..40u8 {
+                h.store(gone, t, vec![m(&[i])]).unwrap();
+            }
+            h.store(kept, t, vec![m(b"k")]).unwrap();
+            assert_eq!(h.drop_all(gone).unwrap(), 40);
+            assert_eq!(h.targets(), vec![kept]);
+            assert_eq!(h.count(), 1);
+            assert_eq!(h.drop_all(gone).unwrap(), 0);
+            h.close().unwrap();
+        }
+        let h = HintStore::open(dir.path(), Options::default(), 0).unwrap();
+        assert_eq!(h.targets(), vec![kept]);
+        assert!(h.oldest(gone, 10).unwrap().is_empty());
+        assert_eq!(h.oldest(kept, 10).unwrap().len(), 1);
     }
 }

@@ -48,6 +48,31 @@ impl Node {
         }
     }
 
+    /// Whether `node` left the ring (its gossip state says `Left`).
+    fn has_left(&self, node: Endpoint) -> bool {
+        self.inner
+            .membership
+            .lock()
+            .state(node)
+            .is_some_and(|s| s.app.ring_status == RingStatus::Left)
+    }
+
+    /// Deletes the hints for `target`, a node that left the ring (marked as replaying
+    /// by the caller, so no replay runs meanwhile).
+    async fn drop_hints_of(&self, target: Endpoint) {
+        match self.inner.store.drop_hints(target).await {
+            Ok(dropped) => tracing::info!(
+                target_node = %target,
+                dropped,
+                "hints dropped: the node left the ring"
+            ),
+            Err(e) => {
+                tracing::warn!(target_node = %target, error = ?e, "dropping the hints of a node that left failed")
+            }
+        }
+        self.inner.replaying.lock().remove(&target);
+    }
+
     /// Replays this node's hints for `target` (one replay per target at a time), oldest
     /// first, deleting each once the target acknowledged it; stops at the first failure.
     pub(super) async fn replay_hints(&self, target: Endpoint) {
@@ -103,9 +128,20 @@ impl Node {
         }
     }
 
-    /// Starts replaying hints to every live node this node holds hints for.
+    /// Starts replaying hints to every live node this node holds hints for, and drops
+    /// those of nodes that left the ring (decommissioned, removed or replaced: their
+    /// ranges are other nodes' now, as Cassandra deletes a leaving node's hints).
     pub(super) fn replay_due_hints(&self) {
         for target in self.inner.store.hint_targets() {
+            if self.has_left(target) {
+                if self.inner.replaying.lock().insert(target) {
+                    let node = self.clone();
+                    self.inner
+                        .runtime
+                        .spawn(async move { node.drop_hints_of(target).await }.boxed());
+                }
+                continue;
+            }
             if target != self.endpoint()
                 && self.is_alive(target)
                 && !self.inner.replaying.lock().contains(&target)

@@ -56,6 +56,7 @@ mod elect;
 mod hints;
 mod lost;
 mod membership;
+mod move_calls;
 mod moves;
 mod paxos;
 mod read;
@@ -156,6 +157,8 @@ struct Inner {
     counter_locks: Vec<futures::lock::Mutex<()>>,
     /// Topology changes: the streams of this node's join or leave (`mosaic netstats`).
     streams: Mutex<moves::Streams>,
+    /// The move work this node serves for peers (see [`move_calls`]).
+    move_serving: Mutex<move_calls::Serving>,
 }
 
 /// A read in flight to `to`, for the selector: dropping it (answered, timed out or
@@ -274,6 +277,7 @@ impl Node {
                     .map(|_| futures::lock::Mutex::new(()))
                     .collect(),
                 streams: Mutex::new(moves::Streams::default()),
+                move_serving: Mutex::new(move_calls::Serving::new()),
             }),
         };
         node.rebuild_ring();

@@ -34,8 +34,6 @@ use super::streaming::RANGES_IN_FLIGHT;
 use super::*;
 use crate::ring::Move;
 
-/// How long one range's pull (or a peer's re-homing) may take before the move fails.
-const MOVE_CALL_TIMEOUT_MS: u64 = 6 * 3600 * 1000;
 /// Pause between two rounds of asking peers whether they see a move.
 pub(super) const RING_CHECK_POLL_MS: u64 = 250;
 
@@ -558,9 +556,9 @@ impl Node {
                 let node = self.clone();
                 async move {
                     let answer = if gainer == me {
-                        Some(node.serve_move(body).await)
+                        Ok(node.serve_move(body).await)
                     } else {
-                        node.call_timeout(gainer, body, MOVE_CALL_TIMEOUT_MS).await
+                        node.call_move(gainer, body).await
                     };
                     (gainer, n, answer)
                 }
@@ -569,17 +567,23 @@ impl Node {
             .collect();
         while let Some((gainer, n, answer)) = calls.next().await {
             match answer {
-                Some(Body::Streamed { entries, bytes }) => {
+                Ok(Body::Streamed { entries, bytes }) => {
                     let mut s = self.inner.streams.lock();
                     let session = s.session(gainer, false);
                     session.ranges_done += n;
                     session.entries += entries;
                     session.bytes += bytes;
                 }
-                other => {
+                Ok(other) => {
                     return Err(MoveError::Stream {
                         peer: gainer,
-                        reason: unanswered(other),
+                        reason: unanswered(Some(other)),
+                    })
+                }
+                Err(reason) => {
+                    return Err(MoveError::Stream {
+                        peer: gainer,
+                        reason,
                     })
                 }
             }
@@ -642,17 +646,18 @@ impl Node {
                     tables: tables.to_vec(),
                 };
                 let node = self.clone();
-                async move { (p, node.call_timeout(p, body, MOVE_CALL_TIMEOUT_MS).await) }
+                async move { (p, node.call_move(p, body).await) }
             })
             .collect();
         match self.rehome(tables).await {
-            Ok(n) => self.inner.streams.lock().snapshot.rehomed_entries += n,
+            Ok(n) => self.note_rehomed(n),
             Err(e) => tracing::warn!(error = %e, "re-homing this node's ranges failed"),
         }
         while let Some((peer, answer)) = calls.next().await {
-            if !matches!(answer, Some(Body::Rehomed { .. })) {
+            if !matches!(answer, Ok(Body::Rehomed { .. })) {
                 tracing::warn!(
                     peer = %peer,
+                    answer = ?answer.map(|b| replica::body_name(&b)),
                     "a node did not re-home the ranges whose role changes on it; run `mosaic repair` on it"
                 );
             }
@@ -662,7 +667,7 @@ impl Node {
     /// Copies the ranges whose role on this node changes with the move under way into
     /// the structures of its new role, for the tables whose layout keeps roles apart;
     /// how many entries it copied.
-    async fn rehome(&self, tables: &[TableKey]) -> Result<u64, MoveError> {
+    pub(super) async fn rehome(&self, tables: &[TableKey]) -> Result<u64, MoveError> {
         let me = self.endpoint();
         let ring = self.ring();
         let mut copied = 0;
@@ -686,6 +691,11 @@ impl Node {
         Ok(copied)
     }
 
+    /// Counts entries this node copied into its new roles' structures.
+    pub(super) fn note_rehomed(&self, entries: u64) {
+        self.inner.streams.lock().snapshot.rehomed_entries += entries;
+    }
+
     /// Serves a peer's topology-change request.
     pub(super) async fn serve_move(&self, body: Body) -> Body {
         match body {
@@ -700,27 +710,9 @@ impl Node {
                     .is_some_and(|s| s.app.ring_status == status && s.app.tokens == tokens);
                 Body::RingChecked { seen }
             }
-            Body::StreamRequest {
-                table,
-                ranges,
-                source,
-            } => {
-                let mut keys = Vec::new();
-                for (left, right) in &ranges {
-                    keys.extend(crate::ring::token_range_keys(Token(*left), Token(*right)));
-                }
-                match self.pull(table, &keys, source, &self.pacer()).await {
-                    Ok((entries, bytes)) => Body::Streamed { entries, bytes },
-                    Err(e) => Body::Failed(Failure::Storage(e.to_string())),
-                }
+            body @ (Body::StreamRequest { .. } | Body::Rehome { .. }) => {
+                self.serve_move_work(body).await
             }
-            Body::Rehome { tables } => match self.rehome(&tables).await {
-                Ok(entries) => {
-                    self.inner.streams.lock().snapshot.rehomed_entries += entries;
-                    Body::Rehomed { entries }
-                }
-                Err(e) => Body::Failed(Failure::Storage(e.to_string())),
-            },
             other => Body::Failed(Failure::Storage(format!(
                 "not a topology request: {}",
                 replica::body_name(&other)

@@ -384,6 +384,10 @@ impl Store for LocalStore {
         self.hints.targets()
     }
 
+    fn drop_hints(&self, target: Endpoint) -> BoxFuture<'_, Result<u64, Failure>> {
+        on_hints(&self.hints, "drop", target, move |h| h.drop_all(target)).boxed()
+    }
+
     fn speculative_retry(&self, table: TableKey) -> mosaic_types::SpeculativeRetry {
         let catalog = self.local.current_catalog();
         catalog
