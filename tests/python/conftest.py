@@ -375,17 +375,26 @@ class MosaicCluster:
         finally:
             self._remember_pids()
 
-    def add_node(self):
+    def add_node(self, replace=None, live=None):
         """`mosaic cluster add-node`: bootstraps the next node; returns once every node sees
-        it Normal."""
-        p = self.mosaic("cluster", "add-node", "--dir", self.dir, timeout=180)
+        it Normal. With `replace` (a dead node's number), `--replace`: the new node takes
+        that node's place, and the wait is until it and the nodes of `live` (every other
+        node by default) see it Normal and the dead node Left."""
+        args = ["--replace", self.endpoint(replace)] if replace is not None else []
+        p = self.mosaic("cluster", "add-node", "--dir", self.dir, *args, timeout=240 if args else 180)
         self.nodes += 1
         self._remember_pids()
         n = self.nodes
         assert f"node{n}: joined the cluster" in p.stdout, p.stdout + p.stderr
-        wait_until(f"every node to see node {n} normal",
-                   lambda: all(self.status(i).get(self.endpoint(n), {}).get("state") == "Normal"
-                               for i in range(1, n + 1)))
+        observers = [*(live if live is not None else range(1, n)), n]
+
+        def seen(i):
+            st = self.status(i)
+            return (st.get(self.endpoint(n), {}).get("state") == "Normal"
+                    and (replace is None or st[self.endpoint(replace)]["state"] == "Left"))
+
+        wait_until(f"every node to see node {n} normal" + (f" and node {replace} left" if args else ""),
+                   lambda: all(seen(i) for i in observers))
         return p
 
     def restart(self):
