@@ -9,8 +9,11 @@ default `99p` no read fails: a coordinator whose replica's connection is gone as
 replica at once (and one that is only slow, after the table's 99th-percentile latency).
 With `NONE` nothing is asked of a spare, and reads the killed node was asked for fail until
 it is convicted — each at once (the connection to the dead node is gone), never after the
-5-second read timeout. The option round-trips through `system_schema.tables` as Cassandra
-prints it.
+5-second read timeout. With the default replica selection (Cassandra's dynamic snitch) and `NONE`, a read that
+found the dead node's connection gone counts for the snitch as a read that timed out (as
+Cassandra's counts an expired request), so reads stop asking it within moments — long before
+the failure detector convicts it — and only the first few fail. The option round-trips
+through `system_schema.tables` as Cassandra prints it.
 """
 import time
 
@@ -130,6 +133,27 @@ def test_without_speculative_retry_reads_of_a_dead_replica_fail_at_once(c):
     assert failed, f"no read of {len(outcomes)} failed without speculative retry"
     slow = [(k, repr(e), took) for k, e, took in failed if took > 2.0]
     assert not slow, f"failures must not wait out the read timeout: {slow[:5]}"
+
+
+def test_without_speculative_retry_the_dynamic_snitch_stops_asking_a_dead_replica():
+    cluster = MosaicCluster(5, ("cluster.gossip_interval_ms=1000", "cluster.phi_convict_threshold=8"))
+    try:
+        cluster.up()
+        load(cluster, "snitch", " WITH speculative_retry = 'NONE'")
+        started = time.monotonic()
+        outcomes = reads_across_a_kill(cluster, "snitch.t", 7)
+        # reads_across_a_kill kills node 5 one second in; each outcome took `took` seconds.
+        at, failed_at = started, []
+        for k, e, took in outcomes:
+            at += took
+            if e is not None:
+                failed_at.append(at - started)
+        late = [t for t in failed_at if t > 2.5]
+        assert not late, f"reads still failed {late[:5]} s in (the kill at 1 s): {len(failed_at)} failures"
+        assert len(outcomes) > 300, len(outcomes)
+        assert len(failed_at) < 20, failed_at
+    finally:
+        cluster.close()
 
 
 def test_the_option_is_checked_and_shown_as_cassandra_shows_it(c):

@@ -98,6 +98,15 @@ def tables_with_rows(c, s, rf):
     return preload
 
 
+def keyspace(c, s, name, rf, tables):
+    """Keyspace `name` at replication factor `rf` with `tables` ({table: its CQL definition
+    after the name}), once every node has the schema."""
+    s.execute(f"CREATE KEYSPACE {name} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
+    for t, definition in tables.items():
+        s.execute(f"CREATE TABLE {name}.{t} {definition}")
+    c.wait_schema_agreement()
+
+
 def shares(c, observer):
     """Primary ownership of each node that owns tokens, as node `observer` sees it."""
     return {e: n["owns"] for e, n in c.status(observer).items() if n.get("state", "Normal") == "Normal"}
@@ -199,10 +208,8 @@ def test_a_dead_node_is_removed_and_its_ranges_re_replicated_from_the_survivors(
     try:
         c.up()
         s = c.session(topology_event_refresh_window=0)
-        s.execute("CREATE KEYSPACE gone WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
-        s.execute("CREATE TABLE gone.u (k int PRIMARY KEY, v text) WITH layout = 'uniform'")
-        s.execute("CREATE TABLE gone.d (k int PRIMARY KEY, v text) WITH layout = 'decoupled'")
-        c.wait_schema_agreement()
+        keyspace(c, s, "gone", 2, {"u": "(k int PRIMARY KEY, v text) WITH layout = 'uniform'",
+                                   "d": "(k int PRIMARY KEY, v text) WITH layout = 'decoupled'"})
         for t in ("u", "d"):
             p = s.prepare(f"INSERT INTO gone.{t} (k, v) VALUES (?, ?)")
             p.consistency_level = CL.ALL
@@ -318,5 +325,34 @@ def test_replacing_a_live_node_is_refused():
         assert p.returncode != 0, p.stdout
         assert "only a dead node can be replaced" in p.stderr + c.log_tail(4), p.stderr + c.log_tail(4)
         assert c.status(1)[c.endpoint(2)]["state"] == "Normal"
+    finally:
+        c.close()
+
+
+def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions():
+    """Paxos keeps its state on each replica, apart from the data that streams: before the
+    join completes, the moved ranges get a Paxos repair among their replicas of now and
+    after, so the new node ends up with each partition's newest commit (a later `mosaic
+    repair` finds no partition whose replicas disagree) and transactions go on."""
+    c = MosaicCluster(3)
+    try:
+        c.up()
+        s = c.session(topology_event_refresh_window=0)
+        keyspace(c, s, "lwt", 3, {"t": "(k int PRIMARY KEY, v int)"})
+        insert = s.prepare("INSERT INTO lwt.t (k, v) VALUES (?, 0) IF NOT EXISTS")
+        keys = range(120)
+        for k in keys:
+            assert s.execute(insert, (k,)).one()[0] is True
+        c.add_node()
+        netstats = c.mosaic("netstats", "--host", c.admin(4)).stdout
+        repaired = re.search(r"(\d+) partitions' lightweight transactions repaired", netstats)
+        assert repaired and int(repaired.group(1)) > 0, netstats
+        for i in range(1, 5):
+            out = c.mosaic("repair", "--host", c.admin(i)).stdout
+            assert "lightweight transactions finished" not in out, (i, out)
+        reader = c.session(topology_event_refresh_window=0)
+        update = reader.prepare("UPDATE lwt.t SET v = 1 WHERE k = ? IF v = 0")
+        for k in keys:
+            assert reader.execute(update, (k,)).one()[0] is True, k
     finally:
         c.close()

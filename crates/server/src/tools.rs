@@ -357,10 +357,12 @@ pub fn netstats(args: &HostArgs) -> Result<()> {
         (None, false) => "in progress".to_owned(),
     };
     println!(
-        "{} {state} after {:.1} s; {} entries copied to new roles",
+        "{} {state} after {:.1} s; {} entries copied to new roles; \
+         {} partitions' lightweight transactions repaired",
         n.operation,
         n.elapsed_ms as f64 / 1000.0,
-        n.rehomed_entries
+        n.rehomed_entries,
+        n.paxos_repaired
     );
     for s in &n.sessions {
         println!(

@@ -140,23 +140,30 @@ impl Node {
             }
         }
         for range in mosaic_rows::ring_range(left, right) {
-            if let Err(why) = self.repair_paxos(table, range, replicas, &mut report).await {
+            let repaired = self
+                .repair_paxos(table, range, replicas, ConsistencyLevel::All)
+                .await;
+            report.paxos_repaired += repaired.0;
+            if let Err(why) = repaired.1 {
                 return fail(report, why);
             }
         }
         report
     }
 
-    /// Repairs the Paxos state of `range` ([`crate::paxos`], "Repair"): a round at every
-    /// replica for each partition whose replicas' summaries call for one. A round that
-    /// fails (contention past its timeout) fails the range once the others were tried.
-    async fn repair_paxos(
+    /// Repairs the Paxos state of `range` ([`crate::paxos`], "Repair"): a round among the
+    /// replicas `serial` names (every one with `All`; a move, with some down, uses
+    /// `Serial`) for each partition whose summaries on `replicas` call for one; the
+    /// partitions repaired, and the first failure. A round that fails (contention past
+    /// its timeout) fails the range once the others were tried.
+    pub(super) async fn repair_paxos(
         &self,
         table: TableKey,
         range: KeyRange,
         replicas: &[Endpoint],
-        report: &mut RepairReport,
-    ) -> Result<(), String> {
+        serial: ConsistencyLevel,
+    ) -> (u64, Result<(), String>) {
+        let mut repaired = 0;
         let mut summaries = Vec::with_capacity(replicas.len());
         for r in replicas {
             let request = |after| Body::PaxosSummaryRequest {
@@ -169,7 +176,10 @@ impl Node {
                 Body::PaxosSummaries { entries, next } => Some((entries, next)),
                 _ => None,
             };
-            summaries.push(self.all_pages(*r, "its Paxos state", request, page).await?);
+            match self.all_pages(*r, "its Paxos state", request, page).await {
+                Ok(s) => summaries.push(s),
+                Err(e) => return (0, Err(e)),
+            }
         }
         let mut first_error = None;
         for partition in crate::paxos::partitions_to_repair(&summaries) {
@@ -182,19 +192,19 @@ impl Node {
                     table,
                     token,
                     partition,
-                    ConsistencyLevel::All,
+                    serial,
                     ConsistencyLevel::Quorum,
                     None,
                 )
                 .await;
             match round {
-                Ok(_) => report.paxos_repaired += 1,
+                Ok(_) => repaired += 1,
                 Err(e) => {
                     first_error.get_or_insert_with(|| format!("a Paxos round: {e}"));
                 }
             }
         }
-        first_error.map_or(Ok(()), Err)
+        (repaired, first_error.map_or(Ok(()), Err))
     }
 
     /// Every page `r` answers to a paged repair request: `request(after)` asks for the

@@ -57,6 +57,7 @@ mod hints;
 mod lost;
 mod membership;
 mod move_calls;
+mod move_paxos;
 mod moves;
 mod paxos;
 mod read;
@@ -157,6 +158,10 @@ struct Inner {
     counter_locks: Vec<futures::lock::Mutex<()>>,
     /// Topology changes: the streams of this node's join or leave (`mosaic netstats`).
     streams: Mutex<moves::Streams>,
+    /// Peers a read could not reach, until a message from them arrives (see
+    /// [`Node::unreachable`]), and how many there are (checked for every message).
+    unreachable: Mutex<std::collections::HashSet<Endpoint>>,
+    unreachable_count: AtomicUsize,
     /// The move work this node serves for peers (see [`move_calls`]).
     move_serving: Mutex<move_calls::Serving>,
 }
@@ -278,6 +283,8 @@ impl Node {
                     .collect(),
                 streams: Mutex::new(moves::Streams::default()),
                 move_serving: Mutex::new(move_calls::Serving::new()),
+                unreachable: Mutex::new(std::collections::HashSet::new()),
+                unreachable_count: AtomicUsize::new(0),
             }),
         };
         node.rebuild_ring();
@@ -310,6 +317,33 @@ impl Node {
     pub fn downgrade(&self) -> WeakNode {
         WeakNode {
             inner: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// A read could not reach `peer` (its connection is gone, or none could be made): the
+    /// replica selector counts it as a read that timed out, as Cassandra's dynamic snitch
+    /// counts an expired request, so reads ask it last rather than fail on it again until
+    /// the failure detector convicts it. The first message from `peer` afterwards makes
+    /// the selector forget what it measured of it ([`Node::reached`]).
+    fn unreachable(&self, peer: Endpoint, now_micros: u64) {
+        let timeout_micros = self.inner.config.read_timeout_ms.saturating_mul(1000);
+        self.inner
+            .selector
+            .observe(peer, timeout_micros, now_micros);
+        if self.inner.unreachable.lock().insert(peer) {
+            self.inner.unreachable_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A message from `peer` arrived: if a read could not reach it before, the selector
+    /// measures it afresh.
+    fn reached(&self, peer: Endpoint) {
+        if self.inner.unreachable_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if self.inner.unreachable.lock().remove(&peer) {
+            self.inner.unreachable_count.fetch_sub(1, Ordering::Relaxed);
+            self.inner.selector.forget(peer);
         }
     }
 
@@ -387,6 +421,7 @@ impl Node {
 
     /// Handles an envelope from a peer (the transport's receive path calls this).
     pub fn receive(&self, env: Envelope) {
+        self.reached(env.from);
         // Facts ride on answers and on gossip: the policy takes them, then the message
         // goes on as if they had not been there.
         let env = match env.body {
@@ -669,19 +704,24 @@ impl Node {
         let queued = self.send(to, id, body);
         let runtime = self.inner.runtime.clone();
         let selector = self.inner.selector.clone();
+        let node = self.downgrade();
         async move {
             let _slot = slot;
-            let _outstanding = outstanding;
-            if !queued {
-                return (to, Err(NoAnswer::Dropped));
-            }
-            match rx.await {
-                Ok(answer) => {
-                    let now = runtime.now_micros();
+            let answer = if queued { rx.await.ok() } else { None };
+            let now = runtime.now_micros();
+            match answer {
+                Some(answer) => {
                     selector.observe(to, now.saturating_sub(started), now);
                     (to, Ok(answer))
                 }
-                Err(_) => (to, Err(NoAnswer::Dropped)),
+                None => {
+                    if outstanding.is_some() {
+                        if let Some(node) = node.upgrade() {
+                            node.unreachable(to, now);
+                        }
+                    }
+                    (to, Err(NoAnswer::Dropped))
+                }
             }
         }
         .boxed()

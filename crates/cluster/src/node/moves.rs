@@ -80,6 +80,14 @@ pub enum MoveError {
         /// What went wrong.
         reason: String,
     },
+    /// The Paxos state of a moved range could not be repaired (see `move_paxos`).
+    #[error("repairing the Paxos state of table {table:?}'s moved ranges failed: {reason}")]
+    Paxos {
+        /// The table.
+        table: TableKey,
+        /// What went wrong.
+        reason: String,
+    },
     /// Leaving would leave fewer nodes than a keyspace's replication factor.
     #[error("cannot leave: table {table:?} needs {needed} nodes in {dc}, {left} would remain")]
     TooFewNodes {
@@ -126,12 +134,14 @@ pub struct StreamsSnapshot {
     pub sessions: Vec<StreamSession>,
     /// Entries this node copied into its new roles' structures.
     pub rehomed_entries: u64,
+    /// Partitions of the moved ranges whose Paxos state needed a round (`move_paxos`).
+    pub paxos_repaired: u64,
 }
 
 /// The live streams (kept in the node).
 #[derive(Debug, Default)]
 pub(super) struct Streams {
-    snapshot: StreamsSnapshot,
+    pub(super) snapshot: StreamsSnapshot,
     started_ms: u64,
     finished_ms: Option<u64>,
 }
@@ -429,6 +439,7 @@ impl Node {
             streamed((table, m.left.0, m.right.0));
         }
         drop(pulls);
+        self.settle_paxos(tables).await?;
         self.complete_move(tables, RingStatus::Normal).await;
         if let Some(dead) = replacing {
             // Its tokens are this node's now: it leaves the ring (and `mosaic status`).
@@ -493,6 +504,7 @@ impl Node {
         // Every gaining node pulls its ranges from here.
         let asks = self.handover(me, tables, |_, _| Some(me))?;
         self.ask_to_pull(asks).await?;
+        self.settle_paxos(tables).await?;
         self.complete_move(tables, RingStatus::Left).await;
         tracing::info!("decommission finished: this node left the ring");
         Ok(())

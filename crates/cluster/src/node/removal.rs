@@ -68,7 +68,11 @@ impl Node {
                 .copied()
                 .find(|n| *n != dead && *n != gainer && self.is_alive(*n))
         })?;
-        if let Err(e) = self.ask_to_pull(asks).await {
+        let handed = match self.ask_to_pull(asks).await {
+            Ok(()) => self.settle_paxos(tables).await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = handed {
             self.speak_for(dead, RingStatus::Normal);
             return Err(e);
         }

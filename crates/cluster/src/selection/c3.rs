@@ -108,6 +108,15 @@ impl ReplicaSelector for C3 {
         self.replicas.lock().entry(node).or_default().outstanding += 1;
     }
 
+    fn forget(&self, node: Endpoint) {
+        if let Some(r) = self.replicas.lock().get_mut(&node) {
+            *r = Replica {
+                outstanding: r.outstanding,
+                ..Replica::default()
+            };
+        }
+    }
+
     fn done(&self, node: Endpoint) {
         let mut state = self.replicas.lock();
         let r = state.entry(node).or_default();

@@ -86,6 +86,11 @@ pub trait ReplicaSelector: Send + Sync + 'static {
     fn done(&self, node: Endpoint) {
         let _ = node;
     }
+    /// Forgets what was measured of `node` (it is reachable again after reads could not
+    /// reach it): it is measured afresh.
+    fn forget(&self, node: Endpoint) {
+        let _ = node;
+    }
 }
 
 /// `[scheduling]`: the replica-selection policy, the read stage's queue and concurrency,

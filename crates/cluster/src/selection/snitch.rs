@@ -155,6 +155,12 @@ impl ReplicaSelector for DynamicSnitch {
         *l = (1.0 - ALPHA) * *l + ALPHA * micros as f64;
     }
 
+    fn forget(&self, node: Endpoint) {
+        let mut state = self.state.lock();
+        state.latencies.remove(&node);
+        state.scores.remove(&node);
+    }
+
     fn decisions(&self) -> Vec<(&'static str, u64)> {
         let state = self.state.lock();
         vec![("ring-order", state.by_ring), ("by-score", state.by_score)]
@@ -191,6 +197,22 @@ mod tests {
         }
         assert_eq!(order(&s, 2, 400_000)[2], ep(1));
         assert_eq!(s.decisions(), vec![("ring-order", 3), ("by-score", 1)]);
+    }
+
+    #[test]
+    fn a_replica_reads_could_not_reach_goes_last_until_it_is_forgotten() {
+        let s = DynamicSnitch::default();
+        for _ in 0..20 {
+            for n in 1..=3 {
+                s.observe(ep(n), 1_000, 0);
+            }
+        }
+        // A read found the primary's connection gone: counted as a 5 s timeout.
+        s.observe(ep(1), 5_000_000, 10_000);
+        assert_eq!(order(&s, 2, 200_000)[2], ep(1));
+        // It gossiped again: measured afresh, the ring order is back.
+        s.forget(ep(1));
+        assert_eq!(order(&s, 2, 400_000), [ep(1), ep(2), ep(3)]);
     }
 
     #[test]

@@ -109,6 +109,10 @@ pub struct Netstats {
     pub elapsed_ms: u64,
     /// Entries copied into the structures of this node's new roles.
     pub rehomed_entries: u64,
+    /// Partitions of the moved ranges whose lightweight transactions' Paxos state this
+    /// node's move repaired (finished or brought to the newest commit on every replica).
+    #[serde(default)]
+    pub paxos_repaired: u64,
     /// One session per peer and direction.
     pub sessions: Vec<StreamSessionStatus>,
 }

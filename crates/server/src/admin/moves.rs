@@ -22,6 +22,7 @@ fn netstats_of(admin: &Admin) -> Netstats {
         error: s.error,
         elapsed_ms: s.elapsed_ms,
         rehomed_entries: s.rehomed_entries,
+        paxos_repaired: s.paxos_repaired,
         sessions: s
             .sessions
             .into_iter()

@@ -1,0 +1,90 @@
+//! A move's lightweight transactions. Paxos keeps its state per replica, outside the
+//! table's data that streams: a node gaining a range starts with none, and a round left
+//! unfinished among the old replicas could be decided differently by a quorum of the new
+//! ones. So before a move completes, every range it moves gets a Paxos repair among its
+//! live replicas of now and after (as Cassandra 4.1 repairs Paxos on topology changes):
+//! a round for each partition that has an unfinished round, or whose replicas disagree on
+//! the newest commit (a node gaining the range has none). The rounds run at `SERIAL`, the
+//! gaining nodes taking part as pending replicas, so each finishes what was accepted and
+//! commits the newest value to every live replica of now and after. A round that fails
+//! fails the move.
+
+use super::moves::MoveError;
+use super::*;
+
+impl Node {
+    /// Repairs the Paxos state of every range of `tables` that the move under way hands
+    /// to another node (see the module doc); the partitions that needed a round.
+    pub(super) async fn settle_paxos(&self, tables: &[TableKey]) -> Result<u64, MoveError> {
+        let ring = self.ring();
+        let mut repaired = 0;
+        for table in tables {
+            let Some(placement) = self.inner.store.placement(*table) else {
+                continue;
+            };
+            if !self.any_paxos_state(*table, ring.nodes()).await {
+                continue;
+            }
+            for m in ring.moves(&placement) {
+                if m.gained().next().is_none() {
+                    continue;
+                }
+                let mut replicas: Vec<Endpoint> = m
+                    .now
+                    .iter()
+                    .chain(&m.after)
+                    .copied()
+                    .filter(|n| self.is_alive(*n))
+                    .collect();
+                replicas.sort_unstable();
+                replicas.dedup();
+                for range in m.keys() {
+                    let (n, result) = self
+                        .repair_paxos(*table, range, &replicas, ConsistencyLevel::Serial)
+                        .await;
+                    repaired += n;
+                    result.map_err(|reason| MoveError::Paxos {
+                        table: *table,
+                        reason,
+                    })?;
+                }
+            }
+        }
+        self.inner.streams.lock().snapshot.paxos_repaired += repaired;
+        if repaired > 0 {
+            tracing::info!(
+                partitions = repaired,
+                "Paxos state of the moved ranges repaired"
+            );
+        }
+        Ok(repaired)
+    }
+
+    /// Whether any live node of `nodes` may hold Paxos state for `table` (one summary
+    /// asked of each; a node that does not answer may): most tables never saw a
+    /// lightweight transaction, and their ranges need no round.
+    async fn any_paxos_state(&self, table: TableKey, nodes: &[Endpoint]) -> bool {
+        let whole = mosaic_rows::ring_range(Token::MIN, Token::MIN);
+        for node in nodes.iter().filter(|n| self.is_alive(**n)) {
+            for range in &whole {
+                let request = Body::PaxosSummaryRequest {
+                    table,
+                    range: WireRange {
+                        start: range.start.clone(),
+                        end: range.end.clone(),
+                    },
+                    after: None,
+                    limit: 1,
+                };
+                let answer = self
+                    .call_retrying(*node, request, self.inner.config.repair_timeout_ms)
+                    .await;
+                if !matches!(answer, Some(Body::PaxosSummaries { entries, .. }) if entries.is_empty())
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+}
