@@ -14,11 +14,21 @@ use mosaic_sim::{run_with, Config, Options};
 /// Seeds swept by default: the ones below this that draw moves (55).
 const SEEDS_DEFAULT: u64 = 300;
 
-/// Seeds with moves that fail on liveness after moves (rings that differ after settling,
-/// a quiesce that does not end) and are left out of the sweep until that is fixed:
-/// rerun one with `MOSAIC_SIM_MOVES_SEED=<n>`. Above 300, 338, 459, 655, 812, 829, 1224
-/// and 1426 failed too (on the cluster before the streaming change 5fd157d).
-const KNOWN_FAILING: [u64; 3] = [45, 56, 165];
+/// Seeds with moves that fail on liveness and are left out of the sweep until that is
+/// fixed: rerun one with `MOSAIC_SIM_MOVES_SEED=<n>`.
+///
+/// - 165: every bootstrap attempt of its spare node streams all its ranges, then waits in
+///   `rehome_everywhere` for a `Rehome` answer that never comes (the request or answer is
+///   dropped, or the peer crashed under it: this seed crashes a node every ~2 s), so each
+///   attempt is abandoned after 60 virtual s (the move patience) and the quiesce phase
+///   runs out of virtual time. It needs Rehome calls that fail on a convicted peer and
+///   resend lost requests (cluster `node/moves.rs`).
+///
+/// (45 and 56 failed on rings that differed after settling: the membership phase did
+/// not wait for a failed decommission's `Normal` to reach every node.) Above 300, 338,
+/// 459, 655, 812, 829, 1224 and 1426 failed too (on the cluster before the streaming
+/// change 5fd157d).
+const KNOWN_FAILING: [u64; 1] = [165];
 
 fn options() -> Options {
     Options {

@@ -81,9 +81,16 @@ impl Node {
     /// Rebuilds the ring from the gossiped states: the nodes that own their tokens now
     /// (normal or leaving) and, while a node joins or leaves, the ring once that move
     /// completes (normal or joining), whose extra replicas are the *pending* ones.
+    ///
+    /// The ring is stored under the membership lock it was computed under, so two
+    /// rebuilds racing on a multithreaded runtime (a gossip message's and an announce's)
+    /// store their rings in the order they read the states and the last ring stored is
+    /// the newest states'. Released before the store, an older ring could land last and
+    /// stay until the next change. Nothing takes the membership lock while holding the
+    /// ring's, so the order membership → ring cannot deadlock.
     pub(super) fn rebuild_ring(&self) {
+        let m = self.inner.membership.lock();
         let ring = {
-            let m = self.inner.membership.lock();
             let ring_of = |owns: fn(RingStatus) -> bool| {
                 let owners: Vec<(Endpoint, Vec<Token>)> = m
                     .states()
@@ -113,6 +120,7 @@ impl Node {
             }
         };
         *self.inner.ring.write() = Arc::new(ring);
+        drop(m);
     }
 
     pub(super) fn apply_changes(&self, changes: &[Change]) {

@@ -169,12 +169,18 @@ impl World {
         self.down.lock().get(i).copied().unwrap_or(false)
     }
 
-    /// Whether every member runs, sees every other alive, and has the full ring.
+    /// Whether every member runs, sees every other alive, and has the full ring — the
+    /// same ring as every other member, pending moves included: a move's last status
+    /// (a failed decommission's `Normal`, say) may still be spreading when all are alive,
+    /// and the replicas' comparison follows the final ring.
     pub(super) fn converged(&self) -> bool {
         let members = self.members();
+        let mut first: Option<Arc<mosaic_cluster::Ring>> = None;
         members.iter().all(|i| {
             self.net.node(*i).is_some_and(|(node, _)| {
-                node.ring().nodes().len() == members.len()
+                let ring = node.ring();
+                let same = first.get_or_insert_with(|| ring.clone()) == &ring;
+                same && ring.nodes().len() == members.len()
                     && members.iter().all(|j| node.is_alive(endpoint(*j)))
             })
         })
