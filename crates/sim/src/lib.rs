@@ -10,10 +10,11 @@
 //! and restart over their stores with the same endpoint, tokens and host id and a larger
 //! generation and the peers they knew — some seeds in storms of crashes every few hundred
 //! milliseconds under stalling disks. With [`Options::moves`] (`--moves`), some seeds change
-//! the topology among their faults ([`MoveStats`]): a spare node slot joins (bootstrap with allocated tokens), a node
-//! decommissions and stops for good, a dead node is removed by a live one — one move at a
-//! time, racing crashes and partitions; the settle phase and the replicas' comparison
-//! follow the final ring. Clients write and read a few keys through random coordinators at random
+//! the topology among their faults ([`MoveStats`]): a spare node slot joins (bootstrap
+//! with allocated tokens), a node decommissions and stops for good, a dead node is removed
+//! by a live one, or replaced by a spare slot that bootstraps with its tokens
+//! (`replace_address`) — one move at a time, racing crashes and partitions; the settle
+//! phase and the replicas' comparison follow the final ring. Clients write and read a few keys through random coordinators at random
 //! consistency levels, and now and then change the schema on one node. See [`world`] for
 //! the phases of a run.
 //!
@@ -212,14 +213,16 @@ impl std::fmt::Display for Summary {
             write!(
                 f,
                 "; topology changes: {} joins ({} attempts failed), {} decommissions ({} \
-                 failed), {} removals ({} failed), {} refused as another move was under way, \
-                 {} abandoned after {} s",
+                 failed), {} removals ({} failed), {} replacements ({} attempts failed), {} \
+                 refused as another move was under way, {} abandoned after {} s",
                 m.joins,
                 m.joins_failed,
                 m.leaves,
                 m.leaves_failed,
                 m.removes,
                 m.removes_failed,
+                m.replaces,
+                m.replaces_failed,
                 m.refused_other_move,
                 m.abandoned,
                 world::MOVE_PATIENCE_MICROS / 1_000_000

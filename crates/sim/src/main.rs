@@ -4,7 +4,7 @@
 //! cargo run --release -p mosaic-sim -- --seeds 100000 --from 0
 //! cargo run -p mosaic-sim -- --seeds 1 --from 1234 --verbose
 //! cargo run --release -p mosaic-sim -- --lwt --seeds 20000   # with lightweight transactions
-//! cargo run --release -p mosaic-sim -- --moves --seeds 20000 # with joins, leaves, removals
+//! cargo run --release -p mosaic-sim -- --moves --seeds 20000 # with joins, leaves, removals, replacements
 //! ```
 //!
 //! Prints `MOSAIC_SIM_SEED=<n>` with the violations of every failing seed, a summary at

@@ -82,13 +82,14 @@ impl World {
     /// round once their targets are up), then reads every key at ALL (or at as many
     /// replicas as exist), retrying a few times. A write whose only copies were hints
     /// reaches its replicas one hint at a time, so the replicas agree only once all are in.
-    /// Hints for nodes that left the ring are never delivered and not waited for.
+    /// Hints for nodes that left the ring are never delivered and not waited for, nor are
+    /// those a node that left holds (a replaced or removed node's are lost with it).
     pub(super) async fn settle(self: Arc<Self>, done: Arc<AtomicBool>) {
         let members = self.members();
         let n = members.len();
         let member_endpoints: Vec<_> = members.iter().map(|i| endpoint(*i)).collect();
         let mut waited = 0;
-        while self.stores.iter().any(|s| {
+        while members.iter().filter_map(|i| self.stores.get(*i)).any(|s| {
             s.hint_targets()
                 .iter()
                 .any(|t| member_endpoints.contains(t))

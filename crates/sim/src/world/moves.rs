@@ -1,11 +1,15 @@
 //! Topology changes among a seed's faults ([`Config::move_ppm`]): a spare node slot joins
 //! (`Node::bootstrap`), a node decommissions, a dead node is removed by a live one
-//! (`Node::remove_node`). One move at a time from the simulator (the cluster refuses
-//! concurrent ones anyway: `OtherMove`, counted); moves race crashes, partitions, drops
-//! and the clients. A move that fails is counted and leaves the node as it was (a failed
-//! join is retried until it completes, also after the faults stop). Nodes that left are
-//! never restarted; the settling phase and the replicas' comparison follow the final
-//! ring.
+//! (`Node::remove_node`), a dead node is replaced by a spare slot (`replace_address`:
+//! `Node::bootstrap` with the dead node's tokens, learnt from the ring as the server's
+//! `plan_replace` does, and `replacing` naming it). One move at a time from the simulator
+//! (the cluster refuses concurrent ones anyway: `OtherMove`, counted); moves race crashes,
+//! partitions, drops and the clients. A move that fails is counted and leaves the node as
+//! it was (a failed join or replacement is retried until it completes, also after the
+//! faults stop). Nodes that left — decommissioned, removed or replaced — are never
+//! restarted (a replaced node that came back with its identity would be ignored by
+//! gossip, as a removed one is, and its ring excludes it: its replacement names it); the
+//! settling phase and the replicas' comparison follow the final ring.
 
 use mosaic_cluster::message::RingStatus;
 use mosaic_cluster::node::MoveError;
@@ -21,7 +25,7 @@ pub(super) enum Slot {
     Joining,
     /// In the ring (started with the cluster, or joined).
     Member,
-    /// Decommissioned or removed: never started again.
+    /// Decommissioned, removed or replaced: never started again.
     Left,
 }
 
@@ -29,7 +33,7 @@ pub(super) enum Slot {
 #[derive(Debug)]
 pub(super) struct Topology {
     pub(super) slots: Vec<Slot>,
-    /// Slots that must stay down (a removal of them is under way).
+    /// Slots that must stay down (a removal or replacement of them is under way).
     pub(super) held_down: Vec<bool>,
     /// Whether a move task runs.
     pub(super) moving: bool,
@@ -66,6 +70,10 @@ pub struct MoveStats {
     pub removes: u64,
     /// Removals that failed (the dead node stays in the ring).
     pub removes_failed: u64,
+    /// Dead nodes replaced by a spare slot taking their tokens.
+    pub replaces: u64,
+    /// Replacement attempts that failed (the replacement is retried).
+    pub replaces_failed: u64,
     /// Of the failures, those the cluster refused because another move was under way.
     pub refused_other_move: u64,
     /// Of the failures, moves still unfinished after [`MOVE_PATIENCE_MICROS`], whose node
@@ -84,6 +92,8 @@ impl MoveStats {
         self.leaves_failed += o.leaves_failed;
         self.removes += o.removes;
         self.removes_failed += o.removes_failed;
+        self.replaces += o.replaces;
+        self.replaces_failed += o.replaces_failed;
         self.refused_other_move += o.refused_other_move;
         self.abandoned += o.abandoned;
     }
@@ -94,7 +104,7 @@ impl MoveStats {
     }
 }
 
-/// Attempts at a join before the run fails it (each after a pause).
+/// Attempts at a join (or a replacement) before the run fails it (each after a pause).
 const JOIN_ATTEMPTS: u64 = 20;
 
 /// Gossip rounds a removal waits for the dead node's conviction.
@@ -119,6 +129,7 @@ enum Kind {
     Join,
     Leave,
     Remove,
+    Replace,
 }
 
 impl World {
@@ -178,7 +189,7 @@ impl World {
     /// Draws the next move (called by the fault schedule with its generator) and starts
     /// it; false when none applies now.
     pub(super) fn start_move(self: &Arc<Self>, rng: &mut Prng) -> bool {
-        let kind = [Kind::Join, Kind::Leave, Kind::Remove][rng.index(3)];
+        let kind = [Kind::Join, Kind::Leave, Kind::Remove, Kind::Replace][rng.index(4)];
         let (slots, running) = {
             let t = self.topology.lock();
             if t.moving {
@@ -207,7 +218,7 @@ impl World {
                 let Some(i) = rng.pick(&of(Slot::Spare)) else {
                     return false;
                 };
-                self.clone().join(i).boxed()
+                self.clone().join(i, None).boxed()
             }
             Kind::Leave => {
                 let Some(i) = rng.pick(&live) else {
@@ -229,6 +240,33 @@ impl World {
                     },
                 };
                 self.clone().remove(d, by, kill).boxed()
+            }
+            Kind::Replace => {
+                // With a table of one replica the dead node held the only copy of some
+                // ranges: nothing to stream them from (the cluster refuses: `NoSource`),
+                // so an operator would not try.
+                if self.config.rf.iter().any(|rf| *rf < 2) {
+                    return false;
+                }
+                let Some(i) = rng.pick(&of(Slot::Spare)) else {
+                    return false;
+                };
+                // A dead member, or else a live one that dies now (one stays to stream from);
+                // normal in every view: a node still leaving somewhere (a removal whose
+                // coordinator crashed) counts as a move under way, and the cluster refuses
+                // to replace it (`OtherMove`) for as long as it stays down.
+                let normal = |d: &usize| self.normal_everywhere(*d);
+                let dead: Vec<usize> = dead.iter().copied().filter(normal).collect();
+                let live_normal: Vec<usize> = live.iter().copied().filter(normal).collect();
+                let (d, kill) = match rng.pick(&dead) {
+                    Some(d) => (d, false),
+                    None if live.len() > 1 => match rng.pick(&live_normal) {
+                        Some(d) => (d, true),
+                        None => return false,
+                    },
+                    None => return false,
+                };
+                self.clone().replace(i, d, kill).boxed()
             }
         };
         {
@@ -279,9 +317,11 @@ impl World {
         }
     }
 
-    /// A spare slot starts `Joining` without tokens and bootstraps with tokens allocated
-    /// from the ring it hears; a failed attempt is retried after a pause.
-    async fn join(self: Arc<Self>, i: usize) {
+    /// A spare slot starts `Joining` without tokens and bootstraps — with tokens allocated
+    /// from the ring it hears, or, replacing the dead member `replacing`, with that
+    /// node's tokens as its ring shows them; a failed attempt is retried after a pause.
+    /// A replaced node leaves the ring (and stays down for good).
+    async fn join(self: Arc<Self>, i: usize, replacing: Option<usize>) {
         self.set_slot(i, Slot::Joining);
         self.start_node(i);
         let pause_us = self.config.gossip_interval_ms * 10_000;
@@ -293,46 +333,131 @@ impl World {
             if !node.hears_ring() {
                 continue;
             }
-            let existing: Vec<(mosaic_cluster::Endpoint, Vec<i64>)> = node
-                .states()
-                .into_iter()
-                .filter(|(s, _)| s.app.ring_status.owns_now() && s.endpoint != endpoint(i))
-                .map(|(s, _)| (s.endpoint, s.app.tokens))
-                .collect();
-            let tokens =
-                mosaic_cluster::tokens::allocate(&existing, endpoint(i), self.config.num_tokens);
+            if let Some(d) = replacing.filter(|d| self.seen_left(*d)) {
+                // An attempt whose answer was lost (the node crashed, or was abandoned)
+                // finished the replacement: the operator starts the node normal.
+                self.replaced_by(i, d);
+                self.move_done();
+                return;
+            }
+            let Some(tokens) = self.tokens_to_take(&node, i, replacing) else {
+                continue; // The dead node's tokens are not known to it yet.
+            };
             let tables = self.all_tables();
             let chosen = tokens.clone();
+            let dead = replacing.map(endpoint);
             let result = self
                 .run_move(
                     i,
                     move |node| {
-                        async move { node.bootstrap(chosen, None, &tables, &[], &|_| {}).await }
+                        async move { node.bootstrap(chosen, dead, &tables, &[], &|_| {}).await }
                             .boxed()
                     },
                     || false,
                 )
                 .await;
-            match result {
-                Ran::Answered(Ok(())) => {
-                    if let Some(t) = self.tokens.lock().get_mut(i) {
-                        *t = tokens;
+            if matches!(result, Ran::Answered(Ok(()))) {
+                if let Some(t) = self.tokens.lock().get_mut(i) {
+                    *t = tokens;
+                }
+                self.set_slot(i, Slot::Member);
+                match replacing {
+                    Some(d) => {
+                        self.set_slot(d, Slot::Left);
+                        self.moves.lock().replaces += 1;
                     }
-                    self.set_slot(i, Slot::Member);
-                    self.moves.lock().joins += 1;
-                    self.move_done();
-                    return;
+                    None => self.moves.lock().joins += 1,
                 }
-                other => {
-                    self.moves.lock().joins_failed += 1;
-                    self.count_failure(&other);
-                }
+                self.move_done();
+                return;
             }
+            match replacing {
+                Some(_) => self.moves.lock().replaces_failed += 1,
+                None => self.moves.lock().joins_failed += 1,
+            }
+            self.count_failure(&result);
         }
-        self.checker
-            .lock()
-            .fail(format!("node {i} did not join in {JOIN_ATTEMPTS} attempts"));
+        let replacing_text = replacing.map_or(String::new(), |d| format!(" replacing node {d}"));
+        self.checker.lock().fail(format!(
+            "node {i} did not join{replacing_text} in {JOIN_ATTEMPTS} attempts"
+        ));
+        if let Some(d) = replacing {
+            self.release(d);
+        }
         self.move_done();
+    }
+
+    /// Spare slot `i` replaces dead member `d` (crashed first when `kill`); the copies
+    /// `d` held are lost to the checker ([`World::hold_down`]).
+    async fn replace(self: Arc<Self>, i: usize, d: usize, kill: bool) {
+        self.hold_down(d, kill);
+        self.join(i, Some(d)).await;
+    }
+
+    /// The tokens joining node `i` (`node`) bootstraps with: allocated from the ring it
+    /// hears, or the dead node `replacing`'s as it knows them (`None` while it knows
+    /// none).
+    fn tokens_to_take(&self, node: &Node, i: usize, replacing: Option<usize>) -> Option<Vec<i64>> {
+        let states = node.states();
+        if let Some(d) = replacing {
+            return states
+                .into_iter()
+                .find(|(s, _)| s.endpoint == endpoint(d))
+                .map(|(s, _)| s.app)
+                .filter(|app| app.ring_status.owns_now() && !app.tokens.is_empty())
+                .map(|app| app.tokens);
+        }
+        let existing: Vec<(mosaic_cluster::Endpoint, Vec<i64>)> = states
+            .into_iter()
+            .filter(|(s, _)| s.app.ring_status.owns_now() && s.endpoint != endpoint(i))
+            .map(|(s, _)| (s.endpoint, s.app.tokens))
+            .collect();
+        Some(mosaic_cluster::tokens::allocate(
+            &existing,
+            endpoint(i),
+            self.config.num_tokens,
+        ))
+    }
+
+    /// Node `i` finished replacing `d` though its bootstrap's answer was lost: it owns
+    /// `d`'s tokens, so it restarts as a member with them (a server whose join marker
+    /// outlived the join needs its operator to remove the marker the same way).
+    fn replaced_by(&self, i: usize, d: usize) {
+        let tokens = self.tokens.lock().get(d).cloned().unwrap_or_default();
+        if let Some(t) = self.tokens.lock().get_mut(i) {
+            *t = tokens;
+        }
+        self.set_slot(i, Slot::Member);
+        self.set_slot(d, Slot::Left);
+        self.moves.lock().replaces += 1;
+        if !self.is_down(i) {
+            self.crash(i);
+        }
+        self.start_node(i);
+    }
+
+    /// Keeps member `d` down for its removal or replacement (crashing it first when
+    /// `kill`) and counts its copies lost: its ranges come from the surviving replicas,
+    /// which may lack writes `d` acknowledged (as in Cassandra, where repair follows).
+    fn hold_down(&self, d: usize, kill: bool) {
+        if let Some(h) = self.topology.lock().held_down.get_mut(d) {
+            *h = true;
+        }
+        if kill {
+            self.crash(d);
+        }
+        self.record_copies_gone(d);
+    }
+
+    /// Ends `d`'s hold: a member still (its removal or replacement failed), it restarts.
+    fn release(&self, d: usize) {
+        if let Some(h) = self.topology.lock().held_down.get_mut(d) {
+            *h = false;
+        }
+        if self.slot(d) == Slot::Member && self.is_down(d) && !self.stopping.load(Ordering::SeqCst)
+        {
+            self.start_node(d);
+        }
     }
 
     /// Node `i` decommissions, then stops for good.
@@ -362,16 +487,10 @@ impl World {
         self.move_done();
     }
 
-    /// Live node `by` removes dead node `d` (crashed first when `kill`) from the ring. The copies `d` held are lost
-    /// to the checker: its ranges are pulled from surviving replicas, which may lack
-    /// writes `d` acknowledged (as in Cassandra, where repair follows a removenode).
+    /// Live node `by` removes dead node `d` (crashed first when `kill`) from the ring;
+    /// the copies `d` held are lost to the checker ([`World::hold_down`]).
     async fn remove(self: Arc<Self>, d: usize, by: usize, kill: bool) {
-        if let Some(h) = self.topology.lock().held_down.get_mut(d) {
-            *h = true;
-        }
-        if kill {
-            self.crash(d);
-        }
+        self.hold_down(d, kill);
         // An operator removes a node the cluster knows is down.
         for _ in 0..REMOVE_WAIT_ROUNDS {
             match self.net.node(by) {
@@ -381,7 +500,6 @@ impl World {
                 _ => break,
             }
         }
-        self.record_copies_gone(d);
         let host = mosaic_types::HostId(super::nodes::host_id(d));
         let tables = self.all_tables();
         let result = self
@@ -391,20 +509,26 @@ impl World {
                 || false,
             )
             .await;
-        if let Some(h) = self.topology.lock().held_down.get_mut(d) {
-            *h = false;
-        }
         if matches!(result, Ran::Answered(Ok(()))) || self.seen_left(d) {
             self.set_slot(d, Slot::Left);
             self.moves.lock().removes += 1;
         } else {
             self.moves.lock().removes_failed += 1;
             self.count_failure(&result);
-            if self.is_down(d) && !self.stopping.load(Ordering::SeqCst) {
-                self.start_node(d);
-            }
         }
+        self.release(d);
         self.move_done();
+    }
+
+    /// Whether every running node believes `d` normal.
+    fn normal_everywhere(&self, d: usize) -> bool {
+        self.net.running().into_iter().all(|i| {
+            self.net.node(i).is_none_or(|(node, _)| {
+                node.states().iter().all(|(s, _)| {
+                    s.endpoint != endpoint(d) || s.app.ring_status == RingStatus::Normal
+                })
+            })
+        })
     }
 
     /// Whether a running node believes `d` left the ring (a removal whose coordinator
