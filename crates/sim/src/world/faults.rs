@@ -145,6 +145,13 @@ impl World {
             return;
         };
         let ring = node.ring();
+        for gone in (0..self.config.slots()).filter(|i| self.slot(*i) == moves::Slot::Left) {
+            if ring.nodes().contains(&endpoint(gone)) {
+                self.checker.lock().fail(format!(
+                    "node {gone} left the ring but is in node {first}'s ring after settling"
+                ));
+            }
+        }
         for &i in members.iter().skip(1) {
             if self.net.node(i).is_none_or(|(n, _)| *n.ring() != *ring) {
                 self.checker.lock().fail(format!(

@@ -6,10 +6,10 @@
 //! (the cluster refuses concurrent ones anyway: `OtherMove`, counted); moves race crashes,
 //! partitions, drops and the clients. A move that fails is counted and leaves the node as
 //! it was (a failed join or replacement is retried until it completes, also after the
-//! faults stop). Nodes that left — decommissioned, removed or replaced — are never
-//! restarted (a replaced node that came back with its identity would be ignored by
-//! gossip, as a removed one is, and its ring excludes it: its replacement names it); the
-//! settling phase and the replicas' comparison follow the final ring.
+//! faults stop). Nodes that left are never restarted, but for a replaced node, which
+//! comes back once with its old identity and must stay out of every ring (see
+//! [`World::replaced`]); the settling phase and the replicas' comparison follow the final
+//! ring.
 
 use mosaic_cluster::message::RingStatus;
 use mosaic_cluster::node::MoveError;
@@ -25,7 +25,8 @@ pub(super) enum Slot {
     Joining,
     /// In the ring (started with the cluster, or joined).
     Member,
-    /// Decommissioned, removed or replaced: never started again.
+    /// Decommissioned, removed or replaced: never started again (a replaced node but once,
+    /// right after its replacement).
     Left,
 }
 
@@ -362,10 +363,7 @@ impl World {
                 }
                 self.set_slot(i, Slot::Member);
                 match replacing {
-                    Some(d) => {
-                        self.set_slot(d, Slot::Left);
-                        self.moves.lock().replaces += 1;
-                    }
+                    Some(d) => self.replaced(d),
                     None => self.moves.lock().joins += 1,
                 }
                 self.move_done();
@@ -428,12 +426,24 @@ impl World {
             *t = tokens;
         }
         self.set_slot(i, Slot::Member);
-        self.set_slot(d, Slot::Left);
-        self.moves.lock().replaces += 1;
         if !self.is_down(i) {
             self.crash(i);
         }
         self.start_node(i);
+        self.replaced(d);
+    }
+
+    /// Dead node `d` was replaced: it left the ring. It comes back once with its old
+    /// identity, tokens and peers (an operator restarting the old machine), and must stay
+    /// out: gossip ignores a node known `Left` that returns as itself, and every ring
+    /// excludes a node whose replacement owns its tokens (the replicas' comparison
+    /// checks that no ring has it). It is never restarted after a crash.
+    fn replaced(&self, d: usize) {
+        self.set_slot(d, Slot::Left);
+        self.moves.lock().replaces += 1;
+        if self.is_down(d) {
+            self.start_node(d);
+        }
     }
 
     /// Keeps member `d` down for its removal or replacement (crashing it first when
