@@ -15,22 +15,15 @@ use mosaic_sim::{run_with, Config, Options};
 /// Seeds swept by default: the ones below this that draw moves (55).
 const SEEDS_DEFAULT: u64 = 300;
 
-/// Seeds with moves that fail on liveness and are left out of the sweep until that is
-/// fixed: rerun one with `MOSAIC_SIM_MOVES_SEED=<n>`.
+/// Seeds with moves that fail and are left out of the sweep until that is fixed (rerun one
+/// with `MOSAIC_SIM_MOVES_SEED=<n>`): none below 1500.
 ///
-/// - 165: every bootstrap attempt of its spare node streams all its ranges, then waits in
-///   `rehome_everywhere` for a `Rehome` answer that never comes (the request or answer is
-///   dropped, or the peer crashed under it: this seed crashes a node every ~2 s), so each
-///   attempt is abandoned after 60 virtual s (the move patience) and the quiesce phase
-///   runs out of virtual time. It needs Rehome calls that fail on a convicted peer and
-///   resend lost requests (cluster `node/moves.rs`).
-///
-/// Above 300, 1313 fails the same way (a replacement whose every attempt streams all
-/// its ranges and then waits for a lost `Rehome` answer); the other seeds with moves
-/// below 1500 pass. (45 and 56 failed on rings that differed after settling: the
-/// membership phase did not wait for a failed decommission's `Normal` to reach every
-/// node.)
-const KNOWN_FAILING: [u64; 1] = [165];
+/// 165 and 1313 failed on liveness until a move's `StreamRequest`/`Rehome` calls were
+/// resent while their peer lives (cluster `node/move_calls.rs`): every attempt waited for
+/// a lost `Rehome` answer until the simulator abandoned it. 45 and 56 failed on rings
+/// that differed after settling: the membership phase did not wait for a failed
+/// decommission's `Normal` to reach every node.
+const KNOWN_FAILING: [u64; 0] = [];
 
 fn options() -> Options {
     Options {

@@ -78,9 +78,9 @@ pub struct MoveStats {
     /// Of the failures, those the cluster refused because another move was under way.
     pub refused_other_move: u64,
     /// Of the failures, moves still unfinished after [`MOVE_PATIENCE_MICROS`], whose node
-    /// the simulator then restarted (as an operator would): a move whose call to a peer
-    /// was lost, or whose peer crashed, otherwise waits out the cluster's hours-long
-    /// stream timeout.
+    /// the simulator then restarted (as an operator would): a move whose peer stays
+    /// unreachable without being convicted waits for it as long as the cluster's
+    /// hours-long call bound (lost requests are resent, a convicted peer fails the move).
     pub abandoned: u64,
 }
 
