@@ -49,7 +49,9 @@ impl Node {
             }
             state.endpoint
         };
-        if let Some(other) = self.moving_peer() {
+        // A removal of this node interrupted before (its coordinator crashed) left it
+        // Leaving: removing it again resumes that removal.
+        if let Some(other) = self.moving_peer().filter(|other| *other != dead) {
             return Err(MoveError::OtherMove(other));
         }
         self.speak_for(dead, RingStatus::Leaving);
@@ -67,9 +69,12 @@ impl Node {
                 .iter()
                 .copied()
                 .find(|n| *n != dead && *n != gainer && self.is_alive(*n))
-        })?;
-        let handed = match self.ask_to_pull(asks).await {
-            Ok(()) => self.settle_paxos(tables).await.map(|_| ()),
+        });
+        let handed = match asks {
+            Ok(asks) => match self.ask_to_pull(asks).await {
+                Ok(()) => self.settle_paxos(tables).await.map(|_| ()),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         if let Err(e) = handed {
