@@ -329,7 +329,7 @@ def test_replacing_a_live_node_is_refused():
         c.close()
 
 
-def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions():
+def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions_and_survives_a_late_crash():
     """Paxos keeps its state on each replica, apart from the data that streams: before the
     join completes, the moved ranges get a Paxos repair among their replicas of now and
     after, so the new node ends up with each partition's newest commit (a later `mosaic
@@ -354,5 +354,20 @@ def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions():
         update = reader.prepare("UPDATE lwt.t SET v = 1 WHERE k = ? IF v = 0")
         for k in keys:
             assert reader.execute(update, (k,)).one()[0] is True, k
+
+        # Killed while announcing itself normal (everything streamed and re-homed, the
+        # join marker says so, not yet removed), the node restarts normal with its tokens
+        # instead of joining again.
+        owned = shares(c, 1)
+        c.kill(4)
+        marker = os.path.join(c.node_dir(4), "data", "bootstrap.json")
+        with open(marker, "w") as f:
+            f.write('{"streamed": [], "completing": true}')
+        c.restart()
+        wait_until("the join marker to go", lambda: not os.path.exists(marker))
+        assert shares(c, 1) == owned
+        netstats = c.mosaic("netstats", "--host", c.admin(4)).stdout
+        assert "Not sending or receiving any streams" in netstats, netstats
+        assert reader.execute("SELECT v FROM lwt.t WHERE k = 7").one().v == 1
     finally:
         c.close()

@@ -7,7 +7,8 @@
 //! `bootstrap.json` in the data directory exists from the moment the node chose its
 //! tokens until the join completed; it lists the ranges (table, left, right) already
 //! stored. A node starting with it announces `Joining` and runs the join again, skipping
-//! those ranges.
+//! those ranges — unless the join was completing (everything streamed and re-homed, the
+//! node announcing `Normal`): then it starts normal with its tokens and only finishes.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,6 +55,11 @@ struct Joining {
     /// The dead node this one replaces (`replace_address`), if it does.
     #[serde(default)]
     replacing: Option<std::net::SocketAddr>,
+    /// Everything is streamed and re-homed: the node announces (or announced) `Normal`.
+    /// Restarted now, it starts normal (a replacement then announces the node it
+    /// replaced `Left` again) instead of joining anew.
+    #[serde(default)]
+    completing: bool,
 }
 
 fn table_hex(table: TableKey) -> String {
@@ -169,8 +175,8 @@ fn start_join(
     // The join marker first: a crash between the two leaves a node that joins with
     // tokens chosen afresh, never one owning tokens it never streamed for.
     let joining = Joining {
-        streamed: Vec::new(),
         replacing,
+        ..Joining::default()
     };
     save(&config.data_dir, &joining)?;
     identity
@@ -201,7 +207,7 @@ fn load(data_dir: &Path) -> Joining {
 /// while `bootstrap.json` exists (it announces them once it has the schema, so no write
 /// reaches it for a table it does not know yet), else normal with `tokens`.
 pub fn start_state(data_dir: &Path, tokens: Vec<i64>) -> (RingStatus, Vec<i64>) {
-    if joining(data_dir) {
+    if joining(data_dir) && !load(data_dir).completing {
         (RingStatus::Joining, Vec::new())
     } else {
         (RingStatus::Normal, tokens)
@@ -215,6 +221,29 @@ pub fn start_state(data_dir: &Path, tokens: Vec<i64>) -> (RingStatus, Vec<i64>) 
 pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) -> Result<()> {
     let progress = Arc::new(Mutex::new(load(&data_dir)));
     let tokens: Vec<i64> = local.local_node().tokens.iter().map(|t| t.0).collect();
+    let completed = |data_dir: &Path| {
+        let path = data_dir.join(BOOTSTRAP_FILE);
+        if let Err(e) = std::fs::remove_file(&path) {
+            tracing::warn!(target: "mosaic::bootstrap", path = %path.display(), error = %e,
+                "could not remove the join marker");
+        }
+    };
+    let (completing, replacing) = {
+        let p = progress.lock();
+        (p.completing, p.replacing)
+    };
+    if completing {
+        // Restarted after the join streamed and re-homed everything: normal already.
+        if let Some(dead) = replacing {
+            while !node.hears_ring() {
+                tokio::time::sleep(RETRY).await;
+            }
+            node.finish_replace(dead).await;
+        }
+        completed(&data_dir);
+        tracing::info!(target: "mosaic::bootstrap", "the join had completed before the restart");
+        return Ok(());
+    }
     loop {
         // The schema comes from the live nodes: hear from one first (agreement with none
         // would be had at once, with no tables to stream).
@@ -248,17 +277,31 @@ pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) -> Re
                 }
             }
         };
-        let replacing = progress.lock().replacing;
+        let completing = {
+            let progress = progress.clone();
+            let data_dir = data_dir.clone();
+            move || {
+                let mut p = progress.lock();
+                p.completing = true;
+                if let Err(e) = save(&data_dir, &p) {
+                    tracing::warn!(target: "mosaic::bootstrap", error = %e,
+                        "could not record that the join is completing (a restart joins again)");
+                }
+            }
+        };
         match node
-            .bootstrap(tokens.clone(), replacing, &tables, &done, &record)
+            .bootstrap(
+                tokens.clone(),
+                replacing,
+                &tables,
+                &done,
+                &record,
+                &completing,
+            )
             .await
         {
             Ok(()) => {
-                let path = data_dir.join(BOOTSTRAP_FILE);
-                if let Err(e) = std::fs::remove_file(&path) {
-                    tracing::warn!(target: "mosaic::bootstrap", path = %path.display(), error = %e,
-                        "could not remove the join marker");
-                }
+                completed(&data_dir);
                 return Ok(());
             }
             // The replaced node is alive, or not one to replace: retrying cannot help.
@@ -290,6 +333,7 @@ mod tests {
         let p = Joining {
             streamed: vec![(table_hex(mosaic_types::TableId([1; 16])), -5, 7)],
             replacing: Some("127.0.0.3:7000".parse().unwrap()),
+            completing: false,
         };
         // A progress file without the node it replaces (written before replacements
         // existed) is a plain join's.
@@ -304,5 +348,24 @@ mod tests {
         assert_eq!(load(dir.path()), p);
         std::fs::write(dir.path().join(BOOTSTRAP_FILE), b"{not json").unwrap();
         assert_eq!(load(dir.path()), Joining::default());
+    }
+
+    #[test]
+    fn a_join_restarted_while_completing_starts_normal_with_its_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut p = Joining {
+            streamed: vec![(table_hex(mosaic_types::TableId([1; 16])), -5, 7)],
+            replacing: None,
+            completing: false,
+        };
+        save(dir.path(), &p).unwrap();
+        assert_eq!(start_state(dir.path(), vec![4, 9]).0, RingStatus::Joining);
+        p.completing = true;
+        save(dir.path(), &p).unwrap();
+        assert_eq!(
+            start_state(dir.path(), vec![4, 9]),
+            (RingStatus::Normal, vec![4, 9])
+        );
+        assert_eq!(load(dir.path()), p);
     }
 }

@@ -356,6 +356,10 @@ impl Node {
     /// `replacing` names a dead node whose tokens `tokens` are (`replace_address`): this
     /// node then streams that node's ranges from their live replicas, and once normal owns
     /// them in its place; the dead node is announced `Left` at the end.
+    ///
+    /// `completing` is called once everything is streamed and re-homed, right before this
+    /// node announces `Normal`: a node that restarts after that point is normal (see
+    /// [`Node::finish_replace`] for a replacement's last step).
     pub async fn bootstrap(
         &self,
         tokens: Vec<i64>,
@@ -363,6 +367,7 @@ impl Node {
         tables: &[TableKey],
         done: &[StreamedRange],
         streamed: &(dyn Fn(StreamedRange) + Send + Sync),
+        completing: &(dyn Fn() + Send + Sync),
     ) -> Result<(), MoveError> {
         self.start_streams(if replacing.is_some() {
             "replace"
@@ -370,7 +375,7 @@ impl Node {
             "bootstrap"
         });
         let result = self
-            .bootstrap_inner(tokens, replacing, tables, done, streamed)
+            .bootstrap_inner(tokens, replacing, tables, done, streamed, completing)
             .await;
         self.finish_streams(&result);
         result
@@ -383,6 +388,7 @@ impl Node {
         tables: &[TableKey],
         done: &[StreamedRange],
         streamed: &(dyn Fn(StreamedRange) + Send + Sync),
+        completing: &(dyn Fn() + Send + Sync),
     ) -> Result<(), MoveError> {
         let status = self.ring_status();
         if status != RingStatus::Joining {
@@ -440,14 +446,10 @@ impl Node {
         }
         drop(pulls);
         self.settle_paxos(tables).await?;
-        self.complete_move(tables, RingStatus::Normal).await;
+        self.complete_move(tables, RingStatus::Normal, completing)
+            .await;
         if let Some(dead) = replacing {
-            // Its tokens are this node's now: it leaves the ring (and `mosaic status`).
-            self.speak_for(dead, RingStatus::Left);
-            if let Err(e) = self.await_seen(dead, RingStatus::Left).await {
-                tracing::warn!(error = %e, node = %dead, "not every node saw the replaced node leave yet");
-            }
-            tracing::info!(node = %dead, "replace finished: this node owns the dead node's tokens");
+            self.finish_replace(dead).await;
         } else {
             tracing::info!("bootstrap finished: this node is normal");
         }
@@ -458,8 +460,14 @@ impl Node {
     /// `status` (normal after a join, left after a leave) and waits (bounded) until the
     /// cluster sees it, so a move that follows at once does not find this one under way
     /// and a leaving node is known gone before it stops.
-    async fn complete_move(&self, tables: &[TableKey], status: RingStatus) {
+    async fn complete_move(
+        &self,
+        tables: &[TableKey],
+        status: RingStatus,
+        completing: &(dyn Fn() + Send + Sync),
+    ) {
         self.rehome_everywhere(tables).await;
+        completing();
         self.announce(status, None);
         if let Err(e) = self.await_seen(self.endpoint(), status).await {
             tracing::warn!(error = %e, status = ?status, "not every node saw this node's new status yet");
@@ -505,7 +513,7 @@ impl Node {
         let asks = self.handover(me, tables, |_, _| Some(me))?;
         self.ask_to_pull(asks).await?;
         self.settle_paxos(tables).await?;
-        self.complete_move(tables, RingStatus::Left).await;
+        self.complete_move(tables, RingStatus::Left, &|| {}).await;
         tracing::info!("decommission finished: this node left the ring");
         Ok(())
     }

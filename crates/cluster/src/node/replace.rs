@@ -8,6 +8,23 @@
 use super::*;
 
 impl Node {
+    /// A replacement's last step, once this node is normal with `dead`'s tokens: it
+    /// announces `dead` `Left` (the tokens are this node's now; it leaves `mosaic status`)
+    /// and waits (bounded) until every live node saw it. A replacement that restarts after
+    /// it announced `Normal` runs this again, gossiping whom it replaced meanwhile, so no
+    /// ring has both nodes owning the tokens.
+    pub async fn finish_replace(&self, dead: Endpoint) {
+        self.inner
+            .membership
+            .lock()
+            .update_own(|s| s.app.replacing = Some(dead));
+        self.speak_for(dead, RingStatus::Left);
+        if let Err(e) = self.await_seen(dead, RingStatus::Left).await {
+            tracing::warn!(error = %e, node = %dead, "not every node saw the replaced node leave yet");
+        }
+        tracing::info!(node = %dead, "replace finished: this node owns the dead node's tokens");
+    }
+
     /// Refuses to replace `dead` unless it is a node of the ring that owns exactly
     /// `tokens` and is down. A node just learnt of counts as alive until the failure
     /// detector convicts it: wait (at most the ring agreement timeout) for that.

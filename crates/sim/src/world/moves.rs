@@ -351,8 +351,11 @@ impl World {
                 .run_move(
                     i,
                     move |node| {
-                        async move { node.bootstrap(chosen, dead, &tables, &[], &|_| {}).await }
-                            .boxed()
+                        async move {
+                            node.bootstrap(chosen, dead, &tables, &[], &|_| {}, &|| {})
+                                .await
+                        }
+                        .boxed()
                     },
                     || false,
                 )
