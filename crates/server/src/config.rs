@@ -38,6 +38,12 @@ pub struct Config {
     pub data_center: String,
     /// This node's rack.
     pub rack: String,
+    /// Start even though `data_center` differs from the datacenter this node last ran in
+    /// (remembered in `data_dir/node.toml`), and remember the new one; off, such a node
+    /// refuses to start, naming both (Cassandra's `-Dcassandra.ignore_dc=true`).
+    pub ignore_data_center_change: bool,
+    /// The same for `rack` (Cassandra's `-Dcassandra.ignore_rack=true`).
+    pub ignore_rack_change: bool,
     /// Tokens chosen at first start (only then: changing it later has no effect).
     pub num_tokens: u32,
     /// The tokens a new node takes at its first start, instead of choosing `num_tokens`
@@ -217,6 +223,13 @@ pub struct ClusterConfig {
     /// Hints are stored for a replica down less than this; 0 disables hinted handoff
     /// (Cassandra's `max_hint_window`, 3 h).
     pub max_hint_window_ms: u64,
+    /// Whether coordinators store hints at all (Cassandra's `hinted_handoff_enabled`); off
+    /// is the same as `max_hint_window_ms = 0`.
+    pub hinted_handoff_enabled: bool,
+    /// Datacenters whose replicas get no hints from this coordinator (Cassandra's
+    /// `hinted_handoff_disabled_datacenters`): a write a replica there misses waits for
+    /// repair.
+    pub hinted_handoff_disabled_datacenters: Vec<String>,
     /// Bytes of hints a node keeps for one replica; past it new hints for that replica
     /// are dropped (counted, logged) and repair brings it up to date (Cassandra's
     /// `max_hints_size_per_host`); 0: no cap.
@@ -342,6 +355,8 @@ impl Default for Config {
             data_dir: PathBuf::from("mosaic-data"),
             data_center: "datacenter1".to_owned(),
             rack: "rack1".to_owned(),
+            ignore_data_center_change: false,
+            ignore_rack_change: false,
             num_tokens: 16,
             initial_token: Vec::new(),
             replace_address: None,
@@ -402,6 +417,8 @@ impl Default for ClusterConfig {
             peer_queue_max: 16_384,
             peer_queue_bytes_max: 128 << 20,
             max_hint_window_ms: 3 * 3600 * 1000,
+            hinted_handoff_enabled: true,
+            hinted_handoff_disabled_datacenters: Vec::new(),
             auto_bootstrap: true,
             stream_throughput_mib_per_sec: 24,
             max_hints_size_per_host_bytes: 1 << 30,
@@ -413,6 +430,17 @@ impl Default for ClusterConfig {
             erasure_coding_interval_ms: 60_000,
             hr_auto_interval_ms: 300_000,
             repair_timeout_ms: 60_000,
+        }
+    }
+}
+
+impl ClusterConfig {
+    /// The hint window coordinators use: 0 (no hints) when hinted handoff is off.
+    pub fn hint_window_ms(&self) -> u64 {
+        if self.hinted_handoff_enabled {
+            self.max_hint_window_ms
+        } else {
+            0
         }
     }
 }
@@ -613,6 +641,12 @@ impl Config {
             || c.peer_queue_bytes_max == 0
         {
             bail!("[cluster] intervals, timeouts and queue bounds must be at least 1");
+        }
+        if c.hinted_handoff_disabled_datacenters
+            .iter()
+            .any(String::is_empty)
+        {
+            bail!("[cluster] hinted_handoff_disabled_datacenters must not list an empty name");
         }
         if !(c.phi_convict_threshold > 0.0 && c.phi_convict_threshold.is_finite()) {
             bail!("[cluster] phi_convict_threshold must be a positive number");
@@ -918,6 +952,44 @@ slots = 128
             let err = Config::parse(bad).unwrap_err();
             assert!(format!("{err:#}").contains(names), "{bad}: {err:#}");
         }
+    }
+
+    #[test]
+    fn hinted_handoff_turns_off_whole_or_per_datacenter() {
+        let d = Config::default().cluster;
+        assert!(d.hinted_handoff_enabled && d.hinted_handoff_disabled_datacenters.is_empty());
+        assert_eq!(d.hint_window_ms(), 3 * 3600 * 1000);
+        let c =
+            Config::parse("[cluster]\nhinted_handoff_disabled_datacenters = [\"dc2\", \"dc3\"]\n")
+                .unwrap();
+        assert_eq!(
+            c.cluster.hinted_handoff_disabled_datacenters,
+            ["dc2", "dc3"]
+        );
+        assert_eq!(c.cluster.hint_window_ms(), d.max_hint_window_ms);
+        let off = Config::parse("[cluster]\nhinted_handoff_enabled = false\n").unwrap();
+        assert_eq!(off.cluster.hint_window_ms(), 0);
+        let err =
+            Config::parse("[cluster]\nhinted_handoff_disabled_datacenters = [\"\"]\n").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("hinted_handoff_disabled_datacenters"),
+            "{err:#}"
+        );
+        // A list, not one name.
+        assert!(
+            Config::parse("[cluster]\nhinted_handoff_disabled_datacenters = \"dc2\"\n").is_err()
+        );
+    }
+
+    #[test]
+    fn location_changes_are_allowed_only_when_asked() {
+        let d = Config::default();
+        assert!(!d.ignore_data_center_change && !d.ignore_rack_change);
+        let c =
+            Config::parse("ignore_data_center_change = true\nignore_rack_change = true\n").unwrap();
+        assert!(c.ignore_data_center_change && c.ignore_rack_change);
+        // Top-level keys, beside data_center and rack: not in [cluster].
+        assert!(Config::parse("[cluster]\nignore_rack_change = true\n").is_err());
     }
 
     #[test]

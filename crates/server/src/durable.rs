@@ -3,9 +3,9 @@
 //! Owns the two files a node keeps beside its tables, `schema.json` (written by the local
 //! coordinator through [`write_atomic`]) and `node.toml` ([`NodeIdentity`]: host id and
 //! tokens, chosen once and reused on every restart, because drivers and peers key their
-//! view of the ring on them). Both are replaced whole, never edited in place: write a
-//! temporary file, fsync it, rename it over the old one, fsync the directory, so a crash
-//! leaves either the old or the new content.
+//! view of the ring on them; and the datacenter and rack the node last ran in). Both are
+//! replaced whole, never edited in place: write a temporary file, fsync it, rename it over
+//! the old one, fsync the directory, so a crash leaves either the old or the new content.
 
 use std::fs::File;
 use std::io;
@@ -39,6 +39,13 @@ pub struct NodeIdentity {
     pub host_id: mosaic_types::HostId,
     /// The tokens this node owns, ascending and distinct.
     pub tokens: Vec<i64>,
+    /// The datacenter this node last ran in, checked at start (`crate::location`); absent
+    /// from identities written before it was remembered, and until the node first opens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_center: Option<String>,
+    /// The rack this node last ran in, likewise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
 }
 
 impl NodeIdentity {
@@ -49,6 +56,8 @@ impl NodeIdentity {
         NodeIdentity {
             host_id: mosaic_types::HostId(Uuid::random().0),
             tokens,
+            data_center: None,
+            rack: None,
         }
     }
 
@@ -72,6 +81,8 @@ impl NodeIdentity {
         NodeIdentity {
             host_id: mosaic_types::HostId(Uuid::random().0),
             tokens,
+            data_center: None,
+            rack: None,
         }
     }
 

@@ -22,7 +22,8 @@
 //! a CQL client like any other.
 //!
 //! Module map: [`config`] (the TOML file), [`logging`] (the log subscriber, the slow-query
-//! log), [`durable`] (atomic files, node identity), [`local`] (the node's storage: the
+//! log), [`durable`] (atomic files, node identity), [`location`] (the datacenter and rack
+//! a node last ran in), [`local`] (the node's storage: the
 //! catalog and one engine per table), [`cluster`] (the CQL coordinator over
 //! `mosaic-cluster`'s node, and the node's store), [`internode`] (tokio and TCP for the
 //! cluster), [`hints`] (durable hints), [`admin`] (the admin HTTP endpoint, its JSON,
@@ -47,6 +48,7 @@ mod internode_auth;
 mod internode_tls;
 mod launcher;
 mod local;
+mod location;
 mod logging;
 mod moves;
 mod net;

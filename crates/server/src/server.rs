@@ -367,7 +367,9 @@ fn start_node(
     node_config.read_timeout_ms = config.cluster.read_request_timeout_ms;
     node_config.schema_timeout_ms = config.cluster.schema_timeout_ms;
     node_config.replica_requests_max = config.cluster.replica_requests_max;
-    node_config.hint_window_ms = config.cluster.max_hint_window_ms;
+    node_config.hint_window_ms = config.cluster.hint_window_ms();
+    node_config.hinted_handoff_disabled_datacenters =
+        config.cluster.hinted_handoff_disabled_datacenters.clone();
     node_config.mutation_size_bytes_max = config.limits.mutation_size_bytes_max;
     node_config.read_answer_rows_max = config.cluster.read_answer_rows_max;
     node_config.stream_throughput_bytes_per_sec = config
@@ -722,9 +724,13 @@ async fn recover_identity(
         crate::moves::plan(config, &peers)?;
         return Ok(());
     };
+    // Its location too, so a config that moved the node is refused when storage opens
+    // (`crate::location`).
     let identity = NodeIdentity {
         host_id: state.app.host_id,
         tokens: state.app.tokens.clone(),
+        data_center: Some(state.app.data_center.clone()),
+        rack: Some(state.app.rack.clone()),
     };
     identity
         .save(&config.data_dir)

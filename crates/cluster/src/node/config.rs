@@ -23,6 +23,9 @@ pub struct NodeConfig {
     pub replica_requests_max: usize,
     /// Hints are stored for a replica down less than this (0 disables hinted handoff).
     pub hint_window_ms: u64,
+    /// Datacenters whose replicas get no hints (Cassandra's
+    /// `hinted_handoff_disabled_datacenters`).
+    pub hinted_handoff_disabled_datacenters: Vec<String>,
     /// How long repair waits for one answer (a tree, a page of a range, an acknowledged
     /// write) before it asks again; it asks 3 times.
     pub repair_timeout_ms: u64,
@@ -63,6 +66,7 @@ impl NodeConfig {
             schema_timeout_ms: 10_000,
             replica_requests_max: 4096,
             hint_window_ms: 3 * 3600 * 1000,
+            hinted_handoff_disabled_datacenters: Vec::new(),
             repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
             cas_contention_timeout_ms: 1000,
@@ -73,8 +77,37 @@ impl NodeConfig {
             cluster_name: "Mosaic Cluster".to_owned(),
         }
     }
+
+    /// Whether this node stores hints for a replica in datacenter `dc`: hinted handoff is on
+    /// (a window above 0) and `dc` is not among the disabled datacenters.
+    pub fn hints_for_datacenter(&self, dc: &str) -> bool {
+        self.hint_window_ms > 0
+            && !self
+                .hinted_handoff_disabled_datacenters
+                .iter()
+                .any(|d| d == dc)
+    }
 }
 
 /// The default of [`NodeConfig::read_answer_rows_max`]: above every page a coordinator asks
 /// for (a CQL chunk, a repair page), so only a peer asking for more is cut short.
 pub const READ_ANSWER_ROWS_MAX: usize = 10 * crate::repair::HASH_CHUNK;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_skip_the_disabled_datacenters_and_stop_with_a_zero_window() {
+        let mut c = NodeConfig::new("127.0.0.1:7000".parse().unwrap());
+        assert!(c.hints_for_datacenter("dc1") && c.hints_for_datacenter("dc2"));
+        c.hinted_handoff_disabled_datacenters = vec!["dc2".to_owned()];
+        assert!(c.hints_for_datacenter("dc1"));
+        assert!(!c.hints_for_datacenter("dc2"));
+        // Names are compared whole and as written, as the ring knows them.
+        assert!(c.hints_for_datacenter("dc"));
+        assert!(c.hints_for_datacenter("DC2"));
+        c.hint_window_ms = 0;
+        assert!(!c.hints_for_datacenter("dc1"));
+    }
+}

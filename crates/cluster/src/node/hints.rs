@@ -1,5 +1,6 @@
 //! Hinted handoff: writes kept durably for a replica that could not take them (within
-//! the hint window), replayed oldest first once it is seen alive again.
+//! the hint window, unless its datacenter is one hints are disabled for), replayed oldest
+//! first once it is seen alive again.
 
 use super::*;
 
@@ -16,9 +17,14 @@ impl Node {
             .is_none_or(|d| d < self.inner.config.hint_window_ms)
     }
 
-    /// Stores a hint of `group`'s writes for `target`; whether it was stored.
+    /// Stores a hint of `group`'s writes for `target`; whether it was stored (never when
+    /// hints are off, or off for `target`'s datacenter).
     pub(super) async fn store_hint(&self, target: Endpoint, group: &WriteGroup) -> bool {
-        if self.inner.config.hint_window_ms == 0 {
+        if !self
+            .inner
+            .config
+            .hints_for_datacenter(self.ring().dc_of(target))
+        {
             return false;
         }
         match self

@@ -233,6 +233,8 @@ impl LocalCoordinator {
             NodeIdentity::with_tokens(config.initial_token.clone()).save(&data_dir)?;
         }
         let identity = NodeIdentity::load_or_create(&data_dir, config.num_tokens)?;
+        // Refused if the config moved the node to another datacenter or rack.
+        let identity = crate::location::remember(identity, config, &data_dir)?;
         let (epoch, catalog) = schema::load_schema_on(&RealFs, &data_dir)?;
         let mut node_options = config.storage.node_engine_options()?;
         // A write stalled longer than a coordinator waits for it is refused (the

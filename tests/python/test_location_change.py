@@ -1,0 +1,104 @@
+"""A node whose datacenter or rack changed refuses to start (as Cassandra refuses a node whose
+snitch's datacenter or rack differs from the one in its system.local): the node remembers
+where it ran in data_dir/node.toml; started with another `data_center` or `rack` it exits
+non-zero naming both values and the ways out, unless `ignore_data_center_change` /
+`ignore_rack_change` accept the change, which is then remembered and gossiped. A node.toml
+written before locations were remembered starts and takes the configured ones."""
+import os
+import re
+import subprocess
+
+from conftest import MOSAIC_BIN, MosaicCluster, wait_until
+
+
+def set_keys(path, **keys):
+    """Sets top-level keys of a node's config file (`cluster up` writes every key out)."""
+    with open(path) as f:
+        text = f.read()
+    for key, value in keys.items():
+        line = f"{key} = {value}"
+        text, n = re.subn(rf"^{key} = .*$", line, text, count=1, flags=re.M)
+        assert n == 1, (key, text)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def refused(c, i):
+    """Starts node i in the foreground; it must exit non-zero at once: its stderr."""
+    p = subprocess.run([MOSAIC_BIN, "server", "--config", c.config(i)], capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0, p.stdout + p.stderr
+    return p.stderr
+
+
+def node_file(c, i):
+    with open(os.path.join(c.node_dir(i), "data", "node.toml")) as f:
+        return f.read()
+
+
+def test_a_node_moved_to_another_datacenter_or_rack_is_refused_unless_told_to_accept_it():
+    c = MosaicCluster(2, up_args=("--datacenters", "2"))
+    try:
+        c.up()
+        assert 'data_center = "dc2"' in node_file(c, 2) and 'rack = "rack1"' in node_file(c, 2)
+        c.stop(2)
+        c.wait_seen([1], [2], up=False)
+
+        # Moved in both: the datacenter is named first, then (that accepted) the rack.
+        set_keys(c.config(2), data_center='"dc1"', rack='"rack7"')
+        err = refused(c, 2)
+        assert 'data_center "dc1" in the config differs from "dc2"' in err, err
+        assert "ignore_data_center_change = true" in err and "decommission" in err, err
+        assert os.path.join(c.node_dir(2), "data", "node.toml") in err, err
+        set_keys(c.config(2), ignore_data_center_change="true")
+        err = refused(c, 2)
+        assert 'rack "rack7" in the config differs from "rack1"' in err, err
+        assert "ignore_rack_change = true" in err, err
+        # Refused starts remember nothing.
+        assert 'data_center = "dc2"' in node_file(c, 2) and 'rack = "rack1"' in node_file(c, 2)
+
+        set_keys(c.config(2), ignore_rack_change="true")
+        c.up()
+        assert 'data_center = "dc1"' in node_file(c, 2) and 'rack = "rack7"' in node_file(c, 2)
+        s2 = c.session(only=2)
+        local = s2.execute("SELECT data_center, rack FROM system.local").one()
+        assert (local.data_center, local.rack) == ("dc1", "rack7")
+        wait_until("node 1 to see node 2 in dc1, rack7",
+                   lambda: (c.status(1)[c.endpoint(2)]["data_center"], c.status(1)[c.endpoint(2)]["rack"])
+                   == ("dc1", "rack7"))
+        status_text = c.mosaic("status", "--host", c.admin(1)).stdout
+        line = next(ln for ln in status_text.splitlines() if c.endpoint(2) in ln)
+        assert line.split()[-1] == "rack7", status_text
+        assert "Datacenter: dc2" not in status_text, status_text
+
+        # Remembered: without the flags the new location starts, the old one is refused.
+        c.stop(2)
+        set_keys(c.config(2), ignore_data_center_change="false", ignore_rack_change="false")
+        c.up()
+        c.stop(2)
+        set_keys(c.config(2), rack='"rack1"')
+        err = refused(c, 2)
+        assert 'rack "rack1" in the config differs from "rack7"' in err, err
+    finally:
+        c.close()
+
+
+def test_a_data_directory_from_before_locations_were_remembered_starts_and_remembers_them():
+    c = MosaicCluster(1)
+    try:
+        c.up()
+        c.stop(1)
+        # node.toml as earlier releases wrote it: host id and tokens only.
+        path = os.path.join(c.node_dir(1), "data", "node.toml")
+        old = "".join(ln for ln in open(path).readlines() if not ln.startswith(("data_center", "rack")))
+        assert "host_id" in old and "tokens" in old and "rack" not in old
+        with open(path, "w") as f:
+            f.write(old)
+        c.up()
+        text = node_file(c, 1)
+        assert 'data_center = "datacenter1"' in text and 'rack = "rack1"' in text, text
+        # The same node: host id and tokens as they were.
+        for ln in old.splitlines():
+            if ln.startswith(("host_id", "tokens")):
+                assert ln in text.splitlines(), (ln, text)
+    finally:
+        c.close()
