@@ -3,7 +3,8 @@ snitch's datacenter or rack differs from the one in its system.local): the node 
 where it ran in data_dir/node.toml; started with another `data_center` or `rack` it exits
 non-zero naming both values and the ways out, unless `ignore_data_center_change` /
 `ignore_rack_change` accept the change, which is then remembered and gossiped. A node.toml
-written before locations were remembered starts and takes the configured ones."""
+written before locations were remembered starts and takes the configured ones; a wiped node
+that takes its identity back from the cluster takes its gossiped location too."""
 import os
 import re
 import subprocess
@@ -100,5 +101,23 @@ def test_a_data_directory_from_before_locations_were_remembered_starts_and_remem
         for ln in old.splitlines():
             if ln.startswith(("host_id", "tokens")):
                 assert ln in text.splitlines(), (ln, text)
+    finally:
+        c.close()
+
+
+def test_a_wiped_node_taking_its_identity_back_is_checked_against_its_gossiped_location():
+    c = MosaicCluster(2)
+    try:
+        c.up()
+        host_id = c.status(1)[c.endpoint(2)]["host_id"]
+        c.wipe(2)
+        set_keys(c.config(2), rack='"rack5"')
+        # It takes its host id and tokens from the cluster, and the rack it was gossiped in.
+        err = refused(c, 2)
+        assert 'rack "rack5" in the config differs from "rack1"' in err, err
+        set_keys(c.config(2), rack='"rack1"')
+        c.up()
+        assert c.status(1)[c.endpoint(2)]["host_id"] == host_id
+        assert f'host_id = "{host_id}"' in node_file(c, 2) and 'rack = "rack1"' in node_file(c, 2)
     finally:
         c.close()
