@@ -7,7 +7,7 @@ and none at all with `hinted_handoff_enabled = false`."""
 import pytest
 from cassandra import ConsistencyLevel
 
-from conftest import MosaicCluster
+from test_location_change import running
 
 ROWS = 50
 
@@ -18,9 +18,7 @@ ROWS = 50
     ("cluster.hinted_handoff_enabled=false", 0),
 ])
 def test_hints_are_kept_for_down_replicas_except_in_disabled_datacenters(setting, hinted_nodes):
-    c = MosaicCluster(3, settings=[setting] if setting else [], up_args=("--datacenters", "2"))
-    try:
-        c.up()
+    with running(3, settings=[setting] if setting else [], up_args=("--datacenters", "2")) as c:
         dcs = {n["endpoint"]: n["data_center"] for n in c.status(1).values()}
         assert dcs == {c.endpoint(1): "dc1", c.endpoint(2): "dc1", c.endpoint(3): "dc2"}, dcs
         s = c.session(only=1)
@@ -36,5 +34,3 @@ def test_hints_are_kept_for_down_replicas_except_in_disabled_datacenters(setting
             s.execute(ins, (k, f"v{k}"))
         assert c.metric(1, "mosaic_hints_pending") == ROWS * hinted_nodes
         assert c.metric(1, "mosaic_hints_stored_total") == ROWS * hinted_nodes
-    finally:
-        c.close()

@@ -5,11 +5,23 @@ non-zero naming both values and the ways out, unless `ignore_data_center_change`
 `ignore_rack_change` accept the change, which is then remembered and gossiped. A node.toml
 written before locations were remembered starts and takes the configured ones; a wiped node
 that takes its identity back from the cluster takes its gossiped location too."""
+import contextlib
 import os
 import re
 import subprocess
 
 from conftest import MOSAIC_BIN, MosaicCluster, wait_until
+
+
+@contextlib.contextmanager
+def running(nodes, **kwargs):
+    """A MosaicCluster of `nodes` (up), stopped whole at the end."""
+    c = MosaicCluster(nodes, **kwargs)
+    try:
+        c.up()
+        yield c
+    finally:
+        c.close()
 
 
 def set_keys(path, **keys):
@@ -37,9 +49,7 @@ def node_file(c, i):
 
 
 def test_a_node_moved_to_another_datacenter_or_rack_is_refused_unless_told_to_accept_it():
-    c = MosaicCluster(2, up_args=("--datacenters", "2"))
-    try:
-        c.up()
+    with running(2, up_args=("--datacenters", "2")) as c:
         assert 'data_center = "dc2"' in node_file(c, 2) and 'rack = "rack1"' in node_file(c, 2)
         c.stop(2)
         c.wait_seen([1], [2], up=False)
@@ -79,14 +89,10 @@ def test_a_node_moved_to_another_datacenter_or_rack_is_refused_unless_told_to_ac
         set_keys(c.config(2), rack='"rack1"')
         err = refused(c, 2)
         assert 'rack "rack1" in the config differs from "rack7"' in err, err
-    finally:
-        c.close()
 
 
 def test_a_data_directory_from_before_locations_were_remembered_starts_and_remembers_them():
-    c = MosaicCluster(1)
-    try:
-        c.up()
+    with running(1) as c:
         c.stop(1)
         # node.toml as earlier releases wrote it: host id and tokens only.
         path = os.path.join(c.node_dir(1), "data", "node.toml")
@@ -101,14 +107,10 @@ def test_a_data_directory_from_before_locations_were_remembered_starts_and_remem
         for ln in old.splitlines():
             if ln.startswith(("host_id", "tokens")):
                 assert ln in text.splitlines(), (ln, text)
-    finally:
-        c.close()
 
 
 def test_a_wiped_node_taking_its_identity_back_is_checked_against_its_gossiped_location():
-    c = MosaicCluster(2)
-    try:
-        c.up()
+    with running(2) as c:
         host_id = c.status(1)[c.endpoint(2)]["host_id"]
         c.wipe(2)
         set_keys(c.config(2), rack='"rack5"')
@@ -119,5 +121,3 @@ def test_a_wiped_node_taking_its_identity_back_is_checked_against_its_gossiped_l
         c.up()
         assert c.status(1)[c.endpoint(2)]["host_id"] == host_id
         assert f'host_id = "{host_id}"' in node_file(c, 2) and 'rack = "rack1"' in node_file(c, 2)
-    finally:
-        c.close()
