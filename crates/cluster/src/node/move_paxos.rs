@@ -4,10 +4,10 @@
 //! ones. So before a move completes, every range it moves gets a Paxos repair among its
 //! live replicas of now and after (as Cassandra 4.1 repairs Paxos on topology changes):
 //! a round for each partition that has an unfinished round, or whose replicas disagree on
-//! the newest commit (a node gaining the range has none). The rounds run at `SERIAL`, the
-//! gaining nodes taking part as pending replicas, so each finishes what was accepted and
-//! commits the newest value to every live replica of now and after. A round that fails
-//! fails the move.
+//! the newest commit (a node gaining the range has none). The rounds run among every
+//! replica (at `SERIAL` when one is dead: a quorum of the live ones), the gaining nodes
+//! taking part as pending replicas, so each finishes what was accepted and brings the
+//! replicas that answered up to the newest commit. A round that fails fails the move.
 
 use super::moves::MoveError;
 use super::*;
@@ -29,19 +29,20 @@ impl Node {
                 if m.gained().next().is_none() {
                     continue;
                 }
-                let mut replicas: Vec<Endpoint> = m
-                    .now
-                    .iter()
-                    .chain(&m.after)
-                    .copied()
-                    .filter(|n| self.is_alive(*n))
-                    .collect();
+                let mut replicas: Vec<Endpoint> = m.now.iter().chain(&m.after).copied().collect();
                 replicas.sort_unstable();
                 replicas.dedup();
+                // Every replica takes part when all are alive, so each one behind gets the
+                // newest commit; with one dead (a removal, a replacement), a quorum of the
+                // live ones does, the gaining nodes on top.
+                let serial = if replicas.iter().all(|n| self.is_alive(*n)) {
+                    ConsistencyLevel::All
+                } else {
+                    replicas.retain(|n| self.is_alive(*n));
+                    ConsistencyLevel::Serial
+                };
                 for range in m.keys() {
-                    let (n, result) = self
-                        .repair_paxos(*table, range, &replicas, ConsistencyLevel::Serial)
-                        .await;
+                    let (n, result) = self.repair_paxos(*table, range, &replicas, serial).await;
                     repaired += n;
                     result.map_err(|reason| MoveError::Paxos {
                         table: *table,
