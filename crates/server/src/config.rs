@@ -200,6 +200,11 @@ pub struct ClusterConfig {
     /// decommission), from all its sources together; 0 is unthrottled (Cassandra's
     /// `stream_throughput_outbound`, 24 MiB/s).
     pub stream_throughput_mib_per_sec: u64,
+    /// Whether a join, decommission, removal or replacement skips repairing the Paxos state
+    /// of the ranges it moves (Cassandra's `skip_paxos_repair_on_topology_change`): for a
+    /// move that cannot complete because a round fails (too few live replicas), at the
+    /// cost of lightweight transactions' guarantees for rounds in flight.
+    pub skip_paxos_repair_on_topology_change: bool,
     /// Phi above which a silent peer is considered down (Cassandra's
     /// `phi_convict_threshold`).
     pub phi_convict_threshold: f64,
@@ -421,6 +426,7 @@ impl Default for ClusterConfig {
             hinted_handoff_disabled_datacenters: Vec::new(),
             auto_bootstrap: true,
             stream_throughput_mib_per_sec: 24,
+            skip_paxos_repair_on_topology_change: false,
             max_hints_size_per_host_bytes: 1 << 30,
             read_answer_rows_max: mosaic_cluster::node::READ_ANSWER_ROWS_MAX,
             read_answer_bytes_max: 4 << 20,
@@ -969,6 +975,10 @@ slots = 128
         assert_eq!(c.cluster.hint_window_ms(), d.max_hint_window_ms);
         let off = Config::parse("[cluster]\nhinted_handoff_enabled = false\n").unwrap();
         assert_eq!(off.cluster.hint_window_ms(), 0);
+        assert!(!off.cluster.skip_paxos_repair_on_topology_change);
+        let skip =
+            Config::parse("[cluster]\nskip_paxos_repair_on_topology_change = true\n").unwrap();
+        assert!(skip.cluster.skip_paxos_repair_on_topology_change);
         let err =
             Config::parse("[cluster]\nhinted_handoff_disabled_datacenters = [\"\"]\n").unwrap_err();
         assert!(

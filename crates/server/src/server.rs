@@ -372,6 +372,8 @@ fn start_node(
         config.cluster.hinted_handoff_disabled_datacenters.clone();
     node_config.mutation_size_bytes_max = config.limits.mutation_size_bytes_max;
     node_config.read_answer_rows_max = config.cluster.read_answer_rows_max;
+    node_config.skip_paxos_repair_on_topology_change =
+        config.cluster.skip_paxos_repair_on_topology_change;
     node_config.stream_throughput_bytes_per_sec = config
         .cluster
         .stream_throughput_mib_per_sec

@@ -51,6 +51,9 @@ pub struct NodeConfig {
     /// How long a node announcing a join or a leave waits for every live node to see it
     /// before it streams (Cassandra waits `RING_DELAY`; here the nodes are asked).
     pub ring_agreement_timeout_ms: u64,
+    /// Whether moves skip repairing the Paxos state of the ranges they move (see
+    /// `node/move_paxos.rs`; Cassandra's `skip_paxos_repair_on_topology_change`).
+    pub skip_paxos_repair_on_topology_change: bool,
 }
 
 impl NodeConfig {
@@ -74,6 +77,7 @@ impl NodeConfig {
             read_answer_rows_max: READ_ANSWER_ROWS_MAX,
             stream_throughput_bytes_per_sec: 24 << 20,
             ring_agreement_timeout_ms: 60_000,
+            skip_paxos_repair_on_topology_change: false,
             cluster_name: "Mosaic Cluster".to_owned(),
         }
     }
