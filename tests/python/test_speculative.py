@@ -148,10 +148,12 @@ def test_without_speculative_retry_the_dynamic_snitch_stops_asking_a_dead_replic
             at += took
             if e is not None:
                 failed_at.append(at - started)
+        # Reads that fail on the dead node do so at once (its connection is gone), so how
+        # many fail before the snitch's next update (100 ms) depends on the read rate; how
+        # long they go on does not.
         late = [t for t in failed_at if t > 2.5]
         assert not late, f"reads still failed {late[:5]} s in (the kill at 1 s): {len(failed_at)} failures"
         assert len(outcomes) > 300, len(outcomes)
-        assert len(failed_at) < 20, failed_at
     finally:
         cluster.close()
 
