@@ -10,9 +10,10 @@ replica at once (and one that is only slow, after the table's 99th-percentile la
 With `NONE` nothing is asked of a spare, and reads the killed node was asked for fail until
 it is convicted — each at once (the connection to the dead node is gone), never after the
 5-second read timeout. With the default replica selection (Cassandra's dynamic snitch) and `NONE`, a read that
-found the dead node's connection gone counts for the snitch as a read that timed out (as
-Cassandra's counts an expired request), so reads stop asking it within moments — long before
-the failure detector convicts it — and only the first few fail. The option round-trips
+found the dead node's connection gone counts for that coordinator's snitch as a read that
+timed out (as Cassandra's counts an expired request), so its reads stop asking the dead node
+within moments — long before the failure detector convicts it — and only a short burst fails
+per coordinator. The option round-trips
 through `system_schema.tables` as Cassandra prints it.
 """
 import time
@@ -148,11 +149,19 @@ def test_without_speculative_retry_the_dynamic_snitch_stops_asking_a_dead_replic
             at += took
             if e is not None:
                 failed_at.append(at - started)
-        # Reads that fail on the dead node do so at once (its connection is gone), so how
-        # many fail before the snitch's next update (100 ms) depends on the read rate; how
-        # long they go on does not.
-        late = [t for t in failed_at if t > 2.5]
-        assert not late, f"reads still failed {late[:5]} s in (the kill at 1 s): {len(failed_at)} failures"
+        # Each coordinator's snitch learns on its own first read that finds the dead node's
+        # connection gone: reads fail in at most one short burst per surviving coordinator
+        # (how many depends on the read rate until its next update, 100 ms), whenever that
+        # coordinator first asks the dead node — not all the way to conviction.
+        bursts = []
+        for t in failed_at:
+            if bursts and t - bursts[-1][1] < 0.5:
+                bursts[-1][1] = t
+            else:
+                bursts.append([t, t])
+        assert len(bursts) <= 4, f"{len(bursts)} bursts of failures: {bursts}"
+        long = [(a, b) for a, b in bursts if b - a > 0.5]
+        assert not long, f"reads kept failing from {long} s (the kill at 1 s): {len(failed_at)} failures"
         assert len(outcomes) > 300, len(outcomes)
     finally:
         cluster.close()
