@@ -63,6 +63,16 @@ fn prefix(target: Endpoint) -> Vec<u8> {
     k
 }
 
+/// The keys of `target`'s hints: `[start, end)`.
+fn key_range(target: Endpoint) -> (Vec<u8>, Vec<u8>) {
+    let start = prefix(target);
+    let mut end = start.clone();
+    if let Some(last) = end.last_mut() {
+        *last = 1;
+    }
+    (start, end)
+}
+
 fn key(target: Endpoint, id: u64) -> Vec<u8> {
     let mut k = prefix(target);
     k.extend_from_slice(&id.to_be_bytes());
@@ -195,11 +205,7 @@ impl HintStore {
 
     /// The oldest `limit` hints of `target`.
     pub fn oldest(&self, target: Endpoint, limit: usize) -> Result<Vec<Hint>, Failure> {
-        let start = prefix(target);
-        let mut end = start.clone();
-        if let Some(last) = end.last_mut() {
-            *last = 1;
-        }
+        let (start, end) = key_range(target);
         let scan = self
             .db
             .scan(Bound::Included(&start), Bound::Excluded(&end))
@@ -252,11 +258,7 @@ impl HintStore {
     /// Deletes every hint of `target` (a node that left the ring: none will be
     /// delivered); how many there were.
     pub fn drop_all(&self, target: Endpoint) -> Result<u64, Failure> {
-        let start = prefix(target);
-        let mut end = start.clone();
-        if let Some(last) = end.last_mut() {
-            *last = 1;
-        }
+        let (start, end) = key_range(target);
         let ids: Vec<u64> = self
             .db
             .scan(Bound::Included(&start), Bound::Excluded(&end))
