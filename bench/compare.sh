@@ -52,12 +52,7 @@ done
 find_mosaic "$root"
 find_bench "$root"
 mkdir -p "$out"
-regime=0
-if disk_regime_wanted; then
-    regime=1
-    disk_regime_check
-fi
-mapfile -t cgroup_args < <(disk_regime_cgroup_args)
+disk_regime_init "$out"
 trap 'exit 130' INT
 trap 'exit 143' TERM
 port=${PORT:-39042}

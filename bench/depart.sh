@@ -79,13 +79,7 @@ dir=$out/$experiment
 mkdir -p "$dir"
 cluster=$dir/cluster
 . "$root/bench/lib.sh"
-regime=0
-if disk_regime_wanted; then
-    regime=1
-    disk_regime_check
-    echo "disk regime: ${DISK_MIB_PER_S} MiB/s and ${DISK_IOPS} IOPS per node device (0: none), ${NODE_MEMORY_MIB} MiB per node (0: none)" > "$dir/regime.txt"
-fi
-mapfile -t cgroup_args < <(disk_regime_cgroup_args)
+disk_regime_init "$dir"
 down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
 # Nodes first (a mounted file system cannot go while they run), then the regime.
 cleanup() { down; disk_regime_teardown; }

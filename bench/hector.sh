@@ -5,6 +5,7 @@
 #
 #   bench/hector.sh EXPERIMENT [--records N] [--operations N] [--reps N] [--rates R,R,...]
 #                   [--duration S] [--concurrency N] [--cache-bytes N] [--out DIR]
+#                   [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
 #                   [--set KEY=VALUE]...
 #
 # Experiments:
@@ -30,6 +31,11 @@
 #             `c3`, taking turns --reps times (3), --operations
 #             reads (200,000) each
 #   smoke     overhead, rml and locality on a few records (checks the pipeline in minutes)
+# The emulated disk-bound regime (BENCHMARKS.md, "DEPART in a disk-bound regime"; root
+# and cgroup v1, see bench/lib.sh): --disk-mib-per-s and --disk-iops put each node on its
+# own loop device throttled to W MiB/s and N IOPS (reads and writes each),
+# --node-memory-mib bounds each node's RSS and page cache to M MiB (regime.txt records the
+# limits, <run>.memory.txt each memory group after each run).
 # Results land in DIR/<experiment>/ (bench JSON per run); bench/hector_summary.py
 # DIR/<experiment> writes results.md and results.json (throughput ratios; per rate: the
 # achieved throughput and latencies, saturation = the first rate not sustained to 95%).
@@ -37,11 +43,12 @@
 # port $PORT (49042); the cluster directory is removed at the end unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,35p' "$0" >&2; exit 2; }
+usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records="" operations=200000 reps=3 rates="" duration=20 concurrency=32 cache=104857600
 out=/tmp/mosaic-hector
+DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
 common=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -54,6 +61,9 @@ while [ $# -gt 0 ]; do
         --cache-bytes) cache=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
+        --disk-mib-per-s) DISK_MIB_PER_S=$2; shift 2 ;;
+        --disk-iops) DISK_IOPS=$2; shift 2 ;;
+        --node-memory-mib) NODE_MEMORY_MIB=$2; shift 2 ;;
         *) usage ;;
     esac
 done
@@ -69,15 +79,30 @@ nodes=3
 dir=$out/$experiment
 cluster=$dir/cluster
 mkdir -p "$dir"
+disk_regime_init "$dir"
 down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
-trap down EXIT
+# Nodes first (a mounted file system cannot go while they run), then the regime.
+cleanup() { down; disk_regime_teardown; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 hosts=$(seq -s, -f "127.0.0.%g:$port" 1 "$nodes")
 
 start() {
     local set=()
-    for s in "${common[@]}"; do set+=(--set "$s"); done
+    for s in ${common[@]+"${common[@]}"}; do set+=(--set "$s"); done
     "$mosaic" cluster up --nodes "$nodes" --dir "$cluster" --port "$port" \
-        --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
+        --storage-port "$storage" --admin-port "$admin" ${cgroup_args[@]+"${cgroup_args[@]}"} \
+        ${set[@]+"${set[@]}"} >/dev/null
+    local i
+    for i in $(seq 1 "$nodes"); do disk_regime_verify "$(cat "$cluster/node$i/pid")" "$i"; done
+}
+
+# A new cluster on fresh disks (a fresh regime when one is asked for).
+fresh() {
+    down; disk_regime_teardown; rm -rf "$cluster" "$cluster.disks"
+    [ "$regime" = 0 ] || disk_regime_setup "$cluster" "$nodes"
+    start
 }
 
 # Restarts the cluster with `[scheduling]` keys set: KEY=TOML-VALUE... (`sub.key` for a
@@ -124,11 +149,12 @@ for i in range(1, nodes + 1):
         out[f"node{i}"] = json.load(r)["scheduling"]
 print(json.dumps(out))
 EOF
+    [ "$NODE_MEMORY_MIB" = 0 ] || disk_regime_report "$nodes" > "${json%.json}.memory.txt"
 }
 
 overhead() {
     local row=(--field-count 1 --field-length 1000)
-    down; rm -rf "$cluster"; start
+    fresh
     bench "$dir/load.json" load --workload c --rf 3 --concurrency 64 "${row[@]}"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
     "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
@@ -151,7 +177,7 @@ rml() {
         --large-field-length 1048576 --distribution uniform)
     common+=(storage.direct_io=true storage.block_cache_size_bytes=33554432
         storage.engine_calls=offload scheduling.read_concurrency=4)
-    down; rm -rf "$cluster"; start
+    fresh
     bench "$dir/load.json" load --workload c --rf 3 --concurrency 8 "${row[@]}" \
         --size-oracle-file "$dir/sizes.txt"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
@@ -176,7 +202,7 @@ rml() {
 locality() {
     local row=(--field-count 1 --field-length 1000)
     common+=(storage.direct_io=true "storage.block_cache_size_bytes=$cache")
-    down; rm -rf "$cluster"; start
+    fresh
     bench "$dir/load.json" load --workload c --rf 3 --concurrency 64 "${row[@]}"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
     "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
@@ -225,6 +251,6 @@ case $experiment in
         locality ;;
     *) echo "unknown experiment $experiment" >&2; exit 2 ;;
 esac
-down
-[ "${KEEP:-0}" = 1 ] || rm -rf "$cluster"
+down; disk_regime_teardown
+[ "${KEEP:-0}" = 1 ] || rm -rf "$cluster" "$cluster.disks"
 "$root/bench/hector_summary.py" "$dir"

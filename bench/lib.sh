@@ -88,6 +88,19 @@ disk_regime_wanted() {
     [ "${DISK_MIB_PER_S:-0}" != 0 ] || [ "${DISK_IOPS:-0}" != 0 ] || [ "${NODE_MEMORY_MIB:-0}" != 0 ]
 }
 
+# At a script's start: with a limit asked for, exits unless the machine can emulate the
+# regime, then sets regime=1 and records the limits in DIR/regime.txt (regime=0 without);
+# sets cgroup_args to what `cluster up` needs to start each node in its memory group.
+disk_regime_init() { # dir
+    regime=0
+    if disk_regime_wanted; then
+        regime=1
+        disk_regime_check
+        echo "disk regime: ${DISK_MIB_PER_S:-0} MiB/s and ${DISK_IOPS:-0} IOPS per node device (0: none), ${NODE_MEMORY_MIB:-0} MiB per node (0: none)" > "$1/regime.txt"
+    fi
+    mapfile -t cgroup_args < <(disk_regime_cgroup_args)
+}
+
 # Exits with what is missing unless this machine can emulate the regime: root, loop
 # devices, mkfs.ext4, and the cgroup-v1 blkio and memory hierarchies.
 disk_regime_check() {

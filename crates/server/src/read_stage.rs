@@ -11,12 +11,17 @@
 //! in the queue and one of the stage's worker threads runs it when a slot frees, so at
 //! most `read_concurrency` engine reads ever run at once (Hector's experiment bounds them
 //! to model a device with little parallelism). A read whose requester gave up (a timeout,
-//! a dropped connection) is skipped when its turn comes.
+//! a dropped connection) is skipped when its turn comes, and so is one that waited longer
+//! than the read timeout (`[cluster] read_request_timeout_ms`): its coordinator has
+//! answered the client already, so serving it would only take the slot from a read that
+//! can still be answered in time — Cassandra drops such a read too (`nodetool tpstats`'
+//! dropped `READ` messages). Under overload the stage then serves reads that can still
+//! make it instead of a backlog nobody waits for.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
 use mosaic_cluster::local_queue::{self, LocalQueue, QueueConfig, QueuePolicy, ReadClass};
@@ -36,6 +41,8 @@ struct Shared {
     concurrency: usize,
     /// Whether a read finding a free slot and an empty queue runs where it arrived.
     inline: bool,
+    /// A queued read that waited longer than this is dropped (microseconds; 0: never).
+    expire_micros: u64,
     /// No worker could be started: every read runs where it arrived, unbounded.
     unscheduled: AtomicBool,
     /// Slots taken (reads running, inline or on a worker).
@@ -55,6 +62,7 @@ struct Counters {
     queued: AtomicU64,
     completed: AtomicU64,
     skipped: AtomicU64,
+    dropped: AtomicU64,
     wait_micros: AtomicU64,
 }
 
@@ -79,24 +87,38 @@ pub struct StageSnapshot {
     pub completed_total: u64,
     /// Queued reads skipped because their requester gave up.
     pub skipped_total: u64,
+    /// Queued reads dropped because they waited longer than the read timeout.
+    pub dropped_total: u64,
     /// Time queued reads waited, in total (microseconds).
     pub wait_micros_total: u64,
 }
 
-/// The stage is stopping, or the read failed inside the engine (a panic, logged).
-#[derive(Debug)]
-pub struct StageError;
+/// Why the stage did not run a read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StageError {
+    /// The stage is stopping, or the read failed inside the engine (a panic, logged).
+    Failed,
+    /// The read waited in the queue longer than the read timeout, and was dropped.
+    Expired,
+}
 
 impl ReadStage {
     /// A stage of `concurrency` workers (at least one) serving `queue`'s policy; `inline`
-    /// lets reads run where they arrive when a slot is free and nobody waits.
-    pub fn new(concurrency: usize, queue: &QueueConfig, inline: bool) -> ReadStage {
+    /// lets reads run where they arrive when a slot is free and nobody waits; a queued
+    /// read that waited longer than `expire_after` is dropped (`None`: never).
+    pub fn new(
+        concurrency: usize,
+        queue: &QueueConfig,
+        inline: bool,
+        expire_after: Option<Duration>,
+    ) -> ReadStage {
         let concurrency = concurrency.max(1);
         let shared = Arc::new(Shared {
             policy: queue.policy,
             queue: local_queue::queue(queue),
             concurrency,
             inline,
+            expire_micros: expire_after.map_or(0, |d| d.as_micros().max(1) as u64),
             unscheduled: AtomicBool::new(false),
             running: AtomicUsize::new(0),
             stopping: Mutex::new(false),
@@ -134,7 +156,8 @@ impl ReadStage {
             s.counters.sized.fetch_add(1, Ordering::Relaxed);
         }
         if s.unscheduled.load(Ordering::Relaxed) {
-            return std::panic::catch_unwind(AssertUnwindSafe(read)).map_err(|_| StageError);
+            return std::panic::catch_unwind(AssertUnwindSafe(read))
+                .map_err(|_| StageError::Failed);
         }
         if s.inline && s.queue.is_empty() && s.try_take_slot() {
             s.counters.inline.fetch_add(1, Ordering::Relaxed);
@@ -142,7 +165,7 @@ impl ReadStage {
             s.release_slot();
             return out.map_err(|_| {
                 tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
-                StageError
+                StageError::Failed
             });
         }
         let (tx, rx) = oneshot::channel();
@@ -158,14 +181,19 @@ impl ReadStage {
                 shared.counters.skipped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
+            if shared.expire_micros != 0 && waited > shared.expire_micros {
+                shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                let _ = tx.send(Err(StageError::Expired));
+                return;
+            }
             let out = read();
             shared.counters.completed.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send(out);
+            let _ = tx.send(Ok(out));
         });
         s.counters.queued.fetch_add(1, Ordering::Relaxed);
         s.queue.push(job, class, arrived);
         s.notify();
-        rx.await.map_err(|_| StageError)
+        rx.await.unwrap_or(Err(StageError::Failed))
     }
 
     /// Reads waiting or running (the `QueueLength` fact).
@@ -187,6 +215,7 @@ impl ReadStage {
             queued_total: c.queued.load(Ordering::Relaxed),
             completed_total: c.completed.load(Ordering::Relaxed),
             skipped_total: c.skipped.load(Ordering::Relaxed),
+            dropped_total: c.dropped.load(Ordering::Relaxed),
             wait_micros_total: c.wait_micros.load(Ordering::Relaxed),
         }
     }
@@ -292,10 +321,31 @@ mod tests {
         (open, blocker)
     }
 
+    /// Queues a read (behind a held slot) that counts its runs in `ran`; returns once it
+    /// waits.
+    async fn queue_counted_read(
+        stage: &Arc<ReadStage>,
+        ran: &Arc<AtomicUsize>,
+    ) -> tokio::task::JoinHandle<Result<usize, StageError>> {
+        let waiting = stage.snapshot().waiting;
+        let read = {
+            let (stage, ran) = (stage.clone(), ran.clone());
+            tokio::spawn(async move {
+                stage
+                    .run(class(0), move || ran.fetch_add(1, Ordering::SeqCst))
+                    .await
+            })
+        };
+        while stage.snapshot().waiting == waiting {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        read
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn never_more_reads_at_once_than_the_concurrency() {
         for inline in [false, true] {
-            let stage = Arc::new(ReadStage::new(2, &config(QueuePolicy::Fcfs), inline));
+            let stage = Arc::new(ReadStage::new(2, &config(QueuePolicy::Fcfs), inline, None));
             let now = Arc::new(AtomicUsize::new(0));
             let most = Arc::new(AtomicUsize::new(0));
             let reads: Vec<_> = (0..40)
@@ -339,7 +389,12 @@ mod tests {
     async fn waiting_reads_are_served_in_the_policys_order() {
         // One slot, held by a read blocked on a gate: the reads queued behind it come out
         // in priority order.
-        let stage = Arc::new(ReadStage::new(1, &config(QueuePolicy::Priority), false));
+        let stage = Arc::new(ReadStage::new(
+            1,
+            &config(QueuePolicy::Priority),
+            false,
+            None,
+        ));
         let (open, blocker) = hold_the_slot(&stage).await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiting = Vec::new();
@@ -363,20 +418,10 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn an_abandoned_read_is_skipped_and_a_panicking_one_is_an_error() {
-        let stage = Arc::new(ReadStage::new(1, &config(QueuePolicy::Fcfs), false));
+        let stage = Arc::new(ReadStage::new(1, &config(QueuePolicy::Fcfs), false, None));
         let (open, blocker) = hold_the_slot(&stage).await;
         let ran = Arc::new(AtomicUsize::new(0));
-        let abandoned = {
-            let (stage, ran) = (stage.clone(), ran.clone());
-            tokio::spawn(async move {
-                stage
-                    .run(class(0), move || ran.fetch_add(1, Ordering::SeqCst))
-                    .await
-            })
-        };
-        while stage.snapshot().waiting == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        let abandoned = queue_counted_read(&stage, &ran).await;
         abandoned.abort();
         let _ = abandoned.await;
         open.send(()).unwrap();
@@ -387,5 +432,28 @@ mod tests {
         assert_eq!(stage.run(class(0), || 7).await.unwrap(), 7);
         assert_eq!(ran.load(Ordering::SeqCst), 0);
         assert_eq!(stage.snapshot().skipped_total, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_that_waited_past_the_timeout_is_dropped_and_the_next_served() {
+        let stage = Arc::new(ReadStage::new(
+            1,
+            &config(QueuePolicy::Fcfs),
+            false,
+            Some(Duration::from_millis(50)),
+        ));
+        let (open, blocker) = hold_the_slot(&stage).await;
+        let ran = Arc::new(AtomicUsize::new(0));
+        let late = queue_counted_read(&stage, &ran).await;
+        // The slot stays taken past the timeout: the waiting read expires.
+        tokio::time::sleep(Duration::from_millis(120)).await;
+        open.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        assert_eq!(late.await.unwrap(), Err(StageError::Expired));
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+        // A read that waits less than the timeout runs.
+        assert_eq!(stage.run(class(0), || 7).await, Ok(7));
+        let snap = stage.snapshot();
+        assert_eq!((snap.dropped_total, snap.skipped_total), (1, 0));
     }
 }

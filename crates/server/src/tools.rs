@@ -313,7 +313,7 @@ pub fn status(args: &HostArgs) -> Result<()> {
         let mean_wait = r.wait_micros_total.checked_div(r.queued_total).unwrap_or(0);
         println!(
             "Read stage: {} × {} ({} running, {} waiting; {} ran at once, {} queued, mean \
-             wait {} µs, {} sized){}",
+             wait {} µs, {} dropped past the timeout, {} sized){}",
             r.local_queue,
             r.read_concurrency,
             r.running,
@@ -321,6 +321,7 @@ pub fn status(args: &HostArgs) -> Result<()> {
             r.inline_total,
             r.queued_total,
             mean_wait,
+            r.dropped_total,
             r.sized_total,
             if s.size_oracle.is_empty() {
                 String::new()

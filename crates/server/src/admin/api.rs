@@ -58,6 +58,9 @@ pub struct ReadStageStatus {
     pub inline_total: u64,
     /// Reads that waited in the queue, since start.
     pub queued_total: u64,
+    /// Queued reads dropped because they waited longer than the read timeout, since start.
+    #[serde(default)]
+    pub dropped_total: u64,
     /// Time queued reads waited, in total (microseconds).
     pub wait_micros_total: u64,
 }

@@ -320,6 +320,7 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
                     sized_total: s.sized_total,
                     inline_total: s.inline_total,
                     queued_total: s.queued_total,
+                    dropped_total: s.dropped_total,
                     wait_micros_total: s.wait_micros_total,
                 }
             }),

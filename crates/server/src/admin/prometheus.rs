@@ -71,6 +71,8 @@ pub async fn record(admin: &Admin) {
             .absolute(s.sized_total);
         metrics::counter!("mosaic_read_stage_skipped_total", "queue" => policy.clone())
             .absolute(s.skipped_total);
+        metrics::counter!("mosaic_read_stage_dropped_total", "queue" => policy.clone())
+            .absolute(s.dropped_total);
         metrics::counter!("mosaic_read_stage_wait_micros_total", "queue" => policy)
             .absolute(s.wait_micros_total);
     }

@@ -320,6 +320,9 @@ impl LocalCoordinator {
                     config.scheduling.read_concurrency,
                     &config.scheduling.queue(),
                     config.storage.engine_calls == EngineCalls::Inline,
+                    Some(Duration::from_millis(
+                        config.cluster.read_request_timeout_ms,
+                    )),
                 )
             }),
             inline_writes: config.storage.engine_calls == EngineCalls::Inline

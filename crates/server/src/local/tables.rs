@@ -634,10 +634,16 @@ impl LocalCoordinator {
         read: impl FnOnce() -> Result<T, ErrorResponse> + Send + 'static,
     ) -> Result<T, ErrorResponse> {
         match &self.read_stage {
-            Some(stage) => stage
-                .run(class, read)
-                .await
-                .unwrap_or_else(|_| Err(server_error("The read failed in the read stage"))),
+            Some(stage) => match stage.run(class, read).await {
+                Ok(out) => out,
+                Err(crate::read_stage::StageError::Failed) => {
+                    Err(server_error("The read failed in the read stage"))
+                }
+                Err(crate::read_stage::StageError::Expired) => Err(server_error(
+                    "The read waited in the read stage longer than read_request_timeout_ms \
+                     and was dropped (the node is overloaded)",
+                )),
+            },
             None => run_engine_call(self.inline_reads, read),
         }
     }
