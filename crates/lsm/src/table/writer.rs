@@ -126,9 +126,13 @@ impl TableWriter {
                 "table entry of {entry_len} bytes exceeds the {ENTRY_BYTES_MAX}-byte limit"
             )));
         }
+        // An entry of a block's size or more starts a block of its own: appended to the
+        // small entries before it, every read of one of them would read it too (a 1 KiB
+        // row beside a 1 MiB one cost a 1 MiB read).
         if !self.data.is_empty()
-            && self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX + RESTART_LEN
-                > BLOCK_SIZE_MAX
+            && (entry_len >= self.opts.block_size_bytes
+                || self.data.size_estimate() + entry_len + ENTRY_HEADER_MAX + RESTART_LEN
+                    > BLOCK_SIZE_MAX)
         {
             self.flush_data_block()?;
         }
