@@ -392,7 +392,10 @@ impl Node {
         let mut digests: Vec<[u8; 16]> = Vec::new();
         let mut answered: Vec<Endpoint> = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
-        while data.is_some() as usize + digests.len() < block_for {
+        // Digests alone never end the read: it waits for a data answer as well (a digest
+        // that came first, from a spare asked after the data replica failed, once ended
+        // a read at ONE with nothing to return).
+        while data.is_none() || 1 + digests.len() < block_for {
             let event = match speculation.as_mut() {
                 Some(timer) => {
                     let next = std::pin::pin!(next_before(&mut calls, &mut deadline));
@@ -452,14 +455,14 @@ impl Node {
             let (from, failure) = failed;
             failures.push(failure);
             asked.answered(from);
-            // A spare replaces it (for data if it was to send the data and none came).
+            // A spare replaces it, for data while none has come (as a speculative request
+            // is: the data request still out may be the slow one speculation went around).
             if let Some(r) = spare.next().filter(|_| speculating) {
                 self.inner
                     .counters
                     .speculative_failovers
                     .fetch_add(1, Ordering::Relaxed);
-                let want_data = data.is_none() && asked.data_outstanding == 0;
-                asked.ask(self, &mut calls, read, r, want_data);
+                asked.ask(self, &mut calls, read, r, data.is_none());
                 continue;
             }
             // No spare: fail unless the requests still out can complete the read (a spare
