@@ -375,13 +375,15 @@ class MosaicCluster:
         finally:
             self._remember_pids()
 
-    def add_node(self, replace=None, live=None):
+    def add_node(self, replace=None, live=None, settings=()):
         """`mosaic cluster add-node`: bootstraps the next node; returns once every node sees
         it Normal. With `replace` (a dead node's number), `--replace`: the new node takes
         that node's place, and the wait is until it and the nodes of `live` (every other
-        node by default) see it Normal and the dead node Left."""
+        node by default) see it Normal and the dead node Left. `settings`: config keys of
+        the new node (`--set`)."""
         args = ["--replace", self.endpoint(replace)] if replace is not None else []
-        p = self.mosaic("cluster", "add-node", "--dir", self.dir, *args, timeout=240 if args else 180)
+        sets = [a for setting in settings for a in ("--set", setting)]
+        p = self.mosaic("cluster", "add-node", "--dir", self.dir, *args, *sets, timeout=240 if args else 180)
         self.nodes += 1
         self._remember_pids()
         n = self.nodes

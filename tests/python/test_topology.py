@@ -98,6 +98,19 @@ def tables_with_rows(c, s, rf):
     return preload
 
 
+def preloaded_then_dead(c, victim, wipe=False):
+    """Starts `c`, preloads a table of every layout at RF 3 (`tables_with_rows`), kills node
+    `victim` (and empties its data directory with `wipe`) and waits until the others see it
+    down; the session, the keys per table and the dead node as /status showed it."""
+    c.up()
+    s = c.session(topology_event_refresh_window=0)
+    preload = tables_with_rows(c, s, rf=3)
+    dead = c.status(1)[c.endpoint(victim)]
+    (c.wipe if wipe else c.kill)(victim)
+    c.wait_seen(c.others(victim), [victim], up=False)
+    return s, preload, dead
+
+
 def keyspace(c, s, name, rf, tables):
     """Keyspace `name` at replication factor `rf` with `tables` ({table: its CQL definition
     after the name}), once every node has the schema."""
@@ -275,12 +288,7 @@ def test_a_dead_node_is_replaced_under_load_by_a_new_node_taking_its_tokens():
     place; the dead node leaves the ring. Every replica then holds every acknowledged write."""
     c = MosaicCluster(4, settings=("storage.memtable_size_bytes=65536",))
     try:
-        c.up()
-        s = c.session(topology_event_refresh_window=0)
-        preload = tables_with_rows(c, s, rf=3)
-        dead = c.status(1)[c.endpoint(3)]
-        c.kill(3)
-        c.wait_seen([1, 2, 4], [3], up=False)
+        s, preload, dead = preloaded_then_dead(c, 3)
         writer = Writer(s)
         writer.start()
         try:
@@ -329,6 +337,38 @@ def test_replacing_a_live_node_is_refused():
         c.close()
 
 
+def lwt_rows(c, n):
+    """Starts `c` and inserts keys 0..n-1 of table `lwt.t` (RF 3) by lightweight
+    transaction; the session."""
+    c.up()
+    s = c.session(topology_event_refresh_window=0)
+    keyspace(c, s, "lwt", 3, {"t": "(k int PRIMARY KEY, v int)"})
+    insert = s.prepare("INSERT INTO lwt.t (k, v) VALUES (?, 0) IF NOT EXISTS")
+    for k in range(n):
+        assert s.execute(insert, (k,)).one()[0] is True
+    return s
+
+
+def paxos_repaired(netstats):
+    """The partitions' Paxos state a move repaired, as `mosaic netstats` says (None if it does not)."""
+    repaired = re.search(r"(\d+) partitions' lightweight transactions repaired", netstats)
+    return int(repaired.group(1)) if repaired else None
+
+
+def test_a_join_with_skip_paxos_repair_on_topology_change_repairs_no_lightweight_transaction():
+    """`[cluster] skip_paxos_repair_on_topology_change` on the joining node: the join that
+    repairs partitions' Paxos state in the test below repairs none."""
+    c = MosaicCluster(3)
+    try:
+        lwt_rows(c, 60)
+        c.add_node(settings=("cluster.skip_paxos_repair_on_topology_change=true",))
+        netstats = c.mosaic("netstats", "--host", c.admin(4)).stdout
+        assert paxos_repaired(netstats) == 0 and "bootstrap finished" in netstats, netstats
+        assert "skip_paxos_repair_on_topology_change" in c.log_tail(4, 200_000)
+    finally:
+        c.close()
+
+
 def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions_and_survives_a_late_crash():
     """Paxos keeps its state on each replica, apart from the data that streams: before the
     join completes, the moved ranges get a Paxos repair among their replicas of now and
@@ -336,17 +376,11 @@ def test_a_join_brings_the_new_node_the_state_of_lightweight_transactions_and_su
     repair` finds no partition whose replicas disagree) and transactions go on."""
     c = MosaicCluster(3)
     try:
-        c.up()
-        s = c.session(topology_event_refresh_window=0)
-        keyspace(c, s, "lwt", 3, {"t": "(k int PRIMARY KEY, v int)"})
-        insert = s.prepare("INSERT INTO lwt.t (k, v) VALUES (?, 0) IF NOT EXISTS")
         keys = range(120)
-        for k in keys:
-            assert s.execute(insert, (k,)).one()[0] is True
+        lwt_rows(c, len(keys))
         c.add_node()
         netstats = c.mosaic("netstats", "--host", c.admin(4)).stdout
-        repaired = re.search(r"(\d+) partitions' lightweight transactions repaired", netstats)
-        assert repaired and int(repaired.group(1)) > 0, netstats
+        assert (paxos_repaired(netstats) or 0) > 0, netstats
         for i in range(1, 5):
             out = c.mosaic("repair", "--host", c.admin(i)).stdout
             assert "lightweight transactions finished" not in out, (i, out)

@@ -160,11 +160,12 @@ impl Membership {
         }
         let mut changes = Vec::new();
         for (node, arrivals) in &self.arrivals {
-            let shut_down = self
+            // Shut down, or hibernating (replacing itself): down whatever its heartbeat.
+            let serving = self
                 .states
                 .get(node)
-                .is_some_and(|s| s.app.status == NodeStatus::Shutdown);
-            let alive = !shut_down && arrivals.phi(now_ms) <= self.phi_convict_threshold;
+                .is_none_or(|s| s.app.status == NodeStatus::Normal);
+            let alive = serving && arrivals.phi(now_ms) <= self.phi_convict_threshold;
             let was = self.alive.insert(*node, alive).unwrap_or(false);
             if was && !alive {
                 self.down_since_ms.insert(*node, now_ms);
@@ -248,6 +249,12 @@ impl Membership {
                 }
             }
             let alive = status == NodeStatus::Normal;
+            // A node replacing itself at its address (a new generation, hibernating) starts
+            // its hint window afresh: the writes it misses while it streams are all hinted,
+            // however long the dead node it replaces was down (see `NodeStatus::Hibernate`).
+            if status == NodeStatus::Hibernate && (new_generation || first) {
+                self.down_since_ms.insert(node, now_ms);
+            }
             let was = self.alive.insert(node, alive).unwrap_or(false);
             if !was && alive {
                 self.down_since_ms.remove(&node);
@@ -384,5 +391,32 @@ mod tests {
         assert!(!m.is_alive(ep(2)));
         assert!(m.tick(200).is_empty());
         assert_eq!(m.merge(vec![state(2, 2, 0)], 300), vec![Change::Up(ep(2))]);
+    }
+
+    #[test]
+    fn a_node_hibernating_while_it_replaces_itself_is_down_with_a_fresh_hint_window() {
+        let mut m = Membership::new(state(1, 1, 0), 1000, 8.0);
+        m.merge(vec![state(2, 1, 1)], 0);
+        // The dead node goes silent and is convicted.
+        assert_eq!(m.tick(60_000), vec![Change::Down(ep(2))]);
+        assert_eq!(m.down_for_ms(ep(2), 100_000), Some(40_000));
+        // Restarted empty at its address, replacing itself: a new generation, hibernating.
+        let mut hibernating = state(2, 2, 0);
+        hibernating.app.status = NodeStatus::Hibernate;
+        assert!(m.merge(vec![hibernating.clone()], 100_000).is_empty());
+        assert_eq!(m.down_for_ms(ep(2), 100_500), Some(500));
+        // Its heartbeats do not bring it up, nor restart the window again.
+        for beat in 1..5 {
+            hibernating.heartbeat = beat;
+            m.merge(vec![hibernating.clone()], 100_000 + beat * 1000);
+            assert!(m.tick(100_000 + beat * 1000).is_empty());
+        }
+        assert!(!m.is_alive(ep(2)));
+        assert_eq!(m.down_for_ms(ep(2), 105_000), Some(5_000));
+        // Streamed: it gossips `Normal` and is up at once.
+        let mut normal = state(2, 2, 9);
+        normal.app.status = NodeStatus::Normal;
+        assert_eq!(m.merge(vec![normal], 106_000), vec![Change::Up(ep(2))]);
+        assert!(m.is_alive(ep(2)));
     }
 }

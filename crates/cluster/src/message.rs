@@ -113,6 +113,11 @@ pub enum NodeStatus {
     Normal,
     /// Announced a clean shutdown: down until it gossips a new generation.
     Shutdown,
+    /// Replacing a dead node at that node's own address (`replace_address` naming itself,
+    /// Cassandra's hibernate): it owns the dead node's tokens but streams their ranges
+    /// first, so the others see it down — no reads, writes hinted — until it gossips
+    /// `Normal`.
+    Hibernate,
 }
 
 /// Where a node stands in the ring's token ownership (Cassandra's gossiped `STATUS`:

@@ -80,7 +80,9 @@ pub struct AddNodeArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
     /// The internode address (`IP` or `IP:PORT`) of a dead node this one replaces: the new
-    /// node takes its tokens and streams its ranges (`replace_address`).
+    /// node takes its tokens and streams its ranges (`replace_address`). When it is the
+    /// address of a node of the directory whose data directory was emptied (the node
+    /// dead), that node's slot restarts as its own replacement.
     #[arg(long, value_name = "ADDRESS")]
     pub replace: Option<String>,
 }
@@ -193,6 +195,24 @@ fn add_node(args: &AddNodeArgs) -> Result<()> {
     while NodeFiles::new(&cluster_dir, index).config().exists() {
         index += 1;
     }
+    if let Some(address) = &args.replace {
+        // A node of the directory whose data directory was emptied is replaced at its own
+        // address: its slot restarts (with its data, a new node replaces it).
+        let replaced = Config {
+            replace_address: Some(address.clone()),
+            ..Config::load(&first.config())?
+        }
+        .replace_endpoint()?;
+        let own = (1..index).find(|i| {
+            Config::load(&NodeFiles::new(&cluster_dir, *i).config()).is_ok_and(|c| {
+                Some(c.storage_endpoint()) == replaced
+                    && !crate::durable::NodeIdentity::exists(&c.data_dir)
+            })
+        });
+        if let Some(own) = own {
+            return replace_in_place(&cluster_dir, own, address);
+        }
+    }
     if index > NODES_MAX {
         bail!("at most {NODES_MAX} local nodes");
     }
@@ -222,8 +242,21 @@ fn add_node(args: &AddNodeArgs) -> Result<()> {
         config.rack = rack.clone();
     }
     let config = apply_settings(config, &args.settings)?;
+    write_and_start(
+        &cluster_dir,
+        index,
+        &config,
+        "written by `mosaic cluster add-node`",
+    )?;
+    println!("{}: joined the cluster", node.name);
+    Ok(())
+}
+
+/// Writes node `index`'s `config` (its first line saying `how`) and starts the node.
+fn write_and_start(cluster_dir: &Path, index: u32, config: &Config, how: &str) -> Result<()> {
+    let node = NodeFiles::new(cluster_dir, index);
     let text = format!(
-        "# {} of a local cluster, written by `mosaic cluster add-node`. Keys: docs/mosaic.example.toml\n{}",
+        "# {} of a local cluster, {how}. Keys: docs/mosaic.example.toml\n{}",
         node.name,
         config.to_toml()?
     );
@@ -231,7 +264,7 @@ fn add_node(args: &AddNodeArgs) -> Result<()> {
         .with_context(|| format!("writing {}", node.config().display()))?;
     let up = UpArgs {
         nodes: index,
-        dir: cluster_dir,
+        dir: cluster_dir.to_path_buf(),
         port: config.native_port,
         storage_port: config.storage_port,
         admin_port: config.admin_port,
@@ -241,8 +274,30 @@ fn add_node(args: &AddNodeArgs) -> Result<()> {
         settings: Vec::new(),
         cgroups: Vec::new(),
     };
-    start_node(&node, &up, index)?;
-    println!("{}: joined the cluster", node.name);
+    start_node(&node, &up, index).map(|_| ())
+}
+
+/// Restarts node `index`'s slot, its process dead and its data directory wiped, as the
+/// replacement of the dead node at its own address (`replace_address` = `address`).
+fn replace_in_place(cluster_dir: &Path, index: u32, address: &str) -> Result<()> {
+    let node = NodeFiles::new(cluster_dir, index);
+    if let Some(pid) = running_pid(&node)? {
+        bail!(
+            "{}: running (pid {pid}); only a dead node can be replaced",
+            node.name
+        );
+    }
+    let mut config = Config::load(&node.config())?;
+    config.replace_address = Some(address.to_owned());
+    // The tokens are the dead node's, learnt from the cluster (`cluster up` wrote them).
+    config.initial_token = Vec::new();
+    write_and_start(
+        cluster_dir,
+        index,
+        &config,
+        "replacing itself at its address (`mosaic cluster add-node --replace`)",
+    )?;
+    println!("{}: replaced the dead node at its address", node.name);
     Ok(())
 }
 

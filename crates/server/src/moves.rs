@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use mosaic_cluster::message::{EndpointState, RingStatus};
+use mosaic_cluster::message::{EndpointState, NodeStatus, RingStatus};
 use mosaic_cluster::node::{MoveError, StreamedRange};
 use mosaic_cluster::{Endpoint, Node, TableKey};
 use parking_lot::Mutex;
@@ -121,7 +121,7 @@ pub fn plan(config: &Config, peers: &[EndpointState]) -> Result<bool> {
     .into_iter()
     .filter(|t| !taken.contains(t))
     .collect();
-    start_join(config, tokens, None)?;
+    start_join(config, NodeIdentity::with_tokens(tokens), None)?;
     tracing::info!(
         target: "mosaic::bootstrap",
         "joining a running cluster: balanced tokens chosen; streaming before serving"
@@ -129,22 +129,13 @@ pub fn plan(config: &Config, peers: &[EndpointState]) -> Result<bool> {
     Ok(true)
 }
 
-/// Plans replacing the dead node `dead` (`replace_address`): this new node takes its
-/// tokens (with a host id of its own). Refused when the cluster knows no node owning
-/// tokens at that address, or names this node's own address.
-fn plan_replace(
-    config: &Config,
-    peers: &[EndpointState],
+/// The state of the node to replace at `dead`, refused when the cluster knows no node
+/// owning tokens there.
+fn replaceable(
     dead: std::net::SocketAddr,
-) -> Result<()> {
-    if dead == config.storage_endpoint() {
-        anyhow::bail!(
-            "replace_address {dead} is this node's own address: a node restarted empty at its \
-             old address takes its old identity back by itself (then run `mosaic repair` on \
-             it); replacing needs a node at a new address"
-        );
-    }
-    let Some(state) = peers.iter().find(|s| s.endpoint == dead) else {
+    state: Option<&EndpointState>,
+) -> Result<&EndpointState> {
+    let Some(state) = state else {
         anyhow::bail!("replace_address {dead}: the cluster knows no node at that address");
     };
     if !state.app.ring_status.owns_now() || state.app.tokens.is_empty() {
@@ -153,7 +144,23 @@ fn plan_replace(
             state.app.ring_status
         );
     }
-    start_join(config, state.app.tokens.clone(), Some(dead))?;
+    Ok(state)
+}
+
+/// Plans replacing the dead node `dead` (`replace_address`) at another address: this new
+/// node takes its tokens (with a host id of its own). Refused when the cluster knows no
+/// node owning tokens at that address.
+fn plan_replace(
+    config: &Config,
+    peers: &[EndpointState],
+    dead: std::net::SocketAddr,
+) -> Result<()> {
+    let state = replaceable(dead, peers.iter().find(|s| s.endpoint == dead))?;
+    start_join(
+        config,
+        NodeIdentity::with_tokens(state.app.tokens.clone()),
+        Some(dead),
+    )?;
     tracing::info!(
         target: "mosaic::bootstrap",
         replacing = %dead,
@@ -163,13 +170,52 @@ fn plan_replace(
     Ok(())
 }
 
-/// Saves a new node's identity with `tokens`, after marking its join.
+/// Plans replacing the dead node at this node's own address (`replace_address` naming
+/// itself), from `samples`, the states of that address the seeds gave in shadow rounds a
+/// few gossip intervals apart: this node takes the dead node's identity (host id, tokens,
+/// location) and starts hibernating (`start_state`). Refused when the cluster knows no node
+/// owning tokens at the address, or when its heartbeat moved from each sample to the next
+/// (a node answers there: only a dead node can be replaced).
+pub fn plan_replace_own(config: &Config, samples: &[Option<EndpointState>]) -> Result<()> {
+    let me = config.storage_endpoint();
+    // The newest state a seed gave (a round no seed answered gives none).
+    let last = samples.iter().rev().find_map(Option::as_ref);
+    let state = replaceable(me, last)?;
+    let version = |s: &Option<EndpointState>| s.as_ref().map(EndpointState::version);
+    let beats = samples.len() > 1
+        && samples.windows(2).all(|w| match w {
+            [a, b] => version(a) < version(b),
+            _ => false,
+        });
+    if beats {
+        anyhow::bail!(
+            "replace_address {me}: the node at that address is alive (its heartbeat moves); \
+             only a dead node can be replaced"
+        );
+    }
+    let identity = NodeIdentity {
+        host_id: state.app.host_id,
+        tokens: state.app.tokens.clone(),
+        data_center: Some(state.app.data_center.clone()),
+        rack: Some(state.app.rack.clone()),
+    };
+    start_join(config, identity, Some(me))?;
+    tracing::warn!(
+        target: "mosaic::bootstrap",
+        tokens = state.app.tokens.len(),
+        "replacing the dead node at this node's own address: its identity taken; streaming \
+         its ranges before serving. Writes are not sent to this node meanwhile (the others \
+         hint them and replay them once it is normal)"
+    );
+    Ok(())
+}
+
+/// Saves a new node's `identity`, after marking its join.
 fn start_join(
     config: &Config,
-    tokens: Vec<i64>,
+    identity: NodeIdentity,
     replacing: Option<std::net::SocketAddr>,
 ) -> Result<()> {
-    let identity = NodeIdentity::with_tokens(tokens);
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
     // The join marker first: a crash between the two leaves a node that joins with
@@ -203,14 +249,23 @@ fn load(data_dir: &Path) -> Joining {
     }
 }
 
-/// The ring status a node starts in and the tokens it gossips: joining without tokens
-/// while `bootstrap.json` exists (it announces them once it has the schema, so no write
-/// reaches it for a table it does not know yet), else normal with `tokens`.
-pub fn start_state(data_dir: &Path, tokens: Vec<i64>) -> (RingStatus, Vec<i64>) {
-    if joining(data_dir) && !load(data_dir).completing {
-        (RingStatus::Joining, Vec::new())
-    } else {
-        (RingStatus::Normal, tokens)
+/// The ring status a node starts in, the tokens it gossips and its node status: joining
+/// without tokens while `bootstrap.json` exists (it announces them once it has the schema,
+/// so no write reaches it for a table it does not know yet) — or, replacing the dead node
+/// at its own address `me`, normal with `tokens` but hibernating (the others see it down
+/// until it streamed) — else normal with `tokens`.
+pub fn start_state(
+    data_dir: &Path,
+    me: std::net::SocketAddr,
+    tokens: Vec<i64>,
+) -> (RingStatus, Vec<i64>, NodeStatus) {
+    let progress = joining(data_dir).then(|| load(data_dir));
+    match progress {
+        Some(p) if !p.completing && p.replacing == Some(me) => {
+            (RingStatus::Normal, tokens, NodeStatus::Hibernate)
+        }
+        Some(p) if !p.completing => (RingStatus::Joining, Vec::new(), NodeStatus::Normal),
+        _ => (RingStatus::Normal, tokens, NodeStatus::Normal),
     }
 }
 
@@ -234,7 +289,8 @@ pub async fn run(node: &Node, local: &LocalCoordinator, data_dir: PathBuf) -> Re
     };
     if completing {
         // Restarted after the join streamed and re-homed everything: normal already.
-        if let Some(dead) = replacing {
+        // (A node that replaced itself at its own address has nothing more to announce.)
+        if let Some(dead) = replacing.filter(|dead| *dead != node.endpoint()) {
             while !node.hears_ring() {
                 tokio::time::sleep(RETRY).await;
             }
@@ -342,8 +398,8 @@ mod tests {
         save(dir.path(), &p).unwrap();
         assert!(joining(dir.path()));
         assert_eq!(
-            start_state(dir.path(), vec![1]),
-            (RingStatus::Joining, vec![])
+            start_state(dir.path(), "127.0.0.5:7000".parse().unwrap(), vec![1]),
+            (RingStatus::Joining, vec![], NodeStatus::Normal)
         );
         assert_eq!(load(dir.path()), p);
         std::fs::write(dir.path().join(BOOTSTRAP_FILE), b"{not json").unwrap();
@@ -359,13 +415,80 @@ mod tests {
             completing: false,
         };
         save(dir.path(), &p).unwrap();
-        assert_eq!(start_state(dir.path(), vec![4, 9]).0, RingStatus::Joining);
+        let me = "127.0.0.5:7000".parse().unwrap();
+        assert_eq!(
+            start_state(dir.path(), me, vec![4, 9]).0,
+            RingStatus::Joining
+        );
         p.completing = true;
         save(dir.path(), &p).unwrap();
         assert_eq!(
-            start_state(dir.path(), vec![4, 9]),
-            (RingStatus::Normal, vec![4, 9])
+            start_state(dir.path(), me, vec![4, 9]),
+            (RingStatus::Normal, vec![4, 9], NodeStatus::Normal)
         );
         assert_eq!(load(dir.path()), p);
+    }
+
+    fn state_at(config: &Config, heartbeat: u64, ring_status: RingStatus) -> EndpointState {
+        EndpointState {
+            endpoint: config.storage_endpoint(),
+            generation: 7,
+            heartbeat,
+            app: mosaic_cluster::message::AppState {
+                host_id: mosaic_types::HostId([3; 16]),
+                tokens: vec![-40, 12],
+                rpc_address: config.rpc_address(),
+                native_port: 9042,
+                admin_port: 0,
+                data_center: "dc2".to_owned(),
+                rack: "r9".to_owned(),
+                release_version: String::new(),
+                schema_version: [0; 16],
+                status: NodeStatus::Normal,
+                ring_status,
+                replacing: None,
+                load_bytes: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn a_node_replacing_itself_takes_the_dead_nodes_identity_and_starts_hibernating() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            data_dir: dir.path().to_path_buf(),
+            ..Config::default()
+        };
+        let me = config.storage_endpoint();
+        let dead = |hb| Some(state_at(&config, hb, RingStatus::Normal));
+        // A heartbeat that moves at every sample: a node answers at the address.
+        let alive = plan_replace_own(&config, &[dead(4), dead(6), dead(9)]).unwrap_err();
+        assert!(alive.to_string().contains("only a dead node"), "{alive}");
+        // No node there, or one that owns nothing.
+        assert!(plan_replace_own(&config, &[None, None]).is_err());
+        let left = Some(state_at(&config, 4, RingStatus::Left));
+        let err = plan_replace_own(&config, &[left.clone(), left]).unwrap_err();
+        assert!(err.to_string().contains("owns no tokens"), "{err}");
+        assert!(!joining(dir.path()));
+        // Dead (a seed that had not heard its last beat yet moves once; a round no seed
+        // answered gives nothing): its identity taken, hibernating until streamed.
+        plan_replace_own(&config, &[dead(4), dead(5), None]).unwrap();
+        let identity = NodeIdentity::load_or_create(dir.path(), 1).unwrap();
+        assert_eq!(identity.host_id, mosaic_types::HostId([3; 16]));
+        assert_eq!(identity.tokens, vec![-40, 12]);
+        assert_eq!(identity.rack.as_deref(), Some("r9"));
+        assert_eq!(load(dir.path()).replacing, Some(me));
+        assert_eq!(
+            start_state(dir.path(), me, vec![-40, 12]),
+            (RingStatus::Normal, vec![-40, 12], NodeStatus::Hibernate)
+        );
+        // Once everything streamed, a restart is normal.
+        let mut p = load(dir.path());
+        p.completing = true;
+        save(dir.path(), &p).unwrap();
+        assert_eq!(
+            start_state(dir.path(), me, vec![-40, 12]).2,
+            NodeStatus::Normal
+        );
     }
 }

@@ -23,7 +23,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
 
 use mosaic_cluster::gossip::Change;
-use mosaic_cluster::message::{AppState, NodeStatus, RingStatus};
+use mosaic_cluster::message::{AppState, RingStatus};
 use mosaic_cluster::{Node, NodeConfig};
 use mosaic_cql::frame::{Event, StatusChangeType, TopologyChangeType};
 
@@ -378,8 +378,11 @@ fn start_node(
         .cluster
         .stream_throughput_mib_per_sec
         .saturating_mul(1 << 20);
-    let (ring_status, tokens) =
-        crate::moves::start_state(&config.data_dir, me.tokens.iter().map(|t| t.0).collect());
+    let (ring_status, tokens, status) = crate::moves::start_state(
+        &config.data_dir,
+        config.storage_endpoint(),
+        me.tokens.iter().map(|t| t.0).collect(),
+    );
     let app = AppState {
         host_id: me.host_id,
         tokens,
@@ -390,7 +393,7 @@ fn start_node(
         rack: me.rack,
         release_version: me.release_version,
         schema_version: me.schema_version.0,
-        status: NodeStatus::Normal,
+        status,
         ring_status,
         replacing: None,
         load_bytes: local.load_bytes(),
@@ -698,7 +701,7 @@ async fn recover_identity(
         return Ok(());
     }
     let Some(states) =
-        internode::shadow_round(listener, me, &seeds, &config.cluster_name, links).await
+        internode::shadow_round(listener, me, &seeds, &config.cluster_name, links.clone()).await
     else {
         if let Some(dead) = config.replace_endpoint()? {
             bail!(
@@ -716,6 +719,24 @@ async fn recover_identity(
         &serde_json::to_vec(&peers).unwrap_or_default(),
     )
     .context("saving the peers learnt from the seeds")?;
+    if config.replace_endpoint()? == Some(me) {
+        // Replacing the dead node at this address: its heartbeat, as the seeds know it,
+        // sampled twice more a few gossip intervals apart, must not move.
+        let mut samples = vec![mine.into_iter().next()];
+        let pause = Duration::from_millis(config.cluster.gossip_interval_ms.saturating_mul(2));
+        for _ in 0..2 {
+            tokio::time::sleep(pause).await;
+            let states =
+                internode::shadow_round(listener, me, &seeds, &config.cluster_name, links.clone())
+                    .await
+                    .unwrap_or_default();
+            samples.push(states.into_iter().find(|s| s.endpoint == me));
+        }
+        crate::moves::plan_replace_own(config, &samples)?;
+        crate::durable::write_atomic(&config.data_dir.join(CODED_RECOVERY_FILE), b"")
+            .context("marking the data directory for coded-shard recovery")?;
+        return Ok(());
+    }
     // A node removed from the ring (or decommissioned) whose address comes back empty is a
     // new node: it joins afresh.
     let Some(state) = mine

@@ -12,11 +12,22 @@
 
 use super::moves::MoveError;
 use super::*;
+use crate::ring::Move;
 
 impl Node {
     /// Repairs the Paxos state of every range of `tables` that the move under way hands
     /// to another node (see the module doc); the partitions that needed a round.
     pub(super) async fn settle_paxos(&self, tables: &[TableKey]) -> Result<u64, MoveError> {
+        self.settle_paxos_of(tables, Ring::moves).await
+    }
+
+    /// [`Node::settle_paxos`] for the ranges `moves` gives of a ring under a placement
+    /// (a same-address replacement refills ranges no ring moves: `replace::refill`).
+    pub(super) async fn settle_paxos_of(
+        &self,
+        tables: &[TableKey],
+        moves: impl Fn(&Ring, &ReplicationStrategy) -> Vec<Move>,
+    ) -> Result<u64, MoveError> {
         if self.inner.config.skip_paxos_repair_on_topology_change {
             tracing::warn!(
                 "skip_paxos_repair_on_topology_change: the moved ranges' Paxos state is not repaired"
@@ -32,7 +43,7 @@ impl Node {
             if !self.any_paxos_state(*table, ring.nodes()).await {
                 continue;
             }
-            for m in ring.moves(&placement) {
+            for m in moves(&ring, &placement) {
                 if m.gained().next().is_none() {
                     continue;
                 }

@@ -202,7 +202,8 @@ impl Node {
         self.inner.membership.lock().own().app.tokens.clone()
     }
 
-    /// A node other than this one that is joining or leaving, if any.
+    /// A node other than this one that is joining or leaving (or replacing itself at its
+    /// address: hibernating), if any.
     pub fn moving_peer(&self) -> Option<Endpoint> {
         let me = self.endpoint();
         let m = self.inner.membership.lock();
@@ -210,7 +211,8 @@ impl Node {
             .states()
             .find(|s| {
                 s.endpoint != me
-                    && matches!(s.app.ring_status, RingStatus::Joining | RingStatus::Leaving)
+                    && (matches!(s.app.ring_status, RingStatus::Joining | RingStatus::Leaving)
+                        || s.app.status == NodeStatus::Hibernate)
                     && !s.app.tokens.is_empty()
             })
             .map(|s| s.endpoint);
@@ -355,7 +357,9 @@ impl Node {
     ///
     /// `replacing` names a dead node whose tokens `tokens` are (`replace_address`): this
     /// node then streams that node's ranges from their live replicas, and once normal owns
-    /// them in its place; the dead node is announced `Left` at the end.
+    /// them in its place; the dead node is announced `Left` at the end. When it names this
+    /// node itself, the node (hibernating) refills its own ranges instead
+    /// ([`Node::replace_own`]).
     ///
     /// `completing` is called once everything is streamed and re-homed, right before this
     /// node announces `Normal`: a node that restarts after that point is normal (see
@@ -374,9 +378,12 @@ impl Node {
         } else {
             "bootstrap"
         });
-        let result = self
-            .bootstrap_inner(tokens, replacing, tables, done, streamed, completing)
-            .await;
+        let result = if replacing == Some(self.endpoint()) {
+            self.replace_own(tables, done, streamed, completing).await
+        } else {
+            self.bootstrap_inner(tokens, replacing, tables, done, streamed, completing)
+                .await
+        };
         self.finish_streams(&result);
         result
     }
@@ -411,40 +418,12 @@ impl Node {
         self.announce(RingStatus::Joining, Some(tokens));
         self.await_ring_agreement(RingStatus::Joining).await?;
         let me = self.endpoint();
-        let ring = self.ring();
-        let mut work: Vec<(TableKey, Move, Endpoint)> = Vec::new();
-        for table in tables {
-            let Some(placement) = self.inner.store.placement(*table) else {
-                continue;
-            };
-            for m in ring.moves(&placement) {
-                if !m.gained().any(|n| n == me) || done.contains(&(*table, m.left.0, m.right.0)) {
-                    continue;
-                }
-                let source = self.source_of(&m).ok_or(MoveError::NoSource {
-                    table: *table,
-                    left: m.left.0,
-                    right: m.right.0,
-                })?;
-                self.inner.streams.lock().session(source, true).ranges_total += 1;
-                work.push((*table, m, source));
-            }
-        }
-        tracing::info!(ranges = work.len(), "bootstrap streaming");
-        let pacer = self.pacer();
-        let pacer = &pacer;
-        let mut pulls = futures::stream::iter(work)
-            .map(|(table, m, source)| async move {
-                self.pull(table, &m.keys(), source, pacer).await?;
-                Ok::<_, MoveError>((table, m, source))
-            })
-            .buffer_unordered(RANGES_IN_FLIGHT);
-        while let Some(pulled) = pulls.next().await {
-            let (table, m, source) = pulled?;
-            self.inner.streams.lock().session(source, true).ranges_done += 1;
-            streamed((table, m.left.0, m.right.0));
-        }
-        drop(pulls);
+        let gains = |ring: &Ring, placement: &ReplicationStrategy| {
+            let mut moves = ring.moves(placement);
+            moves.retain(|m| m.gained().any(|n| n == me));
+            moves
+        };
+        self.stream_gains(tables, gains, done, streamed).await?;
         self.settle_paxos(tables).await?;
         self.complete_move(tables, RingStatus::Normal, completing)
             .await;
@@ -472,6 +451,52 @@ impl Node {
         if let Err(e) = self.await_seen(self.endpoint(), status).await {
             tracing::warn!(error = %e, status = ?status, "not every node saw this node's new status yet");
         }
+    }
+
+    /// Streams to this node every range of `tables` that `gains` gives of the ring
+    /// (ranges this node gains), each from [`Node::source_of`], skipping those in `done`
+    /// (a resumed move) and calling `streamed` after each range is stored.
+    pub(super) async fn stream_gains(
+        &self,
+        tables: &[TableKey],
+        gains: impl Fn(&Ring, &ReplicationStrategy) -> Vec<Move>,
+        done: &[StreamedRange],
+        streamed: &(dyn Fn(StreamedRange) + Send + Sync),
+    ) -> Result<(), MoveError> {
+        let ring = self.ring();
+        let mut work: Vec<(TableKey, Move, Endpoint)> = Vec::new();
+        for table in tables {
+            let Some(placement) = self.inner.store.placement(*table) else {
+                continue;
+            };
+            for m in gains(&ring, &placement) {
+                if done.contains(&(*table, m.left.0, m.right.0)) {
+                    continue;
+                }
+                let source = self.source_of(&m).ok_or(MoveError::NoSource {
+                    table: *table,
+                    left: m.left.0,
+                    right: m.right.0,
+                })?;
+                self.inner.streams.lock().session(source, true).ranges_total += 1;
+                work.push((*table, m, source));
+            }
+        }
+        tracing::info!(ranges = work.len(), "bootstrap streaming");
+        let pacer = self.pacer();
+        let pacer = &pacer;
+        let mut pulls = futures::stream::iter(work)
+            .map(|(table, m, source)| async move {
+                self.pull(table, &m.keys(), source, pacer).await?;
+                Ok::<_, MoveError>((table, m, source))
+            })
+            .buffer_unordered(RANGES_IN_FLIGHT);
+        while let Some(pulled) = pulls.next().await {
+            let (table, m, source) = pulled?;
+            self.inner.streams.lock().session(source, true).ranges_done += 1;
+            streamed((table, m.left.0, m.right.0));
+        }
+        Ok(())
     }
 
     /// The node to stream a gained range from: the replica losing it when alive (its

@@ -4,8 +4,19 @@
 //! once the moves complete has it in the dead node's place ([`replaced`]), so it is the
 //! pending replica of exactly the dead node's ranges; once it is normal, both rings do,
 //! and it announces the dead node `Left` on its behalf (as removenode does).
+//!
+//! A node replacing the dead node at its own address cannot be a second node in the ring
+//! (gossip knows one state per address): it takes the dead node's host id and tokens and
+//! gossips a new generation that *hibernates* ([`NodeStatus::Hibernate`], Cassandra's
+//! same-address replacement): the ring does not change, the others see it down — they
+//! read from the other replicas and hint its writes, with a hint window starting afresh —
+//! and it refuses reads itself. It streams every range it replicates from a live replica
+//! ([`refill`]), repairs their Paxos state, and gossips `Normal`: the others see it up and
+//! replay their hints (the writes made while it streamed).
 
+use super::moves::{MoveError, StreamedRange};
 use super::*;
+use crate::ring::Move;
 
 impl Node {
     /// A replacement's last step, once this node is normal with `dead`'s tokens: it
@@ -23,6 +34,63 @@ impl Node {
             tracing::warn!(error = %e, node = %dead, "not every node saw the replaced node leave yet");
         }
         tracing::info!(node = %dead, "replace finished: this node owns the dead node's tokens");
+    }
+
+    /// Whether this node hibernates: it replaces itself at its address and has not
+    /// streamed its ranges yet.
+    pub(super) fn hibernating(&self) -> bool {
+        self.inner.membership.lock().own().app.status == NodeStatus::Hibernate
+    }
+
+    /// Whether `node`'s heartbeat arrives in time (a hibernating node's does while the
+    /// others count it down: `mosaic status` shows it up and joining).
+    pub fn heartbeats(&self, node: Endpoint) -> bool {
+        let now = self.now_ms();
+        node == self.endpoint()
+            || self.inner.membership.lock().phi(node, now)
+                <= self.inner.config.phi_convict_threshold
+    }
+
+    /// Replaces the dead node at this node's own address (see the module doc): streams
+    /// every range of `tables` this node replicates, skipping those in `done` and calling
+    /// `streamed` after each range is stored, repairs their Paxos state, calls
+    /// `completing`, and gossips `Normal`.
+    pub(super) async fn replace_own(
+        &self,
+        tables: &[TableKey],
+        done: &[StreamedRange],
+        streamed: &(dyn Fn(StreamedRange) + Send + Sync),
+        completing: &(dyn Fn() + Send + Sync),
+    ) -> Result<(), MoveError> {
+        let me = self.endpoint();
+        if !self.hibernating() {
+            return Err(MoveError::Replace(
+                me,
+                "this node started as itself, not hibernating as its own replacement".to_owned(),
+            ));
+        }
+        if let Some(other) = self.moving_peer() {
+            return Err(MoveError::OtherMove(other));
+        }
+        if !self.hears_ring() {
+            return Err(MoveError::NoLivePeer);
+        }
+        // The ring does not change, so every live node's ring shows this node already;
+        // the wait lets its new generation spread (the others then hint its writes) and
+        // the writes a peer sent the dead node's address before finish.
+        self.await_ring_agreement(RingStatus::Normal).await?;
+        let own_ranges = |ring: &Ring, placement: &ReplicationStrategy| refill(ring, placement, me);
+        self.stream_gains(tables, own_ranges, done, streamed)
+            .await?;
+        self.settle_paxos_of(tables, own_ranges).await?;
+        completing();
+        self.inner
+            .membership
+            .lock()
+            .update_own(|s| s.app.status = NodeStatus::Normal);
+        self.gossip_round();
+        tracing::info!("replace at this node's own address finished: it serves its ranges");
+        Ok(())
     }
 
     /// Refuses to replace `dead` unless it is a node of the ring that owns exactly
@@ -97,10 +165,49 @@ pub(super) fn replaced<'a>(
     })
 }
 
+/// The ranges `node` replicates under `placement` in `ring`, each as a move that gains
+/// it to `node` from the other replicas (`now` without it, `after` with it): what a node
+/// replacing itself at its address streams (its data is gone; the ring is unchanged).
+pub(super) fn refill(ring: &Ring, placement: &ReplicationStrategy, node: Endpoint) -> Vec<Move> {
+    ring.ranges_placed(node, placement)
+        .into_iter()
+        .map(|(left, right, after)| Move {
+            left,
+            right,
+            now: after.iter().copied().filter(|n| *n != node).collect(),
+            after,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+    #[test]
+    fn a_node_replacing_itself_refills_every_range_it_replicates_from_the_others() {
+        let ep = |i: u8| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)), 7000);
+        let tokens: Vec<Vec<Token>> = (1..=4)
+            .map(|i| vec![Token(i * 100), Token(i * 100 + 1000)])
+            .collect();
+        let ring = Ring::new((1..=4u8).zip(&tokens).map(|(i, t)| (ep(i), t.as_slice())));
+        let placement = ReplicationStrategy::Simple(3);
+        let moves = refill(&ring, &placement, ep(2));
+        // Three of four nodes replicate each range at RF 3: three quarters of the ranges.
+        assert_eq!(moves.len(), 6);
+        for m in &moves {
+            assert_eq!(m.after, ring.place(m.right, &placement));
+            assert_eq!(m.gained().collect::<Vec<_>>(), vec![ep(2)]);
+            assert_eq!(m.lost().count(), 0);
+            assert_eq!(m.now.len(), 2);
+        }
+        // Every range it does not refill, it does not replicate.
+        let refilled: Vec<Token> = moves.iter().map(|m| m.right).collect();
+        for t in ring.tokens().filter(|t| !refilled.contains(t)) {
+            assert!(!ring.place(t, &placement).contains(&ep(2)));
+        }
+    }
 
     fn state(i: u8, status: RingStatus, tokens: &[i64], replacing: Option<u8>) -> EndpointState {
         let ep = |i: u8| SocketAddr::new(IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)), 7000);

@@ -39,6 +39,11 @@ impl Node {
                 Ok(()) => Body::WriteAck,
                 Err(f) => Body::Failed(f),
             },
+            Body::Read { .. } if self.hibernating() => Body::Failed(Failure::Storage(
+                "this node replaces itself at its address and has not streamed its ranges \
+                 yet: it serves no reads (peers see it down)"
+                    .to_owned(),
+            )),
             Body::Read {
                 table,
                 range,

@@ -282,7 +282,17 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
     let nodes = node
         .states()
         .iter()
-        .map(|(s, up)| NodeStatus {
+        .map(|(s, up)| {
+            // A node replacing itself at its address hibernates: down for requests, but
+            // up and joining to an operator while it streams (`UJ`).
+            let hibernating = s.app.status == mosaic_cluster::message::NodeStatus::Hibernate;
+            (
+                s,
+                *up || (hibernating && node.heartbeats(s.endpoint)),
+                hibernating,
+            )
+        })
+        .map(|(s, up, hibernating)| NodeStatus {
             endpoint: s.endpoint.to_string(),
             rpc_address: s.app.rpc_address.to_string(),
             native_port: s.app.native_port,
@@ -290,12 +300,16 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
             host_id: s.app.host_id.to_string(),
             data_center: s.app.data_center.clone(),
             rack: s.app.rack.clone(),
-            up: *up,
+            up,
             load_bytes: s.app.load_bytes,
             tokens: s.app.tokens.len(),
             owns: shares.get(&s.endpoint).copied().unwrap_or(0.0),
             schema_version: mosaic_cql::schema::Uuid(s.app.schema_version).to_string(),
-            state: format!("{:?}", s.app.ring_status),
+            state: if hibernating {
+                format!("{:?}", mosaic_cluster::message::RingStatus::Joining)
+            } else {
+                format!("{:?}", s.app.ring_status)
+            },
         })
         .collect();
     let selector = node.replica_selector();
