@@ -1,5 +1,6 @@
 //! Iterators over internal keys and the merging iterator that combines memtables and tables.
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -53,6 +54,7 @@ pub struct LevelIter {
     cur: Option<TableIter>,
     purpose: ReadPurpose,
     fill_cache: bool,
+    until: Bound<Vec<u8>>,
 }
 
 impl LevelIter {
@@ -64,14 +66,22 @@ impl LevelIter {
             cur: None,
             purpose,
             fill_cache,
+            until: Bound::Unbounded,
         }
+    }
+
+    /// Stops each table's iterator at user key `end` ([`TableIter::until`]).
+    pub fn until(mut self, end: Bound<&[u8]>) -> Self {
+        self.until = end.map(<[u8]>::to_vec);
+        self
     }
 
     fn open(&mut self, index: usize) {
         self.index = index;
+        let until = self.until.as_ref().map(Vec::as_slice);
         self.cur = self.tables.get(index).map(|t| {
             t.note_read();
-            t.reader().iter(self.purpose, self.fill_cache)
+            t.reader().iter(self.purpose, self.fill_cache).until(until)
         });
     }
 

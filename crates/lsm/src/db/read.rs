@@ -298,7 +298,7 @@ impl Inner {
                 children.push(Box::new(MemIter::visible_at(m.clone(), seqno).until(end)));
             }
         }
-        self.add_table_iters(&sv.version, lo, hi, &mut children)?;
+        self.add_table_iters(&sv.version, lo, hi, end, &mut children)?;
         let mut iter = MergingIter::new(children);
         let skip = match start {
             Bound::Included(k) => {
@@ -333,6 +333,7 @@ impl Inner {
         version: &Version,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
+        end: Bound<&[u8]>,
         children: &mut Vec<Box<dyn InternalIter>>,
     ) -> Result<()> {
         // A scan confined to one filter prefix (a partition) consults the tables' prefix
@@ -374,7 +375,7 @@ impl Inner {
                 for t in version.levels.get(level).into_iter().flatten() {
                     if wanted(t) {
                         t.note_read();
-                        children.push(Box::new(t.reader().iter(purpose, true)));
+                        children.push(Box::new(t.reader().iter(purpose, true).until(end)));
                     }
                 }
             }
@@ -384,14 +385,14 @@ impl Inner {
                     for t in tables {
                         if wanted(t) {
                             t.note_read();
-                            children.push(Box::new(t.reader().iter(purpose, true)));
+                            children.push(Box::new(t.reader().iter(purpose, true).until(end)));
                         }
                     }
                 } else {
                     let kept: Vec<Arc<TableHandle>> =
                         tables.iter().filter(|t| wanted(t)).cloned().collect();
                     if !kept.is_empty() {
-                        children.push(Box::new(LevelIter::new(kept, purpose, true)));
+                        children.push(Box::new(LevelIter::new(kept, purpose, true).until(end)));
                     }
                 }
             }

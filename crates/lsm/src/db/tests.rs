@@ -400,4 +400,52 @@ mod lookup_cost_tests {
         let per_get = c.get_bytes_read as f64 / c.gets as f64;
         assert!(per_get < 4096.0 * 1.1, "{per_get} bytes per get");
     }
+
+    #[test]
+    fn a_scan_of_one_partition_does_not_read_the_next_block() {
+        use std::ops::Bound;
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options {
+            block_cache_bytes: 0,
+            ..Options::default()
+        };
+        // Partitions by an 8-byte token, as Mosaic's tables are: a scan of one is a lookup.
+        opts.table.filter_prefix_bytes = 8;
+        let db = Db::open(dir.path(), opts).unwrap();
+        // Keys led by a scrambled 8-byte token, as partitions are; values of a block's
+        // size or more, so each key is in a block of its own.
+        let key = |i: u64| {
+            let mut k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes().to_vec();
+            k.extend_from_slice(b"row");
+            k
+        };
+        for i in 0..200u64 {
+            let value: Vec<u8> = (0..8192u64)
+                .map(|j| (j.wrapping_add(i).wrapping_mul(0x2545_F491_4F6C_DD1D) >> 56) as u8)
+                .collect();
+            db.put(&key(i), 1, &value).unwrap();
+        }
+        db.flush().unwrap();
+        db.compact().unwrap();
+        let before = db.counters();
+        for i in 0..200 {
+            // The partition's range: its token, up to the next token.
+            let start = key(i);
+            let mut end = start[..8].to_vec();
+            end.push(0xff);
+            let rows: Vec<_> = db
+                .scan(Bound::Included(&start), Bound::Excluded(&end))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0].0, start);
+        }
+        let c = db.counters().since(&before);
+        // One block per scan; going on to the next key's block would double it (an index
+        // key that could not be shortened between two tokens still does).
+        assert_eq!(c.gets, 200);
+        let per_scan = c.get_data_block_reads as f64 / 200.0;
+        assert!(per_scan < 1.05, "{per_scan} blocks per scan: {c:?}");
+    }
 }

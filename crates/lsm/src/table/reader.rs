@@ -8,6 +8,7 @@
 //! wrong data.
 #![deny(clippy::indexing_slicing)]
 
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use super::cache::{BlockCache, Cached};
 use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::meta::{decode_filter, decode_index, Metadata};
 use crate::error::{Error, Result};
-use crate::key::KeyOrder;
+use crate::key::{user_key, KeyOrder, TRAILER_LEN};
 use crate::stats::{BlockKind, Counters, ReadPurpose};
 
 /// An open, immutable table. Shared (`Arc`) by every iterator over it.
@@ -231,6 +232,7 @@ impl TableReader {
             purpose,
             fill_cache,
             readahead: Readahead::default(),
+            until: Bound::Unbounded,
         }
     }
 
@@ -326,6 +328,8 @@ pub struct TableIter {
     purpose: ReadPurpose,
     fill_cache: bool,
     readahead: Readahead,
+    /// The user key the iterator stops at (inclusive or not): no block past it is read.
+    until: Bound<Vec<u8>>,
 }
 
 impl std::fmt::Debug for TableIter {
@@ -338,6 +342,16 @@ impl std::fmt::Debug for TableIter {
 }
 
 impl TableIter {
+    /// Stops the iterator at user key `end` (in a table of internal keys): it ends instead
+    /// of reading a block whose keys all lie past `end`. A read of one partition otherwise
+    /// read the block after the partition's last one, only to find the next key out of
+    /// range — with large rows, each in a block of its own, a second large read per read.
+    /// Entries past `end` may still be returned from a block already read.
+    pub fn until(mut self, end: Bound<&[u8]>) -> Self {
+        self.until = end.map(<[u8]>::to_vec);
+        self
+    }
+
     /// Positions at the first key `>=` target in the table's key order (invalid if none).
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
         let result = self.seek_inner(target);
@@ -445,12 +459,22 @@ impl TableIter {
         self.skip_exhausted_blocks()
     }
 
-    /// While the data cursor is past its block's end, moves to the next block's first entry.
+    /// While the data cursor is past its block's end, moves to the next block's first entry
+    /// — unless every key after the current block is past `until`.
     fn skip_exhausted_blocks(&mut self) -> Result<()> {
         while !self.valid() {
             let Some(index) = self.index.as_mut().filter(|i| i.valid()) else {
                 return Ok(());
             };
+            if self.table.footer.key_order == KeyOrder::Internal
+                && index.key().len() >= TRAILER_LEN
+                && past_end(&self.until, user_key(index.key()))
+            {
+                // The index key of the current block is at or below every later key:
+                // its user key past the end puts all of them past it.
+                index.invalidate();
+                return Ok(());
+            }
             let stepped = index.next();
             stepped.map_err(|r| self.table.index_error(r))?;
             if !self.load_data_block()? {
@@ -498,6 +522,15 @@ impl TableIter {
             }
         }
         Ok(true)
+    }
+}
+
+/// Whether user key `key` lies past `end`.
+fn past_end(end: &Bound<Vec<u8>>, key: &[u8]) -> bool {
+    match end {
+        Bound::Included(e) => key > e.as_slice(),
+        Bound::Excluded(e) => key >= e.as_slice(),
+        Bound::Unbounded => false,
     }
 }
 

@@ -340,17 +340,32 @@ fn shortest_separator(order: KeyOrder, a: &[u8], b: &[u8], out: &mut Vec<u8>) {
     debug_assert!(order.compare(out, b) == Ordering::Less);
 }
 
-/// Bytewise: appends `s` with `a < s < b` and `s` no longer than `a`, if one is found.
+/// Bytewise: appends `s` with `a < s < b` and `s` no longer than `a`, if one is found: `a`'s
+/// first byte that differs from `b`'s, incremented; or, when that would reach `b`'s, `a` up
+/// to a later byte below 0xff, incremented (`s` then stays below `b` at the differing byte).
+/// A separator above its block's last user key also lets a scan ending there stop without
+/// reading the next block (`TableIter::until`).
 fn shorten_between(a: &[u8], b: &[u8], out: &mut Vec<u8>) -> bool {
     let p = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    match (a.get(p), b.get(p)) {
-        (Some(&da), Some(&db)) if da < u8::MAX && da + 1 < db => {
-            out.extend_from_slice(a.get(..p).unwrap_or_default());
-            out.push(da + 1);
-            true
-        }
-        _ => false,
-    }
+    let (Some(&da), Some(&db)) = (a.get(p), b.get(p)) else {
+        return false;
+    };
+    let at = if da < u8::MAX && da + 1 < db {
+        Some(p)
+    } else if da < db {
+        a.iter()
+            .skip(p + 1)
+            .position(|&x| x < u8::MAX)
+            .map(|j| p + 1 + j)
+    } else {
+        None
+    };
+    let Some(at) = at else {
+        return false;
+    };
+    out.extend_from_slice(a.get(..at).unwrap_or_default());
+    out.push(a.get(at).map_or(0, |&x| x + 1));
+    true
 }
 
 /// Appends `buf`, remembering the failure so later calls refuse to write.
