@@ -359,7 +359,7 @@ impl Node {
     /// node then streams that node's ranges from their live replicas, and once normal owns
     /// them in its place; the dead node is announced `Left` at the end. When it names this
     /// node itself, the node (hibernating) refills its own ranges instead
-    /// ([`Node::replace_own`]).
+    /// (`Node::replace_own`).
     ///
     /// `completing` is called once everything is streamed and re-homed, right before this
     /// node announces `Normal`: a node that restarts after that point is normal (see
