@@ -5,6 +5,7 @@ about two seconds) and kills, stops, wipes and restarts nodes by pid.
 "Read from node X alone": every other node is stopped and seen DOWN by node X, and a
 white-list session on node X reads at ONE, which node X can then only serve from its own
 data."""
+import os
 import re
 import socket
 import struct
@@ -165,7 +166,7 @@ def test_all_is_unavailable_with_a_node_down_one_works_and_hints_reach_it(make_c
     assert sorted(unavailable) == sorted(set(keys) - set(on_victim))
 
 
-def test_repair_restores_a_wiped_node_and_streams_nothing_when_in_sync(make_cluster):
+def test_a_wiped_node_is_refused_then_replaces_itself_and_repair_finds_it_in_sync(make_cluster):
     rows = {k: f"w{k}" for k in range(500)}
     c, s = loaded_cluster(make_cluster, 5, "w", rows, CL.ALL)
     entries, out = repaired_entries(c, 1, "w")
@@ -175,15 +176,15 @@ def test_repair_restores_a_wiped_node_and_streams_nothing_when_in_sync(make_clus
     before = c.status(1)[c.endpoint(victim)]
     on_victim = keys_on(c, s.cluster, "w", victim, rows)
     c.wipe(victim)
-    # Restarted once the cluster noticed it died (a prompt restart: the test below).
     c.wait_seen(c.others(victim), [victim], up=False)
-    c.restart()
-    c.wait_schema_agreement()
+    # Started again as it is, it would serve its ranges empty: refused, as Cassandra does.
+    err = c.start_refused(victim)
+    assert f"A node with address {c.endpoint(victim)} already exists" in err, err
+    assert f"--replace {c.endpoint(victim)}" in err, err
+    # Replacing itself, it takes its identity back and streams its ranges before serving.
+    c.replace_in_place(victim)
     after = c.status(1)[c.endpoint(victim)]
     assert (after["host_id"], after["tokens"]) == (before["host_id"], before["tokens"])
-
-    entries, out = repaired_entries(c, victim, "w")
-    assert entries >= len(on_victim), out
     found, _ = read_alone(c, victim, "w", on_victim)
     expected = {k: rows[k] for k in on_victim}
     assert found == expected, diff(expected, found)
@@ -192,17 +193,16 @@ def test_repair_restores_a_wiped_node_and_streams_nothing_when_in_sync(make_clus
         assert entries == 0, out
 
 
-def test_a_wiped_node_restarted_at_once_keeps_its_identity(make_cluster):
+def test_a_wiped_node_restarted_at_once_is_refused(make_cluster):
     # The seed's first answer to the shadow round goes out on its connection to the node's
-    # previous process and is lost; the node must ask again rather than take a new identity.
+    # previous process and is lost; the node must ask again rather than start as a new node.
     c = make_cluster(3)
     victim = 3
     before = c.status(1)[c.endpoint(victim)]
     c.wipe(victim)
-    c.up()
-    after = c.status(1)[c.endpoint(victim)]
-    assert "resuming as that node" in c.log_tail(victim), c.log_tail(victim)
-    assert after["host_id"] == before["host_id"]
+    err = c.start_refused(victim)
+    assert f"A node with address {c.endpoint(victim)} already exists (host id {before['host_id']}" in err, err
+    assert not os.path.exists(os.path.join(c.node_dir(victim), "data", "node.toml"))
 
 
 def test_diverged_replicas_converge_by_read_repair(make_cluster):

@@ -233,16 +233,17 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
         assert {r.k: r.v for r in s.execute(sel)} == rows
         assert all(stats(c, i, "ec.t")["covered_keys"] > 0 for i in range(1, 4)), "key lists survive a restart"
 
-        # Node 3's disk is lost: wiped and restarted, it resumes its identity from the
-        # cluster. The rows of its coded tables exist nowhere else in full (their secondary
-        # copies were dropped), so it rebuilds its shards from the other shards of their
-        # groups at once — data tables back into its primary tree, parity files again —
-        # and `mosaic repair` (which would rebuild them too) refills the rest. Node 3
-        # alone then serves every row it replicates.
+        # Node 3's disk is lost: wiped, it replaces itself at its address (taking its
+        # identity from the cluster) and streams what is replicated. The rows of its coded
+        # tables exist nowhere else in full (their secondary copies were dropped), so it
+        # rebuilds its shards from the other shards of their groups at once — data tables
+        # back into its primary tree, parity files again — and `mosaic repair` (which would
+        # rebuild them too) finds nothing left to rebuild. Node 3 alone then serves every
+        # row it replicates.
         s.cluster.shutdown()
         c.wipe(3)
         c.wait_seen((1, 2), [3], up=False)
-        c.restart()
+        c.replace_in_place(3)
         c.wait_schema_agreement()
 
         def rebuilt():

@@ -685,8 +685,9 @@ fn internode_links(
 }
 
 /// A node starting without an identity (a new node, or one whose data directory was
-/// wiped) asks the seeds whether the cluster knows a node at its address; if so it takes
-/// that node's host id and tokens, so it comes back as itself and repair refills it.
+/// wiped) asks the seeds whether the cluster knows a node at its address. If so it is
+/// refused unless `replace_address` names that address: then it takes that node's host id
+/// and tokens and streams its ranges before serving (`crate::moves::plan_replace_own`).
 async fn recover_identity(
     config: &Config,
     listener: &TcpListener,
@@ -711,6 +712,26 @@ async fn recover_identity(
         return Ok(());
     };
     let (mine, peers): (Vec<_>, Vec<_>) = states.into_iter().partition(|s| s.endpoint == me);
+    let replacing_self = config.replace_endpoint()? == Some(me);
+    // A node removed from the ring (or decommissioned) whose address comes back empty is a
+    // new node: it joins afresh.
+    let known = mine
+        .iter()
+        .find(|s| s.app.ring_status != mosaic_cluster::message::RingStatus::Left);
+    if let (Some(state), false) = (known, replacing_self) {
+        // The cluster knows a node at this address, and this one lost its data: starting as
+        // that node would serve its ranges empty (reads at ONE answered with nothing),
+        // starting as a new one would collide with it. Refused, as Cassandra refuses it.
+        bail!(
+            "A node with address {me} already exists (host id {}, {:?} in the ring), \
+             cancelling join. Use replace_address if you want to replace this node: set \
+             `replace_address = \"{me}\"` in its config (in a local cluster: `mosaic cluster \
+             add-node --dir DIR --replace {me}`); it then streams every range it replicates \
+             before it serves",
+            state.app.host_id,
+            state.app.ring_status,
+        );
+    }
     // The peers, so the ring is whole from the start (see `restore_peers`).
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
@@ -719,56 +740,26 @@ async fn recover_identity(
         &serde_json::to_vec(&peers).unwrap_or_default(),
     )
     .context("saving the peers learnt from the seeds")?;
-    if config.replace_endpoint()? == Some(me) {
-        // Replacing the dead node at this address: its heartbeat, as the seeds know it,
-        // sampled twice more a few gossip intervals apart, must not move.
-        let mut samples = vec![mine.into_iter().next()];
-        let pause = Duration::from_millis(config.cluster.gossip_interval_ms.saturating_mul(2));
-        for _ in 0..2 {
-            tokio::time::sleep(pause).await;
-            let states =
-                internode::shadow_round(listener, me, &seeds, &config.cluster_name, links.clone())
-                    .await
-                    .unwrap_or_default();
-            samples.push(states.into_iter().find(|s| s.endpoint == me));
-        }
-        crate::moves::plan_replace_own(config, &samples)?;
-        crate::durable::write_atomic(&config.data_dir.join(CODED_RECOVERY_FILE), b"")
-            .context("marking the data directory for coded-shard recovery")?;
-        return Ok(());
-    }
-    // A node removed from the ring (or decommissioned) whose address comes back empty is a
-    // new node: it joins afresh.
-    let Some(state) = mine
-        .into_iter()
-        .find(|s| s.app.ring_status != mosaic_cluster::message::RingStatus::Left)
-    else {
+    if !replacing_self {
         // A new node: it joins the ring by bootstrapping when the cluster owns it already.
         crate::moves::plan(config, &peers)?;
         return Ok(());
-    };
-    // Its location too, so a config that moved the node is refused when storage opens
-    // (`crate::location`).
-    let identity = NodeIdentity {
-        host_id: state.app.host_id,
-        tokens: state.app.tokens.clone(),
-        data_center: Some(state.app.data_center.clone()),
-        rack: Some(state.app.rack.clone()),
-    };
-    identity
-        .save(&config.data_dir)
-        .context("saving the identity recovered from the cluster")?;
+    }
+    // Replacing the dead node at this address: its heartbeat, as the seeds know it, sampled
+    // twice more a few gossip intervals apart, must not move.
+    let mut samples = vec![mine.into_iter().next()];
+    let pause = Duration::from_millis(config.cluster.gossip_interval_ms.saturating_mul(2));
+    for _ in 0..2 {
+        tokio::time::sleep(pause).await;
+        let states =
+            internode::shadow_round(listener, me, &seeds, &config.cluster_name, links.clone())
+                .await
+                .unwrap_or_default();
+        samples.push(states.into_iter().find(|s| s.endpoint == me));
+    }
+    crate::moves::plan_replace_own(config, &samples)?;
     crate::durable::write_atomic(&config.data_dir.join(CODED_RECOVERY_FILE), b"")
-        .context("marking the data directory for coded-shard recovery")?;
-    tracing::warn!(
-        target: "mosaic",
-        data_dir = %config.data_dir.display(),
-        host_id = %identity.host_id,
-        tokens = identity.tokens.len(),
-        "no identity in the data directory; the cluster knows this address: resuming as \
-         that node (run `mosaic repair` to restore its data)"
-    );
-    Ok(())
+        .context("marking the data directory for coded-shard recovery")
 }
 
 #[cfg(test)]
