@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The cluster benchmark: a local Mosaic cluster (5 nodes, RF 3 by default) loaded with YCSB
 # records (10 fields x 100 bytes: ~1 KiB rows) and read back, at two write consistency
-# levels, then the time a full-node recovery takes (a node's data wiped, the node restarted,
-# `mosaic repair` on it).
+# levels, then the time a full-node recovery takes (a node's data wiped, the node replacing
+# itself at its address, then `mosaic repair` on it).
 #
 #   bench/cluster.sh [--records N] [--nodes N] [--rf R] [--concurrency C] [--out DIR]
 #
 # For each write level (ONE, then THREE: every replica at RF 3) on a fresh cluster: `mosaic-bench
 # load` at that level, then `mosaic-bench run` of workload C (reads only) at ONE over the same
-# records. Then, on the last cluster: kill -9 node 3, delete its data directory, restart it
-# (it resumes its identity from the cluster), and time `mosaic repair --host` it. (That the
-# repaired rows are all back is what tests/python's cluster tests check, not this script.)
+# records. Then, on the last cluster: kill -9 node 3, delete its data directory, time its
+# replacement of itself (`mosaic cluster add-node --replace`: it takes its identity from the
+# cluster and streams its ranges before serving), then `mosaic repair --host` it. (That the
+# rows are all back is what tests/python's cluster tests check, not this script.)
 # Results (JSON per phase, the repair's report and timings) go to --out. Ports 29042/27000/
 # 27199 on 127.0.0.1..N; the cluster directory is removed at the end unless KEEP=1.
 set -euo pipefail
@@ -60,14 +61,14 @@ kill -9 "$(cat "$dir/node3/pid")"
 while kill -0 "$(cat "$dir/node3/pid")" 2>/dev/null; do sleep 0.1; done
 rm -rf "$dir/node3/data" "$dir/node3/pid"
 start=$(date +%s.%N)
-"$bin" cluster up --nodes "$nodes" --dir "$dir" >/dev/null
+"$bin" cluster add-node --dir "$dir" --replace "127.0.0.3:$storage" >/dev/null
 up=$(date +%s.%N)
 "$bin" repair --host "127.0.0.3:$admin" | tee "$out/repair.txt"
 done_at=$(date +%s.%N)
 python3 - "$start" "$up" "$done_at" > "$out/recovery.json" <<'EOF'
 import json, sys
 start, up, done = map(float, sys.argv[1:])
-print(json.dumps({"restart_s": round(up - start, 2), "repair_s": round(done - up, 2),
+print(json.dumps({"replace_s": round(up - start, 2), "repair_s": round(done - up, 2),
                   "total_s": round(done - start, 2)}))
 EOF
 cat "$out/recovery.json"

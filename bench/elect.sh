@@ -21,7 +21,7 @@
 #             degraded C. The summary reports medians and per-repetition ratios.
 #   alpha     erasure-tiered only, α = 0.1 … 0.9: storage and normal/degraded reads
 #   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
-#   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and restarted: the
+#   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and replacing itself: the
 #             time until it rebuilt its coding shards, then `mosaic repair` on it, then C
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
 # --routing primary sends each keyed request of the client to its key's primary replica
@@ -155,9 +155,10 @@ sys.exit("nodes not seen down")
 EOF
 }
 
-# Full-node recovery: node 3 is SIGKILLed, its data directory deleted, and it is started
-# again; timed until it has rebuilt its coding shards (its log says so), then `mosaic
-# repair` on it; then YCSB C at ONE with every node up.
+# Full-node recovery: node 3 is SIGKILLed, its data directory deleted, and it replaces itself
+# at its address (`mosaic cluster add-node --replace`: streams what is replicated); timed
+# until it has rebuilt its coding shards (its log says so), then `mosaic repair` on it; then
+# YCSB C at ONE with every node up.
 recover() { # dir nodes
     local d=$1 n=$2 victim=3 t0 t1 t2 t3 waited=0 shards
     local log=$cluster/node$victim/log
@@ -165,7 +166,7 @@ recover() { # dir nodes
     wait_down "127.0.0.$victim"
     rm -rf "$cluster/node$victim/data"
     t0=$(date +%s.%N)
-    start "$n"
+    "$mosaic" cluster add-node --dir "$cluster" --replace "127.0.0.$victim:$storage" >/dev/null
     t1=$(date +%s.%N)
     until grep -rqs "coding shards lost with the data directory are rebuilt" "$log"; do
         sleep 0.2; waited=$((waited + 1))

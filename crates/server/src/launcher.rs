@@ -88,6 +88,10 @@ pub struct AddNodeArgs {
     /// dead), that node's slot restarts as its own replacement.
     #[arg(long, value_name = "ADDRESS")]
     pub replace: Option<String>,
+    /// A cgroup directory the node joins before it starts, as `mosaic cluster up
+    /// --cgroup` (`{node}` stands for the node's number); repeatable.
+    #[arg(long = "cgroup", value_name = "DIR")]
+    pub cgroups: Vec<String>,
 }
 
 /// Options of `mosaic cluster up`.

@@ -45,7 +45,7 @@ pub(super) fn add_node(args: &AddNodeArgs) -> Result<()> {
             })
         });
         if let Some(own) = own {
-            return replace_in_place(&cluster_dir, own, address);
+            return replace_in_place(args, &cluster_dir, own, address);
         }
     }
     if index > NODES_MAX {
@@ -78,6 +78,7 @@ pub(super) fn add_node(args: &AddNodeArgs) -> Result<()> {
     }
     let config = apply_settings(config, &args.settings)?;
     write_and_start(
+        args,
         &cluster_dir,
         index,
         &config,
@@ -87,8 +88,15 @@ pub(super) fn add_node(args: &AddNodeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes node `index`'s `config` (its first line saying `how`) and starts the node.
-fn write_and_start(cluster_dir: &Path, index: u32, config: &Config, how: &str) -> Result<()> {
+/// Writes node `index`'s `config` (its first line saying `how`) and starts the node (in the
+/// cgroups `args` names).
+fn write_and_start(
+    args: &AddNodeArgs,
+    cluster_dir: &Path,
+    index: u32,
+    config: &Config,
+    how: &str,
+) -> Result<()> {
     let node = NodeFiles::new(cluster_dir, index);
     let text = format!(
         "# {} of a local cluster, {how}. Keys: docs/mosaic.example.toml\n{}",
@@ -107,14 +115,19 @@ fn write_and_start(cluster_dir: &Path, index: u32, config: &Config, how: &str) -
         datacenters: 1,
         racks: 1,
         settings: Vec::new(),
-        cgroups: Vec::new(),
+        cgroups: args.cgroups.clone(),
     };
     start_node(&node, &up, index).map(|_| ())
 }
 
 /// Restarts node `index`'s slot, its process dead and its data directory wiped, as the
 /// replacement of the dead node at its own address (`replace_address` = `address`).
-fn replace_in_place(cluster_dir: &Path, index: u32, address: &str) -> Result<()> {
+fn replace_in_place(
+    args: &AddNodeArgs,
+    cluster_dir: &Path,
+    index: u32,
+    address: &str,
+) -> Result<()> {
     let node = NodeFiles::new(cluster_dir, index);
     if let Some(pid) = running_pid(&node)? {
         bail!(
@@ -127,6 +140,7 @@ fn replace_in_place(cluster_dir: &Path, index: u32, address: &str) -> Result<()>
     // The tokens are the dead node's, learnt from the cluster (`cluster up` wrote them).
     config.initial_token = Vec::new();
     write_and_start(
+        args,
         cluster_dir,
         index,
         &config,
