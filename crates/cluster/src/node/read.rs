@@ -214,11 +214,16 @@ impl Node {
         // answer; so is a read from a coordinator holding no replica (a secondary it
         // picked might relay). A replica with the rows whole — the primary, or a secondary
         // whose copy is not covered — reads them itself: a secondary the replica selector
-        // preferred would relay to the primary again.
+        // preferred would relay to the primary again. This node as the segment's primary
+        // holds its rows whole by definition (only a secondary's copy is ever covered):
+        // the coverage check, a role computation and a key-list lookup, is skipped for
+        // the common case of a client that sends reads to the primary.
         let me = self.endpoint();
         let first = if !self.inner.store.reads_prefer_primary(table) {
             None
-        } else if seg.replicas.contains(&me) && !self.inner.store.ec_covers(table, &seg.range) {
+        } else if seg.replicas.first() == Some(&me)
+            || (seg.replicas.contains(&me) && !self.inner.store.ec_covers(table, &seg.range))
+        {
             Some(me)
         } else {
             seg.replicas.first().copied()

@@ -674,8 +674,7 @@ impl Store for LocalStore {
     }
 
     fn ec_covers(&self, table: TableKey, range: &KeyRange) -> bool {
-        self.local.is_erasure_tiered(table)
-            && self.local.ec_covers(table, range, &*self.roles(table))
+        self.local.ec_covers(table, range, || self.roles(table))
     }
 
     fn reads_prefer_primary(&self, table: TableKey) -> bool {

@@ -102,13 +102,18 @@ impl Roles for RingRoles {
         (was != will).then_some(will)
     }
 
-    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+    fn partition_role(&self, range: &KeyRange) -> Option<Role> {
         // A partition read: every key of the range has one token, so one role (without
         // walking the ring's segments, which allocates per read).
-        if let (Ok(token), Some(end)) = (mosaic_rows::decode_token(&range.start), &range.end) {
-            if mosaic_rows::decode_token(end).is_ok_and(|t| t == token) && range.start < *end {
-                return vec![(range, self.role(token))];
-            }
+        let token = mosaic_rows::decode_token(&range.start).ok()?;
+        let end = range.end.as_ref()?;
+        (mosaic_rows::decode_token(end).is_ok_and(|t| t == token) && range.start < *end)
+            .then(|| self.role(token))
+    }
+
+    fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
+        if let Some(role) = self.partition_role(&range) {
+            return vec![(range, role)];
         }
         let v = &self.view;
         let mut out: Vec<(KeyRange, Role)> = Vec::new();
@@ -277,17 +282,25 @@ mod tests {
                 start: start.clone(),
                 end: Some(end.clone()),
             };
+            assert_eq!(roles.partition_role(&range), Some(roles.role(Token(t))));
             assert_eq!(
                 roles.pieces(range.clone()),
                 vec![(range, roles.role(Token(t)))]
             );
         }
-        // A range over several tokens still splits where the role changes.
+        // A range over several tokens still splits where the role changes, and has no
+        // one partition role (the coverage check asks `pieces` then).
         let wide = KeyRange {
             start: key(-150),
             end: Some(key(150)),
         };
+        assert_eq!(roles.partition_role(&wide), None);
         assert!(roles.pieces(wide).len() > 1);
+        let open = KeyRange {
+            start: key(5),
+            end: None,
+        };
+        assert_eq!(roles.partition_role(&open), None);
     }
 
     /// Node 4 joins with token 50: (0, 50] moves from node 3 (then 1) to node 4 (then 3).

@@ -469,16 +469,34 @@ impl LocalCoordinator {
     /// Whether this node stores keys of `range` of `table` as a secondary whose versions
     /// a coding group covers (see `ReplicaStore::ec_covers`; other layouts cover nothing).
     /// A table being truncated or dropped at this moment covers nothing.
-    pub fn ec_covers(&self, table: TableId, range: &KeyRange, roles: &dyn Roles) -> bool {
-        let Ok(slot) = self.slot(table) else {
+    ///
+    /// Every read of an erasure-tiered table asks this (at the coordinator and at the
+    /// replica), so it is kept cheap: one slot lookup decides the layout, `roles` (which
+    /// reads the ring and the schema) is only built for an erasure-tiered table, and a
+    /// partition read takes its one role without splitting the range into pieces.
+    pub fn ec_covers(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        roles: impl FnOnce() -> Box<dyn Roles>,
+    ) -> bool {
+        let Some(slot) = self.tables.read().get(&table).cloned() else {
             return false;
         };
+        if slot.layout != Layout::ErasureTiered {
+            return false;
+        }
         let Ok(guard) = slot.db.try_read() else {
             return false;
         };
         let Some(store) = guard.as_ref() else {
             return false;
         };
+        let roles = roles();
+        if let Some(role) = roles.partition_role(range) {
+            let (start, end) = scan_bounds(range);
+            return store.ec_covers(role, start, end);
+        }
         roles.pieces(range.clone()).iter().any(|(piece, role)| {
             let (start, end) = scan_bounds(piece);
             store.ec_covers(*role, start, end)

@@ -109,6 +109,12 @@ pub trait Roles: Send + Sync {
     /// `range` split where this node's role changes, in key order, each piece with its
     /// role.
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)>;
+    /// The one role of every key of `range` when the implementation can tell it without
+    /// splitting the range (a partition read: one token), as [`Roles::pieces`] would give
+    /// it; `None` means "ask `pieces`". The default: `None`.
+    fn partition_role(&self, _range: &KeyRange) -> Option<Role> {
+        None
+    }
     /// While a node joins or leaves: this node's role for `token` once the move
     /// completes, when it differs from [`Roles::role`] (a write is stored under both, so
     /// the range is whole in its new role's structures when the rings switch).
@@ -128,6 +134,10 @@ impl Roles for AllPrimary {
 
     fn pieces(&self, range: KeyRange) -> Vec<(KeyRange, Role)> {
         vec![(range, Role::Primary)]
+    }
+
+    fn partition_role(&self, _range: &KeyRange) -> Option<Role> {
+        Some(Role::Primary)
     }
 }
 
