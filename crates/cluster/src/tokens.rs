@@ -34,7 +34,7 @@ const CANDIDATE_RANGES: usize = 64;
 
 /// Evenly interleaved tokens for a new cluster of `nodes` nodes of `per_node` tokens: the
 /// ring is cut in `nodes * per_node` equal steps and each round of `nodes` consecutive
-/// points gives every node one ([`leave_robust_rounds`] orders each round), so every node's
+/// points gives every node one (`leave_robust_rounds` orders each round), so every node's
 /// replicated ownership is the same at factors up to [`ALLOCATION_RF`], and a node leaving
 /// spreads its share over the others.
 pub fn even(nodes: usize, per_node: usize) -> Vec<Vec<i64>> {
