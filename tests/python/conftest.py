@@ -482,8 +482,8 @@ class MosaicCluster:
         assert f"node{i}: replaced the dead node at its address" in p.stdout, p.stdout + p.stderr
 
         def normal_everywhere():
-            return all(self.status(j)[self.endpoint(i)]["state"] == "Normal" and self.status(j)[self.endpoint(i)]["up"]
-                       for j in range(1, self.nodes + 1))
+            seen = [self.status(j)[self.endpoint(i)] for j in range(1, self.nodes + 1)]
+            return all(node["state"] == "Normal" and node["up"] for node in seen)
 
         wait_until(f"every node to see node {i} up and normal", normal_everywhere)
         self.wait_drivers_up()

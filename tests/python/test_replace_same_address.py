@@ -66,12 +66,7 @@ def test_a_dead_node_is_replaced_at_its_own_address_and_serves_only_once_streame
         watcher.start()
         try:
             wait_until("the writer to get going", lambda: len(writer.acked["coded"]) > 20)
-            p = c.mosaic("cluster", "add-node", "--dir", c.dir, "--replace", c.endpoint(3), timeout=240)
-            c._remember_pids()
-            assert "node3: replaced the dead node at its address" in p.stdout, p.stdout + p.stderr
-            wait_until("every node to see node 3 up and normal",
-                       lambda: all(c.status(i)[c.endpoint(3)]["state"] == "Normal"
-                                   and c.status(i)[c.endpoint(3)]["up"] for i in (1, 2, 4)))
+            c.replace_in_place(3)
             wait_until("more writes after the replacement", lambda: len(writer.acked["coded"]) > 80)
         finally:
             writer.stop()

@@ -121,7 +121,7 @@ async fn serve(config: Config) -> Result<()> {
     let mut config = config;
     let internode_listener = bind_internode(&mut config).await?;
     let links = internode_links(&config, internode_tls, cluster_secret.as_deref());
-    recover_identity(&config, &internode_listener, links.clone()).await?;
+    plan_first_start(&config, &internode_listener, links.clone()).await?;
     let local = open_storage(&config, &mut signals).await?;
     let hints = Arc::new(HintStore::open(
         local.data_dir(),
@@ -688,7 +688,7 @@ fn internode_links(
 /// wiped) asks the seeds whether the cluster knows a node at its address. If so it is
 /// refused unless `replace_address` names that address: then it takes that node's host id
 /// and tokens and streams its ranges before serving (`crate::moves::plan_replace_own`).
-async fn recover_identity(
+async fn plan_first_start(
     config: &Config,
     listener: &TcpListener,
     links: Arc<Links>,
