@@ -83,6 +83,24 @@ def structure_bytes(c, table, prefix):
     return total
 
 
+def load_coded(c, ks, layout, rf, fill, nodes):
+    """Creates `ks.t` in `layout` at RF `rf`, writes 6,000 rows of ~300 bytes at ALL, then
+    flushes and compacts `nodes`; returns the session and the rows."""
+    s = c.session()
+    s.execute(f"CREATE KEYSPACE {ks} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}}")
+    s.execute(f"CREATE TABLE {ks}.t (k int PRIMARY KEY, v text) WITH layout = {layout}")
+    c.wait_schema_agreement()
+    ins = s.prepare(f"INSERT INTO {ks}.t (k, v) VALUES (?, ?)")
+    ins.consistency_level = CL.ALL
+    rows = {k: f"{k}-" + fill * 300 for k in range(6000)}
+    for k, v in rows.items():
+        s.execute(ins, (k, v))
+    for i in nodes:
+        c.mosaic("flush", "--host", c.admin(i))
+        c.mosaic("compact", "--host", c.admin(i))
+    return s, rows
+
+
 def check_groups(c, hosts):
     """(groups, data shards found in their node's primary tree, data shards not found),
     from each group's newest ECMeta; asserts every parity shard matches its ECMeta."""
@@ -294,19 +312,8 @@ def test_six_nodes_at_the_default_code_survive_two_killed_nodes_by_degraded_read
     c = MosaicCluster(6, SETTINGS)
     try:
         c.up()
-        s = c.session()
-        s.execute("CREATE KEYSPACE six WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}")
-        s.execute("CREATE TABLE six.t (k int PRIMARY KEY, v text) WITH layout = {'class': 'erasure-tiered'}")
-        c.wait_schema_agreement()
-        ins = s.prepare("INSERT INTO six.t (k, v) VALUES (?, ?)")
-        ins.consistency_level = CL.ALL
-        rows = {k: f"{k}-" + "s" * 300 for k in range(6000)}
-        for k, v in rows.items():
-            s.execute(ins, (k, v))
         nodes = range(1, 7)
-        for i in nodes:
-            c.mosaic("flush", "--host", c.admin(i))
-            c.mosaic("compact", "--host", c.admin(i))
+        s, rows = load_coded(c, "six", "{'class': 'erasure-tiered'}", 3, "s", nodes)
 
         def coded_and_covered():
             st = [stats(c, i, "six.t") for i in nodes]
@@ -356,18 +363,7 @@ def test_a_target_beyond_coding_and_parity_offloads_coded_tables_to_the_cold_tie
     c = MosaicCluster(3, SETTINGS)
     try:
         c.up()
-        s = c.session()
-        s.execute("CREATE KEYSPACE off WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}")
-        s.execute(f"CREATE TABLE off.t (k int PRIMARY KEY, v text) WITH layout = {layout}")
-        c.wait_schema_agreement()
-        ins = s.prepare("INSERT INTO off.t (k, v) VALUES (?, ?)")
-        ins.consistency_level = CL.ALL
-        rows = {k: f"{k}-" + "o" * 300 for k in range(6000)}
-        for k, v in rows.items():
-            s.execute(ins, (k, v))
-        for i in range(1, 4):
-            c.mosaic("flush", "--host", c.admin(i))
-            c.mosaic("compact", "--host", c.admin(i))
+        s, rows = load_coded(c, "off", layout, 2, "o", range(1, 4))
 
         def offloaded():
             st = [stats(c, i, "off.t") for i in range(1, 4)]

@@ -100,6 +100,9 @@ pub type ShardRange = (u64, u64, Vec<u8>);
 /// A data node's coded table whose key list is still to be sent: its id, place and keys.
 pub type Unlisted = (u64, ShardRef, KeyList);
 
+/// A source's key list a secondary gives up: the source, its table id and the keys' range.
+pub type GivenUp = (HostId, u64, KeyRange);
+
 /// Entries read: `(key, merged fragment)` in key order, and whether the range is exhausted.
 pub type Entries = (Vec<(Vec<u8>, Vec<u8>)>, bool);
 
@@ -401,6 +404,30 @@ pub trait Store: Send + Sync + 'static {
         keys: KeyList,
     ) -> BoxFuture<'_, Result<(), Failure>> {
         let _ = (table, source, id, shard, keys);
+        unsupported()
+    }
+    /// Secondary removal undone, secondary: every key list of each source holding a list
+    /// whose coding group names a node outside `members` (it left the ring), each as its
+    /// source, the source's table id and the range of keys it names.
+    fn ec_dissolved(
+        &self,
+        table: TableKey,
+        members: Vec<HostId>,
+    ) -> BoxFuture<'_, Result<Vec<GivenUp>, Failure>> {
+        let _ = (table, members);
+        unsupported()
+    }
+    /// Gives up `source`'s key list `id`: with `forget` false its versions stop being
+    /// dropped (their rows are then written back); with `forget` true it is durably
+    /// removed.
+    fn ec_uncover(
+        &self,
+        table: TableKey,
+        source: HostId,
+        id: u64,
+        forget: bool,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, source, id, forget);
         unsupported()
     }
     /// Degraded reads, secondary: the coded tables holding the newest covered versions of

@@ -95,6 +95,19 @@ pub fn write_atomically(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<()
     fs.sync_dir(dir).map_err(|e| step("syncing", dir, e))
 }
 
+/// Removes `path` if it exists and syncs its directory, so the removal survives a power
+/// loss.
+pub fn remove_durably(fs: &dyn Fs, path: &Path) -> io::Result<()> {
+    if !fs.exists(path) {
+        return Ok(());
+    }
+    fs.remove(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("removing {}: {e}", path.display())))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs.sync_dir(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("syncing {}: {e}", dir.display())))
+}
+
 /// The real file system.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;

@@ -76,7 +76,9 @@ pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};
 pub use merge::{MergeOperator, PurgeContext, Resolved, Version};
 pub use mosaic_env::fault::{Faults, FaultyFs};
-pub use mosaic_env::{write_atomically, Clock, Fs, ManualClock, RealFs, SystemClock};
+pub use mosaic_env::{
+    remove_durably, write_atomically, Clock, Fs, ManualClock, RealFs, SystemClock,
+};
 pub use options::{
     CompactionEvent, CompactionFilter, CompactionListener, DynamicLevels, GroupOf, LevelPolicy,
     LogOptions, Options, StaticLevels, TableStore,

@@ -67,15 +67,31 @@ pub struct Covering {
 pub struct SourceCover {
     /// Per key, the newest covered timestamp over every list, and that list's table id.
     keys: RwLock<BTreeMap<Vec<u8>, (u64, u64)>>,
-    /// The lists held, by the source's table id, with their shards.
-    lists: RwLock<BTreeMap<u64, Shard>>,
+    /// The lists held, by the source's table id, with their shards and first and last
+    /// keys.
+    lists: RwLock<BTreeMap<u64, Listed>>,
+    /// Lists being given up ([`Covered::release`]): their keys are no longer dropped, so
+    /// the rows written back into the tree stay, though reads still treat them as covered
+    /// until the list is gone.
+    released: RwLock<BTreeSet<u64>>,
     /// A list arrived since the tree was last purged.
     dirty: AtomicBool,
 }
 
+/// A list held: its shard and the first and last keys it names.
+#[derive(Clone, Debug)]
+struct Listed {
+    shard: Shard,
+    first: Vec<u8>,
+    last: Vec<u8>,
+}
+
 impl CompactionFilter for SourceCover {
     fn drops(&self, key: &[u8], ts: u64) -> bool {
-        self.keys.read().get(key).is_some_and(|(t, _)| ts <= *t)
+        let Some((t, id)) = self.keys.read().get(key).copied() else {
+            return false;
+        };
+        ts <= t && !self.released.read().contains(&id)
     }
 }
 
@@ -106,9 +122,9 @@ impl SourceCover {
         let lists = self.lists.read();
         ids.into_iter()
             .filter_map(|id| {
-                lists.get(&id).map(|shard| Covering {
+                lists.get(&id).map(|l| Covering {
                     id,
-                    shard: shard.clone(),
+                    shard: l.shard.clone(),
                 })
             })
             .collect()
@@ -133,8 +149,34 @@ impl SourceCover {
                 *slot = (*ts, id);
             }
         }
-        self.lists.write().insert(id, shard);
+        let first = keys
+            .iter()
+            .map(|(k, _)| k)
+            .min()
+            .cloned()
+            .unwrap_or_default();
+        let last = keys
+            .iter()
+            .map(|(k, _)| k)
+            .max()
+            .cloned()
+            .unwrap_or_default();
+        self.lists.write().insert(id, Listed { shard, first, last });
     }
+}
+
+/// A list whose coding group names a node that is no longer in the ring: its rows have
+/// lost a shard's worth of protection and are to be held in full again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dissolved {
+    /// The source whose table the list names.
+    pub source: SourceId,
+    /// The source's table id.
+    pub id: u64,
+    /// The first and last keys the list names.
+    pub first: Vec<u8>,
+    /// See `first`.
+    pub last: Vec<u8>,
 }
 
 /// Whether `BTreeMap::range` accepts the bounds (it panics on reversed or empty-excluded
@@ -236,6 +278,71 @@ impl Covered {
         cover.add(id, shard, keys);
         cover.dirty.store(true, Ordering::SeqCst);
         Ok(true)
+    }
+
+    /// Every list of each source with a list whose coding group names a node `member`
+    /// does not accept (one that left the ring): the rows it covers rely on a shard
+    /// nobody holds any more. A source's lists go together: once the newest list of a key
+    /// is forgotten, an older one would name it again, with a table compaction may have
+    /// replaced since.
+    pub fn dissolved(&self, member: impl Fn(&[u8; 16]) -> bool) -> Vec<Dissolved> {
+        let mut out = Vec::new();
+        for (source, cover) in self.sources.read().iter() {
+            let lists = cover.lists.read();
+            let lost = lists
+                .values()
+                .any(|l| !l.shard.meta.shards.iter().all(|s| member(&s.node.0)));
+            if !lost {
+                continue;
+            }
+            for (id, l) in lists.iter() {
+                out.push(Dissolved {
+                    source: *source,
+                    id: *id,
+                    first: l.first.clone(),
+                    last: l.last.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Stops dropping the versions `source`'s list `id` covers (in memory only: after a
+    /// restart the list drops them again until it is forgotten). Reads still treat its
+    /// keys as covered.
+    pub fn release(&self, source: SourceId, id: u64) {
+        self.source(source).released.write().insert(id);
+    }
+
+    /// Durably forgets `source`'s list `id`: its keys are no longer covered (the caller
+    /// wrote their rows back into the source's tree first).
+    pub fn forget(&self, source: SourceId, id: u64) -> Result<()> {
+        let path = self.dir.join(list_name(source, id));
+        mosaic_lsm::remove_durably(&*self.fs, &path)
+            .map_err(|e| Error::io("removing", &path, e))?;
+        // The keys' newest lists are recomputed from the lists that remain.
+        let cover = self.source(source);
+        let remaining: Vec<u64> = cover
+            .lists
+            .read()
+            .keys()
+            .copied()
+            .filter(|i| *i != id)
+            .collect();
+        let fresh = SourceCover::default();
+        for other in remaining {
+            let path = self.dir.join(list_name(source, other));
+            let bytes = self
+                .fs
+                .read_all(&path)
+                .map_err(|e| Error::io("reading", &path, e))?;
+            let (shard, keys) = decode(&bytes).map_err(|why| Error::corruption(&path, 0, why))?;
+            fresh.add(other, shard, &keys);
+        }
+        *cover.keys.write() = std::mem::take(&mut *fresh.keys.write());
+        *cover.lists.write() = std::mem::take(&mut *fresh.lists.write());
+        cover.released.write().remove(&id);
+        Ok(())
     }
 
     /// The sources whose trees have versions to drop since they were last purged; each
@@ -429,6 +536,52 @@ mod tests {
                 sa.covering(Bound::Included(b"k3"), Bound::Excluded(b"k1")),
                 vec![]
             );
+        }
+    }
+
+    /// A group naming a node that left gives up every list of its source: released
+    /// lists stop dropping versions but still cover reads, and forgotten ones are gone,
+    /// across a reopen too; another source's lists stay.
+    #[test]
+    fn a_source_with_a_list_of_a_group_that_lost_a_member_gives_up_all_its_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: Arc<dyn Fs> = Arc::new(RealFs);
+        let (a, b) = (SourceId([1; 16]), SourceId([2; 16]));
+        let c = Covered::open(fs.clone(), dir.path()).unwrap();
+        c.add(a, 7, shard(0), &list(&[("k1", 10), ("k3", 5)]))
+            .unwrap();
+        c.add(a, 9, shard(1), &list(&[("k3", 8), ("k4", 2)]))
+            .unwrap();
+        c.add(b, 7, shard(0), &list(&[("k2", 1)])).unwrap();
+        // Every node of the groups is a member: nothing to give up.
+        assert!(c.dissolved(|node| node[0] < 3).is_empty());
+        // Node 2 (position 2 of every group here) left: both sources' groups name it.
+        let lost = c.dissolved(|node| node[0] < 2);
+        let named: Vec<(SourceId, u64, &[u8], &[u8])> = lost
+            .iter()
+            .map(|d| (d.source, d.id, &d.first[..], &d.last[..]))
+            .collect();
+        assert_eq!(
+            named,
+            vec![
+                (a, 7, &b"k1"[..], &b"k3"[..]),
+                (a, 9, &b"k3"[..], &b"k4"[..]),
+                (b, 7, &b"k2"[..], &b"k2"[..])
+            ]
+        );
+        c.release(a, 9);
+        let sa = c.source(a);
+        assert!(!sa.drops(b"k3", 8), "a released list drops nothing");
+        assert!(sa.drops(b"k1", 10), "the others still do");
+        assert!(sa.covers(Bound::Included(b"k3"), Bound::Included(b"k3")));
+        c.forget(a, 9).unwrap();
+        c.forget(a, 7).unwrap();
+        for c in [c, Covered::open(fs.clone(), dir.path()).unwrap()] {
+            let sa = c.source(a);
+            assert!(!sa.drops(b"k3", 5) && !sa.drops(b"k1", 10));
+            assert!(!sa.covers(Bound::Unbounded, Bound::Unbounded));
+            assert!(c.source(b).drops(b"k2", 1));
+            assert_eq!(c.keys(), 1);
         }
     }
 

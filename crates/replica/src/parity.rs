@@ -438,15 +438,7 @@ impl ParityStore {
     /// Forgets `group`'s intent (after its change was committed).
     pub fn clear_intent(&self, group: &GroupId) -> Result<()> {
         let path = self.intent_path(group);
-        if self.fs.exists(&path) {
-            self.fs
-                .remove(&path)
-                .map_err(|e| Error::io("removing", &path, e))?;
-            self.fs
-                .sync_dir(&self.dir)
-                .map_err(|e| Error::io("syncing directory", &self.dir, e))?;
-        }
-        Ok(())
+        mosaic_lsm::remove_durably(&*self.fs, &path).map_err(|e| Error::io("removing", &path, e))
     }
 
     fn intent_path(&self, group: &GroupId) -> PathBuf {

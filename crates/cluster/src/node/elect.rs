@@ -35,17 +35,21 @@ impl Node {
         k: usize,
         n: usize,
     ) -> Result<(Placement, HashMap<HostId, Endpoint>), String> {
+        let hosts = self.ring_hosts();
+        let placement = Placement::new(hosts.keys().copied(), k, n).map_err(|e| e.to_string())?;
+        Ok((placement, hosts))
+    }
+
+    /// Every node with tokens, live or not, by host id.
+    fn ring_hosts(&self) -> HashMap<HostId, Endpoint> {
         let ring = self.ring();
-        let hosts: HashMap<HostId, Endpoint> = self
-            .inner
+        self.inner
             .membership
             .lock()
             .states()
             .filter(|s| ring.nodes().contains(&s.endpoint))
             .map(|s| (s.app.host_id, s.endpoint))
-            .collect();
-        let placement = Placement::new(hosts.keys().copied(), k, n).map_err(|e| e.to_string())?;
-        Ok((placement, hosts))
+            .collect()
     }
 
     /// Serves `EcFill` as the leader parity node of this node's group.
@@ -178,10 +182,13 @@ impl Node {
         let store = &self.inner.store;
         let me = self.own_host_id();
         let mut coded = 0;
+        let mut dissolved = 0;
         for (table, code) in store.ec_tables() {
             let Some(replication) = store.placement(table) else {
                 continue;
             };
+            // Before anything else, and even when the cluster became too small to code.
+            dissolved += self.restore_dissolved(table, &self.ring_hosts()).await;
             let rf = replication.total();
             let (placement, hosts) = match self.ec_placement(code.k, code.n) {
                 Ok(p) => p,
@@ -250,6 +257,14 @@ impl Node {
                 tracing::warn!(%table, error = failure_text(&f), "offloading to the cold tier failed");
             }
         }
+        self.inner
+            .counters
+            .ec_lists_dissolved
+            .store(dissolved, Ordering::Relaxed);
+        self.inner
+            .counters
+            .ec_rounds
+            .fetch_add(1, Ordering::Relaxed);
         coded
     }
 
@@ -414,6 +429,111 @@ impl Node {
                 }
             }
         }
+    }
+
+    /// Secondary removal undone where a coding group lost a member: a node that left the
+    /// ring (decommissioned, removed, replaced) took its shard of every group it was in,
+    /// so the rows those groups cover here would survive one failure fewer than the
+    /// table's replication promises. Per source with a key list of such a group, every
+    /// list of that source (`Store::ec_dissolved` says why all) is released (its versions
+    /// stop being dropped), the ranges this node holds as that
+    /// source's redundant copy are read as a covered read reads them (with their primary,
+    /// or decoded) and written back into this node's own structures, and only then the
+    /// lists are forgotten. A crash midway repeats it: the writes keep their timestamps.
+    /// The lists of a source that left the ring are only forgotten: the move copied the
+    /// ranges whose role changed into their new structures, covered rows included.
+    ///
+    /// Returns how many such lists are still held (their restoring failed; retried next
+    /// round).
+    async fn restore_dissolved(&self, table: TableKey, hosts: &HashMap<HostId, Endpoint>) -> u64 {
+        let store = &self.inner.store;
+        let members: Vec<HostId> = hosts.keys().copied().collect();
+        let dissolved = match store.ec_dissolved(table, members).await {
+            Ok(d) => d,
+            Err(f) => {
+                tracing::warn!(%table, error = failure_text(&f), "listing key lists of coding groups that lost a member failed");
+                return 1;
+            }
+        };
+        let mut by_source: BTreeMap<HostId, Vec<(u64, KeyRange)>> = BTreeMap::new();
+        for (source, id, range) in dissolved {
+            by_source.entry(source).or_default().push((id, range));
+        }
+        let mut left = 0;
+        for (source, lists) in by_source {
+            let restored = async {
+                for (id, _) in &lists {
+                    store
+                        .ec_uncover(table, source, *id, false)
+                        .await
+                        .map_err(|f| failure_text(&f))?;
+                }
+                let mut entries = 0;
+                if let Some(&primary) = hosts.get(&source) {
+                    entries = self.copy_covered(table, primary, &lists).await?;
+                }
+                for (id, _) in &lists {
+                    store
+                        .ec_uncover(table, source, *id, true)
+                        .await
+                        .map_err(|f| failure_text(&f))?;
+                }
+                Ok::<u64, String>(entries)
+            }
+            .await;
+            match restored {
+                Ok(entries) => {
+                    self.inner
+                        .counters
+                        .ec_lists_restored
+                        .fetch_add(lists.len() as u64, Ordering::Relaxed);
+                    tracing::info!(%table, source = %source, lists = lists.len(), entries, "rows of coding groups that lost a member are held in full again")
+                }
+                Err(e) => {
+                    left += lists.len() as u64;
+                    tracing::warn!(%table, source = %source, error = %e, "restoring rows of coding groups that lost a member failed; retried next round")
+                }
+            }
+        }
+        left
+    }
+
+    /// Copies, within this node, every segment of the span of `lists` whose primary is
+    /// `primary` and that this node replicates, reading covered rows with their primary
+    /// (or decoding them) and storing them under this node's roles of now.
+    async fn copy_covered(
+        &self,
+        table: TableKey,
+        primary: Endpoint,
+        lists: &[(u64, KeyRange)],
+    ) -> Result<u64, String> {
+        let placement = self
+            .inner
+            .store
+            .placement(table)
+            .ok_or("the table is gone")?;
+        let start = lists
+            .iter()
+            .map(|(_, r)| r.start.clone())
+            .min()
+            .unwrap_or_default();
+        let end = lists.iter().filter_map(|(_, r)| r.end.clone()).max();
+        let me = self.endpoint();
+        let mut entries = 0;
+        for seg in self
+            .ring()
+            .segments_placed(&KeyRange { start, end }, &placement)
+        {
+            if seg.replicas.first() != Some(&primary) || !seg.replicas.contains(&me) {
+                continue;
+            }
+            entries += self
+                .copy_range(table, seg.range, (None, true), None)
+                .await
+                .map_err(|e| e.to_string())?
+                .0;
+        }
+        Ok(entries)
     }
 
     /// Runs [`Node::ec_round`] every `interval_ms` until the node shuts down.

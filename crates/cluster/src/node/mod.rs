@@ -88,6 +88,9 @@ struct Counters {
     repair_entries: AtomicU64,
     speculative_reads: AtomicU64,
     speculative_failovers: AtomicU64,
+    ec_rounds: AtomicU64,
+    ec_lists_restored: AtomicU64,
+    ec_lists_dissolved: AtomicU64,
 }
 
 /// A copy of the node's counters.
@@ -109,6 +112,13 @@ pub struct CounterSnapshot {
     /// Reads that asked another replica because one asked failed or its connection was
     /// lost.
     pub speculative_failovers: u64,
+    /// Erasure-coding rounds completed (`erasure_coding_interval_ms`).
+    pub ec_rounds: u64,
+    /// Key lists of erasure-coding groups that lost a member (a node left the ring)
+    /// whose rows this node holds in full again.
+    pub ec_lists_restored: u64,
+    /// Such key lists still held after the last coding round (restoring them failed).
+    pub ec_lists_dissolved: u64,
 }
 
 /// How long a truncate waits for every node (Cassandra's `truncate_request_timeout`).
@@ -615,6 +625,9 @@ impl Node {
             repair_entries: c.repair_entries.load(Ordering::Relaxed),
             speculative_reads: c.speculative_reads.load(Ordering::Relaxed),
             speculative_failovers: c.speculative_failovers.load(Ordering::Relaxed),
+            ec_rounds: c.ec_rounds.load(Ordering::Relaxed),
+            ec_lists_restored: c.ec_lists_restored.load(Ordering::Relaxed),
+            ec_lists_dissolved: c.ec_lists_dissolved.load(Ordering::Relaxed),
         }
     }
 

@@ -729,7 +729,7 @@ impl Node {
                     continue;
                 }
                 for range in m.keys() {
-                    copied += self.copy_range(*table, range, None, None).await?.0;
+                    copied += self.copy_range(*table, range, (None, false), None).await?.0;
                 }
             }
         }

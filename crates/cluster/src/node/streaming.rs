@@ -18,14 +18,15 @@ pub(super) const RANGES_IN_FLIGHT: usize = 4;
 impl Node {
     /// Copies the stored entries of `range` of `table`, page by page, from `source`
     /// (stored here as this node's roles say) or, with `None`, from this node itself
-    /// into its future roles' structures; the entries and bytes copied. The next page is
-    /// fetched while this one is stored; streams from a peer are paced, all ranges of the
-    /// move together, to `stream_throughput_bytes_per_sec`.
+    /// (rows a coding group covers read with their primary, or decoded) into its future
+    /// roles' structures — or, with `now`, under its roles of now; the entries and bytes
+    /// copied. The next page is fetched while this one is stored; streams from a peer are
+    /// paced, all ranges of the move together, to `stream_throughput_bytes_per_sec`.
     pub(super) async fn copy_range(
         &self,
         table: TableKey,
         range: KeyRange,
-        source: Option<Endpoint>,
+        (source, now): (Option<Endpoint>, bool),
         pacer: Option<&Pacer>,
     ) -> Result<(u64, u64), MoveError> {
         let me = self.endpoint();
@@ -45,8 +46,8 @@ impl Node {
                 }
                 let writes = stale_entries(&[], &entries);
                 let stored = match source {
-                    Some(_) => self.inner.store.apply(table, writes).await,
-                    None => self.inner.store.apply_future(table, writes).await,
+                    None if !now => self.inner.store.apply_future(table, writes).await,
+                    _ => self.inner.store.apply(table, writes).await,
                 };
                 stored.map_err(|f| MoveError::Stream {
                     peer: me,
@@ -148,7 +149,7 @@ impl Node {
         pacer: &Pacer,
     ) -> Result<(u64, u64), MoveError> {
         let mut copies = futures::stream::iter(ranges.iter().cloned())
-            .map(|range| self.copy_range(table, range, Some(source), Some(pacer)))
+            .map(|range| self.copy_range(table, range, (Some(source), false), Some(pacer)))
             .buffer_unordered(RANGES_IN_FLIGHT);
         let (mut entries, mut bytes) = (0, 0);
         while let Some(copied) = copies.next().await {

@@ -196,6 +196,33 @@ impl ReplicaStore {
         }
     }
 
+    /// Key lists held here whose coding group names a node `member` does not accept
+    /// ([`crate::covered::Covered::dissolved`]).
+    pub fn ec_dissolved(
+        &self,
+        member: impl Fn(&[u8; 16]) -> bool,
+    ) -> Vec<crate::covered::Dissolved> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.covered().dissolved(member),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Gives up `source`'s key list `id`: with `forget` false, its versions stop being
+    /// dropped (the caller then writes its rows back); with `forget` true, the list is
+    /// durably removed and its keys no longer covered.
+    pub fn ec_uncover(&self, source: SourceId, id: u64, forget: bool) -> Result<()> {
+        let Engines::ErasureTiered(_, elect) = &self.engines else {
+            return Ok(());
+        };
+        if forget {
+            elect.covered().forget(source, id)
+        } else {
+            elect.covered().release(source, id);
+            Ok(())
+        }
+    }
+
     /// What this node holds of shard `position` of `group`: its table in that data slot
     /// (position `< k`), or the parity shard with its epoch.
     pub fn ec_shard(&self, group: &GroupId, position: u8) -> Result<Option<(u64, Vec<u8>)>> {

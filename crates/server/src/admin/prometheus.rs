@@ -47,6 +47,9 @@ pub async fn record(admin: &Admin) {
         .absolute(c.speculative_reads);
     metrics::counter!("mosaic_speculative_reads_total", "cause" => "failed")
         .absolute(c.speculative_failovers);
+    metrics::counter!("mosaic_ec_rounds_total").absolute(c.ec_rounds);
+    metrics::counter!("mosaic_ec_lists_restored_total").absolute(c.ec_lists_restored);
+    metrics::gauge!("mosaic_ec_lists_dissolved").set(c.ec_lists_dissolved as f64);
     let selector = node.replica_selector();
     for (decision, n) in selector.decisions() {
         metrics::counter!(

@@ -581,6 +581,42 @@ impl Store for LocalStore {
         })
     }
 
+    fn ec_dissolved(
+        &self,
+        table: TableKey,
+        members: Vec<HostId>,
+    ) -> BoxFuture<'_, Result<Vec<mosaic_cluster::env::GivenUp>, Failure>> {
+        self.on_elect(table, move |s, _| {
+            let members: std::collections::HashSet<[u8; 16]> =
+                members.iter().map(|h| h.0).collect();
+            Ok(s.ec_dissolved(|node| members.contains(node))
+                .into_iter()
+                .map(|d| {
+                    // The last key included: the range ends just after it.
+                    let mut end = d.last;
+                    end.push(0);
+                    let range = KeyRange {
+                        start: d.first,
+                        end: Some(end),
+                    };
+                    (HostId(d.source.0), d.id, range)
+                })
+                .collect())
+        })
+    }
+
+    fn ec_uncover(
+        &self,
+        table: TableKey,
+        source: HostId,
+        id: u64,
+        forget: bool,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| {
+            s.ec_uncover(SourceId(source.0), id, forget)
+        })
+    }
+
     fn ec_covering(
         &self,
         table: TableKey,
