@@ -5,16 +5,18 @@
 //! crash is only what was made durable, each kind separately, as POSIX promises and no
 //! more:
 //! - a file's bytes up to its last `sync_data` (appends after it may be lost — or, in part,
-//!   kept: the image keeps a random prefix of them, a torn last write);
+//!   kept: the image keeps a random prefix of them, a torn last write); `create` of an
+//!   existing file truncates it in place, so its old bytes are gone too;
 //! - a directory's entries (creations, renames, removals, links) as of its last
 //!   `sync_dir`: a file created and synced but whose directory was not synced is gone;
 //!   a file renamed or removed without a directory sync is back under its old name.
 //!
 //! Directories themselves are durable once created (their creation is not what the
-//! engine's crash safety rests on). A crash image is taken at any moment with
-//! [`CrashFs::image`], or automatically at chosen operation counts ([`CrashFs::crash_at`])
-//! — in the middle of whatever the engine was doing, since every file-system call counts —
-//! each with a mark the test chooses (e.g. how many writes were acknowledged by then).
+//! engine's crash safety rests on); a renamed directory keeps its new name only once the
+//! parent directories of both names were synced since. A crash image is taken at any
+//! moment with [`CrashFs::image`], or automatically at chosen operation counts
+//! ([`CrashFs::crash_at`]) — in the middle of whatever the engine was doing, since every
+//! file-system call counts — each with a mark the test chooses (e.g. how many writes were acknowledged by then).
 //! The image is an independent `CrashFs`: open the store on it and check what it holds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -50,6 +52,9 @@ struct State {
     mark: Option<Mark>,
     rng: SplitMix64Cell,
     images: Vec<(u64, u64, CrashFs)>,
+    /// Directory renames not yet durable, oldest first: `(from, to)` and the parent
+    /// directories still to be synced before a crash keeps the new name.
+    dir_renames: Vec<(PathBuf, PathBuf, BTreeSet<PathBuf>)>,
 }
 
 #[derive(Clone, Default)]
@@ -108,6 +113,20 @@ impl State {
         self.dirs.get(&dir)?.entries.get(&name).copied()
     }
 
+    /// Moves directory `from` and everything under it to `to` (a directory rename).
+    fn move_dirs(dirs: &mut BTreeMap<PathBuf, Dir>, from: &Path, to: &Path) {
+        let moved: Vec<PathBuf> = dirs
+            .keys()
+            .filter(|d| d.starts_with(from))
+            .cloned()
+            .collect();
+        for d in moved {
+            if let (Some(dir), Ok(rest)) = (dirs.remove(&d), d.strip_prefix(from)) {
+                dirs.insert(to.join(rest), dir);
+            }
+        }
+    }
+
     fn dir_mut(&mut self, dir: &Path) -> io::Result<&mut Dir> {
         self.dirs.get_mut(dir).ok_or_else(|| not_found(dir))
     }
@@ -115,9 +134,14 @@ impl State {
     /// What a power loss now would leave (see the module doc).
     fn image(&self, seed: u64) -> CrashFs {
         let mut rng = SplitMix64::new(seed);
+        // A directory renamed since its parents were last synced is back under its old name.
+        let mut live = self.dirs.clone();
+        for (from, to, _) in self.dir_renames.iter().rev() {
+            State::move_dirs(&mut live, to, from);
+        }
         let mut dirs = BTreeMap::new();
         let mut files = HashMap::new();
-        for (path, dir) in &self.dirs {
+        for (path, dir) in &live {
             for inode in dir.durable.values() {
                 if files.contains_key(inode) {
                     continue;
@@ -283,11 +307,18 @@ impl Fs for CrashFs {
         let mut s = self.state.lock();
         s.tick();
         let (dir, name) = split(path)?;
-        s.dir_mut(&dir)?;
-        s.next_inode += 1;
-        let inode = s.next_inode;
+        // An existing file is truncated in place, as `File::create` does: its old bytes
+        // are gone at once, durable or not (only a rename replaces a file atomically).
+        let inode = match s.dir_mut(&dir)?.entries.get(&name).copied() {
+            Some(inode) => inode,
+            None => {
+                s.next_inode += 1;
+                let inode = s.next_inode;
+                s.dir_mut(&dir)?.entries.insert(name, inode);
+                inode
+            }
+        };
         s.files.insert(inode, File::default());
-        s.dir_mut(&dir)?.entries.insert(name, inode);
         Ok(Box::new(Writer {
             state: self.state.clone(),
             inode,
@@ -315,6 +346,24 @@ impl Fs for CrashFs {
         let (from_dir, from_name) = split(from)?;
         let (to_dir, to_name) = split(to)?;
         s.dir_mut(&to_dir)?;
+        if s.dirs.contains_key(from) && s.inode(from).is_none() {
+            // A directory: durable under its new name once both parents are synced.
+            // As POSIX: an empty directory is replaced, anything else is not.
+            let empty = s.dirs.get(to).is_some_and(|d| d.entries.is_empty())
+                && !s.dirs.keys().any(|d| d.parent() == Some(to));
+            if s.inode(to).is_some() || (s.dirs.contains_key(to) && !empty) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists", to.display()),
+                ));
+            }
+            s.dirs.remove(to);
+            State::move_dirs(&mut s.dirs, from, to);
+            let parents = BTreeSet::from([from_dir, to_dir]);
+            s.dir_renames
+                .push((from.to_path_buf(), to.to_path_buf(), parents));
+            return Ok(());
+        }
         let inode = s
             .dir_mut(&from_dir)?
             .entries
@@ -370,6 +419,10 @@ impl Fs for CrashFs {
         s.tick();
         let d = s.dir_mut(dir)?;
         d.durable = d.entries.clone();
+        for (_, _, parents) in &mut s.dir_renames {
+            parents.remove(dir);
+        }
+        s.dir_renames.retain(|(_, _, parents)| !parents.is_empty());
         Ok(())
     }
 
@@ -464,6 +517,40 @@ mod tests {
             .map(|seed| fs.image(seed).read_all(Path::new("/d/t")).unwrap().len())
             .collect();
         assert!(lens.len() > 5, "{lens:?}");
+    }
+
+    #[test]
+    fn creating_an_existing_file_truncates_it_in_place() {
+        let fs = CrashFs::new();
+        fs.create_dir_all(Path::new("/d")).unwrap();
+        write(&fs, "/d/f", b"old", true);
+        fs.sync_dir(Path::new("/d")).unwrap();
+        // Rewritten in place and not yet synced: neither version survives whole.
+        write(&fs, "/d/f", b"new", false);
+        for seed in 0..10 {
+            let f = fs.image(seed).read_all(Path::new("/d/f")).unwrap();
+            assert!(b"new".starts_with(&f), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_directory_rename_is_durable_once_its_parent_is_synced() {
+        let fs = CrashFs::new();
+        fs.create_dir_all(Path::new("/d/t")).unwrap();
+        write(&fs, "/d/t/f", b"x", true);
+        fs.sync_dir(Path::new("/d/t")).unwrap();
+        fs.rename(Path::new("/d/t"), Path::new("/d/u")).unwrap();
+        assert!(!fs.exists(Path::new("/d/t")));
+        assert_eq!(fs.read_all(Path::new("/d/u/f")).unwrap(), b"x");
+        // Not synced: a crash brings the old name back, with its files.
+        let image = fs.image(1);
+        assert!(!image.exists(Path::new("/d/u")));
+        assert_eq!(image.read_all(Path::new("/d/t/f")).unwrap(), b"x");
+        fs.sync_dir(Path::new("/d")).unwrap();
+        let image = fs.image(2);
+        assert!(!image.exists(Path::new("/d/t")));
+        assert_eq!(image.read_all(Path::new("/d/u/f")).unwrap(), b"x");
+        assert_eq!(image.list(Path::new("/d")).unwrap(), ["u"]);
     }
 
     #[test]

@@ -31,7 +31,10 @@
 //! tree the index's, drops the old one's partition, moves its directory aside and removes
 //! the marker. A crash at any point resumes: with the marker and both trees present the
 //! copy starts over (copying is idempotent: entries keep their timestamps and merge); with
-//! the old tree gone, only the marker's removal was left.
+//! the old tree gone, only the marker's removal was left. A write goes to the old tree
+//! before the new one, so the new tree never holds what the old one lacks. Opening with
+//! orders a tree is not in, and no marker, starts its re-layout (a crash may have come
+//! before `set_orders` made the marker durable).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -186,6 +189,10 @@ struct Relayout {
     cursor: Option<Vec<u8>>,
 }
 
+/// Names tried for a dropped tree's directory moved aside (a rename onto one taken
+/// fails, naming it).
+const ASIDE_NAMES_MAX: usize = 1000;
+
 /// Prefix of the marker naming an index's re-layout target.
 const RELAYOUT_PREFIX: &str = "RELAYOUT-";
 
@@ -278,6 +285,11 @@ impl Heterogeneous {
             relayouts: RwLock::new(BTreeMap::new()),
         };
         store.resume_relayouts(markers)?;
+        // A tree in an order the table no longer has and no marker naming a re-layout
+        // (a crash before `set_orders` made its marker durable, or a `set_orders` that
+        // failed) starts its re-layout now: otherwise nothing would ever start it again.
+        let orders = store.keys.read().orders.clone();
+        store.set_orders(orders)?;
         Ok(store)
     }
 
@@ -388,9 +400,16 @@ impl Heterogeneous {
         if let Some(engine) = &self.engine.engine {
             engine.drop_partitions_under(&dir)?;
         }
-        let aside = self
-            .dir
-            .join(format!("dropped-{}", tree_dir_name(index, perm)));
+        // A tree of this order dropped before left its directory aside (not empty: its
+        // subdirectories stay, and a crash brings back removed files): take a new name.
+        let name = tree_dir_name(index, perm);
+        let mut aside = self.dir.join(format!("dropped-{name}"));
+        for n in 1..=ASIDE_NAMES_MAX {
+            if !fs.exists(&aside) {
+                break;
+            }
+            aside = self.dir.join(format!("dropped-{name}-{n}"));
+        }
         if fs.exists(&dir) {
             fs.rename(&dir, &aside)
                 .map_err(|e| Error::io("renaming", &dir, e))?;
@@ -542,14 +561,18 @@ impl Heterogeneous {
     /// Applies a batch of canonical writes under `role`, re-keyed into its tree's order.
     pub(crate) fn write(&self, role: Role, batch: WriteBatch) -> Result<()> {
         let tree = self.tree_or_create(role)?;
-        // A re-layout under way gets every write too, in its order.
+        // A re-layout under way gets every write too, in its order — after the old tree:
+        // a crash between the two leaves the write in the old tree only, which the
+        // resumed copy carries over, never in the new tree only, where it would appear
+        // only once the switch makes reads use that tree.
         let next = self
             .relayouts
             .read()
             .get(&role.index())
             .map(|r| r.next.clone());
         if let Some(next) = next {
-            self.write_in(&next, batch.clone())?;
+            self.write_in(&tree, batch.clone())?;
+            return self.write_in(&next, batch);
         }
         self.write_in(&tree, batch)
     }
