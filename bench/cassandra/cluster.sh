@@ -91,37 +91,57 @@ authenticator: $authenticator
 authorizer: $authorizer
 YAML
         if [ -n "$yaml_extra" ]; then cat "$yaml_extra" >> "$node/cassandra.yaml"; fi
-        # The JVM runs detached from this shell; its pid is the node's pid. The subshell
-        # joins the node's cgroup ("0": the writer itself) and becomes the JVM.
-        (
-            if [ -n "$cgroup" ]; then echo 0 > "${cgroup//\{node\}/$i}/cgroup.procs"; fi
-            exec setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
-            -javaagent:"$home/lib/jamm-0.3.2.jar" \
-            -Dcassandra.jmx.local.port=$((jmx_port + i)) \
-            -Dcassandra.config="file://$node/cassandra.yaml" \
-            -Dcassandra.storagedir="$node" \
-            -Dcassandra.logdir="$node" \
-            -Dlogback.configurationFile="$here/logback.xml" \
-            -Dcassandra.skip_wait_for_gossip_to_settle=0 \
-            -Dcassandra.ring_delay_ms=1000 \
-            -Dcassandra-foreground=yes \
-            -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon
-        ) > "$node/stdout.log" 2>&1 < /dev/null &
-        echo $! > "$node/pid"
-        echo "node$i: pid $!, CQL on $ip:$port, JMX on $((jmx_port + i)), dir $node"
-        # Nodes join one at a time, as Cassandra requires of bootstrapping nodes.
-        deadline=$((SECONDS + 300))
-        until listening "$ip" "$port"; do
-            if ! running "$node"; then
-                echo "node$i exited; last lines of $node/system.log:" >&2
-                tail -n 20 "$node/stdout.log" "$node/system.log" >&2 || true
-                exit 1
-            fi
-            if [ $SECONDS -ge $deadline ]; then
-                echo "node$i does not serve CQL after 300 s" >&2
-                exit 1
-            fi
-            sleep 1
+        fresh=0
+        [ -d "$node/data" ] || fresh=1
+        attempt=1
+        while :; do
+            # The JVM runs detached from this shell; its pid is the node's pid. The subshell
+            # joins the node's cgroup ("0": the writer itself) and becomes the JVM.
+            (
+                if [ -n "$cgroup" ]; then echo 0 > "${cgroup//\{node\}/$i}/cgroup.procs"; fi
+                exec setsid java -Xms"$heap" -Xmx"$heap" "${jvm_flags[@]}" \
+                -javaagent:"$home/lib/jamm-0.3.2.jar" \
+                -Dcassandra.jmx.local.port=$((jmx_port + i)) \
+                -Dcassandra.config="file://$node/cassandra.yaml" \
+                -Dcassandra.storagedir="$node" \
+                -Dcassandra.logdir="$node" \
+                -Dlogback.configurationFile="$here/logback.xml" \
+                -Dcassandra.skip_wait_for_gossip_to_settle=0 \
+                -Dcassandra.ring_delay_ms=1000 \
+                -Dcassandra-foreground=yes \
+                -cp "$home/lib/*" org.apache.cassandra.service.CassandraDaemon
+            ) > "$node/stdout.log" 2>&1 < /dev/null &
+            echo $! > "$node/pid"
+            echo "node$i: pid $!, CQL on $ip:$port, JMX on $((jmx_port + i)), dir $node"
+            # Nodes join one at a time, as Cassandra requires of bootstrapping nodes.
+            deadline=$((SECONDS + 300))
+            failed=0
+            until listening "$ip" "$port"; do
+                if ! running "$node"; then
+                    # A fresh node's bootstrap sometimes gives up on the seed it has gossiped
+                    # with ("Unable to contact any seeds", seen on this loaded 2-core machine):
+                    # it never joined, so it starts again from nothing, twice at most.
+                    if [ "$fresh" = 1 ] && [ "$attempt" -lt 3 ] \
+                        && grep -q "Unable to contact any seeds" "$node/system.log" 2>/dev/null; then
+                        echo "node$i: bootstrap found no seed (attempt $attempt); starting it again" >&2
+                        rm -rf "$node/data" "$node/commitlog" "$node/saved_caches" "$node/hints" "$node/cdc_raw"
+                        mv "$node/system.log" "$node/system.log.attempt$attempt" 2>/dev/null || true
+                        attempt=$((attempt + 1))
+                        failed=1
+                        sleep 5
+                        break
+                    fi
+                    echo "node$i exited; last lines of $node/system.log:" >&2
+                    tail -n 20 "$node/stdout.log" "$node/system.log" >&2 || true
+                    exit 1
+                fi
+                if [ $SECONDS -ge $deadline ]; then
+                    echo "node$i does not serve CQL after 300 s" >&2
+                    exit 1
+                fi
+                sleep 1
+            done
+            [ "$failed" = 1 ] || break
         done
         echo "node$i: serving CQL after ${SECONDS} s"
     done
