@@ -23,6 +23,10 @@ const LOST_READ_TAIL: u64 = 128 << 10;
 /// at once).
 const LOST_SOURCES_TTL_MICROS: u64 = 2_000_000;
 
+/// How long a degraded read whose freshly resolved sources could not rebuild a slot waits
+/// before resolving them again (a group change under way commits in a round trip).
+const SOURCES_RETRY_PAUSE_MS: u64 = 200;
+
 /// A group's shards a lost one is rebuilt from: the newest ECMeta, the nodes holding
 /// shards other than the lost one (data first, in position order), and the empty slots
 /// (all zeros, nothing to fetch).
@@ -230,14 +234,19 @@ impl Node {
         let (src, cached) = self.cached_sources(table, &listed, slot).await?;
         let (src, shards) = match self.fetch_k(table, &src, Some(span.clone())).await {
             Ok(shards) => (src, shards),
-            // Sources resolved a while ago may be stale: resolve them again, once.
-            Err(_) if cached => {
+            // Sources resolved a while ago may be stale, and sources resolved just now
+            // may be caught by a change of the group under way (its parity nodes moved
+            // to the next epoch before the leader committed its ECMeta): resolve them
+            // again, once — after a pause that lets such a change commit.
+            Err(_) => {
+                if !cached {
+                    self.inner.runtime.sleep(SOURCES_RETRY_PAUSE_MS).await;
+                }
                 self.forget_sources(table, &listed, slot);
                 let (fresh, _) = self.cached_sources(table, &listed, slot).await?;
                 let shards = self.fetch_k(table, &fresh, Some(span.clone())).await?;
                 (fresh, shards)
             }
-            Err(f) => return Err(f),
         };
         self.inner
             .store
