@@ -12,10 +12,12 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
+#[path = "common/crash.rs"]
+mod crash;
+use crash::options;
 use mosaic_env::{CrashFs, SplitMix64};
-use mosaic_lsm::{Options, SyncMode, WriteBatch};
+use mosaic_lsm::WriteBatch;
 use mosaic_replica::{Layout, LogSettings, ReplicaStore, RingRanges, Role, SourceId};
 use mosaic_rows::key::encode_token;
 use mosaic_types::Token;
@@ -24,21 +26,6 @@ const RING: [i64; 2] = [-3_000_000_000_000_000_000, 3_000_000_000_000_000_000];
 const WRITES: usize = 500;
 const KEYS: u64 = 90;
 const CRASHES_PER_SEED: usize = 5;
-
-fn options(fs: &CrashFs) -> Options {
-    Options {
-        fs: Arc::new(fs.clone()),
-        sync_mode: SyncMode::PerWrite,
-        memtable_size_bytes: 4 << 10,
-        block_cache_bytes: 0,
-        level0_compaction_trigger: 2,
-        level0_stall_tables: 8,
-        level1_size_bytes: 16 << 10,
-        table_size_bytes: 8 << 10,
-        gc_grace_micros: u64::MAX,
-        ..Options::default()
-    }
-}
 
 fn open(fs: &CrashFs, layout: Layout) -> mosaic_lsm::Result<ReplicaStore> {
     let log = LogSettings {

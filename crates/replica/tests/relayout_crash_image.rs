@@ -17,10 +17,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
+#[path = "common/crash.rs"]
+mod crash;
+use crash::options;
 use mosaic_env::{CrashFs, SplitMix64};
-use mosaic_lsm::{Options, SyncMode, WriteBatch};
+use mosaic_lsm::WriteBatch;
 use mosaic_replica::{KeyOrders, Layout, LogSettings, ReplicaStore, Role, SourceId};
 use mosaic_rows::{KeySchema, Order, Permutation};
 use mosaic_types::{CqlType, CqlValue};
@@ -54,21 +56,6 @@ fn orders(alters: usize) -> Vec<Permutation> {
         1 => vec![p([1, 2, 0]), p([1, 0, 2])],
         2 => vec![p([1, 2, 0]), p([2, 0, 1])],
         _ => vec![p([1, 2, 0]), p([1, 0, 2])],
-    }
-}
-
-fn options(fs: &CrashFs) -> Options {
-    Options {
-        fs: Arc::new(fs.clone()),
-        sync_mode: SyncMode::PerWrite,
-        memtable_size_bytes: 4 << 10,
-        block_cache_bytes: 0,
-        level0_compaction_trigger: 2,
-        level0_stall_tables: 8,
-        level1_size_bytes: 16 << 10,
-        table_size_bytes: 8 << 10,
-        gc_grace_micros: u64::MAX,
-        ..Options::default()
     }
 }
 

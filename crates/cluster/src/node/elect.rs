@@ -183,12 +183,13 @@ impl Node {
         let me = self.own_host_id();
         let mut coded = 0;
         let mut dissolved = 0;
+        let ring_hosts = self.ring_hosts();
         for (table, code) in store.ec_tables() {
             let Some(replication) = store.placement(table) else {
                 continue;
             };
             // Before anything else, and even when the cluster became too small to code.
-            dissolved += self.restore_dissolved(table, &self.ring_hosts()).await;
+            dissolved += self.restore_dissolved(table, &ring_hosts).await;
             let rf = replication.total();
             let (placement, hosts) = match self.ec_placement(code.k, code.n) {
                 Ok(p) => p,

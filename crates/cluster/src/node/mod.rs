@@ -65,6 +65,7 @@ mod removal;
 mod replace;
 mod replica;
 mod streaming;
+mod tally;
 mod topology;
 mod write;
 
@@ -73,53 +74,12 @@ pub use moves::{MoveError, StreamSession, StreamedRange, StreamsSnapshot};
 pub use paxos::PaxosRound;
 use read::stale_entries;
 pub use read::{digest, disputed_keys, merge_answers, ReadAnswer};
+pub use tally::CounterSnapshot;
+use tally::Counters;
 use write::WriteGroup;
 
 /// Times repair asks for one thing before the range fails.
 const REPAIR_ATTEMPTS: usize = 3;
-
-/// Live counters of hinted handoff.
-#[derive(Default)]
-struct Counters {
-    hints_stored: AtomicU64,
-    hints_replayed: AtomicU64,
-    hints_failed: AtomicU64,
-    repair_ranges: AtomicU64,
-    repair_entries: AtomicU64,
-    speculative_reads: AtomicU64,
-    speculative_failovers: AtomicU64,
-    ec_rounds: AtomicU64,
-    ec_lists_restored: AtomicU64,
-    ec_lists_dissolved: AtomicU64,
-}
-
-/// A copy of the node's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CounterSnapshot {
-    /// Hints stored for replicas that were down or did not answer.
-    pub hints_stored: u64,
-    /// Hints delivered to their replica.
-    pub hints_replayed: u64,
-    /// Hints that could not be stored.
-    pub hints_failed: u64,
-    /// Token ranges repaired (or attempted) by this node.
-    pub repair_ranges: u64,
-    /// Entries repair wrote to replicas that lacked them.
-    pub repair_entries: u64,
-    /// Reads that asked one replica more because the ones asked were slow
-    /// (`speculative_retry`).
-    pub speculative_reads: u64,
-    /// Reads that asked another replica because one asked failed or its connection was
-    /// lost.
-    pub speculative_failovers: u64,
-    /// Erasure-coding rounds completed (`erasure_coding_interval_ms`).
-    pub ec_rounds: u64,
-    /// Key lists of erasure-coding groups that lost a member (a node left the ring)
-    /// whose rows this node holds in full again.
-    pub ec_lists_restored: u64,
-    /// Such key lists still held after the last coding round (restoring them failed).
-    pub ec_lists_dissolved: u64,
-}
 
 /// How long a truncate waits for every node (Cassandra's `truncate_request_timeout`).
 const TRUNCATE_TIMEOUT_MS: u64 = 60_000;
@@ -614,21 +574,9 @@ impl Node {
         &self.inner.selector
     }
 
-    /// Counters of hinted handoff and repair.
+    /// Counters of hinted handoff, repair, speculative reads and erasure coding.
     pub fn counters(&self) -> CounterSnapshot {
-        let c = &self.inner.counters;
-        CounterSnapshot {
-            hints_stored: c.hints_stored.load(Ordering::Relaxed),
-            hints_replayed: c.hints_replayed.load(Ordering::Relaxed),
-            hints_failed: c.hints_failed.load(Ordering::Relaxed),
-            repair_ranges: c.repair_ranges.load(Ordering::Relaxed),
-            repair_entries: c.repair_entries.load(Ordering::Relaxed),
-            speculative_reads: c.speculative_reads.load(Ordering::Relaxed),
-            speculative_failovers: c.speculative_failovers.load(Ordering::Relaxed),
-            ec_rounds: c.ec_rounds.load(Ordering::Relaxed),
-            ec_lists_restored: c.ec_lists_restored.load(Ordering::Relaxed),
-            ec_lists_dissolved: c.ec_lists_dissolved.load(Ordering::Relaxed),
-        }
+        self.inner.counters.snapshot()
     }
 
     /// Truncates `table` on every node of the ring; like Cassandra, only when every node
