@@ -79,3 +79,31 @@ def run(c):
     # Every write is there.
     for i in (0, TABLES // 2, TABLES - 1):
         assert s.execute(f"SELECT count(*) FROM t{i}").one()[0] == 40
+
+
+def engine_stats_of(c, node):
+    with urllib.request.urlopen(f"http://{c.admin(node)}/stats", timeout=10) as r:
+        return json.loads(r.read())["engine"]
+
+
+def test_local_nodes_share_the_cores_and_worker_threads_is_honoured():
+    """`mosaic cluster up` gives each of its nodes its share of the cores (a worker thread
+    beyond a node's share costs every request a cross-thread wake-up), and a node runs the
+    `worker_threads` its config names."""
+    cores = len(os.sched_getaffinity(0))
+    c = MosaicCluster(3)
+    try:
+        c.up()
+        for n in (1, 2, 3):
+            assert f"worker_threads = {max(1, cores // 3)}" in open(c.config(n)).read()
+            assert engine_stats_of(c, n)["worker_threads"] == max(1, cores // 3)
+    finally:
+        c.close()
+    c = MosaicCluster(1, ("worker_threads=3",))
+    try:
+        c.up()
+        assert engine_stats_of(c, 1)["worker_threads"] == 3
+        # And it serves.
+        assert c.session().execute("SELECT release_version FROM system.local").one() is not None
+    finally:
+        c.close()

@@ -58,6 +58,11 @@ pub struct Config {
     pub replace_address: Option<String>,
     /// Milliseconds a SIGTERM/SIGINT waits for in-flight requests before closing storage.
     pub shutdown_timeout_ms: u64,
+    /// Threads of the node's async runtime, which run CQL and internode connections and
+    /// the engine calls made inline (`[storage] engine_calls`); 0: one per core available
+    /// to the process. Several nodes sharing one machine each run best with their share
+    /// of its cores: `mosaic cluster up` gives each of its nodes `cores / nodes` (at least 1).
+    pub worker_threads: usize,
     /// The internode port (gossip, replication); peers reach this node at
     /// `broadcast_address:storage_port`.
     pub storage_port: u16,
@@ -366,6 +371,7 @@ impl Default for Config {
             initial_token: Vec::new(),
             replace_address: None,
             shutdown_timeout_ms: 10_000,
+            worker_threads: 0,
             storage_port: 7000,
             admin_port: 7199,
             admin_listen_address: None,

@@ -329,6 +329,7 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
         initial_token,
         seeds,
         data_dir: node.dir.join("data"),
+        worker_threads: worker_threads_each(args.nodes),
         ..Config::default()
     };
     config.internode_auth.secret_file = cluster_secret(cluster_dir)?.to_string_lossy().into_owned();
@@ -340,6 +341,14 @@ fn node_config(node: &NodeFiles, args: &UpArgs, index: u32) -> Result<Config> {
     );
     write_atomic(&path, text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     Ok(config)
+}
+
+/// The runtime threads of each of `nodes` local nodes: the cores available to this
+/// process shared among them, at least one each (a thread more than its share costs a node
+/// cross-thread wake-ups on every request without giving it more CPU).
+fn worker_threads_each(nodes: u32) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / nodes.max(1) as usize).max(1)
 }
 
 /// The datacenter and rack of node `index` (from 1) of `nodes` spread over `datacenters`
@@ -701,7 +710,16 @@ fn stop_node(node: &NodeFiles) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cgroup_procs_files, location};
+    use super::{cgroup_procs_files, location, worker_threads_each};
+
+    #[test]
+    fn local_nodes_share_the_cores_with_at_least_one_thread_each() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(worker_threads_each(1), cores);
+        assert_eq!(worker_threads_each(cores as u32), 1);
+        assert_eq!(worker_threads_each(cores as u32 * 3 + 1), 1);
+        assert_eq!(worker_threads_each(0), cores);
+    }
 
     #[test]
     fn a_node_joins_the_cgroups_named_for_its_number_which_must_exist() {

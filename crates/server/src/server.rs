@@ -53,7 +53,11 @@ pub fn run(config_path: &Path) -> Result<()> {
     for warning in config.deprecations() {
         tracing::warn!(target: "mosaic", "{warning}");
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if config.worker_threads > 0 {
+        runtime.worker_threads(config.worker_threads);
+    }
+    let runtime = runtime
         .enable_all()
         .thread_name("mosaic-worker")
         .build()

@@ -510,7 +510,7 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
     };
     println!(
         "  engine: {} partitions, memtables {} of {space}, block cache {} of {}{}, commit log {}, \
-         {} flush + {} compaction threads, stalls {} ({:.1} s, {} timed out), slowdowns {} ({:.1} s), \
+         {} runtime + {} flush + {} compaction threads, stalls {} ({:.1} s, {} timed out), slowdowns {} ({:.1} s), \
          {:.2} disk reads and {:.0} B per get",
         e.partitions,
         bytes(e.memtable_bytes as u64),
@@ -522,6 +522,7 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
             ""
         },
         bytes(e.wal_bytes),
+        e.worker_threads,
         e.flush_threads,
         e.compaction_threads,
         e.write_stalls,

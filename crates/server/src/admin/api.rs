@@ -429,6 +429,10 @@ pub struct EngineStats {
     pub get_bytes_read: u64,
     /// Bytes in the shared commit log's files.
     pub wal_bytes: u64,
+    /// The node's async runtime threads (`worker_threads`): CQL and internode
+    /// connections, and inline engine calls.
+    #[serde(default)]
+    pub worker_threads: usize,
     /// The shared flush and compaction workers.
     pub flush_threads: usize,
     pub compaction_threads: usize,

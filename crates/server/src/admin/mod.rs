@@ -488,6 +488,8 @@ pub(crate) fn engine_stats(local: &LocalCoordinator) -> api::EngineStats {
         block_cache_capacity_bytes: o.block_cache_bytes,
         cache_index_and_filter_blocks: o.cache_index_and_filter_blocks,
         wal_bytes: engine.wal_bytes(),
+        worker_threads: tokio::runtime::Handle::try_current()
+            .map_or(0, |h| h.metrics().num_workers()),
         flush_threads: o.flush_threads,
         compaction_threads: o.compaction_threads,
         compaction_bytes_per_sec: o.compaction_bytes_per_sec,
