@@ -67,10 +67,10 @@ def test_primary_first_always_asks_the_same_replica():
         c.close()
 
 
-def latencies_with_a_stalling_node(policy, reads=600):
+def latencies_with_a_stalling_node(policy, reads=600, settings=()):
     """Mean and p99 latency (ms) of reads at ONE through node 1 while node 3 stalls (a
-    device with long stalls: SIGSTOP for 40 ms of every 80)."""
-    c = MosaicCluster(3, (f"scheduling.replica_selection={policy}",))
+    device with long stalls: SIGSTOP for 40 ms of every 80), and node 1's `mosaic status`."""
+    c = MosaicCluster(3, (f"scheduling.replica_selection={policy}",) + tuple(settings))
     stop = threading.Event()
     try:
         c.up()
@@ -107,7 +107,8 @@ def latencies_with_a_stalling_node(policy, reads=600):
             t.join()
             os.kill(pid, signal.SIGCONT)
         took.sort()
-        return sum(took) / len(took), took[int(len(took) * 0.99)]
+        status = c.mosaic("status", "--host", c.admin(1)).stdout
+        return sum(took) / len(took), took[int(len(took) * 0.99)], status
     finally:
         stop.set()
         c.close()
@@ -117,13 +118,17 @@ def test_latency_aware_policies_route_around_a_stalling_replica():
     """A replica that stalls (stopped for tens of milliseconds at a time) delays every read
     sent to it: round-robin sends it a third of the reads, while C3 and the dynamic snitch
     learn to avoid it. Same cluster shape, same reads, one policy at a time."""
-    rr_mean, rr_p99 = latencies_with_a_stalling_node("round-robin")
-    for policy in ("c3", "dynamic-snitch"):
-        mean, p99 = latencies_with_a_stalling_node(policy)
+    rr_mean, rr_p99, _ = latencies_with_a_stalling_node("round-robin")
+    # C3 with its rate control too: a limit of 20 reads per 20 ms per replica.
+    rate_control = ("scheduling.c3.rate_control=true", "scheduling.c3.initial_limit=20")
+    for policy, settings in (("c3", ()), ("c3", rate_control), ("dynamic-snitch", ())):
+        mean, p99, status = latencies_with_a_stalling_node(policy, settings=settings)
         # The tail is where the stalls show (round-robin's p99 is a stall, ~40 ms); the
         # mean also carries the shared machine's noise (measured 0.25–0.6 of round-robin's).
-        assert p99 < 0.5 * rr_p99, (policy, p99, rr_p99)
-        assert mean < 0.75 * rr_mean, (policy, mean, rr_mean)
+        assert p99 < 0.5 * rr_p99, (policy, settings, p99, rr_p99)
+        assert mean < 0.75 * rr_mean, (policy, settings, mean, rr_mean)
+        # The rate control's decisions are counted only when it is on.
+        assert ("backlogged" in status) == bool(settings), status
 
 
 def test_read_stage_bounds_reads_and_orders_them_by_the_sizes_learned():

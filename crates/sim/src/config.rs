@@ -113,6 +113,10 @@ pub struct Config {
     pub range_read_ppm: u32,
     /// How every node's reads choose replicas (`[scheduling] replica_selection`).
     pub replica_selection: mosaic_types::ReplicaSelection,
+    /// C3's rate control (`[scheduling.c3] rate_control`), on with this initial limit in
+    /// reads per interval (the other parameters at their defaults); never drawn by
+    /// [`Config::from_seed`]: off.
+    pub c3_rate_limit: Option<u32>,
     /// The lightweight-transaction workload, when the run has one (never drawn by
     /// [`Config::from_seed`], so seeds without it run as they always did).
     pub lwt: Option<Lwt>,
@@ -226,6 +230,7 @@ impl Config {
                     C3,
                 ][r.index(6)]
             },
+            c3_rate_limit: None,
             lwt: None,
             // After every other draw, so older seeds keep their configuration; never in a
             // crash storm (a move needs its ring agreement to come).

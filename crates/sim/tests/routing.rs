@@ -3,7 +3,7 @@
 //! replica and few to the slow one, while round-robin sends each its third; no policy
 //! sends a read to a crashed node once it is seen down.
 
-use mosaic_sim::world::routing;
+use mosaic_sim::world::{routing, routing_with};
 use mosaic_types::ReplicaSelection as P;
 
 const READS: usize = 300;
@@ -38,6 +38,33 @@ fn latency_aware_policies_route_around_a_slow_node() {
                 "{policy} sent {fastest:.2} to the fastest node: {r:?}"
             );
         }
+    }
+}
+
+#[test]
+fn c3_with_rate_control_still_routes_around_a_slow_node_and_loses_no_read() {
+    for seed in [1, 2] {
+        // A limit of 4 reads per 20 ms binds at first (the reads go out one after another,
+        // about one a millisecond): the limiter has to move reads off the fastest replica
+        // and then grow its limit as it keeps up.
+        let r = routing_with(P::C3, Some(4), seed, SLOW_US, READS);
+        assert!(r.violations.is_empty(), "{:?}", r.violations);
+        assert_eq!(r.failed_reads, 0, "{r:?}");
+        assert_eq!(r.served.iter().sum::<u64>(), READS as u64, "{r:?}");
+        let slow = share(&r.served, 2);
+        assert!(
+            slow < 0.1,
+            "sent {slow:.2} of the reads to the slow node: {r:?}"
+        );
+        assert_eq!(
+            r.served_after_crash.get(1).copied().unwrap_or(0),
+            0,
+            "{r:?}"
+        );
+        // The limit bound: some reads went elsewhere than to the fastest replica, which
+        // C3 without rate control sends every read to here.
+        let fastest = r.served.get(1).copied().unwrap_or(0);
+        assert!(fastest < READS as u64, "the limit never bound: {r:?}");
     }
 }
 

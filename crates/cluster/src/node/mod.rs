@@ -634,7 +634,7 @@ impl Node {
         let started = self.inner.runtime.now_micros();
         // Reads in flight to each replica, for policies that weigh them (C3).
         let outstanding = matches!(body, Body::Read { .. }).then(|| {
-            self.inner.selector.sent(to);
+            self.inner.selector.sent(to, started);
             Outstanding {
                 selector: self.inner.selector.clone(),
                 to,

@@ -236,6 +236,15 @@ impl Node {
         let (targets, spare, mut tags) =
             self.read_targets(table, &seg, limit, cl, &quorum, prefer)?;
         tags.extend_from_slice(extra);
+        // A policy that limits its sending rate (C3's) may hold a read whose replicas are
+        // all at their limit, for one interval at most.
+        let hold = self.inner.selector.hold_micros(
+            &mut targets.iter().chain(&spare).copied(),
+            self.inner.runtime.now_micros(),
+        );
+        if hold > 0 {
+            self.inner.runtime.sleep(hold.div_ceil(1000)).await;
+        }
         let read = SegmentRead {
             table,
             range: WireRange {

@@ -14,7 +14,8 @@
 //!   keys a decaying count-min sketch finds popular, always the primary for the rest (so
 //!   each replica's cache holds its own share of the cold keys);
 //! - `c3` ([`c3`]): C3's scoring — response times seen here, service times and queue
-//!   lengths the replicas report, reads outstanding to each, ranked by C3's cubic score;
+//!   lengths the replicas report, reads outstanding to each, ranked by C3's cubic score —
+//!   and, with `[scheduling.c3] rate_control`, C3's rate control ([`c3_rate`]);
 //! - `primary-first`, `round-robin`, `random` ([`simple`]).
 //!
 //! A policy may need the replicas' state: it declares the facts it needs
@@ -31,6 +32,7 @@ use crate::message::{TableKey, Tag};
 use crate::Endpoint;
 
 pub mod c3;
+pub mod c3_rate;
 pub mod facts;
 pub mod oracle;
 pub mod popularity;
@@ -38,6 +40,7 @@ pub mod simple;
 pub mod snitch;
 
 pub use c3::C3;
+pub use c3_rate::C3Params;
 pub use mosaic_types::ReplicaSelection;
 pub use oracle::{ItemSizeParams, SizeOracleId, StaticParams, Tagger};
 pub use popularity::{PopularRouting, PopularityAware, PopularityParams};
@@ -78,9 +81,15 @@ pub trait ReplicaSelector: Send + Sync + 'static {
     fn feedback(&self, node: Endpoint, facts: &facts::Facts) {
         let _ = (node, facts);
     }
-    /// A read was sent to `node`.
-    fn sent(&self, node: Endpoint) {
-        let _ = node;
+    /// A read was sent to `node` at `now_micros`.
+    fn sent(&self, node: Endpoint, now_micros: u64) {
+        let _ = (node, now_micros);
+    }
+    /// How long a read ordered for `replicas` (best first) should wait before it is sent
+    /// (C3's backlog: every replica at its sending limit); 0: send now.
+    fn hold_micros(&self, replicas: &mut dyn Iterator<Item = Endpoint>, now_micros: u64) -> u64 {
+        let _ = (replicas, now_micros);
+        0
     }
     /// A read sent to `node` ended (answered, timed out or abandoned).
     fn done(&self, node: Endpoint) {
@@ -115,6 +124,8 @@ pub struct SchedulingConfig {
     /// `[scheduling.popularity-aware]`.
     #[serde(rename = "popularity-aware")]
     pub popularity_aware: PopularityParams,
+    /// `[scheduling.c3]`.
+    pub c3: C3Params,
     /// `[scheduling.random]`.
     pub random: RandomParams,
     /// `[scheduling.random-multi-level]`.
@@ -144,6 +155,7 @@ impl Default for SchedulingConfig {
             priority_thresholds: vec![65536],
             dynamic_snitch: SnitchParams::default(),
             popularity_aware: PopularityParams::default(),
+            c3: C3Params::default(),
             random: RandomParams::default(),
             random_multi_level: RmlParams::default(),
             priority: StarvationBound::default(),
@@ -167,6 +179,7 @@ impl SchedulingConfig {
     pub fn validate(&self) -> Result<(), String> {
         self.dynamic_snitch.validate()?;
         self.popularity_aware.validate()?;
+        self.c3.validate()?;
         self.random_multi_level.validate()?;
         if self.read_concurrency > 1024 {
             return Err(format!(
@@ -223,7 +236,7 @@ pub fn selector(config: &SchedulingConfig) -> Arc<dyn ReplicaSelector> {
         ReplicaSelection::PopularityAware => {
             Arc::new(PopularityAware::new(config.popularity_aware.clone()))
         }
-        ReplicaSelection::C3 => Arc::new(C3::default()),
+        ReplicaSelection::C3 => Arc::new(C3::new(config.c3.clone())),
     }
 }
 

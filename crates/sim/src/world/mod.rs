@@ -44,7 +44,7 @@ mod workload;
 
 pub use lwt::LwtStats;
 pub use moves::{MoveStats, MOVE_PATIENCE_MICROS};
-pub use routing::{routing, Routing};
+pub use routing::{routing, routing_with, Routing};
 
 /// Knobs for tests of the simulator itself.
 #[derive(Clone, Debug)]

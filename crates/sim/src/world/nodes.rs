@@ -86,7 +86,15 @@ impl World {
             Arc::new(runtime),
             Arc::new(transport),
             store.clone(),
-            mosaic_cluster::selection::selector_for(self.config.replica_selection),
+            mosaic_cluster::selection::selector(&mosaic_cluster::selection::SchedulingConfig {
+                replica_selection: self.config.replica_selection,
+                c3: mosaic_cluster::selection::C3Params {
+                    rate_control: self.config.c3_rate_limit.is_some(),
+                    initial_limit: self.config.c3_rate_limit.map_or(100.0, f64::from),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
         );
         if !self.forget_peers {
             let known = self.peers.lock().get(i).cloned().unwrap_or_default();

@@ -33,7 +33,20 @@ const MEDIUM_US: u64 = 5_000;
 /// Runs the scenario (see the module doc) with `policy` on every node, `reads` reads per
 /// round, randomness from `seed`.
 pub fn routing(policy: ReplicaSelection, seed: u64, slow_us: u64, reads: usize) -> Routing {
+    routing_with(policy, None, seed, slow_us, reads)
+}
+
+/// [`routing`], with C3's rate control on from `c3_rate_limit` reads per interval
+/// ([`Config::c3_rate_limit`]).
+pub fn routing_with(
+    policy: ReplicaSelection,
+    c3_rate_limit: Option<u32>,
+    seed: u64,
+    slow_us: u64,
+    reads: usize,
+) -> Routing {
     let mut config = Config::from_seed(seed);
+    config.c3_rate_limit = c3_rate_limit;
     config.nodes = 3;
     config.rf = vec![3];
     config.replica_selection = policy;
