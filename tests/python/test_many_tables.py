@@ -86,6 +86,14 @@ def engine_stats_of(c, node):
         return json.loads(r.read())["engine"]
 
 
+def thp_enabled(pid):
+    """/proc/PID/status's THP_enabled (None on kernels without it)."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("THP_enabled:"):
+            return int(line.split()[1])
+    return None
+
+
 def test_local_nodes_share_the_cores_and_worker_threads_is_honoured():
     """`mosaic cluster up` gives each of its nodes its share of the cores (a worker thread
     beyond a node's share costs every request a cross-thread wake-up), and a node runs the
@@ -97,12 +105,16 @@ def test_local_nodes_share_the_cores_and_worker_threads_is_honoured():
         for n in (1, 2, 3):
             assert f"worker_threads = {max(1, cores // 3)}" in open(c.config(n)).read()
             assert engine_stats_of(c, n)["worker_threads"] == max(1, cores // 3)
+            # And its memory stays off transparent huge pages (`transparent_huge_pages`).
+            assert thp_enabled(c.pid(n)) in (None, 0)
     finally:
         c.close()
-    c = MosaicCluster(1, ("worker_threads=3",))
+    c = MosaicCluster(1, ("worker_threads=3", "transparent_huge_pages=true"))
     try:
         c.up()
         assert engine_stats_of(c, 1)["worker_threads"] == 3
+        # Left as the process it was started from has it.
+        assert thp_enabled(c.pid(1)) == thp_enabled(os.getpid())
         # And it serves.
         assert c.session().execute("SELECT release_version FROM system.local").one() is not None
     finally:

@@ -53,6 +53,9 @@ pub fn run(config_path: &Path) -> Result<()> {
     for warning in config.deprecations() {
         tracing::warn!(target: "mosaic", "{warning}");
     }
+    if !config.transparent_huge_pages {
+        disable_transparent_huge_pages();
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if config.worker_threads > 0 {
         runtime.worker_threads(config.worker_threads);
@@ -69,6 +72,23 @@ pub fn run(config_path: &Path) -> Result<()> {
     // Tasks still holding resources (connections past the drain timeout) are dropped here.
     runtime.shutdown_timeout(Duration::from_secs(1));
     result
+}
+
+/// Keeps this process's memory off transparent huge pages from now on (see
+/// `Config::transparent_huge_pages`); a kernel without the setting changes nothing.
+fn disable_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and touches no memory.
+        let done = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        if done != 0 {
+            tracing::debug!(
+                target: "mosaic",
+                error = %std::io::Error::last_os_error(),
+                "transparent huge pages stay as the system sets them"
+            );
+        }
+    }
 }
 
 /// Resolves at the first SIGTERM or SIGINT.
