@@ -643,7 +643,7 @@ impl Node {
         if to == self.endpoint() {
             let node = self.clone();
             return async move {
-                let _outstanding = outstanding;
+                let read = outstanding;
                 let (answer, facts) = node.serve_measured(body, 0).await;
                 let now = node.inner.runtime.now_micros();
                 let selector = &node.inner.selector;
@@ -651,6 +651,9 @@ impl Node {
                     selector.feedback(to, &facts);
                 }
                 selector.observe(to, now.saturating_sub(started), now);
+                if read.is_some() {
+                    selector.read_answered(to, now);
+                }
                 (to, Ok(answer))
             }
             .boxed();
@@ -673,6 +676,9 @@ impl Node {
             match answer {
                 Some(answer) => {
                     selector.observe(to, now.saturating_sub(started), now);
+                    if outstanding.is_some() {
+                        selector.read_answered(to, now);
+                    }
                     (to, Ok(answer))
                 }
                 None => {

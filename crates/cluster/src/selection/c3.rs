@@ -131,10 +131,16 @@ impl ReplicaSelector for C3 {
         Vec::new()
     }
 
-    fn observe(&self, node: Endpoint, micros: u64, now_micros: u64) {
+    fn observe(&self, node: Endpoint, micros: u64, _now_micros: u64) {
         let mut state = self.replicas.lock();
         let r = state.entry(node).or_default();
         r.response = ewma(r.response, micros as f64);
+    }
+
+    fn read_answered(&self, node: Endpoint, now_micros: u64) {
+        // Reads only: the limit is on reads, so answers to writes must not count.
+        let mut state = self.replicas.lock();
+        let r = state.entry(node).or_default();
         if let Some(rate) = self.rate(r, now_micros) {
             rate.received();
         }
@@ -287,11 +293,12 @@ mod tests {
             s.sent(n, 2_500);
             s.sent(n, 2_500);
         }
-        // Every replica at its limit: the read waits for the next interval.
-        assert_eq!(s.hold_micros(&mut all.iter().copied(), 3_000), 17_000);
-        // Which begins at 20 ms: node 1 is first again.
-        assert_eq!(s.hold_micros(&mut all.iter().copied(), 20_000), 0);
-        assert_eq!(order(20_000)[0], ep(1));
+        // Every replica at its limit: the read waits for the next interval (the limits'
+        // intervals began with the first read ordered, at 1 ms).
+        assert_eq!(s.hold_micros(&mut all.iter().copied(), 3_000), 18_000);
+        // Which begins at 21 ms: node 1 is first again.
+        assert_eq!(s.hold_micros(&mut all.iter().copied(), 21_000), 0);
+        assert_eq!(order(21_000)[0], ep(1));
         let decisions = s.decisions();
         assert!(decisions.contains(&("rate-limited", 1)), "{decisions:?}");
         assert!(decisions.contains(&("backlogged", 1)), "{decisions:?}");
@@ -303,6 +310,44 @@ mod tests {
         }
         assert_eq!(plain.hold_micros(&mut all.iter().copied(), 0), 0);
         assert_eq!(plain.decisions().len(), 2);
+    }
+
+    #[test]
+    fn only_answers_to_reads_count_against_the_limit() {
+        let limit_after = |read_answers: bool| {
+            let s = C3::new(C3Params {
+                rate_control: true,
+                initial_limit: 4.0,
+                ..C3Params::default()
+            });
+            for _ in 0..4 {
+                s.sent(ep(1), 0);
+            }
+            for _ in 0..4 {
+                // Answers to writes are observed too (their latency is a sample)...
+                s.observe(ep(1), 500, 10_000);
+                if read_answers {
+                    s.read_answered(ep(1), 10_000);
+                }
+            }
+            if !read_answers {
+                for _ in 0..4 {
+                    s.done(ep(1));
+                }
+                s.sent(ep(1), 10_000);
+            }
+            // ...but only the reads' answers show the replica keeping up.
+            let mut r = [ep(1), ep(2)];
+            s.order(&mut r, ep(1), &read(b"k", 45_000));
+            let state = s.replicas.lock();
+            state.get(&ep(1)).and_then(|r| r.rate).map(|r| r.limit())
+        };
+        assert_eq!(
+            limit_after(true),
+            Some(8.0),
+            "kept up at its limit: doubled"
+        );
+        assert_eq!(limit_after(false), Some(1.0), "no read answered: cut");
     }
 
     #[test]

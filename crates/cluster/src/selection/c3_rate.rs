@@ -182,7 +182,7 @@ impl Rate {
     }
 
     #[cfg(test)]
-    fn limit(&self) -> f64 {
+    pub(super) fn limit(&self) -> f64 {
         self.limit
     }
 }

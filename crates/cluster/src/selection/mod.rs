@@ -91,6 +91,10 @@ pub trait ReplicaSelector: Send + Sync + 'static {
         let _ = (replicas, now_micros);
         0
     }
+    /// A read sent to `node` was answered at `now_micros` (after [`Self::observe`]).
+    fn read_answered(&self, node: Endpoint, now_micros: u64) {
+        let _ = (node, now_micros);
+    }
     /// A read sent to `node` ended (answered, timed out or abandoned).
     fn done(&self, node: Endpoint) {
         let _ = node;
