@@ -66,9 +66,9 @@ pub struct Config {
     /// Whether the node's memory may be backed by transparent huge pages (Linux). Off by
     /// default, as Cassandra's and most databases' guides advise: with them, memory the
     /// allocator returned to the OS and takes again (block reads of a churning block
-    /// cache) comes back as a fresh 2 MiB page the kernel zeroes whole — measured at a
-    /// tenth of a node's CPU under YCSB C. Off only for this process (no system setting
-    /// changes).
+    /// cache) comes back as a fresh 2 MiB page the kernel zeroes whole (a tenth of a
+    /// node's CPU in a profile under YCSB C; BENCHMARKS.md has what turning it off
+    /// measured). Off only for this process (no system setting changes).
     pub transparent_huge_pages: bool,
     /// The internode port (gossip, replication); peers reach this node at
     /// `broadcast_address:storage_port`.

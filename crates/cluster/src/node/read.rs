@@ -237,13 +237,16 @@ impl Node {
             self.read_targets(table, &seg, limit, cl, &quorum, prefer)?;
         tags.extend_from_slice(extra);
         // A policy that limits its sending rate (C3's) may hold a read whose replicas are
-        // all at their limit, for one interval at most.
-        let hold = self.inner.selector.hold_micros(
-            &mut targets.iter().chain(&spare).copied(),
-            self.inner.runtime.now_micros(),
-        );
+        // all at their limit, for one interval at most; the read's latency counts from
+        // when it is sent.
+        let mut started = self.inner.runtime.now_micros();
+        let hold = self
+            .inner
+            .selector
+            .hold_micros(&mut targets.iter().chain(&spare).copied(), started);
         if hold > 0 {
             self.inner.runtime.sleep(hold.div_ceil(1000)).await;
+            started = self.inner.runtime.now_micros();
         }
         let read = SegmentRead {
             table,
@@ -255,7 +258,6 @@ impl Node {
             tags,
         };
         let policy = self.inner.store.speculative_retry(table);
-        let started = self.inner.runtime.now_micros();
         let (data, digests, answered, _first_round) = self
             .data_and_digests(&read, &targets, &spare, &policy, cl, block_for)
             .await?;

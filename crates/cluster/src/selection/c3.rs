@@ -112,12 +112,7 @@ impl ReplicaSelector for C3 {
                     .is_some_and(|rate| !rate.open())
             };
             // Stable: open replicas first, each part in score order.
-            let mut keyed: Vec<(bool, Endpoint)> =
-                replicas.iter().map(|n| (closed(n), *n)).collect();
-            keyed.sort_by_key(|(c, _)| *c);
-            for (slot, (_, n)) in replicas.iter_mut().zip(keyed) {
-                *slot = n;
-            }
+            replicas.sort_by_cached_key(|n| closed(n));
             if best.is_some() && replicas.first().copied() != best {
                 self.rate_limited.fetch_add(1, Relaxed);
             }

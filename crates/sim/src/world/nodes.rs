@@ -88,11 +88,16 @@ impl World {
             store.clone(),
             mosaic_cluster::selection::selector(&mosaic_cluster::selection::SchedulingConfig {
                 replica_selection: self.config.replica_selection,
-                c3: mosaic_cluster::selection::C3Params {
-                    rate_control: self.config.c3_rate_limit.is_some(),
-                    initial_limit: self.config.c3_rate_limit.map_or(100.0, f64::from),
-                    ..Default::default()
-                },
+                c3: self
+                    .config
+                    .c3_rate_limit
+                    .map_or_else(Default::default, |limit| {
+                        mosaic_cluster::selection::C3Params {
+                            rate_control: true,
+                            initial_limit: f64::from(limit),
+                            ..Default::default()
+                        }
+                    }),
                 ..Default::default()
             }),
         );
