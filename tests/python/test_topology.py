@@ -7,6 +7,7 @@ role for a range changed re-homed it into the structures of their new role). Alo
 the new node takes balanced tokens, it shows as joining (UJ) only until it streamed, drivers
 learn of it and of the removal through events, `mosaic netstats` reports the streams, and a
 decommissioned node refuses to start again with its old data."""
+import json
 import os
 import re
 import subprocess
@@ -158,6 +159,14 @@ def test_a_node_joins_and_another_leaves_under_load_and_no_acknowledged_write_is
             netstats = c.mosaic("netstats", "--host", c.admin(4)).stdout
             assert "Mode: NORMAL" in netstats and "bootstrap finished" in netstats, netstats
             assert "receiving" in netstats, netstats
+            # What node 4 pulled went into its layouts' trees as tables, without its commit
+            # log, memtables or compaction; a log, coded trees and re-keyed trees took writes.
+            ingested = {t["table"].split(".")[1]: t["stats"]["ingested_tables"]
+                        for t in json.loads(c.http(4, "/stats"))["tables"]
+                        if t["table"].startswith("topo.") and t.get("stats")}
+            assert all(ingested[t] > 0 for t in ("uniform", "decoupled", "multi_lsm")), ingested
+            assert ingested["hetero"] == 0 and ingested["coded"] == 0, ingested
+            assert "streamed in as tables" in c.mosaic("stats", "--host", c.admin(4)).stdout
             # The driver learnt of node 4 (NEW_NODE once it is normal) and routes to it.
             wait_until("the driver to see node 4",
                        lambda: any(h.address == c.ip(4) and h.is_up for h in s.cluster.metadata.all_hosts()))

@@ -163,6 +163,17 @@ pub trait Store: Send + Sync + 'static {
             Ok(crate::repair::page_of(read))
         })
     }
+    /// Stores entries streamed from a peer, in the order the peer stores them (a range
+    /// this node pulls as it joins, or takes over): as [`Store::apply`] does, or where the
+    /// store can, as tables ingested without a commit log, memtable or compaction. The
+    /// default: [`Store::apply`].
+    fn ingest(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.apply(table, mutations)
+    }
     /// Applies writes to a table under this node's roles once the move under way
     /// completes, where they differ from its roles now (a topology change re-homes the
     /// ranges whose role changes on this node this way). The default: a store that keeps

@@ -70,7 +70,7 @@ pub mod table;
 pub mod version;
 pub mod wal;
 
-pub use db::{Db, Entry, LevelInfo, RecoveryReport, Scan, Snapshot, TableInfo};
+pub use db::{Db, Entry, Ingested, LevelInfo, RecoveryReport, Scan, Snapshot, TableInfo};
 pub use engine::{BackgroundWork, Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use key::{KeyOrder, Seqno, ValueKind};

@@ -38,6 +38,10 @@ pub struct Counters {
     pub wal_syncs: AtomicU64,
     /// Bytes written by memtable flushes.
     pub flush_bytes_written: AtomicU64,
+    /// Bytes of tables written by ingests (a joining node's streamed ranges).
+    pub ingest_bytes_written: AtomicU64,
+    /// Tables written by ingests.
+    pub ingested_tables: AtomicU64,
     /// Bytes written by compactions.
     pub compaction_bytes_written: AtomicU64,
     /// Bytes read from disk by compactions.
@@ -153,6 +157,8 @@ impl Counters {
             wal_bytes_written: r(&self.wal_bytes_written),
             wal_syncs: r(&self.wal_syncs),
             flush_bytes_written: r(&self.flush_bytes_written),
+            ingest_bytes_written: r(&self.ingest_bytes_written),
+            ingested_tables: r(&self.ingested_tables),
             compaction_bytes_written: r(&self.compaction_bytes_written),
             compaction_bytes_read: r(&self.compaction_bytes_read),
             get_bytes_read: r(&self.get_bytes_read),
@@ -196,6 +202,10 @@ pub struct CounterSnapshot {
     pub wal_syncs: u64,
     #[allow(missing_docs)]
     pub flush_bytes_written: u64,
+    #[allow(missing_docs)]
+    pub ingest_bytes_written: u64,
+    #[allow(missing_docs)]
+    pub ingested_tables: u64,
     #[allow(missing_docs)]
     pub compaction_bytes_written: u64,
     #[allow(missing_docs)]
@@ -285,11 +295,13 @@ impl CounterSnapshot {
     }
 
     fn zip_with(&mut self, o: &CounterSnapshot, f: impl Fn(u64, u64) -> u64) {
-        let pairs: [(&mut u64, u64); 32] = [
+        let pairs: [(&mut u64, u64); 34] = [
             (&mut self.user_bytes_written, o.user_bytes_written),
             (&mut self.wal_bytes_written, o.wal_bytes_written),
             (&mut self.wal_syncs, o.wal_syncs),
             (&mut self.flush_bytes_written, o.flush_bytes_written),
+            (&mut self.ingest_bytes_written, o.ingest_bytes_written),
+            (&mut self.ingested_tables, o.ingested_tables),
             (
                 &mut self.compaction_bytes_written,
                 o.compaction_bytes_written,

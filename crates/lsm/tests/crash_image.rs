@@ -7,7 +7,8 @@
 //! (`PerWrite`), memtables and WAL files are tiny, so WAL rotations, flushes, compactions,
 //! manifest rewrites and WAL retirement all run while the writer writes — and a crash point
 //! (any file-system call, the engine's background threads' included) can fall inside any
-//! of them. After each crash the engine reopens on the image and must hold every
+//! of them; now and then a run of keys is ingested as tables instead of written. After
+//! each crash the engine reopens on the image and must hold every
 //! acknowledged write (or a later one of the same key) and nothing never written.
 //!
 //! Every image is checked; `MOSAIC_CRASH_SEEDS` sets how many seeds run (200 by default, a
@@ -21,7 +22,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use mosaic_env::{CrashFs, SplitMix64};
-use mosaic_lsm::{Db, Engine, EngineOptions, Options, SyncMode};
+use mosaic_lsm::{Db, Engine, EngineOptions, Options, SyncMode, WriteBatch};
 
 const PARTS: usize = 2;
 const WRITES: usize = 700;
@@ -90,12 +91,24 @@ fn run(seed: u64) -> usize {
         CrashFs::with_crash_points(&mut rng, Path::new("/db"), CRASHES_PER_SEED, 1650).unwrap();
     let (engine, dbs) = open(&fs).unwrap();
     let mut log: Vec<(usize, u64)> = Vec::with_capacity(WRITES);
-    for i in 0..WRITES {
+    while log.len() < WRITES {
+        let i = log.len();
         let p = rng.index(PARTS);
         let k = rng.below(KEYS);
-        dbs[p].put(&key(k), i as u64 + 1, &value(i)).unwrap();
-        log.push((p, k));
-        acked.store(i as u64 + 1, Ordering::SeqCst);
+        if rng.below(40) == 0 {
+            // Now and then a run of keys is ingested as tables (a streamed range): no WAL
+            // record, durable through the table files and the manifest alone.
+            let mut batch = WriteBatch::new();
+            for (j, k) in (k..KEYS.min(k + 6)).enumerate() {
+                batch.put(&key(k), (i + j) as u64 + 1, &value(i + j));
+                log.push((p, k));
+            }
+            dbs[p].ingest(batch).unwrap();
+        } else {
+            dbs[p].put(&key(k), i as u64 + 1, &value(i)).unwrap();
+            log.push((p, k));
+        }
+        acked.store(log.len() as u64, Ordering::SeqCst);
     }
     for db in dbs {
         db.close().unwrap();

@@ -441,6 +441,27 @@ impl ReplicaStore {
         }
     }
 
+    /// Stores a batch of streamed entries under `role` (ascending, distinct keys: a range
+    /// a joining node pulls) as tables placed straight into the structure's levels
+    /// ([`Db::ingest`]: no WAL, memtable or compaction) where the structure is a leveled
+    /// tree of its own: `uniform`'s, `multi-lsm`'s source trees, `decoupled`'s primary
+    /// tree. Elsewhere — `decoupled`'s log, an `erasure-tiered` table (whose trees carry
+    /// coding state), a `heterogeneous` one (which re-keys rows per tree) — and for a batch
+    /// out of order, it is written as [`ReplicaStore::write`] writes it. Durable on `Ok`.
+    pub fn ingest(&self, role: Role, batch: WriteBatch) -> Result<mosaic_lsm::Ingested> {
+        if batch.is_empty() {
+            return Ok(mosaic_lsm::Ingested::Written);
+        }
+        match &self.engines {
+            Engines::Uniform(db) => db.ingest(batch),
+            Engines::MultiLsm(m) => m.tree_or_create(role)?.ingest(batch),
+            Engines::Decoupled(d) => d.engine(role).ingest(batch),
+            Engines::ErasureTiered(..) | Engines::Heterogeneous(_) => self
+                .write(role, batch)
+                .map(|()| mosaic_lsm::Ingested::Written),
+        }
+    }
+
     /// The newest version of `key` stored under `role`, or `None`.
     pub fn get(&self, role: Role, key: &[u8]) -> Result<Option<Entry>> {
         match &self.engines {

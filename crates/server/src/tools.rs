@@ -571,6 +571,13 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
         bytes(s.hot_bytes),
         bytes(s.cold_bytes),
     );
+    if s.counters.ingested_tables > 0 {
+        println!(
+            "    streamed in as tables: {} in {} tables (no commit log, memtable or compaction)",
+            bytes(s.counters.ingest_bytes_written),
+            s.counters.ingested_tables,
+        );
+    }
     if s.layout == "erasure-tiered" {
         println!(
             "    erasure coding: {} of the primary tree coded, parity {} hot + {} cold, {} keys of other nodes' coded tables dropped here",

@@ -1,9 +1,13 @@
 //! Streaming a move's ranges: pulling them page by page from a peer (or copying them
 //! within this node into its future roles' structures), several ranges at once, each
 //! with its next page fetched while the last one is stored, paced to
-//! `stream_throughput_bytes_per_sec`.
+//! `stream_throughput_bytes_per_sec`. What a peer sends is stored in batches of
+//! [`INGEST_BATCH_BYTES`] through [`Store::ingest`]: a store that can writes each batch
+//! as tables straight into its levels (no commit log, memtable or compaction), as
+//! Cassandra writes streamed SSTables.
 
 use super::moves::unanswered;
+use super::read::fragment_ts;
 use super::*;
 
 /// The pace of one pull (all its ranges together): bytes received since it started.
@@ -11,6 +15,11 @@ pub(super) struct Pacer {
     started_ms: u64,
     bytes: std::sync::atomic::AtomicU64,
 }
+
+/// Bytes of a range pulled from a peer stored at once ([`Store::ingest`]: as tables of
+/// about this size where the store can ingest them), so a joining node holds at most
+/// about this much per range in flight.
+pub(super) const INGEST_BATCH_BYTES: u64 = 16 << 20;
 
 /// Ranges a node pulls at once in a move (each with one page stored while the next is
 /// fetched): the source reads and the local writes of several ranges overlap.
@@ -32,6 +41,9 @@ impl Node {
         let me = self.endpoint();
         let rate = self.inner.config.stream_throughput_bytes_per_sec;
         let (mut entries_total, mut bytes_total) = (0u64, 0u64);
+        // A peer's entries are stored INGEST_BATCH_BYTES at a time, as tables where the
+        // store can ingest them; a copy within this node goes page by page.
+        let (mut pending, mut pending_bytes): (Vec<WireMutation>, u64) = (Vec::new(), 0);
         let mut page = self.fetch_page(table, &range, source, None).await?;
         loop {
             let (entries, next) = page;
@@ -40,14 +52,27 @@ impl Node {
                 .map(|(k, v)| (k.len() + v.len()) as u64)
                 .sum();
             let n = entries.len() as u64;
+            pending.extend(entries.into_iter().map(|(key, fragment)| WireMutation {
+                ts: fragment_ts(&fragment),
+                key,
+                fragment,
+            }));
+            pending_bytes += bytes;
+            let due = source.is_none() || next.is_none() || pending_bytes >= INGEST_BATCH_BYTES;
+            let writes = if due {
+                pending_bytes = 0;
+                std::mem::take(&mut pending)
+            } else {
+                Vec::new()
+            };
             let store = async {
-                if entries.is_empty() {
+                if writes.is_empty() {
                     return Ok(());
                 }
-                let writes = stale_entries(&[], &entries);
                 let stored = match source {
                     None if !now => self.inner.store.apply_future(table, writes).await,
-                    _ => self.inner.store.apply(table, writes).await,
+                    None => self.inner.store.apply(table, writes).await,
+                    Some(_) => self.inner.store.ingest(table, writes).await,
                 };
                 stored.map_err(|f| MoveError::Stream {
                     peer: me,

@@ -249,9 +249,11 @@ impl Inner {
         Ok(())
     }
 
-    /// The read-only view of the version the pickers decide from.
+    /// The read-only view of the version the pickers decide from. A span an ingest has
+    /// reserved shows as a busy, empty table of its level, so no job writes into it.
     fn table_views(st: &State) -> Vec<Vec<TableView>> {
-        st.version
+        let mut views: Vec<Vec<TableView>> = st
+            .version
             .levels
             .iter()
             .map(|tables| {
@@ -266,7 +268,23 @@ impl Inner {
                     })
                     .collect()
             })
-            .collect()
+            .collect();
+        for (level, lo, hi) in &st.ingesting {
+            if let Some(tables) = views.get_mut(*level) {
+                let at = tables.partition_point(|t| t.smallest.as_slice() < lo.as_slice());
+                tables.insert(
+                    at,
+                    TableView {
+                        id: u64::MAX,
+                        size_bytes: 0,
+                        smallest: lo.clone(),
+                        largest: hi.clone(),
+                        busy: true,
+                    },
+                );
+            }
+        }
+        views
     }
 
     /// The next compaction or split due, if any (none while a manual compaction runs).
@@ -323,7 +341,8 @@ impl Inner {
                 st.manual_compaction = false;
                 return Err(Error::Closed);
             }
-            if st.compactions_running == 0 {
+            // An ingest being installed would land beside (or under) the outputs.
+            if st.compactions_running == 0 && st.ingesting.is_empty() {
                 break;
             }
             self.state_cv.wait_for(&mut st, STALL_WAIT);
@@ -553,10 +572,26 @@ impl Inner {
     }
 }
 
-/// Marks the tables of `task` busy, so no other job picks them, and counts it as running.
+/// Marks the tables of `task` busy, so no other job picks them, counts it as running and
+/// notes the span its outputs will fall in (no ingest places a table there meanwhile).
 fn claim(st: &mut State, task: &Task) {
-    for id in task.upper.iter().chain(&task.lower) {
+    let ids = || task.upper.iter().chain(&task.lower);
+    for id in ids() {
         st.busy.insert(*id);
+    }
+    let span = st
+        .version
+        .all_tables()
+        .filter(|t| ids().any(|id| *id == t.meta().id))
+        .fold(None::<(Vec<u8>, Vec<u8>)>, |acc, t| {
+            let (lo, hi) = (t.meta().smallest_user_key(), t.meta().largest_user_key());
+            Some(match acc {
+                None => (lo.to_vec(), hi.to_vec()),
+                Some((a, b)) => (a.min(lo.to_vec()), b.max(hi.to_vec())),
+            })
+        });
+    if let (Some(first), Some((lo, hi))) = (ids().min(), span) {
+        st.running.insert(*first, (task.output_level, lo, hi));
     }
     st.compactions_running += 1;
 }
@@ -565,6 +600,9 @@ fn claim(st: &mut State, task: &Task) {
 fn release(st: &mut State, task: &Task) {
     for id in task.upper.iter().chain(&task.lower) {
         st.busy.remove(id);
+    }
+    if let Some(first) = task.upper.iter().chain(&task.lower).min() {
+        st.running.remove(first);
     }
     st.compactions_running -= 1;
 }

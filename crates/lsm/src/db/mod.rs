@@ -30,6 +30,7 @@
 //! properties the engine writes and reads back).
 
 mod background;
+mod ingest;
 mod install;
 mod lifecycle;
 mod output;
@@ -40,7 +41,7 @@ mod recovery;
 mod tests;
 mod write;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,6 +63,8 @@ use crate::stats::{CounterSnapshot, Counters};
 use crate::table::BlockCache;
 use crate::version::{ManifestWriter, Version};
 use crate::wal::{WalDrop, WriteBatch};
+
+pub use ingest::Ingested;
 
 /// Upper bound on one wait of a stalled writer (or a caller waiting on background work)
 /// before it re-checks the state.
@@ -205,6 +208,13 @@ struct State {
     flushed_seqno: u64,
     /// Tables claimed by a running compaction or split.
     busy: HashSet<u64>,
+    /// Each running compaction's or split's output level and the user-key span of its
+    /// inputs (its outputs fall within it), keyed by its smallest input table id: an
+    /// ingest may not place a table there.
+    running: HashMap<u64, (usize, Vec<u8>, Vec<u8>)>,
+    /// Levels and user-key spans reserved by ingests being installed: the compaction
+    /// picker sees them as busy tables, so no job writes into them meanwhile.
+    ingesting: Vec<(usize, Vec<u8>, Vec<u8>)>,
     /// Per level, the largest key of the last table compacted out of it.
     cursors: Vec<Vec<u8>>,
     /// The version changed since the compaction picker last found nothing to do.

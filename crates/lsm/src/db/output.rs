@@ -20,6 +20,7 @@ use crate::merge::{PurgeContext, Version as KeyVersion};
 use crate::options::GroupOf;
 use crate::table::TableWriter;
 use crate::version::{table_file_name, TableHandle, TableMeta, LOG_LEVELS_MAX};
+use crate::wal::BatchOp;
 
 use super::{props, views_of, Inner, OwnedVersion};
 
@@ -60,13 +61,25 @@ impl OpenOutput {
         key_buf: &mut Vec<u8>,
     ) -> Result<()> {
         for (ts, seqno, kind, value) in versions {
-            key_buf.clear();
-            encode_internal(key_buf, key, *ts, *seqno, *kind);
-            self.writer.add(key_buf, value)?;
-            self.min_ts = self.min_ts.min(*ts);
-            self.max_ts = self.max_ts.max(*ts);
-            self.max_seqno = self.max_seqno.max(seqno.0);
+            self.add(key, (*ts, *seqno, *kind), value, key_buf)?;
         }
+        Ok(())
+    }
+
+    /// Appends one version of `key`.
+    fn add(
+        &mut self,
+        key: &[u8],
+        (ts, seqno, kind): (u64, Seqno, ValueKind),
+        value: &[u8],
+        key_buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        key_buf.clear();
+        encode_internal(key_buf, key, ts, seqno, kind);
+        self.writer.add(key_buf, value)?;
+        self.min_ts = self.min_ts.min(ts);
+        self.max_ts = self.max_ts.max(ts);
+        self.max_seqno = self.max_seqno.max(seqno.0);
         Ok(())
     }
 }
@@ -252,6 +265,42 @@ impl Inner {
             }
         }
         self.seal_output(out.take(), out_group, outputs, groups)
+    }
+
+    /// Writes `ops` (ascending, distinct keys: one version each, checked by the caller)
+    /// as tables of at most about `table_size_bytes` each, every version at sequence
+    /// number 0 (older than every snapshot; timestamps decide between versions). On error
+    /// every file written is removed.
+    pub(super) fn write_sorted(&self, ops: &[BatchOp]) -> Result<Vec<Arc<TableHandle>>> {
+        let mut outputs: Vec<Arc<TableHandle>> = Vec::new();
+        let mut created: Vec<PathBuf> = Vec::new();
+        let mut groups = Vec::new();
+        let mut written = || -> Result<()> {
+            let mut out: Option<OpenOutput> = None;
+            let mut key_buf = Vec::new();
+            for op in ops {
+                let size = out.as_ref().map_or(0, |o| o.writer.estimated_size_bytes());
+                if size >= self.opts.table_size_bytes {
+                    self.seal_output(out.take(), None, &mut outputs, &mut groups)?;
+                }
+                let o = match out.as_mut() {
+                    Some(o) => o,
+                    None => out.insert(self.open_output(&mut created)?),
+                };
+                o.add(&op.key, (op.ts, Seqno(0), op.kind), &op.value, &mut key_buf)?;
+            }
+            self.seal_output(out.take(), None, &mut outputs, &mut groups)
+        };
+        match written() {
+            Ok(()) => Ok(outputs),
+            Err(e) => {
+                drop(outputs);
+                for p in created {
+                    let _ = self.fs.remove(&p);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Reads every version of the user key `input` is positioned at into the first slots

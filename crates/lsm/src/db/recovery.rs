@@ -9,7 +9,7 @@
 //! holds for this partition past the flushed point, as frozen memtables. Each step is its
 //! own function below, in the order [`open`] runs them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -229,6 +229,8 @@ fn new_inner(
             log_number: manifest.log_number,
             flushed_seqno: manifest.flushed_seqno,
             busy: HashSet::new(),
+            running: HashMap::new(),
+            ingesting: Vec::new(),
             cursors: vec![Vec::new(); opts.levels_max],
             maybe_work: true,
             retry_at: 0,

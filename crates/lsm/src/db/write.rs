@@ -125,7 +125,7 @@ impl Inner {
     }
 
     /// Why writes are refused, if they are.
-    fn check_writable(&self, st: &State) -> Result<()> {
+    pub(super) fn check_writable(&self, st: &State) -> Result<()> {
         if let Some(p) = &st.poisoned {
             return Err(Error::Poisoned { cause: p.clone() });
         }

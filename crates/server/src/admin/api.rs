@@ -251,6 +251,12 @@ pub struct Counters {
     pub get_filter_bytes_read: u64,
     pub flushes: u64,
     pub compactions: u64,
+    /// Bytes of tables written by ingests (ranges streamed in as this node joined),
+    /// and how many tables: data that skipped the WAL, memtable and compaction.
+    #[serde(default)]
+    pub ingest_bytes_written: u64,
+    #[serde(default)]
+    pub ingested_tables: u64,
     pub split_bytes_written: u64,
     pub merge_sort_bytes_written: u64,
     pub splits: u64,
@@ -298,6 +304,8 @@ impl From<&CounterSnapshot> for Counters {
             get_filter_block_reads: c.get_filter_block_reads,
             get_index_bytes_read: c.get_index_bytes_read,
             get_filter_bytes_read: c.get_filter_bytes_read,
+            ingest_bytes_written: c.ingest_bytes_written,
+            ingested_tables: c.ingested_tables,
             flushes: c.flushes,
             compactions: c.compactions,
             split_bytes_written: c.split_bytes_written,

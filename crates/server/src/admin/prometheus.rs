@@ -190,6 +190,7 @@ fn record_storage_sum(sum: &CounterSnapshot) {
         ("user_written", sum.user_bytes_written),
         ("wal_written", sum.wal_bytes_written),
         ("flush_written", sum.flush_bytes_written),
+        ("ingest_written", sum.ingest_bytes_written),
         ("compaction_written", sum.compaction_bytes_written),
         ("compaction_read", sum.compaction_bytes_read),
         ("split_written", sum.split_bytes_written),

@@ -76,6 +76,21 @@ fn strategy_of(replication: &mosaic_cql::schema::Replication) -> ReplicationStra
 }
 
 impl LocalStore {
+    /// Writes one table's mutations under this node's roles of now — or, with `ingest`,
+    /// ingests them as tables where the table's structures can take them.
+    async fn store_now(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+        ingest: bool,
+    ) -> Result<(), Failure> {
+        let roles = self.roles(table);
+        self.local
+            .store(BTreeMap::from([(table, mutations)]), &*roles, ingest)
+            .await
+            .map_err(failure)
+    }
+
     /// The store over `local` and `hints`; every role is primary until
     /// [`LocalStore::set_node`].
     pub fn new(local: Arc<LocalCoordinator>, hints: Arc<HintStore>) -> LocalStore {
@@ -197,14 +212,15 @@ impl Store for LocalStore {
         table: TableKey,
         mutations: Vec<WireMutation>,
     ) -> BoxFuture<'_, Result<(), Failure>> {
-        async move {
-            let roles = self.roles(table);
-            self.local
-                .apply(BTreeMap::from([(table, mutations)]), &*roles)
-                .await
-                .map_err(failure)
-        }
-        .boxed()
+        self.store_now(table, mutations, false).boxed()
+    }
+
+    fn ingest(
+        &self,
+        table: TableKey,
+        mutations: Vec<WireMutation>,
+    ) -> BoxFuture<'_, Result<(), Failure>> {
+        self.store_now(table, mutations, true).boxed()
     }
 
     fn read(

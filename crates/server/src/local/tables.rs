@@ -409,6 +409,21 @@ impl LocalCoordinator {
         mutations: BTreeMap<TableId, Vec<WireMutation>>,
         roles: &dyn Roles,
     ) -> Result<(), ErrorResponse> {
+        self.store(mutations, roles, false).await
+    }
+
+    /// Writes `mutations` as [`LocalCoordinator::apply`] does — or, with `ingest`, for
+    /// entries streamed in key order (a range this node pulls as it joins), ingests each
+    /// role's batch as tables where its structure can take them
+    /// ([`mosaic_replica::ReplicaStore::ingest`]); a table with secondary indexes (whose
+    /// entries are built from the writes), a counter table or a heterogeneous one is
+    /// written as usual.
+    pub async fn store(
+        &self,
+        mutations: BTreeMap<TableId, Vec<WireMutation>>,
+        roles: &dyn Roles,
+        ingest: bool,
+    ) -> Result<(), ErrorResponse> {
         let mut batches: BTreeMap<TableId, Vec<(Role, WriteBatch)>> = BTreeMap::new();
         for (table, ms) in mutations {
             // A layout that stores every role alike needs no second copy during a move.
@@ -470,22 +485,30 @@ impl LocalCoordinator {
                     deletions.push((slot.clone(), shadowing));
                 }
             }
-            work.push((slot.name.clone(), guard, batch, indexed));
+            let ingest = ingest
+                && indexed.is_none()
+                && slot.hetero.is_none()
+                && slot.counter_epochs.is_none();
+            work.push((slot.name.clone(), guard, batch, indexed, ingest));
         }
         // A write that may stall (the engine stalled a write within the last second)
-        // leaves the network thread, so the stall holds up no other connection.
-        let inline = self.inline_writes && !self.node_engine.is_stalling();
+        // leaves the network thread, so the stall holds up no other connection; so does
+        // an ingest, which writes whole tables.
+        let inline = self.inline_writes && !ingest && !self.node_engine.is_stalling();
         let applied = run_engine_call(inline, move || {
-            for (name, guard, batches, indexed) in work {
+            for (name, guard, batches, indexed, ingest) in work {
                 if let Some(store) = guard.as_ref() {
                     if let Some((list, schema)) = &indexed {
                         super::indexes::index_writes(list, schema, &batches)
                             .map_err(|e| engine_error(&name, e))?;
                     }
                     for (role, batch) in batches {
-                        store
-                            .write(role, batch)
-                            .map_err(|e| engine_error(&name, e))?;
+                        let stored = if ingest {
+                            store.ingest(role, batch).map(drop)
+                        } else {
+                            store.write(role, batch)
+                        };
+                        stored.map_err(|e| engine_error(&name, e))?;
                     }
                 }
             }
