@@ -34,7 +34,9 @@
 # wall time = node start to CQL served; streaming time and bytes from each system's own
 # report (Mosaic: the node's /netstats; Cassandra: its system.log's stream session lines)
 # and the new node's data on disk (du). The disk's sequential write speed is measured first
-# (dd, 2 GiB, O_DIRECT, fdatasync). bench/bootstrap_summary.py then writes DIR/results.md
+# (dd, 2 GiB, O_DIRECT, fdatasync). The CPU seconds of the join are read from /proc: the old
+# nodes' from the node's start to CQL served (streaming out, and serving the YCSB B load), the
+# joining node's whole life until then. bench/bootstrap_summary.py then writes DIR/results.md
 # and DIR/results.json: per system the times, MiB/s, ratios, and YCSB B p50/p99 of reads
 # and updates before the join and during it (chunks that started before the join
 # started, vs chunks that overlap the join; pooled over chunks from their latency CDFs).
@@ -87,6 +89,16 @@ hosts_on() { seq -s, -f "127.0.0.%g:$1" 1 "$nodes"; }
 pids_in() { local f="" i; for i in $(seq 1 "$nodes"); do f="$f${f:+,}$1/node$i/pid"; done; echo "$f"; }
 now() { date +%s.%N; }
 minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
+# CPU seconds (user + system) used so far by the processes whose pid files are given.
+cpu_s() {
+    local f pid ticks=0 t
+    for f in "$@"; do
+        pid=$(cat "$f" 2>/dev/null) || continue
+        t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{ print $12 + $13 }') || continue
+        ticks=$((ticks + ${t:-0}))
+    done
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
 listening() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
 
 {
@@ -212,6 +224,7 @@ YAML
     sleep "$before_s"
 
     log "$sys: node $new joins"
+    sources_cpu0=$(cpu_s $(seq -f "$cluster/node%g/pid" 1 "$nodes"))
     join_start=$(now)
     case $sys in
         mosaic)
@@ -251,6 +264,11 @@ YAML
     esac
     printf '{"join_start": %s, "join_end": %s, "bootstrap_s": %s}\n' \
         "$join_start" "$join_end" "$(minus "$join_end" "$join_start")" > "$dir/join.json"
+    # CPU of the join: the old nodes' (streaming out, and serving the YCSB B load) from the
+    # node's start to CQL served, and the joining node's whole life until then.
+    printf '{"sources_cpu_s": %s, "joiner_cpu_s": %s}\n' \
+        "$(minus "$(cpu_s $(seq -f "$cluster/node%g/pid" 1 "$nodes"))" "$sources_cpu0")" \
+        "$(cpu_s "$cluster/node$new/pid")" > "$dir/cpu-join.json"
     log "$sys: node $new serves CQL after $(minus "$join_end" "$join_start") s"
     case $sys in
         mosaic) du -sb "$cluster/node$new/data" | cut -f1 > "$dir/du-new-node.txt" ;;

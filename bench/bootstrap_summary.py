@@ -166,6 +166,8 @@ def system(out, name, disk):
     res = {"bootstrap_s": round(join["bootstrap_s"], 2)}
     res.update(mosaic_stream(d) if name == "mosaic" else cassandra_stream(d))
     res["new_node_disk_bytes"] = int((d / "du-new-node.txt").read_text().split()[0])
+    if (d / "cpu-join.json").exists():
+        res.update(json.loads((d / "cpu-join.json").read_text()))
     if (d / "load-times.json").exists():
         res["load"] = json.loads((d / "load-times.json").read_text())
         load = json.loads((d / "load.json").read_text())
@@ -250,6 +252,10 @@ def main():
     row("… % of the disk's sequential write", lambda r: r.get("stream_pct_of_disk"))
     row("on-disk MiB / bootstrap wall s", lambda r: r.get("disk_mib_per_s_over_bootstrap"))
     row("streaming starts, s after the node's start", lambda r: r.get("stream_starts_after_s"))
+    row("CPU s of the old nodes during the join (streaming out + YCSB B)", lambda r: r.get("sources_cpu_s"))
+    row("CPU s of the joining node (start to CQL served)", lambda r: r.get("joiner_cpu_s"))
+    row("… per GiB streamed", lambda r: r.get("joiner_cpu_s") and r.get("stream_bytes")
+        and round(r["joiner_cpu_s"] / (r["stream_bytes"] / (1 << 30)), 2))
     for phase in ("before", "during", "streaming"):
         for op in ("read", "update"):
             for p in ("p50_ms", "p99_ms"):
