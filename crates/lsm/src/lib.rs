@@ -25,7 +25,9 @@
 //! partition of it, opened as a [`Db`] with [`Options::engine`] set. Without an engine,
 //! `Db::open(dir, Options::default())` opens a private one with a single partition. Then
 //! `put`/`delete`/`merge`/`write` with a timestamp, `get`, `scan`, `snapshot`, `flush`,
-//! `compact`, `counters`, `levels`.
+//! `compact`, `counters`, `levels` — and `ingest`, which stores a sorted batch (a range a
+//! joining node streams in) as tables placed straight into the levels, without the WAL,
+//! memtable or compaction.
 //!
 //! # Invariants
 //!
@@ -34,7 +36,8 @@
 //!   that arrived alongside it (group commit); `Periodic` (the default), left in the OS
 //!   and synced every interval, at a WAL switch and at [`Db::close`] — a process crash
 //!   loses nothing, a power loss up to one interval. Flushed and compacted tables are
-//!   synced and recorded in the manifest (itself synced) before readers see them, and a
+//!   synced and recorded in the manifest (itself synced) before readers see them — so is
+//!   an ingested batch, acknowledged once that edit is durable, with no WAL record — and a
 //!   WAL is deleted only once the manifest no longer needs it. Recovery replays what is
 //!   durable and reports any torn WAL tail it drops ([`RecoveryReport`]).
 //! - **Who may block.** Writers, and only writers: behind the group-commit leader, in a
