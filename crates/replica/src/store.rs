@@ -449,9 +449,6 @@ impl ReplicaStore {
     /// coding state), a `heterogeneous` one (which re-keys rows per tree) — and for a batch
     /// out of order, it is written as [`ReplicaStore::write`] writes it. Durable on `Ok`.
     pub fn ingest(&self, role: Role, batch: WriteBatch) -> Result<mosaic_lsm::Ingested> {
-        if batch.is_empty() {
-            return Ok(mosaic_lsm::Ingested::Written);
-        }
         match &self.engines {
             Engines::Uniform(db) => db.ingest(batch),
             Engines::MultiLsm(m) => m.tree_or_create(role)?.ingest(batch),

@@ -47,7 +47,7 @@ pub enum Ingested {
     },
     /// Written through the ordinary write path instead: the batch's keys were not
     /// ascending and distinct, or this partition is a two-layer log (whose runs follow
-    /// its range groups).
+    /// its range groups). Also the answer for an empty batch, which writes nothing.
     Written,
 }
 

@@ -415,9 +415,9 @@ impl LocalCoordinator {
     /// Writes `mutations` as [`LocalCoordinator::apply`] does — or, with `ingest`, for
     /// entries streamed in key order (a range this node pulls as it joins), ingests each
     /// role's batch as tables where its structure can take them
-    /// ([`mosaic_replica::ReplicaStore::ingest`]); a table with secondary indexes (whose
-    /// entries are built from the writes), a counter table or a heterogeneous one is
-    /// written as usual.
+    /// ([`mosaic_replica::ReplicaStore::ingest`], which writes what its layout cannot
+    /// ingest); a table with secondary indexes (whose entries are built from the writes)
+    /// or a counter table is written as usual.
     pub async fn store(
         &self,
         mutations: BTreeMap<TableId, Vec<WireMutation>>,
@@ -485,10 +485,9 @@ impl LocalCoordinator {
                     deletions.push((slot.clone(), shadowing));
                 }
             }
-            let ingest = ingest
-                && indexed.is_none()
-                && slot.hetero.is_none()
-                && slot.counter_epochs.is_none();
+            // The layout decides which structures take tables (a heterogeneous table's
+            // do not); index entries and counter shards are built from writes.
+            let ingest = ingest && indexed.is_none() && slot.counter_epochs.is_none();
             work.push((slot.name.clone(), guard, batch, indexed, ingest));
         }
         // A write that may stall (the engine stalled a write within the last second)
