@@ -428,6 +428,41 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, members);
         unsupported()
     }
+    /// Coding groups that lost a member: the groups this node holds an ECMeta of (as a
+    /// data or parity node) that name a node outside `members` (it left the ring).
+    fn ec_dissolved_groups(
+        &self,
+        table: TableKey,
+        members: Vec<HostId>,
+    ) -> BoxFuture<'_, Result<Vec<GroupId>, Failure>> {
+        let _ = (table, members);
+        unsupported()
+    }
+    /// Which of `groups` a key list this node holds as a secondary names.
+    fn ec_groups_named(
+        &self,
+        table: TableKey,
+        groups: Vec<GroupId>,
+    ) -> BoxFuture<'_, Result<Vec<GroupId>, Failure>> {
+        let _ = (table, groups);
+        unsupported()
+    }
+    /// Lets a group that lost a member go (no node holds a key list naming it): this
+    /// node's tables in it are no longer data shards, its parity and ECMeta are deleted.
+    /// Returns how many of this node's tables were data shards of it.
+    fn ec_release_group(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<usize, Failure>> {
+        let _ = (table, group);
+        unsupported()
+    }
+    /// Table `id` was sent for coding to a leader that left the ring: no longer awaited.
+    fn ec_forget_pending(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        let _ = (table, id);
+        unsupported()
+    }
     /// Gives up `source`'s key list `id`: with `forget` false its versions stop being
     /// dropped (their rows are then written back); with `forget` true it is durably
     /// removed.

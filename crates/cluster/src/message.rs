@@ -583,6 +583,19 @@ pub enum Body {
         /// Entries copied.
         entries: u64,
     },
+    /// ELECT: which of `groups` (coding groups that lost a member) a key list the
+    /// receiver holds names. (Appended: variants keep their numbers in stored frames.)
+    EcNamed {
+        /// The table.
+        table: TableKey,
+        /// The groups asked about.
+        groups: Vec<[u8; 16]>,
+    },
+    /// The groups of an `EcNamed` a key list held names.
+    EcNamedBy {
+        /// Those groups.
+        groups: Vec<[u8; 16]>,
+    },
 }
 
 impl Body {
@@ -603,6 +616,7 @@ impl Body {
                 | Body::EcFilled { .. }
                 | Body::EcParityAck { .. }
                 | Body::EcCoverAck
+                | Body::EcNamedBy { .. }
                 | Body::EcMetaData { .. }
                 | Body::EcShard { .. }
                 | Body::EcStripe { .. }

@@ -307,6 +307,21 @@ impl Covered {
         out
     }
 
+    /// Which of `groups` a list held here (of any source, released or not) names: the
+    /// rows such a list covers may still be read through that group.
+    pub fn naming(&self, groups: &[[u8; 16]]) -> Vec<[u8; 16]> {
+        let mut out: Vec<[u8; 16]> = Vec::new();
+        for cover in self.sources.read().values() {
+            for l in cover.lists.read().values() {
+                let g = l.shard.meta.group;
+                if groups.contains(&g) && !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+        }
+        out
+    }
+
     /// Stops dropping the versions `source`'s list `id` covers (in memory only: after a
     /// restart the list drops them again until it is forgotten). Reads still treat its
     /// keys as covered.
@@ -553,6 +568,8 @@ mod tests {
         c.add(a, 9, shard(1), &list(&[("k3", 8), ("k4", 2)]))
             .unwrap();
         c.add(b, 7, shard(0), &list(&[("k2", 1)])).unwrap();
+        assert_eq!(c.naming(&[[8; 16], [9; 16]]), vec![[9; 16]]);
+        assert!(c.naming(&[[8; 16]]).is_empty());
         // Every node of the groups is a member: nothing to give up.
         assert!(c.dissolved(|node| node[0] < 3).is_empty());
         // Node 2 (position 2 of every group here) left: both sources' groups name it.
@@ -582,6 +599,8 @@ mod tests {
             assert!(!sa.covers(Bound::Unbounded, Bound::Unbounded));
             assert!(c.source(b).drops(b"k2", 1));
             assert_eq!(c.keys(), 1);
+            // Source b's list still names the group.
+            assert_eq!(c.naming(&[[9; 16]]), vec![[9; 16]]);
         }
     }
 

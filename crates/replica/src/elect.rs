@@ -30,6 +30,7 @@ use parking_lot::Mutex;
 use crate::parity::{Applied, FillIntent, GroupId, ParityStore, PARITY_DIR};
 use state::{decode_state, encode_state};
 
+mod dissolve;
 mod ghosts;
 mod hotness;
 mod offload;
@@ -545,10 +546,15 @@ impl Elect {
         let base = match base {
             Some(meta) => meta,
             None => {
-                // A new group, named by what first fills it (a retry names the same one).
-                let mut seed = Vec::with_capacity(64);
+                // A new group, named by what first fills it and by its nodes (a retry names
+                // the same one; a table coded again after its group lost a member, in a
+                // group of other nodes, another).
+                let mut seed = Vec::with_capacity(48 + 16 * n);
                 seed.extend_from_slice(&nodes.leader().0);
                 seed.extend_from_slice(&hash);
+                for node in nodes.nodes() {
+                    seed.extend_from_slice(&node.0);
+                }
                 let digest = EcMeta::content_hash(&seed);
                 let mut group = [0u8; 16];
                 group.copy_from_slice(&digest[..16]);

@@ -441,6 +441,37 @@ impl ParityStore {
         mosaic_lsm::remove_durably(&*self.fs, &path).map_err(|e| Error::io("removing", &path, e))
     }
 
+    /// Deletes everything held of `group`: its parity shards (local, or their stubs and
+    /// cold-tier objects), its intent, and its ECMeta last — so a crash midway leaves the
+    /// group listed by [`ParityStore::groups`] and the next call finishes. Returns whether
+    /// anything was held.
+    pub fn drop_group(&self, group: &GroupId) -> Result<bool> {
+        let _guard = self.lock.lock();
+        let prefix = hex(group);
+        let mut held = false;
+        for name in self.names()? {
+            let Some(rest) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            let path = self.dir.join(&name);
+            if rest.starts_with('-') && rest.ends_with(".cold") {
+                self.drop_stub(&path)?;
+                held = true;
+            } else if (rest.starts_with('-') && rest.ends_with(".par")) || rest == ".fill" {
+                mosaic_lsm::remove_durably(&*self.fs, &path)
+                    .map_err(|e| Error::io("removing", &path, e))?;
+                held = true;
+            }
+        }
+        let meta = self.meta_path(group);
+        if self.fs.exists(&meta) {
+            mosaic_lsm::remove_durably(&*self.fs, &meta)
+                .map_err(|e| Error::io("removing", &meta, e))?;
+            held = true;
+        }
+        Ok(held)
+    }
+
     fn intent_path(&self, group: &GroupId) -> PathBuf {
         self.dir.join(format!("{}.fill", hex(group)))
     }

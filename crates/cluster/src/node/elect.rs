@@ -4,7 +4,9 @@
 //! Storage does the durable steps ([`Store`]'s `ec_*` methods); see `docs/layouts.md`,
 //! "Erasure-tiered", for why a crash at any step leaves a decodable group.
 
-use mosaic_erasure::{EcMeta, Fill, Placement};
+use std::collections::HashSet;
+
+use mosaic_erasure::{EcMeta, Fill, GroupId, Placement};
 use mosaic_types::HostId;
 
 use super::*;
@@ -41,7 +43,7 @@ impl Node {
     }
 
     /// Every node with tokens, live or not, by host id.
-    fn ring_hosts(&self) -> HashMap<HostId, Endpoint> {
+    pub(super) fn ring_hosts(&self) -> HashMap<HostId, Endpoint> {
         let ring = self.ring();
         self.inner
             .membership
@@ -183,6 +185,7 @@ impl Node {
         let me = self.own_host_id();
         let mut coded = 0;
         let mut dissolved = 0;
+        let mut groups_dissolved = 0;
         let ring_hosts = self.ring_hosts();
         for (table, code) in store.ec_tables() {
             let Some(replication) = store.placement(table) else {
@@ -190,6 +193,8 @@ impl Node {
             };
             // Before anything else, and even when the cluster became too small to code.
             dissolved += self.restore_dissolved(table, &ring_hosts).await;
+            let given_up = self.release_dissolved(table, &ring_hosts).await;
+            groups_dissolved += given_up.len() as u64;
             let rf = replication.total();
             let (placement, hosts) = match self.ec_placement(code.k, code.n) {
                 Ok(p) => p,
@@ -206,6 +211,10 @@ impl Node {
                 Ok(unanswered) => {
                     for (id, slot, leader, content) in unanswered {
                         let Some(&to) = hosts.get(&leader) else {
+                            // The leader left the ring, and its change with it.
+                            if let Err(f) = store.ec_forget_pending(table, id).await {
+                                tracing::warn!(%table, id, error = failure_text(&f), "forgetting a fill sent to a leader that left failed");
+                            }
                             continue;
                         };
                         if let Err(e) = self.send_fill(table, to, id, slot, content).await {
@@ -219,7 +228,10 @@ impl Node {
             }
             match store.ec_replaced(table).await {
                 Ok(replaced) => {
-                    for r in replaced {
+                    for r in replaced
+                        .into_iter()
+                        .filter(|r| !given_up.contains(&r.group))
+                    {
                         if let Err(e) = self.clear_one(table, &hosts, r).await {
                             tracing::info!(%table, error = %e, "emptying a replaced table's slot did not complete; it is retried next round");
                         }
@@ -262,6 +274,10 @@ impl Node {
             .counters
             .ec_lists_dissolved
             .store(dissolved, Ordering::Relaxed);
+        self.inner
+            .counters
+            .ec_groups_dissolved
+            .store(groups_dissolved, Ordering::Relaxed);
         self.inner
             .counters
             .ec_rounds
@@ -369,10 +385,15 @@ impl Node {
         };
         let ring = self.ring();
         let own = self.endpoint();
+        let ring_hosts = self.ring_hosts();
         for (id, (meta, slot), keys) in lists {
             let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
                 continue;
             };
+            // A group that lost a member is being given up: no more lists of it.
+            if !meta.shards.iter().all(|s| ring_hosts.contains_key(&s.node)) {
+                continue;
+            }
             let meta_group = meta.group;
             let meta = meta.encode();
             // Recorded before anything is sent: a secondary may drop rows as soon as its
@@ -497,6 +518,81 @@ impl Node {
             }
         }
         left
+    }
+
+    /// Coding groups that lost a member, let go once nothing can read through them: the
+    /// groups this node is a member of that name a node no longer in the ring take no
+    /// more changes, and once no node of the ring holds a key list naming one (every
+    /// secondary holds those rows in full again, [`Node::restore_dissolved`]), this node
+    /// forgets its tables in it (a live one is coded again, in a group of the ring of now)
+    /// and deletes its parity and ECMeta. A node of the ring that is down or does not
+    /// answer keeps every such group until a later round.
+    ///
+    /// Returns the groups still held.
+    async fn release_dissolved(
+        &self,
+        table: TableKey,
+        hosts: &HashMap<HostId, Endpoint>,
+    ) -> Vec<GroupId> {
+        let store = &self.inner.store;
+        let members: Vec<HostId> = hosts.keys().copied().collect();
+        let groups = match store.ec_dissolved_groups(table, members).await {
+            Ok(g) => g,
+            Err(f) => {
+                tracing::warn!(%table, error = failure_text(&f), "listing coding groups that lost a member failed");
+                return Vec::new();
+            }
+        };
+        if groups.is_empty() {
+            return groups;
+        }
+        let mut named: HashSet<GroupId> = match store.ec_groups_named(table, groups.clone()).await {
+            Ok(g) => g.into_iter().collect(),
+            Err(f) => {
+                tracing::warn!(%table, error = failure_text(&f), "reading which groups key lists name failed");
+                return groups;
+            }
+        };
+        let me = self.endpoint();
+        let timeout = self.inner.config.repair_timeout_ms;
+        let others: Vec<Endpoint> = hosts.values().copied().filter(|to| *to != me).collect();
+        if others.iter().any(|to| !self.is_alive(*to)) {
+            return groups;
+        }
+        let asks = others.iter().map(|to| {
+            let ask = Body::EcNamed {
+                table,
+                groups: groups.clone(),
+            };
+            self.call_timeout(*to, ask, timeout)
+        });
+        for answer in futures::future::join_all(asks).await {
+            match answer {
+                Some(Body::EcNamedBy { groups: g }) => named.extend(g),
+                _ => return groups,
+            }
+        }
+        let mut held = Vec::new();
+        for group in groups {
+            if named.contains(&group) {
+                held.push(group);
+                continue;
+            }
+            match store.ec_release_group(table, group).await {
+                Ok(tables) => {
+                    self.inner
+                        .counters
+                        .ec_groups_released
+                        .fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(%table, group = %hex(&group), tables, "a coding group that lost a member was let go");
+                }
+                Err(f) => {
+                    tracing::warn!(%table, group = %hex(&group), error = failure_text(&f), "letting a coding group that lost a member go failed; retried next round");
+                    held.push(group);
+                }
+            }
+        }
+        held
     }
 
     /// Copies, within this node, every segment of the span of `lists` whose primary is

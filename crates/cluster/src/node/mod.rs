@@ -473,6 +473,7 @@ impl Node {
             | Body::EcClear { .. }
             | Body::EcParity { .. }
             | Body::EcCover { .. }
+            | Body::EcNamed { .. }
             | Body::EcMetaRead { .. }
             | Body::EcGroupsOf { .. }
             | Body::EcMetaPush { .. }

@@ -152,6 +152,14 @@ impl Node {
                     Ok(m) => m,
                     Err(e) => return Body::Failed(Failure::Storage(e.to_string())),
                 };
+                // A group that lost a member is being given up: its rows stay here whole.
+                let ring = self.ring_hosts();
+                if let Some(gone) = meta.shards.iter().find(|s| !ring.contains_key(&s.node)) {
+                    return Body::Failed(Failure::Storage(format!(
+                        "the coding group names {}, which is not in the ring",
+                        gone.node
+                    )));
+                }
                 match store
                     .ec_cover(table, HostId(source), id, (meta, slot), keys)
                     .await
@@ -160,6 +168,10 @@ impl Node {
                     Err(f) => Body::Failed(f),
                 }
             }
+            Body::EcNamed { table, groups } => match store.ec_groups_named(table, groups).await {
+                Ok(groups) => Body::EcNamedBy { groups },
+                Err(f) => Body::Failed(f),
+            },
             Body::EcMetaRead { table, group } => match store.ec_meta(table, group).await {
                 Ok(meta) => Body::EcMetaData {
                     meta: meta.map(|m| m.encode()),
@@ -288,6 +300,8 @@ pub(super) fn body_name(body: &Body) -> &'static str {
         Body::EcParityAck { .. } => "EcParityAck",
         Body::EcCover { .. } => "EcCover",
         Body::EcCoverAck => "EcCoverAck",
+        Body::EcNamed { .. } => "EcNamed",
+        Body::EcNamedBy { .. } => "EcNamedBy",
         Body::EcMetaRead { .. } => "EcMetaRead",
         Body::EcMetaData { .. } => "EcMetaData",
         Body::EcShardRead { .. } => "EcShardRead",

@@ -16,6 +16,8 @@ pub(super) struct Counters {
     pub(super) ec_rounds: AtomicU64,
     pub(super) ec_lists_restored: AtomicU64,
     pub(super) ec_lists_dissolved: AtomicU64,
+    pub(super) ec_groups_released: AtomicU64,
+    pub(super) ec_groups_dissolved: AtomicU64,
 }
 
 /// A copy of the node's counters.
@@ -44,6 +46,12 @@ pub struct CounterSnapshot {
     pub ec_lists_restored: u64,
     /// Such key lists still held after the last coding round (restoring them failed).
     pub ec_lists_dissolved: u64,
+    /// Coding groups that lost a member this node let go (forgot its tables in them,
+    /// deleted its parity of them).
+    pub ec_groups_released: u64,
+    /// Such groups still held after the last coding round (a node may still read through
+    /// them, or could not be asked).
+    pub ec_groups_dissolved: u64,
 }
 
 impl Counters {
@@ -60,6 +68,8 @@ impl Counters {
             ec_rounds: self.ec_rounds.load(Ordering::Relaxed),
             ec_lists_restored: self.ec_lists_restored.load(Ordering::Relaxed),
             ec_lists_dissolved: self.ec_lists_dissolved.load(Ordering::Relaxed),
+            ec_groups_released: self.ec_groups_released.load(Ordering::Relaxed),
+            ec_groups_dissolved: self.ec_groups_dissolved.load(Ordering::Relaxed),
         }
     }
 }

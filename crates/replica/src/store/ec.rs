@@ -208,6 +208,44 @@ impl ReplicaStore {
         }
     }
 
+    /// Coding groups this node is a member of that name a node `member` does not accept
+    /// ([`crate::elect::Elect::dissolved_groups`]).
+    pub fn ec_dissolved_groups(
+        &self,
+        member: impl Fn(&mosaic_types::HostId) -> bool,
+    ) -> Result<Vec<GroupId>> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.dissolved_groups(member),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Which of `groups` a key list held here names ([`crate::covered::Covered::naming`]).
+    pub fn ec_groups_named(&self, groups: &[GroupId]) -> Vec<GroupId> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.covered().naming(groups),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Lets a coding group that lost a member go, once no node holds a key list naming it
+    /// ([`crate::elect::Elect::release_group`]); returns how many of this node's tables
+    /// were data shards of it.
+    pub fn ec_release_group(&self, group: &GroupId) -> Result<usize> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.release_group(group),
+            _ => Ok(0),
+        }
+    }
+
+    /// Table `id` was sent for coding to a leader that left the ring: forgotten as sent.
+    pub fn ec_forget_pending(&self, id: u64) -> Result<()> {
+        match &self.engines {
+            Engines::ErasureTiered(_, elect) => elect.forget_pending(id),
+            _ => Ok(()),
+        }
+    }
+
     /// Gives up `source`'s key list `id`: with `forget` false, its versions stop being
     /// dropped (the caller then writes its rows back); with `forget` true, the list is
     /// durably removed and its keys no longer covered.

@@ -50,6 +50,8 @@ pub async fn record(admin: &Admin) {
     metrics::counter!("mosaic_ec_rounds_total").absolute(c.ec_rounds);
     metrics::counter!("mosaic_ec_lists_restored_total").absolute(c.ec_lists_restored);
     metrics::gauge!("mosaic_ec_lists_dissolved").set(c.ec_lists_dissolved as f64);
+    metrics::counter!("mosaic_ec_groups_released_total").absolute(c.ec_groups_released);
+    metrics::gauge!("mosaic_ec_groups_dissolved").set(c.ec_groups_dissolved as f64);
     let selector = node.replica_selector();
     for (decision, n) in selector.decisions() {
         metrics::counter!(

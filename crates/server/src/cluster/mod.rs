@@ -46,6 +46,8 @@ use crate::hints::HintStore;
 use crate::local::{scan_bounds, AllPrimary, LocalCoordinator, Roles};
 
 pub mod cleanup;
+mod elect;
+use elect::FILLS_PER_PICK;
 mod roles;
 use roles::{RingRoles, RingView};
 
@@ -621,6 +623,36 @@ impl Store for LocalStore {
         })
     }
 
+    fn ec_dissolved_groups(
+        &self,
+        table: TableKey,
+        members: Vec<HostId>,
+    ) -> BoxFuture<'_, Result<Vec<GroupId>, Failure>> {
+        self.on_elect(table, move |s, _| {
+            s.ec_dissolved_groups(|h| members.contains(h))
+        })
+    }
+
+    fn ec_groups_named(
+        &self,
+        table: TableKey,
+        groups: Vec<GroupId>,
+    ) -> BoxFuture<'_, Result<Vec<GroupId>, Failure>> {
+        self.on_elect(table, move |s, _| Ok(s.ec_groups_named(&groups)))
+    }
+
+    fn ec_release_group(
+        &self,
+        table: TableKey,
+        group: GroupId,
+    ) -> BoxFuture<'_, Result<usize, Failure>> {
+        self.on_elect(table, move |s, _| s.ec_release_group(&group))
+    }
+
+    fn ec_forget_pending(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
+        self.on_elect(table, move |s, _| s.ec_forget_pending(id))
+    }
+
     fn ec_uncover(
         &self,
         table: TableKey,
@@ -731,43 +763,6 @@ impl Store for LocalStore {
 
     fn reads_prefer_primary(&self, table: TableKey) -> bool {
         self.local.is_erasure_tiered(table)
-    }
-}
-
-/// Tables a data node reads for coding per table and round.
-const FILLS_PER_PICK: usize = 4;
-
-impl LocalStore {
-    /// `table`'s code, if it is `erasure-tiered`.
-    fn ec_code(&self, table: TableKey) -> mosaic_lsm::Result<ErasureCode> {
-        self.local
-            .erasure_tables()
-            .into_iter()
-            .find(|(t, _)| *t == table)
-            .map(|(_, code)| code)
-            .ok_or_else(|| mosaic_lsm::Error::InvalidArgument("not an erasure-tiered table".into()))
-    }
-
-    /// Runs an ELECT step on `table`'s store (and its coding state) on a blocking thread.
-    fn on_elect<T: Send + 'static>(
-        &self,
-        table: TableKey,
-        f: impl FnOnce(&ReplicaStore, mosaic_lsm::Result<&Elect>) -> mosaic_lsm::Result<T>
-            + Send
-            + 'static,
-    ) -> BoxFuture<'_, Result<T, Failure>> {
-        async move {
-            self.local
-                .with_store(table, move |store| {
-                    let elect = store.elect().ok_or_else(|| {
-                        mosaic_lsm::Error::InvalidArgument("not an erasure-tiered table".into())
-                    });
-                    f(store, elect)
-                })
-                .await
-                .map_err(failure)
-        }
-        .boxed()
     }
 }
 
