@@ -16,7 +16,13 @@
 //! answered the client already, so serving it would only take the slot from a read that
 //! can still be answered in time — Cassandra drops such a read too (`nodetool tpstats`'
 //! dropped `READ` messages). Under overload the stage then serves reads that can still
-//! make it instead of a backlog nobody waits for.
+//! make it instead of a backlog nobody waits for. A read is dropped as well when its wait
+//! plus the service time reads of its expected size took lately (a moving average per
+//! power-of-two size class, of reads run inline and queued) passes the timeout: it would
+//! be answered after its coordinator gave up, and a large read spends seconds of a slow
+//! device that way. At most half the timeout is counted for the service, so a read that
+//! waited less than half of it always runs (and a class whose average went up keeps
+//! being measured).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -52,6 +58,20 @@ struct Shared {
     wake: Condvar,
     epoch: Instant,
     counters: Counters,
+    /// Per size class ([`size_class`]), the moving average of a read's service time
+    /// (microseconds; 0: none measured yet).
+    service: [AtomicU64; SIZE_CLASSES],
+}
+
+/// Size classes: unknown size, then one per power of two.
+const SIZE_CLASSES: usize = 66;
+
+/// The size class of `class`: 0 when no oracle expected a size, else one more than the
+/// expected size's bit length.
+fn size_class(class: &ReadClass) -> usize {
+    class
+        .size
+        .map_or(0, |s| 1 + (64 - s.leading_zeros()) as usize)
 }
 
 #[derive(Default)]
@@ -125,6 +145,7 @@ impl ReadStage {
             wake: Condvar::new(),
             epoch: Instant::now(),
             counters: Counters::default(),
+            service: std::array::from_fn(|_| AtomicU64::new(0)),
         });
         let mut workers = 0;
         for i in 0..concurrency {
@@ -159,9 +180,12 @@ impl ReadStage {
             return std::panic::catch_unwind(AssertUnwindSafe(read))
                 .map_err(|_| StageError::Failed);
         }
+        let sized = size_class(&class);
         if s.inline && s.queue.is_empty() && s.try_take_slot() {
             s.counters.inline.fetch_add(1, Ordering::Relaxed);
+            let started = s.now_micros();
             let out = std::panic::catch_unwind(AssertUnwindSafe(read));
+            s.served(sized, started);
             s.release_slot();
             return out.map_err(|_| {
                 tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
@@ -181,12 +205,14 @@ impl ReadStage {
                 shared.counters.skipped.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            if shared.expire_micros != 0 && waited > shared.expire_micros {
+            if shared.too_late(sized, waited) {
                 shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 let _ = tx.send(Err(StageError::Expired));
                 return;
             }
+            let started = shared.now_micros();
             let out = read();
+            shared.served(sized, started);
             shared.counters.completed.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send(Ok(out));
         });
@@ -231,6 +257,35 @@ impl Drop for ReadStage {
 impl Shared {
     fn now_micros(&self) -> u64 {
         self.epoch.elapsed().as_micros() as u64
+    }
+
+    /// Whether a read of size class `sized` that waited `waited` would be answered past
+    /// the timeout (its class's recent service time, at most half the timeout, added).
+    fn too_late(&self, sized: usize, waited: u64) -> bool {
+        if self.expire_micros == 0 {
+            return false;
+        }
+        let service = self
+            .service
+            .get(sized)
+            .map_or(0, |a| a.load(Ordering::Relaxed))
+            .min(self.expire_micros / 2);
+        waited.saturating_add(service) > self.expire_micros
+    }
+
+    /// Folds a read of size class `sized` that started at `started` into its class's
+    /// moving average (weight 1/8).
+    fn served(&self, sized: usize, started: u64) {
+        let took = self.now_micros().saturating_sub(started);
+        if let Some(avg) = self.service.get(sized) {
+            let _ = avg.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(if old == 0 {
+                    took.max(1)
+                } else {
+                    old - old / 8 + took / 8
+                })
+            });
+        }
     }
 
     fn try_take_slot(&self) -> bool {
@@ -455,5 +510,46 @@ mod tests {
         assert_eq!(stage.run(class(0), || 7).await, Ok(7));
         let snap = stage.snapshot();
         assert_eq!((snap.dropped_total, snap.skipped_total), (1, 0));
+    }
+
+    /// A read is dropped once its wait plus the recent service time of reads of its size
+    /// class would pass the timeout, while a read of a class served quickly that waited
+    /// as long still runs, and so does a read of the slow class that did not wait.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_that_would_finish_past_the_timeout_is_dropped() {
+        let stage = Arc::new(ReadStage::new(
+            1,
+            &config(QueuePolicy::Fcfs),
+            true,
+            Some(Duration::from_millis(1000)),
+        ));
+        let large = ReadClass {
+            priority: 0,
+            size: Some(1 << 20),
+        };
+        let small = ReadClass {
+            priority: 0,
+            size: Some(1 << 10),
+        };
+        // One large read took 400 ms (inline: the stage was idle).
+        let slow = || std::thread::sleep(Duration::from_millis(400));
+        stage.run(large, slow).await.unwrap();
+        let (open, blocker) = hold_the_slot(&stage).await;
+        let queue = |class: ReadClass| {
+            let st = stage.clone();
+            tokio::spawn(async move { st.run(class, || 1).await })
+        };
+        let late_large = queue(large);
+        let late_small = queue(small);
+        while stage.snapshot().waiting < 2 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        open.send(()).unwrap();
+        blocker.await.unwrap().unwrap();
+        assert_eq!(late_large.await.unwrap(), Err(StageError::Expired));
+        assert_eq!(late_small.await.unwrap(), Ok(1));
+        assert_eq!(stage.run(large, || 2).await, Ok(2));
+        assert_eq!(stage.snapshot().dropped_total, 1);
     }
 }
