@@ -448,14 +448,16 @@ pub trait Store: Send + Sync + 'static {
         unsupported()
     }
     /// Lets a group that lost a member go (no node holds a key list naming it): this
-    /// node's tables in it are no longer data shards, its parity and ECMeta are deleted.
+    /// node's (`me`'s) tables in it are no longer data shards, and if it is a data node of
+    /// the group its other key lists go out again; its parity and ECMeta are deleted.
     /// Returns how many of this node's tables were data shards of it.
     fn ec_release_group(
         &self,
         table: TableKey,
         group: GroupId,
+        me: HostId,
     ) -> BoxFuture<'_, Result<usize, Failure>> {
-        let _ = (table, group);
+        let _ = (table, group, me);
         unsupported()
     }
     /// Table `id` was sent for coding to a leader that left the ring: no longer awaited.

@@ -578,7 +578,10 @@ impl Node {
                 held.push(group);
                 continue;
             }
-            match store.ec_release_group(table, group).await {
+            match store
+                .ec_release_group(table, group, self.own_host_id())
+                .await
+            {
                 Ok(tables) => {
                     self.inner
                         .counters

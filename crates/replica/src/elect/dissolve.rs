@@ -28,11 +28,17 @@ impl Elect {
 
     /// Lets `group` go, once no node holds a key list naming it: this node's tables in it
     /// are no longer data shards (their ghosts go with the next sweep unless the table is
-    /// live and picked again), every other coded table's key list is to be sent again
-    /// when one of the forgotten tables had been listed, and the group's parity shards,
-    /// intent and ECMeta are deleted. A crash midway is finished by the next call (the
-    /// ECMeta goes last). Returns how many of this node's tables were data shards of it.
-    pub fn release_group(&self, group: &GroupId) -> Result<usize> {
+    /// live and picked again); when the group's ECMeta names this node (`me`) in a data
+    /// slot, every other coded table's key list is to be sent again (the secondaries gave
+    /// up all of this source's lists, those of tables whose slot in the group was emptied
+    /// meanwhile included); and the group's parity shards, intent and ECMeta are deleted.
+    /// A crash midway is finished by the next call (the ECMeta goes last). Returns how
+    /// many of this node's tables were data shards of it.
+    pub fn release_group(&self, group: &GroupId, me: HostId) -> Result<usize> {
+        let data_member = self
+            .parity
+            .meta(group)?
+            .is_some_and(|m| m.shards.iter().take(usize::from(m.k)).any(|s| s.node == me));
         let mut data = self.data.lock();
         let ids: Vec<u64> = data
             .coded
@@ -40,14 +46,14 @@ impl Elect {
             .filter(|(_, c)| c.group == *group)
             .map(|(id, _)| *id)
             .collect();
-        if !ids.is_empty() {
+        let relist = data_member && data.listed.values().any(|l| l.acked);
+        if !ids.is_empty() || relist {
             let mut next = data.clone();
-            let mut listed = false;
             for id in &ids {
                 next.coded.remove(id);
-                listed |= next.listed.remove(id).is_some();
+                next.listed.remove(id);
             }
-            if listed {
+            if data_member {
                 for l in next.listed.values_mut() {
                     l.acked = false;
                 }

@@ -367,9 +367,9 @@ fn releasing_a_group_that_lost_a_member_forgets_its_tables_and_parity() {
     assert_eq!(leader.dissolved_groups(not_host_1).unwrap(), vec![a]);
     assert!(leader.parity().shard(&a, 2).unwrap().is_some());
 
-    assert_eq!(data.release_group(&a).unwrap(), 2);
-    assert_eq!(data.release_group(&a).unwrap(), 0);
-    assert_eq!(leader.release_group(&a).unwrap(), 0);
+    assert_eq!(data.release_group(&a, host(0)).unwrap(), 2);
+    assert_eq!(data.release_group(&a, host(0)).unwrap(), 0);
+    assert_eq!(leader.release_group(&a, host(2)).unwrap(), 0);
     assert!(leader.parity().shard(&a, 2).unwrap().is_none());
     assert!(leader.parity().meta(&a).unwrap().is_none());
     assert_released(&leader, &data, b);
@@ -402,8 +402,8 @@ fn releasing_a_group_that_lost_a_member_forgets_its_tables_and_parity() {
 fn a_release_interrupted_by_a_power_loss_is_finished_by_the_next() {
     let root = Path::new("/r");
     let release = |leader: &Elect, data: &Elect, a: GroupId| {
-        data.release_group(&a).unwrap();
-        leader.release_group(&a).unwrap();
+        data.release_group(&a, host(0)).unwrap();
+        leader.release_group(&a, host(2)).unwrap();
     };
     // A dry run counts the calls the release makes; the setup is deterministic.
     let fs = mosaic_env::CrashFs::new();
@@ -431,17 +431,35 @@ fn a_release_interrupted_by_a_power_loss_is_finished_by_the_next() {
             assert!(leader.parity().shard(&a, 2).unwrap().is_none(), "op {op}");
         }
         // Nodes find the group again as long as they hold a trace of it.
-        for e in [&leader, &data] {
+        for (e, me) in [(&leader, host(2)), (&data, host(0))] {
             for g in e.dissolved_groups(not_host_1).unwrap() {
                 assert_eq!(g, a, "op {op}");
-                e.release_group(&g).unwrap();
+                e.release_group(&g, me).unwrap();
             }
         }
         if coded.len() == 3 {
-            data.release_group(&a).unwrap();
+            data.release_group(&a, host(0)).unwrap();
         }
         assert_released(&leader, &data, b);
     }
+}
+
+/// A data node whose tables in the group were all emptied from their slots meanwhile
+/// still sends its other key lists again when the group is let go: the secondaries gave
+/// them up all the same (a cleared table's list stays with them).
+#[test]
+fn a_data_node_with_no_table_left_in_the_group_still_relists() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leader, data, a, _) = coded_in_two_groups(Arc::new(RealFs), dir.path());
+    data.cleared(5).unwrap();
+    data.cleared(7).unwrap();
+    assert!(data.unlisted().is_empty());
+    assert_eq!(data.dissolved_groups(not_host_1).unwrap(), vec![a]);
+    assert_eq!(data.release_group(&a, host(0)).unwrap(), 0);
+    assert_eq!(data.unlisted(), vec![6]);
+    // The parity node lists nothing of its own again.
+    assert_eq!(leader.release_group(&a, host(2)).unwrap(), 0);
+    assert!(leader.unlisted().is_empty());
 }
 
 #[test]

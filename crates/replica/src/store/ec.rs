@@ -231,9 +231,9 @@ impl ReplicaStore {
     /// Lets a coding group that lost a member go, once no node holds a key list naming it
     /// ([`crate::elect::Elect::release_group`]); returns how many of this node's tables
     /// were data shards of it.
-    pub fn ec_release_group(&self, group: &GroupId) -> Result<usize> {
+    pub fn ec_release_group(&self, group: &GroupId, me: mosaic_types::HostId) -> Result<usize> {
         match &self.engines {
-            Engines::ErasureTiered(_, elect) => elect.release_group(group),
+            Engines::ErasureTiered(_, elect) => elect.release_group(group, me),
             _ => Ok(0),
         }
     }

@@ -645,8 +645,9 @@ impl Store for LocalStore {
         &self,
         table: TableKey,
         group: GroupId,
+        me: HostId,
     ) -> BoxFuture<'_, Result<usize, Failure>> {
-        self.on_elect(table, move |s, _| s.ec_release_group(&group))
+        self.on_elect(table, move |s, _| s.ec_release_group(&group, me))
     }
 
     fn ec_forget_pending(&self, table: TableKey, id: u64) -> BoxFuture<'_, Result<(), Failure>> {
