@@ -249,3 +249,44 @@ fn a_target_beyond_coding_and_parity_offloads_coded_tables_and_they_stay_readabl
         "unreferenced cold objects: {cold_now:?}"
     );
 }
+
+/// A coded table moved to the cold tier whose coding group is let go (a member left the
+/// ring) is no longer a data shard but is still read from its object, is picked and coded
+/// again from it, and its object stays until compaction replaces the table.
+#[test]
+fn an_offloaded_table_whose_group_is_let_go_is_coded_again_from_the_cold_tier() {
+    let root = tempfile::tempdir().unwrap();
+    let (dir, cold) = (root.path().join("ks/t"), root.path().join("cold"));
+    let keys = 3000;
+    let store = open(&dir, &cold);
+    write_all(&store, keys, 1);
+    round(&store);
+    store.ec_offload(code(0.9), 3).unwrap();
+    let moved = relocated(&store);
+    assert!(!moved.is_empty(), "nothing offloaded");
+    let elect = store.elect().unwrap();
+    // Host 1 (slot 1 of every group here) left: every group is let go by this data node
+    // (host 0).
+    let gone = mosaic_types::HostId([1; 16]);
+    let dissolved = store.ec_dissolved_groups(|h| *h != gone).unwrap();
+    assert_eq!(dissolved.len(), elect.coded().len());
+    for g in &dissolved {
+        store
+            .ec_release_group(g, mosaic_types::HostId([0; 16]))
+            .unwrap();
+    }
+    assert!(elect.coded().is_empty());
+    assert_reads(&store, keys, 1);
+    let picked = store.ec_pick(code(1.0), 3, u64::MAX, 1000).unwrap();
+    for (id, location) in &moved {
+        let (_, content) = picked
+            .iter()
+            .find(|(p, _)| p == id)
+            .unwrap_or_else(|| panic!("relocated table {id} not picked again"));
+        assert_eq!(content, &std::fs::read(cold.join(location)).unwrap());
+    }
+    round(&store);
+    assert!(moved.iter().all(|(id, _)| elect.coded().contains_key(id)));
+    assert!(moved.iter().all(|(_, l)| objects(&cold).contains(l)));
+    assert_reads(&store, keys, 1);
+}

@@ -43,8 +43,12 @@ impl ReplicaStore {
             .map(|t| t.size_bytes)
             .sum();
         let want = (plan.code - coded_bytes as f64).max(0.0) as u64;
+        // A table relocated to the cold tier is a candidate again when its group was let
+        // go (its ghost, a stub naming the object, still holds its content).
         let candidates = elect.candidates(last, self.clock.now_micros(), |t| {
-            !coded.contains_key(&t.id) && t.size_bytes <= size_max && t.location.is_empty()
+            !coded.contains_key(&t.id)
+                && t.size_bytes <= size_max
+                && (t.location.is_empty() || elect.ghost_location(t.id).ok().flatten().is_some())
         });
         // Tables that now hold a replaced coded table's rows come first: until they are
         // coded the replaced table's slot stays, since secondaries dropped those rows.
