@@ -274,8 +274,11 @@ impl Shared {
     }
 
     /// Folds a read of size class `sized` that started at `started` into its class's
-    /// moving average (weight 1/8).
+    /// moving average (weight 1/8); without a timeout nothing reads the averages.
     fn served(&self, sized: usize, started: u64) {
+        if self.expire_micros == 0 {
+            return;
+        }
         let took = self.now_micros().saturating_sub(started);
         if let Some(avg) = self.service.get(sized) {
             let _ = avg.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {

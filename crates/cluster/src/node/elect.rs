@@ -262,7 +262,8 @@ impl Node {
             }
             // Secondary removal: lists of coded tables to the secondaries, then drop what
             // lists this node received cover.
-            self.send_key_lists(table, &replication, me).await;
+            self.send_key_lists(table, &replication, me, &ring_hosts)
+                .await;
             if let Err(f) = store.ec_purge(table).await {
                 tracing::warn!(%table, error = failure_text(&f), "dropping covered secondary copies failed");
             }
@@ -373,8 +374,15 @@ impl Node {
     /// Secondary removal, data node: sends each coded table's key list, split by the
     /// nodes holding redundant copies of its keys, and records the table as listed once
     /// all of them stored theirs. A key whose primary is no longer this node (the ring
-    /// changed) is left out: its secondaries keep it.
-    async fn send_key_lists(&self, table: TableKey, replication: &ReplicationStrategy, me: HostId) {
+    /// changed) is left out: its secondaries keep it. No list goes out of a group naming
+    /// a node outside `ring_hosts` (the round's ring): that group is being given up.
+    async fn send_key_lists(
+        &self,
+        table: TableKey,
+        replication: &ReplicationStrategy,
+        me: HostId,
+        ring_hosts: &HashMap<HostId, Endpoint>,
+    ) {
         let store = &self.inner.store;
         let lists = match store.ec_unlisted(table).await {
             Ok(l) => l,
@@ -385,7 +393,6 @@ impl Node {
         };
         let ring = self.ring();
         let own = self.endpoint();
-        let ring_hosts = self.ring_hosts();
         for (id, (meta, slot), keys) in lists {
             let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
                 continue;
