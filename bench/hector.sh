@@ -6,7 +6,7 @@
 #   bench/hector.sh EXPERIMENT [--records N] [--operations N] [--reps N] [--rates R,R,...]
 #                   [--duration S] [--concurrency N] [--cache-bytes N] [--out DIR]
 #                   [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
-#                   [--set KEY=VALUE]...
+#                   [--queues Q,Q,...] [--set KEY=VALUE]...
 #
 # Experiments:
 #   overhead  the read stage's cost: 1 KiB rows (--records, 200,000), zipfian reads, closed
@@ -20,7 +20,10 @@
 #             static item-size oracle the load writes (64 KiB and more: priority 1),
 #             `fcfs` against
 #             `random-multi-level` (2 sub-queues, α = 10, Hector's setting), each over an
-#             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20)
+#             open-loop ramp of arrival rates (--rates, ops/s; --duration s each, 20).
+#             --queues replaces the two with other variants, each a queue name followed by
+#             `+KEY=VALUE` settings of [scheduling] (or `storage.KEY` of [storage]), e.g.
+#             `random-multi-level+reserved_slots=1`; results are named by the variant
 #   locality  replica selection and cache locality: 1 KiB rows (--records, 200,000),
 #             direct I/O with a block cache per node of --cache-bytes (100 MiB: each node
 #             holds every row, about twice the cache, and a third of them — the rows it is
@@ -47,7 +50,7 @@ usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records="" operations=200000 reps=3 rates="" duration=20 concurrency=32 cache=104857600
-out=/tmp/mosaic-hector
+out=/tmp/mosaic-hector queues=fcfs,random-multi-level
 DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
 common=()
 while [ $# -gt 0 ]; do
@@ -61,6 +64,7 @@ while [ $# -gt 0 ]; do
         --cache-bytes) cache=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
+        --queues) queues=$2; shift 2 ;;
         --disk-mib-per-s) DISK_MIB_PER_S=$2; shift 2 ;;
         --disk-iops) DISK_IOPS=$2; shift 2 ;;
         --node-memory-mib) NODE_MEMORY_MIB=$2; shift 2 ;;
@@ -106,7 +110,7 @@ fresh() {
 }
 
 # Restarts the cluster with `[scheduling]` keys set: KEY=TOML-VALUE... (`sub.key` for a
-# key of `[scheduling.sub]`).
+# key of `[scheduling.sub]`, `storage.key` for one of `[storage]`).
 reconfigure() {
     down
     local i kv key value
@@ -116,8 +120,10 @@ reconfigure() {
             python3 - "$cluster/node$i/mosaic.toml" "$key" "$value" <<'EOF'
 import re, sys
 path, key, value = sys.argv[1:4]
-# `sub.key` is a key of [scheduling.sub].
-table, _, key = ("scheduling." + key).rpartition(".")
+# `sub.key` is a key of [scheduling.sub]; `storage.key` one of [storage].
+if not key.startswith("storage."):
+    key = "scheduling." + key
+table, _, key = key.rpartition(".")
 text = open(path).read()
 section = re.search(rf"^\[{re.escape(table)}\]\n(.*?)(?=^\[|\Z)", text, re.S | re.M)
 if section is None:
@@ -147,6 +153,9 @@ out = {}
 for i in range(1, nodes + 1):
     with urllib.request.urlopen(f"http://127.0.0.{i}:{admin}/status", timeout=10) as r:
         out[f"node{i}"] = json.load(r)["scheduling"]
+    # The engine's cache and disk reads since the node started.
+    with urllib.request.urlopen(f"http://127.0.0.{i}:{admin}/stats", timeout=30) as r:
+        out[f"node{i}"]["engine"] = json.load(r).get("engine")
 print(json.dumps(out))
 EOF
     [ "$NODE_MEMORY_MIB" = 0 ] || disk_regime_report "$nodes" > "${json%.json}.memory.txt"
@@ -182,16 +191,23 @@ rml() {
         --size-oracle-file "$dir/sizes.txt"
     "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
     "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
-    local rep queue rate
+    local rep variant queue rate order settings=()
     for rep in $(seq 1 "$reps"); do
-        for queue in $( [ $((rep % 2)) = 1 ] && echo fcfs random-multi-level \
-                        || echo random-multi-level fcfs ); do
+        # Every other round in reverse order, so no variant always runs first.
+        order=${queues//,/ }
+        [ $((rep % 2)) = 1 ] || order=$(echo "$order" | tr ' ' '\n' | tac | tr '\n' ' ')
+        for variant in $order; do
+            queue=${variant%%+*}
+            settings=()
+            [ "$queue" = "$variant" ] || IFS=+ read -r -a settings <<< "${variant#"$queue"+}"
+            # The keys a variant may set go back to their defaults first.
             reconfigure "local_queue=\"$queue\"" 'size_oracle="static"' \
-                "static.file=\"$dir/sizes.txt\""
-            bench "$dir/$queue-$rep-warmup.json" run --workload c \
+                "static.file=\"$dir/sizes.txt\"" reserved_slots=0 \
+                storage.block_cache_max_block_bytes=0 ${settings[@]+"${settings[@]}"}
+            bench "$dir/$variant-$rep-warmup.json" run --workload c \
                 --operations "$records" --concurrency 16 --read-cl ONE "${row[@]}"
             for rate in ${rates//,/ }; do
-                bench "$dir/$queue-$rep-rate$rate.json" run --workload c \
+                bench "$dir/$variant-$rep-rate$rate.json" run --workload c \
                     --operations $((rate * duration)) --rate "$rate" \
                     --concurrency "$concurrency" --read-cl ONE "${row[@]}"
             done

@@ -7,8 +7,9 @@ repetitions of throughput and read latencies, and the ratio stage / none per rep
 locality: per Zipf exponent and replica-selection policy, the median throughput and
 latencies, and popularity-aware's throughput over the dynamic snitch's.
 
-rml: per queue policy and arrival rate, the achieved throughput and read latencies
-(medians over repetitions); a rate is sustained when the achieved throughput reaches 95% of
+rml: per queue variant and arrival rate, the achieved throughput and read latencies
+(medians over repetitions), and the successful reads per second and median latency of
+small and of large items; a rate is sustained when the achieved throughput reaches 95% of
 it; the saturation throughput is the highest throughput achieved over the ramp.
 """
 
@@ -22,7 +23,14 @@ from pathlib import Path
 def load(path):
     j = json.loads(path.read_text())
     read = j["operations"].get("read", {})
+    elapsed = j.get("elapsed_s") or 1
+    sizes = {}
+    for size, st in (j.get("by_size") or {}).items():
+        sizes[f"{size}_ops"] = st["count"] / elapsed
+        sizes[f"{size}_errors"] = st["errors"]
+        sizes[f"{size}_p50_ms"] = st["p50_us"] / 1000
     return {
+        **sizes,
         "throughput": j["throughput_ops"],
         "target": j.get("target_rate_ops"),
         "mean_ms": read.get("mean_us", 0) / 1000,
@@ -69,7 +77,7 @@ def overhead(d):
 def ramp(d):
     runs = {}
     for p in d.glob("*.json"):
-        m = re.fullmatch(r"(fcfs|random-multi-level)-(\d+)-rate(\d+)\.json", p.name)
+        m = re.fullmatch(r"(.+)-(\d+)-rate(\d+)\.json", p.name)
         if m:
             runs.setdefault(m[1], {}).setdefault(int(m[3]), []).append(load(p))
     if not runs:
@@ -78,21 +86,29 @@ def ramp(d):
     md = [
         "## Local scheduling, heterogeneous items (75% 1 KiB, 25% 1 MiB), open-loop ramp",
         "",
-        "| queue | rate ops/s | achieved ops/s | sustained | mean ms | p50 ms | p99 ms | errors |",
-        "|---|---:|---:|:-:|---:|---:|---:|---:|",
+        "| queue | rate ops/s | achieved ops/s | sustained | mean ms | p50 ms | p99 ms | errors "
+        "| small ok/s (p50 ms) | large ok/s (p50 ms) |",
+        "|---|---:|---:|:-:|---:|---:|---:|---:|---:|---:|",
     ]
     for queue in sorted(runs):
         rows = []
         for rate in sorted(runs[queue]):
             rs = runs[queue][rate]
-            row = {k: med([r[k] for r in rs]) for k in ("throughput", "mean_ms", "p50_ms", "p99_ms")}
+            keys = ("throughput", "mean_ms", "p50_ms", "p99_ms", "usual_ops", "usual_p50_ms",
+                    "large_ops", "large_p50_ms")
+            row = {k: med([r[k] for r in rs if k in r]) for k in keys}
             row["rate"] = rate
             row["errors"] = sum(r["errors"] for r in rs)
             row["sustained"] = row["throughput"] >= 0.95 * rate
             rows.append(row)
+            by_size = " | ".join(
+                "-" if row[f"{k}_ops"] != row[f"{k}_ops"]
+                else f"{row[f'{k}_ops']:.0f} ({row[f'{k}_p50_ms']:.0f})"
+                for k in ("usual", "large"))
             md.append(
                 f"| {queue} | {rate} | {row['throughput']:.0f} | {'yes' if row['sustained'] else 'no'} | "
-                f"{row['mean_ms']:.1f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['errors']} |"
+                f"{row['mean_ms']:.1f} | {row['p50_ms']:.1f} | {row['p99_ms']:.1f} | {row['errors']} "
+                f"| {by_size} |"
             )
         sustained = [r["rate"] for r in rows if r["sustained"]]
         out[queue] = {
@@ -101,13 +117,16 @@ def ramp(d):
             "highest_sustained_rate": max(sustained) if sustained else 0,
         }
     md.append("")
-    for queue, r in out.items():
+    for queue, r in list(out.items()):
         md.append(f"- {queue}: saturation {r['saturation_ops']:.0f} ops/s, highest rate sustained "
                   f"{r['highest_sustained_rate']} ops/s")
-    if {"fcfs", "random-multi-level"} <= set(out):
-        ratio = out["random-multi-level"]["saturation_ops"] / out["fcfs"]["saturation_ops"]
-        out["rml_over_fcfs_saturation"] = ratio
-        md.append(f"- random-multi-level / fcfs saturation: {ratio:.2f}×")
+    if "fcfs" in out:
+        for queue in [q for q in out if q != "fcfs"]:
+            ratio = out[queue]["saturation_ops"] / out["fcfs"]["saturation_ops"]
+            if queue == "random-multi-level":
+                out["rml_over_fcfs_saturation"] = ratio
+            out[queue]["over_fcfs_saturation"] = ratio
+            md.append(f"- {queue} / fcfs saturation: {ratio:.2f}×")
     md.append("")
     return out, md
 

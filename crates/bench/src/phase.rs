@@ -221,6 +221,7 @@ pub(crate) async fn run<W: Worker>(
         rate: None,
         elapsed,
         operations: tally.operations,
+        by_size: tally.by_size,
         errors_by_kind: tally.errors_by_kind,
         user_bytes_written: tally.user_bytes_written,
         user_bytes_read: tally.user_bytes_read,

@@ -546,6 +546,7 @@ pub async fn execute(config: BenchConfig) -> anyhow::Result<Report> {
         rate: shared.config.rate,
         elapsed,
         operations: tally.operations,
+        by_size: tally.by_size,
         errors_by_kind: tally.errors_by_kind,
         user_bytes_written: tally.user_bytes_written,
         user_bytes_read: tally.user_bytes_read,
@@ -600,18 +601,33 @@ async fn worker(
             }
             None => Instant::now(),
         };
-        let (op, outcome) = match chooser.as_mut() {
+        let (op, n, outcome) = match chooser.as_mut() {
             None => (
                 Operation::Insert,
+                i,
                 insert(&shared, values, &mut rng, i).await,
             ),
             Some(c) => {
                 let op = c.operation(&mut rng);
-                (op, operation(&shared, c, values, &mut rng, op).await)
+                let (n, outcome) = operation(&shared, c, values, &mut rng, op).await;
+                (op, n, outcome)
             }
         };
         let micros = u64::try_from(due.elapsed().as_micros()).unwrap_or(u64::MAX);
         shared.monitor.finished(outcome.is_ok().then_some(micros));
+        let workload = &config.workload;
+        if workload.large_fraction > 0.0 {
+            let size = if workload.is_large(n) {
+                "large"
+            } else {
+                "usual"
+            };
+            let stats = tally.size_stats(size)?;
+            match &outcome {
+                Ok(_) => stats.latency_us.saturating_record(micros.max(1)),
+                Err(_) => stats.errors += 1,
+            }
+        }
         let stats = tally.stats(op)?;
         match outcome {
             Ok(d) => {
@@ -738,7 +754,7 @@ async fn operation(
     values: &Values,
     rng: &mut StdRng,
     op: Operation,
-) -> Result<Done, Failed> {
+) -> (u64, Result<Done, Failed>) {
     match op {
         Operation::Insert => {
             let n = chooser.new_key();
@@ -746,38 +762,49 @@ async fn operation(
             // A failed insert is acknowledged too (as YCSB does): later reads may then miss
             // it and count `not_found`, rather than every later key waiting on the gap.
             chooser.acknowledge(n);
-            done
+            return (n, done);
         }
-        Operation::Read => read(shared, chooser.existing_key(rng)).await,
-        Operation::Update => {
-            let n = chooser.existing_key(rng);
-            update(shared, chooser, values, rng, n).await
-        }
-        Operation::ReadModifyWrite => {
-            let n = chooser.existing_key(rng);
-            let r = read(shared, n).await?;
-            let w = update(shared, chooser, values, rng, n).await?;
-            Ok(Done {
+        Operation::Scan => return scan(shared, chooser, rng).await,
+        Operation::Read | Operation::Update | Operation::ReadModifyWrite => {}
+    }
+    let n = chooser.existing_key(rng);
+    let outcome = match op {
+        Operation::Update => update(shared, chooser, values, rng, n).await,
+        Operation::ReadModifyWrite => match read(shared, n).await {
+            Ok(r) => update(shared, chooser, values, rng, n).await.map(|w| Done {
                 bytes_written: w.bytes_written,
                 bytes_read: r.bytes_read,
-            })
-        }
-        Operation::Scan => {
-            // A scan runs in the table of the record it starts at.
-            let n = chooser.existing_key(rng);
-            let key = key_name(n);
-            let length = i32::try_from(chooser.scan_length(rng)).unwrap_or(i32::MAX);
-            let result = shared
-                .session
-                .execute_unpaged(&shared.statements(n).scan, (key.as_str(), length))
-                .await?;
-            let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
-            Ok(Done {
-                bytes_written: 0,
-                bytes_read: record_bytes(shared, &key, rows, n),
-            })
-        }
-    }
+            }),
+            Err(e) => Err(e),
+        },
+        _ => read(shared, n).await,
+    };
+    (n, outcome)
+}
+
+/// A scan from an existing record: the record it starts at, and its outcome.
+async fn scan(
+    shared: &Shared,
+    chooser: &mut Chooser,
+    rng: &mut StdRng,
+) -> (u64, Result<Done, Failed>) {
+    let n = chooser.existing_key(rng);
+    let length = i32::try_from(chooser.scan_length(rng)).unwrap_or(i32::MAX);
+    (n, scan_from(shared, n, length).await)
+}
+
+/// Scans `length` records from record `n` (in the table of the record it starts at).
+async fn scan_from(shared: &Shared, n: u64, length: i32) -> Result<Done, Failed> {
+    let key = key_name(n);
+    let result = shared
+        .session
+        .execute_unpaged(&shared.statements(n).scan, (key.as_str(), length))
+        .await?;
+    let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
+    Ok(Done {
+        bytes_written: 0,
+        bytes_read: record_bytes(shared, &key, rows, n),
+    })
 }
 
 #[cfg(test)]
@@ -819,7 +846,8 @@ mod tests {
             concurrency: 1,
             rate: None,
             elapsed: Duration::from_secs(1),
-            operations: [(Operation::Read, read)].into_iter().collect(),
+            operations: [(Operation::Read, read.clone())].into_iter().collect(),
+            by_size: [("large", read)].into_iter().collect(),
             errors_by_kind: [("not_found".to_string(), 1)].into_iter().collect(),
             user_bytes_written: 0,
             user_bytes_read: 2000,
@@ -844,6 +872,8 @@ mod tests {
         assert_eq!(j["timeline"][0]["ops_per_s"].as_f64(), Some(3.0));
         assert_eq!(j["operations"]["read"]["count"].as_u64(), Some(2));
         assert_eq!(j["operations"]["read"]["max_us"].as_u64(), Some(300));
+        assert_eq!(j["by_size"]["large"]["count"].as_u64(), Some(2));
+        assert!(report.text().contains("(records) large"));
         // 2 operations: 3 ms and 1.5 ms of server CPU, 0.6 ms of client CPU.
         assert_eq!(j["cpu_us_per_op"]["per_node"][0].as_f64(), Some(1500.0));
         assert_eq!(j["cpu_us_per_op"]["servers"].as_f64(), Some(2250.0));

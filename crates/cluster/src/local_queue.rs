@@ -12,8 +12,11 @@
 //! - `size-aware`: the read expecting the smallest answer first (shortest job first).
 //!
 //! `priority` and `size-aware` bound starvation: a read that has waited `max_wait_ms` is
-//! served before any other. A read's priority and expected size come from its tags
-//! ([`ReadClass::from_tags`]), which the coordinator sets from an item-size oracle
+//! served before any other. `random-multi-level` and `priority` can also hand out only a
+//! first-priority read ([`LocalQueue::pop_first_priority`]), for the slots the read stage
+//! reserves to them (`[scheduling] reserved_slots`). A read's priority and expected size
+//! come from its tags ([`ReadClass::from_tags`]), which the coordinator sets from an
+//! item-size oracle
 //! (`crate::selection::oracle`); a read without them (repair's, an untagged peer's) is
 //! priority 0 with an unknown size, served as a small one.
 //!
@@ -155,6 +158,8 @@ pub struct QueueConfig {
     pub size_aware: StarvationBound,
     /// Seed of `random-multi-level`'s draws.
     pub seed: u64,
+    /// Slots only priority-0 reads may take (`[scheduling] reserved_slots`).
+    pub reserved_slots: usize,
 }
 
 impl RmlParams {
@@ -182,6 +187,12 @@ pub trait LocalQueue<T>: Send + Sync {
     fn push(&self, item: T, class: ReadClass, now_micros: u64);
     /// The read to serve next, if any.
     fn pop(&self, now_micros: u64) -> Option<T>;
+    /// The priority-0 read to serve next, if any waits (for a slot reserved to them,
+    /// `[scheduling] reserved_slots`); a queue that keeps no priorities apart has none.
+    fn pop_first_priority(&self, now_micros: u64) -> Option<T> {
+        let _ = now_micros;
+        None
+    }
     /// Reads waiting.
     fn len(&self) -> usize;
     /// Whether none waits.
@@ -309,6 +320,12 @@ impl<T: Send> LocalQueue<T> for RandomMultiLevel<T> {
         })
     }
 
+    fn pop_first_priority(&self, _now_micros: u64) -> Option<T> {
+        let item = self.levels[0].pop()?;
+        self.served[0].fetch_add(1, Ordering::Relaxed);
+        Some(item)
+    }
+
     fn len(&self) -> usize {
         self.levels.iter().map(|q| q.len()).sum()
     }
@@ -390,6 +407,23 @@ impl<T: Send> LocalQueue<T> for Ordered<T> {
         } else {
             *inner.by_key.first_key_value()?.0
         };
+        inner.by_age.remove(&seq);
+        let item = inner.by_key.remove(&(key, seq));
+        if item.is_some() {
+            self.len.fetch_sub(1, Ordering::Relaxed);
+        }
+        item
+    }
+
+    fn pop_first_priority(&self, _now_micros: u64) -> Option<T> {
+        if !matches!(self.order, Order::Priority) {
+            return None;
+        }
+        let mut inner = self.inner.lock();
+        let (&(key, seq), _) = inner.by_key.first_key_value()?;
+        if key != 0 {
+            return None;
+        }
         inner.by_age.remove(&seq);
         let item = inner.by_key.remove(&(key, seq));
         if item.is_some() {
@@ -503,6 +537,32 @@ mod tests {
         assert_eq!(all, [0, 1, 2, 9]);
         assert_eq!(q.served(), [1, 1, 2]);
         assert_eq!(q.pop(0), None);
+    }
+
+    #[test]
+    fn only_queues_keeping_priorities_apart_hand_out_first_priority_reads() {
+        for policy in [QueuePolicy::RandomMultiLevel, QueuePolicy::Priority] {
+            let q = queue::<u32>(&QueueConfig {
+                policy,
+                ..QueueConfig::default()
+            });
+            q.push(1, class(1, None), 0);
+            assert_eq!(q.pop_first_priority(1), None, "{policy}");
+            q.push(0, class(0, None), 2);
+            q.push(2, class(1, None), 3);
+            assert_eq!(q.pop_first_priority(4), Some(0), "{policy}");
+            assert_eq!(q.pop_first_priority(5), None, "{policy}");
+            assert_eq!(q.len(), 2, "{policy}");
+        }
+        for policy in [QueuePolicy::Fcfs, QueuePolicy::SizeAware] {
+            let q = queue::<u32>(&QueueConfig {
+                policy,
+                ..QueueConfig::default()
+            });
+            q.push(0, class(0, None), 0);
+            assert_eq!(q.pop_first_priority(1), None, "{policy}");
+            assert_eq!(q.len(), 1);
+        }
     }
 
     #[test]

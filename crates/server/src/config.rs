@@ -171,6 +171,13 @@ pub struct StorageConfig {
     /// outgrows memory, so the metadata competes with data blocks inside the cache's budget
     /// rather than growing outside every budget. Without a block cache, metadata is pinned.
     pub cache_index_and_filter_blocks: bool,
+    /// Data blocks larger than this are read past the block cache instead of inserted (0:
+    /// a 64th of `block_cache_size_bytes`). Such a block holds a single large value (a
+    /// value of a block's size or more starts a block of its own); caching it evicts
+    /// hundreds of small blocks for one item, so with mixed item sizes the small ones,
+    /// which give far more hits per cached byte, stay cached. Set it to the cache's size
+    /// to cache every block.
+    pub block_cache_max_block_bytes: u64,
     /// The counter cache: the shards of counters this node led lately, so the next
     /// increment of a hot counter reads nothing (Cassandra's `counter_cache_size`; 0
     /// disables it).
@@ -410,6 +417,7 @@ impl Default for StorageConfig {
             wal_ignore_replay_errors: false,
             block_cache_size_bytes: 256 << 20,
             cache_index_and_filter_blocks: false,
+            block_cache_max_block_bytes: 0,
             counter_cache_size_bytes: 50 << 20,
             direct_io: false,
             flush_threads: 2,
@@ -955,6 +963,11 @@ slots = 128
         assert_eq!(Config::parse(&c.to_toml().unwrap()).unwrap(), c);
         // A queue ordering by tags nobody sets is allowed (and warned about at start).
         let untagged = Config::parse("[scheduling]\nlocal_queue = \"size-aware\"\n").unwrap();
+        let reserving = Config::parse(
+            "[scheduling]\nlocal_queue = \"random-multi-level\"\nread_concurrency = 4\nreserved_slots = 1\n",
+        )
+        .unwrap();
+        assert_eq!(reserving.scheduling.queue().reserved_slots, 1);
         assert!(untagged.scheduling.queue_without_tags());
         for (bad, names) in [
             ("[scheduling]\nlocal_queue = \"lifo\"\n", "fcfs"),
@@ -968,10 +981,28 @@ slots = 128
                 "[scheduling]\nread_concurrency = 100000\n",
                 "read_concurrency",
             ),
+            ("[scheduling]\nreserved_slots = 1\n", "reserved_slots needs"),
+            (
+                "[scheduling]\nlocal_queue = \"priority\"\nread_concurrency = 4\nreserved_slots = 4\n",
+                "less than read_concurrency",
+            ),
         ] {
             let err = Config::parse(bad).unwrap_err();
             assert!(format!("{err:#}").contains(names), "{bad}: {err:#}");
         }
+    }
+
+    #[test]
+    fn large_blocks_skip_the_block_cache_by_default() {
+        let d = Config::parse("[storage]\nblock_cache_size_bytes = 33554432\n").unwrap();
+        let o = d.storage.node_engine_options().unwrap();
+        assert_eq!(o.block_cache_max_block_bytes, 512 << 10);
+        let every = Config::parse(
+            "[storage]\nblock_cache_size_bytes = 33554432\nblock_cache_max_block_bytes = 33554432\n",
+        )
+        .unwrap();
+        let o = every.storage.node_engine_options().unwrap();
+        assert_eq!(o.block_cache_max_block_bytes, 32 << 20);
     }
 
     #[test]

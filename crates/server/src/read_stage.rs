@@ -23,6 +23,12 @@
 //! device that way. At most half the timeout is counted for the service, so a read that
 //! waited less than half of it always runs (and a class whose average went up keeps
 //! being measured).
+//!
+//! With `[scheduling] reserved_slots = n` (queues that keep priorities apart), reads of a
+//! lower priority than the first hold at most `read_concurrency − n` slots at once: a
+//! worker whose slot would exceed that share takes only a first-priority read
+//! ([`LocalQueue::pop_first_priority`]). Large reads on a slow device then never hold
+//! every slot while small ones wait for seconds behind them.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,6 +41,13 @@ use parking_lot::{Condvar, Mutex};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// A waiting read: its work, and whether it is of a lower priority than the first (it
+/// may not take a reserved slot).
+struct Queued {
+    job: Job,
+    low: bool,
+}
+
 /// The read stage (see the module doc). Dropping it lets its workers finish what waits
 /// and exit.
 pub struct ReadStage {
@@ -43,8 +56,14 @@ pub struct ReadStage {
 
 struct Shared {
     policy: QueuePolicy,
-    queue: Box<dyn LocalQueue<Job>>,
+    queue: Box<dyn LocalQueue<Queued>>,
     concurrency: usize,
+    /// Slots lower-priority reads may hold at once (`usize::MAX`: no slot reserved).
+    low_limit: usize,
+    /// Slots lower-priority reads hold (counted only when slots are reserved).
+    low_running: AtomicUsize,
+    /// First-priority reads waiting (counted only when slots are reserved).
+    high_waiting: AtomicUsize,
     /// Whether a read finding a free slot and an empty queue runs where it arrived.
     inline: bool,
     /// A queued read that waited longer than this is dropped (microseconds; 0: never).
@@ -93,6 +112,8 @@ pub struct StageSnapshot {
     pub policy: String,
     /// Slots.
     pub concurrency: usize,
+    /// Of those, slots only first-priority reads may take.
+    pub reserved_slots: usize,
     /// Reads running now.
     pub running: u64,
     /// Reads waiting now.
@@ -137,6 +158,12 @@ impl ReadStage {
             policy: queue.policy,
             queue: local_queue::queue(queue),
             concurrency,
+            low_limit: match queue.reserved_slots {
+                0 => usize::MAX,
+                n => concurrency.saturating_sub(n).max(1),
+            },
+            low_running: AtomicUsize::new(0),
+            high_waiting: AtomicUsize::new(0),
             inline,
             expire_micros: expire_after.map_or(0, |d| d.as_micros().max(1) as u64),
             unscheduled: AtomicBool::new(false),
@@ -181,11 +208,13 @@ impl ReadStage {
                 .map_err(|_| StageError::Failed);
         }
         let sized = size_class(&class);
-        if s.inline && s.queue.is_empty() && s.try_take_slot() {
+        let low = class.priority > 0;
+        if s.inline && s.queue.is_empty() && s.try_take_slot() && s.try_take_low(low) {
             s.counters.inline.fetch_add(1, Ordering::Relaxed);
             let started = s.now_micros();
             let out = std::panic::catch_unwind(AssertUnwindSafe(read));
             s.served(sized, started);
+            s.release_low(low);
             s.release_slot();
             return out.map_err(|_| {
                 tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
@@ -217,7 +246,10 @@ impl ReadStage {
             let _ = tx.send(Ok(out));
         });
         s.counters.queued.fetch_add(1, Ordering::Relaxed);
-        s.queue.push(job, class, arrived);
+        if !low && s.reserves() {
+            s.high_waiting.fetch_add(1, Ordering::Relaxed);
+        }
+        s.queue.push(Queued { job, low }, class, arrived);
         s.notify();
         rx.await.unwrap_or(Err(StageError::Failed))
     }
@@ -234,6 +266,11 @@ impl ReadStage {
         StageSnapshot {
             policy: s.policy.to_string(),
             concurrency: s.concurrency,
+            reserved_slots: if s.reserves() {
+                s.concurrency - s.low_limit
+            } else {
+                0
+            },
             running: s.running.load(Ordering::Relaxed) as u64,
             waiting: s.queue.len() as u64,
             sized_total: c.sized.load(Ordering::Relaxed),
@@ -291,6 +328,74 @@ impl Shared {
         }
     }
 
+    /// Whether slots are reserved to first-priority reads.
+    fn reserves(&self) -> bool {
+        self.low_limit != usize::MAX
+    }
+
+    /// Counts a lower-priority read into its share of the slots, if it fits (always true
+    /// for a first-priority read, or when no slot is reserved).
+    fn try_take_low(&self, low: bool) -> bool {
+        if !low || !self.reserves() {
+            return true;
+        }
+        let taken = self
+            .low_running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                (r < self.low_limit).then_some(r + 1)
+            })
+            .is_ok();
+        if !taken {
+            // The slot taken with it goes back, without a wake-up: the read queues.
+            self.running.fetch_sub(1, Ordering::AcqRel);
+        }
+        taken
+    }
+
+    fn release_low(&self, low: bool) {
+        if low && self.reserves() {
+            self.low_running.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Whether a waiting read could take a free slot now: any, when no slot is reserved;
+    /// else a first-priority one, or a lower one while their share is not all taken.
+    fn servable(&self) -> bool {
+        if !self.reserves() {
+            return !self.queue.is_empty();
+        }
+        self.high_waiting.load(Ordering::Acquire) > 0
+            || (!self.queue.is_empty() && self.low_running.load(Ordering::Acquire) < self.low_limit)
+    }
+
+    /// The next read for a worker holding a slot: the policy's pick, or only a
+    /// first-priority read while lower ones hold their whole share. The returned read is
+    /// counted in its share.
+    fn next(&self) -> Option<Queued> {
+        let now = self.now_micros();
+        if !self.reserves() {
+            return self.queue.pop(now);
+        }
+        let low_fits = self
+            .low_running
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+                (r < self.low_limit).then_some(r + 1)
+            })
+            .is_ok();
+        let item = if low_fits {
+            self.queue.pop(now)
+        } else {
+            self.queue.pop_first_priority(now)
+        };
+        if low_fits && !item.as_ref().is_some_and(|q| q.low) {
+            self.low_running.fetch_sub(1, Ordering::AcqRel);
+        }
+        if item.as_ref().is_some_and(|q| !q.low) {
+            self.high_waiting.fetch_sub(1, Ordering::AcqRel);
+        }
+        item
+    }
+
     fn try_take_slot(&self) -> bool {
         self.running
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
@@ -319,7 +424,7 @@ impl Shared {
             {
                 let mut stopping = self.stopping.lock();
                 loop {
-                    if !self.queue.is_empty() && self.try_take_slot() {
+                    if self.servable() && self.try_take_slot() {
                         break;
                     }
                     if *stopping && self.queue.is_empty() {
@@ -328,11 +433,11 @@ impl Shared {
                     self.wake.wait(&mut stopping);
                 }
             }
-            let job = self.queue.pop(self.now_micros());
-            if let Some(job) = job {
+            if let Some(Queued { job, low }) = self.next() {
                 if std::panic::catch_unwind(AssertUnwindSafe(job)).is_err() {
                     tracing::error!(target: "mosaic::storage", "a read panicked in the engine");
                 }
+                self.release_low(low);
             }
             // Wakes a worker for the next waiting read, if any.
             self.release_slot();
@@ -440,6 +545,67 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             assert_eq!(stage.snapshot().running, 0);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn reserved_slots_stay_free_for_first_priority_reads() {
+        for (policy, inline) in [
+            (QueuePolicy::RandomMultiLevel, false),
+            (QueuePolicy::RandomMultiLevel, true),
+            (QueuePolicy::Priority, false),
+        ] {
+            // Three slots, one reserved: lower-priority reads hold at most two.
+            let stage = Arc::new(ReadStage::new(
+                3,
+                &QueueConfig {
+                    policy,
+                    reserved_slots: 1,
+                    ..QueueConfig::default()
+                },
+                inline,
+                None,
+            ));
+            let now = Arc::new(AtomicUsize::new(0));
+            let most = Arc::new(AtomicUsize::new(0));
+            let (open, gate) = mpsc::channel::<()>();
+            let gate = Arc::new(Mutex::new(gate));
+            // Four large reads blocked on the gate: two run, two wait.
+            let large: Vec<_> = (0..4)
+                .map(|_| {
+                    let (st, now, most, gate) =
+                        (stage.clone(), now.clone(), most.clone(), gate.clone());
+                    tokio::spawn(async move {
+                        st.run(class(1), move || {
+                            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                            most.fetch_max(n, Ordering::SeqCst);
+                            let _ = gate.lock().recv();
+                            now.fetch_sub(1, Ordering::SeqCst);
+                        })
+                        .await
+                    })
+                })
+                .collect();
+            while stage.snapshot().running < 2 || stage.snapshot().waiting < 2 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(stage.snapshot().running, 2, "{policy}, inline {inline}");
+            // Small reads still run, one after another, in the reserved slot.
+            for i in 0..20 {
+                let out =
+                    tokio::time::timeout(Duration::from_secs(5), stage.run(class(0), move || i))
+                        .await;
+                assert_eq!(out, Ok(Ok(i)), "{policy}, inline {inline}");
+            }
+            assert_eq!(stage.snapshot().waiting, 2);
+            for _ in 0..4 {
+                open.send(()).unwrap();
+            }
+            for r in large {
+                assert_eq!(r.await.unwrap(), Ok(()));
+            }
+            assert_eq!(most.load(Ordering::SeqCst), 2, "{policy}, inline {inline}");
         }
     }
 

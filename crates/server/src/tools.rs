@@ -312,10 +312,14 @@ pub fn status(args: &HostArgs) -> Result<()> {
     if let Some(r) = &s.read_stage {
         let mean_wait = r.wait_micros_total.checked_div(r.queued_total).unwrap_or(0);
         println!(
-            "Read stage: {} × {} ({} running, {} waiting; {} ran at once, {} queued, mean \
+            "Read stage: {} × {}{} ({} running, {} waiting; {} ran at once, {} queued, mean \
              wait {} µs, {} dropped past the timeout, {} sized){}",
             r.local_queue,
             r.read_concurrency,
+            match r.reserved_slots {
+                0 => String::new(),
+                n => format!(", {n} reserved for first-priority reads"),
+            },
             r.running,
             r.waiting,
             r.inline_total,
@@ -516,10 +520,14 @@ fn print_engine_stats(e: &crate::admin::api::EngineStats) {
         bytes(e.memtable_bytes as u64),
         bytes(e.block_cache_bytes),
         bytes(e.block_cache_capacity_bytes),
-        if e.cache_index_and_filter_blocks {
-            " (index and filter blocks in it)"
-        } else {
-            ""
+        match (e.cache_index_and_filter_blocks, e.block_cache_hits + e.block_cache_misses) {
+            (true, 0) => " (index and filter blocks in it)".to_owned(),
+            (false, 0) => String::new(),
+            (metadata, lookups) => format!(
+                " ({}{:.1}% hits)",
+                if metadata { "index and filter blocks in it, " } else { "" },
+                e.block_cache_hits as f64 * 100.0 / lookups as f64
+            ),
         },
         bytes(e.wal_bytes),
         e.worker_threads,

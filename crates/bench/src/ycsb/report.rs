@@ -47,6 +47,9 @@ impl OperationStats {
 #[derive(Clone, Debug)]
 pub(crate) struct Tally<K: OperationKind = Operation> {
     pub(crate) operations: BTreeMap<K, OperationStats>,
+    /// The same operations split by the size of the record they touched (`usual`,
+    /// `large`), when the workload has large records.
+    pub(crate) by_size: BTreeMap<&'static str, OperationStats>,
     pub(crate) errors_by_kind: BTreeMap<String, u64>,
     pub(crate) user_bytes_written: u64,
     pub(crate) user_bytes_read: u64,
@@ -56,6 +59,7 @@ impl<K: OperationKind> Default for Tally<K> {
     fn default() -> Self {
         Tally {
             operations: BTreeMap::new(),
+            by_size: BTreeMap::new(),
             errors_by_kind: BTreeMap::new(),
             user_bytes_written: 0,
             user_bytes_read: 0,
@@ -71,9 +75,19 @@ impl<K: OperationKind> Tally<K> {
         })
     }
 
+    pub(crate) fn size_stats(&mut self, size: &'static str) -> anyhow::Result<&mut OperationStats> {
+        Ok(match self.by_size.entry(size) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(OperationStats::new()?),
+        })
+    }
+
     pub(crate) fn merge(&mut self, o: &Tally<K>) -> anyhow::Result<()> {
         for (op, s) in &o.operations {
             self.stats(*op)?.merge(s)?;
+        }
+        for (size, s) in &o.by_size {
+            self.size_stats(size)?.merge(s)?;
         }
         for (kind, n) in &o.errors_by_kind {
             *self.errors_by_kind.entry(kind.clone()).or_default() += n;
@@ -103,6 +117,9 @@ pub struct Report<K: OperationKind = Operation> {
     pub elapsed: Duration,
     /// Per kind of operation.
     pub operations: BTreeMap<K, OperationStats>,
+    /// Every operation, by the size of the record it touched (`usual`, `large`; empty
+    /// unless the workload has large records).
+    pub by_size: BTreeMap<&'static str, OperationStats>,
     /// Failures by kind (`not_found`, `ReadTimeout`, `client_timeout`, …).
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Key and field bytes sent in inserts and updates.
@@ -177,19 +194,10 @@ impl<K: OperationKind> Report<K> {
             "operation", "count", "errors", "mean µs", "p50", "p95", "p99", "p99.9", "max"
         );
         for (op, s) in &self.operations {
-            let h = &s.latency_us;
-            out += &format!(
-                "{:<18} {:>9} {:>7} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
-                op.name(),
-                h.len(),
-                s.errors,
-                h.mean(),
-                h.value_at_quantile(0.50),
-                h.value_at_quantile(0.95),
-                h.value_at_quantile(0.99),
-                h.value_at_quantile(0.999),
-                h.max()
-            );
+            out += &text_row(op.name(), s);
+        }
+        for (size, s) in &self.by_size {
+            out += &text_row(&format!("(records) {size}"), s);
         }
         for (kind, n) in &self.errors_by_kind {
             out += &format!("error {kind}: {n}\n");
@@ -219,30 +227,20 @@ impl<K: OperationKind> Report<K> {
     }
 
     /// The JSON report: `throughput_ops`, `operations.{kind}.{count, errors, mean_us,
-    /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, `errors`,
+    /// p50_us, p95_us, p99_us, p999_us, max_us, latency_cdf_us}`, the same per record
+    /// size in `by_size.{usual, large}` (empty without large records), `errors`,
     /// `errors_by_kind`, user bytes, and `server_io` with the amplification when pids were
     /// given, and `cpu_us_per_op` (`servers`, `per_node`, `client`).
     pub fn json(&self) -> Value {
         let operations: serde_json::Map<String, Value> = self
             .operations
             .iter()
-            .map(|(op, s)| {
-                let h = &s.latency_us;
-                (
-                    op.name().to_string(),
-                    json!({
-                        "count": h.len(),
-                        "errors": s.errors,
-                        "mean_us": h.mean(),
-                        "p50_us": h.value_at_quantile(0.50),
-                        "p95_us": h.value_at_quantile(0.95),
-                        "p99_us": h.value_at_quantile(0.99),
-                        "p999_us": h.value_at_quantile(0.999),
-                        "max_us": h.max(),
-                        "latency_cdf_us": latency_cdf(h),
-                    }),
-                )
-            })
+            .map(|(op, s)| (op.name().to_string(), stats_json(s)))
+            .collect();
+        let by_size: serde_json::Map<String, Value> = self
+            .by_size
+            .iter()
+            .map(|(size, s)| (size.to_string(), stats_json(s)))
             .collect();
         let server_io = match (self.server_io, self.amplification()) {
             (Some(io), Some((write_amp, read_amp))) => json!({
@@ -266,6 +264,7 @@ impl<K: OperationKind> Report<K> {
             "elapsed_s": self.elapsed.as_secs_f64(),
             "throughput_ops": self.throughput(),
             "operations": operations,
+            "by_size": by_size,
             "errors": self.errors(),
             "errors_by_kind": self.errors_by_kind,
             "user_bytes_written": self.user_bytes_written,
@@ -279,6 +278,39 @@ impl<K: OperationKind> Report<K> {
             "timeline": self.timeline,
         })
     }
+}
+
+/// One operation kind's (or record size's) line of the text report.
+fn text_row(name: &str, s: &OperationStats) -> String {
+    let h = &s.latency_us;
+    format!(
+        "{:<18} {:>9} {:>7} {:>9.0} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+        name,
+        h.len(),
+        s.errors,
+        h.mean(),
+        h.value_at_quantile(0.50),
+        h.value_at_quantile(0.95),
+        h.value_at_quantile(0.99),
+        h.value_at_quantile(0.999),
+        h.max()
+    )
+}
+
+/// One operation kind's (or record size's) entry of the JSON report.
+fn stats_json(s: &OperationStats) -> Value {
+    let h = &s.latency_us;
+    json!({
+        "count": h.len(),
+        "errors": s.errors,
+        "mean_us": h.mean(),
+        "p50_us": h.value_at_quantile(0.50),
+        "p95_us": h.value_at_quantile(0.95),
+        "p99_us": h.value_at_quantile(0.99),
+        "p999_us": h.value_at_quantile(0.999),
+        "max_us": h.max(),
+        "latency_cdf_us": latency_cdf(h),
+    })
 }
 
 /// `[quantile, latency µs]` points of a latency distribution for plotting its CDF: every

@@ -118,6 +118,11 @@ pub struct SchedulingConfig {
     /// Reads a replica serves at once (its read stage's workers); 0 runs every read where
     /// it arrives, with no stage (the baseline the stage's overhead is measured against).
     pub read_concurrency: usize,
+    /// Slots only first-priority reads (priority 0: small or untagged) may take: reads of
+    /// a lower priority hold at most `read_concurrency − reserved_slots` at once, so a
+    /// burst of large reads never takes every slot from the small ones (0: none reserved;
+    /// `random-multi-level` and `priority` queues only, which keep priorities apart).
+    pub reserved_slots: usize,
     /// The oracle whose size estimates tag each read for the replicas' queues.
     pub size_oracle: SizeOracleId,
     /// Item sizes (bytes) at which a read's priority drops one level.
@@ -155,6 +160,7 @@ impl Default for SchedulingConfig {
             local_queue: QueuePolicy::default(),
             // Cassandra's concurrent_reads.
             read_concurrency: 32,
+            reserved_slots: 0,
             size_oracle: SizeOracleId::default(),
             priority_thresholds: vec![65536],
             dynamic_snitch: SnitchParams::default(),
@@ -191,6 +197,23 @@ impl SchedulingConfig {
                 self.read_concurrency
             ));
         }
+        if self.reserved_slots > 0 {
+            if !matches!(
+                self.local_queue,
+                QueuePolicy::RandomMultiLevel | QueuePolicy::Priority
+            ) {
+                return Err(format!(
+                    "[scheduling] reserved_slots needs local_queue = \"random-multi-level\" or \"priority\" (queues that keep priorities apart), not \"{}\"",
+                    self.local_queue
+                ));
+            }
+            if self.reserved_slots >= self.read_concurrency {
+                return Err(format!(
+                    "[scheduling] reserved_slots ({}) must be less than read_concurrency ({})",
+                    self.reserved_slots, self.read_concurrency
+                ));
+            }
+        }
         if self.priority_thresholds.len() > 16 {
             return Err("[scheduling] priority_thresholds takes at most 16 sizes".into());
         }
@@ -216,6 +239,7 @@ impl SchedulingConfig {
             priority: self.priority.clone(),
             size_aware: self.size_aware.clone(),
             seed: self.random.seed,
+            reserved_slots: self.reserved_slots,
         }
     }
 

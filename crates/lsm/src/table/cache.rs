@@ -51,6 +51,8 @@ pub struct BlockCache {
     cache: Cache<CacheKey, Cached, BlockWeighter>,
     capacity_bytes: u64,
     holds_metadata: bool,
+    /// Data blocks charged more than this are not inserted (0: no limit).
+    max_block_bytes: u64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -58,6 +60,7 @@ impl std::fmt::Debug for BlockCache {
         f.debug_struct("BlockCache")
             .field("capacity_bytes", &self.capacity_bytes)
             .field("holds_metadata", &self.holds_metadata)
+            .field("max_block_bytes", &self.max_block_bytes)
             .field("usage_bytes", &self.usage_bytes())
             .field("blocks", &self.cache.len())
             .finish()
@@ -82,7 +85,26 @@ impl BlockCache {
             cache: Cache::with_weighter(items, capacity_bytes, BlockWeighter),
             capacity_bytes,
             holds_metadata,
+            max_block_bytes: 0,
         })
+    }
+
+    /// This cache, inserting data blocks charged at most `max_block_bytes` (0: any);
+    /// larger ones are read past it (see `EngineOptions::block_cache_max_block_bytes`).
+    pub fn admitting_up_to(self: Arc<Self>, max_block_bytes: u64) -> Arc<Self> {
+        match Arc::try_unwrap(self) {
+            Ok(mut cache) => {
+                cache.max_block_bytes = max_block_bytes;
+                Arc::new(cache)
+            }
+            // Shared already: its limit stays.
+            Err(shared) => shared,
+        }
+    }
+
+    /// Whether a data block charged `charge_bytes` is inserted when read.
+    pub(crate) fn admits_data(&self, charge_bytes: u64) -> bool {
+        self.max_block_bytes == 0 || charge_bytes <= self.max_block_bytes
     }
 
     /// Bytes currently charged to cached blocks.

@@ -295,7 +295,11 @@ impl TableReader {
             Error::corruption(&self.path, handle.offset, format!("data block: {reason}"))
         })?);
         if fill_cache {
-            if let Some(cache) = &self.cache {
+            if let Some(cache) = self
+                .cache
+                .as_ref()
+                .filter(|c| c.admits_data(block.charge_bytes()))
+            {
                 cache.insert(
                     self.cache_id,
                     handle.offset,

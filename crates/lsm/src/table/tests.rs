@@ -589,6 +589,56 @@ fn counters_and_cache_account_every_block_read() {
     assert_eq!(counters.block_cache_hits.load(AtomicOrdering::Relaxed), 0);
 }
 
+#[test]
+fn blocks_over_the_admission_limit_are_read_past_the_cache() {
+    let mut entries: Entries = (0..100)
+        .map(|i| (format!("key{i:03}").into_bytes(), vec![b's'; 10]))
+        .collect();
+    entries[50].1 = vec![b'L'; 64 << 10];
+    let (bytes, _) = write_table(
+        &entries,
+        opts(KeyOrder::Bytewise, Compression::None, 1024),
+        b"",
+    );
+    let counters = Arc::new(Counters::default());
+    let cache = BlockCache::new(1 << 20).admitting_up_to(16 << 10);
+    let t = open_with(bytes, Some(Arc::clone(&cache)), Arc::clone(&counters)).unwrap();
+    let get = |i: usize| {
+        let mut it = t.iter(ReadPurpose::Get, true);
+        it.seek(&entries[i].0).unwrap();
+        assert_eq!(it.value(), &entries[i].1[..]);
+    };
+    // The large value's block is read from the file each time, and never cached.
+    get(50);
+    get(50);
+    let snap = counters.snapshot();
+    assert_eq!((snap.block_cache_misses, snap.block_cache_hits), (2, 0));
+    assert!(snap.get_bytes_read > 2 * (64 << 10));
+    assert_eq!(cache.len(), 0);
+    // A small value's block is cached as before.
+    get(10);
+    get(10);
+    let snap = counters.snapshot();
+    assert_eq!((snap.block_cache_misses, snap.block_cache_hits), (3, 1));
+    assert_eq!(cache.len(), 1);
+    // Without a limit the large block is cached too.
+    let (bytes, _) = write_table(
+        &entries,
+        opts(KeyOrder::Bytewise, Compression::None, 1024),
+        b"",
+    );
+    let cache = BlockCache::new(1 << 20);
+    let t = open_with(
+        bytes,
+        Some(Arc::clone(&cache)),
+        Arc::new(Counters::default()),
+    )
+    .unwrap();
+    let mut it = t.iter(ReadPurpose::Get, true);
+    it.seek(&entries[50].0).unwrap();
+    assert_eq!(cache.len(), 1);
+}
+
 /// A file that counts its reads.
 struct CountingFile(MemFile, std::sync::atomic::AtomicU64);
 

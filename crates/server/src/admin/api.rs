@@ -48,6 +48,9 @@ pub struct ReadStageStatus {
     pub local_queue: String,
     /// Reads served at once.
     pub read_concurrency: usize,
+    /// Of those, slots only first-priority reads may take (`reserved_slots`).
+    #[serde(default)]
+    pub reserved_slots: usize,
     /// Reads running now.
     pub running: u64,
     /// Reads waiting now.
@@ -249,6 +252,12 @@ pub struct Counters {
     pub get_index_bytes_read: u64,
     #[serde(default)]
     pub get_filter_bytes_read: u64,
+    /// Block cache hits and misses (data blocks, and index and filter blocks when the
+    /// cache holds them).
+    #[serde(default)]
+    pub block_cache_hits: u64,
+    #[serde(default)]
+    pub block_cache_misses: u64,
     pub flushes: u64,
     pub compactions: u64,
     /// Bytes of tables written by ingests (ranges streamed in as this node joined),
@@ -304,6 +313,8 @@ impl From<&CounterSnapshot> for Counters {
             get_filter_block_reads: c.get_filter_block_reads,
             get_index_bytes_read: c.get_index_bytes_read,
             get_filter_bytes_read: c.get_filter_bytes_read,
+            block_cache_hits: c.block_cache_hits,
+            block_cache_misses: c.block_cache_misses,
             ingest_bytes_written: c.ingest_bytes_written,
             ingested_tables: c.ingested_tables,
             flushes: c.flushes,
@@ -435,6 +446,12 @@ pub struct EngineStats {
     pub get_block_reads: u64,
     #[serde(default)]
     pub get_bytes_read: u64,
+    /// Block cache hits and misses over every table (data blocks, and index and filter
+    /// blocks when the cache holds them).
+    #[serde(default)]
+    pub block_cache_hits: u64,
+    #[serde(default)]
+    pub block_cache_misses: u64,
     /// Bytes in the shared commit log's files.
     pub wal_bytes: u64,
     /// The node's async runtime threads (`worker_threads`): CQL and internode

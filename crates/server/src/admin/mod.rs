@@ -329,6 +329,7 @@ async fn status(State(admin): State<Arc<Admin>>) -> Json<api::Status> {
                 api::ReadStageStatus {
                     local_queue: s.policy,
                     read_concurrency: s.concurrency,
+                    reserved_slots: s.reserved_slots,
                     running: s.running,
                     waiting: s.waiting,
                     sized_total: s.sized_total,
@@ -448,6 +449,8 @@ async fn stats(State(admin): State<Arc<Admin>>) -> Json<api::Stats> {
         engine.get_block_reads +=
             c.get_data_block_reads + c.get_index_block_reads + c.get_filter_block_reads;
         engine.get_bytes_read += c.get_bytes_read;
+        engine.block_cache_hits += c.block_cache_hits;
+        engine.block_cache_misses += c.block_cache_misses;
     }
     let h = &admin.hints;
     Json(api::Stats {

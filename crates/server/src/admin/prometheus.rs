@@ -203,6 +203,12 @@ fn record_storage_sum(sum: &CounterSnapshot) {
         metrics::counter!("mosaic_storage_bytes_total", "kind" => what).absolute(v);
     }
     metrics::counter!("mosaic_storage_gets_total").absolute(sum.gets);
+    for (result, n) in [
+        ("hit", sum.block_cache_hits),
+        ("miss", sum.block_cache_misses),
+    ] {
+        metrics::counter!("mosaic_block_cache_requests_total", "result" => result).absolute(n);
+    }
     // Read amplification (DEPART's Fig. 11): the blocks gets read from disk, by kind.
     for (block, reads) in [
         ("data", sum.get_data_block_reads),
@@ -302,6 +308,10 @@ mod tests {
         );
         assert!(
             text.contains("# TYPE mosaic_storage_bytes_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mosaic_block_cache_requests_total{result=\"miss\"} 0"),
             "{text}"
         );
         assert!(

@@ -56,6 +56,15 @@ impl StorageConfig {
         }
     }
 
+    /// The largest data block the block cache takes: `block_cache_max_block_bytes`, or
+    /// when 0 a 64th of the cache (a single block then never evicts more than that).
+    pub fn block_cache_max_block_bytes(&self) -> u64 {
+        match self.block_cache_max_block_bytes {
+            0 => (self.block_cache_size_bytes / 64).max(1),
+            n => n,
+        }
+    }
+
     /// The node engine's options.
     pub fn node_engine_options(&self) -> Result<mosaic_lsm::EngineOptions> {
         let memtable_space_bytes = usize::try_from(self.memtable_space_bytes)
@@ -66,6 +75,7 @@ impl StorageConfig {
             memtable_cleanup_threshold: self.memtable_cleanup_threshold,
             block_cache_bytes: self.block_cache_size_bytes,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
+            block_cache_max_block_bytes: self.block_cache_max_block_bytes(),
             flush_threads: self.flush_threads,
             compaction_threads: self.compaction_threads,
             compaction_bytes_per_sec: self
