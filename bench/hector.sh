@@ -33,6 +33,12 @@
 #             `popularity-aware` (popular keys round-robin, Hector's; and `local`) and
 #             `c3`, taking turns --reps times (3), --operations
 #             reads (200,000) each
+#   instructions  the read stage's cost in instructions, which valgrind's callgrind counts
+#             alike whatever else the machine does (this machine's run-to-run noise hides
+#             2% of throughput): one node, RF 1, 1 KiB rows (--records, 20,000), the same
+#             --operations zipfian reads (20,000) at 8 in flight with `read_concurrency = 0`
+#             and with the default stage (32 slots, fcfs), --reps times (1); only the reads
+#             are counted (callgrind zeroed before, dumped after). Needs valgrind.
 #   smoke     overhead, rml and locality on a few records (checks the pipeline in minutes)
 # The emulated disk-bound regime (BENCHMARKS.md, "DEPART in a disk-bound regime"; root
 # and cgroup v1, see bench/lib.sh): --disk-mib-per-s and --disk-iops put each node on its
@@ -56,8 +62,8 @@ common=()
 while [ $# -gt 0 ]; do
     case $1 in
         --records) records=$2; shift 2 ;;
-        --operations) operations=$2; shift 2 ;;
-        --reps) reps=$2; shift 2 ;;
+        --operations) operations=$2; ops_given=1; shift 2 ;;
+        --reps) reps=$2; reps_given=1; shift 2 ;;
         --rates) rates=$2; shift 2 ;;
         --duration) duration=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
@@ -113,6 +119,12 @@ fresh() {
 # key of `[scheduling.sub]`, `storage.key` for one of `[storage]`).
 reconfigure() {
     down
+    set_keys "$@"
+    start
+}
+
+# Sets `[scheduling]` keys in every node's config (see reconfigure).
+set_keys() {
     local i kv key value
     for i in $(seq 1 "$nodes"); do
         for kv in "$@"; do
@@ -137,7 +149,6 @@ open(path, "w").write(text)
 EOF
         done
     done
-    start
 }
 
 bench() { # out-json phase args...
@@ -145,7 +156,9 @@ bench() { # out-json phase args...
     echo "   $phase $(basename "$json" .json) ($(uptime | sed 's/.*load/load/'))" >&2
     "$client" "$phase" --hosts "$hosts" --records "$records" --quiet --json "$json" \
         --pid-files "$(seq -s, -f "$cluster/node%g/pid" 1 "$nodes")" "$@" > "${json%.json}.txt"
-    # Each node's scheduling status (its read stage's counters) after the run.
+    # Each node's scheduling status (its read stage's counters) after the run (not while
+    # instructions are being counted).
+    [ -z "${NO_STATUS:-}" ] || return 0
     python3 - "$admin" "$nodes" > "${json%.json}.status.json" <<'EOF'
 import json, sys, urllib.request
 admin, nodes = sys.argv[1], int(sys.argv[2])
@@ -246,6 +259,55 @@ locality() {
     done
 }
 
+instructions() {
+    command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
+        { echo "instructions needs valgrind and callgrind_control (apt-get install valgrind)" >&2; exit 1; }
+    local row=(--field-count 1 --field-length 1000)
+    fresh
+    bench "$dir/load.json" load --workload c --rf 1 --concurrency 16 "${row[@]}"
+    "$mosaic" flush --host "127.0.0.1:$admin" >/dev/null
+    "$mosaic" compact --host "127.0.0.1:$admin" >/dev/null
+    local rep name pid i ir
+    : > "$dir/instructions.txt"
+    for rep in $(seq 1 "$reps"); do
+        for name in none fcfs; do
+            down
+            if [ "$name" = none ]; then
+                set_keys read_concurrency=0
+            else
+                set_keys read_concurrency=32 'local_queue="fcfs"'
+            fi
+            rm -f "$dir/$name-$rep.cg"*
+            valgrind --tool=callgrind --instr-atstart=no \
+                --callgrind-out-file="$dir/$name-$rep.cg" \
+                "$mosaic" server --config "$cluster/node1/mosaic.toml" \
+                > "$dir/$name-$rep.valgrind.log" 2>&1 &
+            pid=$!
+            echo "$pid" > "$cluster/node1/pid"
+            for i in $(seq 1 300); do
+                python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" \
+                    2>/dev/null && break
+                kill -0 "$pid" 2>/dev/null || { cat "$dir/$name-$rep.valgrind.log" >&2; exit 1; }
+                sleep 1
+            done
+            callgrind_control -i on "$pid" >/dev/null
+            bench "$dir/$name-$rep-warmup.json" run --workload c \
+                --operations $((operations / 10)) --concurrency 8 --read-cl ONE "${row[@]}"
+            callgrind_control -z "$pid" >/dev/null
+            NO_STATUS=1 bench "$dir/$name-$rep.json" run --workload c --operations "$operations" \
+                --concurrency 8 --read-cl ONE "${row[@]}"
+            callgrind_control -d "$pid" >/dev/null
+            kill "$pid"; wait "$pid" || true
+            ir=$(sed -n 's/^summary: *//p' "$dir/$name-$rep.cg.1" | head -1)
+            echo "$name $rep $ir $operations" | tee -a "$dir/instructions.txt" >&2
+        done
+    done
+    awk '{ ir[$1] += $3; ops[$1] += $4 }
+         END { n = ir["none"] / ops["none"]; f = ir["fcfs"] / ops["fcfs"];
+               printf "instructions per read: no stage %.0f, stage (fcfs x 32) %.0f, ratio %.4f\n", n, f, f / n }' \
+        "$dir/instructions.txt" | tee "$dir/instructions.md"
+}
+
 case $experiment in
     locality)
         records=${records:-200000}
@@ -253,6 +315,12 @@ case $experiment in
     overhead)
         records=${records:-200000}
         overhead ;;
+    instructions)
+        records=${records:-20000} nodes=1
+        [ -n "${ops_given:-}" ] || operations=20000
+        [ -n "${reps_given:-}" ] || reps=1
+        hosts="127.0.0.1:$port"
+        instructions ;;
     rml)
         records=${records:-4000} rates=${rates:-100,200,300,400,600,800,1200}
         concurrency=$((concurrency > 256 ? concurrency : 256))
