@@ -7,6 +7,9 @@ repetitions of throughput and read latencies, and the ratio stage / none per rep
 locality: per Zipf exponent and replica-selection policy, the median throughput and
 latencies, and popularity-aware's throughput over the dynamic snitch's.
 
+instructions: instructions per read (callgrind) without and with the read stage, and their
+ratio per repetition.
+
 rml: per queue variant and arrival rate, the achieved throughput and read latencies
 (medians over repetitions), and the successful reads per second and median latency of
 small and of large items; a rate is sustained when the achieved throughput reaches 95% of
@@ -46,7 +49,32 @@ def med(values):
     return statistics.median(values) if values else float("nan")
 
 
+def instructions(d):
+    """The `instructions` experiment: instructions per read under callgrind."""
+    path = d / "instructions.txt"
+    if not path.exists():
+        return None, []
+    per = {}
+    for line in path.read_text().splitlines():
+        name, rep, ir, ops = line.split()
+        per.setdefault(name, []).append((int(rep), int(ir) / int(ops)))
+    if set(per) != {"none", "fcfs"}:
+        return None, []
+    none, fcfs = dict(per["none"]), dict(per["fcfs"])
+    ratios = [fcfs[r] / none[r] for r in sorted(set(none) & set(fcfs))]
+    out = {"none_per_read": med(list(none.values())), "fcfs_per_read": med(list(fcfs.values())),
+           "ratio_per_rep": ratios}
+    md = ["## Read stage cost in instructions per read (callgrind, one node)", "",
+          f"- no stage {out['none_per_read']:.0f}, stage (fcfs × 32) {out['fcfs_per_read']:.0f} "
+          f"instructions per read (medians); stage / no stage per repetition: "
+          + ", ".join(f"{r:.4f}" for r in ratios), ""]
+    return out, md
+
+
 def overhead(d):
+    if (d / "instructions.txt").exists():
+        # Throughput under valgrind says nothing about the stage.
+        return None, []
     runs = {}
     for p in d.glob("*.json"):
         m = re.fullmatch(r"(none|fcfs)-(\d+)\.json", p.name)
@@ -194,7 +222,8 @@ def locality(d):
 def main():
     d = Path(sys.argv[1])
     results, md = {}, [f"# bench/hector.sh: {d.name}", ""]
-    for name, f in (("overhead", overhead), ("rml", ramp), ("locality", locality)):
+    for name, f in (("overhead", overhead), ("instructions", instructions), ("rml", ramp),
+                    ("locality", locality)):
         out, lines = f(d)
         if out is not None:
             results[name] = out
