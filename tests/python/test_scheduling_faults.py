@@ -54,11 +54,14 @@ READS_DURING = 100  # reads per consistency level at least between the kill and 
 # network threads as cores) reads rarely wait even for a single slot.
 OFFLOAD = "storage.engine_calls=offload"
 SIZES = "scheduling.size_oracle=item-size"
+RESERVED = "scheduling.reserved_slots=1"
 CASES = [
     ("dynamic-snitch", "fcfs", 2, (OFFLOAD,)),
     ("c3", "random-multi-level", 2, (OFFLOAD,)),
     # A hot key has about 0.008 of the reads, a cold one 0.003: both kinds of decision.
-    ("popularity-aware", "priority", 2, (OFFLOAD, SIZES, "scheduling.popularity-aware.threshold=0.005")),
+    # One of the two slots reserved to first-priority reads.
+    ("popularity-aware", "priority", 2, (OFFLOAD, SIZES, RESERVED,
+                                         "scheduling.popularity-aware.threshold=0.005")),
     ("primary-first", "size-aware", 2, (OFFLOAD, SIZES)),
     ("round-robin", "size-aware", 1, (SIZES,)),
     ("random", "fcfs", 32, ()),
@@ -160,7 +163,8 @@ def test_reads_survive_a_killed_replica(policy, queue, concurrency, settings):
 
         status = c.mosaic("status", "--host", c.admin(COORDINATOR)).stdout
         assert f"Replica selection: {policy} (" in status, status
-        assert f"Read stage: {queue} × {concurrency} (" in status, status
+        reserved = ", 1 reserved for first-priority reads" if RESERVED in settings else ""
+        assert f"Read stage: {queue} × {concurrency}{reserved} (" in status, status
         if SIZES in settings:
             assert "reads tagged by the item-size oracle" in status, status
         assert any(line.startswith("DN ") and c.endpoint(VICTIM) in line for line in status.splitlines()), status
