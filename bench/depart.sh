@@ -6,6 +6,7 @@
 #                   [--rf 3] [--concurrency 32] [--layouts uniform,multi-lsm,decoupled]
 #                   [--out DIR] [--memtable-mib 192] [--set KEY=VALUE]...
 #                   [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
+#                   [--phases read,scan,update]
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes, so an update rewrites the row as in
 # DEPART; zipfian 0.99 requests):
@@ -17,8 +18,15 @@
 #   exp6      time to recover a wiped node (kill -9, delete its data, replace it at its
 #             address: it streams its ranges; then repair)
 #   ycsb      YCSB A–F (10 fields x 100 bytes) at (1,1)
-#   smoke     exp1's phases at (1,1) on 20,000 records unless --records says otherwise
-#             (checks the pipeline in minutes)
+#   smoke     exp1's phases at (1,1) on 20,000 records, 20,000 operations and 2,000 scans
+#             unless --records, --operations or --scans say otherwise (checks the pipeline
+#             in minutes)
+# --phases picks which of exp1/exp2/exp8/smoke's phases run after the load, in the order
+# given (a phase may repeat: update,update); every node's `mosaic stats --json` is saved
+# after each (stats-<phase>[-<n>].json), so the engines' counters (write stalls and
+# slowdowns, flushes, compactions, splits, disk bytes) can be told apart per phase. An
+# update phase is followed by a drain too (drain-<phase>.json), so updates are reported
+# with and without the compaction debt they leave, as the load is.
 # After each load, `mosaic compactionstats --wait` times the drain of the flushes and
 # compactions the load left (drain.json), so the load's throughput is reported both
 # without and with its compaction debt paid.
@@ -42,12 +50,13 @@
 # the disk, --set scheduling.replica_selection=primary-first for DEPART's read routing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,41p' "$0" >&2; exit 2; }
+usage() { sed -n '2,50p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=2000000 operations=200000 scans=20000 nodes=5 rf=3 concurrency=32
 layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart records_given=
 memtable_mib=192 DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
+phase_list=read,scan,update operations_given= scans_given=
 common=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -56,8 +65,9 @@ while [ $# -gt 0 ]; do
         --disk-mib-per-s) DISK_MIB_PER_S=$2; shift 2 ;;
         --disk-iops) DISK_IOPS=$2; shift 2 ;;
         --node-memory-mib) NODE_MEMORY_MIB=$2; shift 2 ;;
-        --operations) operations=$2; shift 2 ;;
-        --scans) scans=$2; shift 2 ;;
+        --operations) operations=$2; operations_given=1; shift 2 ;;
+        --scans) scans=$2; scans_given=1; shift 2 ;;
+        --phases) phase_list=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
         --rf) rf=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
@@ -141,11 +151,23 @@ phases() { # config-dir layout w r settings...
         --write-cl "$(cl "$w")" "${row[@]}"
     drain "$d/drain.json"
     stats "$d/stats-load.json"
-    bench "$d/read.json" run --workload c --operations "$operations" --read-cl "$(cl "$r")" "${row[@]}"
-    bench "$d/scan.json" run --workload e --operations "$scans" --read-cl "$(cl "$r")" \
-        --insert-proportion 0 --scan-proportion 1 --scan-length 100 "${row[@]}"
-    bench "$d/update.json" run --workload a --operations "$operations" --write-cl "$(cl "$w")" \
-        --read-proportion 0 --update-proportion 1 "${row[@]}"
+    local p name
+    for p in ${phase_list//,/ }; do
+        name=$p
+        [ ! -e "$d/$name.json" ] || name=$p-$(ls "$d/$p"*.json | grep -c "/$p\(-[0-9]*\)\?\.json$")
+        case $p in
+            read) bench "$d/$name.json" run --workload c --operations "$operations" \
+                --read-cl "$(cl "$r")" "${row[@]}" ;;
+            scan) bench "$d/$name.json" run --workload e --operations "$scans" \
+                --read-cl "$(cl "$r")" --insert-proportion 0 --scan-proportion 1 \
+                --scan-length 100 "${row[@]}" ;;
+            update) bench "$d/$name.json" run --workload a --operations "$operations" \
+                --write-cl "$(cl "$w")" --read-proportion 0 --update-proportion 1 "${row[@]}"
+                drain "$d/drain-$name.json" ;;
+            *) echo "unknown phase $p (read, scan, update)" >&2; exit 2 ;;
+        esac
+        stats "$d/stats-$name.json"
+    done
     stats "$d/stats-end.json"
     du -sb --exclude=lost+found "$cluster" | awk '{print $1}' > "$d/disk-bytes"
     disk_regime_report "$nodes" > "$d/memory.txt"
@@ -155,7 +177,8 @@ phases() { # config-dir layout w r settings...
 case $experiment in
     smoke)
         [ -n "$records_given" ] || records=20000
-        operations=20000 scans=2000
+        [ -n "$operations_given" ] || operations=20000
+        [ -n "$scans_given" ] || scans=2000
         for l in ${layouts//,/ }; do phases "$dir/w1r1/$l" "$l" 1 1; done ;;
     exp1)
         for wr in "1 1" "3 1"; do

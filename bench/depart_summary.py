@@ -26,7 +26,8 @@ PHASES = ["load", "read", "scan", "update", "a", "b", "c", "d", "e", "f"]
 COUNTERS = ["user_bytes_written", "wal_bytes_written", "flush_bytes_written",
             "compaction_bytes_written", "split_bytes_written", "merge_sort_bytes_written",
             "gets", "get_tables_probed", "get_bytes_read", "scan_bytes_read", "splits",
-            "merge_sorts"]
+            "merge_sorts", "flushes", "compactions", "write_stalls", "write_stall_micros",
+            "write_slowdowns", "write_slowdown_micros"]
 
 
 def engine_counters(stats):
@@ -47,12 +48,22 @@ def engine_counters(stats):
     return total
 
 
+def phase_names(d):
+    """The phases run in `d`, in PHASES' order, a repeated phase (update-1.json, …) after
+    its first run."""
+    names = []
+    for phase in PHASES:
+        if (d / f"{phase}.json").exists():
+            names.append(phase)
+        again = [f.stem for f in d.glob(f"{phase}-*.json") if re.fullmatch(rf"{phase}-\d+", f.stem)]
+        names += sorted(again, key=lambda n: int(n.rsplit("-", 1)[1]))
+    return names
+
+
 def layout_result(d):
     r = {"phases": {}}
-    for phase in PHASES:
+    for phase in phase_names(d):
         f = d / f"{phase}.json"
-        if not f.exists():
-            continue
         j = json.loads(f.read_text())
         ops = j["operations"]
         # The phase's own operation: the busiest kind.
@@ -78,6 +89,28 @@ def layout_result(d):
         f = d / f"{name}.json"
         if f.exists():
             r[name] = engine_counters(json.loads(f.read_text()))
+    # What the engines did during each phase after the load: the counters' change from the
+    # snapshot before it (bench/depart.sh saves stats-<phase>.json after each).
+    # The phases ran in the order their snapshots were written.
+    before = r.get("stats-load")
+    r["during"] = {}
+    ran = sorted((p for p in r["phases"] if p != "load" and (d / f"stats-{p}.json").exists()),
+                 key=lambda p: (d / f"stats-{p}.json").stat().st_mtime)
+    for phase in ran if before is not None else []:
+        after = engine_counters(json.loads((d / f"stats-{phase}.json").read_text()))
+        r["during"][phase] = {k: after[k] - before[k] for k in COUNTERS}
+        before = after
+    # A write phase followed by a drain (bench/depart.sh drains after each update phase):
+    # its throughput with the compaction debt it left paid, as for the load.
+    for phase, x in r["phases"].items():
+        f = d / f"drain-{phase}.json"
+        j = d / f"{phase}.json"
+        if phase != "load" and f.exists():
+            run = json.loads(j.read_text())
+            drain_s = json.loads(f.read_text()).get("waited_s", 0.0)
+            ops = run["throughput_ops"] * run["elapsed_s"]
+            x["drain_s"] = drain_s
+            x["drained_ops"] = ops / max(run["elapsed_s"] + drain_s, 1e-9)
     f = d / "recovery.json"
     if f.exists():
         r["recovery"] = json.loads(f.read_text())
@@ -96,7 +129,9 @@ def ratio(v, base):
 
 def table(config, results):
     layouts = [l for l in LAYOUTS if l in results] + [l for l in results if l not in LAYOUTS]
-    phases = [p for p in PHASES if any(p in results[l]["phases"] for l in layouts)]
+    phases = []
+    for l in layouts:
+        phases += [p for p in results[l]["phases"] if p not in phases]
     base = results.get("uniform", {}).get("phases", {})
     lines = [f"### {config}", ""]
     if phases:
@@ -151,6 +186,23 @@ def table(config, results):
             f"{r['recovery'].get('entries', 0):,} / {r['recovery'].get('entries_per_s', 0):,.0f}"
             if "recovery" in r else "-",
         ]) + " |")
+    during = [(l, p, c) for l in layouts for p, c in results[l].get("during", {}).items()]
+    if during:
+        lines += ["| layout | phase | ops/s | write stalls (ms) | level-0 slowdowns (ms) | flushes (MiB) | compactions (MiB) | splits (MiB) | merge-sorts (MiB) |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        mib = lambda b: f"{b / 2**20:,.0f}"
+        for l, p, c in during:
+            x = results[l]["phases"][p]
+            drained = (f" ({x['drained_ops']:,.0f} with its {x['drain_s']:.0f} s drain)"
+                       if "drained_ops" in x else "")
+            lines.append(f"| {l} | {p} | {x['throughput_ops']:,.0f}{drained} | "
+                         f"{c['write_stalls']:,} ({c['write_stall_micros'] / 1000:,.0f}) | "
+                         f"{c['write_slowdowns']:,} ({c['write_slowdown_micros'] / 1000:,.0f}) | "
+                         f"{c['flushes']} ({mib(c['flush_bytes_written'])}) | "
+                         f"{c['compactions']} ({mib(c['compaction_bytes_written'])}) | "
+                         f"{c['splits']} ({mib(c['split_bytes_written'])}) | "
+                         f"{c['merge_sorts']} ({mib(c['merge_sort_bytes_written'])}) |")
+        lines.append("")
     if rows:
         lines += ["| layout | disk write / user byte (load, /proc) | table bytes written / flushed | compaction MiB | split MiB | merge-sort MiB | tables probed / get | bytes read / get | memtable MiB after load | recovery s | entries repaired / per s |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]
