@@ -6,7 +6,7 @@
 #                   [--rf 3] [--concurrency 32] [--layouts uniform,multi-lsm,decoupled]
 #                   [--out DIR] [--memtable-mib 192] [--set KEY=VALUE]...
 #                   [--disk-mib-per-s W] [--disk-iops N] [--node-memory-mib M]
-#                   [--phases read,scan,update]
+#                   [--phases read,scan,update] [--distribution zipfian]
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes, so an update rewrites the row as in
 # DEPART; zipfian 0.99 requests):
@@ -26,7 +26,8 @@
 # after each (stats-<phase>[-<n>].json), so the engines' counters (write stalls and
 # slowdowns, flushes, compactions, splits, disk bytes) can be told apart per phase. An
 # update phase is followed by a drain too (drain-<phase>.json), so updates are reported
-# with and without the compaction debt they leave, as the load is.
+# with and without the compaction debt they leave, as the load is. --distribution sets
+# the key choice of the phases after the load (mosaic-bench's: zipfian, uniform, …).
 # After each load, `mosaic compactionstats --wait` times the drain of the flushes and
 # compactions the load left (drain.json), so the load's throughput is reported both
 # without and with its compaction debt paid.
@@ -50,13 +51,13 @@
 # the disk, --set scheduling.replica_selection=primary-first for DEPART's read routing).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,50p' "$0" >&2; exit 2; }
+usage() { sed -n '2,51p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=2000000 operations=200000 scans=20000 nodes=5 rf=3 concurrency=32
 layouts=uniform,multi-lsm,decoupled out=/tmp/mosaic-depart records_given=
 memtable_mib=192 DISK_MIB_PER_S=0 DISK_IOPS=0 NODE_MEMORY_MIB=0
-phase_list=read,scan,update operations_given= scans_given=
+phase_list=read,scan,update operations_given= scans_given= distribution=zipfian
 common=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -68,6 +69,7 @@ while [ $# -gt 0 ]; do
         --operations) operations=$2; operations_given=1; shift 2 ;;
         --scans) scans=$2; scans_given=1; shift 2 ;;
         --phases) phase_list=$2; shift 2 ;;
+        --distribution) distribution=$2; shift 2 ;;
         --nodes) nodes=$2; shift 2 ;;
         --rf) rf=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
@@ -151,18 +153,19 @@ phases() { # config-dir layout w r settings...
         --write-cl "$(cl "$w")" "${row[@]}"
     drain "$d/drain.json"
     stats "$d/stats-load.json"
-    local p name
+    local p name keys=(--distribution "$distribution")
     for p in ${phase_list//,/ }; do
         name=$p
         [ ! -e "$d/$name.json" ] || name=$p-$(ls "$d/$p"*.json | grep -c "/$p\(-[0-9]*\)\?\.json$")
         case $p in
             read) bench "$d/$name.json" run --workload c --operations "$operations" \
-                --read-cl "$(cl "$r")" "${row[@]}" ;;
+                --read-cl "$(cl "$r")" "${row[@]}" "${keys[@]}" ;;
             scan) bench "$d/$name.json" run --workload e --operations "$scans" \
                 --read-cl "$(cl "$r")" --insert-proportion 0 --scan-proportion 1 \
-                --scan-length 100 "${row[@]}" ;;
+                --scan-length 100 "${row[@]}" "${keys[@]}" ;;
             update) bench "$d/$name.json" run --workload a --operations "$operations" \
-                --write-cl "$(cl "$w")" --read-proportion 0 --update-proportion 1 "${row[@]}"
+                --write-cl "$(cl "$w")" --read-proportion 0 --update-proportion 1 "${row[@]}" \
+                "${keys[@]}"
                 drain "$d/drain-$name.json" ;;
             *) echo "unknown phase $p (read, scan, update)" >&2; exit 2 ;;
         esac

@@ -27,7 +27,9 @@ COUNTERS = ["user_bytes_written", "wal_bytes_written", "flush_bytes_written",
             "compaction_bytes_written", "split_bytes_written", "merge_sort_bytes_written",
             "gets", "get_tables_probed", "get_bytes_read", "scan_bytes_read", "splits",
             "merge_sorts", "flushes", "compactions", "write_stalls", "write_stall_micros",
-            "write_slowdowns", "write_slowdown_micros"]
+            "write_slowdowns", "write_slowdown_micros", "get_data_block_reads",
+            "get_index_block_reads", "get_filter_block_reads", "block_cache_hits",
+            "block_cache_misses"]
 
 
 def engine_counters(stats):
@@ -203,6 +205,20 @@ def table(config, results):
                          f"{c['splits']} ({mib(c['split_bytes_written'])}) | "
                          f"{c['merge_sorts']} ({mib(c['merge_sort_bytes_written'])}) |")
         lines.append("")
+        # Read amplification per phase (the paper's Fig. 11): what each get cost the engines.
+        reads = [(l, p, c) for l, p, c in during if c["gets"]]
+        if reads:
+            lines += ["| layout | phase | gets | tables probed / get | block reads / get (data, index, filter) | bytes read / get | block cache hits |",
+                      "|---|---|---:|---:|---:|---:|---:|"]
+            for l, p, c in reads:
+                g = c["gets"]
+                blocks = [c["get_data_block_reads"], c["get_index_block_reads"], c["get_filter_block_reads"]]
+                lookups = c["block_cache_hits"] + c["block_cache_misses"]
+                hits = f"{c['block_cache_hits'] / lookups:.0%}" if lookups else "-"
+                lines.append(f"| {l} | {p} | {g:,} | {c['get_tables_probed'] / g:.2f} | "
+                             f"{sum(blocks) / g:.2f} ({', '.join(f'{b / g:.2f}' for b in blocks)}) | "
+                             f"{c['get_bytes_read'] / g:,.0f} | {hits} |")
+            lines.append("")
     if rows:
         lines += ["| layout | disk write / user byte (load, /proc) | table bytes written / flushed | compaction MiB | split MiB | merge-sort MiB | tables probed / get | bytes read / get | memtable MiB after load | recovery s | entries repaired / per s |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + rows + [""]

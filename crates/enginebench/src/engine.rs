@@ -23,6 +23,8 @@ pub struct EngineConfig {
     pub cache_index_and_filter_blocks: bool,
     /// Read table files with O_DIRECT.
     pub direct_io: bool,
+    /// Write the tables of flushes and compactions with O_DIRECT.
+    pub direct_io_writes: bool,
     /// Level-0 files that trigger a compaction.
     pub l0_compaction_trigger: usize,
     /// Level-0 files from which writers are slowed (RocksDB
@@ -56,6 +58,7 @@ impl Default for EngineConfig {
             cache_bytes: 64 << 20,
             cache_index_and_filter_blocks: false,
             direct_io: false,
+            direct_io_writes: false,
             l0_compaction_trigger: 4,
             l0_slowdown: 20,
             l0_stop: 20,

@@ -72,6 +72,10 @@ struct Args {
     /// Read table files with O_DIRECT on both engines (bypasses the OS page cache).
     #[arg(long)]
     direct_io: bool,
+    /// Write the tables of flushes and compactions with O_DIRECT on both engines (RocksDB's
+    /// `use_direct_io_for_flush_and_compaction`, Mosaic's option of the same name).
+    #[arg(long)]
+    direct_io_writes: bool,
     /// Target size of level 1 in MiB.
     #[arg(long, default_value_t = 256)]
     level1_mib: u64,
@@ -136,6 +140,7 @@ fn main() -> Result<()> {
             cache_bytes: args.cache_mib << 20,
             cache_index_and_filter_blocks: args.cache_index_and_filter,
             direct_io: args.direct_io,
+            direct_io_writes: args.direct_io_writes,
             level1_bytes: args.level1_mib << 20,
             table_bytes: args.table_mib << 20,
             l0_slowdown: args.l0_slowdown,

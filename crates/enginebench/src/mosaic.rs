@@ -141,6 +141,7 @@ impl MosaicEngine {
             block_cache_bytes: cfg.cache_bytes,
             cache_index_and_filter_blocks: cfg.cache_index_and_filter_blocks,
             direct_io: cfg.direct_io,
+            direct_io_for_flush_and_compaction: cfg.direct_io_writes,
             level0_compaction_trigger: cfg.l0_compaction_trigger,
             level0_slowdown_tables: cfg.l0_slowdown,
             level0_stall_tables: cfg.l0_stop,

@@ -239,7 +239,7 @@ pub fn text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "memtable {} MiB ×{} immutable, bloom {} bits/key, block {} B, cache {} MiB \
-         (index and filter blocks {}), compression off, direct reads {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
+         (index and filter blocks {}), compression off, direct reads {}, direct flush and compaction writes {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
          tables {} MiB, {} levels, {} compaction thread(s)",
         e.memtable_bytes >> 20,
         e.immutable_memtables,
@@ -252,6 +252,7 @@ pub fn text(report: &Report) -> String {
             "pinned"
         },
         e.direct_io,
+        e.direct_io_writes,
         e.l0_compaction_trigger,
         e.l0_slowdown,
         e.l0_stop,
@@ -449,6 +450,7 @@ pub fn json(report: &Report) -> String {
             "cache_bytes": e.cache_bytes,
             "cache_index_and_filter_blocks": e.cache_index_and_filter_blocks,
             "direct_io": e.direct_io,
+            "direct_io_writes": e.direct_io_writes,
             "l0_compaction_trigger": e.l0_compaction_trigger,
             "l0_slowdown": e.l0_slowdown,
             "l0_stop": e.l0_stop,

@@ -43,6 +43,7 @@ impl RocksEngine {
         opts.set_compression_type(DBCompressionType::None);
         opts.set_bottommost_compression_type(DBCompressionType::None);
         opts.set_use_direct_reads(cfg.direct_io);
+        opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io_writes);
         // Tickers only: no timers or histograms (Mosaic's counters are plain atomics too).
         opts.enable_statistics();
         opts.set_statistics_level(StatsLevel::ExceptHistogramOrTimers);

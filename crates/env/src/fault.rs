@@ -130,6 +130,24 @@ impl FaultyFs {
     pub fn new(inner: Arc<dyn Fs>, faults: Arc<Faults>) -> Self {
         Self { inner, faults }
     }
+
+    /// Creates `path` on the inner file system (with O_DIRECT if `direct`), its writes
+    /// subject to the faults.
+    fn faulty_create(&self, path: &Path, direct: bool) -> io::Result<Box<dyn WritableFile>> {
+        self.faults.wait_for_create(path);
+        if self.faults.space_bytes.load(Ordering::SeqCst) == 0 {
+            return Err(self.faults.no_space());
+        }
+        let inner = if direct {
+            self.inner.create_direct(path)?
+        } else {
+            self.inner.create(path)?
+        };
+        Ok(Box::new(FaultyWritable {
+            inner,
+            faults: self.faults.clone(),
+        }))
+    }
 }
 
 struct FaultyWritable {
@@ -162,15 +180,11 @@ impl WritableFile for FaultyWritable {
 
 impl Fs for FaultyFs {
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.faults.wait_for_create(path);
-        if self.faults.space_bytes.load(Ordering::SeqCst) == 0 {
-            return Err(self.faults.no_space());
-        }
-        let inner = self.inner.create(path)?;
-        Ok(Box::new(FaultyWritable {
-            inner,
-            faults: self.faults.clone(),
-        }))
+        self.faulty_create(path, false)
+    }
+
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.faulty_create(path, true)
     }
 
     fn open_read(&self, path: &Path, direct: bool) -> io::Result<Arc<dyn RandomAccessFile>> {

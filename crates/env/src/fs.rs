@@ -12,6 +12,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::direct::{DirectWritable, ALIGN};
+
 /// A file being written from start to end.
 pub trait WritableFile: Send + Sync {
     /// Appends all of `buf`. On error some prefix of `buf` may have reached the file.
@@ -42,6 +44,12 @@ pub trait RandomAccessFile: Send + Sync {
 pub trait Fs: Send + Sync + 'static {
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a file for appending with O_DIRECT where the file system
+    /// supports it: appends bypass the page cache (see `direct`); elsewhere, and by
+    /// default, the same as [`Fs::create`].
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens a file for random reads; `direct` asks for O_DIRECT where the file system
     /// supports it (reads then bypass the page cache), and silently falls back otherwise.
     fn open_read(&self, path: &Path, direct: bool) -> io::Result<Arc<dyn RandomAccessFile>>;
@@ -144,7 +152,7 @@ impl WritableFile for RealWritable {
     }
 }
 
-const DIRECT_ALIGN: u64 = 4096;
+const DIRECT_ALIGN: u64 = ALIGN as u64;
 
 struct RealReadable {
     file: File,
@@ -217,6 +225,21 @@ impl Fs for RealFs {
             .truncate(true)
             .open(path)?;
         Ok(Box::new(RealWritable { file, len: 0 }))
+    }
+
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        if let Ok(file) = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+        {
+            if DirectWritable::probe(&file) {
+                return Ok(Box::new(DirectWritable::new(file)));
+            }
+        }
+        self.create(path)
     }
 
     fn open_read(&self, path: &Path, direct: bool) -> io::Result<Arc<dyn RandomAccessFile>> {

@@ -13,6 +13,7 @@
 
 pub mod clock;
 pub mod crash;
+mod direct;
 pub mod fault;
 pub mod fs;
 pub mod proc;

@@ -137,6 +137,11 @@ pub struct Options {
     pub cache_index_and_filter_blocks: bool,
     /// Read tables with O_DIRECT (bypassing the OS page cache) where supported.
     pub direct_io: bool,
+    /// Write the tables of flushes, compactions, splits and merge-sorts with O_DIRECT
+    /// where supported (RocksDB's `use_direct_io_for_flush_and_compaction`): they bypass
+    /// the page cache, so they neither evict pages reads need nor pile up dirty pages for
+    /// writeback to flush in bursts. The commit log stays buffered.
+    pub direct_io_for_flush_and_compaction: bool,
     /// Level-0 tables that trigger a compaction into level 1.
     pub level0_compaction_trigger: usize,
     /// Level-0 tables from which each write is delayed a little more per table (RocksDB's
@@ -248,6 +253,7 @@ impl Default for Options {
             block_cache_bytes: 64 << 20,
             cache_index_and_filter_blocks: false,
             direct_io: false,
+            direct_io_for_flush_and_compaction: false,
             level0_compaction_trigger: 4,
             level0_slowdown_tables: 12,
             level0_stall_tables: 20,

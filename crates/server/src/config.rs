@@ -185,6 +185,11 @@ pub struct StorageConfig {
     /// Read tables with O_DIRECT, bypassing the OS page cache, so reads that miss the block
     /// cache reach the disk (where the file system supports it; otherwise buffered reads).
     pub direct_io: bool,
+    /// Write the tables of flushes, compactions and the decoupled log's splits and
+    /// merge-sorts with O_DIRECT, bypassing the OS page cache (RocksDB's
+    /// `use_direct_io_for_flush_and_compaction`; buffered where unsupported). The commit
+    /// log stays buffered.
+    pub direct_io_for_flush_and_compaction: bool,
     /// Threads flushing memtables, for the whole node.
     pub flush_threads: usize,
     /// Threads running compactions, for the whole node.
@@ -420,6 +425,7 @@ impl Default for StorageConfig {
             block_cache_max_block_bytes: 0,
             counter_cache_size_bytes: 50 << 20,
             direct_io: false,
+            direct_io_for_flush_and_compaction: false,
             flush_threads: 2,
             compaction_threads: 2,
             compaction_throughput_mib_per_sec: 0,

@@ -339,10 +339,12 @@ impl Inner {
     fn open_output(&self, created: &mut Vec<PathBuf>) -> Result<OpenOutput> {
         let id = self.alloc_file_id();
         let path = self.dir.join(table_file_name(id));
-        let file = self
-            .fs
-            .create(&path)
-            .map_err(|e| Error::io("creating", &path, e))?;
+        let file = if self.opts.direct_io_for_flush_and_compaction {
+            self.fs.create_direct(&path)
+        } else {
+            self.fs.create(&path)
+        }
+        .map_err(|e| Error::io("creating", &path, e))?;
         created.push(path.clone());
         Ok(OpenOutput {
             id,

@@ -98,6 +98,7 @@ impl StorageConfig {
             block_cache_bytes: self.block_cache_size_bytes,
             cache_index_and_filter_blocks: self.cache_index_and_filter_blocks,
             direct_io: self.direct_io,
+            direct_io_for_flush_and_compaction: self.direct_io_for_flush_and_compaction,
             compaction_threads: self.compaction_threads,
             compaction_listener: Some(std::sync::Arc::new(crate::logging::EngineEvents)),
             ignore_wal_corruption: self.wal_ignore_replay_errors,
