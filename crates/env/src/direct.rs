@@ -26,12 +26,40 @@ pub(crate) const ALIGN: usize = 4096;
 /// writes, small enough to keep per table being written.
 const BUFFER_BYTES: usize = 1 << 20;
 
+/// Zeroed memory whose first byte is aligned to [`ALIGN`], as O_DIRECT needs.
+pub(crate) struct AlignedBuf {
+    /// Backing memory; the aligned window is `[shift, shift + len)`.
+    raw: Vec<u8>,
+    shift: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` zero bytes, aligned.
+    pub(crate) fn zeroed(len: usize) -> AlignedBuf {
+        let raw = vec![0u8; len + ALIGN];
+        let shift = raw.as_ptr().align_offset(ALIGN);
+        AlignedBuf { raw, shift, len }
+    }
+
+    pub(crate) fn as_slice(&self) -> io::Result<&[u8]> {
+        self.raw
+            .get(self.shift..self.shift + self.len)
+            .ok_or_else(|| io::Error::other("direct I/O buffer alignment failed"))
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> io::Result<&mut [u8]> {
+        self.raw
+            .get_mut(self.shift..self.shift + self.len)
+            .ok_or_else(|| io::Error::other("direct I/O buffer alignment failed"))
+    }
+}
+
 /// A file appended to with O_DIRECT; see the module documentation.
 pub(crate) struct DirectWritable {
     file: File,
-    /// Backing memory; the aligned window `[shift, shift + BUFFER_BYTES)` is the buffer.
-    raw: Vec<u8>,
-    shift: usize,
+    /// [`BUFFER_BYTES`] of aligned memory.
+    buf: AlignedBuf,
     /// Bytes of the buffer holding appended data.
     buffered: usize,
     /// File offset of the buffer's first byte (a multiple of [`ALIGN`]).
@@ -45,12 +73,9 @@ pub(crate) struct DirectWritable {
 impl DirectWritable {
     /// Wraps `file`, opened with O_DIRECT and empty.
     pub(crate) fn new(file: File) -> DirectWritable {
-        let raw = vec![0u8; BUFFER_BYTES + ALIGN];
-        let shift = raw.as_ptr().align_offset(ALIGN);
         DirectWritable {
             file,
-            raw,
-            shift,
+            buf: AlignedBuf::zeroed(BUFFER_BYTES),
             buffered: 0,
             base: 0,
             len: 0,
@@ -58,17 +83,12 @@ impl DirectWritable {
         }
     }
 
-    fn buffer(&mut self) -> io::Result<&mut [u8]> {
-        self.raw
-            .get_mut(self.shift..self.shift + BUFFER_BYTES)
-            .ok_or_else(|| io::Error::other("direct I/O buffer alignment failed"))
-    }
-
     /// Writes the buffer's first `padded` bytes (a multiple of [`ALIGN`]) at `base`.
     fn write_out(&self, padded: usize) -> io::Result<()> {
         let block = self
-            .raw
-            .get(self.shift..self.shift + padded)
+            .buf
+            .as_slice()?
+            .get(..padded)
             .ok_or_else(|| io::Error::other("direct I/O write past the buffer"))?;
         self.file.write_all_at(block, self.base)
     }
@@ -76,12 +96,12 @@ impl DirectWritable {
     /// Whether O_DIRECT writes work on `file` (some file systems accept the flag at open
     /// and refuse the writes): one zero block written at the start, then cut away.
     pub(crate) fn probe(file: &File) -> bool {
-        let raw = vec![0u8; 2 * ALIGN];
-        let shift = raw.as_ptr().align_offset(ALIGN);
-        let Some(block) = raw.get(shift..shift + ALIGN) else {
-            return false;
-        };
-        file.write_all_at(block, 0).is_ok() && file.set_len(0).is_ok()
+        let block = AlignedBuf::zeroed(ALIGN);
+        block
+            .as_slice()
+            .and_then(|b| file.write_all_at(b, 0))
+            .and_then(|()| file.set_len(0))
+            .is_ok()
     }
 
     /// Writes the partial tail, zero-padded to a whole block, and cuts the file back to
@@ -92,7 +112,7 @@ impl DirectWritable {
         }
         let buffered = self.buffered;
         let padded = buffered.div_ceil(ALIGN) * ALIGN;
-        if let Some(pad) = self.buffer()?.get_mut(buffered..padded) {
+        if let Some(pad) = self.buf.as_mut_slice()?.get_mut(buffered..padded) {
             pad.fill(0);
         }
         self.write_out(padded)?;
@@ -109,7 +129,8 @@ impl WritableFile for DirectWritable {
             let room = BUFFER_BYTES - at;
             let n = room.min(buf.len());
             let (now, rest) = buf.split_at(n);
-            self.buffer()?
+            self.buf
+                .as_mut_slice()?
                 .get_mut(at..at + n)
                 .ok_or_else(|| io::Error::other("direct I/O append past the buffer"))?
                 .copy_from_slice(now);

@@ -12,7 +12,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::direct::{DirectWritable, ALIGN};
+use crate::direct::{AlignedBuf, DirectWritable, ALIGN};
 
 /// A file being written from start to end.
 pub trait WritableFile: Send + Sync {
@@ -182,11 +182,8 @@ impl RandomAccessFile for RealReadable {
         let start = offset - offset % DIRECT_ALIGN;
         let aligned_end = end.div_ceil(DIRECT_ALIGN) * DIRECT_ALIGN;
         let span = (aligned_end - start) as usize;
-        let mut raw = vec![0u8; span + DIRECT_ALIGN as usize];
-        let shift = raw.as_ptr().align_offset(DIRECT_ALIGN as usize);
-        let aligned = raw
-            .get_mut(shift..shift + span)
-            .ok_or_else(|| io::Error::other("direct I/O buffer alignment failed"))?;
+        let mut raw = AlignedBuf::zeroed(span);
+        let aligned = raw.as_mut_slice()?;
         // The last block of the file may be short: read what is there.
         let mut got = 0usize;
         while got < span {
