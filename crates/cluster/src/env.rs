@@ -489,14 +489,15 @@ pub trait Store: Send + Sync + 'static {
         unsupported()
     }
     /// Degraded reads: this node's shard at `position` of `group` (`(epoch, bytes)`; a
-    /// data shard has epoch 0), if it holds it.
+    /// data shard has epoch 0), if it holds it — a parity shard at `epoch` when it still
+    /// holds that epoch, else at its newest.
     fn ec_shard(
         &self,
         table: TableKey,
         group: GroupId,
-        position: u8,
+        (position, epoch): (u8, Option<u64>),
     ) -> BoxFuture<'_, Result<Option<ShardBytes>, Failure>> {
-        let _ = (table, group, position);
+        let _ = (table, group, position, epoch);
         unsupported()
     }
     /// The newest ECMeta of `group` this node holds.
@@ -550,15 +551,15 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Degraded reads: bytes `offset..offset + len` (cut short at its end) of this node's
     /// shard at `position` of `group`, with the shard's epoch (0 for a data shard) and
-    /// whole length, if it holds it.
+    /// whole length, if it holds it (a parity shard's epoch picked as by `ec_shard`).
     fn ec_shard_range(
         &self,
         table: TableKey,
         group: GroupId,
-        position: u8,
+        (position, epoch): (u8, Option<u64>),
         (offset, len): (u64, u32),
     ) -> BoxFuture<'_, Result<Option<ShardRange>, Failure>> {
-        let _ = (table, group, position, offset, len);
+        let _ = (table, group, position, epoch, offset, len);
         unsupported()
     }
     /// Drops the versions new key lists cover; returns the trees compacted.

@@ -462,6 +462,9 @@ pub enum Body {
         group: [u8; 16],
         /// The position, `0..n`.
         position: u8,
+        /// The group epoch the reader decodes: a parity node that still holds its shard
+        /// at that epoch (the leader has not committed the next yet) answers with it.
+        epoch: u64,
     },
     /// The shard asked for, if the receiver holds it: a parity shard's epoch (0 for a data
     /// shard) and its bytes.
@@ -500,6 +503,8 @@ pub enum Body {
         group: [u8; 16],
         /// The position, `0..n`.
         position: u8,
+        /// The group epoch the reader decodes (as in `EcShardRead`).
+        epoch: u64,
         /// The first byte.
         offset: u64,
         /// How many bytes (the shard may end sooner).

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! DIR/parity/<group hex>-<position>.par   one parity shard: its epoch and its bytes
+//! DIR/parity/<group hex>-<position>.old   the shard at the epoch before, until this node
+//!                                         holds an ECMeta newer than that epoch
 //! DIR/parity/<group hex>.ecm              the group's ECMeta (mosaic_erasure::EcMeta)
 //! ```
 //!
@@ -13,6 +15,13 @@
 //! and renames it into place — so a crash at any point leaves the shard at the old epoch or
 //! the new one, never half of each, and a delta is never XORed in twice. ECMeta files only
 //! move forward in epoch the same way.
+//!
+//! The shard a delta replaces is kept as the `.old` file until this node records an ECMeta
+//! of a later epoch than the old shard's: between a parity node's update and the leader's
+//! commit, the committed epoch is the one degraded reads decode, and a leader that dies in
+//! between (or is merely slow) must not leave the group with parity shards of two epochs
+//! and no ECMeta for the newer one. Readers ask for the epoch they decode
+//! ([`ParityStore::shard_at`], [`ParityStore::shard_range`]).
 //!
 //! Every file carries a crc32c; a damaged file is an error naming it, never wrong parity.
 
@@ -225,14 +234,30 @@ impl ParityStore {
         self.dir.join(format!("{}-{position}.par", hex(group)))
     }
 
+    fn old_path(&self, group: &GroupId, position: u8) -> PathBuf {
+        self.dir.join(format!("{}-{position}.old", hex(group)))
+    }
+
     fn meta_path(&self, group: &GroupId) -> PathBuf {
         self.dir.join(format!("{}.ecm", hex(group)))
     }
 
-    /// Parity shard `position` of `group`, or `None` if this node holds none; an
-    /// offloaded shard is fetched from the cold tier.
+    /// Parity shard `position` of `group` at its newest epoch, or `None` if this node
+    /// holds none; an offloaded shard is fetched from the cold tier.
     pub fn shard(&self, group: &GroupId, position: u8) -> Result<Option<ParityShard>> {
-        let Some((file, name)) = self.open_shard(group, position)? else {
+        self.shard_at(group, position, None)
+    }
+
+    /// Parity shard `position` of `group` at `epoch` when this node still holds that
+    /// epoch (its newest, or the one before it kept as `.old`), else at its newest; `None`
+    /// when it holds none.
+    pub fn shard_at(
+        &self,
+        group: &GroupId,
+        position: u8,
+        epoch: Option<u64>,
+    ) -> Result<Option<ParityShard>> {
+        let Some((file, name)) = self.open_at(group, position, epoch)? else {
             return Ok(None);
         };
         let len = usize::try_from(file.len())
@@ -246,24 +271,21 @@ impl ParityStore {
     }
 
     /// Bytes `offset..offset + len` of parity shard `position` of `group` (cut short at
-    /// the shard's end), with its epoch and whole length; `None` when this node does not
-    /// hold it. Reads only the header and those bytes (of the cold tier's object when the
-    /// shard was offloaded): the file's checksum is not checked, the decoded blocks' are.
+    /// the shard's end) at `epoch` as [`ParityStore::shard_at`] picks it, with its epoch
+    /// and whole length; `None` when this node does not hold it. Reads only the header and
+    /// those bytes (of the cold tier's object when the shard was offloaded): the file's
+    /// checksum is not checked, the decoded blocks' are.
     pub fn shard_range(
         &self,
         group: &GroupId,
         position: u8,
-        offset: u64,
-        len: u32,
+        epoch: Option<u64>,
+        (offset, len): (u64, u32),
     ) -> Result<Option<(u64, u64, Vec<u8>)>> {
-        let Some((file, name)) = self.open_shard(group, position)? else {
+        let Some((file, name)) = self.open_at(group, position, epoch)? else {
             return Ok(None);
         };
-        let mut header = [0u8; HEADER];
-        file.read_exact_at(&mut header, 0)
-            .map_err(|e| Error::io("reading", &name, e))?;
-        let (epoch, size) =
-            parse_header(&header, position).map_err(|why| Error::corruption(&name, 0, why))?;
+        let (epoch, size) = read_header(&*file, &name, position)?;
         let end = offset.saturating_add(u64::from(len)).min(size);
         let start = offset.min(end);
         if HEADER as u64 + size + 4 != file.len() {
@@ -277,6 +299,38 @@ impl ParityStore {
         file.read_exact_at(&mut bytes, HEADER as u64 + start)
             .map_err(|e| Error::io("reading", &name, e))?;
         Ok(Some((epoch, size, bytes)))
+    }
+
+    /// The file of parity shard `position` of `group` at `epoch` — its newest (local, or
+    /// the cold tier's object its stub names), or the `.old` one when that is at `epoch`
+    /// and the newest is not — with a name for errors.
+    fn open_at(
+        &self,
+        group: &GroupId,
+        position: u8,
+        epoch: Option<u64>,
+    ) -> Result<Option<(Arc<dyn RandomAccessFile>, PathBuf)>> {
+        let newest = self.open_shard(group, position)?;
+        let Some(want) = epoch else {
+            return Ok(newest);
+        };
+        if let Some((file, name)) = &newest {
+            if read_header(&**file, name, position)?.0 == want {
+                return Ok(newest);
+            }
+        }
+        let old = self.old_path(group, position);
+        if !self.fs.exists(&old) {
+            return Ok(newest);
+        }
+        let file = self
+            .fs
+            .open_read(&old, false)
+            .map_err(|e| Error::io("opening", &old, e))?;
+        if read_header(&*file, &old, position)?.0 == want {
+            return Ok(Some((file, old)));
+        }
+        Ok(newest)
     }
 
     /// The file of parity shard `position` of `group` — local, or the cold tier's object
@@ -337,6 +391,13 @@ impl ParityStore {
                 current.epoch
             )));
         }
+        if current.epoch > 0 {
+            // Kept until an ECMeta past `from` is recorded here (see the module doc).
+            self.write_durably(
+                &self.old_path(group, position),
+                &encode_shard(from, position, &current.bytes),
+            )?;
+        }
         let mut bytes = current.bytes;
         if bytes.len() < delta.len() {
             bytes.resize(delta.len(), 0);
@@ -377,7 +438,8 @@ impl ParityStore {
     }
 
     /// Records `meta` unless a meta of the same or a later epoch is already recorded (so
-    /// a repeated or late message cannot move a group back). Returns whether it was written.
+    /// a repeated or late message cannot move a group back), and drops the group's `.old`
+    /// shards of epochs before it. Returns whether it was written.
     pub fn record_meta(&self, meta: &EcMeta) -> Result<bool> {
         let _guard = self.lock.lock();
         if let Some(held) = self.meta(&meta.group)? {
@@ -386,6 +448,25 @@ impl ParityStore {
             }
         }
         self.write_durably(&self.meta_path(&meta.group), &meta.encode())?;
+        let prefix = hex(&meta.group);
+        for name in self.names()? {
+            let Some(position) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".old"))
+                .and_then(|p| p.parse::<u8>().ok())
+            else {
+                continue;
+            };
+            let path = self.dir.join(&name);
+            let file = self
+                .fs
+                .open_read(&path, false)
+                .map_err(|e| Error::io("opening", &path, e))?;
+            if read_header(&*file, &path, position)?.0 < meta.epoch {
+                mosaic_lsm::remove_durably(&*self.fs, &path)
+                    .map_err(|e| Error::io("removing", &path, e))?;
+            }
+        }
         Ok(true)
     }
 
@@ -457,7 +538,9 @@ impl ParityStore {
             if rest.starts_with('-') && rest.ends_with(".cold") {
                 self.drop_stub(&path)?;
                 held = true;
-            } else if (rest.starts_with('-') && rest.ends_with(".par")) || rest == ".fill" {
+            } else if (rest.starts_with('-') && (rest.ends_with(".par") || rest.ends_with(".old")))
+                || rest == ".fill"
+            {
                 mosaic_lsm::remove_durably(&*self.fs, &path)
                     .map_err(|e| Error::io("removing", &path, e))?;
                 held = true;
@@ -476,11 +559,11 @@ impl ParityStore {
         self.dir.join(format!("{}.fill", hex(group)))
     }
 
-    /// Bytes of parity held (every `.par` file's size).
+    /// Bytes of parity held locally (every `.par` and `.old` file's size).
     pub fn parity_bytes(&self) -> Result<u64> {
         let mut total = 0;
         for name in self.names()? {
-            if name.ends_with(".par") {
+            if name.ends_with(".par") || name.ends_with(".old") {
                 let path = self.dir.join(&name);
                 total += self
                     .fs
@@ -598,6 +681,14 @@ fn encode_shard(epoch: u64, position: u8, bytes: &[u8]) -> Vec<u8> {
 }
 
 /// A parity file's header: the shard's epoch and length.
+/// The `(epoch, length)` a parity file's header gives.
+fn read_header(file: &dyn RandomAccessFile, name: &Path, position: u8) -> Result<(u64, u64)> {
+    let mut header = [0u8; HEADER];
+    file.read_exact_at(&mut header, 0)
+        .map_err(|e| Error::io("reading", name, e))?;
+    parse_header(&header, position).map_err(|why| Error::corruption(name, 0, why))
+}
+
 fn parse_header(header: &[u8], position: u8) -> std::result::Result<(u64, u64), String> {
     let field = |range: std::ops::Range<usize>| header.get(range).unwrap_or_default();
     if field(0..4) != MAGIC || field(4..5) != [FORMAT] {

@@ -209,7 +209,10 @@ fn a_target_beyond_coding_and_parity_offloads_coded_tables_and_they_stay_readabl
     let content = std::fs::read(cold.join(&location)).unwrap();
     assert_eq!(elect.ghost(id).unwrap().unwrap(), content);
     let group = elect.coded()[&id].group;
-    let (epoch, size, bytes) = store.ec_shard_range(&group, 0, 100, 50).unwrap().unwrap();
+    let (epoch, size, bytes) = store
+        .ec_shard_range(&group, (0, None), (100, 50))
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (epoch, size, bytes.as_slice()),
         (0, content.len() as u64, &content[100..150])

@@ -386,7 +386,10 @@ impl Node {
             if empty_slot {
                 continue;
             }
-            let held = match store.ec_shard(table, meta.group, position).await {
+            let held = match store
+                .ec_shard(table, meta.group, (position, Some(meta.epoch)))
+                .await
+            {
                 Ok(Some((epoch, bytes))) => {
                     meta.verify(usize::from(position), &bytes)
                         && (position < meta.k || epoch == meta.epoch)
@@ -526,11 +529,13 @@ impl Node {
                     table,
                     group: meta.group,
                     position,
+                    epoch: meta.epoch,
                 },
                 Some(span) => Body::EcStripeRead {
                     table,
                     group: meta.group,
                     position,
+                    epoch: meta.epoch,
                     offset: span.start,
                     len: u32::try_from(span.end - span.start).unwrap_or(u32::MAX),
                 },

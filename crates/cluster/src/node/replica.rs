@@ -200,7 +200,8 @@ impl Node {
                 table,
                 group,
                 position,
-            } => match store.ec_shard(table, group, position).await {
+                epoch,
+            } => match store.ec_shard(table, group, (position, Some(epoch))).await {
                 Ok(shard) => Body::EcShard { shard },
                 Err(f) => Body::Failed(f),
             },
@@ -208,10 +209,11 @@ impl Node {
                 table,
                 group,
                 position,
+                epoch,
                 offset,
                 len,
             } => match store
-                .ec_shard_range(table, group, position, (offset, len))
+                .ec_shard_range(table, group, (position, Some(epoch)), (offset, len))
                 .await
             {
                 Ok(shard) => Body::EcStripe { shard },

@@ -56,6 +56,63 @@ fn deltas_apply_once_in_epoch_order_and_reproduce_a_fresh_encode() {
     assert!(store.parity_bytes().unwrap() >= 2 * only_b[0].len() as u64);
 }
 
+/// An ECMeta of group `G` at `epoch` (its shards do not matter here).
+fn meta_at(epoch: u64) -> EcMeta {
+    EcMeta {
+        group: G,
+        epoch,
+        k: 2,
+        n: 4,
+        stripe_bytes: 64,
+        coded_len: 0,
+        shards: (0..4)
+            .map(|i| mosaic_erasure::meta::ShardMeta {
+                hash: [0; 32],
+                size: 0,
+                node: mosaic_types::HostId([i; 16]),
+                position: i,
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn the_committed_epoch_stays_readable_until_a_newer_ecmeta_is_recorded() {
+    // A leader moves parity to epoch 2 and dies before committing: readers still decode
+    // epoch 1 (the group's newest ECMeta), so its parity must still be served.
+    let dir = tempfile::tempdir().unwrap();
+    let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+    store.apply_delta(&G, 2, 0, 1, &[1; 100]).unwrap();
+    store.record_meta(&meta_at(1)).unwrap();
+    let one = store.parity_bytes().unwrap();
+    store.apply_delta(&G, 2, 1, 2, &[3; 100]).unwrap();
+    let at = |epoch| store.shard_at(&G, 2, Some(epoch)).unwrap().unwrap();
+    assert_eq!((at(1).epoch, at(1).bytes), (1, vec![1; 100]));
+    assert_eq!((at(2).epoch, at(2).bytes), (2, vec![2; 100]));
+    // Asked for an epoch it does not hold, a node answers with its newest.
+    assert_eq!(at(7).epoch, 2);
+    assert_eq!(store.shard(&G, 2).unwrap().unwrap().epoch, 2);
+    let range = |epoch| {
+        store
+            .shard_range(&G, 2, Some(epoch), (10, 5))
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(range(1), (1, 100, vec![1; 5]));
+    assert_eq!(range(2), (2, 100, vec![2; 5]));
+    // The kept shard counts as parity held.
+    assert_eq!(store.parity_bytes().unwrap(), 2 * one);
+    // The commit of epoch 2 lets it go.
+    store.record_meta(&meta_at(2)).unwrap();
+    assert_eq!(at(1).epoch, 2);
+    assert_eq!(store.parity_bytes().unwrap(), one);
+    // The next update keeps epoch 2; dropping the group drops it too.
+    store.apply_delta(&G, 2, 2, 3, &[1; 100]).unwrap();
+    assert_eq!(at(2).bytes, vec![2; 100]);
+    assert!(store.drop_group(&G).unwrap());
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
 /// A cold tier in memory.
 #[derive(Default)]
 struct MemStore(Mutex<std::collections::BTreeMap<String, Vec<u8>>>);
@@ -132,23 +189,7 @@ fn offloaded_shards_read_from_the_cold_tier_and_come_back_when_updated() {
 fn metas_only_move_forward_and_damaged_files_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
-    let codec = Codec::new(2, 3).unwrap();
-    let mut meta = EcMeta {
-        group: G,
-        epoch: 4,
-        k: 2,
-        n: 3,
-        stripe_bytes: codec.stripe_bytes() as u32,
-        coded_len: 0,
-        shards: (0..3)
-            .map(|i| mosaic_erasure::meta::ShardMeta {
-                hash: [0; 32],
-                size: 0,
-                node: mosaic_types::HostId([i; 16]),
-                position: i,
-            })
-            .collect(),
-    };
+    let mut meta = meta_at(4);
     assert!(store.record_meta(&meta).unwrap());
     meta.epoch = 3;
     assert!(

@@ -266,12 +266,18 @@ impl ReplicaStore {
     }
 
     /// What this node holds of shard `position` of `group`: its table in that data slot
-    /// (position `< k`), or the parity shard with its epoch.
-    pub fn ec_shard(&self, group: &GroupId, position: u8) -> Result<Option<(u64, Vec<u8>)>> {
+    /// (position `< k`), or the parity shard with its epoch — at `epoch` when this node
+    /// still holds that one (see [`crate::parity::ParityStore::shard_at`]).
+    pub fn ec_shard(
+        &self,
+        group: &GroupId,
+        position: u8,
+        epoch: Option<u64>,
+    ) -> Result<Option<(u64, Vec<u8>)>> {
         let Engines::ErasureTiered(_, elect) = &self.engines else {
             return Ok(None);
         };
-        if let Some(p) = elect.parity().shard(group, position)? {
+        if let Some(p) = elect.parity().shard_at(group, position, epoch)? {
             return Ok(Some((p.epoch, p.bytes)));
         }
         Ok(elect.slot_content(group, position)?.map(|b| (0, b)))
@@ -319,18 +325,21 @@ impl ReplicaStore {
 
     /// Bytes `offset..offset + len` (cut short at its end) of what this node holds of
     /// shard `position` of `group`, with the shard's epoch (0 for a data shard) and whole
-    /// length: a degraded read's ranged fetch.
+    /// length: a degraded read's ranged fetch. A parity shard's epoch is picked as by
+    /// [`Store::ec_shard`].
     pub fn ec_shard_range(
         &self,
         group: &GroupId,
-        position: u8,
-        offset: u64,
-        len: u32,
+        (position, epoch): (u8, Option<u64>),
+        (offset, len): (u64, u32),
     ) -> Result<Option<(u64, u64, Vec<u8>)>> {
         let Engines::ErasureTiered(_, elect) = &self.engines else {
             return Ok(None);
         };
-        if let Some(found) = elect.parity().shard_range(group, position, offset, len)? {
+        if let Some(found) = elect
+            .parity()
+            .shard_range(group, position, epoch, (offset, len))?
+        {
             return Ok(Some(found));
         }
         Ok(elect

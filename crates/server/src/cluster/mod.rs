@@ -691,9 +691,9 @@ impl Store for LocalStore {
         &self,
         table: TableKey,
         group: GroupId,
-        position: u8,
+        (position, epoch): (u8, Option<u64>),
     ) -> BoxFuture<'_, Result<Option<ShardBytes>, Failure>> {
-        self.on_elect(table, move |s, _| s.ec_shard(&group, position))
+        self.on_elect(table, move |s, _| s.ec_shard(&group, position, epoch))
     }
 
     fn ec_meta(
@@ -746,11 +746,11 @@ impl Store for LocalStore {
         &self,
         table: TableKey,
         group: GroupId,
-        position: u8,
+        (position, epoch): (u8, Option<u64>),
         (offset, len): (u64, u32),
     ) -> BoxFuture<'_, Result<Option<ShardRange>, Failure>> {
         self.on_elect(table, move |s, _| {
-            s.ec_shard_range(&group, position, offset, len)
+            s.ec_shard_range(&group, (position, epoch), (offset, len))
         })
     }
 
