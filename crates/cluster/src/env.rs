@@ -549,6 +549,18 @@ pub trait Store: Send + Sync + 'static {
         let _ = (table, shard, given, range, limit);
         unsupported()
     }
+    /// Decoding ahead of degraded reads: the next span (at most `max` bytes, from byte
+    /// `from` on) of the lost table in `shard` that reads have not decoded yet, if reads
+    /// decoded any of it.
+    fn ec_lost_missing(
+        &self,
+        table: TableKey,
+        shard: ShardRef,
+        (from, max): (u64, u64),
+    ) -> BoxFuture<'_, Result<Option<std::ops::Range<u64>>, Failure>> {
+        let _ = (table, shard, from, max);
+        unsupported()
+    }
     /// Degraded reads: bytes `offset..offset + len` (cut short at its end) of this node's
     /// shard at `position` of `group`, with the shard's epoch (0 for a data shard) and
     /// whole length, if it holds it (a parity shard's epoch picked as by `ec_shard`).

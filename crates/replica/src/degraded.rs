@@ -284,8 +284,24 @@ impl LostTable {
         Ok(())
     }
 
+    /// The first span of stripes not decoded yet at or after byte `from`, at most `max`
+    /// bytes (whole stripes, at least one); `None` once every stripe from `from` on is.
+    pub fn next_missing(&self, from: u64, max: u64) -> Option<Range<u64>> {
+        let s = &self.stripes;
+        let decoded = s.decoded.read();
+        let stripes = s.size.div_ceil(s.stripe);
+        let first = (from / s.stripe..stripes).find(|i| !decoded.contains_key(i))?;
+        let most = (max / s.stripe).max(1);
+        let last = (first..stripes)
+            .take(most as usize)
+            .take_while(|i| !decoded.contains_key(i))
+            .last()
+            .unwrap_or(first);
+        Some(first * s.stripe..((last + 1) * s.stripe).min(self.coded_end()))
+    }
+
     /// Up to `limit` rows within the bounds (as [`read_rows`] reads them), or the span of
-    /// stripes the read needs decoded first.
+    /// stripes the read needs decoded first. Bounds holding no key read nothing.
     pub fn read(
         &self,
         merge: Option<&dyn MergeOperator>,
@@ -293,6 +309,15 @@ impl LostTable {
         end: Bound<&[u8]>,
         limit: usize,
     ) -> Result<LostRead> {
+        let nothing = match (start, end) {
+            (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e)) => e <= s,
+            (Bound::Included(s), Bound::Included(e)) => e < s,
+            (Bound::Excluded(s), Bound::Included(e)) => e <= s,
+            _ => false,
+        };
+        if nothing {
+            return Ok(LostRead::Rows(Vec::new(), true));
+        }
         MISSING.with(|m| m.borrow_mut().take());
         let attempt = self
             .reader()
@@ -370,6 +395,25 @@ impl DecodedTables {
                 total = total.saturating_sub(old.decoded_bytes());
             }
         }
+    }
+
+    /// `(size, bytes decoded)` of every table kept, least recently used first.
+    pub fn held(&self) -> Vec<(u64, u64)> {
+        let tables = self.tables.lock();
+        tables
+            .iter()
+            .map(|(_, t)| (t.stripes.size, t.decoded_bytes()))
+            .collect()
+    }
+
+    /// The table whose content hashes to `hash`, if kept (without making it the most
+    /// recent).
+    pub fn get(&self, hash: &[u8; 32]) -> Option<Arc<LostTable>> {
+        let tables = self.tables.lock();
+        tables
+            .iter()
+            .find(|(h, _)| h == hash)
+            .map(|(_, t)| t.clone())
     }
 
     /// Forgets the table whose content hashes to `hash` (a read of it failed).

@@ -289,6 +289,10 @@ pub struct ClusterConfig {
     /// a page of entries): a range holding a partition of millions of rows, hashed by a
     /// heterogeneous replica in another order than the declared one, may need more.
     pub repair_timeout_ms: u64,
+    /// Lost tables of `erasure-tiered` tables a node decodes in the background at once,
+    /// after a degraded read found them lost (the reads after it find their stripes
+    /// decoded); 0: degraded reads decode only the stripes they touch.
+    pub degraded_read_ahead_tables: usize,
 }
 
 /// `[log]`: what the node logs, and where a request counts as slow.
@@ -464,6 +468,7 @@ impl Default for ClusterConfig {
             erasure_coding_interval_ms: 60_000,
             hr_auto_interval_ms: 300_000,
             repair_timeout_ms: 60_000,
+            degraded_read_ahead_tables: 2,
         }
     }
 }

@@ -384,6 +384,7 @@ fn start_node(
     node_config.seeds = config.seed_endpoints()?;
     node_config.gossip_interval_ms = config.cluster.gossip_interval_ms;
     node_config.repair_timeout_ms = config.cluster.repair_timeout_ms;
+    node_config.degraded_read_ahead_tables = config.cluster.degraded_read_ahead_tables;
     node_config.phi_convict_threshold = config.cluster.phi_convict_threshold;
     node_config.write_timeout_ms = config.cluster.write_request_timeout_ms;
     node_config.cas_contention_timeout_ms = config.cluster.cas_contention_timeout_ms;

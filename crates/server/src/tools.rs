@@ -594,6 +594,18 @@ fn print_table_stats(t: &crate::admin::api::TableEntry) {
             bytes(s.cold_parity_bytes),
             s.covered_keys
         );
+        if !s.decoded_tables.is_empty() {
+            let (size, decoded) = s
+                .decoded_tables
+                .iter()
+                .fold((0, 0), |(a, b), t| (a + t.bytes, b + t.decoded));
+            println!(
+                "    degraded reads: {} of {} lost tables ({}) decoded here",
+                bytes(decoded),
+                s.decoded_tables.len(),
+                bytes(size),
+            );
+        }
     }
     // A uniform table is one structure, already shown in full above.
     if s.structures.len() < 2 {

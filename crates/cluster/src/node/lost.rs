@@ -2,6 +2,8 @@
 //! (a secondary asks their primary, or decodes them when it is down — a degraded read,
 //! stripe by stripe), and full-node recovery of a node's coding shards.
 
+use std::collections::HashSet;
+
 use mosaic_erasure::{Codec, EcMeta, LostRead, LOST_READ_BYTES};
 use mosaic_types::HostId;
 
@@ -23,6 +25,10 @@ const LOST_READ_TAIL: u64 = 128 << 10;
 /// at once).
 const LOST_SOURCES_TTL_MICROS: u64 = 2_000_000;
 
+/// Bytes of a lost table one step of decoding ahead of degraded reads fetches (from `k`
+/// shards at once).
+const DECODE_AHEAD_SPAN: u64 = 4 * LOST_READ_BYTES;
+
 /// How long a degraded read whose freshly resolved sources could not rebuild a slot waits
 /// before resolving them again (a group change under way commits in a round trip).
 const SOURCES_RETRY_PAUSE_MS: u64 = 200;
@@ -38,11 +44,13 @@ pub(super) struct Sources {
 
 /// What degraded reads share: the sources of lost slots resolved recently (by `(table,
 /// group, slot)`, with when; each degraded read would otherwise ask every member of its
-/// group for the newest ECMeta), and the fetches in flight (by slot and span).
+/// group for the newest ECMeta), the fetches in flight (by slot and span), and the lost
+/// slots being decoded ahead of reads.
 #[derive(Default)]
 pub(super) struct LostReads {
     sources: parking_lot::Mutex<HashMap<LostSlot, (Arc<Sources>, u64)>>,
     fetches: parking_lot::Mutex<HashMap<LostSpan, SharedFetch>>,
+    ahead: parking_lot::Mutex<HashSet<LostSlot>>,
 }
 
 /// A fetch of a lost table's span that several reads wait for.
@@ -87,7 +95,9 @@ impl Node {
         };
         let local = store.read(table, range.clone(), limit, &[]).await?;
         if !self.is_alive(primary) {
-            return self.degraded_read(table, range, limit, local).await;
+            return self
+                .degraded_read(table, range, limit, local, primary)
+                .await;
         }
         let ask = Body::Read {
             table,
@@ -111,25 +121,34 @@ impl Node {
                 Ok(merge_answers(&[local, (entries, exhausted)], limit))
             }
             Some(Body::Failed(f)) => Err(f),
-            _ => self.degraded_read(table, range, limit, local).await,
+            _ => {
+                self.degraded_read(table, range, limit, local, primary)
+                    .await
+            }
         }
     }
 
     /// ELECT's degraded read (§5): `local` (this secondary's own versions of `range`)
     /// merged with the covered rows read from their lost tables — decoded, only the stripes
     /// the read touches, from any `k` of each group's other shards, and kept decoded for
-    /// the next reads.
+    /// the next reads. A lost table a read had to decode stripes of is then decoded
+    /// ahead of further reads ([`Node::decode_ahead`]) while `primary` stays down.
     async fn degraded_read(
         &self,
         table: TableKey,
         range: KeyRange,
         limit: usize,
         local: Entries,
+        primary: Endpoint,
     ) -> Result<Entries, Failure> {
         let result = async {
             let mut answers = vec![local];
             for (listed, slot) in self.inner.store.ec_covering(table, range.clone()).await? {
-                answers.push(self.read_lost(table, listed, slot, &range, limit).await?);
+                let (rows, fetched) = self.read_lost(table, &listed, slot, &range, limit).await?;
+                if fetched {
+                    self.decode_ahead(table, listed, slot, primary);
+                }
+                answers.push(rows);
             }
             Ok(merge_answers(&answers, limit))
         }
@@ -142,16 +161,17 @@ impl Node {
 
     /// Up to `limit` rows of `range` from the table in `slot` of the group `listed` names:
     /// read from the pieces of it decoded before, fetching (from `k` other shards) and
-    /// decoding the spans the read still needs. Reads needing a span another read is
-    /// already fetching wait for that fetch instead of fetching it again.
+    /// decoding the spans the read still needs (`true`: it needed some). Reads needing a
+    /// span another read (or decoding ahead) is already fetching wait for that fetch
+    /// instead of fetching it again.
     async fn read_lost(
         &self,
         table: TableKey,
-        listed: EcMeta,
+        listed: &EcMeta,
         slot: u8,
         range: &KeyRange,
         limit: usize,
-    ) -> Result<Entries, Failure> {
+    ) -> Result<(Entries, bool), Failure> {
         let store = &self.inner.store;
         let granule = LOST_READ_BYTES;
         let size = listed
@@ -164,9 +184,9 @@ impl Node {
         let mut read = store
             .ec_read_lost(table, (listed.clone(), slot), None, range.clone(), limit)
             .await?;
-        for _ in 0..LOST_READ_ROUNDS_MAX {
+        for round in 0..LOST_READ_ROUNDS_MAX {
             let span = match read {
-                LostRead::Rows(rows, done) => return Ok((rows, done)),
+                LostRead::Rows(rows, done) => return Ok(((rows, done), round > 0)),
                 LostRead::Need(span) => span,
             };
             // A scan asks for the bytes right after the last span: fetch more at once.
@@ -183,28 +203,10 @@ impl Node {
             let end = (span.start + ahead * granule).min(coded_end).max(span.end);
             let span = start..end;
             last_end = Some(span.end);
-            let key = (table, listed.group, slot, span.start, span.end);
-            let (fetch, mine) = {
-                let mut fetches = self.inner.lost.fetches.lock();
-                match fetches.get(&key) {
-                    Some(f) => (f.clone(), false),
-                    None => {
-                        let node = self.clone();
-                        let (listed, range) = (listed.clone(), range.clone());
-                        let f = async move {
-                            node.fetch_lost(table, listed, slot, span, range, limit)
-                                .await
-                        }
-                        .boxed()
-                        .shared();
-                        fetches.insert(key, f.clone());
-                        (f, true)
-                    }
-                }
-            };
-            let fetched = fetch.await;
+            let (fetched, mine) = self
+                .shared_fetch(table, listed, slot, span, (range, limit))
+                .await;
             if mine {
-                self.inner.lost.fetches.lock().remove(&key);
                 read = fetched?;
             } else {
                 // Another read's fetch: its answer was for its own keys; read again.
@@ -218,6 +220,88 @@ impl Node {
              {LOST_READ_ROUNDS_MAX} rounds of decoding",
             hex(&listed.group)
         )))
+    }
+
+    /// Fetches `span` of the lost table in `slot` of the group `listed` names and reads
+    /// `range` from it — or waits for a fetch in flight of a span holding `span` (`false`:
+    /// that fetch read another range).
+    async fn shared_fetch(
+        &self,
+        table: TableKey,
+        listed: &EcMeta,
+        slot: u8,
+        span: std::ops::Range<u64>,
+        (range, limit): (&KeyRange, usize),
+    ) -> (Result<LostRead, Failure>, bool) {
+        let key = (table, listed.group, slot, span.start, span.end);
+        let (fetch, mine) = {
+            let mut fetches = self.inner.lost.fetches.lock();
+            let covering = fetches.iter().find(|((t, g, s, start, end), _)| {
+                (*t, *g, *s) == (table, listed.group, slot)
+                    && *start <= span.start
+                    && span.end <= *end
+            });
+            match covering {
+                Some((_, f)) => (f.clone(), false),
+                None => {
+                    let node = self.clone();
+                    let (listed, range) = (listed.clone(), range.clone());
+                    let f = async move {
+                        node.fetch_lost(table, listed, slot, span, range, limit)
+                            .await
+                    }
+                    .boxed()
+                    .shared();
+                    fetches.insert(key, f.clone());
+                    (f, true)
+                }
+            }
+        };
+        let fetched = fetch.await;
+        if mine {
+            self.inner.lost.fetches.lock().remove(&key);
+        }
+        (fetched, mine)
+    }
+
+    /// Decodes the rest of the lost table in `slot` of the group `listed` names in the
+    /// background, a span at a time, so that the reads after the one that found it lost
+    /// find their stripes decoded (ELECT decodes a lost table whole on its first degraded
+    /// read; here that read is answered first). At most `[cluster]
+    /// degraded_read_ahead_tables` tables at once per node; stops once the table is
+    /// decoded, evicted from the decoded tables, or `primary` is back.
+    fn decode_ahead(&self, table: TableKey, listed: EcMeta, slot: u8, primary: Endpoint) {
+        let key = (table, listed.group, slot);
+        {
+            let mut ahead = self.inner.lost.ahead.lock();
+            if ahead.len() >= self.inner.config.degraded_read_ahead_tables || !ahead.insert(key) {
+                return;
+            }
+        }
+        let node = self.clone();
+        self.inner.runtime.spawn(
+            async move {
+                let store = &node.inner.store;
+                let mut from = 0;
+                while !node.inner.stopped.load(Ordering::SeqCst) && !node.is_alive(primary) {
+                    let next = store
+                        .ec_lost_missing(table, (listed.clone(), slot), (from, DECODE_AHEAD_SPAN))
+                        .await;
+                    let Ok(Some(span)) = next else {
+                        break;
+                    };
+                    from = span.end;
+                    let nothing = (&KeyRange::empty(), 0);
+                    if let (Err(f), _) = node.shared_fetch(table, &listed, slot, span, nothing).await
+                    {
+                        tracing::debug!(%table, error = failure_text(&f), "decoding a lost table ahead of reads stopped");
+                        break;
+                    }
+                }
+                node.inner.lost.ahead.lock().remove(&key);
+            }
+            .boxed(),
+        );
     }
 
     /// Fetches bytes `span` of the table in `slot` of the group `listed` names from `k`

@@ -232,6 +232,59 @@ fn a_point_read_decodes_only_the_stripes_it_touches() {
 }
 
 #[test]
+fn decoding_ahead_walks_the_stripes_no_read_decoded_until_the_table_is_whole() {
+    let rows = sample_rows(10_000);
+    let lost = flushed(&rows);
+    let other = table_bytes(&[("zz", 1, Some("other node's table"))]);
+    let (meta, parity) = group(&[&lost, &other]);
+    let shards: [(u8, &[u8]); 2] = [(1, &other), (2, &parity[0])];
+    let table = LostTable::new(lost.len() as u64, 4096);
+    // Nothing decoded: the first span starts at the start, at most `max` bytes of whole
+    // stripes (at least one stripe however small `max` is).
+    assert_eq!(table.next_missing(0, 3 * 4096), Some(0..3 * 4096));
+    assert_eq!(table.next_missing(5000, 1), Some(4096..2 * 4096));
+    // A point read decodes a few stripes; the spans ahead skip them.
+    let key = b"key05000".as_slice();
+    read_all_the_way(
+        &meta,
+        &table,
+        &shards,
+        (Bound::Included(key), Bound::Included(key)),
+        1,
+    );
+    let read = table.decoded_bytes();
+    let (mut from, mut spans) = (0, 0);
+    while let Some(span) = table.next_missing(from, 8 * 4096) {
+        assert!(
+            span.start >= from && span.end - span.start <= 8 * 4096,
+            "{span:?}"
+        );
+        from = span.end;
+        table
+            .add(&meta, 0, span.clone(), &serve(&span, &shards))
+            .unwrap();
+        spans += 1;
+    }
+    assert_eq!(table.decoded_bytes(), lost.len() as u64);
+    assert!(
+        spans > 1 && read < lost.len() as u64 / 4,
+        "{spans} spans, {read} bytes read"
+    );
+    assert_eq!(table.next_missing(0, 4096), None);
+    // Every row reads without another stripe; bounds holding no key read nothing.
+    assert!(matches!(
+        table.read(None, Bound::Unbounded, Bound::Unbounded, usize::MAX).unwrap(),
+        LostRead::Rows(r, true) if r == live(&rows)
+    ));
+    let empty = LostTable::new(lost.len() as u64, 4096);
+    assert!(matches!(
+        empty.read(None, Bound::Included(b"b"), Bound::Excluded(b"a"), 10).unwrap(),
+        LostRead::Rows(r, true) if r.is_empty()
+    ));
+    assert_eq!(empty.decoded_bytes(), 0);
+}
+
+#[test]
 fn stripes_decoded_from_a_shard_of_another_epoch_are_caught_by_the_block_checksums() {
     let rows = sample_rows(3000);
     let lost = flushed(&rows);

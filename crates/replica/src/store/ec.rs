@@ -323,6 +323,29 @@ impl ReplicaStore {
         read
     }
 
+    /// The next span (at most `max` bytes, at or after byte `from`) of the lost table in
+    /// `slot` of `meta`'s group that degraded reads have not decoded yet; `None` when the
+    /// rest is decoded, or when no degraded read decoded any of it (or its stripes were
+    /// evicted): decoding ahead follows reads, it does not start tables on its own.
+    pub fn ec_lost_missing(
+        &self,
+        meta: &mosaic_erasure::EcMeta,
+        slot: u8,
+        from: u64,
+        max: u64,
+    ) -> Result<Option<std::ops::Range<u64>>> {
+        let Engines::ErasureTiered(_, elect) = &self.engines else {
+            return Ok(None);
+        };
+        let Some(shard) = meta.shards.get(usize::from(slot)) else {
+            return Ok(None);
+        };
+        Ok(elect
+            .decoded()
+            .get(&shard.hash)
+            .and_then(|t| t.next_missing(from, max)))
+    }
+
     /// Bytes `offset..offset + len` (cut short at its end) of what this node holds of
     /// shard `position` of `group`, with the shard's epoch (0 for a data shard) and whole
     /// length: a degraded read's ranged fetch. A parity shard's epoch is picked as by

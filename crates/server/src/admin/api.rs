@@ -355,6 +355,15 @@ pub struct StructureStats {
     pub levels: Vec<Level>,
 }
 
+/// A lost table decoded for degraded reads (`TableStats::decoded_tables`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecodedTable {
+    /// The table's size.
+    pub bytes: u64,
+    /// Bytes of it decoded so far.
+    pub decoded: u64,
+}
+
 /// One table: its counters summed over its structures, and per structure.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TableStats {
@@ -379,6 +388,10 @@ pub struct TableStats {
     /// `erasure-tiered`: bytes of this node's primary-tree tables that are data shards.
     #[serde(default)]
     pub coded_bytes: u64,
+    /// `erasure-tiered`: the lost tables (data shards of primaries found down) this node
+    /// holds decoded, in part or whole, for degraded reads; least recently read first.
+    #[serde(default)]
+    pub decoded_tables: Vec<DecodedTable>,
     /// `erasure-tiered`: keys of other nodes' coded tables whose versions this node, as a
     /// secondary, dropped or drops at its next purge (secondary removal).
     #[serde(default)]

@@ -386,6 +386,13 @@ fn table_stats(store: &ReplicaStore) -> TableStats {
         cold_parity_bytes,
         coded_bytes,
         covered_keys: store.ec_covered_keys(),
+        decoded_tables: store.elect().map_or_else(Vec::new, |e| {
+            e.decoded()
+                .held()
+                .into_iter()
+                .map(|(bytes, decoded)| api::DecodedTable { bytes, decoded })
+                .collect()
+        }),
         counters: (&sum).into(),
         memtable_bytes,
         levels: levels(&merged),

@@ -742,6 +742,15 @@ impl Store for LocalStore {
         })
     }
 
+    fn ec_lost_missing(
+        &self,
+        table: TableKey,
+        (meta, slot): ShardRef,
+        (from, max): (u64, u64),
+    ) -> BoxFuture<'_, Result<Option<std::ops::Range<u64>>, Failure>> {
+        self.on_elect(table, move |s, _| s.ec_lost_missing(&meta, slot, from, max))
+    }
+
     fn ec_shard_range(
         &self,
         table: TableKey,
