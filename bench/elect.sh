@@ -23,6 +23,9 @@
 #   k         erasure-tiered only, k = 4, 6, 8 with n = k + 2 (needs k + 2 nodes)
 #   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and replacing itself: the
 #             time until it rebuilt its coding shards, then `mosaic repair` on it, then C
+#   degraded  erasure-tiered only, as storage does it, twice: decoding lost tables ahead of
+#             degraded reads off (cluster.degraded_read_ahead_tables=0), then on (the
+#             default): degraded/normal latency of each pass with and without it
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
 # --routing primary sends each keyed request of the client to its key's primary replica
 # (both layouts), instead of the driver's default of a random replica of the key.
@@ -33,7 +36,7 @@
 # removed after each configuration unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,32p' "$0" >&2; exit 2; }
+usage() { sed -n '2,35p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle reps=3
@@ -75,10 +78,11 @@ use_slot 0
 down() { "$mosaic" cluster down --dir "$cluster" >/dev/null 2>&1 || true; }
 trap 'use_slot 0; down; use_slot 1; down' EXIT
 row=(--field-count 1 --field-length 1000)
+extra=() # settings of the current configuration only
 
 start() { # nodes: starts the cluster's nodes that are not running
     local set=()
-    for s in "${common[@]}"; do set+=(--set "$s"); done
+    for s in "${common[@]}" "${extra[@]}"; do set+=(--set "$s"); done
     "$mosaic" cluster up --nodes "$1" --dir "$cluster" --port "$port" \
         --storage-port "$storage" --admin-port "$admin" "${set[@]}" >/dev/null
 }
@@ -276,6 +280,11 @@ case $experiment in
         done ;;
     recovery)
         config "$dir/erasure-tiered" erasure-tiered "$alpha" "$k" recovery ;;
+    degraded)
+        extra=(cluster.degraded_read_ahead_tables=0)
+        config "$dir/ahead-off" erasure-tiered "$alpha" "$k"
+        extra=()
+        config "$dir/ahead-on" erasure-tiered "$alpha" "$k" ;;
     k)
         config "$dir/uniform" uniform "$alpha" "$k"
         for kk in 4 6 8; do config "$dir/k-$kk" erasure-tiered "$alpha" "$kk"; done ;;
