@@ -339,12 +339,7 @@ impl Shared {
         if !low || !self.reserves() {
             return true;
         }
-        let taken = self
-            .low_running
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                (r < self.low_limit).then_some(r + 1)
-            })
-            .is_ok();
+        let taken = take_below(&self.low_running, self.low_limit);
         if !taken {
             // The slot taken with it goes back, without a wake-up: the read queues.
             self.running.fetch_sub(1, Ordering::AcqRel);
@@ -376,12 +371,7 @@ impl Shared {
         if !self.reserves() {
             return self.queue.pop(now);
         }
-        let low_fits = self
-            .low_running
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                (r < self.low_limit).then_some(r + 1)
-            })
-            .is_ok();
+        let low_fits = take_below(&self.low_running, self.low_limit);
         let item = if low_fits {
             self.queue.pop(now)
         } else {
@@ -397,11 +387,7 @@ impl Shared {
     }
 
     fn try_take_slot(&self) -> bool {
-        self.running
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
-                (r < self.concurrency).then_some(r + 1)
-            })
-            .is_ok()
+        take_below(&self.running, self.concurrency)
     }
 
     fn release_slot(&self) {
@@ -443,6 +429,15 @@ impl Shared {
             self.release_slot();
         }
     }
+}
+
+/// Counts one more in `counter` if it is below `limit`; whether it did.
+fn take_below(counter: &AtomicUsize, limit: usize) -> bool {
+    counter
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| {
+            (r < limit).then_some(r + 1)
+        })
+        .is_ok()
 }
 
 #[cfg(test)]
