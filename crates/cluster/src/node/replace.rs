@@ -18,6 +18,10 @@ use super::moves::{MoveError, StreamedRange};
 use super::*;
 use crate::ring::Move;
 
+/// Gossip intervals a replaced node's heartbeat must stay still for (besides the failure
+/// detector convicting it) before a replacement takes its tokens.
+const REPLACE_WATCH_ROUNDS: u64 = 10;
+
 impl Node {
     /// A replacement's last step, once this node is normal with `dead`'s tokens: it
     /// announces `dead` `Left` (the tokens are this node's now; it leaves `mosaic status`)
@@ -95,7 +99,10 @@ impl Node {
 
     /// Refuses to replace `dead` unless it is a node of the ring that owns exactly
     /// `tokens` and is down. A node just learnt of counts as alive until the failure
-    /// detector convicts it: wait (at most the ring agreement timeout) for that.
+    /// detector convicts it: wait (at most the ring agreement timeout) for that, and for
+    /// its heartbeat to stay still for [`REPLACE_WATCH_ROUNDS`] gossip intervals — a
+    /// failure detector a few rounds old convicts on little history (a live node whose
+    /// heartbeats were delayed on a busy machine must not be replaced).
     pub(super) async fn check_replaceable(
         &self,
         dead: Endpoint,
@@ -127,7 +134,9 @@ impl Node {
         };
         let first = version(self);
         let start = self.now_ms();
-        while self.is_alive(dead) {
+        let watch = (self.inner.config.gossip_interval_ms * REPLACE_WATCH_ROUNDS)
+            .min(self.inner.config.ring_agreement_timeout_ms);
+        while self.is_alive(dead) || self.now_ms().saturating_sub(start) < watch {
             // A heartbeat newer than the first one seen: it is alive for sure.
             let beats = version(self) != first;
             if beats
