@@ -556,7 +556,7 @@ fn every_layout_takes_the_map_form_with_its_own_options() {
         ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'uniform', 'sorted_runs_max': '2'}", "takes no options"),
         ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'runs': '2'}", "it takes: sorted_runs_max, split_segments"),
         ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'sorted_runs_max': '0'}", "integer >= 1"),
-        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'split_segments': 'many'}", "integer >= 1"),
+        ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'decoupled', 'split_segments': 'many'}", "integer >= 0"),
         ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = {'class': 'erasure-coded'}", "Unknown layout"),
         ("CREATE TABLE x (k int PRIMARY KEY) WITH layout = 3", "Invalid value for layout"),
     ] {

@@ -209,9 +209,15 @@ pub type GroupOf = Arc<dyn Fn(&[u8]) -> u32 + Send + Sync>;
 /// when a share would exceed it, the group's runs and the share are merge-sorted into
 /// one run. `runs_max = 1` behaves as a two-level LSM-tree, a very large value as a pure
 /// append-only log.
+///
+/// `split_segments = 0` drops the global log: each flush writes the memtable's entries
+/// straight into the range groups, one run per group it holds keys of (the split done at
+/// flush, so redundant copies are written once instead of twice — at the price of more,
+/// smaller runs per group, and so more merge-sorts for the same S).
 #[derive(Clone)]
 pub struct LogOptions {
-    /// Global-log segments one split takes (oldest first).
+    /// Global-log segments one split takes (oldest first); 0: no global log, flushes
+    /// write straight into the range groups.
     pub split_segments: usize,
     /// Sorted runs a range group may hold before they are merge-sorted into one (S).
     pub runs_max: usize,
@@ -304,8 +310,8 @@ impl Options {
             return bad("table.filter_prefix_bytes must be at most 255");
         }
         if let Some(log) = &self.log {
-            if log.split_segments == 0 || log.runs_max == 0 {
-                return bad("a two-layer log needs split_segments and runs_max of at least 1");
+            if log.runs_max == 0 {
+                return bad("a two-layer log needs runs_max of at least 1");
             }
             if self.level0_stall_tables <= log.split_segments {
                 return bad("level0_stall_tables must exceed the log's split_segments");

@@ -37,7 +37,9 @@ pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Ta
     if all {
         return task(ids(segments), groups.iter().flat_map(|g| ids(g)).collect());
     }
-    let due = segments.len() >= log.split_segments;
+    // Without a global log (`split_segments` 0, flushes write into the groups), segments
+    // left from before are split as soon as they are there.
+    let due = !segments.is_empty() && segments.len() >= log.split_segments;
     let lower: Vec<u64> = groups
         .iter()
         .filter(|g| g.len() > log.runs_max || (due && g.len() >= log.runs_max))
@@ -45,7 +47,7 @@ pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Ta
         .collect();
     let upper = if due {
         // Segments are newest first: the oldest are at the end.
-        let oldest = segments.len() - log.split_segments;
+        let oldest = segments.len() - log.split_segments.max(1).min(segments.len());
         ids(segments.get(oldest..).unwrap_or_default())
     } else {
         Vec::new()
@@ -107,6 +109,19 @@ mod tests {
         let task = pick(&levels, &log(2, 2), false).unwrap();
         assert!(task.upper.is_empty());
         assert_eq!(task.lower, vec![3, 2, 1]);
+    }
+
+    #[test]
+    fn without_a_global_log_groups_are_merge_sorted_past_the_bound_and_old_segments_split() {
+        // Flushes write into the groups: a group is merge-sorted once over S.
+        let levels = vec![vec![], vec![t(3), t(2)], vec![t(4), t(5), t(6)]];
+        let task = pick(&levels, &log(0, 2), false).unwrap();
+        assert!(task.upper.is_empty());
+        assert_eq!(task.lower, vec![4, 5, 6]);
+        assert_eq!(pick(&[vec![], vec![t(3), t(2)]], &log(0, 2), false), None);
+        // Segments left from before the global log was given up are split at once.
+        let task = pick(&[vec![t(9)], vec![t(3)]], &log(0, 2), false).unwrap();
+        assert_eq!(task.upper, vec![9]);
     }
 
     #[test]

@@ -259,3 +259,53 @@ fn a_damaged_run_is_reported_as_corruption() {
     }
     assert!(corruption > 0, "no damaged run was noticed");
 }
+
+#[test]
+fn without_a_global_log_flushes_write_straight_into_the_range_groups() {
+    let no_global_log = |runs_max| {
+        let mut opts = options(runs_max);
+        if let Some(log) = opts.log.as_mut() {
+            log.split_segments = 0;
+        }
+        opts
+    };
+    let dir = scratch();
+    let db = Db::open(dir.path(), no_global_log(3)).unwrap();
+    let (written, read) = load_and_read(&db, 4, 3);
+    assert!(db.levels()[0].tables.is_empty(), "no global log");
+    assert_eq!(written.split_bytes_written, 0, "{written:?}");
+    assert!(written.merge_sorts > 0, "no merge-sort ran: {written:?}");
+    // Only the key's group is probed.
+    assert!(read.tables_probed_per_get() <= 3.0, "{read:?}");
+    // Deletes and a reopen keep every answer.
+    for i in (0..KEYS).step_by(5) {
+        db.delete(&key(i), u64::from(100 * KEYS + i)).unwrap();
+    }
+    db.close().unwrap();
+    let db = Db::open(dir.path(), no_global_log(3)).unwrap();
+    db.wait_for_compactions().unwrap();
+    check_shape(&db, 3);
+    for i in 0..KEYS {
+        let got = db.get(&key(i)).unwrap();
+        if i % 5 == 0 {
+            assert_eq!(got, None, "deleted key {i} reappeared");
+        } else {
+            assert_eq!(got.unwrap().value, value(i, 3), "key {i}");
+        }
+    }
+    db.close().unwrap();
+
+    // With merge-sorts out of the way (a large S), the log writes each redundant byte once
+    // instead of twice (flush, then split).
+    let written = |opts: Options| {
+        let dir = scratch();
+        let db = Db::open(dir.path(), opts).unwrap();
+        let (w, _) = load_and_read(&db, 2, 1000);
+        w.flush_bytes_written + w.split_bytes_written + w.merge_sort_bytes_written
+    };
+    let (direct, through_log) = (written(no_global_log(1000)), written(options(1000)));
+    assert!(
+        (direct as f64) < 0.6 * through_log as f64,
+        "bytes written: {direct} without a global log, {through_log} with one"
+    );
+}

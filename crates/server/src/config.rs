@@ -205,7 +205,8 @@ pub struct StorageConfig {
     /// Sorted runs a range group of the decoupled layout's log may hold before they are
     /// merge-sorted into one (DEPART's S: 1 behaves as a two-level tree, large as a log).
     pub sorted_runs_max: usize,
-    /// Global-log segments one split of the decoupled layout's log takes.
+    /// Global-log segments one split of the decoupled layout's log takes; 0: no global
+    /// log, each flush of the log writes straight into its range groups.
     pub split_segments: usize,
 }
 
@@ -877,11 +878,13 @@ mod tests {
         assert_eq!(c.storage.sorted_runs_max, 3);
         assert_eq!(c.storage.split_segments, 2);
         assert!(Config::parse("[storage]\nlayout = \"multi-lsm\"\n").is_ok());
+        // No global log: flushes write straight into the range groups.
+        let c = Config::parse("[storage]\nsplit_segments = 0\n").unwrap();
+        assert_eq!(c.storage.split_segments, 0);
         for bad in [
             "layout = \"Uniform\"",
             "layout = \"erasure_tiered\"",
             "sorted_runs_max = 0",
-            "split_segments = 0",
             // A split must fit below the engine's write stall (20 level-0 tables).
             "split_segments = 20",
         ] {

@@ -161,10 +161,11 @@ const fn integer(
     }
 }
 
-/// DEPART's S, and the global-log segments a split takes (`[storage]`'s defaults).
+/// DEPART's S, and the global-log segments a split takes (0: no global log, flushes
+/// write straight into the range groups); `[storage]`'s defaults.
 const DECOUPLED_OPTIONS: [LayoutOption; 2] = [
     integer("sorted_runs_max", 1, u32::MAX, None),
-    integer("split_segments", 1, u32::MAX, None),
+    integer("split_segments", 0, u32::MAX, None),
 ];
 
 /// ELECT's code (k data shards of n) and storage saving target α.

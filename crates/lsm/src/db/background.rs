@@ -225,14 +225,25 @@ impl Inner {
         self.state_cv.notify_all();
     }
 
-    /// Writes the oldest frozen memtable as a level-0 table; from then on the shared WAL's
-    /// replay into this partition starts past its writes.
+    /// Writes the oldest frozen memtable as a level-0 table — or, in a two-layer log
+    /// without a global log, as one run per range group it holds keys of; from then on
+    /// the shared WAL's replay into this partition starts past its writes.
     fn flush_memtable(&self, mem: &Arc<Memtable>) -> Result<()> {
-        let outputs = self.write_memtable(mem)?;
+        let (outputs, groups) = match &self.opts.log {
+            Some(log) if log.split_segments == 0 => {
+                self.write_memtable_routed(mem, &log.group_of)?
+            }
+            _ => (self.write_memtable(mem)?, Vec::new()),
+        };
         let flushed = mem.max_seqno();
+        let level = |i: usize| groups.get(i).map_or(0, |g| g + 1);
         let edit = VersionEdit {
             flushed_seqno: Some(flushed),
-            added: outputs.iter().map(|h| (0, h.meta().clone())).collect(),
+            added: outputs
+                .iter()
+                .enumerate()
+                .map(|(i, h)| (level(i), h.meta().clone()))
+                .collect(),
             ..VersionEdit::default()
         };
         let bytes: u64 = outputs.iter().map(|h| h.meta().size_bytes).sum();

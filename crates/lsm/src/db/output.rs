@@ -145,6 +145,19 @@ impl Inner {
         Ok(self.write_tables(&mut it, &ctx, u64::MAX, &[], None)?.0)
     }
 
+    /// Writes frozen memtable `mem` as one run per range group of `route` it holds keys of,
+    /// with each run's group.
+    pub(super) fn write_memtable_routed(
+        &self,
+        mem: &Arc<Memtable>,
+        route: &GroupOf,
+    ) -> Result<(Vec<Arc<TableHandle>>, Vec<u32>)> {
+        let ctx = self.output_context(&[], Some(mem));
+        let mut it = FrozenIter::new(mem);
+        it.seek_to_first()?;
+        self.write_tables(&mut it, &ctx, u64::MAX, &[], Some(route))
+    }
+
     /// Writes the entries of `input` (positioned at its first entry) into tables of at most
     /// about `split_bytes` each, keeping only the versions readers can still need. With
     /// `route`, a table also ends where the range group changes, and the second result

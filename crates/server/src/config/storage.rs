@@ -17,8 +17,8 @@ impl StorageConfig {
         engine
             .validate()
             .map_err(|e| anyhow::anyhow!("[storage] {e}"))?;
-        if self.sorted_runs_max == 0 || self.split_segments == 0 {
-            bail!("[storage] sorted_runs_max and split_segments must be at least 1");
+        if self.sorted_runs_max == 0 {
+            bail!("[storage] sorted_runs_max must be at least 1");
         }
         // The log's engine checks its shape against the other options (a split must fit
         // below the write stall).

@@ -202,18 +202,18 @@ pub(super) fn table_layout(table: &TableMeta) -> mosaic_lsm::Result<Layout> {
 /// The node's log settings with `table`'s layout options (`sorted_runs_max`,
 /// `split_segments`) applied; `CREATE TABLE` checked them.
 pub(super) fn table_log(log: &LogSettings, table: &TableMeta) -> LogSettings {
-    let option = |name: &str, default: usize| {
+    let option = |name: &str, min: usize, default: usize| {
         table
             .params
             .layout_options
             .get(name)
             .and_then(|v| v.parse::<usize>().ok())
-            .filter(|n| *n >= 1)
+            .filter(|n| *n >= min)
             .unwrap_or(default)
     };
     LogSettings {
-        runs_max: option("sorted_runs_max", log.runs_max),
-        split_segments: option("split_segments", log.split_segments),
+        runs_max: option("sorted_runs_max", 1, log.runs_max),
+        split_segments: option("split_segments", 0, log.split_segments),
         ring: log.ring.clone(),
     }
 }
