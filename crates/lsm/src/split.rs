@@ -14,10 +14,28 @@ use crate::options::LogOptions;
 ///
 /// A split takes the `split_segments` oldest segments once that many wait. Every group
 /// that already holds `runs_max` runs is merge-sorted in the same pass (its runs become
-/// inputs), so no group ever holds more than `runs_max` runs; a group over the bound
-/// (after `runs_max` was lowered) is merge-sorted even when no split is due. Only one
-/// split runs at a time: any busy table defers the next.
+/// inputs), as many groups as fit in [`INPUTS_MAX`] tables with the segments (at least
+/// one); a group left out, or over the bound for another reason (flushes written
+/// straight into the groups, `runs_max` lowered), is merge-sorted by the next pass even
+/// when no split is due — so a group holds at most `runs_max` runs, `runs_max + 1` until
+/// that pass. Only one split runs at a time: any busy table defers the next.
 pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Task> {
+    pick_bounded(levels, log, all, INPUTS_MAX)
+}
+
+/// Tables one split or merge-sort reads at most, unless one group's runs alone are more
+/// (its merge-sort takes them all): each input holds a readahead window and a block while
+/// they are merged, so a pass over every group at once (after a flush written straight
+/// into the groups brought them all to S) would need memory in proportion to the whole log.
+pub const INPUTS_MAX: usize = 32;
+
+/// [`pick`] with at most `inputs_max` input tables (see [`INPUTS_MAX`]).
+fn pick_bounded(
+    levels: &[Vec<TableView>],
+    log: &LogOptions,
+    all: bool,
+    inputs_max: usize,
+) -> Option<Task> {
     if levels.iter().flatten().any(|t| t.busy) {
         return None;
     }
@@ -40,11 +58,6 @@ pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Ta
     // Without a global log (`split_segments` 0, flushes write into the groups), segments
     // left from before are split as soon as they are there.
     let due = !segments.is_empty() && segments.len() >= log.split_segments;
-    let lower: Vec<u64> = groups
-        .iter()
-        .filter(|g| g.len() > log.runs_max || (due && g.len() >= log.runs_max))
-        .flat_map(|g| ids(g))
-        .collect();
     let upper = if due {
         // Segments are newest first: the oldest are at the end.
         let oldest = segments.len() - log.split_segments.max(1).min(segments.len());
@@ -52,6 +65,16 @@ pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Ta
     } else {
         Vec::new()
     };
+    let mut lower: Vec<u64> = Vec::new();
+    for g in groups
+        .iter()
+        .filter(|g| g.len() > log.runs_max || (due && g.len() >= log.runs_max))
+    {
+        if !lower.is_empty() && upper.len() + lower.len() + g.len() > inputs_max {
+            break;
+        }
+        lower.extend(ids(g));
+    }
     task(upper, lower)
 }
 
@@ -122,6 +145,34 @@ mod tests {
         // Segments left from before the global log was given up are split at once.
         let task = pick(&[vec![t(9)], vec![t(3)]], &log(0, 2), false).unwrap();
         assert_eq!(task.upper, vec![9]);
+    }
+
+    #[test]
+    fn a_pass_takes_as_many_full_groups_as_fit_and_leaves_the_rest_for_the_next() {
+        // Three full groups of two runs and a split of two segments; room for six tables.
+        let levels = vec![
+            vec![t(9), t(8)],
+            vec![t(1), t(2)],
+            vec![t(3), t(4)],
+            vec![t(5), t(6)],
+        ];
+        let task = pick_bounded(&levels, &log(2, 2), false, 6).unwrap();
+        assert_eq!(task.upper, vec![9, 8]);
+        assert_eq!(task.lower, vec![1, 2, 3, 4]);
+        // The group left out is over the bound once the split added its run: merged next.
+        let after = vec![vec![], vec![t(10)], vec![t(11)], vec![t(5), t(6), t(12)]];
+        let task = pick_bounded(&after, &log(2, 2), false, 6).unwrap();
+        assert!(task.upper.is_empty());
+        assert_eq!(task.lower, vec![5, 6, 12]);
+        // One group's runs are taken whole however many they are.
+        let big = vec![vec![], (20..30).map(t).collect()];
+        assert_eq!(
+            pick_bounded(&big, &log(2, 2), false, 6)
+                .unwrap()
+                .lower
+                .len(),
+            10
+        );
     }
 
     #[test]
