@@ -349,7 +349,7 @@ impl ReplicaStore {
     /// Bytes `offset..offset + len` (cut short at its end) of what this node holds of
     /// shard `position` of `group`, with the shard's epoch (0 for a data shard) and whole
     /// length: a degraded read's ranged fetch. A parity shard's epoch is picked as by
-    /// [`Store::ec_shard`].
+    /// [`ReplicaStore::ec_shard`].
     pub fn ec_shard_range(
         &self,
         group: &GroupId,
