@@ -163,7 +163,10 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
             "{'class': 'erasure-tiered', 'ec_k': '2', 'ec_n': '3', 'storage_saving_target': '0.4'}"
         ins = s.prepare("INSERT INTO ec.t (k, v) VALUES (?, ?)")
         ins.consistency_level = CL.ALL
-        rows = {k: f"{k}-" + "x" * 300 for k in range(6000)}
+        # Rows of ~1.2 KB: each node's coded table (~2.4 MB) is larger than what one
+        # degraded read decodes itself (its last 512 KiB piece and its key's), so the
+        # test below sees the rest decoded ahead.
+        rows = {k: f"{k}-" + "x" * 1200 for k in range(6000)}
         for k, v in rows.items():
             s.execute(ins, (k, v))
         c.mosaic("flush", "--host", c.admin(1))
@@ -244,7 +247,7 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
 
         def decoded_whole():
             held = [t for i in (1, 2) for t in stats(c, i, "ec.t")["decoded_tables"]]
-            return any(t["decoded"] == t["bytes"] and t["bytes"] > 256 << 10 for t in held)
+            return any(t["decoded"] == t["bytes"] and t["bytes"] > 3 * (512 << 10) for t in held)
 
         wait_until("a lost table decoded whole after one degraded read", decoded_whole, timeout=30)
         try:

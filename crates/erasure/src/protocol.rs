@@ -46,11 +46,15 @@ pub struct Replaced {
 /// content)`.
 pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
 
-/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards: the
-/// coding stripe (a miss costs `k` round trips whatever its size, so larger pieces serve
-/// more later reads; 16 KiB pieces measured slower). Any chunk-aligned span decodes on
-/// its own, whatever stripes the group was coded in (see [`crate::Codec::decode_range`]).
-pub const LOST_READ_BYTES: u64 = 64 << 10;
+/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards. A miss
+/// costs `k` round trips whatever its size, and reads spread over a lost table soon need
+/// all of it, so larger pieces serve more later reads: the first pass of 60,000 degraded
+/// reads (`bench/elect.sh degraded`, 4 MiB tables) took 4.5× the mean latency of normal
+/// reads with 16 KiB pieces, 2.8× with 64 KiB, 2.2× with 256 KiB, 1.8× with 512 KiB and
+/// 1.9× with 1 MiB (whose slowest reads waited longest). Any chunk-aligned span decodes
+/// on its own, whatever stripes the group was coded in (see
+/// [`crate::Codec::decode_range`]).
+pub const LOST_READ_BYTES: u64 = 512 << 10;
 
 /// What a degraded read of a lost data shard (a table whose node is down) got.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use crate::message::Tag;
 const LOST_READ_ROUNDS_MAX: usize = 64;
 /// Spans a scan of a lost table fetches at most at once (the span doubles while the scan
 /// keeps asking for the bytes right after the last span).
-const LOST_READ_AHEAD_MAX: u64 = 16;
+const LOST_READ_AHEAD_MAX: u64 = 4;
 /// Bytes at the end of a lost table its first read fetches at once: the footer, index,
 /// filter and properties a table reader opens with, in one round for tables of a few MiB.
 const LOST_READ_TAIL: u64 = 128 << 10;
@@ -26,8 +26,8 @@ const LOST_READ_TAIL: u64 = 128 << 10;
 const LOST_SOURCES_TTL_MICROS: u64 = 2_000_000;
 
 /// Bytes of a lost table one step of decoding ahead of degraded reads fetches (from `k`
-/// shards at once).
-const DECODE_AHEAD_SPAN: u64 = 4 * LOST_READ_BYTES;
+/// shards at once): what one degraded read's miss fetches.
+const DECODE_AHEAD_SPAN: u64 = LOST_READ_BYTES;
 
 /// How long a degraded read whose freshly resolved sources could not rebuild a slot waits
 /// before resolving them again (a group change under way commits in a round trip).

@@ -1,5 +1,6 @@
 //! The `erasure-tiered` layout's steps on a [`LocalStore`]: each runs on a blocking
-//! thread against the table's store and its coding state.
+//! thread against the table's store and its coding state, except reads of what the store
+//! holds in memory.
 
 use super::*;
 
@@ -37,5 +38,15 @@ impl LocalStore {
                 .map_err(failure)
         }
         .boxed()
+    }
+
+    /// As [`LocalStore::on_elect`], for reads of what the store holds in memory: run on
+    /// the read stage (or inline), not on a blocking thread.
+    pub(super) fn on_elect_read<T: Send + 'static>(
+        &self,
+        table: TableKey,
+        f: impl FnOnce(&ReplicaStore) -> mosaic_lsm::Result<T> + Send + 'static,
+    ) -> BoxFuture<'_, Result<T, Failure>> {
+        async move { self.local.read_store(table, f).await.map_err(failure) }.boxed()
     }
 }

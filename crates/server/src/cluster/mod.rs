@@ -672,7 +672,7 @@ impl Store for LocalStore {
         range: KeyRange,
     ) -> BoxFuture<'_, Result<Vec<ShardRef>, Failure>> {
         let pieces = self.roles(table).pieces(range);
-        self.on_elect(table, move |s, _| {
+        self.on_elect_read(table, move |s| {
             let mut out: Vec<ShardRef> = Vec::new();
             for (piece, role) in &pieces {
                 let (start, end) = scan_bounds(piece);
@@ -734,12 +734,20 @@ impl Store for LocalStore {
         range: KeyRange,
         limit: usize,
     ) -> BoxFuture<'_, Result<LostRead, Failure>> {
-        self.on_elect(table, move |s, _| {
+        let decodes = given.is_some();
+        let read = move |s: &ReplicaStore| {
             let given = given
                 .as_ref()
                 .map(|(span, shards)| (span.clone(), &shards[..]));
             s.ec_read_lost(&meta, slot, given, scan_bounds(&range), limit)
-        })
+        };
+        // Decoding fetched stripes is work for a blocking thread; reading decoded ones
+        // is a read like any other.
+        if decodes {
+            self.on_elect(table, move |s, _| read(s))
+        } else {
+            self.on_elect_read(table, read)
+        }
     }
 
     fn ec_lost_missing(
@@ -748,7 +756,7 @@ impl Store for LocalStore {
         (meta, slot): ShardRef,
         (from, max): (u64, u64),
     ) -> BoxFuture<'_, Result<Option<std::ops::Range<u64>>, Failure>> {
-        self.on_elect(table, move |s, _| s.ec_lost_missing(&meta, slot, from, max))
+        self.on_elect_read(table, move |s| s.ec_lost_missing(&meta, slot, from, max))
     }
 
     fn ec_shard_range(

@@ -645,15 +645,41 @@ impl LocalCoordinator {
             + Send
             + 'static,
     ) -> Result<T, ErrorResponse> {
-        let slot = self.slot(table)?;
         let pieces = roles.pieces(range);
+        self.on_store(table, class, move |store, name| read(store, &pieces, name))
+            .await
+    }
+
+    /// Runs `read` with `table`'s store on the read stage (or inline, without one): for
+    /// ELECT's reads of what the store holds in memory (key lists, decoded stripes of lost
+    /// tables), which a blocking thread would only add two thread switches to.
+    pub async fn read_store<T: Send + 'static>(
+        &self,
+        table: TableId,
+        read: impl FnOnce(&ReplicaStore) -> mosaic_lsm::Result<T> + Send + 'static,
+    ) -> Result<T, ErrorResponse> {
+        self.on_store(table, ReadClass::default(), move |store, name| {
+            read(store).map_err(|e| engine_error(name, e))
+        })
+        .await
+    }
+
+    /// Runs `read` on the read stage (or inline, without one) with the table's store and
+    /// name (for errors).
+    async fn on_store<T: Send + 'static>(
+        &self,
+        table: TableId,
+        class: ReadClass,
+        read: impl FnOnce(&ReplicaStore, &str) -> Result<T, ErrorResponse> + Send + 'static,
+    ) -> Result<T, ErrorResponse> {
+        let slot = self.slot(table)?;
         let guard = slot.db.clone().read_owned().await;
         if guard.is_none() {
             return Err(self.closed_error(&slot));
         }
         let name = slot.name.clone();
         self.run_read(class, move || match guard.as_ref() {
-            Some(store) => read(store, &pieces, &name),
+            Some(store) => read(store, &name),
             None => Err(server_error("The node is shutting down")),
         })
         .await
