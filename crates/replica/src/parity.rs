@@ -257,7 +257,7 @@ impl ParityStore {
         position: u8,
         epoch: Option<u64>,
     ) -> Result<Option<ParityShard>> {
-        let Some((file, name)) = self.open_at(group, position, epoch)? else {
+        let Some((file, name, _)) = self.open_at(group, position, epoch)? else {
             return Ok(None);
         };
         let len = usize::try_from(file.len())
@@ -282,10 +282,13 @@ impl ParityStore {
         epoch: Option<u64>,
         (offset, len): (u64, u32),
     ) -> Result<Option<(u64, u64, Vec<u8>)>> {
-        let Some((file, name)) = self.open_at(group, position, epoch)? else {
+        let Some((file, name, header)) = self.open_at(group, position, epoch)? else {
             return Ok(None);
         };
-        let (epoch, size) = read_header(&*file, &name, position)?;
+        let (epoch, size) = match header {
+            Some(header) => header,
+            None => read_header(&*file, &name, position)?,
+        };
         let end = offset.saturating_add(u64::from(len)).min(size);
         let start = offset.min(end);
         if HEADER as u64 + size + 4 != file.len() {
@@ -303,32 +306,41 @@ impl ParityStore {
 
     /// The file of parity shard `position` of `group` at `epoch` — its newest (local, or
     /// the cold tier's object its stub names), or the `.old` one when that is at `epoch`
-    /// and the newest is not — with a name for errors.
+    /// and the newest is not — with a name for errors and its header's `(epoch, length)`
+    /// when it was read (it is when an epoch is asked for). A `.old` file whose header
+    /// does not read is passed over.
+    #[allow(clippy::type_complexity)] // File, name, header.
     fn open_at(
         &self,
         group: &GroupId,
         position: u8,
         epoch: Option<u64>,
-    ) -> Result<Option<(Arc<dyn RandomAccessFile>, PathBuf)>> {
+    ) -> Result<Option<(Arc<dyn RandomAccessFile>, PathBuf, Option<(u64, u64)>)>> {
         let newest = self.open_shard(group, position)?;
         let Some(want) = epoch else {
-            return Ok(newest);
+            return Ok(newest.map(|(file, name)| (file, name, None)));
         };
-        if let Some((file, name)) = &newest {
-            if read_header(&**file, name, position)?.0 == want {
-                return Ok(newest);
+        let newest = match newest {
+            Some((file, name)) => {
+                let header = read_header(&*file, &name, position)?;
+                if header.0 == want {
+                    return Ok(Some((file, name, Some(header))));
+                }
+                Some((file, name, Some(header)))
             }
-        }
+            None => None,
+        };
         let old = self.old_path(group, position);
-        if !self.fs.exists(&old) {
-            return Ok(newest);
-        }
-        let file = self
-            .fs
-            .open_read(&old, false)
-            .map_err(|e| Error::io("opening", &old, e))?;
-        if read_header(&*file, &old, position)?.0 == want {
-            return Ok(Some((file, old)));
+        if self.fs.exists(&old) {
+            let kept = self
+                .fs
+                .open_read(&old, false)
+                .map_err(|e| Error::io("opening", &old, e))?;
+            if let Ok(old_header) = read_header(&*kept, &old, position) {
+                if old_header.0 == want {
+                    return Ok(Some((kept, old, Some(old_header))));
+                }
+            }
         }
         Ok(newest)
     }
@@ -439,7 +451,8 @@ impl ParityStore {
 
     /// Records `meta` unless a meta of the same or a later epoch is already recorded (so
     /// a repeated or late message cannot move a group back), and drops the group's `.old`
-    /// shards of epochs before it. Returns whether it was written.
+    /// shards of epochs before it (and any whose header does not read: no read could use
+    /// it). Returns whether it was written.
     pub fn record_meta(&self, meta: &EcMeta) -> Result<bool> {
         let _guard = self.lock.lock();
         if let Some(held) = self.meta(&meta.group)? {
@@ -462,7 +475,9 @@ impl ParityStore {
                 .fs
                 .open_read(&path, false)
                 .map_err(|e| Error::io("opening", &path, e))?;
-            if read_header(&*file, &path, position)?.0 < meta.epoch {
+            let kept =
+                matches!(read_header(&*file, &path, position), Ok((e, _)) if e >= meta.epoch);
+            if !kept {
                 mosaic_lsm::remove_durably(&*self.fs, &path)
                     .map_err(|e| Error::io("removing", &path, e))?;
             }
@@ -680,7 +695,6 @@ fn encode_shard(epoch: u64, position: u8, bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A parity file's header: the shard's epoch and length.
 /// The `(epoch, length)` a parity file's header gives.
 fn read_header(file: &dyn RandomAccessFile, name: &Path, position: u8) -> Result<(u64, u64)> {
     let mut header = [0u8; HEADER];

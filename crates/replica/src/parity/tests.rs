@@ -113,6 +113,25 @@ fn the_committed_epoch_stays_readable_until_a_newer_ecmeta_is_recorded() {
     assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
 }
 
+#[test]
+fn a_damaged_kept_shard_is_passed_over_and_dropped_with_the_next_ecmeta() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
+    store.apply_delta(&G, 2, 0, 1, &[1; 100]).unwrap();
+    store.record_meta(&meta_at(1)).unwrap();
+    store.apply_delta(&G, 2, 1, 2, &[3; 100]).unwrap();
+    let old = store.old_path(&G, 2);
+    std::fs::write(&old, b"MPAR garbage").unwrap();
+    // Asked for epoch 1, the node answers with what it has: its newest.
+    let at1 = store.shard_at(&G, 2, Some(1)).unwrap().unwrap();
+    assert_eq!((at1.epoch, at1.bytes), (2, vec![2; 100]));
+    let range = store.shard_range(&G, 2, Some(1), (0, 3)).unwrap().unwrap();
+    assert_eq!(range, (2, 100, vec![2; 3]));
+    // Recording the next ECMeta succeeds and removes it.
+    assert!(store.record_meta(&meta_at(2)).unwrap());
+    assert!(!old.exists());
+}
+
 /// A cold tier in memory.
 #[derive(Default)]
 struct MemStore(Mutex<std::collections::BTreeMap<String, Vec<u8>>>);
