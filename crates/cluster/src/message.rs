@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Endpoint;
 
+mod wire_bytes;
+
 /// The protocol version every frame starts with; peers on another version are refused.
 /// (2: Paxos and counter messages, cluster names in gossip; 3: ring status in gossip,
 /// topology-change messages; 4: the node a joining node replaces, in gossip.)
@@ -54,6 +56,7 @@ pub struct Envelope {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireCounter {
     /// The row's engine key (a clustering row or the static row).
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// The counter column.
     pub column: u32,
@@ -65,10 +68,12 @@ pub struct WireCounter {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireMutation {
     /// The engine key.
+    #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
     /// The engine version timestamp.
     pub ts: u64,
     /// The encoded fragment (a merge operand).
+    #[serde(with = "serde_bytes")]
     pub fragment: Vec<u8>,
 }
 
@@ -76,8 +81,10 @@ pub struct WireMutation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireRange {
     /// First key.
+    #[serde(with = "serde_bytes")]
     pub start: Vec<u8>,
     /// First key past the range.
+    #[serde(with = "serde_bytes")]
     pub end: Option<Vec<u8>>,
 }
 
@@ -88,6 +95,7 @@ pub struct Tag {
     /// What it says (`"priority"`, …).
     pub name: String,
     /// Its value, encoded as the policy chooses.
+    #[serde(with = "serde_bytes")]
     pub value: Vec<u8>,
 }
 
@@ -214,6 +222,7 @@ pub struct SchemaSnapshot {
     /// The content digest (what drivers compare for schema agreement).
     pub version: [u8; 16],
     /// The encoded schema.
+    #[serde(with = "serde_bytes")]
     pub bytes: Vec<u8>,
 }
 
@@ -259,6 +268,7 @@ pub enum Body {
     /// The entries read.
     ReadData {
         /// `(key, merged fragment)` in key order.
+        #[serde(with = "wire_bytes::pairs")]
         entries: Vec<(Vec<u8>, Vec<u8>)>,
         /// Whether the range holds nothing more.
         exhausted: bool,
@@ -271,6 +281,7 @@ pub enum Body {
         /// The keys.
         range: WireRange,
         /// The stored key the previous page ended with.
+        #[serde(with = "serde_bytes")]
         after: Option<Vec<u8>>,
         /// The most entries.
         limit: u32,
@@ -278,8 +289,10 @@ pub enum Body {
     /// The entries read in stored order.
     StoredData {
         /// `(key, merged fragment)`, keys canonical, in the replica's stored order.
+        #[serde(with = "wire_bytes::pairs")]
         entries: Vec<(Vec<u8>, Vec<u8>)>,
         /// The stored key to resume after; `None` when the range holds nothing more.
+        #[serde(with = "serde_bytes")]
         next: Option<Vec<u8>>,
     },
     /// The digest of the entries read.
@@ -292,6 +305,7 @@ pub enum Body {
         /// The table.
         table: TableKey,
         /// The partition's key prefix.
+        #[serde(with = "serde_bytes")]
         partition: Vec<u8>,
         /// The ballot.
         ballot: crate::paxos::Ballot,
@@ -303,6 +317,7 @@ pub enum Body {
         /// The table.
         table: TableKey,
         /// The partition's key prefix.
+        #[serde(with = "serde_bytes")]
         partition: Vec<u8>,
         /// The proposal.
         proposal: crate::paxos::Proposal,
@@ -318,6 +333,7 @@ pub enum Body {
         /// The table.
         table: TableKey,
         /// The partition's key prefix.
+        #[serde(with = "serde_bytes")]
         partition: Vec<u8>,
         /// The proposal.
         proposal: crate::paxos::Proposal,
@@ -383,6 +399,7 @@ pub enum Body {
         /// The slot, `0..k`: the sender's position in the leader's group.
         slot: u8,
         /// The shard.
+        #[serde(with = "serde_bytes")]
         content: Vec<u8>,
     },
     /// ELECT: a data node asks the leader to empty slot `slot` of `group`, whose table
@@ -395,11 +412,13 @@ pub enum Body {
         /// The slot.
         slot: u8,
         /// The replaced table's content (the data node's ghost).
+        #[serde(with = "serde_bytes")]
         content: Vec<u8>,
     },
     /// The group's committed ECMeta (binary form) naming the shard.
     EcFilled {
         /// `mosaic_erasure::EcMeta::encode`.
+        #[serde(with = "serde_bytes")]
         meta: Vec<u8>,
     },
     /// ELECT: a leader's parity delta for one parity shard, from epoch `from` to `to`.
@@ -415,6 +434,7 @@ pub enum Body {
         /// The epoch it produces.
         to: u64,
         /// XORed into the shard.
+        #[serde(with = "serde_bytes")]
         delta: Vec<u8>,
     },
     /// The parity shard is at the new epoch; its SHA-256.
@@ -433,10 +453,12 @@ pub enum Body {
         /// The data node's table id.
         id: u64,
         /// The ECMeta (binary form) of the group the table is a data shard of.
+        #[serde(with = "serde_bytes")]
         meta: Vec<u8>,
         /// The table's slot in it.
         slot: u8,
         /// `(key, timestamp)`, ascending.
+        #[serde(with = "wire_bytes::keyed")]
         keys: Vec<(Vec<u8>, u64)>,
     },
     /// The key list is durable on the receiver.
@@ -451,6 +473,7 @@ pub enum Body {
     /// The ECMeta asked for (binary form), if the receiver holds one.
     EcMetaData {
         /// `mosaic_erasure::EcMeta::encode`.
+        #[serde(with = "serde_bytes")]
         meta: Option<Vec<u8>>,
     },
     /// ELECT's degraded read: the receiver's shard at `position` of a group (its table in
@@ -470,6 +493,7 @@ pub enum Body {
     /// shard) and its bytes.
     EcShard {
         /// `(epoch, bytes)`.
+        #[serde(with = "wire_bytes::shard")]
         shard: Option<(u64, Vec<u8>)>,
     },
     /// ELECT's full-node recovery: the ECMetas the receiver holds of groups naming `host`.
@@ -482,6 +506,7 @@ pub enum Body {
     /// The ECMetas asked for (binary form).
     EcGroups {
         /// `mosaic_erasure::EcMeta::encode` each.
+        #[serde(with = "wire_bytes::list")]
         metas: Vec<Vec<u8>>,
     },
     /// ELECT: a leader's newly committed ECMeta for every member of the group, so the
@@ -490,6 +515,7 @@ pub enum Body {
         /// The table.
         table: TableKey,
         /// `mosaic_erasure::EcMeta::encode`.
+        #[serde(with = "serde_bytes")]
         meta: Vec<u8>,
     },
     /// The pushed ECMeta is recorded (or an as new one was).
@@ -514,6 +540,7 @@ pub enum Body {
     /// shard), its whole length, and the bytes.
     EcStripe {
         /// `(epoch, length, bytes)`.
+        #[serde(with = "wire_bytes::stripe")]
         shard: Option<(u64, u64, Vec<u8>)>,
     },
     /// An answer with the facts its request's `facts` tag asked for (Hector's state
@@ -532,6 +559,7 @@ pub enum Body {
         /// The keys.
         range: WireRange,
         /// The partition the previous page ended with.
+        #[serde(with = "serde_bytes")]
         after: Option<Vec<u8>>,
         /// The most summaries.
         limit: u32,
@@ -541,6 +569,7 @@ pub enum Body {
         /// The summaries.
         entries: Vec<crate::paxos::PaxosSummary>,
         /// Where the next page starts after.
+        #[serde(with = "serde_bytes")]
         next: Option<Vec<u8>>,
     },
     /// A node joining or leaving asks whether the receiver's ring sees it in `status`

@@ -161,6 +161,7 @@ impl PaxosState {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaxosSummary {
     /// The partition's key prefix.
+    #[serde(with = "serde_bytes")]
     pub partition: Vec<u8>,
     /// The newest commit's ballot ([`Ballot::ZERO`] without one).
     pub committed: Ballot,
