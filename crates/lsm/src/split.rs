@@ -9,8 +9,7 @@
 use crate::compaction::{TableView, Task};
 use crate::options::LogOptions;
 
-/// The next split, if one is due. `all` asks for the log's major compaction: every segment
-/// split and every group merge-sorted into one run.
+/// The next split, if one is due (the log's major compaction is [`pick_major`]'s).
 ///
 /// A split takes the `split_segments` oldest segments once that many wait. Every group
 /// that already holds `runs_max` runs is merge-sorted in the same pass (its runs become
@@ -19,8 +18,8 @@ use crate::options::LogOptions;
 /// straight into the groups, `runs_max` lowered), is merge-sorted by the next pass even
 /// when no split is due — so a group holds at most `runs_max` runs, `runs_max + 1` until
 /// that pass. Only one split runs at a time: any busy table defers the next.
-pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Task> {
-    pick_bounded(levels, log, all, INPUTS_MAX)
+pub fn pick(levels: &[Vec<TableView>], log: &LogOptions) -> Option<Task> {
+    pick_bounded(levels, log, INPUTS_MAX)
 }
 
 /// Tables one split or merge-sort reads at most, unless one group's runs alone are more
@@ -29,32 +28,58 @@ pub fn pick(levels: &[Vec<TableView>], log: &LogOptions, all: bool) -> Option<Ta
 /// into the groups brought them all to S) would need memory in proportion to the whole log.
 pub const INPUTS_MAX: usize = 32;
 
-/// [`pick`] with at most `inputs_max` input tables (see [`INPUTS_MAX`]).
-fn pick_bounded(
+/// The next pass of the log's major compaction (`Db::compact`), with where the pass after
+/// it starts; `None` when nothing is left. The first pass (`from` `None`) splits every
+/// segment there is (at most a few `split_segments`' worth: background splits keep up
+/// with flushes); the passes after it merge-sort the groups from `from` on, each group's
+/// runs whole and as many groups as fit in `inputs_max` tables (at least one). A group
+/// with a single run is rewritten too: that is where expired tombstones go.
+pub fn pick_major(
     levels: &[Vec<TableView>],
-    log: &LogOptions,
-    all: bool,
+    from: Option<usize>,
     inputs_max: usize,
-) -> Option<Task> {
+) -> Option<(Task, usize)> {
+    let segments = levels.first().map(Vec::as_slice).unwrap_or_default();
+    if from.is_none() && !segments.is_empty() {
+        return Some((split_task(ids(segments), Vec::new()), 0));
+    }
+    let groups = levels.get(1..).unwrap_or_default();
+    let mut lower: Vec<u64> = Vec::new();
+    let mut next = from.unwrap_or(0);
+    for g in groups.iter().skip(next) {
+        if !lower.is_empty() && lower.len() + g.len() > inputs_max {
+            break;
+        }
+        lower.extend(ids(g));
+        next += 1;
+    }
+    (!lower.is_empty()).then(|| (split_task(Vec::new(), lower), next))
+}
+
+/// A split (or merge-sort) of `upper` segments and `lower` group runs.
+fn split_task(upper: Vec<u64>, lower: Vec<u64>) -> Task {
+    Task {
+        level: 0,
+        output_level: 0,
+        upper,
+        lower,
+        trivial_move: false,
+        split: true,
+    }
+}
+
+/// The ids of `tables`.
+fn ids(tables: &[TableView]) -> Vec<u64> {
+    tables.iter().map(|t| t.id).collect()
+}
+
+/// [`pick`] with at most `inputs_max` input tables (see [`INPUTS_MAX`]).
+fn pick_bounded(levels: &[Vec<TableView>], log: &LogOptions, inputs_max: usize) -> Option<Task> {
     if levels.iter().flatten().any(|t| t.busy) {
         return None;
     }
     let segments = levels.first().map(Vec::as_slice).unwrap_or_default();
     let groups = levels.get(1..).unwrap_or_default();
-    let task = |upper: Vec<u64>, lower: Vec<u64>| {
-        (!upper.is_empty() || !lower.is_empty()).then_some(Task {
-            level: 0,
-            output_level: 0,
-            upper,
-            lower,
-            trivial_move: false,
-            split: true,
-        })
-    };
-    let ids = |tables: &[TableView]| tables.iter().map(|t| t.id).collect::<Vec<u64>>();
-    if all {
-        return task(ids(segments), groups.iter().flat_map(|g| ids(g)).collect());
-    }
     // Without a global log (`split_segments` 0, flushes write into the groups), segments
     // left from before are split as soon as they are there.
     let due = !segments.is_empty() && segments.len() >= log.split_segments;
@@ -75,7 +100,7 @@ fn pick_bounded(
         }
         lower.extend(ids(g));
     }
-    task(upper, lower)
+    (!upper.is_empty() || !lower.is_empty()).then(|| split_task(upper, lower))
 }
 
 #[cfg(test)]
@@ -103,15 +128,51 @@ mod tests {
     }
 
     #[test]
+    fn a_major_compaction_splits_every_segment_then_merges_groups_in_bounded_passes() {
+        let levels = vec![
+            vec![t(99), t(98)],
+            vec![t(1), t(2), t(3)],
+            Vec::new(),
+            vec![t(4)],
+            vec![t(5), t(6), t(7), t(8)],
+            vec![t(9), t(10)],
+        ];
+        let mut passes = Vec::new();
+        let mut from = None;
+        while let Some((task, next)) = pick_major(&levels, from, 4) {
+            assert!(task.split);
+            passes.push((task.upper, task.lower));
+            from = Some(next);
+        }
+        let none = Vec::<u64>::new;
+        assert_eq!(
+            passes,
+            vec![
+                (vec![99, 98], none()),
+                // Groups 0 and 2 fit in 4 tables; the empty group 1 adds nothing.
+                (none(), vec![1, 2, 3, 4]),
+                // A group over the bound alone is taken whole.
+                (none(), vec![5, 6, 7, 8]),
+                (none(), vec![9, 10]),
+            ]
+        );
+        // Without segments, the first pass is the groups'.
+        let groups_only = vec![Vec::new(), vec![t(1)]];
+        let (task, next) = pick_major(&groups_only, None, 4).unwrap();
+        assert_eq!((task.upper, task.lower, next), (none(), vec![1], 1));
+        assert!(pick_major(&groups_only, Some(1), 4).is_none());
+    }
+
+    #[test]
     fn nothing_is_due_below_the_split_size() {
         let levels = vec![vec![t(9), t(8)], vec![t(1)]];
-        assert_eq!(pick(&levels, &log(3, 2), false), None);
+        assert_eq!(pick(&levels, &log(3, 2)), None);
     }
 
     #[test]
     fn a_split_takes_the_oldest_segments() {
         let levels = vec![vec![t(9), t(8), t(7), t(6)]];
-        let task = pick(&levels, &log(3, 20), false).unwrap();
+        let task = pick(&levels, &log(3, 20)).unwrap();
         assert_eq!(task.upper, vec![8, 7, 6]);
         assert!(task.lower.is_empty());
         assert!(task.split);
@@ -121,7 +182,7 @@ mod tests {
     fn full_groups_are_merge_sorted_with_the_split() {
         // Group 0 is full (2 runs of at most 2), group 1 is not.
         let levels = vec![vec![t(9), t(8)], vec![t(3), t(2)], vec![t(4)]];
-        let task = pick(&levels, &log(2, 2), false).unwrap();
+        let task = pick(&levels, &log(2, 2)).unwrap();
         assert_eq!(task.upper, vec![9, 8]);
         assert_eq!(task.lower, vec![3, 2]);
     }
@@ -129,7 +190,7 @@ mod tests {
     #[test]
     fn a_group_over_its_bound_is_merge_sorted_without_a_split() {
         let levels = vec![vec![t(9)], vec![t(3), t(2), t(1)], vec![t(4), t(5)]];
-        let task = pick(&levels, &log(2, 2), false).unwrap();
+        let task = pick(&levels, &log(2, 2)).unwrap();
         assert!(task.upper.is_empty());
         assert_eq!(task.lower, vec![3, 2, 1]);
     }
@@ -138,12 +199,12 @@ mod tests {
     fn without_a_global_log_groups_are_merge_sorted_past_the_bound_and_old_segments_split() {
         // Flushes write into the groups: a group is merge-sorted once over S.
         let levels = vec![vec![], vec![t(3), t(2)], vec![t(4), t(5), t(6)]];
-        let task = pick(&levels, &log(0, 2), false).unwrap();
+        let task = pick(&levels, &log(0, 2)).unwrap();
         assert!(task.upper.is_empty());
         assert_eq!(task.lower, vec![4, 5, 6]);
-        assert_eq!(pick(&[vec![], vec![t(3), t(2)]], &log(0, 2), false), None);
+        assert_eq!(pick(&[vec![], vec![t(3), t(2)]], &log(0, 2)), None);
         // Segments left from before the global log was given up are split at once.
-        let task = pick(&[vec![t(9)], vec![t(3)]], &log(0, 2), false).unwrap();
+        let task = pick(&[vec![t(9)], vec![t(3)]], &log(0, 2)).unwrap();
         assert_eq!(task.upper, vec![9]);
     }
 
@@ -156,23 +217,17 @@ mod tests {
             vec![t(3), t(4)],
             vec![t(5), t(6)],
         ];
-        let task = pick_bounded(&levels, &log(2, 2), false, 6).unwrap();
+        let task = pick_bounded(&levels, &log(2, 2), 6).unwrap();
         assert_eq!(task.upper, vec![9, 8]);
         assert_eq!(task.lower, vec![1, 2, 3, 4]);
         // The group left out is over the bound once the split added its run: merged next.
         let after = vec![vec![], vec![t(10)], vec![t(11)], vec![t(5), t(6), t(12)]];
-        let task = pick_bounded(&after, &log(2, 2), false, 6).unwrap();
+        let task = pick_bounded(&after, &log(2, 2), 6).unwrap();
         assert!(task.upper.is_empty());
         assert_eq!(task.lower, vec![5, 6, 12]);
         // One group's runs are taken whole however many they are.
         let big = vec![vec![], (20..30).map(t).collect()];
-        assert_eq!(
-            pick_bounded(&big, &log(2, 2), false, 6)
-                .unwrap()
-                .lower
-                .len(),
-            10
-        );
+        assert_eq!(pick_bounded(&big, &log(2, 2), 6).unwrap().lower.len(), 10);
     }
 
     #[test]
@@ -180,15 +235,6 @@ mod tests {
         let mut busy = t(7);
         busy.busy = true;
         let levels = vec![vec![t(9), t(8)], vec![busy]];
-        assert_eq!(pick(&levels, &log(2, 20), false), None);
-    }
-
-    #[test]
-    fn the_major_compaction_takes_everything() {
-        let levels = vec![vec![t(9)], vec![t(3)], vec![], vec![t(4), t(5)]];
-        let task = pick(&levels, &log(4, 20), true).unwrap();
-        assert_eq!(task.upper, vec![9]);
-        assert_eq!(task.lower, vec![3, 4, 5]);
-        assert_eq!(pick(&[vec![]], &log(4, 20), true), None);
+        assert_eq!(pick(&levels, &log(2, 20)), None);
     }
 }

@@ -309,3 +309,33 @@ fn without_a_global_log_flushes_write_straight_into_the_range_groups() {
         "bytes written: {direct} without a global log, {through_log} with one"
     );
 }
+
+/// `Db::compact` over a log holding more runs than one pass may read
+/// (`split::INPUTS_MAX`) merges them in bounded passes: one run per group after it, every
+/// key intact.
+#[test]
+fn a_full_compaction_of_a_large_log_runs_in_bounded_passes() {
+    let dir = scratch();
+    let mut opts = options(64);
+    if let Some(log) = &mut opts.log {
+        log.split_segments = 0;
+    }
+    let db = Db::open(dir.path(), opts).unwrap();
+    for i in 0..KEYS {
+        db.put(&key(i), u64::from(i + 1), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let runs: usize = db.levels().iter().skip(1).map(|l| l.tables.len()).sum();
+    assert!(
+        runs > mosaic_lsm::split::INPUTS_MAX,
+        "only {runs} runs: the test needs several passes"
+    );
+    db.compact().unwrap();
+    let levels = db.levels();
+    assert!(levels[0].tables.is_empty());
+    assert!(levels.iter().skip(1).all(|l| l.tables.len() == 1));
+    for i in 0..KEYS {
+        assert_eq!(db.get(&key(i)).unwrap().unwrap().value, value(i, 0));
+    }
+}

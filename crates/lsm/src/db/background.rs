@@ -304,24 +304,37 @@ impl Inner {
             return None;
         }
         if let Some(log) = &self.opts.log {
-            return split::pick(&Self::table_views(st), log, false);
+            return split::pick(&Self::table_views(st), log);
         }
         compaction::pick(&Self::table_views(st), &self.opts, &st.cursors)
     }
 
     /// Backs [`crate::Db::compact`]: compacts every table into the bottom level (for a
-    /// log: splits every segment and merge-sorts every group), waiting for running
-    /// compactions first.
+    /// log: splits every segment, then merge-sorts every group, in passes of at most
+    /// [`split::INPUTS_MAX`] tables as [`split::pick_major`] picks them), waiting for
+    /// running compactions first.
     pub(super) fn manual_compaction(&self) -> Result<()> {
-        let task = self.claim_all_tables()?;
+        let mut from = None;
+        loop {
+            let (task, next) = self.claim_all_tables(from)?;
+            self.run_manual(&task)?;
+            match next {
+                Some(next) => from = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Runs one pass of a manual compaction (claimed by [`Self::claim_all_tables`]).
+    fn run_manual(&self, task: &Task) -> Result<()> {
         // Even a lone bottom table is rewritten: that is where expired tombstones go.
         let result = if task.upper.is_empty() && task.lower.is_empty() {
             Ok(())
         } else {
-            self.run_compaction(&task)
+            self.run_compaction(task)
         };
         let mut st = self.state.lock();
-        release(&mut st, &task);
+        release(&mut st, task);
         st.manual_compaction = false;
         st.maybe_work = true;
         self.engine.signal_work();
@@ -340,8 +353,10 @@ impl Inner {
         }
     }
 
-    /// Waits for running compactions, then claims every table for one manual compaction.
-    fn claim_all_tables(&self) -> Result<Task> {
+    /// Waits for running compactions, then claims every table for one manual compaction
+    /// — for a log, the tables of the pass after `from` (`None`: the first), with where
+    /// the next pass starts (`None`: this is the last).
+    fn claim_all_tables(&self, from: Option<usize>) -> Result<(Task, Option<usize>)> {
         let mut st = self.state.lock();
         while st.manual_compaction {
             self.state_cv.wait_for(&mut st, STALL_WAIT);
@@ -361,12 +376,12 @@ impl Inner {
         let last = self.opts.levels_max - 1;
         let mut upper = Vec::new();
         let mut lower = Vec::new();
-        if let Some(log) = &self.opts.log {
-            // Everything split, every group merge-sorted into one run.
-            let task = split::pick(&Self::table_views(&st), log, true);
-            if let Some(task) = &task {
-                upper.clone_from(&task.upper);
-                lower.clone_from(&task.lower);
+        let mut next = None;
+        if self.opts.log.is_some() {
+            // Everything split, every group merge-sorted into one run, pass by pass.
+            let pass = split::pick_major(&Self::table_views(&st), from, split::INPUTS_MAX);
+            if let Some((task, after)) = pass {
+                (upper, lower, next) = (task.upper, task.lower, Some(after));
             }
         }
         for (level, tables) in st.version.levels.iter().enumerate() {
@@ -390,7 +405,7 @@ impl Inner {
             split: self.opts.log.is_some(),
         };
         claim(&mut st, &task);
-        Ok(task)
+        Ok((task, next))
     }
 
     /// Runs one compaction (or split) task: a trivial move is one manifest edit; otherwise
