@@ -25,5 +25,7 @@ pub mod target;
 pub use codec::{Codec, CodecError};
 pub use meta::{EcMeta, MetaError, ShardMeta};
 pub use placement::{Group, Placement, PlacementError};
-pub use protocol::{Fill, GroupId, LostRead, Replaced, Unanswered, LOST_READ_BYTES};
+pub use protocol::{
+    Fill, GroupId, LostRead, Replaced, Unanswered, LOST_PIECE_BYTES, LOST_READ_BYTES,
+};
 pub use target::{Counts, Plan};

@@ -56,6 +56,11 @@ pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
 /// [`crate::Codec::decode_range`]).
 pub const LOST_READ_BYTES: u64 = 512 << 10;
 
+/// The pieces a lost table is decoded into and kept in (whole pieces, one or more; a fetch
+/// of [`LOST_READ_BYTES`] is eight of them): small enough that the first read of a lost
+/// table fetches only its last 128 KiB (footer, index, filter) before its key's span.
+pub const LOST_PIECE_BYTES: u64 = 64 << 10;
+
 /// What a degraded read of a lost data shard (a table whose node is down) got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LostRead {

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use mosaic_erasure::{Codec, EcMeta, LostRead, LOST_READ_BYTES};
+use mosaic_erasure::{Codec, EcMeta, LostRead, LOST_PIECE_BYTES, LOST_READ_BYTES};
 use mosaic_types::HostId;
 
 use super::elect::RELAY_TAG;
@@ -195,13 +195,15 @@ impl Node {
             } else {
                 1
             };
-            let mut start = span.start;
-            if span.end == coded_end {
+            let span = if span.end == coded_end {
                 // The footer: the rest of the table's metadata sits just before it.
-                start = start.min(coded_end.saturating_sub(LOST_READ_TAIL) / granule * granule);
-            }
-            let end = (span.start + ahead * granule).min(coded_end).max(span.end);
-            let span = start..end;
+                let tail = coded_end.saturating_sub(LOST_READ_TAIL);
+                span.start.min(tail / LOST_PIECE_BYTES * LOST_PIECE_BYTES)..coded_end
+            } else {
+                // Whole fetch units, so reads of one unit share one fetch.
+                let start = span.start / granule * granule;
+                start..(start + ahead * granule).min(coded_end).max(span.end)
+            };
             last_end = Some(span.end);
             let (fetched, mine) = self
                 .shared_fetch(table, listed, slot, span, (range, limit))

@@ -311,7 +311,7 @@ impl ReplicaStore {
             Error::InvalidArgument(format!("slot {slot} is not in a group of n = {}", meta.n))
         })?;
         let decoded = elect.decoded();
-        let table = decoded.table(&shard.hash, shard.size, mosaic_erasure::LOST_READ_BYTES);
+        let table = decoded.table(&shard.hash, shard.size, mosaic_erasure::LOST_PIECE_BYTES);
         if let Some((span, shards)) = given {
             table.add(meta, slot, span, shards)?;
             decoded.trim();
