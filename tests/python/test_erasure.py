@@ -164,7 +164,7 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
         ins = s.prepare("INSERT INTO ec.t (k, v) VALUES (?, ?)")
         ins.consistency_level = CL.ALL
         # Rows of ~1.2 KB: each node's coded table (~2.4 MB) is larger than what one
-        # degraded read decodes itself (its last 512 KiB piece and its key's), so the
+        # degraded read decodes itself (its last 128 KiB and its key's 512 KiB), so the
         # test below sees the rest decoded ahead.
         rows = {k: f"{k}-" + "x" * 1200 for k in range(6000)}
         for k, v in rows.items():

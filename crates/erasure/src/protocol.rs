@@ -46,7 +46,8 @@ pub struct Replaced {
 /// content)`.
 pub type Unanswered = Vec<(u64, u8, HostId, Vec<u8>)>;
 
-/// Bytes of a lost table a degraded read decodes at a time, of each of `k` shards. A miss
+/// Bytes of a lost table a degraded read's miss fetches and decodes at once (aligned), of
+/// each of `k` shards; the first read of a table fetches only its last 128 KiB. A miss
 /// costs `k` round trips whatever its size, and reads spread over a lost table soon need
 /// all of it, so larger pieces serve more later reads: the first pass of 60,000 degraded
 /// reads (`bench/elect.sh degraded`, 4 MiB tables) took 4.5× the mean latency of normal

@@ -316,7 +316,7 @@ impl Inner {
     pub(super) fn manual_compaction(&self) -> Result<()> {
         let mut from = None;
         loop {
-            let (task, next) = self.claim_all_tables(from)?;
+            let (task, next) = self.claim_manual_pass(from)?;
             self.run_manual(&task)?;
             match next {
                 Some(next) => from = Some(next),
@@ -325,7 +325,7 @@ impl Inner {
         }
     }
 
-    /// Runs one pass of a manual compaction (claimed by [`Self::claim_all_tables`]).
+    /// Runs one pass of a manual compaction (claimed by [`Self::claim_manual_pass`]).
     fn run_manual(&self, task: &Task) -> Result<()> {
         // Even a lone bottom table is rewritten: that is where expired tombstones go.
         let result = if task.upper.is_empty() && task.lower.is_empty() {
@@ -353,10 +353,10 @@ impl Inner {
         }
     }
 
-    /// Waits for running compactions, then claims every table for one manual compaction
-    /// — for a log, the tables of the pass after `from` (`None`: the first), with where
-    /// the next pass starts (`None`: this is the last).
-    fn claim_all_tables(&self, from: Option<usize>) -> Result<(Task, Option<usize>)> {
+    /// Waits for running compactions, then claims the tables of one pass of a manual
+    /// compaction: every table — for a log, those of the pass after `from` (`None`: the
+    /// first) — with where the next pass starts (`None`: this is the last).
+    fn claim_manual_pass(&self, from: Option<usize>) -> Result<(Task, Option<usize>)> {
         let mut st = self.state.lock();
         while st.manual_compaction {
             self.state_cv.wait_for(&mut st, STALL_WAIT);

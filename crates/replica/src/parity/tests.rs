@@ -76,16 +76,23 @@ fn meta_at(epoch: u64) -> EcMeta {
     }
 }
 
+/// A parity store in `dir` holding shard 2 of `G` at epoch 1 (its ECMeta recorded), then
+/// moved to epoch 2 by a leader that did not commit it; with the bytes it held at epoch 1.
+fn epoch_2_uncommitted(dir: &Path) -> (ParityStore, u64) {
+    let store = ParityStore::open(Arc::new(RealFs), dir).unwrap();
+    store.apply_delta(&G, 2, 0, 1, &[1; 100]).unwrap();
+    store.record_meta(&meta_at(1)).unwrap();
+    let one = store.parity_bytes().unwrap();
+    store.apply_delta(&G, 2, 1, 2, &[3; 100]).unwrap();
+    (store, one)
+}
+
 #[test]
 fn the_committed_epoch_stays_readable_until_a_newer_ecmeta_is_recorded() {
     // A leader moves parity to epoch 2 and dies before committing: readers still decode
     // epoch 1 (the group's newest ECMeta), so its parity must still be served.
     let dir = tempfile::tempdir().unwrap();
-    let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
-    store.apply_delta(&G, 2, 0, 1, &[1; 100]).unwrap();
-    store.record_meta(&meta_at(1)).unwrap();
-    let one = store.parity_bytes().unwrap();
-    store.apply_delta(&G, 2, 1, 2, &[3; 100]).unwrap();
+    let (store, one) = epoch_2_uncommitted(dir.path());
     let at = |epoch| store.shard_at(&G, 2, Some(epoch)).unwrap().unwrap();
     assert_eq!((at(1).epoch, at(1).bytes), (1, vec![1; 100]));
     assert_eq!((at(2).epoch, at(2).bytes), (2, vec![2; 100]));
@@ -116,10 +123,7 @@ fn the_committed_epoch_stays_readable_until_a_newer_ecmeta_is_recorded() {
 #[test]
 fn a_damaged_kept_shard_is_passed_over_and_dropped_with_the_next_ecmeta() {
     let dir = tempfile::tempdir().unwrap();
-    let store = ParityStore::open(Arc::new(RealFs), dir.path()).unwrap();
-    store.apply_delta(&G, 2, 0, 1, &[1; 100]).unwrap();
-    store.record_meta(&meta_at(1)).unwrap();
-    store.apply_delta(&G, 2, 1, 2, &[3; 100]).unwrap();
+    let (store, _) = epoch_2_uncommitted(dir.path());
     let old = store.old_path(&G, 2);
     std::fs::write(&old, b"MPAR garbage").unwrap();
     // Asked for epoch 1, the node answers with what it has: its newest.
