@@ -4,7 +4,7 @@
 #
 #   bench/elect.sh EXPERIMENT [--records N] [--operations N] [--nodes 6] [--rf 3]
 #                  [--concurrency 32] [--alpha 0.6] [--k 4] [--routing shuffle|primary]
-#                  [--reps 3] [--out DIR] [--set KEY=VALUE]...
+#                  [--reps 3] [--workloads c,a,b,d,e,f] [--out DIR] [--set KEY=VALUE]...
 #
 # Experiments (rows of 1 KiB: one field of 1000 bytes; zipfian requests):
 #   storage   uniform, then erasure-tiered (k of k+2, α): load, `mosaic flush` and
@@ -28,7 +28,9 @@
 #             default): degraded/normal latency of each pass with and without it
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
 # --routing primary sends each keyed request of the client to its key's primary replica
-# (both layouts), instead of the driver's default of a random replica of the key.
+# (both layouts), and each scan to its start key's primary (the client computes the token:
+# a driver cannot route `token(k) >= token(?)`), instead of the driver's default of a
+# random replica of the key (scans: a random node). --workloads picks ycsb's workloads.
 # Each configuration's results land in DIR/<experiment>/<config>/ (bench JSON per phase,
 # `mosaic stats --json`, storage.json); bench/elect_summary.py DIR/<experiment> writes
 # results.md and results.json. Needs a release build (cargo build --release -p
@@ -36,10 +38,11 @@
 # removed after each configuration unless KEEP=1.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,35p' "$0" >&2; exit 2; }
+usage() { sed -n '2,37p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 experiment=$1; shift
 records=1000000 operations=100000 nodes=6 rf=3 concurrency=32 alpha=0.6 k=4 routing=shuffle reps=3
+workloads=c,a,b,d,e,f
 out=/tmp/mosaic-elect
 common=(cluster.erasure_coding_interval_ms=2000)
 while [ $# -gt 0 ]; do
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
         --k) k=$2; shift 2 ;;
         --routing) routing=$2; shift 2 ;;
         --reps) reps=$2; shift 2 ;;
+        --workloads) workloads=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --set) common+=("$2"); shift 2 ;;
         *) usage ;;
@@ -247,7 +251,7 @@ ycsb_side_by_side() {
     use_slot 1; prepare "$dir/erasure-tiered" erasure-tiered "$alpha" "$k"
     local rep w s ops
     for rep in $(seq 1 "$reps"); do
-        for w in c a b d e f; do
+        for w in ${workloads//,/ }; do
             ops=$operations
             [ "$w" = e ] && ops=$((operations / 10))
             for s in $( [ $((rep % 2)) = 1 ] && echo 0 1 || echo 1 0 ); do

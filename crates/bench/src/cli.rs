@@ -63,7 +63,9 @@ pub struct CommonArgs {
     pub tables: usize,
     /// Which replica the driver sends a keyed request to: `shuffle` (the driver's
     /// default: a random replica of the key) or `primary` (the key's first replica in ring
-    /// order, where an erasure-tiered table's coded rows live in full).
+    /// order, where an erasure-tiered table's coded rows live in full). With `primary`,
+    /// a scan goes to its start key's primary too (the client computes the token; the
+    /// driver cannot route `token(y_id) >= token(?)`, and by default sends it anywhere).
     #[arg(long, default_value = "shuffle", value_parser = ["shuffle", "primary"])]
     pub routing: String,
     /// No progress line on stderr.

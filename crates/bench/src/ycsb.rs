@@ -15,7 +15,7 @@
 //! out of the histograms. A read that finds no row counts as a `not_found` error.
 
 use std::collections::btree_map::Entry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,12 +31,14 @@ use scylla::client::session_builder::SessionBuilder;
 use scylla::cluster::{ClusterState, NodeRef};
 use scylla::errors::{ExecutionError, RequestAttemptError};
 use scylla::policies::load_balancing::{
-    DefaultPolicy, FallbackPlan, LoadBalancingPolicy, RoutingInfo,
+    DefaultPolicy, FallbackPlan, LoadBalancingPolicy, NodeIdentifier, RoutingInfo,
+    SingleTargetLoadBalancingPolicy,
 };
 use scylla::routing::Shard;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use serde_json::{json, Value};
+use uuid::Uuid;
 
 use crate::monitor::{Monitor, TimelinePoint};
 use crate::osio::IoCounters;
@@ -104,7 +106,7 @@ pub struct BenchConfig {
     /// [`table_name`]).
     pub tables: usize,
     /// Send each keyed request to the key's primary replica ([`PrimaryFirst`]) instead
-    /// of a random replica.
+    /// of a random replica, and each scan to its start key's primary.
     pub primary_routing: bool,
 }
 
@@ -136,10 +138,16 @@ pub fn parse_consistency(s: &str) -> anyhow::Result<Consistency> {
 
 /// The prepared statements of a phase.
 struct Statements {
+    /// The table, unqualified (for token lookups).
+    table: String,
     read: PreparedStatement,
     insert: PreparedStatement,
     update: Vec<PreparedStatement>,
     scan: PreparedStatement,
+    /// With primary routing: the scan once per node, each bound to that node, by host id.
+    /// A driver cannot route `token(y_id) >= token(?)` itself (the statement has no
+    /// partition-key bind marker), so the client looks up the start key's primary.
+    scan_at: HashMap<Uuid, PreparedStatement>,
 }
 
 impl Statements {
@@ -147,7 +155,12 @@ impl Statements {
     async fn prepare_all(session: &Session, config: &BenchConfig) -> anyhow::Result<Vec<Self>> {
         let mut all = Vec::with_capacity(config.tables);
         for i in 0..config.tables {
-            all.push(Self::prepare(session, config, &table_name(i, config.tables)).await?);
+            let mut statements =
+                Self::prepare(session, config, &table_name(i, config.tables)).await?;
+            if config.primary_routing {
+                statements.bind_scans(session);
+            }
+            all.push(statements);
         }
         Ok(all)
     }
@@ -155,11 +168,11 @@ impl Statements {
     async fn prepare(
         session: &Session,
         config: &BenchConfig,
-        table: &str,
+        table_short: &str,
     ) -> anyhow::Result<Statements> {
         let fields = config.workload.field_count;
         let names: Vec<String> = (0..fields).map(field_name).collect();
-        let table = format!("{KEYSPACE}.{table}");
+        let table = format!("{KEYSPACE}.{table_short}");
         let prepare = |cql: String, cl: Consistency| async move {
             let mut s = session
                 .prepare(cql.clone())
@@ -178,6 +191,8 @@ impl Statements {
             update.push(prepare(format!("UPDATE {table} SET {name} = ? WHERE y_id = ?"), w).await?);
         }
         Ok(Statements {
+            table: table_short.to_owned(),
+            scan_at: HashMap::new(),
             read: prepare(format!("SELECT * FROM {table} WHERE y_id = ?"), r).await?,
             insert: prepare(
                 format!(
@@ -195,6 +210,42 @@ impl Statements {
             )
             .await?,
         })
+    }
+}
+
+impl Statements {
+    /// Makes one copy of the scan per node the driver knows, each sent only to that node.
+    fn bind_scans(&mut self, session: &Session) {
+        for node in session.get_cluster_state().get_nodes_info() {
+            let profile = ExecutionProfile::builder()
+                .load_balancing_policy(SingleTargetLoadBalancingPolicy::new(
+                    NodeIdentifier::HostId(node.host_id),
+                    None,
+                ))
+                .build();
+            let mut scan = self.scan.clone();
+            scan.set_execution_profile_handle(Some(profile.into_handle()));
+            self.scan_at.insert(node.host_id, scan);
+        }
+    }
+
+    /// The scan to send for a scan starting at `key`: with primary routing, the copy bound
+    /// to the key's primary replica while the driver is connected to it; otherwise (or
+    /// when the token cannot be computed) the one the driver routes itself.
+    fn scan_for(&self, session: &Session, key: &str) -> &PreparedStatement {
+        if self.scan_at.is_empty() {
+            return &self.scan;
+        }
+        let cluster = session.get_cluster_state();
+        let Ok(token) = cluster.compute_token(KEYSPACE, &self.table, &(key,)) else {
+            return &self.scan;
+        };
+        cluster
+            .get_token_endpoints(KEYSPACE, &self.table, token)
+            .first()
+            .filter(|(node, _)| node.is_enabled() && node.is_connected())
+            .and_then(|(node, _)| self.scan_at.get(&node.host_id))
+            .unwrap_or(&self.scan)
     }
 }
 

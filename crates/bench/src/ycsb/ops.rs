@@ -175,9 +175,10 @@ pub(super) async fn scan(
 /// Scans `length` records from record `n` (in the table of the record it starts at).
 pub(super) async fn scan_from(shared: &Shared, n: u64, length: i32) -> Result<Done, Failed> {
     let key = key_name(n);
+    let scan = shared.statements(n).scan_for(&shared.session, &key);
     let result = shared
         .session
-        .execute_unpaged(&shared.statements(n).scan, (key.as_str(), length))
+        .execute_unpaged(scan, (key.as_str(), length))
         .await?;
     let rows = result.into_rows_result().map_or(0, |r| r.rows_num());
     Ok(Done {
