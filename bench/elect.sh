@@ -148,17 +148,22 @@ measure() { # out-json nodes
 }
 
 # Waits until node 1 sees every node in $@ down.
-wait_down() {
+wait_down() { # IPs of the killed nodes: until every other node sees each of them down
     python3 - "127.0.0.1:$admin" "$@" <<'EOF'
 import json, sys, time, urllib.request
 admin, dead = sys.argv[1], set(sys.argv[2:])
+port = admin.rsplit(":", 1)[1]
+def status(at):
+    with urllib.request.urlopen(f"http://{at}/status", timeout=5) as r:
+        return json.load(r)["nodes"]
+live = [n["endpoint"].split(":")[0] for n in status(admin)]
+live = [ip for ip in live if ip not in dead]
 deadline = time.time() + 60
 while time.time() < deadline:
-    with urllib.request.urlopen(f"http://{admin}/status", timeout=5) as r:
-        nodes = json.load(r)["nodes"]
-    if all(not n["up"] for n in nodes if n["endpoint"].split(":")[0] in dead):
+    if all(not n["up"] for ip in live for n in status(f"{ip}:{port}")
+           if n["endpoint"].split(":")[0] in dead):
         sys.exit(0)
-    time.sleep(1)
+    time.sleep(0.2)
 sys.exit("nodes not seen down")
 EOF
 }

@@ -448,6 +448,9 @@ pub async fn serve(
     }
 }
 
+/// Bytes of an incoming frame's payload allocated before they arrive.
+const FRAME_PREALLOC_MAX: usize = 4 << 20;
+
 /// Reads the frames of the connection admitted as `peer`, handing each envelope to
 /// `deliver`, until the peer closes (Ok) or sends something undecodable or a message that
 /// claims another sender (Err: the connection is closed).
@@ -465,11 +468,15 @@ async fn read_frames(
             Err(e) => return Err(e.into()),
         }
         let (len, crc) = frame_len(&header)?;
-        // Grown as bytes arrive, so a garbage length costs memory only if the bytes come.
-        let mut payload = Vec::with_capacity(len.min(64 << 10));
-        (&mut r).take(len as u64).read_to_end(&mut payload).await?;
-        if payload.len() < len {
-            anyhow::bail!("connection closed inside a frame");
+        // Allocated whole up to FRAME_PREALLOC_MAX (one allocation, no copies as it
+        // grows: degraded reads and streaming move frames of hundreds of KiB), and past
+        // that grown as bytes arrive, so a garbage length costs memory only if they come.
+        let mut payload = Vec::with_capacity(len.min(FRAME_PREALLOC_MAX));
+        let mut rest = (&mut r).take(len as u64);
+        while payload.len() < len {
+            if rest.read_buf(&mut payload).await? == 0 {
+                anyhow::bail!("connection closed inside a frame");
+            }
         }
         let env = decode_payload(&payload, crc)?;
         if env.from != peer {
@@ -656,5 +663,42 @@ mod tests {
         assert!(read.is_err(), "the forged message was accepted");
         // Only what came before it was delivered.
         assert_eq!(delivered, vec![peer]);
+    }
+
+    /// Frames larger than the read buffer and than the preallocation arrive whole; a
+    /// connection closed inside a frame is an error, not a short message.
+    #[tokio::test]
+    async fn large_frames_arrive_whole_and_a_cut_one_is_an_error() {
+        let peer: Endpoint = "127.0.0.1:7000".parse().unwrap();
+        let sizes = [512 << 10, FRAME_PREALLOC_MAX + 300_000, 10];
+        let bytes: Vec<u8> = sizes
+            .iter()
+            .flat_map(|n| encode_frame(&envelope(*n)))
+            .collect();
+        for cut in [None, Some(bytes.len() - 7)] {
+            let (mut w, r) = tokio::io::duplex(1 << 16);
+            let sent = bytes[..cut.unwrap_or(bytes.len())].to_vec();
+            let writer = tokio::spawn(async move {
+                w.write_all(&sent).await.unwrap();
+            });
+            let mut got = Vec::new();
+            let read = read_frames(Box::new(r), peer, |env| match env.body {
+                Body::SchemaPush(s) => got.push(s.bytes.len()),
+                other => panic!("unexpected {other:?}"),
+            })
+            .await;
+            writer.await.unwrap();
+            match cut {
+                None => {
+                    read.unwrap();
+                    assert_eq!(got, sizes);
+                }
+                Some(_) => {
+                    let e = read.unwrap_err().to_string();
+                    assert!(e.contains("closed inside a frame"), "{e}");
+                    assert_eq!(got, &sizes[..2]);
+                }
+            }
+        }
     }
 }
