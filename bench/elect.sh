@@ -24,8 +24,8 @@
 #   recovery  erasure-tiered only: storage, YCSB C, then node 3 wiped and replacing itself: the
 #             time until it rebuilt its coding shards, then `mosaic repair` on it, then C
 #   degraded  erasure-tiered only, as storage does it, twice: decoding lost tables ahead of
-#             degraded reads off (cluster.degraded_read_ahead_tables=0), then on (the
-#             default): degraded/normal latency of each pass with and without it
+#             degraded reads off (cluster.degraded_read_ahead_tables=0, the default), then
+#             on (2): degraded/normal latency of each pass with and without it
 #   smoke     storage on 20,000 records (checks the pipeline in minutes)
 # --routing primary sends each keyed request of the client to its key's primary replica
 # (both layouts), and each scan to its start key's primary (the client computes the token:
@@ -292,8 +292,9 @@ case $experiment in
     degraded)
         extra=(cluster.degraded_read_ahead_tables=0)
         config "$dir/ahead-off" erasure-tiered "$alpha" "$k"
-        extra=()
-        config "$dir/ahead-on" erasure-tiered "$alpha" "$k" ;;
+        extra=(cluster.degraded_read_ahead_tables=2)
+        config "$dir/ahead-on" erasure-tiered "$alpha" "$k"
+        extra=() ;;
     k)
         config "$dir/uniform" uniform "$alpha" "$k"
         for kk in 4 6 8; do config "$dir/k-$kk" erasure-tiered "$alpha" "$kk"; done ;;

@@ -151,7 +151,8 @@ def check_groups(c, hosts):
 
 
 def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
-    c = MosaicCluster(3, SETTINGS)
+    # Decoding lost tables ahead of degraded reads is off by default; this test checks it.
+    c = MosaicCluster(3, SETTINGS + ("cluster.degraded_read_ahead_tables=2",))
     try:
         c.up()
         s = c.session()
@@ -240,7 +241,8 @@ def test_erasure_tiered_tables_are_coded_across_nodes_and_stay_readable():
         wait_until("node 3 seen down", lambda: not any(c.status(i)[c.endpoint(3)]["up"] for i in (1, 2)), timeout=30)
         # One read of a row node 3 was primary for decodes a few stripes of its lost table
         # (its footer's, index's and block's); the node that served it then decodes the
-        # rest of that table in the background, so later reads find their stripes decoded.
+        # rest of that table in the background (degraded_read_ahead_tables above), so
+        # later reads find their stripes decoded.
         primary_3 = next(k for k in range(6000)
                          if s3.cluster.metadata.get_replicas("ec", struct.pack(">i", k))[0].address == c.ip(3))
         assert s3.execute(one, (primary_3,)).one().v == rows[primary_3]

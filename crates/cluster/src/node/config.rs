@@ -33,7 +33,7 @@ pub struct NodeConfig {
     pub repair_tree_depth: u8,
     /// Lost tables of `erasure-tiered` layouts a node decodes ahead of degraded reads at
     /// once (each a span at a time, in the background, once a read found it lost); 0
-    /// decodes only what reads touch.
+    /// (the default) decodes only what reads touch.
     pub degraded_read_ahead_tables: usize,
     /// The cluster's name: gossip from a node of another cluster is refused.
     pub cluster_name: String,
@@ -76,7 +76,7 @@ impl NodeConfig {
             hinted_handoff_disabled_datacenters: Vec::new(),
             repair_timeout_ms: 60_000,
             repair_tree_depth: 8,
-            degraded_read_ahead_tables: 2,
+            degraded_read_ahead_tables: 0,
             cas_contention_timeout_ms: 1000,
             mutation_size_bytes_max: 16 << 20,
             read_answer_rows_max: READ_ANSWER_ROWS_MAX,
