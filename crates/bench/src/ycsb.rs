@@ -211,9 +211,7 @@ impl Statements {
             .await?,
         })
     }
-}
 
-impl Statements {
     /// Makes one copy of the scan per node the driver knows, each sent only to that node.
     fn bind_scans(&mut self, session: &Session) {
         for node in session.get_cluster_state().get_nodes_info() {

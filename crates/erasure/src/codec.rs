@@ -225,7 +225,9 @@ impl Codec {
         if len == 0 {
             return Ok(Vec::new());
         }
-        let zero_padded = |bytes: &[u8]| padded(bytes, len).into_owned();
+        let whole = 0..len;
+        let mut buf = Vec::new();
+        let mut zero_padded = |bytes: &[u8]| piece(bytes, &whole, &mut buf).to_vec();
         if let Some(&(_, bytes)) = distinct.iter().find(|(p, _)| *p == want) {
             return Ok(zero_padded(bytes));
         }
@@ -240,9 +242,11 @@ impl Codec {
         let mut data: Vec<Vec<u8>> = Vec::new();
         let restored = with_decoder(self.k, self.parity_count(), len, |decoder| {
             let mut originals = 0;
+            // The decoder copies each shard it is given: one padding buffer serves all.
+            let mut pad = Vec::new();
             for &(position, bytes) in &distinct {
                 if position < self.k {
-                    decoder.add_original_shard(position, padded(bytes, len))?;
+                    decoder.add_original_shard(position, piece(bytes, &whole, &mut pad))?;
                     originals += 1;
                 } else {
                     decoder.add_recovery_shard(position - self.k, bytes)?;
@@ -398,17 +402,6 @@ const POOLED_DECODERS_MAX: usize = 4;
 /// working space would stay allocated).
 const POOLED_SHARD_BYTES_MAX: usize = 1 << 20;
 
-/// `bytes` zero-padded to `len` bytes: as they are when that long already.
-fn padded(bytes: &[u8], len: usize) -> std::borrow::Cow<'_, [u8]> {
-    if bytes.len() >= len {
-        std::borrow::Cow::Borrowed(bytes)
-    } else {
-        let mut v = bytes.to_vec();
-        v.resize(len, 0);
-        std::borrow::Cow::Owned(v)
-    }
-}
-
 /// Runs `f` with a decoder for `k` original and `m` recovery shards of `len` bytes, from
 /// the pool when it holds one; the decoder goes back to the pool afterwards.
 fn with_decoder<T>(
@@ -526,8 +519,8 @@ mod tests {
         ));
     }
 
-    /// Decoders are reused across codes and lengths (and after a decode that failed):
-    /// each decode still rebuilds its own shard exactly.
+    /// Decoders are reused across codes and lengths: each decode still rebuilds its own
+    /// shard exactly.
     #[test]
     fn pooled_decoders_rebuild_every_shape() {
         for (k, n, len, short) in [
