@@ -21,6 +21,8 @@ pub struct EngineConfig {
     /// Keep index and filter blocks in the block cache rather than pinned (both engines'
     /// `cache_index_and_filter_blocks`).
     pub cache_index_and_filter_blocks: bool,
+    /// Index and filter partitioned every this many bytes of index (0: not partitioned).
+    pub index_partition_bytes: usize,
     /// Read table files with O_DIRECT.
     pub direct_io: bool,
     /// Write the tables of flushes and compactions with O_DIRECT.
@@ -57,6 +59,7 @@ impl Default for EngineConfig {
             block_bytes: 4096,
             cache_bytes: 64 << 20,
             cache_index_and_filter_blocks: false,
+            index_partition_bytes: 0,
             direct_io: false,
             direct_io_writes: false,
             l0_compaction_trigger: 4,

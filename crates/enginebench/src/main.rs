@@ -69,6 +69,12 @@ struct Args {
     /// of pinned in memory (both engines' `cache_index_and_filter_blocks`).
     #[arg(long)]
     cache_index_and_filter: bool,
+    /// Partition each table's index and filter every this many bytes of index behind a
+    /// top-level index, 0 for one index block and one filter per table (Mosaic's
+    /// `index_partition_bytes`; RocksDB's two-level index with partitioned filters and this
+    /// `metadata_block_size`).
+    #[arg(long, default_value_t = 0)]
+    index_partition_bytes: usize,
     /// Read table files with O_DIRECT on both engines (bypasses the OS page cache).
     #[arg(long)]
     direct_io: bool,
@@ -139,6 +145,7 @@ fn main() -> Result<()> {
             block_bytes: args.block_bytes,
             cache_bytes: args.cache_mib << 20,
             cache_index_and_filter_blocks: args.cache_index_and_filter,
+            index_partition_bytes: args.index_partition_bytes,
             direct_io: args.direct_io,
             direct_io_writes: args.direct_io_writes,
             level1_bytes: args.level1_mib << 20,

@@ -136,6 +136,7 @@ impl MosaicEngine {
                 block_size_bytes: cfg.block_bytes,
                 bloom_bits_per_key: cfg.bloom_bits_per_key,
                 compression: Compression::None,
+                index_partition_bytes: cfg.index_partition_bytes,
                 ..TableOptions::default()
             },
             block_cache_bytes: cfg.cache_bytes,

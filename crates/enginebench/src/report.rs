@@ -239,7 +239,7 @@ pub fn text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "memtable {} MiB ×{} immutable, bloom {} bits/key, block {} B, cache {} MiB \
-         (index and filter blocks {}), compression off, direct reads {}, direct flush and compaction writes {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
+         (index and filter blocks {}, partitioned every {} B), compression off, direct reads {}, direct flush and compaction writes {}, L0 trigger {} / slowdown {} / stop {}, L1 {} MiB × {}, \
          tables {} MiB, {} levels, {} compaction thread(s)",
         e.memtable_bytes >> 20,
         e.immutable_memtables,
@@ -251,6 +251,7 @@ pub fn text(report: &Report) -> String {
         } else {
             "pinned"
         },
+        e.index_partition_bytes,
         e.direct_io,
         e.direct_io_writes,
         e.l0_compaction_trigger,
@@ -449,6 +450,7 @@ pub fn json(report: &Report) -> String {
             "block_bytes": e.block_bytes,
             "cache_bytes": e.cache_bytes,
             "cache_index_and_filter_blocks": e.cache_index_and_filter_blocks,
+            "index_partition_bytes": e.index_partition_bytes,
             "direct_io": e.direct_io,
             "direct_io_writes": e.direct_io_writes,
             "l0_compaction_trigger": e.l0_compaction_trigger,

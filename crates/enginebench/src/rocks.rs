@@ -5,7 +5,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use rocksdb::statistics::{StatsLevel, Ticker};
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, Options, WaitForCompactOptions, WriteOptions, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, DBCompressionType, Options,
+    WaitForCompactOptions, WriteOptions, DB,
 };
 
 use crate::engine::{Engine, EngineConfig, EngineCounters};
@@ -54,6 +55,13 @@ impl RocksEngine {
         let cache = Cache::new_lru_cache(usize::try_from(cfg.cache_bytes)?);
         table.set_block_cache(&cache);
         table.set_cache_index_and_filter_blocks(cfg.cache_index_and_filter_blocks);
+        if cfg.index_partition_bytes > 0 {
+            // Two-level index and partitioned filters, the top-levels pinned (as Mosaic's).
+            table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            table.set_partition_filters(true);
+            table.set_metadata_block_size(cfg.index_partition_bytes);
+            table.set_pin_top_level_index_and_filter(true);
+        }
         opts.set_block_based_table_factory(&table);
 
         let db = DB::open(&opts, dir).with_context(|| format!("opening RocksDB in {dir:?}"))?;

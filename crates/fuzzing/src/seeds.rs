@@ -55,10 +55,25 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "table_reader" => vec![
             (0u8..=255).collect(),
             [&[1u8][..], b"keys and values for a small table"].concat(),
+            partitioned_table(),
         ],
         "wal_reader" => engine_files(),
         _ => Vec::new(),
     }
+}
+
+/// A structured `table_reader` input whose table has a partitioned index and filter: the
+/// length's top bit set, 16-byte blocks, sixty entries, so partitions are cut.
+fn partitioned_table() -> Vec<u8> {
+    let mut out = vec![1u8, 0xff, 0xff];
+    for i in 0..60u32 {
+        let key = format!("key{i:03}");
+        out.push(key.len() as u8);
+        out.extend_from_slice(key.as_bytes());
+        out.push(2);
+        out.extend_from_slice(b"value-of");
+    }
+    out
 }
 
 /// A clustering filter's bytes with one column of each kind.

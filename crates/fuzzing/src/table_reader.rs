@@ -160,6 +160,9 @@ fn structured(mode: u8, rest: &[u8]) {
         key_order: order,
         // Now and then a prefix filter, so the prefix-probing path is fuzzed too.
         filter_prefix_bytes: if mode & 0x10 == 0 { 0 } else { 4 },
+        // The length's top bit (beyond any input's length) picks a partitioned index and
+        // filter, with partitions of a few entries, so the two-level paths are fuzzed too.
+        index_partition_bytes: if len_bytes[1] & 0x80 == 0 { 0 } else { 48 },
     };
     let prefix_bytes = opts.filter_prefix_bytes;
     let entries = parse_entries(entry_bytes, order);

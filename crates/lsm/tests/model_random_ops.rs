@@ -110,6 +110,8 @@ struct Setup {
     /// Index and filter blocks in the (64 KiB) block cache, evicted and read back, instead
     /// of pinned.
     metadata_in_cache: bool,
+    /// Index and filter partitioned every this many bytes of index (0: one of each).
+    index_partition_bytes: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -479,6 +481,7 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
         prop_oneof![Just(0usize), Just(2), Just(4)],
         prop_oneof![2 => Just(0usize), 1 => 1usize..=3],
         any::<bool>(),
+        prop_oneof![2 => Just(0usize), 1 => 32usize..=512],
     )
         .prop_map(
             |(
@@ -493,10 +496,12 @@ fn setup_strategy() -> impl Strategy<Value = Setup> {
                 fp,
                 neighbours,
                 metadata_in_cache,
+                index_partition_bytes,
             )| {
                 Setup {
                     neighbours,
                     metadata_in_cache,
+                    index_partition_bytes,
                     filter_prefix_bytes: fp,
                     memtable_size_bytes,
                     block_size_bytes,
@@ -614,6 +619,7 @@ fn options(mode: Mode, space: KeySpace, setup: &Setup, clock: &Arc<ManualClock>)
         table: TableOptions {
             block_size_bytes: setup.block_size_bytes,
             filter_prefix_bytes: setup.filter_prefix_bytes,
+            index_partition_bytes: setup.index_partition_bytes,
             compression: if setup.lz4 {
                 Compression::Lz4
             } else {
@@ -1294,6 +1300,7 @@ fn background_compaction_builds_several_levels() {
         log: None,
         neighbours: 0,
         metadata_in_cache: false,
+        index_partition_bytes: 0,
         filter_prefix_bytes: 0,
     };
     let space = KeySpace::Wide(400);
@@ -1343,6 +1350,7 @@ fn gc_setup() -> Setup {
         log: None,
         neighbours: 0,
         metadata_in_cache: false,
+        index_partition_bytes: 0,
         filter_prefix_bytes: 3,
     }
 }

@@ -59,6 +59,11 @@ impl FilterBuilder {
         self.hashes.len()
     }
 
+    /// Forgets every key added (to start the next partition's filter).
+    pub(crate) fn clear(&mut self) {
+        self.hashes.clear();
+    }
+
     /// Appends the filter block's contents to `out`.
     pub(crate) fn finish_into(&self, out: &mut Vec<u8>) {
         let k = probes_for(self.bits_per_key);

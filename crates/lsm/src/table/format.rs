@@ -78,6 +78,9 @@ pub(crate) struct Footer {
     pub(crate) entries: u64,
     pub(crate) data_blocks: u64,
     pub(crate) key_order: KeyOrder,
+    /// `index` is a top-level index over index partitions and `filter` (if any) a
+    /// top-level index over filter partitions (the footer's flag bit 0).
+    pub(crate) partitioned: bool,
 }
 
 /// Footer field offsets.
@@ -85,7 +88,10 @@ const FOOTER_ENTRIES_POS: usize = 48;
 const FOOTER_DATA_BLOCKS_POS: usize = 56;
 const FOOTER_KEY_ORDER_POS: usize = 64;
 const FOOTER_VERSION_POS: usize = 65;
-const FOOTER_RESERVED_POS: usize = 66;
+const FOOTER_FLAGS_POS: usize = 66;
+const FOOTER_RESERVED_POS: usize = 67;
+/// Footer flag: the index and filter are partitioned.
+const FLAG_PARTITIONED: u8 = 1;
 const FOOTER_CRC_POS: usize = 68;
 const FOOTER_MAGIC_POS: usize = 72;
 
@@ -99,7 +105,12 @@ impl Footer {
         buf.extend_from_slice(&self.data_blocks.to_le_bytes());
         buf.push(self.key_order.to_u8());
         buf.push(FORMAT_VERSION);
-        buf.extend_from_slice(&[0, 0]);
+        buf.push(if self.partitioned {
+            FLAG_PARTITIONED
+        } else {
+            0
+        });
+        buf.push(0);
         debug_assert_eq!(buf.len(), FOOTER_CRC_POS);
         let crc = crc32c::crc32c(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
@@ -143,8 +154,15 @@ impl Footer {
                 ),
             ));
         }
-        if byte(FOOTER_RESERVED_POS)? != 0 || byte(FOOTER_RESERVED_POS + 1)? != 0 {
-            return Err(corrupt(FOOTER_RESERVED_POS, "reserved bytes are not zero"));
+        let flags = byte(FOOTER_FLAGS_POS)?;
+        if flags & !FLAG_PARTITIONED != 0 {
+            return Err(corrupt(
+                FOOTER_FLAGS_POS,
+                &format!("unknown flags {flags:#04x} (written by a newer build?)"),
+            ));
+        }
+        if byte(FOOTER_RESERVED_POS)? != 0 {
+            return Err(corrupt(FOOTER_RESERVED_POS, "reserved byte is not zero"));
         }
         let key_order_byte = byte(FOOTER_KEY_ORDER_POS)?;
         let key_order = KeyOrder::from_u8(key_order_byte).ok_or_else(|| {
@@ -188,6 +206,7 @@ impl Footer {
             entries: u64_at(FOOTER_ENTRIES_POS)?,
             data_blocks: u64_at(FOOTER_DATA_BLOCKS_POS)?,
             key_order,
+            partitioned: flags & FLAG_PARTITIONED != 0,
         })
     }
 }
@@ -309,6 +328,7 @@ mod tests {
             entries: 7,
             data_blocks: 3,
             key_order: KeyOrder::Bytewise,
+            partitioned: false,
         }
     }
 
@@ -326,6 +346,24 @@ mod tests {
         }
         // Handles past the blocks are corruption even with a valid checksum.
         assert!(Footer::decode(&bytes, p, 120, true).is_err());
+    }
+
+    #[test]
+    fn the_partitioned_flag_round_trips_and_unknown_flags_are_refused() {
+        let p = Path::new("t.sst");
+        let partitioned = Footer {
+            partitioned: true,
+            ..footer()
+        };
+        let bytes = partitioned.encode();
+        assert_eq!(Footer::decode(&bytes, p, 130, true).unwrap(), partitioned);
+        // A flag this build does not know, with a valid checksum: refused by name.
+        let mut b = bytes;
+        b[FOOTER_FLAGS_POS] |= 0x80;
+        let crc = crc32c::crc32c(&b[..FOOTER_CRC_POS]);
+        b[FOOTER_CRC_POS..FOOTER_CRC_POS + 4].copy_from_slice(&crc.to_le_bytes());
+        let err = Footer::decode(&b, p, 130, true).unwrap_err();
+        assert!(err.to_string().contains("unknown flags"), "{err}");
     }
 
     #[test]

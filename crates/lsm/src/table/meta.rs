@@ -8,17 +8,27 @@
 //! by its checksum and decoded exactly as at open. Two readers missing the same block wait
 //! for one read. With no block cache at all, metadata is pinned: reading the index and
 //! filter on every use would multiply a get's I/O with nothing to bound in return.
+//!
+//! A table written with `TableOptions::index_partition_bytes` has a **partitioned** index
+//! and filter (RocksDB's two-level index and partitioned filters): the footer's index and
+//! filter handles point at small top-level blocks, `separator → index partition` and
+//! `last filter key → filter partition`, which the reader always holds; the partitions,
+//! a few KiB each, are pinned or cached as above. A cached table's get then reads back one
+//! index partition and one filter partition on a miss, not the table's whole index and
+//! filter — what makes `cache_index_and_filter_blocks` affordable with large tables and a
+//! small cache.
 #![deny(clippy::indexing_slicing)]
 
 use std::path::Path;
 use std::sync::Arc;
 
-use super::block::Block;
+use super::block::{Block, BlockIter};
 use super::cache::{BlockCache, Cached};
 use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, BLOCK_TRAILER_LEN};
 use super::reader::TableReader;
 use crate::error::{Error, Result};
+use crate::key::KeyOrder;
 use crate::stats::{BlockKind, Counters, ReadPurpose};
 
 /// Where a table's index and filter live.
@@ -31,6 +41,43 @@ pub(super) enum Metadata {
     },
     /// In this cache, keyed by the blocks' offsets.
     Cached(Arc<BlockCache>),
+    /// A two-level index and partitioned filter.
+    Partitioned {
+        /// `separator of the partition's last block → index partition handle`.
+        top_index: Arc<Block>,
+        /// `last filter key of the partition (whole) → filter partition handle`, in
+        /// bytewise order; `None`: the table has no filter.
+        top_filter: Option<Arc<Block>>,
+        parts: Parts,
+    },
+}
+
+/// Where a partitioned table's partitions live.
+pub(super) enum Parts {
+    /// Read at open and held for the table's lifetime, sorted by offset.
+    Pinned(Vec<(u64, Cached)>),
+    /// In this cache, keyed by their offsets.
+    Cached(Arc<BlockCache>),
+}
+
+/// The partition handles a top-level block at `offset` of `path` lists, in order.
+pub(super) fn partition_handles(
+    path: &Path,
+    offset: u64,
+    top: &Arc<Block>,
+) -> Result<Vec<BlockHandle>> {
+    let corrupt =
+        |reason: &str| Error::corruption(path, offset, format!("top-level index: {reason}"));
+    let mut handles = Vec::new();
+    let mut it = BlockIter::new(Arc::clone(top));
+    it.seek_to_first().map_err(corrupt)?;
+    while it.valid() {
+        let handle = BlockHandle::decode_varint(it.value())
+            .ok_or_else(|| corrupt("entry value is not a block handle"))?;
+        handles.push(handle);
+        it.next().map_err(corrupt)?;
+    }
+    Ok(handles)
 }
 
 impl Metadata {
@@ -74,12 +121,59 @@ pub(super) fn decode_filter(path: &Path, offset: u64, raw: Vec<u8>) -> Result<Bl
 impl TableReader {
     /// The table's index block, for an iterator reading for `purpose` (which, with
     /// `fill_cache` false, leaves a block it had to read out of the cache).
+    /// For a partitioned table this is the top-level index.
     pub(super) fn index_block(&self, purpose: ReadPurpose, fill_cache: bool) -> Result<Arc<Block>> {
         let cache = match &self.meta {
             Metadata::Pinned { index, .. } => return Ok(Arc::clone(index)),
+            Metadata::Partitioned { top_index, .. } => return Ok(Arc::clone(top_index)),
             Metadata::Cached(cache) => cache,
         };
-        let handle = self.footer.index;
+        self.cached_index(cache, self.footer.index, purpose, fill_cache)
+    }
+
+    /// The index partition at `handle` (from a top-level index entry).
+    pub(super) fn index_partition(
+        &self,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<Arc<Block>> {
+        match &self.meta {
+            Metadata::Partitioned {
+                parts: Parts::Cached(cache),
+                ..
+            } => self.cached_index(cache, handle, purpose, fill_cache),
+            Metadata::Partitioned {
+                parts: Parts::Pinned(parts),
+                ..
+            } => match pinned_part(parts, handle.offset) {
+                Some(Cached::Index(block)) => Ok(Arc::clone(block)),
+                _ => Err(self.no_partition(handle, "index")),
+            },
+            _ => Err(self.no_partition(handle, "index")),
+        }
+    }
+
+    /// The error for a top-level entry naming no partition of the right kind.
+    fn no_partition(&self, handle: BlockHandle, kind: &str) -> Error {
+        Error::corruption(
+            &self.path,
+            handle.offset,
+            format!(
+                "top-level {kind} index names no {kind} partition at offset {}",
+                handle.offset
+            ),
+        )
+    }
+
+    /// The index block at `handle`, from `cache` or read back.
+    fn cached_index(
+        &self,
+        cache: &BlockCache,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<Arc<Block>> {
         let load = || -> Result<Cached> {
             let raw = self.read_meta_block(handle, purpose, BlockKind::Index)?;
             Ok(Cached::Index(Arc::new(decode_index(
@@ -94,16 +188,57 @@ impl TableReader {
         }
     }
 
-    /// The table's Bloom filter (`None` if it was written without one).
-    pub(super) fn filter_block(&self, purpose: ReadPurpose) -> Result<Option<Arc<BloomFilter>>> {
-        let cache = match &self.meta {
+    /// The Bloom filter that answers for `filter_key`: the table's (`None` if it was
+    /// written without one), or of a partitioned table the partition whose keys would
+    /// hold it (`None` also when every key of the table sorts before `filter_key`, so none
+    /// can have it: the caller then answers "absent").
+    pub(super) fn filter_for(
+        &self,
+        filter_key: &[u8],
+        purpose: ReadPurpose,
+    ) -> Result<Option<Arc<BloomFilter>>> {
+        let (handle, cache) = match &self.meta {
             Metadata::Pinned { filter, .. } => return Ok(filter.clone()),
-            Metadata::Cached(cache) => cache,
+            Metadata::Cached(cache) => {
+                if self.footer.filter.size == 0 {
+                    return Ok(None);
+                }
+                (self.footer.filter, cache)
+            }
+            Metadata::Partitioned {
+                top_filter, parts, ..
+            } => {
+                let Some(top) = top_filter else {
+                    return Ok(None);
+                };
+                // The first partition whose last key is at or past `filter_key`: if the
+                // table holds a key with this filter key, that partition holds one (a key
+                // between the filter key and a key that starts with it starts with it too).
+                let corrupt = |reason: &str| {
+                    Error::corruption(
+                        &self.path,
+                        self.footer.filter.offset,
+                        format!("top-level filter index: {reason}"),
+                    )
+                };
+                let mut it = BlockIter::new(Arc::clone(top));
+                it.seek(filter_key, KeyOrder::Bytewise).map_err(corrupt)?;
+                if !it.valid() {
+                    return Ok(None);
+                }
+                let handle = BlockHandle::decode_varint(it.value())
+                    .ok_or_else(|| corrupt("entry value is not a block handle"))?;
+                match parts {
+                    Parts::Cached(cache) => (handle, cache),
+                    Parts::Pinned(parts) => {
+                        return match pinned_part(parts, handle.offset) {
+                            Some(Cached::Filter(filter)) => Ok(Some(Arc::clone(filter))),
+                            _ => Err(self.no_partition(handle, "filter")),
+                        };
+                    }
+                }
+            }
         };
-        let handle = self.footer.filter;
-        if handle.size == 0 {
-            return Ok(None);
-        }
         let load = || -> Result<Cached> {
             let raw = self.read_meta_block(handle, purpose, BlockKind::Filter)?;
             Ok(Cached::Filter(Arc::new(decode_filter(
@@ -158,14 +293,40 @@ impl TableReader {
     }
 }
 
+/// The pinned partition at `offset`.
+fn pinned_part(parts: &[(u64, Cached)], offset: u64) -> Option<&Cached> {
+    let i = parts.binary_search_by_key(&offset, |(o, _)| *o).ok()?;
+    parts.get(i).map(|(_, part)| part)
+}
+
 impl Drop for TableReader {
-    /// A closed table's index and filter leave the cache at once (its data blocks age out).
+    /// A closed table's index and filter (or partitions) leave the cache at once (its data
+    /// blocks age out).
     fn drop(&mut self) {
-        if let Metadata::Cached(cache) = &self.meta {
-            cache.remove(self.cache_id, self.footer.index.offset);
-            if self.footer.filter.size > 0 {
-                cache.remove(self.cache_id, self.footer.filter.offset);
+        match &self.meta {
+            Metadata::Cached(cache) => {
+                cache.remove(self.cache_id, self.footer.index.offset);
+                if self.footer.filter.size > 0 {
+                    cache.remove(self.cache_id, self.footer.filter.offset);
+                }
             }
+            Metadata::Partitioned {
+                top_index,
+                top_filter,
+                parts: Parts::Cached(cache),
+            } => {
+                let tops = [
+                    Some((self.footer.index.offset, top_index)),
+                    top_filter.as_ref().map(|t| (self.footer.filter.offset, t)),
+                ];
+                for (offset, top) in tops.into_iter().flatten() {
+                    // Read at open, so it decodes; a damaged one leaves its partitions to age out.
+                    for handle in partition_handles(&self.path, offset, top).unwrap_or_default() {
+                        cache.remove(self.cache_id, handle.offset);
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::stats::{CounterSnapshot, Counters, ReadPurpose};
 
 /// An in-memory file, written through one handle and read (and damaged) through another.
 #[derive(Clone, Default)]
-struct SharedFile(Arc<Mutex<Vec<u8>>>);
+pub(super) struct SharedFile(pub(super) Arc<Mutex<Vec<u8>>>);
 
 impl WritableFile for SharedFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {

@@ -2,8 +2,9 @@
 //! sorted-run format.
 //!
 //! Owns: the file format (data blocks with prefix-compressed keys and restart points, an
-//! index block, one Bloom filter per table, caller-supplied properties, a checksummed
-//! footer — byte by byte in `docs/format-sstable.md`), the [`TableWriter`] that produces it,
+//! index block and a Bloom filter per table — or both partitioned behind small top-level
+//! indexes —, caller-supplied properties, a checksummed footer — byte by byte in
+//! `docs/format-sstable.md`), the [`TableWriter`] that produces it,
 //! the [`TableReader`]/[`TableIter`] that read it, and the shared [`BlockCache`].
 //!
 //! Depends on: `mosaic-env` for files (so tests inject faults), the crate's key order,
@@ -27,6 +28,8 @@ mod writer;
 
 #[cfg(test)]
 mod meta_tests;
+#[cfg(test)]
+mod partition_tests;
 #[cfg(test)]
 mod tests;
 
@@ -64,6 +67,14 @@ pub struct TableOptions {
     /// the whole key: a *prefix filter*, so a scan confined to one prefix (a partition,
     /// whose keys share their token) skips tables that hold none of it.
     pub filter_prefix_bytes: usize,
+    /// Split the index block and the Bloom filter into partitions of about this many bytes
+    /// each, behind a small top-level index of each (RocksDB's two-level index with
+    /// partitioned filters, `metadata_block_size`); 0 writes one index block and one filter
+    /// per table. A table whose index and filter each fit in one partition is written
+    /// unpartitioned.
+    /// With index and filters in the block cache, a get then reads back a few KiB of
+    /// metadata on a miss instead of the table's whole index and filter.
+    pub index_partition_bytes: usize,
 }
 
 /// The part of filter key `key` a filter over `prefix_bytes`-byte prefixes holds (0: all of
@@ -85,6 +96,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             key_order: KeyOrder::Internal,
             filter_prefix_bytes: 0,
+            index_partition_bytes: 0,
         }
     }
 }

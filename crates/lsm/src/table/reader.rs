@@ -17,7 +17,7 @@ use mosaic_env::RandomAccessFile;
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::{BlockCache, Cached};
 use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
-use super::meta::{decode_filter, decode_index, Metadata};
+use super::meta::{decode_filter, decode_index, partition_handles, Metadata, Parts};
 use crate::error::{Error, Result};
 use crate::key::{user_key, KeyOrder, TRAILER_LEN};
 use crate::stats::{BlockKind, Counters, ReadPurpose};
@@ -111,12 +111,8 @@ impl TableReader {
             Ok(raw)
         };
         let index = decode_index(&path, footer.index.offset, read_meta(footer.index)?)?;
-        let filter = if footer.filter.size > 0 {
-            let raw = read_meta(footer.filter)?;
-            Some((
-                footer.filter.offset,
-                decode_filter(&path, footer.filter.offset, raw)?,
-            ))
+        let filter_raw = if footer.filter.size > 0 {
+            Some(read_meta(footer.filter)?)
         } else {
             None
         };
@@ -125,12 +121,69 @@ impl TableReader {
         if footer.filter.size > 0 {
             data_end = data_end.min(footer.filter.offset);
         }
-        let meta = Metadata::place(
-            cache.as_ref(),
-            cache_id,
-            (footer.index.offset, index),
-            filter,
-        );
+        let meta = if footer.partitioned {
+            let top_index = Arc::new(index);
+            let top_filter = match filter_raw {
+                Some(raw) => Some(Arc::new(decode_index(&path, footer.filter.offset, raw)?)),
+                None => None,
+            };
+            let index_parts = partition_handles(&path, footer.index.offset, &top_index)?;
+            let filter_parts = match &top_filter {
+                Some(top) => partition_handles(&path, footer.filter.offset, top)?,
+                None => Vec::new(),
+            };
+            // Partitions lie after the data blocks and before the top-levels.
+            for handle in index_parts.iter().chain(&filter_parts) {
+                match handle.end_with_trailer() {
+                    Some(end) if end <= footer_offset => data_end = data_end.min(handle.offset),
+                    _ => {
+                        return Err(Error::corruption(
+                            &path,
+                            handle.offset,
+                            format!(
+                                "partition handle (offset {}, size {}) outside the table's {footer_offset} bytes of blocks",
+                                handle.offset, handle.size
+                            ),
+                        ))
+                    }
+                }
+            }
+            let parts = match &cache {
+                Some(cache) if cache.holds_metadata() => Parts::Cached(Arc::clone(cache)),
+                _ => {
+                    let mut parts = Vec::with_capacity(index_parts.len() + filter_parts.len());
+                    for handle in index_parts {
+                        let block = decode_index(&path, handle.offset, read_meta(handle)?)?;
+                        parts.push((handle.offset, Cached::Index(Arc::new(block))));
+                    }
+                    for handle in filter_parts {
+                        let filter = decode_filter(&path, handle.offset, read_meta(handle)?)?;
+                        parts.push((handle.offset, Cached::Filter(Arc::new(filter))));
+                    }
+                    parts.sort_by_key(|(offset, _)| *offset);
+                    Parts::Pinned(parts)
+                }
+            };
+            Metadata::Partitioned {
+                top_index,
+                top_filter,
+                parts,
+            }
+        } else {
+            let filter = match filter_raw {
+                Some(raw) => Some((
+                    footer.filter.offset,
+                    decode_filter(&path, footer.filter.offset, raw)?,
+                )),
+                None => None,
+            };
+            Metadata::place(
+                cache.as_ref(),
+                cache_id,
+                (footer.index.offset, index),
+                filter,
+            )
+        };
         Ok(TableReader {
             file,
             path,
@@ -192,13 +245,31 @@ impl TableReader {
     }
 
     /// Bytes of index and filter this reader pins in memory for as long as the table is
-    /// open (0 when they live in the block cache).
+    /// open (0 when they live in the block cache; a partitioned table's top-level blocks
+    /// only, when its partitions do).
     pub fn pinned_memory_bytes(&self) -> u64 {
+        let part_bytes = |part: &Cached| match part {
+            Cached::Data(block) | Cached::Index(block) => block.data().len(),
+            Cached::Filter(filter) => filter.size_bytes(),
+        };
         match &self.meta {
             Metadata::Pinned { index, filter } => {
                 (index.data().len() + filter.as_ref().map_or(0, |f| f.size_bytes())) as u64
             }
             Metadata::Cached(_) => 0,
+            Metadata::Partitioned {
+                top_index,
+                top_filter,
+                parts,
+            } => {
+                let pinned = match parts {
+                    Parts::Pinned(parts) => parts.iter().map(|(_, p)| part_bytes(p)).sum(),
+                    Parts::Cached(_) => 0,
+                };
+                (top_index.data().len()
+                    + top_filter.as_ref().map_or(0, |t| t.data().len())
+                    + pinned) as u64
+            }
         }
     }
 
@@ -211,9 +282,19 @@ impl TableReader {
         if let Metadata::Pinned { filter, .. } = &self.meta {
             return Ok(filter.as_ref().is_none_or(|f| f.may_contain(filter_key)));
         }
-        Ok(self
-            .filter_block(purpose)?
-            .is_none_or(|f| f.may_contain(filter_key)))
+        let filter = self.filter_for(filter_key, purpose)?;
+        Ok(match (&self.meta, filter) {
+            (_, Some(f)) => f.may_contain(filter_key),
+            // A partitioned filter with no partition for the key: every key sorts before it.
+            (
+                Metadata::Partitioned {
+                    top_filter: Some(_),
+                    ..
+                },
+                None,
+            ) => false,
+            (_, None) => true,
+        })
     }
 
     /// An unpositioned iterator. `purpose` attributes disk reads; with `fill_cache` false,
@@ -221,7 +302,14 @@ impl TableReader {
     /// index block is fetched at the first seek and held until the iterator is dropped.
     pub fn iter(self: &Arc<Self>, purpose: ReadPurpose, fill_cache: bool) -> TableIter {
         let index = match &self.meta {
-            Metadata::Pinned { index, .. } => Some(BlockIter::new(Arc::clone(index))),
+            Metadata::Pinned { index, .. } => {
+                Some(IndexCursor::Single(BlockIter::new(Arc::clone(index))))
+            }
+            Metadata::Partitioned { top_index, .. } => Some(IndexCursor::TwoLevel {
+                top: BlockIter::new(Arc::clone(top_index)),
+                part: None,
+                part_handle: BlockHandle::default(),
+            }),
             Metadata::Cached(_) => None,
         };
         TableIter {
@@ -323,8 +411,8 @@ impl TableReader {
 /// outlive the caller's handle.
 pub struct TableIter {
     table: Arc<TableReader>,
-    /// The cursor over the index block; `None` until the first seek fetches a cached index.
-    index: Option<BlockIter>,
+    /// The cursor over the index; `None` until the first seek fetches a cached index.
+    index: Option<IndexCursor>,
     /// The cursor over the current data block; positioned iff the iterator is valid.
     data: Option<BlockIter>,
     /// The handle of the block under `data`.
@@ -418,18 +506,23 @@ impl TableIter {
     }
 
     /// The index cursor, fetching the index block first if the iterator has none yet.
-    fn index_cursor(&mut self) -> Result<&mut BlockIter> {
+    fn index_cursor(&mut self) -> Result<&mut IndexCursor> {
         let cursor = match self.index.take() {
             Some(cursor) => cursor,
-            None => BlockIter::new(self.table.index_block(self.purpose, self.fill_cache)?),
+            None => IndexCursor::Single(BlockIter::new(
+                self.table.index_block(self.purpose, self.fill_cache)?,
+            )),
         };
         Ok(self.index.insert(cursor))
     }
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
+        let (purpose, fill_cache) = (self.purpose, self.fill_cache);
+        self.index_cursor()?;
+        if let Some(index) = &mut self.index {
+            index.seek(&self.table, target, purpose, fill_cache)?;
+        }
         let order = self.table.footer.key_order;
-        let sought = self.index_cursor()?.seek(target, order);
-        sought.map_err(|r| self.table.index_error(r))?;
         if !self.load_data_block()? {
             return Ok(());
         }
@@ -442,8 +535,11 @@ impl TableIter {
     }
 
     fn seek_to_first_inner(&mut self) -> Result<()> {
-        let sought = self.index_cursor()?.seek_to_first();
-        sought.map_err(|r| self.table.index_error(r))?;
+        let (purpose, fill_cache) = (self.purpose, self.fill_cache);
+        self.index_cursor()?;
+        if let Some(index) = &mut self.index {
+            index.seek_to_first(&self.table, purpose, fill_cache)?;
+        }
         if !self.load_data_block()? {
             return Ok(());
         }
@@ -479,8 +575,7 @@ impl TableIter {
                 index.invalidate();
                 return Ok(());
             }
-            let stepped = index.next();
-            stepped.map_err(|r| self.table.index_error(r))?;
+            index.next(&self.table, self.purpose, self.fill_cache)?;
             if !self.load_data_block()? {
                 return Ok(());
             }
@@ -622,4 +717,200 @@ impl Readahead {
         self.offset = offset;
         Ok(())
     }
+}
+
+/// A cursor over a table's index: its one index block, or a two-level index (the top-level
+/// block over partitions, and the partition it points at). Positioned at the index entry
+/// `separator → data block handle` of the block holding the sought key.
+enum IndexCursor {
+    Single(BlockIter),
+    TwoLevel {
+        top: BlockIter,
+        /// The cursor in the partition `top` points at (`None` before the first seek).
+        part: Option<BlockIter>,
+        part_handle: BlockHandle,
+    },
+}
+
+impl IndexCursor {
+    fn valid(&self) -> bool {
+        match self {
+            IndexCursor::Single(it) => it.valid(),
+            IndexCursor::TwoLevel { top, part, .. } => {
+                top.valid() && part.as_ref().is_some_and(BlockIter::valid)
+            }
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        match self {
+            IndexCursor::Single(it) => it.key(),
+            IndexCursor::TwoLevel { part: Some(p), .. } => p.key(),
+            IndexCursor::TwoLevel { part: None, .. } => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match self {
+            IndexCursor::Single(it) => it.value(),
+            IndexCursor::TwoLevel { part: Some(p), .. } => p.value(),
+            IndexCursor::TwoLevel { part: None, .. } => &[],
+        }
+    }
+
+    fn invalidate(&mut self) {
+        match self {
+            IndexCursor::Single(it) => it.invalidate(),
+            IndexCursor::TwoLevel { top, part, .. } => {
+                top.invalidate();
+                if let Some(p) = part {
+                    p.invalidate();
+                }
+            }
+        }
+    }
+
+    /// Positions at the first entry whose separator is `>= target`.
+    fn seek(
+        &mut self,
+        table: &TableReader,
+        target: &[u8],
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<()> {
+        let order = table.footer.key_order;
+        match self {
+            IndexCursor::Single(it) => it.seek(target, order).map_err(|r| table.index_error(r)),
+            IndexCursor::TwoLevel { top, .. } => {
+                top.seek(target, order).map_err(|r| table.index_error(r))?;
+                self.load_partition(table, purpose, fill_cache)?;
+                if let IndexCursor::TwoLevel {
+                    part: Some(p),
+                    part_handle,
+                    ..
+                } = self
+                {
+                    let handle = *part_handle;
+                    p.seek(target, order)
+                        .map_err(|r| partition_error(table, handle, r))?;
+                }
+                self.skip_exhausted_partitions(table, purpose, fill_cache)
+            }
+        }
+    }
+
+    fn seek_to_first(
+        &mut self,
+        table: &TableReader,
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<()> {
+        match self {
+            IndexCursor::Single(it) => it.seek_to_first().map_err(|r| table.index_error(r)),
+            IndexCursor::TwoLevel { top, .. } => {
+                top.seek_to_first().map_err(|r| table.index_error(r))?;
+                self.load_partition(table, purpose, fill_cache)?;
+                self.first_in_partition(table)?;
+                self.skip_exhausted_partitions(table, purpose, fill_cache)
+            }
+        }
+    }
+
+    /// Moves to the next entry; call only when valid.
+    fn next(&mut self, table: &TableReader, purpose: ReadPurpose, fill_cache: bool) -> Result<()> {
+        match self {
+            IndexCursor::Single(it) => it.next().map_err(|r| table.index_error(r)),
+            IndexCursor::TwoLevel {
+                part: Some(p),
+                part_handle,
+                ..
+            } => {
+                let handle = *part_handle;
+                p.next().map_err(|r| partition_error(table, handle, r))?;
+                self.skip_exhausted_partitions(table, purpose, fill_cache)
+            }
+            IndexCursor::TwoLevel { part: None, .. } => Ok(()),
+        }
+    }
+
+    /// Two-level: while the partition cursor is past its partition's end, moves to the
+    /// next partition's first entry.
+    fn skip_exhausted_partitions(
+        &mut self,
+        table: &TableReader,
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<()> {
+        loop {
+            let IndexCursor::TwoLevel { top, part, .. } = self else {
+                return Ok(());
+            };
+            if !top.valid() || part.as_ref().is_some_and(BlockIter::valid) {
+                return Ok(());
+            }
+            top.next().map_err(|r| table.index_error(r))?;
+            self.load_partition(table, purpose, fill_cache)?;
+            self.first_in_partition(table)?;
+        }
+    }
+
+    /// Two-level: positions the partition cursor at its partition's first entry.
+    fn first_in_partition(&mut self, table: &TableReader) -> Result<()> {
+        if let IndexCursor::TwoLevel {
+            part: Some(p),
+            part_handle,
+            ..
+        } = self
+        {
+            let handle = *part_handle;
+            p.seek_to_first()
+                .map_err(|r| partition_error(table, handle, r))?;
+        }
+        Ok(())
+    }
+
+    /// Two-level: points the partition cursor at the partition the top-level cursor names
+    /// (reading it unless it is the one already under the cursor), or invalidates it when
+    /// the top-level cursor is exhausted.
+    fn load_partition(
+        &mut self,
+        table: &TableReader,
+        purpose: ReadPurpose,
+        fill_cache: bool,
+    ) -> Result<()> {
+        let IndexCursor::TwoLevel {
+            top,
+            part,
+            part_handle,
+        } = self
+        else {
+            return Ok(());
+        };
+        if !top.valid() {
+            if let Some(p) = part {
+                p.invalidate();
+            }
+            return Ok(());
+        }
+        let handle = BlockHandle::decode_varint(top.value())
+            .ok_or_else(|| table.index_error("top-level entry value is not a block handle"))?;
+        if part.is_some() && handle == *part_handle {
+            return Ok(());
+        }
+        let block = table.index_partition(handle, purpose, fill_cache)?;
+        match part {
+            Some(p) => p.reset(block),
+            None => *part = Some(BlockIter::new(block)),
+        }
+        *part_handle = handle;
+        Ok(())
+    }
+}
+
+fn partition_error(table: &TableReader, handle: BlockHandle, reason: BlockError) -> Error {
+    Error::corruption(
+        &table.path,
+        handle.offset,
+        format!("index partition: {reason}"),
+    )
 }

@@ -68,6 +68,12 @@ pub struct TableWriter {
     pending_index: Option<BlockHandle>,
     /// Set after a failed append: the file's contents are unknown, so nothing more is written.
     failed: Option<String>,
+    /// Finished index partitions, written at `finish`: (the separator of the partition's
+    /// last block, the partition's block contents). Empty unless the index was partitioned.
+    index_parts: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Finished filter partitions: (the last filter key of the partition, whole,
+    /// not cut to a prefix; the filter's contents).
+    filter_parts: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -105,6 +111,8 @@ impl TableWriter {
             separator_buf: Vec::new(),
             pending_index: None,
             failed: None,
+            index_parts: Vec::new(),
+            filter_parts: Vec::new(),
         }
     }
 
@@ -181,25 +189,25 @@ impl TableWriter {
         if let Some(handle) = self.pending_index.take() {
             self.add_index_entry(None, handle);
         }
+        let partitioned = !self.index_parts.is_empty() || !self.filter_parts.is_empty();
         let mut meta = std::mem::take(&mut self.compress_buf);
-        let filter = match &self.filter {
-            Some(f) if f.len() > 0 => {
-                meta.clear();
-                f.finish_into(&mut meta);
-                self.write_raw_block(&mut meta)?
-            }
-            _ => BlockHandle::default(),
-        };
-        let index = {
-            let buf = self.index.finish_mut();
-            let handle = BlockHandle {
-                offset: self.offset,
-                size: buf.len() as u64,
+        let (filter, index) = if partitioned {
+            // The rest of the index and of the filter are their last partitions (never
+            // empty: the last block's index entry and filter keys cut nothing).
+            self.cut_index_partition();
+            self.cut_filter_partition();
+            self.write_partitions(&mut meta)?
+        } else {
+            let filter = match &self.filter {
+                Some(f) if f.len() > 0 => {
+                    meta.clear();
+                    f.finish_into(&mut meta);
+                    self.write_raw_block(&mut meta)?
+                }
+                _ => BlockHandle::default(),
             };
-            append_trailer(buf, BLOCK_TYPE_NONE);
-            write_all(&mut *self.file, &self.path, buf, &mut self.failed)?;
-            self.offset += buf.len() as u64;
-            handle
+            let index = self.write_index_block()?;
+            (filter, index)
         };
         meta.clear();
         meta.extend_from_slice(properties);
@@ -211,6 +219,7 @@ impl TableWriter {
             entries: self.entries,
             data_blocks: self.data_blocks,
             key_order: self.opts.key_order,
+            partitioned,
         }
         .encode();
         write_all(&mut *self.file, &self.path, &footer, &mut self.failed)?;
@@ -253,6 +262,68 @@ impl TableWriter {
         write_all(&mut *self.file, &self.path, buf, &mut self.failed)?;
         self.offset += buf.len() as u64;
         Ok(handle)
+    }
+
+    /// Writes the index block under construction (the whole index, or a top-level one).
+    fn write_index_block(&mut self) -> Result<BlockHandle> {
+        let mut buf = std::mem::take(self.index.finish_mut());
+        self.index.reset();
+        self.write_raw_block(&mut buf)
+    }
+
+    /// Ends the current index partition after the entry just added.
+    fn cut_index_partition(&mut self) {
+        let contents = self.index.finish_mut().clone();
+        self.index.reset();
+        self.index_parts
+            .push((self.separator_buf.clone(), contents));
+    }
+
+    /// Ends the current filter partition after the last data block written: it holds the
+    /// filter keys of the data blocks since the previous cut.
+    fn cut_filter_partition(&mut self) {
+        if let Some(filter) = &mut self.filter {
+            let mut bits = Vec::new();
+            filter.finish_into(&mut bits);
+            filter.clear();
+            let last = self.opts.key_order.filter_key(&self.last_key).to_vec();
+            self.filter_parts.push((last, bits));
+        }
+    }
+
+    /// Writes the filter partitions and the top-level filter index, then the index
+    /// partitions and the top-level index; returns the top-levels' handles (filter —
+    /// the default, empty handle when there is no filter — and index) for the footer.
+    fn write_partitions(&mut self, buf: &mut Vec<u8>) -> Result<(BlockHandle, BlockHandle)> {
+        let filter_parts = std::mem::take(&mut self.filter_parts);
+        let filter = self.write_top_level(filter_parts, buf)?.unwrap_or_default();
+        let index_parts = std::mem::take(&mut self.index_parts);
+        let index = self.write_top_level(index_parts, buf)?.unwrap_or_default();
+        Ok((filter, index))
+    }
+
+    /// Writes each `(key, contents)` partition, then a top-level block `key → partition
+    /// handle` over them; `None` (nothing written) when there are no partitions.
+    fn write_top_level(
+        &mut self,
+        parts: Vec<(Vec<u8>, Vec<u8>)>,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<BlockHandle>> {
+        if parts.is_empty() {
+            return Ok(None);
+        }
+        let mut top = BlockBuilder::new(INDEX_RESTART_INTERVAL);
+        for (key, contents) in parts {
+            buf.clear();
+            buf.extend_from_slice(&contents);
+            let handle = self.write_raw_block(buf)?;
+            self.handle_buf.clear();
+            handle.encode_varint_to(&mut self.handle_buf);
+            top.add(&key, &self.handle_buf);
+        }
+        buf.clear();
+        buf.extend_from_slice(top.finish_mut());
+        self.write_raw_block(buf).map(Some)
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
@@ -310,6 +381,26 @@ impl TableWriter {
         self.handle_buf.clear();
         handle.encode_varint_to(&mut self.handle_buf);
         self.index.add(&self.separator_buf, &self.handle_buf);
+        // At a data block boundary (but not after the last block: `finish` cuts the
+        // remainders, so a table whose index and filter each fit in one partition is written
+        // unpartitioned), the index and the filter are each cut once they reach the
+        // partition size — independently, as RocksDB's decoupled partitioned filters: a
+        // filter is a fraction of its index's size, and filter partitions as small as
+        // that would each be a cache entry of a few bytes, read back on nearly every probe.
+        let limit = self.opts.index_partition_bytes;
+        if limit > 0 && next.is_some() {
+            if self.index.size_estimate() >= limit {
+                self.cut_index_partition();
+            }
+            let bits_per_key = self.opts.bloom_bits_per_key as usize;
+            if self
+                .filter
+                .as_ref()
+                .is_some_and(|f| f.len().saturating_mul(bits_per_key) / 8 >= limit)
+            {
+                self.cut_filter_partition();
+            }
+        }
     }
 }
 

@@ -91,7 +91,13 @@ impl StorageConfig {
     pub fn engine_options(&self) -> Result<Options> {
         let memtable_size_bytes = usize::try_from(self.memtable_size_bytes)
             .context("[storage] memtable_size_bytes does not fit this machine's address space")?;
+        let index_partition_bytes = usize::try_from(self.index_partition_bytes)
+            .context("[storage] index_partition_bytes does not fit this machine's address space")?;
         Ok(Options {
+            table: mosaic_lsm::TableOptions {
+                index_partition_bytes,
+                ..mosaic_lsm::TableOptions::default()
+            },
             sync_mode: self.sync_mode(),
             memtable_size_bytes,
             table_size_bytes: self.sstable_size_bytes,
