@@ -107,19 +107,88 @@ impl Block {
 
     /// The full key stored at restart point `i` (restart entries share nothing).
     fn restart_key(&self, i: usize) -> Result<&[u8], BlockError> {
+        self.restart_entry(i).map(|(key, _)| key)
+    }
+
+    /// The key and value of the entry at restart point `i`.
+    pub(crate) fn restart_entry(&self, i: usize) -> Result<(&[u8], &[u8]), BlockError> {
         let entries = self.entries();
         let off = self.restart(i).ok_or("block restart unreadable")?;
         let (shared, p) = get_varint32(entries, off).ok_or("bad varint in block entry")?;
         let (unshared, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
-        let (_vlen, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
+        let (vlen, p) = get_varint32(entries, p).ok_or("bad varint in block entry")?;
         if shared != 0 {
             return Err("block restart entry shares a prefix");
         }
-        let end = p
-            .checked_add(unshared as usize)
-            .ok_or("block key length overflows")?;
-        entries.get(p..end).ok_or("block key runs past the entries")
+        let (key, value) = entry_ranges(p, unshared, vlen, entries.len())?;
+        Ok((
+            entries.get(key).unwrap_or_default(),
+            entries.get(value).unwrap_or_default(),
+        ))
     }
+
+    /// In a block whose every entry is a restart point (an index block), the value of the
+    /// first entry whose key is `>= target` in `order`, or `None` if every key is smaller —
+    /// a binary search that, unlike a [`BlockIter`], allocates nothing.
+    pub(crate) fn value_at_or_after(
+        &self,
+        target: &[u8],
+        order: KeyOrder,
+    ) -> Result<Option<&[u8]>, BlockError> {
+        let i = self.index_seek(target, order)?;
+        if i == self.index_len() {
+            return Ok(None);
+        }
+        self.restart_entry(i).map(|(_, value)| Some(value))
+    }
+
+    /// Entries of a block whose every entry is a restart point.
+    pub(crate) fn index_len(&self) -> usize {
+        if self.entries().is_empty() {
+            0
+        } else {
+            self.num_restarts
+        }
+    }
+
+    /// In a block whose every entry is a restart point, the position of the first entry
+    /// whose key is `>= target` in `order` ([`Block::index_len`] if none).
+    pub(crate) fn index_seek(&self, target: &[u8], order: KeyOrder) -> Result<usize, BlockError> {
+        let (mut lo, mut hi) = (0, self.index_len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if order.compare(self.restart_key(mid)?, target) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+}
+
+/// The byte ranges of the (unshared part of the) key and of the value of an entry whose
+/// header ends at `p`, both checked to lie within the `entries_len` bytes of entries.
+#[inline]
+fn entry_ranges(
+    p: usize,
+    key_len: u32,
+    value_len: u32,
+    entries_len: usize,
+) -> Result<(std::ops::Range<usize>, std::ops::Range<usize>), BlockError> {
+    let key_end = p
+        .checked_add(key_len as usize)
+        .ok_or("block key length overflows")?;
+    let value_end = key_end
+        .checked_add(value_len as usize)
+        .ok_or("block value length overflows")?;
+    if key_end > entries_len {
+        return Err("block key runs past the entries");
+    }
+    if value_end > entries_len {
+        return Err("block value runs past the entries");
+    }
+    Ok((p..key_end, key_end..value_end))
 }
 
 /// Builds one block in memory; reused across blocks by the table writer.
@@ -354,24 +423,14 @@ impl BlockIter {
                 return Err("block restart point inside an entry");
             }
         }
-        let key_end = p
-            .checked_add(unshared as usize)
-            .ok_or("block key length overflows")?;
-        let value_end = key_end
-            .checked_add(vlen as usize)
-            .ok_or("block value length overflows")?;
-        let delta = entries
-            .get(p..key_end)
-            .ok_or("block key runs past the entries")?;
-        if value_end > entries.len() {
-            return Err("block value runs past the entries");
-        }
+        let (key, value) = entry_ranges(p, unshared, vlen, entries.len())?;
         self.key.truncate(shared);
-        self.key.extend_from_slice(delta);
-        self.value_start = key_end;
-        self.value_end = value_end;
+        self.key
+            .extend_from_slice(entries.get(key).unwrap_or_default());
+        self.value_start = value.start;
+        self.value_end = value.end;
         self.current = off;
-        self.next_offset = value_end;
+        self.next_offset = self.value_end;
         self.valid = true;
         Ok(())
     }
@@ -493,6 +552,26 @@ mod tests {
                 }
                 let _ = it.seek(&target, KeyOrder::Bytewise);
                 let _ = it.seek(&target, KeyOrder::Internal);
+                let _ = it.block.value_at_or_after(&target, KeyOrder::Bytewise);
+            }
+        }
+
+        /// In an index-like block (every entry a restart), the allocation-free lookup finds
+        /// what a cursor's seek finds.
+        #[test]
+        fn value_at_or_after_agrees_with_seek(
+            keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..6), 0..40),
+            targets in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..7), 1..20),
+        ) {
+            let entries: Vec<(Vec<u8>, Vec<u8>)> =
+                keys.into_iter().enumerate().map(|(i, k)| (k, vec![i as u8; 1 + i % 3])).collect();
+            let block = build(&entries, 1);
+            let mut it = BlockIter::new(Arc::clone(&block));
+            for target in &targets {
+                it.seek(target, KeyOrder::Bytewise).unwrap();
+                let expected = it.valid().then(|| it.value().to_vec());
+                let found = block.value_at_or_after(target, KeyOrder::Bytewise).unwrap();
+                prop_assert_eq!(found.map(<[u8]>::to_vec), expected);
             }
         }
 

@@ -22,7 +22,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::Block;
 use super::cache::{BlockCache, Cached};
 use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, BLOCK_TRAILER_LEN};
@@ -68,16 +68,13 @@ pub(super) fn partition_handles(
 ) -> Result<Vec<BlockHandle>> {
     let corrupt =
         |reason: &str| Error::corruption(path, offset, format!("top-level index: {reason}"));
-    let mut handles = Vec::new();
-    let mut it = BlockIter::new(Arc::clone(top));
-    it.seek_to_first().map_err(corrupt)?;
-    while it.valid() {
-        let handle = BlockHandle::decode_varint(it.value())
-            .ok_or_else(|| corrupt("entry value is not a block handle"))?;
-        handles.push(handle);
-        it.next().map_err(corrupt)?;
-    }
-    Ok(handles)
+    (0..top.index_len())
+        .map(|i| {
+            let (_, value) = top.restart_entry(i).map_err(corrupt)?;
+            BlockHandle::decode_varint(value)
+                .ok_or_else(|| corrupt("entry value is not a block handle"))
+        })
+        .collect()
 }
 
 impl Metadata {
@@ -221,12 +218,13 @@ impl TableReader {
                         format!("top-level filter index: {reason}"),
                     )
                 };
-                let mut it = BlockIter::new(Arc::clone(top));
-                it.seek(filter_key, KeyOrder::Bytewise).map_err(corrupt)?;
-                if !it.valid() {
+                let Some(value) = top
+                    .value_at_or_after(filter_key, KeyOrder::Bytewise)
+                    .map_err(corrupt)?
+                else {
                     return Ok(None);
-                }
-                let handle = BlockHandle::decode_varint(it.value())
+                };
+                let handle = BlockHandle::decode_varint(value)
                     .ok_or_else(|| corrupt("entry value is not a block handle"))?;
                 match parts {
                     Parts::Cached(cache) => (handle, cache),

@@ -305,11 +305,9 @@ impl TableReader {
             Metadata::Pinned { index, .. } => {
                 Some(IndexCursor::Single(BlockIter::new(Arc::clone(index))))
             }
-            Metadata::Partitioned { top_index, .. } => Some(IndexCursor::TwoLevel {
-                top: BlockIter::new(Arc::clone(top_index)),
-                part: None,
-                part_handle: BlockHandle::default(),
-            }),
+            Metadata::Partitioned { top_index, .. } => {
+                Some(IndexCursor::two_level(Arc::clone(top_index)))
+            }
             Metadata::Cached(_) => None,
         };
         TableIter {
@@ -725,20 +723,33 @@ impl Readahead {
 enum IndexCursor {
     Single(BlockIter),
     TwoLevel {
-        top: BlockIter,
-        /// The cursor in the partition `top` points at (`None` before the first seek).
+        /// The top-level index: every entry a restart point, so it is walked by position
+        /// without a cursor (nothing allocated per get).
+        top: Arc<Block>,
+        /// The top-level entry of the current partition (`>= top.index_len()`: exhausted).
+        top_pos: usize,
+        /// The cursor in the partition at `top_pos` (`None` before the first seek).
         part: Option<BlockIter>,
         part_handle: BlockHandle,
     },
 }
 
 impl IndexCursor {
+    fn two_level(top: Arc<Block>) -> Self {
+        IndexCursor::TwoLevel {
+            top,
+            top_pos: usize::MAX,
+            part: None,
+            part_handle: BlockHandle::default(),
+        }
+    }
+
     fn valid(&self) -> bool {
         match self {
             IndexCursor::Single(it) => it.valid(),
-            IndexCursor::TwoLevel { top, part, .. } => {
-                top.valid() && part.as_ref().is_some_and(BlockIter::valid)
-            }
+            IndexCursor::TwoLevel {
+                top, top_pos, part, ..
+            } => *top_pos < top.index_len() && part.as_ref().is_some_and(BlockIter::valid),
         }
     }
 
@@ -761,8 +772,8 @@ impl IndexCursor {
     fn invalidate(&mut self) {
         match self {
             IndexCursor::Single(it) => it.invalidate(),
-            IndexCursor::TwoLevel { top, part, .. } => {
-                top.invalidate();
+            IndexCursor::TwoLevel { top_pos, part, .. } => {
+                *top_pos = usize::MAX;
                 if let Some(p) = part {
                     p.invalidate();
                 }
@@ -781,8 +792,10 @@ impl IndexCursor {
         let order = table.footer.key_order;
         match self {
             IndexCursor::Single(it) => it.seek(target, order).map_err(|r| table.index_error(r)),
-            IndexCursor::TwoLevel { top, .. } => {
-                top.seek(target, order).map_err(|r| table.index_error(r))?;
+            IndexCursor::TwoLevel { top, top_pos, .. } => {
+                *top_pos = top
+                    .index_seek(target, order)
+                    .map_err(|r| table.index_error(r))?;
                 self.load_partition(table, purpose, fill_cache)?;
                 if let IndexCursor::TwoLevel {
                     part: Some(p),
@@ -807,8 +820,8 @@ impl IndexCursor {
     ) -> Result<()> {
         match self {
             IndexCursor::Single(it) => it.seek_to_first().map_err(|r| table.index_error(r)),
-            IndexCursor::TwoLevel { top, .. } => {
-                top.seek_to_first().map_err(|r| table.index_error(r))?;
+            IndexCursor::TwoLevel { top_pos, .. } => {
+                *top_pos = 0;
                 self.load_partition(table, purpose, fill_cache)?;
                 self.first_in_partition(table)?;
                 self.skip_exhausted_partitions(table, purpose, fill_cache)
@@ -842,13 +855,16 @@ impl IndexCursor {
         fill_cache: bool,
     ) -> Result<()> {
         loop {
-            let IndexCursor::TwoLevel { top, part, .. } = self else {
+            let IndexCursor::TwoLevel {
+                top, top_pos, part, ..
+            } = self
+            else {
                 return Ok(());
             };
-            if !top.valid() || part.as_ref().is_some_and(BlockIter::valid) {
+            if *top_pos >= top.index_len() || part.as_ref().is_some_and(BlockIter::valid) {
                 return Ok(());
             }
-            top.next().map_err(|r| table.index_error(r))?;
+            *top_pos += 1;
             self.load_partition(table, purpose, fill_cache)?;
             self.first_in_partition(table)?;
         }
@@ -869,9 +885,9 @@ impl IndexCursor {
         Ok(())
     }
 
-    /// Two-level: points the partition cursor at the partition the top-level cursor names
-    /// (reading it unless it is the one already under the cursor), or invalidates it when
-    /// the top-level cursor is exhausted.
+    /// Two-level: points the partition cursor at the partition of the top-level entry at
+    /// `top_pos` (reading it unless it is the one already under the cursor), or invalidates
+    /// it when the top level is exhausted.
     fn load_partition(
         &mut self,
         table: &TableReader,
@@ -880,19 +896,23 @@ impl IndexCursor {
     ) -> Result<()> {
         let IndexCursor::TwoLevel {
             top,
+            top_pos,
             part,
             part_handle,
         } = self
         else {
             return Ok(());
         };
-        if !top.valid() {
+        if *top_pos >= top.index_len() {
             if let Some(p) = part {
                 p.invalidate();
             }
             return Ok(());
         }
-        let handle = BlockHandle::decode_varint(top.value())
+        let (_, value) = top
+            .restart_entry(*top_pos)
+            .map_err(|r| table.index_error(r))?;
+        let handle = BlockHandle::decode_varint(value)
             .ok_or_else(|| table.index_error("top-level entry value is not a block handle"))?;
         if part.is_some() && handle == *part_handle {
             return Ok(());
