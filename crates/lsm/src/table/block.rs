@@ -105,13 +105,24 @@ impl Block {
         self.data.get(..self.restarts_offset).unwrap_or_default()
     }
 
-    /// The full key stored at restart point `i` (restart entries share nothing).
+    /// The full key stored at restart point `i` (restart entries share nothing). On every
+    /// step of a seek's binary search: it parses the header and slices the key, nothing
+    /// more.
+    #[inline]
     fn restart_key(&self, i: usize) -> Result<&[u8], BlockError> {
-        self.restart_entry(i).map(|(key, _)| key)
+        let (p, key_len, _) = self.restart_header(i)?;
+        let end = p
+            .checked_add(key_len as usize)
+            .ok_or("block key length overflows")?;
+        self.entries()
+            .get(p..end)
+            .ok_or("block key runs past the entries")
     }
 
-    /// The key and value of the entry at restart point `i`.
-    pub(crate) fn restart_entry(&self, i: usize) -> Result<(&[u8], &[u8]), BlockError> {
+    /// The entry header at restart point `i`: where its key starts, and the key's and the
+    /// value's lengths.
+    #[inline]
+    fn restart_header(&self, i: usize) -> Result<(usize, u32, u32), BlockError> {
         let entries = self.entries();
         let off = self.restart(i).ok_or("block restart unreadable")?;
         let (shared, p) = get_varint32(entries, off).ok_or("bad varint in block entry")?;
@@ -120,7 +131,14 @@ impl Block {
         if shared != 0 {
             return Err("block restart entry shares a prefix");
         }
-        let (key, value) = entry_ranges(p, unshared, vlen, entries.len())?;
+        Ok((p, unshared, vlen))
+    }
+
+    /// The key and value of the entry at restart point `i`.
+    pub(crate) fn restart_entry(&self, i: usize) -> Result<(&[u8], &[u8]), BlockError> {
+        let (p, key_len, value_len) = self.restart_header(i)?;
+        let entries = self.entries();
+        let (key, value) = entry_ranges(p, key_len, value_len, entries.len())?;
         Ok((
             entries.get(key).unwrap_or_default(),
             entries.get(value).unwrap_or_default(),
