@@ -117,12 +117,14 @@ pub(super) fn decode_filter(path: &Path, offset: u64, raw: Vec<u8>) -> Result<Bl
 
 impl TableReader {
     /// The table's index block, for an iterator reading for `purpose` (which, with
-    /// `fill_cache` false, leaves a block it had to read out of the cache).
-    /// For a partitioned table this is the top-level index.
+    /// `fill_cache` false, leaves a block it had to read out of the cache). A partitioned
+    /// table has none: its iterators walk the top-level index and the partitions.
     pub(super) fn index_block(&self, purpose: ReadPurpose, fill_cache: bool) -> Result<Arc<Block>> {
         let cache = match &self.meta {
             Metadata::Pinned { index, .. } => return Ok(Arc::clone(index)),
-            Metadata::Partitioned { top_index, .. } => return Ok(Arc::clone(top_index)),
+            Metadata::Partitioned { .. } => {
+                return Err(self.index_error("a partitioned table has no single index block"));
+            }
             Metadata::Cached(cache) => cache,
         };
         self.cached_index(cache, self.footer.index, purpose, fill_cache)

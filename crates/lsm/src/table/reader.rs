@@ -301,17 +301,8 @@ impl TableReader {
     /// blocks read from disk are not inserted into the cache (compaction inputs). A cached
     /// index block is fetched at the first seek and held until the iterator is dropped.
     pub fn iter(self: &Arc<Self>, purpose: ReadPurpose, fill_cache: bool) -> TableIter {
-        let index = match &self.meta {
-            Metadata::Pinned { index, .. } => {
-                Some(IndexCursor::Single(BlockIter::new(Arc::clone(index))))
-            }
-            Metadata::Partitioned { top_index, .. } => {
-                Some(IndexCursor::two_level(Arc::clone(top_index)))
-            }
-            Metadata::Cached(_) => None,
-        };
         TableIter {
-            index,
+            index: None,
             table: Arc::clone(self),
             data: None,
             data_handle: BlockHandle::default(),
@@ -503,13 +494,19 @@ impl TableIter {
         result
     }
 
-    /// The index cursor, fetching the index block first if the iterator has none yet.
+    /// The index cursor, made at the first seek: over the pinned index block, over the
+    /// cached one (fetched now), or over a partitioned table's two levels.
     fn index_cursor(&mut self) -> Result<&mut IndexCursor> {
         let cursor = match self.index.take() {
             Some(cursor) => cursor,
-            None => IndexCursor::Single(BlockIter::new(
-                self.table.index_block(self.purpose, self.fill_cache)?,
-            )),
+            None => match &self.table.meta {
+                Metadata::Partitioned { top_index, .. } => {
+                    IndexCursor::two_level(Arc::clone(top_index))
+                }
+                _ => IndexCursor::Single(BlockIter::new(
+                    self.table.index_block(self.purpose, self.fill_cache)?,
+                )),
+            },
         };
         Ok(self.index.insert(cursor))
     }
