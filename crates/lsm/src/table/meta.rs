@@ -187,20 +187,18 @@ impl TableReader {
         }
     }
 
-    /// The Bloom filter that answers for `filter_key`: the table's (`None` if it was
-    /// written without one), or of a partitioned table the partition whose keys would
-    /// hold it (`None` also when every key of the table sorts before `filter_key`, so none
-    /// can have it: the caller then answers "absent").
-    pub(super) fn filter_for(
-        &self,
-        filter_key: &[u8],
-        purpose: ReadPurpose,
-    ) -> Result<Option<Arc<BloomFilter>>> {
+    /// Bloom probe on `filter_key` through the filter that answers for it: the table's,
+    /// or a partitioned table's partition whose keys would hold it. `true` if the table has
+    /// no filter; `false` for a partitioned table whose every key sorts before `filter_key`.
+    pub(super) fn probe_filter(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
         let (handle, cache) = match &self.meta {
-            Metadata::Pinned { filter, .. } => return Ok(filter.clone()),
+            // Borrowed, not cloned: no shared reference count touched per probe.
+            Metadata::Pinned { filter, .. } => {
+                return Ok(filter.as_ref().is_none_or(|f| f.may_contain(filter_key)))
+            }
             Metadata::Cached(cache) => {
                 if self.footer.filter.size == 0 {
-                    return Ok(None);
+                    return Ok(true);
                 }
                 (self.footer.filter, cache)
             }
@@ -208,7 +206,7 @@ impl TableReader {
                 top_filter, parts, ..
             } => {
                 let Some(top) = top_filter else {
-                    return Ok(None);
+                    return Ok(true);
                 };
                 // The first partition whose last key is at or past `filter_key`: if the
                 // table holds a key with this filter key, that partition holds one (a key
@@ -224,7 +222,7 @@ impl TableReader {
                     .value_at_or_after(filter_key, KeyOrder::Bytewise)
                     .map_err(corrupt)?
                 else {
-                    return Ok(None);
+                    return Ok(false);
                 };
                 let handle = BlockHandle::decode_varint(value)
                     .ok_or_else(|| corrupt("entry value is not a block handle"))?;
@@ -232,7 +230,7 @@ impl TableReader {
                     Parts::Cached(cache) => (handle, cache),
                     Parts::Pinned(parts) => {
                         return match pinned_part(parts, handle.offset) {
-                            Some(Cached::Filter(filter)) => Ok(Some(Arc::clone(filter))),
+                            Some(Cached::Filter(filter)) => Ok(filter.may_contain(filter_key)),
                             _ => Err(self.no_partition(handle, "filter")),
                         };
                     }
@@ -248,7 +246,7 @@ impl TableReader {
             )?)))
         };
         match self.cached_meta(cache, handle, purpose != ReadPurpose::Compaction, load)? {
-            Cached::Filter(filter) => Ok(Some(filter)),
+            Cached::Filter(filter) => Ok(filter.may_contain(filter_key)),
             _ => Err(Error::corruption(
                 &self.path,
                 handle.offset,

@@ -21,6 +21,7 @@ mod cache;
 mod coding;
 mod filter;
 mod format;
+mod index_cursor;
 mod meta;
 mod reader;
 mod tiered;

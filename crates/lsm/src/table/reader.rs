@@ -17,6 +17,7 @@ use mosaic_env::RandomAccessFile;
 use super::block::{Block, BlockError, BlockIter};
 use super::cache::{BlockCache, Cached};
 use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER_LEN, FOOTER_LEN};
+use super::index_cursor::IndexCursor;
 use super::meta::{decode_filter, decode_index, partition_handles, Metadata, Parts};
 use crate::error::{Error, Result};
 use crate::key::{user_key, KeyOrder, TRAILER_LEN};
@@ -278,23 +279,7 @@ impl TableReader {
     /// key. Fails only if the filter lives in the block cache, missed, and could not be read
     /// back (an I/O error, or a damaged block).
     pub fn may_contain(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
-        // Pinned: borrowed, not cloned — no shared reference count touched per probe.
-        if let Metadata::Pinned { filter, .. } = &self.meta {
-            return Ok(filter.as_ref().is_none_or(|f| f.may_contain(filter_key)));
-        }
-        let filter = self.filter_for(filter_key, purpose)?;
-        Ok(match (&self.meta, filter) {
-            (_, Some(f)) => f.may_contain(filter_key),
-            // A partitioned filter with no partition for the key: every key sorts before it.
-            (
-                Metadata::Partitioned {
-                    top_filter: Some(_),
-                    ..
-                },
-                None,
-            ) => false,
-            (_, None) => true,
-        })
+        self.probe_filter(filter_key, purpose)
     }
 
     /// An unpositioned iterator. `purpose` attributes disk reads; with `fill_cache` false,
@@ -515,7 +500,7 @@ impl TableIter {
         let (purpose, fill_cache) = (self.purpose, self.fill_cache);
         self.index_cursor()?;
         if let Some(index) = &mut self.index {
-            index.seek(&self.table, target, purpose, fill_cache)?;
+            index.seek(&self.table, Some(target), purpose, fill_cache)?;
         }
         let order = self.table.footer.key_order;
         if !self.load_data_block()? {
@@ -533,7 +518,7 @@ impl TableIter {
         let (purpose, fill_cache) = (self.purpose, self.fill_cache);
         self.index_cursor()?;
         if let Some(index) = &mut self.index {
-            index.seek_to_first(&self.table, purpose, fill_cache)?;
+            index.seek(&self.table, None, purpose, fill_cache)?;
         }
         if !self.load_data_block()? {
             return Ok(());
@@ -712,222 +697,4 @@ impl Readahead {
         self.offset = offset;
         Ok(())
     }
-}
-
-/// A cursor over a table's index: its one index block, or a two-level index (the top-level
-/// block over partitions, and the partition it points at). Positioned at the index entry
-/// `separator → data block handle` of the block holding the sought key.
-enum IndexCursor {
-    Single(BlockIter),
-    TwoLevel {
-        /// The top-level index: every entry a restart point, so it is walked by position
-        /// without a cursor (nothing allocated per get).
-        top: Arc<Block>,
-        /// The top-level entry of the current partition (`>= top.index_len()`: exhausted).
-        top_pos: usize,
-        /// The cursor in the partition at `top_pos` (`None` before the first seek).
-        part: Option<BlockIter>,
-        part_handle: BlockHandle,
-    },
-}
-
-impl IndexCursor {
-    fn two_level(top: Arc<Block>) -> Self {
-        IndexCursor::TwoLevel {
-            top,
-            top_pos: usize::MAX,
-            part: None,
-            part_handle: BlockHandle::default(),
-        }
-    }
-
-    fn valid(&self) -> bool {
-        match self {
-            IndexCursor::Single(it) => it.valid(),
-            IndexCursor::TwoLevel {
-                top, top_pos, part, ..
-            } => *top_pos < top.index_len() && part.as_ref().is_some_and(BlockIter::valid),
-        }
-    }
-
-    fn key(&self) -> &[u8] {
-        match self {
-            IndexCursor::Single(it) => it.key(),
-            IndexCursor::TwoLevel { part: Some(p), .. } => p.key(),
-            IndexCursor::TwoLevel { part: None, .. } => &[],
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match self {
-            IndexCursor::Single(it) => it.value(),
-            IndexCursor::TwoLevel { part: Some(p), .. } => p.value(),
-            IndexCursor::TwoLevel { part: None, .. } => &[],
-        }
-    }
-
-    fn invalidate(&mut self) {
-        match self {
-            IndexCursor::Single(it) => it.invalidate(),
-            IndexCursor::TwoLevel { top_pos, part, .. } => {
-                *top_pos = usize::MAX;
-                if let Some(p) = part {
-                    p.invalidate();
-                }
-            }
-        }
-    }
-
-    /// Positions at the first entry whose separator is `>= target`.
-    fn seek(
-        &mut self,
-        table: &TableReader,
-        target: &[u8],
-        purpose: ReadPurpose,
-        fill_cache: bool,
-    ) -> Result<()> {
-        let order = table.footer.key_order;
-        match self {
-            IndexCursor::Single(it) => it.seek(target, order).map_err(|r| table.index_error(r)),
-            IndexCursor::TwoLevel { top, top_pos, .. } => {
-                *top_pos = top
-                    .index_seek(target, order)
-                    .map_err(|r| table.index_error(r))?;
-                self.load_partition(table, purpose, fill_cache)?;
-                if let IndexCursor::TwoLevel {
-                    part: Some(p),
-                    part_handle,
-                    ..
-                } = self
-                {
-                    let handle = *part_handle;
-                    p.seek(target, order)
-                        .map_err(|r| partition_error(table, handle, r))?;
-                }
-                self.skip_exhausted_partitions(table, purpose, fill_cache)
-            }
-        }
-    }
-
-    fn seek_to_first(
-        &mut self,
-        table: &TableReader,
-        purpose: ReadPurpose,
-        fill_cache: bool,
-    ) -> Result<()> {
-        match self {
-            IndexCursor::Single(it) => it.seek_to_first().map_err(|r| table.index_error(r)),
-            IndexCursor::TwoLevel { top_pos, .. } => {
-                *top_pos = 0;
-                self.load_partition(table, purpose, fill_cache)?;
-                self.first_in_partition(table)?;
-                self.skip_exhausted_partitions(table, purpose, fill_cache)
-            }
-        }
-    }
-
-    /// Moves to the next entry; call only when valid.
-    fn next(&mut self, table: &TableReader, purpose: ReadPurpose, fill_cache: bool) -> Result<()> {
-        match self {
-            IndexCursor::Single(it) => it.next().map_err(|r| table.index_error(r)),
-            IndexCursor::TwoLevel {
-                part: Some(p),
-                part_handle,
-                ..
-            } => {
-                let handle = *part_handle;
-                p.next().map_err(|r| partition_error(table, handle, r))?;
-                self.skip_exhausted_partitions(table, purpose, fill_cache)
-            }
-            IndexCursor::TwoLevel { part: None, .. } => Ok(()),
-        }
-    }
-
-    /// Two-level: while the partition cursor is past its partition's end, moves to the
-    /// next partition's first entry.
-    fn skip_exhausted_partitions(
-        &mut self,
-        table: &TableReader,
-        purpose: ReadPurpose,
-        fill_cache: bool,
-    ) -> Result<()> {
-        loop {
-            let IndexCursor::TwoLevel {
-                top, top_pos, part, ..
-            } = self
-            else {
-                return Ok(());
-            };
-            if *top_pos >= top.index_len() || part.as_ref().is_some_and(BlockIter::valid) {
-                return Ok(());
-            }
-            *top_pos += 1;
-            self.load_partition(table, purpose, fill_cache)?;
-            self.first_in_partition(table)?;
-        }
-    }
-
-    /// Two-level: positions the partition cursor at its partition's first entry.
-    fn first_in_partition(&mut self, table: &TableReader) -> Result<()> {
-        if let IndexCursor::TwoLevel {
-            part: Some(p),
-            part_handle,
-            ..
-        } = self
-        {
-            let handle = *part_handle;
-            p.seek_to_first()
-                .map_err(|r| partition_error(table, handle, r))?;
-        }
-        Ok(())
-    }
-
-    /// Two-level: points the partition cursor at the partition of the top-level entry at
-    /// `top_pos` (reading it unless it is the one already under the cursor), or invalidates
-    /// it when the top level is exhausted.
-    fn load_partition(
-        &mut self,
-        table: &TableReader,
-        purpose: ReadPurpose,
-        fill_cache: bool,
-    ) -> Result<()> {
-        let IndexCursor::TwoLevel {
-            top,
-            top_pos,
-            part,
-            part_handle,
-        } = self
-        else {
-            return Ok(());
-        };
-        if *top_pos >= top.index_len() {
-            if let Some(p) = part {
-                p.invalidate();
-            }
-            return Ok(());
-        }
-        let (_, value) = top
-            .restart_entry(*top_pos)
-            .map_err(|r| table.index_error(r))?;
-        let handle = BlockHandle::decode_varint(value)
-            .ok_or_else(|| table.index_error("top-level entry value is not a block handle"))?;
-        if part.is_some() && handle == *part_handle {
-            return Ok(());
-        }
-        let block = table.index_partition(handle, purpose, fill_cache)?;
-        match part {
-            Some(p) => p.reset(block),
-            None => *part = Some(BlockIter::new(block)),
-        }
-        *part_handle = handle;
-        Ok(())
-    }
-}
-
-fn partition_error(table: &TableReader, handle: BlockHandle, reason: BlockError) -> Error {
-    Error::corruption(
-        &table.path,
-        handle.offset,
-        format!("index partition: {reason}"),
-    )
 }

@@ -196,7 +196,7 @@ impl TableWriter {
             // empty: the last block's index entry and filter keys cut nothing).
             self.cut_index_partition();
             self.cut_filter_partition();
-            self.write_partitions(&mut meta)?
+            self.write_partitions()?
         } else {
             let filter = match &self.filter {
                 Some(f) if f.len() > 0 => {
@@ -294,36 +294,28 @@ impl TableWriter {
     /// Writes the filter partitions and the top-level filter index, then the index
     /// partitions and the top-level index; returns the top-levels' handles (filter —
     /// the default, empty handle when there is no filter — and index) for the footer.
-    fn write_partitions(&mut self, buf: &mut Vec<u8>) -> Result<(BlockHandle, BlockHandle)> {
+    fn write_partitions(&mut self) -> Result<(BlockHandle, BlockHandle)> {
         let filter_parts = std::mem::take(&mut self.filter_parts);
-        let filter = self.write_top_level(filter_parts, buf)?.unwrap_or_default();
+        let filter = self.write_top_level(filter_parts)?.unwrap_or_default();
         let index_parts = std::mem::take(&mut self.index_parts);
-        let index = self.write_top_level(index_parts, buf)?.unwrap_or_default();
+        let index = self.write_top_level(index_parts)?.unwrap_or_default();
         Ok((filter, index))
     }
 
     /// Writes each `(key, contents)` partition, then a top-level block `key → partition
     /// handle` over them; `None` (nothing written) when there are no partitions.
-    fn write_top_level(
-        &mut self,
-        parts: Vec<(Vec<u8>, Vec<u8>)>,
-        buf: &mut Vec<u8>,
-    ) -> Result<Option<BlockHandle>> {
+    fn write_top_level(&mut self, parts: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Option<BlockHandle>> {
         if parts.is_empty() {
             return Ok(None);
         }
         let mut top = BlockBuilder::new(INDEX_RESTART_INTERVAL);
-        for (key, contents) in parts {
-            buf.clear();
-            buf.extend_from_slice(&contents);
-            let handle = self.write_raw_block(buf)?;
+        for (key, mut contents) in parts {
+            let handle = self.write_raw_block(&mut contents)?;
             self.handle_buf.clear();
             handle.encode_varint_to(&mut self.handle_buf);
             top.add(&key, &self.handle_buf);
         }
-        buf.clear();
-        buf.extend_from_slice(top.finish_mut());
-        self.write_raw_block(buf).map(Some)
+        self.write_raw_block(top.finish_mut()).map(Some)
     }
 
     fn flush_data_block(&mut self) -> Result<()> {
