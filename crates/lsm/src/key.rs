@@ -59,8 +59,17 @@ pub fn encode_internal(buf: &mut Vec<u8>, user_key: &[u8], ts: u64, seqno: Seqno
     debug_assert!(seqno.0 <= SEQNO_MAX);
     buf.reserve(user_key.len() + TRAILER_LEN);
     buf.extend_from_slice(user_key);
-    buf.extend_from_slice(&(!ts).to_be_bytes());
-    buf.extend_from_slice(&(!((seqno.0 << 8) | kind as u64)).to_be_bytes());
+    buf.extend_from_slice(&trailer(ts, seqno, kind));
+}
+
+/// The trailer of an internal key: the bytes that follow the user key.
+pub fn trailer(ts: u64, seqno: Seqno, kind: ValueKind) -> [u8; TRAILER_LEN] {
+    debug_assert!(seqno.0 <= SEQNO_MAX);
+    let mut out = [0u8; TRAILER_LEN];
+    let (t, s) = out.split_at_mut(8);
+    t.copy_from_slice(&(!ts).to_be_bytes());
+    s.copy_from_slice(&(!((seqno.0 << 8) | kind as u64)).to_be_bytes());
+    out
 }
 
 /// The internal key for `(user_key, ts, seqno, kind)`.

@@ -64,7 +64,7 @@ fn run() -> (CrashFs, u64, u64) {
     let (engine, db) = open(&fs);
     // A handful of writes fill a memtable or two that nothing flushes behind the
     // writer's back (short of the stall: two frozen memtables and a full one).
-    for i in 0..8 {
+    for i in 0..12 {
         common::put_cycling(&db, i);
     }
     assert_eq!(db.counters().flushes, 0, "no worker thread flushed");
@@ -77,7 +77,7 @@ fn run() -> (CrashFs, u64, u64) {
         "nothing due after a full run"
     );
     // Never running it: the writer that would stall does the work itself.
-    for i in 8..2_000 {
+    for i in 12..2_000 {
         common::put_cycling(&db, i);
     }
     assert!(db.counters().flushes > flushed + 20, "{:?}", db.counters());

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::InternalIter;
 use crate::key::{encode_internal, parse_internal, user_key, Seqno, ValueKind};
-use crate::memtable::{FrozenIter, Memtable};
+use crate::memtable::{MemIter, Memtable};
 use crate::merge::{PurgeContext, Version as KeyVersion};
 use crate::options::GroupOf;
 use crate::table::TableWriter;
@@ -140,7 +140,7 @@ impl Inner {
     /// Writes frozen memtable `mem` as level-0 tables (one: no size limit applies).
     pub(super) fn write_memtable(&self, mem: &Arc<Memtable>) -> Result<Vec<Arc<TableHandle>>> {
         let ctx = self.output_context(&[], Some(mem));
-        let mut it = FrozenIter::new(mem);
+        let mut it = MemIter::new(mem.clone());
         it.seek_to_first()?;
         Ok(self.write_tables(&mut it, &ctx, u64::MAX, &[], None)?.0)
     }
@@ -153,7 +153,7 @@ impl Inner {
         route: &GroupOf,
     ) -> Result<(Vec<Arc<TableHandle>>, Vec<u32>)> {
         let ctx = self.output_context(&[], Some(mem));
-        let mut it = FrozenIter::new(mem);
+        let mut it = MemIter::new(mem.clone());
         it.seek_to_first()?;
         self.write_tables(&mut it, &ctx, u64::MAX, &[], Some(route))
     }
