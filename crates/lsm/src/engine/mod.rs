@@ -266,6 +266,9 @@ pub(crate) struct Shared {
     writers: Mutex<WriterQueue>,
     writers_cv: Condvar,
     wal: Mutex<WalState>,
+    /// Held by whoever syncs the WAL, so a sync returns only after every file closed
+    /// before it began is durable, even while another sync is still syncing it.
+    wal_sync: Mutex<()>,
     frame_scratch: Mutex<Vec<u8>>,
     /// The newest sequence number handed out.
     last_seqno: AtomicU64,
@@ -378,6 +381,7 @@ impl Engine {
             writers_cv: Condvar::new(),
             wal: Mutex::new(wal),
             frame_scratch: Mutex::new(Vec::new()),
+            wal_sync: Mutex::new(()),
             last_seqno: AtomicU64::new(replay.max_seqno),
             poisoned: Mutex::new(None),
             budget: Mutex::new(Budget::default()),
