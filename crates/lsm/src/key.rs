@@ -116,6 +116,72 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     ua.cmp(ub).then_with(|| ta.cmp(tb))
 }
 
+/// The byte that ends a user key stored as an index separator of a table of internal keys
+/// (see [`SeekOrder::MarkedSeparators`]). An internal key never ends in it: its last byte
+/// is the complement of a [`ValueKind`], 0xfd to 0xff.
+pub(crate) const SEPARATOR_MARK: u8 = 0;
+
+/// The user key of a marked separator (`user_key ‖ SEPARATOR_MARK`), `None` for an internal
+/// key.
+#[inline]
+pub(crate) fn marked_user_key(separator: &[u8]) -> Option<&[u8]> {
+    match separator.split_last() {
+        Some((&SEPARATOR_MARK, user_key)) => Some(user_key),
+        _ => None,
+    }
+}
+
+/// How the entries of a block compare with a sought key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SeekOrder {
+    /// Entries and sought keys are keys of this order.
+    Keys(KeyOrder),
+    /// The index of a table of internal keys whose separators are user keys where a block
+    /// boundary falls between two user keys, marked by a trailing [`SEPARATOR_MARK`] —
+    /// 16 bytes shorter than an internal key, which makes the index smaller and its binary
+    /// search touch less memory (RocksDB's index keys without sequence numbers) — and
+    /// internal keys where a user key's versions straddle a boundary. A marked separator
+    /// `s` says that its block's keys have user keys at most `s` and later blocks' keys
+    /// greater ones, so it is below a sought internal key exactly when `s` is below that
+    /// key's user key.
+    MarkedSeparators,
+}
+
+impl From<KeyOrder> for SeekOrder {
+    fn from(order: KeyOrder) -> Self {
+        SeekOrder::Keys(order)
+    }
+}
+
+impl SeekOrder {
+    /// Compares a block's `entry` key with the sought `target`.
+    #[inline]
+    pub(crate) fn compare(self, entry: &[u8], target: &[u8]) -> Ordering {
+        match self {
+            SeekOrder::Keys(order) => order.compare(entry, target),
+            SeekOrder::MarkedSeparators => match marked_user_key(entry) {
+                Some(s) if s < user_key(target) => Ordering::Less,
+                Some(_) => Ordering::Greater,
+                None => compare_internal(entry, target),
+            },
+        }
+    }
+
+    /// The user key at or below which a separator puts its block's keys and above which
+    /// it puts every later block's (`None` in an index of bytewise keys).
+    pub(crate) fn separator_user_key(self, separator: &[u8]) -> Option<&[u8]> {
+        match self {
+            SeekOrder::Keys(KeyOrder::Bytewise) => None,
+            SeekOrder::Keys(KeyOrder::Internal) => {
+                (separator.len() >= TRAILER_LEN).then(|| user_key(separator))
+            }
+            SeekOrder::MarkedSeparators => {
+                Some(marked_user_key(separator).unwrap_or_else(|| user_key(separator)))
+            }
+        }
+    }
+}
+
 /// How the keys of a sorted table compare. Tables of the engine hold internal keys; other
 /// users of the sorted-run format (the two-layer log's segments and runs, tests) may store
 /// plain byte-ordered keys.

@@ -20,7 +20,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::coding::{get_varint32, put_varint32, read_u32_le};
-use crate::key::KeyOrder;
+use crate::key::SeekOrder;
 
 /// Why a block's bytes are invalid; the table reader adds the file and offset.
 pub(crate) type BlockError = &'static str;
@@ -151,7 +151,7 @@ impl Block {
     pub(crate) fn value_at_or_after(
         &self,
         target: &[u8],
-        order: KeyOrder,
+        order: impl Into<SeekOrder>,
     ) -> Result<Option<&[u8]>, BlockError> {
         let i = self.index_seek(target, order)?;
         if i == self.index_len() {
@@ -171,7 +171,12 @@ impl Block {
 
     /// In a block whose every entry is a restart point, the position of the first entry
     /// whose key is `>= target` in `order` ([`Block::index_len`] if none).
-    pub(crate) fn index_seek(&self, target: &[u8], order: KeyOrder) -> Result<usize, BlockError> {
+    pub(crate) fn index_seek(
+        &self,
+        target: &[u8],
+        order: impl Into<SeekOrder>,
+    ) -> Result<usize, BlockError> {
+        let order = order.into();
         let (mut lo, mut hi) = (0, self.index_len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -362,7 +367,12 @@ impl BlockIter {
     }
 
     /// Positions at the first key `>= target` in `order`, or invalid if every key is smaller.
-    pub(crate) fn seek(&mut self, target: &[u8], order: KeyOrder) -> Result<(), BlockError> {
+    pub(crate) fn seek(
+        &mut self,
+        target: &[u8],
+        order: impl Into<SeekOrder>,
+    ) -> Result<(), BlockError> {
+        let order = order.into();
         // Binary search for the last restart whose key is < target.
         let mut lo = 0usize;
         let mut hi = self.block.num_restarts.saturating_sub(1);
@@ -457,6 +467,7 @@ impl BlockIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::KeyOrder;
     use proptest::prelude::*;
 
     fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {

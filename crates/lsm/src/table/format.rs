@@ -13,7 +13,7 @@ use mosaic_env::RandomAccessFile;
 
 use super::coding::{get_varint64, put_varint64, read_u32_le, read_u64_le};
 use crate::error::{Error, Result};
-use crate::key::KeyOrder;
+use crate::key::{KeyOrder, SeekOrder};
 
 /// Bytes after every block: compression type (1) and crc32c (4, LE) of block ‖ type.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
@@ -81,6 +81,9 @@ pub(crate) struct Footer {
     /// `index` is a top-level index over index partitions and `filter` (if any) a
     /// top-level index over filter partitions (the footer's flag bit 0).
     pub(crate) partitioned: bool,
+    /// The index's separators are marked user keys where they can be (the footer's flag
+    /// bit 1; only in tables of internal keys): see [`SeekOrder::MarkedSeparators`].
+    pub(crate) marked_separators: bool,
 }
 
 /// Footer field offsets.
@@ -92,6 +95,8 @@ const FOOTER_FLAGS_POS: usize = 66;
 const FOOTER_RESERVED_POS: usize = 67;
 /// Footer flag: the index and filter are partitioned.
 const FLAG_PARTITIONED: u8 = 1;
+/// Footer flag: the index's separators may be marked user keys.
+const FLAG_MARKED_SEPARATORS: u8 = 2;
 const FOOTER_CRC_POS: usize = 68;
 const FOOTER_MAGIC_POS: usize = 72;
 
@@ -105,11 +110,14 @@ impl Footer {
         buf.extend_from_slice(&self.data_blocks.to_le_bytes());
         buf.push(self.key_order.to_u8());
         buf.push(FORMAT_VERSION);
-        buf.push(if self.partitioned {
-            FLAG_PARTITIONED
-        } else {
-            0
-        });
+        let mut flags = 0;
+        if self.partitioned {
+            flags |= FLAG_PARTITIONED;
+        }
+        if self.marked_separators {
+            flags |= FLAG_MARKED_SEPARATORS;
+        }
+        buf.push(flags);
         buf.push(0);
         debug_assert_eq!(buf.len(), FOOTER_CRC_POS);
         let crc = crc32c::crc32c(&buf);
@@ -155,7 +163,7 @@ impl Footer {
             ));
         }
         let flags = byte(FOOTER_FLAGS_POS)?;
-        if flags & !FLAG_PARTITIONED != 0 {
+        if flags & !(FLAG_PARTITIONED | FLAG_MARKED_SEPARATORS) != 0 {
             return Err(corrupt(
                 FOOTER_FLAGS_POS,
                 &format!("unknown flags {flags:#04x} (written by a newer build?)"),
@@ -207,7 +215,17 @@ impl Footer {
             data_blocks: u64_at(FOOTER_DATA_BLOCKS_POS)?,
             key_order,
             partitioned: flags & FLAG_PARTITIONED != 0,
+            marked_separators: flags & FLAG_MARKED_SEPARATORS != 0,
         })
+    }
+
+    /// How the index's entries compare with a sought key.
+    pub(crate) fn index_order(&self) -> SeekOrder {
+        if self.marked_separators {
+            SeekOrder::MarkedSeparators
+        } else {
+            SeekOrder::Keys(self.key_order)
+        }
     }
 }
 
@@ -329,6 +347,7 @@ mod tests {
             data_blocks: 3,
             key_order: KeyOrder::Bytewise,
             partitioned: false,
+            marked_separators: false,
         }
     }
 
@@ -349,14 +368,20 @@ mod tests {
     }
 
     #[test]
-    fn the_partitioned_flag_round_trips_and_unknown_flags_are_refused() {
+    fn the_flags_round_trip_and_unknown_flags_are_refused() {
         let p = Path::new("t.sst");
-        let partitioned = Footer {
-            partitioned: true,
-            ..footer()
-        };
-        let bytes = partitioned.encode();
-        assert_eq!(Footer::decode(&bytes, p, 130, true).unwrap(), partitioned);
+        for (partitioned, marked_separators) in [(true, false), (false, true), (true, true)] {
+            let flagged = Footer {
+                partitioned,
+                marked_separators,
+                ..footer()
+            };
+            assert_eq!(
+                Footer::decode(&flagged.encode(), p, 130, true).unwrap(),
+                flagged
+            );
+        }
+        let bytes = footer().encode();
         // A flag this build does not know, with a valid checksum: refused by name.
         let mut b = bytes;
         b[FOOTER_FLAGS_POS] |= 0x80;

@@ -85,7 +85,7 @@ impl IndexCursor {
         purpose: ReadPurpose,
         fill_cache: bool,
     ) -> Result<()> {
-        let order = table.footer.key_order;
+        let order = table.footer.index_order();
         match self {
             IndexCursor::Single(it) => match target {
                 Some(target) => it.seek(target, order),

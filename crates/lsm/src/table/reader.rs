@@ -20,7 +20,7 @@ use super::format::{decode_block, read_block, BlockHandle, Footer, BLOCK_TRAILER
 use super::index_cursor::IndexCursor;
 use super::meta::{decode_filter, decode_index, partition_handles, Metadata, Parts};
 use crate::error::{Error, Result};
-use crate::key::{user_key, KeyOrder, TRAILER_LEN};
+use crate::key::KeyOrder;
 use crate::stats::{BlockKind, Counters, ReadPurpose};
 
 /// An open, immutable table. Shared (`Arc`) by every iterator over it.
@@ -546,9 +546,12 @@ impl TableIter {
             let Some(index) = self.index.as_mut().filter(|i| i.valid()) else {
                 return Ok(());
             };
-            if self.table.footer.key_order == KeyOrder::Internal
-                && index.key().len() >= TRAILER_LEN
-                && past_end(&self.until, user_key(index.key()))
+            if self
+                .table
+                .footer
+                .index_order()
+                .separator_user_key(index.key())
+                .is_some_and(|user_key| past_end(&self.until, user_key))
             {
                 // The index key of the current block is at or below every later key:
                 // its user key past the end puts all of them past it.

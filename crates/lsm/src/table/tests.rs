@@ -1145,3 +1145,80 @@ fn thread_cpu_ns() -> u64 {
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }
+
+/// Tables of internal keys written with marked user-key separators and with the older
+/// internal-key separators answer every seek alike, so tables of both formats read the same
+/// side by side; the marked index is the smaller one.
+#[test]
+fn marked_and_internal_key_separators_answer_every_seek_alike() {
+    let mut rng = StdRng::seed_from_u64(11);
+    for (n, block_size) in [(1, 4096), (300, 128), (3000, 256), (3000, 4096)] {
+        let entries = random_entries(&mut rng, n, KeyOrder::Internal);
+        let write = |marked: bool| {
+            let buf = Arc::new(Mutex::new(Vec::new()));
+            let file = MemWritable {
+                buf: Arc::clone(&buf),
+                space_bytes: None,
+                syncs: Arc::new(Mutex::new(0)),
+            };
+            let mut w = TableWriter::new(
+                Box::new(file),
+                path(),
+                opts(KeyOrder::Internal, Compression::None, block_size),
+            );
+            if !marked {
+                w = w.with_unmarked_separators();
+            }
+            for (k, v) in &entries {
+                w.add(k, v).unwrap();
+            }
+            w.finish(b"").unwrap();
+            let bytes = buf.lock().clone();
+            open(bytes).unwrap()
+        };
+        let (marked, unmarked) = (write(true), write(false));
+        assert!(marked.footer.marked_separators && !unmarked.footer.marked_separators);
+        if n > 1 {
+            assert!(
+                marked.footer.index.size < unmarked.footer.index.size,
+                "{n}: index {} >= {}",
+                marked.footer.index.size,
+                unmarked.footer.index.size
+            );
+        }
+        assert_eq!(scan(&marked).unwrap(), entries);
+        assert_eq!(scan(&unmarked).unwrap(), entries);
+        let (mut a, mut b) = (
+            marked.iter(ReadPurpose::Get, true),
+            unmarked.iter(ReadPurpose::Get, true),
+        );
+        for _ in 0..300 {
+            // Sought keys near and between the table's: versions of its user keys and
+            // other user keys of the same small alphabet.
+            let len = rng.gen_range(0..8);
+            let user: Vec<u8> = (0..len).map(|_| b'a' + rng.gen_range(0..4u8)).collect();
+            let target = internal_key(
+                &user,
+                rng.gen_range(0..4),
+                Seqno(rng.gen_range(0..4)),
+                ValueKind::Put,
+            );
+            a.seek(&target).unwrap();
+            b.seek(&target).unwrap();
+            let want = entries
+                .iter()
+                .find(|(k, _)| compare_internal(k, &target).is_ge())
+                .map(|(k, _)| k.clone());
+            assert_eq!(a.valid().then(|| a.key().to_vec()), want, "{n}");
+            assert_eq!(b.valid().then(|| b.key().to_vec()), want, "{n}");
+            if a.valid() {
+                a.next().unwrap();
+                b.next().unwrap();
+                assert_eq!(
+                    a.valid().then(|| a.key().to_vec()),
+                    b.valid().then(|| b.key().to_vec())
+                );
+            }
+        }
+    }
+}

@@ -19,7 +19,7 @@ use super::format::{
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
-use crate::key::{user_key, KeyOrder, TRAILER_LEN};
+use crate::key::{user_key, KeyOrder, SEPARATOR_MARK, TRAILER_LEN};
 
 /// Restart interval of the index block: every entry is a restart, so a seek in the index is
 /// a pure binary search.
@@ -74,6 +74,9 @@ pub struct TableWriter {
     /// Finished filter partitions: (the last filter key of the partition, whole,
     /// not cut to a prefix; the filter's contents).
     filter_parts: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Index separators of internal keys are marked user keys where they can be (always,
+    /// but for tests that write the older format).
+    marked_separators: bool,
 }
 
 impl std::fmt::Debug for TableWriter {
@@ -93,6 +96,7 @@ impl TableWriter {
         opts.block_size_bytes = opts.block_size_bytes.clamp(1, ENTRY_BYTES_MAX);
         opts.restart_interval = opts.restart_interval.max(1);
         let offset = file.len();
+        let marked_separators = opts.key_order == KeyOrder::Internal;
         TableWriter {
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(INDEX_RESTART_INTERVAL),
@@ -113,7 +117,15 @@ impl TableWriter {
             failed: None,
             index_parts: Vec::new(),
             filter_parts: Vec::new(),
+            marked_separators,
         }
+    }
+
+    /// Writes internal-key separators only, as builds before marked separators did.
+    #[cfg(test)]
+    pub(crate) fn with_unmarked_separators(mut self) -> Self {
+        self.marked_separators = false;
+        self
     }
 
     /// Adds an entry. Keys must be strictly increasing in the table's key order.
@@ -220,6 +232,7 @@ impl TableWriter {
             data_blocks: self.data_blocks,
             key_order: self.opts.key_order,
             partitioned,
+            marked_separators: self.marked_separators,
         }
         .encode();
         write_all(&mut *self.file, &self.path, &footer, &mut self.failed)?;
@@ -358,14 +371,14 @@ impl TableWriter {
     /// Indexes the data block at `handle`, whose last key is `last_key`, with a separator
     /// `last_key <= s < next` (`next` is the next block's first key, if any).
     fn add_index_entry(&mut self, next: Option<&[u8]>, handle: BlockHandle) {
-        match next {
-            Some(next) => shortest_separator(
-                self.opts.key_order,
-                &self.last_key,
-                next,
-                &mut self.separator_buf,
-            ),
-            None => {
+        match (self.opts.key_order, next) {
+            (KeyOrder::Internal, next) if self.marked_separators => {
+                internal_separator(&self.last_key, next, &mut self.separator_buf)
+            }
+            (order, Some(next)) => {
+                shortest_separator(order, &self.last_key, next, &mut self.separator_buf)
+            }
+            (_, None) => {
                 self.separator_buf.clear();
                 self.separator_buf.extend_from_slice(&self.last_key);
             }
@@ -392,6 +405,30 @@ impl TableWriter {
             {
                 self.cut_filter_partition();
             }
+        }
+    }
+}
+
+/// Sets `out` to the separator after a block of internal keys ending with `last`, before
+/// `next` (the next block's first key, if any): a marked user key `s` with
+/// `user_key(last) <= s < user_key(next)`, as short as [`shortest_separator`] makes it —
+/// or, where `last` and `next` are versions of one user key, `last` itself (see
+/// [`SeekOrder::MarkedSeparators`](crate::key::SeekOrder::MarkedSeparators)).
+fn internal_separator(last: &[u8], next: Option<&[u8]>, out: &mut Vec<u8>) {
+    out.clear();
+    let user = user_key(last);
+    match next.map(user_key) {
+        Some(next_user) if next_user == user => out.extend_from_slice(last),
+        Some(next_user) => {
+            if !shorten_between(user, next_user, out) {
+                out.clear();
+                out.extend_from_slice(user);
+            }
+            out.push(SEPARATOR_MARK);
+        }
+        None => {
+            out.extend_from_slice(user);
+            out.push(SEPARATOR_MARK);
         }
     }
 }
@@ -467,7 +504,7 @@ fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{internal_key, Seqno, ValueKind};
+    use crate::key::{compare_internal, internal_key, SeekOrder, Seqno, ValueKind};
     use proptest::prelude::*;
 
     #[test]
@@ -514,6 +551,47 @@ mod tests {
             prop_assert!(order.compare(&a, &out) != Ordering::Greater);
             prop_assert!(order.compare(&out, &b) == Ordering::Less);
             prop_assert!(out.len() <= a.len());
+        }
+
+        /// A separator between blocks of internal keys ending with `last` and starting
+        /// with `next` sends every sought key to the right block: a key it is below (in
+        /// the marked order) is after `last`, any other key is before `next`.
+        #[test]
+        fn marked_separators_send_every_key_to_its_block(
+            x in proptest::collection::vec(0u8..3, 0..6),
+            y in proptest::collection::vec(0u8..3, 0..6),
+            tx in 0u64..4, ty in 0u64..4, last_block in any::<bool>(),
+            probes in proptest::collection::vec(
+                (proptest::collection::vec(0u8..3, 0..7), 0u64..4, 0u64..4), 0..40),
+        ) {
+            let a = internal_key(&x, tx, Seqno(1), ValueKind::Put);
+            let b = internal_key(&y, ty, Seqno(2), ValueKind::Put);
+            let (last, next) = match compare_internal(&a, &b) {
+                Ordering::Less => (a, b),
+                Ordering::Greater => (b, a),
+                Ordering::Equal => return Ok(()),
+            };
+            let mut sep = Vec::new();
+            internal_separator(&last, (!last_block).then_some(&next[..]), &mut sep);
+            let order = SeekOrder::MarkedSeparators;
+            prop_assert!(sep.len() <= last.len());
+            for (user, ts, seqno) in probes {
+                let k = internal_key(&user, ts, Seqno(seqno), ValueKind::Put);
+                if order.compare(&sep, &k) == Ordering::Less {
+                    prop_assert!(compare_internal(&k, &last) == Ordering::Greater);
+                } else {
+                    prop_assert!(compare_internal(&k, &last) != Ordering::Greater
+                        || last_block
+                        || compare_internal(&k, &next) == Ordering::Less);
+                }
+            }
+            let mut k = last.clone();
+            prop_assert!(order.compare(&sep, &k) != Ordering::Less);
+            if !last_block {
+                k.clone_from(&next);
+                prop_assert!(order.compare(&sep, &k) == Ordering::Less
+                    || user_key(&next) == user_key(&last) && sep == last);
+            }
         }
     }
 }
