@@ -20,6 +20,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::coding::{get_varint32, put_varint32, read_u32_le};
+use super::prefix_search::{first_not_less, Narrowed, PrefixSearch};
 use crate::key::SeekOrder;
 
 /// Why a block's bytes are invalid; the table reader adds the file and offset.
@@ -37,6 +38,8 @@ pub struct Block {
     /// Where the restart array starts; entries occupy `data[..restarts_offset]`.
     restarts_offset: usize,
     num_restarts: usize,
+    /// For an index block held for a table's life: the search aid its seeks use.
+    search: Option<Box<PrefixSearch>>,
 }
 
 impl Block {
@@ -62,6 +65,7 @@ impl Block {
             data,
             restarts_offset,
             num_restarts,
+            search: None,
         };
         let mut prev: Option<usize> = None;
         for i in 0..num_restarts {
@@ -87,7 +91,23 @@ impl Block {
 
     /// Bytes this block holds in memory, for the cache's weight.
     pub(crate) fn charge_bytes(&self) -> u64 {
-        (self.data.capacity() + std::mem::size_of::<Self>() + 64) as u64
+        let search = self.search.as_ref().map_or(0, |s| s.memory_bytes());
+        (self.data.capacity() + std::mem::size_of::<Self>() + 64 + search) as u64
+    }
+
+    /// This block — one whose every entry is a restart point (an index block), held for
+    /// the table's life — with the search aid its seeks in `order` use (see
+    /// [`PrefixSearch`]). A block with an unreadable entry gets none: its seeks report the
+    /// damage as before.
+    pub(crate) fn with_prefix_search(mut self, order: impl Into<SeekOrder>) -> Self {
+        let keys = (0..self.index_len())
+            .map(|i| self.restart_key(i))
+            .collect::<Result<Vec<&[u8]>, BlockError>>();
+        if let Ok(keys) = keys {
+            let search = PrefixSearch::build(order.into(), keys.iter().copied());
+            self.search = Some(Box::new(search));
+        }
+        self
     }
 
     /// The byte offset of restart point `i`.
@@ -177,16 +197,14 @@ impl Block {
         order: impl Into<SeekOrder>,
     ) -> Result<usize, BlockError> {
         let order = order.into();
-        let (mut lo, mut hi) = (0, self.index_len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if order.compare(self.restart_key(mid)?, target) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+        let compare = |i: usize| Ok(order.compare(self.restart_key(i)?, target));
+        match self.search.as_deref().filter(|s| s.serves(order)) {
+            Some(search) => match search.narrow(target) {
+                Narrowed::At(i) => Ok(i),
+                Narrowed::Among(lo, hi) => first_not_less(lo, hi, compare),
+            },
+            None => first_not_less(0, self.index_len(), compare),
         }
-        Ok(lo)
     }
 }
 
@@ -373,6 +391,25 @@ impl BlockIter {
         order: impl Into<SeekOrder>,
     ) -> Result<(), BlockError> {
         let order = order.into();
+        if self
+            .block
+            .search
+            .as_deref()
+            .is_some_and(|s| s.serves(order))
+        {
+            // An index block with its search aid: every entry is a restart point.
+            let i = self
+                .block
+                .index_seek(target, order)
+                .inspect_err(|_| self.valid = false)?;
+            if i >= self.block.index_len() {
+                self.key.clear();
+                self.valid = false;
+                return Ok(());
+            }
+            self.seek_to_restart(i);
+            return self.advance();
+        }
         // Binary search for the last restart whose key is < target.
         let mut lo = 0usize;
         let mut hi = self.block.num_restarts.saturating_sub(1);
@@ -601,6 +638,53 @@ mod tests {
                 let expected = it.valid().then(|| it.value().to_vec());
                 let found = block.value_at_or_after(target, KeyOrder::Bytewise).unwrap();
                 prop_assert_eq!(found.map(<[u8]>::to_vec), expected);
+            }
+        }
+
+        /// An index block's search aid finds, for every sought key, what the plain binary
+        /// search finds — keys sharing long prefixes, equal 8-byte windows past them, keys
+        /// that are prefixes of others, and sought keys outside the shared prefix.
+        #[test]
+        fn the_search_aid_finds_what_the_binary_search_finds(
+            prefix in proptest::collection::vec(0u8..2, 0..10),
+            users in proptest::collection::vec(proptest::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(0xff)], 0..12), 0..200),
+            targets in proptest::collection::vec((proptest::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(0xff)], 0..14), any::<bool>(), 0u64..3), 1..30),
+            internal in any::<bool>(),
+            same_word in any::<bool>(),
+        ) {
+            let order = if internal { KeyOrder::Internal } else { KeyOrder::Bytewise };
+            // With `same_word`, every key's 8 bytes past the shared prefix are equal: long
+            // runs of equal words, resolved by whole keys.
+            let word: &[u8] = if same_word { &[7; 8] } else { &[] };
+            let key = |user: &[u8], ts: u64| {
+                let user = [&prefix[..], word, user].concat();
+                if internal {
+                    crate::key::internal_key(&user, ts, crate::key::Seqno(1), crate::key::ValueKind::Put)
+                } else {
+                    user
+                }
+            };
+            let mut keys: Vec<Vec<u8>> = users.iter().enumerate().map(|(i, u)| key(u, i as u64 % 3)).collect();
+            keys.sort_by(|a, b| order.compare(a, b));
+            keys.dedup();
+            let entries: Vec<(Vec<u8>, Vec<u8>)> =
+                keys.into_iter().enumerate().map(|(i, k)| (k, vec![i as u8])).collect();
+            let plain = build(&entries, 1);
+            let aided = Arc::new(Block::new(plain.data().to_vec()).unwrap().with_prefix_search(order));
+            let mut it = BlockIter::new(Arc::clone(&aided));
+            for (user, shared, ts) in &targets {
+                let target = if *shared { key(user, *ts) } else if internal {
+                    crate::key::internal_key(user, *ts, crate::key::Seqno(1), crate::key::ValueKind::Put)
+                } else {
+                    user.clone()
+                };
+                let want = plain.index_seek(&target, order).unwrap();
+                prop_assert_eq!(aided.index_seek(&target, order).unwrap(), want);
+                it.seek(&target, order).unwrap();
+                prop_assert_eq!(it.valid().then(|| it.key().to_vec()),
+                    entries.get(want).map(|(k, _)| k.clone()));
             }
         }
 

@@ -28,7 +28,7 @@ use super::filter::BloomFilter;
 use super::format::{read_block, BlockHandle, BLOCK_TRAILER_LEN};
 use super::reader::TableReader;
 use crate::error::{Error, Result};
-use crate::key::KeyOrder;
+use crate::key::{KeyOrder, SeekOrder};
 use crate::stats::{BlockKind, Counters, ReadPurpose};
 
 /// Where a table's index and filter live.
@@ -86,6 +86,7 @@ impl Metadata {
         cache_id: u64,
         (index_offset, index): (u64, Block),
         filter: Option<(u64, BloomFilter)>,
+        index_order: SeekOrder,
     ) -> Metadata {
         match cache {
             Some(cache) if cache.holds_metadata() => {
@@ -95,8 +96,9 @@ impl Metadata {
                 }
                 Metadata::Cached(Arc::clone(cache))
             }
+            // Held for the table's life: worth its search aid.
             _ => Metadata::Pinned {
-                index: Arc::new(index),
+                index: Arc::new(index.with_prefix_search(index_order)),
                 filter: filter.map(|(_, f)| Arc::new(f)),
             },
         }

@@ -23,6 +23,7 @@ mod filter;
 mod format;
 mod index_cursor;
 mod meta;
+mod prefix_search;
 mod reader;
 mod tiered;
 mod writer;

@@ -123,7 +123,7 @@ impl TableReader {
             data_end = data_end.min(footer.filter.offset);
         }
         let meta = if footer.partitioned {
-            let top_index = Arc::new(index);
+            let top_index = Arc::new(index.with_prefix_search(footer.index_order()));
             let top_filter = match filter_raw {
                 Some(raw) => Some(Arc::new(decode_index(&path, footer.filter.offset, raw)?)),
                 None => None,
@@ -154,7 +154,8 @@ impl TableReader {
                 _ => {
                     let mut parts = Vec::with_capacity(index_parts.len() + filter_parts.len());
                     for handle in index_parts {
-                        let block = decode_index(&path, handle.offset, read_meta(handle)?)?;
+                        let block = decode_index(&path, handle.offset, read_meta(handle)?)?
+                            .with_prefix_search(footer.index_order());
                         parts.push((handle.offset, Cached::Index(Arc::new(block))));
                     }
                     for handle in filter_parts {
@@ -183,6 +184,7 @@ impl TableReader {
                 cache_id,
                 (footer.index.offset, index),
                 filter,
+                footer.index_order(),
             )
         };
         Ok(TableReader {
