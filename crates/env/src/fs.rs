@@ -152,6 +152,63 @@ impl WritableFile for RealWritable {
     }
 }
 
+/// A [`WritableFile`] that gathers appends in memory and hands them to the file `cap`
+/// bytes at a time (and at every sync): a table written block by block then costs one
+/// `write` per `cap` bytes instead of one or two per 4 KiB block (RocksDB's
+/// `writable_file_max_buffer_size`). Appends not yet handed on are lost with the process,
+/// as unsynced bytes are anyway; [`WritableFile::len`] counts them.
+pub struct BufferedWritable {
+    inner: Box<dyn WritableFile>,
+    buf: Vec<u8>,
+    cap: usize,
+}
+
+impl BufferedWritable {
+    /// Buffers appends to `inner` up to `cap` bytes.
+    pub fn new(inner: Box<dyn WritableFile>, cap: usize) -> Self {
+        BufferedWritable {
+            inner,
+            buf: Vec::new(),
+            cap,
+        }
+    }
+
+    fn drain(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            let result = self.inner.append(&self.buf);
+            // Whatever happened, the bytes are the file's now (or lost with its error).
+            self.buf.clear();
+            result?;
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for BufferedWritable {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        if self.buf.len() + data.len() > self.cap {
+            self.drain()?;
+        }
+        if data.len() >= self.cap {
+            return self.inner.append(data);
+        }
+        if self.buf.capacity() == 0 {
+            self.buf.reserve_exact(self.cap);
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.drain()?;
+        self.inner.sync_data()
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len() + self.buf.len() as u64
+    }
+}
+
 const DIRECT_ALIGN: u64 = ALIGN as u64;
 
 struct RealReadable {
@@ -330,6 +387,74 @@ impl Fs for RealFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Records every append it receives; refuses appends past `space` bytes.
+    struct Recording {
+        appends: Arc<parking_lot::Mutex<Vec<usize>>>,
+        len: u64,
+        space: u64,
+    }
+
+    impl WritableFile for Recording {
+        fn append(&mut self, buf: &[u8]) -> io::Result<()> {
+            if self.len + buf.len() as u64 > self.space {
+                return Err(io::Error::other("no space"));
+            }
+            self.appends.lock().push(buf.len());
+            self.len += buf.len() as u64;
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.len
+        }
+    }
+
+    #[test]
+    fn a_buffered_file_hands_on_whole_buffers_and_everything_at_a_sync() {
+        let appends = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let inner = Recording {
+            appends: Arc::clone(&appends),
+            len: 0,
+            space: u64::MAX,
+        };
+        let mut f = BufferedWritable::new(Box::new(inner), 100);
+        for _ in 0..25 {
+            f.append(&[1; 10]).unwrap();
+        }
+        // Ten appends of 10 fill a buffer; the 25th's bytes wait.
+        assert_eq!(*appends.lock(), vec![100, 100]);
+        assert_eq!(f.len(), 250);
+        // An append as large as the buffer goes straight through, after what waits.
+        f.append(&[2; 300]).unwrap();
+        assert_eq!(*appends.lock(), vec![100, 100, 50, 300]);
+        f.append(&[3; 7]).unwrap();
+        f.sync_data().unwrap();
+        assert_eq!(*appends.lock(), vec![100, 100, 50, 300, 7]);
+        assert_eq!(f.len(), 557);
+    }
+
+    #[test]
+    fn a_buffered_file_reports_the_error_of_the_append_that_reaches_a_full_file() {
+        let inner = Recording {
+            appends: Arc::default(),
+            len: 0,
+            space: 150,
+        };
+        let mut f = BufferedWritable::new(Box::new(inner), 100);
+        for _ in 0..10 {
+            f.append(&[1; 10]).unwrap();
+        }
+        f.append(&[1; 10]).unwrap();
+        for _ in 0..9 {
+            f.append(&[1; 10]).unwrap();
+        }
+        assert!(f.append(&[1; 10]).is_err(), "the second buffer does not fit");
+        f.append(&[1; 10]).unwrap();
+        assert!(f.sync_data().is_ok(), "10 more bytes fit");
+    }
 
     #[test]
     fn direct_reads_match_buffered_reads_at_unaligned_offsets() {

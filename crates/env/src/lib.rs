@@ -22,5 +22,7 @@ pub mod thread;
 
 pub use clock::{monotonic_micros, Clock, ManualClock, SystemClock};
 pub use crash::CrashFs;
-pub use fs::{remove_durably, write_atomically, Fs, RandomAccessFile, RealFs, WritableFile};
+pub use fs::{
+    remove_durably, write_atomically, BufferedWritable, Fs, RandomAccessFile, RealFs, WritableFile,
+};
 pub use rng::SplitMix64;

@@ -452,8 +452,9 @@ fn a_full_disk_is_reported_and_the_writer_refuses_further_writes() {
         opts(KeyOrder::Bytewise, Compression::None, 256),
     );
     let mut err = None;
-    for (k, v) in even_keys(100) {
-        if let Err(e) = w.add(&k, &v) {
+    // More than the writer buffers (256 KiB), so an append reaches the full file.
+    for (k, _) in even_keys(1000) {
+        if let Err(e) = w.add(&k, &[7; 1024]) {
             err = Some(e);
             break;
         }
