@@ -451,7 +451,10 @@ mod tests {
         for _ in 0..9 {
             f.append(&[1; 10]).unwrap();
         }
-        assert!(f.append(&[1; 10]).is_err(), "the second buffer does not fit");
+        assert!(
+            f.append(&[1; 10]).is_err(),
+            "the second buffer does not fit"
+        );
         f.append(&[1; 10]).unwrap();
         assert!(f.sync_data().is_ok(), "10 more bytes fit");
     }

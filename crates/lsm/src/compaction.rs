@@ -184,8 +184,10 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
         if lower.iter().any(|b| b.busy) {
             continue;
         }
+        let upper = expand_upper(tables, t, &lower);
+        let upper_bytes: u64 = upper.iter().map(|u| u.size_bytes).sum();
         let overlap: u64 = lower.iter().map(|b| b.size_bytes).sum();
-        let ratio = u128::from(overlap) * 1024 / u128::from(t.size_bytes.max(1));
+        let ratio = u128::from(overlap) * 1024 / u128::from(upper_bytes.max(1));
         if best.as_ref().is_some_and(|(r, _)| *r <= ratio) {
             continue;
         }
@@ -194,7 +196,7 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
             Task {
                 level,
                 output_level: level + 1,
-                upper: vec![t.id],
+                upper: upper.iter().map(|u| u.id).collect(),
                 trivial_move: lower.is_empty(),
                 split: false,
                 lower: lower.iter().map(|b| b.id).collect(),
@@ -202,6 +204,50 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
         ));
     }
     best.map(|(_, task)| task)
+}
+
+/// Most tables a compaction takes out of a level ≥ 1 when [`expand_upper`] widens it.
+const EXPANDED_UPPER_MAX: usize = 16;
+
+/// The tables of a level ≥ 1 (`tables`, sorted and disjoint) that compact with `t` into the
+/// `lower` tables it overlaps at no extra cost: `t` and its idle neighbours that lie within
+/// the key range `t` and `lower` span together, so they overlap no other table below
+/// (LevelDB's and RocksDB's expansion of a compaction's inputs). Outputs are cut at the
+/// boundaries of the level below, so a level holds runs of small tables inside one lower
+/// table's range; compacting them one at a time rewrote that lower table once per table.
+/// A trivial move (nothing below) is not widened.
+fn expand_upper<'a>(
+    tables: &'a [TableView],
+    t: &'a TableView,
+    lower: &[&TableView],
+) -> Vec<&'a TableView> {
+    let (Some(first), Some(last)) = (lower.first(), lower.last()) else {
+        return vec![t];
+    };
+    let lo = first.smallest.as_slice().min(t.smallest.as_slice());
+    let hi = last.largest.as_slice().max(t.largest.as_slice());
+    let Some(at) = tables.iter().position(|x| x.id == t.id) else {
+        return vec![t];
+    };
+    let within =
+        |x: &&TableView| !x.busy && x.smallest.as_slice() >= lo && x.largest.as_slice() <= hi;
+    let left = tables
+        .get(..at)
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .take_while(within)
+        .count();
+    let right = tables
+        .get(at + 1..)
+        .unwrap_or_default()
+        .iter()
+        .take_while(within)
+        .count();
+    // At most EXPANDED_UPPER_MAX tables, `t` among them.
+    let from = (at - left).max((at + 1).saturating_sub(EXPANDED_UPPER_MAX));
+    let to = (at + 1 + right).min(from + EXPANDED_UPPER_MAX);
+    tables.get(from..to).unwrap_or_default().iter().collect()
 }
 
 #[cfg(test)]
@@ -296,6 +342,55 @@ mod tests {
         let task = pick(&levels, &opts(), &[Vec::new(), b"f".to_vec()]).unwrap();
         assert_eq!(task.upper, vec![1]);
         assert_eq!(task.lower, vec![3]);
+    }
+
+    #[test]
+    fn a_compaction_takes_the_neighbours_that_fit_the_same_tables_below() {
+        // Level 1 holds small tables: b..c and d..e lie in level 2's a..f; f..ga reaches
+        // into ga..k too. Table 1 takes table 2 along (both rewrite only a..f), not 3.
+        let levels = vec![
+            vec![],
+            vec![
+                t(1, 300, "b", "c"),
+                t(2, 300, "d", "e"),
+                t(3, 300, "f", "ga"),
+                t(4, 300, "h", "i"),
+            ],
+            vec![t(10, 1000, "a", "f"), t(11, 1000, "ga", "k")],
+        ];
+        assert_eq!(
+            expand_upper(&levels[1], &levels[1][0], &[&levels[2][0]])
+                .iter()
+                .map(|x| x.id)
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        // Table 3 spans both lower tables: every level-1 table lies within them.
+        let both: Vec<&TableView> = levels[2].iter().collect();
+        assert_eq!(expand_upper(&levels[1], &levels[1][2], &both).len(), 4);
+        // Equal ratios (1000 below per 600 moved, 2000 per 1200): the cursor's first wins.
+        let task = pick_level(&levels, 1, b"").unwrap();
+        assert_eq!((task.upper, task.lower), (vec![1, 2], vec![10]));
+        // A busy neighbour is left out, and the run stops at it.
+        let mut busy = levels.clone();
+        busy[1][0].busy = true;
+        let task = pick_level(&busy, 1, b"").unwrap();
+        assert_eq!((task.upper, task.lower), (vec![2, 3, 4], vec![10, 11]));
+    }
+
+    #[test]
+    fn an_expanded_compaction_takes_at_most_its_limit_of_tables_and_always_the_pick() {
+        let upper: Vec<TableView> = (0..40u64)
+            .map(|i| t(i, 10, &format!("k{i:03}a"), &format!("k{i:03}b")))
+            .collect();
+        let below = [t(100, 5000, "k", "l")];
+        let lower: Vec<&TableView> = below.iter().collect();
+        for pick in [0usize, 5, 20, 39] {
+            let got = expand_upper(&upper, &upper[pick], &lower);
+            assert_eq!(got.len(), EXPANDED_UPPER_MAX, "pick {pick}");
+            assert!(got.iter().any(|x| x.id == pick as u64), "pick {pick}");
+            assert!(got.windows(2).all(|w| w[0].id + 1 == w[1].id), "contiguous");
+        }
     }
 
     #[test]
