@@ -1,9 +1,11 @@
-//! The memtable: a concurrent skiplist of internal keys, sized by a byte budget.
+//! The memtable: a skiplist of internal keys in an arena (`memtable/skiplist.rs`), sized by a byte
+//! budget.
 //!
-//! Each entry is one allocation holding the internal key and the value side by side; the
-//! skiplist orders entries by [`compare_internal`]. Writers insert concurrently with readers;
-//! a full memtable is frozen (made immutable) and flushed in the background while a new one
-//! takes writes.
+//! Each entry is one node of the arena holding its tower, the internal key and the value
+//! side by side; the skiplist orders entries by
+//! [`compare_internal`](crate::key::compare_internal). Readers run concurrently with the one
+//! writer; a full memtable is frozen (made immutable) and flushed in the background while a
+//! new one takes writes.
 //!
 //! Under a merge operator a memtable is *cumulative*: a write to a key the memtable already
 //! holds is stored merged with that key's newest version there (its timestamp the newer
