@@ -2,6 +2,8 @@
 //! of the levels. The engine executes the decision elsewhere (`db.rs`), so the policy is
 //! tested by tables of cases without touching a disk.
 
+use std::ops::Range;
+
 use crate::options::Options;
 
 /// What the picker knows about one table.
@@ -171,9 +173,13 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
     let tables = levels.get(level)?;
     let below = levels.get(level + 1)?;
     let start = tables.partition_point(|t| t.largest.as_slice() <= cursor);
-    let order = tables.iter().skip(start).chain(tables.iter().take(start));
+    let order = tables
+        .iter()
+        .enumerate()
+        .skip(start)
+        .chain(tables.iter().enumerate().take(start));
     let mut best: Option<(u128, Task)> = None;
-    for t in order {
+    for (at, t) in order {
         if t.busy {
             continue;
         }
@@ -184,7 +190,9 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
         if lower.iter().any(|b| b.busy) {
             continue;
         }
-        let upper = expand_upper(tables, t, &lower);
+        let upper = tables
+            .get(expand_upper(tables, at, &lower))
+            .unwrap_or_default();
         let upper_bytes: u64 = upper.iter().map(|u| u.size_bytes).sum();
         let overlap: u64 = lower.iter().map(|b| b.size_bytes).sum();
         let ratio = u128::from(overlap) * 1024 / u128::from(upper_bytes.max(1));
@@ -209,26 +217,19 @@ fn pick_level(levels: &[Vec<TableView>], level: usize, cursor: &[u8]) -> Option<
 /// Most tables a compaction takes out of a level ≥ 1 when [`expand_upper`] widens it.
 const EXPANDED_UPPER_MAX: usize = 16;
 
-/// The tables of a level ≥ 1 (`tables`, sorted and disjoint) that compact with `t` into the
-/// `lower` tables it overlaps at no extra cost: `t` and its idle neighbours that lie within
-/// the key range `t` and `lower` span together, so they overlap no other table below
-/// (LevelDB's and RocksDB's expansion of a compaction's inputs). Outputs are cut at the
-/// boundaries of the level below, so a level holds runs of small tables inside one lower
-/// table's range; compacting them one at a time rewrote that lower table once per table.
-/// A trivial move (nothing below) is not widened.
-fn expand_upper<'a>(
-    tables: &'a [TableView],
-    t: &'a TableView,
-    lower: &[&TableView],
-) -> Vec<&'a TableView> {
-    let (Some(first), Some(last)) = (lower.first(), lower.last()) else {
-        return vec![t];
+/// The positions of the tables of a level ≥ 1 (`tables`, sorted and disjoint) that compact
+/// with `t = tables[at]` into the `lower` tables it overlaps at no extra cost: `t` and its
+/// idle neighbours that lie within the key range `t` and `lower` span together, so they
+/// overlap no other table below (LevelDB's and RocksDB's expansion of a compaction's
+/// inputs). Outputs are cut at the boundaries of the level below, so a level holds runs of
+/// small tables inside one lower table's range; compacting them one at a time rewrote that
+/// lower table once per table. A trivial move (nothing below) is not widened.
+fn expand_upper(tables: &[TableView], at: usize, lower: &[&TableView]) -> Range<usize> {
+    let (Some(t), Some(first), Some(last)) = (tables.get(at), lower.first(), lower.last()) else {
+        return at..at + 1;
     };
     let lo = first.smallest.as_slice().min(t.smallest.as_slice());
     let hi = last.largest.as_slice().max(t.largest.as_slice());
-    let Some(at) = tables.iter().position(|x| x.id == t.id) else {
-        return vec![t];
-    };
     let within =
         |x: &&TableView| !x.busy && x.smallest.as_slice() >= lo && x.largest.as_slice() <= hi;
     let left = tables
@@ -247,7 +248,7 @@ fn expand_upper<'a>(
     // At most EXPANDED_UPPER_MAX tables, `t` among them.
     let from = (at - left).max((at + 1).saturating_sub(EXPANDED_UPPER_MAX));
     let to = (at + 1 + right).min(from + EXPANDED_UPPER_MAX);
-    tables.get(from..to).unwrap_or_default().iter().collect()
+    from..to
 }
 
 #[cfg(test)]
@@ -359,7 +360,7 @@ mod tests {
             vec![t(10, 1000, "a", "f"), t(11, 1000, "ga", "k")],
         ];
         assert_eq!(
-            expand_upper(&levels[1], &levels[1][0], &[&levels[2][0]])
+            levels[1][expand_upper(&levels[1], 0, &[&levels[2][0]])]
                 .iter()
                 .map(|x| x.id)
                 .collect::<Vec<_>>(),
@@ -367,7 +368,7 @@ mod tests {
         );
         // Table 3 spans both lower tables: every level-1 table lies within them.
         let both: Vec<&TableView> = levels[2].iter().collect();
-        assert_eq!(expand_upper(&levels[1], &levels[1][2], &both).len(), 4);
+        assert_eq!(expand_upper(&levels[1], 2, &both).len(), 4);
         // Equal ratios (1000 below per 600 moved, 2000 per 1200): the cursor's first wins.
         let task = pick_level(&levels, 1, b"").unwrap();
         assert_eq!((task.upper, task.lower), (vec![1, 2], vec![10]));
@@ -386,7 +387,7 @@ mod tests {
         let below = [t(100, 5000, "k", "l")];
         let lower: Vec<&TableView> = below.iter().collect();
         for pick in [0usize, 5, 20, 39] {
-            let got = expand_upper(&upper, &upper[pick], &lower);
+            let got = &upper[expand_upper(&upper, pick, &lower)];
             assert_eq!(got.len(), EXPANDED_UPPER_MAX, "pick {pick}");
             assert!(got.iter().any(|x| x.id == pick as u64), "pick {pick}");
             assert!(got.windows(2).all(|w| w[0].id + 1 == w[1].id), "contiguous");

@@ -64,7 +64,6 @@ pub struct Memtable {
     size_bytes: AtomicUsize,
     min_ts: AtomicU64,
     max_ts: AtomicU64,
-    entries: AtomicU64,
     /// Which key prefixes it may hold (see [`Memtable::with_prefix_filter`]).
     prefixes: Option<crate::memfilter::PrefixFilter>,
 }
@@ -91,7 +90,6 @@ impl Memtable {
             size_bytes: AtomicUsize::new(0),
             min_ts: AtomicU64::new(u64::MAX),
             max_ts: AtomicU64::new(0),
-            entries: AtomicU64::new(0),
             prefixes: None,
         }
     }
@@ -133,7 +131,7 @@ impl Memtable {
 
     /// Number of entries.
     pub fn entries(&self) -> u64 {
-        self.entries.load(AtomicOrdering::Relaxed)
+        self.list.len() as u64
     }
 
     /// Whether the memtable holds nothing.
@@ -218,15 +216,11 @@ impl Memtable {
         if let Some(f) = &self.prefixes {
             f.insert_key(key);
         }
-        if !self
-            .list
-            .insert(&[key, &trailer, value], key.len() + trailer.len())
-        {
-            // The same internal key again (a replayed write): it is held already.
-            return charge;
-        }
+        // The same internal key again (a replayed write) is held once; its bytes are
+        // taken from the arena all the same, so it is charged like any write.
+        self.list
+            .insert(&[key, &trailer, value], key.len() + trailer.len());
         self.size_bytes.fetch_add(charge, AtomicOrdering::Relaxed);
-        self.entries.fetch_add(1, AtomicOrdering::Relaxed);
         self.min_ts.fetch_min(ts, AtomicOrdering::Relaxed);
         self.max_ts.fetch_max(ts, AtomicOrdering::Relaxed);
         self.max_seqno.fetch_max(seqno.0, AtomicOrdering::SeqCst);

@@ -85,14 +85,23 @@ impl Block {
     }
 
     /// The block's bytes (entries and restart array).
+    #[cfg(test)]
     pub(crate) fn data(&self) -> &[u8] {
         &self.data
     }
 
     /// Bytes this block holds in memory, for the cache's weight.
     pub(crate) fn charge_bytes(&self) -> u64 {
-        let search = self.search.as_ref().map_or(0, |s| s.memory_bytes());
-        (self.data.capacity() + std::mem::size_of::<Self>() + 64 + search) as u64
+        (self.data.capacity() + std::mem::size_of::<Self>() + 64 + self.search_bytes()) as u64
+    }
+
+    /// Bytes of the block's contents and search aid, as a reader that pins it reports them.
+    pub(crate) fn pinned_bytes(&self) -> usize {
+        self.data.len() + self.search_bytes()
+    }
+
+    fn search_bytes(&self) -> usize {
+        self.search.as_ref().map_or(0, |s| s.memory_bytes())
     }
 
     /// This block — one whose every entry is a restart point (an index block), held for

@@ -189,10 +189,13 @@ impl TableReader {
         }
     }
 
-    /// Bloom probe on `filter_key` through the filter that answers for it: the table's,
-    /// or a partitioned table's partition whose keys would hold it. `true` if the table has
-    /// no filter; `false` for a partitioned table whose every key sorts before `filter_key`.
-    pub(super) fn probe_filter(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
+    /// Bloom probe on a filter key (`key_order().filter_key(key)`) for a read of `purpose`,
+    /// through the filter that answers for it: the table's, or a partitioned table's
+    /// partition whose keys would hold it. `true` if the table has no filter; `false` means
+    /// no key of the table has this filter key (for a partitioned table also: every key
+    /// sorts before it). Fails only if the filter lives in the block cache, missed, and
+    /// could not be read back (an I/O error, or a damaged block).
+    pub fn may_contain(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
         let (handle, cache) = match &self.meta {
             // Borrowed, not cloned: no shared reference count touched per probe.
             Metadata::Pinned { filter, .. } => {

@@ -248,16 +248,16 @@ impl TableReader {
     }
 
     /// Bytes of index and filter this reader pins in memory for as long as the table is
-    /// open (0 when they live in the block cache; a partitioned table's top-level blocks
-    /// only, when its partitions do).
+    /// open, index search aids included (0 when they live in the block cache; a
+    /// partitioned table's top-level blocks only, when its partitions do).
     pub fn pinned_memory_bytes(&self) -> u64 {
         let part_bytes = |part: &Cached| match part {
-            Cached::Data(block) | Cached::Index(block) => block.data().len(),
+            Cached::Data(block) | Cached::Index(block) => block.pinned_bytes(),
             Cached::Filter(filter) => filter.size_bytes(),
         };
         match &self.meta {
             Metadata::Pinned { index, filter } => {
-                (index.data().len() + filter.as_ref().map_or(0, |f| f.size_bytes())) as u64
+                (index.pinned_bytes() + filter.as_ref().map_or(0, |f| f.size_bytes())) as u64
             }
             Metadata::Cached(_) => 0,
             Metadata::Partitioned {
@@ -269,19 +269,11 @@ impl TableReader {
                     Parts::Pinned(parts) => parts.iter().map(|(_, p)| part_bytes(p)).sum(),
                     Parts::Cached(_) => 0,
                 };
-                (top_index.data().len()
-                    + top_filter.as_ref().map_or(0, |t| t.data().len())
+                (top_index.pinned_bytes()
+                    + top_filter.as_ref().map_or(0, |t| t.pinned_bytes())
                     + pinned) as u64
             }
         }
-    }
-
-    /// Bloom probe on a filter key (`key_order().filter_key(key)`) for a read of `purpose`;
-    /// `true` if the table has no filter. `false` means no key of the table has this filter
-    /// key. Fails only if the filter lives in the block cache, missed, and could not be read
-    /// back (an I/O error, or a damaged block).
-    pub fn may_contain(&self, filter_key: &[u8], purpose: ReadPurpose) -> Result<bool> {
-        self.probe_filter(filter_key, purpose)
     }
 
     /// An unpositioned iterator. `purpose` attributes disk reads; with `fill_cache` false,
